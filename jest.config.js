@@ -1,0 +1,18 @@
+// One jest run over every project, so `npm test` prints one summary.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const projects = [];
+for (const group of ['apps', 'libs', 'tools']) {
+  const dir = path.join(__dirname, group);
+  if (!fs.existsSync(dir)) continue;
+  for (const name of fs.readdirSync(dir).sort()) {
+    if (fs.existsSync(path.join(dir, name, 'jest.config.js'))) projects.push(`<rootDir>/${group}/${name}`);
+  }
+}
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects,
+  reporters: ['default', '<rootDir>/tools/dev/jest-summary-reporter.js'],
+};

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Writes the Nx project.json, tsconfig.json and jest.config.js of one project.
+# usage: tools/dev/gen-project.sh apps|libs NAME "tags,comma,separated"
+set -euo pipefail
+kind=$1 name=$2 tags=$3
+dir="$kind/$name"
+mkdir -p "$dir/src"
+tagjson=$(printf '%s' "$tags" | awk -F, '{for(i=1;i<=NF;i++){printf "%s\"%s\"", (i>1?",":""), $i}}')
+common_targets='"test": { "executor": "nx:run-commands", "options": { "command": "jest --ci '"$dir"'" } },
+    "lint": { "executor": "nx:run-commands", "options": { "command": "eslint --max-warnings=0 '"$dir"'" } },
+    "typecheck": { "executor": "nx:run-commands", "options": { "command": "tsc -p '"$dir"'/tsconfig.json --noEmit" } }'
+if [ "$kind" = apps ]; then
+  type=application
+  targets='"build": { "executor": "nx:run-commands", "options": { "command": "tsc -p '"$dir"'/tsconfig.app.json && tsc-alias -p tsconfig.base.json --outDir dist/'"$dir"'" } },
+    "serve": { "executor": "nx:run-commands", "dependsOn": ["build"], "options": { "command": "node dist/'"$dir"'/'"$dir"'/src/main.js" } },
+    '"$common_targets"
+  cat > "$dir/tsconfig.app.json" <<JSON
+{
+  "extends": "../../tsconfig.base.json",
+  "compilerOptions": { "outDir": "../../dist/$dir", "noEmit": false },
+  "include": ["src/**/*.ts"],
+  "exclude": ["src/**/*.spec.ts", "src/**/*.int-spec.ts", "src/**/*.e2e-spec.ts", "src/**/*.fake.ts"]
+}
+JSON
+else
+  type=library
+  targets="$common_targets"
+fi
+cat > "$dir/project.json" <<JSON
+{
+  "name": "$name",
+  "\$schema": "../../node_modules/nx/schemas/project-schema.json",
+  "sourceRoot": "$dir/src",
+  "projectType": "$type",
+  "tags": [$tagjson],
+  "targets": {
+    $targets
+  }
+}
+JSON
+cat > "$dir/tsconfig.json" <<JSON
+{
+  "extends": "../../tsconfig.base.json",
+  "compilerOptions": { "noEmit": true, "types": ["node", "jest"] },
+  "include": ["src/**/*.ts"]
+}
+JSON
+[ -f "$dir/jest.config.js" ] || echo "module.exports = require('../../jest.preset.js')(__dirname);" > "$dir/jest.config.js"
