@@ -1,0 +1,6 @@
+export * from './plans';
+export * from './roles';
+export * from './scopes';
+export * from './product-keys';
+export * from './resources';
+export * from './evaluation';

@@ -1,0 +1,4 @@
+import { Init1763800000000 } from './1763800000000-init';
+
+/** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
+export const MIGRATIONS = [Init1763800000000];

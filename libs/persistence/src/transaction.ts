@@ -1,0 +1,17 @@
+import type { DataSource, EntityManager } from 'typeorm';
+
+/**
+ * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
+ * Services open transactions only through this, never undoing by hand.
+ */
+export function withTransaction<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
+  return dataSource.transaction('READ COMMITTED', work);
+}
+
+/** True for a Postgres unique-violation, so a service can turn it into a 409. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown; constraint?: unknown }; constraint?: unknown };
+  const code = e?.driverError?.code ?? e?.code;
+  const name = e?.driverError?.constraint ?? e?.constraint;
+  return code === '23505' && (constraint === undefined || name === constraint);
+}

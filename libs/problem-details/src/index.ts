@@ -1,0 +1,5 @@
+export * from './problem.exception';
+export * from './problem-types';
+export * from './problem-details.filter';
+export * from './validation';
+export * from './consumes';

@@ -1,0 +1,90 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ProblemException, type ProblemBody } from './problem.exception';
+import { CommonProblems, problemTypeForStatus } from './problem-types';
+
+/** Errors raised by body-parser before a handler runs; `type` says which. */
+interface BodyParserError {
+  type: string;
+  status?: number;
+  statusCode?: number;
+  limit?: number;
+  charset?: string;
+  encoding?: string;
+}
+
+function isBodyParserError(err: unknown): err is BodyParserError {
+  return typeof err === 'object' && err !== null && typeof (err as { type?: unknown }).type === 'string' &&
+    typeof ((err as BodyParserError).status ?? (err as BodyParserError).statusCode) === 'number';
+}
+
+/** Turns anything thrown into a ProblemException; never leaks messages of unexpected errors. */
+export function toProblem(err: unknown, req?: Pick<Request, 'method' | 'originalUrl' | 'url'>): ProblemException {
+  if (err instanceof ProblemException) return err;
+  if (isBodyParserError(err)) {
+    switch (err.type) {
+      case 'entity.too.large':
+        return new ProblemException(CommonProblems['payload-too-large'], `The request body exceeds the limit of ${err.limit ?? 1048576} bytes.`);
+      case 'entity.parse.failed':
+        return new ProblemException(CommonProblems['malformed-json'], 'The request body is not valid JSON.');
+      case 'charset.unsupported':
+      case 'encoding.unsupported':
+        return new ProblemException(CommonProblems['unsupported-media-type'], `Unsupported ${err.type === 'charset.unsupported' ? 'charset' : 'content encoding'}.`);
+      default:
+        return new ProblemException(problemTypeForStatus(err.status ?? err.statusCode ?? 400), 'The request body could not be read.');
+    }
+  }
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    if (status === 404 && req && /^Cannot [A-Z]+ /.test(err.message)) {
+      return new ProblemException(CommonProblems['not-found'], `No route for ${req.method} ${(req.originalUrl ?? req.url).split('?')[0]}.`);
+    }
+    const response = err.getResponse();
+    const detail =
+      typeof response === 'string'
+        ? response
+        : typeof (response as { message?: unknown }).message === 'string'
+          ? ((response as { message: string }).message)
+          : err.message;
+    // Terminus' readiness failure carries the per-check details: keep them as an extension.
+    const extensions: Record<string, unknown> = {};
+    if (typeof response === 'object' && response && 'details' in response && 'status' in response) {
+      extensions['checks'] = (response as { details: unknown }).details;
+    }
+    return new ProblemException(problemTypeForStatus(status), status >= 500 && status !== 503 ? 'The server failed to answer.' : detail, extensions);
+  }
+  return new ProblemException(CommonProblems['internal-error'], 'The server failed to answer; the error is logged under this request id.');
+}
+
+export function requestIdOf(req: Request): string | undefined {
+  const id = (req as Request & { id?: unknown }).id;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/** Writes a problem as `application/problem+json`. Shared with handlers that run outside Nest. */
+export function writeProblem(res: Response, problem: ProblemException, instance: string | undefined): void {
+  const body: ProblemBody = problem.toBody(instance);
+  for (const [k, v] of Object.entries(problem.headers)) res.setHeader(k, v);
+  res.status(body.status).type('application/problem+json').send(JSON.stringify(body));
+}
+
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ProblemDetails');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request>();
+    const res = ctx.getResponse<Response>();
+    const problem = toProblem(exception, req);
+    if (problem.problem.status >= 500 && problem.problem.status !== 503) {
+      // Unexpected: log the real error (the pino logger redacts secrets); the body says nothing of it.
+      this.logger.error({ err: exception, requestId: requestIdOf(req) }, 'unhandled error');
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    writeProblem(res, problem, requestIdOf(req));
+  }
+}

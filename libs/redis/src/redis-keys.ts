@@ -1,0 +1,28 @@
+/**
+ * Key and channel naming. Every key the apps write goes through one RedisKeys, so one prefix
+ * separates deployments (and test files) sharing a Redis server.
+ */
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+
+  key(...parts: Array<string | number>): string {
+    return `${this.prefix}${parts.join(':')}`;
+  }
+
+  /** A tenant-owned key: the tenant id is always the first part. */
+  tenant(tenantId: string, ...parts: Array<string | number>): string {
+    return this.key('t', tenantId, ...parts);
+  }
+
+  channel(name: string): string {
+    return `${this.prefix}ch:${name}`;
+  }
+}
+
+/** Channels the apps publish on; messages are JSON. */
+export const CHANNELS = {
+  /** A flag changed: `{ tenantId, environment, flagKey, version }`. */
+  flagChanged: 'flag-changed',
+  /** An OAuth client was deleted or its secret rotated: `{ clientId }`. */
+  clientRevoked: 'client-revoked',
+} as const;

@@ -1,0 +1,71 @@
+import type { DynamicModule, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
+import type { Request } from 'express';
+import { toProblem } from '@flagship/problem-details';
+import { HttpMetrics } from './metrics';
+import { assignRequestId } from './request-id';
+
+export interface BootstrapOptions {
+  port: number;
+  host: string;
+  /** After SIGTERM, in-flight requests get this long before the process exits anyway. */
+  shutdownGraceMs?: number;
+  /** Largest accepted body; CONTRACT.md section 4 says 1 MiB. */
+  bodyLimit?: string;
+  /** Called before listen: OpenAPI, app-specific middleware... */
+  configure?: (app: NestExpressApplication) => void | Promise<void>;
+  /** Tests handle their own shutdown. */
+  handleSignals?: boolean;
+}
+
+/**
+ * Creates and starts one app the way every app starts: request ids first, metrics, body limits,
+ * problem details for everything (including body-parser errors and unknown routes), graceful stop.
+ */
+export async function bootstrapService(module: Type | DynamicModule, options: BootstrapOptions): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(module, {
+    bufferLogs: true,
+    bodyParser: false,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  app.use((req: Parameters<typeof assignRequestId>[0], res: Parameters<typeof assignRequestId>[1], next: () => void) => {
+    assignRequestId(req, res);
+    next();
+  });
+  app.use(app.get(HttpMetrics).middleware());
+  const limit = options.bodyLimit ?? '1mb';
+  app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'] });
+  app.useBodyParser('urlencoded', { limit, extended: false });
+  // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds
+  // them into a generic 400.
+  app.use((err: unknown, req: Request, _res: unknown, next: (err?: unknown) => void) => next(toProblem(err, req)));
+  await options.configure?.(app);
+  if (options.handleSignals ?? true) installGracefulShutdown(app, options.shutdownGraceMs ?? 10000);
+  await app.listen(options.port, options.host);
+  return app;
+}
+
+/**
+ * SIGTERM/SIGINT: stop accepting, let in-flight requests finish (Nest closes the server, then runs
+ * every onApplicationShutdown hook, which close the pools), and exit. A stuck request cannot hold
+ * the process past the grace period.
+ */
+function installGracefulShutdown(app: NestExpressApplication, graceMs: number): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    app.get(Logger).log(`${signal} received: draining`);
+    setTimeout(() => process.exit(1), graceMs).unref();
+    app
+      .close()
+      .then(() => process.exit(0))
+      .catch(() => process.exit(1));
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}

@@ -1,0 +1,62 @@
+import type { DynamicModule, Type } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { APP_CONFIG, type commonEnv } from '@flagship/config';
+import { PersistenceModule, PostgresReadiness, SHARED_ENTITIES } from '@flagship/persistence';
+import { RedisModule, RedisReadiness } from '@flagship/redis';
+import type { CleanedEnv } from 'envalid';
+import { type BootstrapOptions, bootstrapService } from './bootstrap';
+import type { ReadinessCheck } from './readiness';
+import { ServiceKitModule } from './service-kit.module';
+
+export type CommonConfig = CleanedEnv<typeof commonEnv>;
+
+export interface PlatformOptions {
+  serviceName: string;
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+  entities?: Function[];
+  /** Postgres and Redis are checked by default; an app may replace or add checks. */
+  readiness?: Array<Type<ReadinessCheck>>;
+  /** Leave out Postgres and Redis (orep-server serving from a file). */
+  withoutStores?: boolean;
+}
+
+/** The modules every app imports: service kit, Postgres, Redis, and its validated config. */
+export function platformModules(config: CommonConfig, options: PlatformOptions): DynamicModule[] {
+  const stores = options.withoutStores
+    ? []
+    : [
+        PersistenceModule.forRoot({
+          url: config.DATABASE_URL,
+          poolSize: config.DATABASE_POOL_SIZE,
+          entities: [...SHARED_ENTITIES, ...(options.entities ?? [])],
+          applicationName: options.serviceName,
+        }),
+        RedisModule.forRoot({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, name: options.serviceName }),
+      ];
+  return [
+    ServiceKitModule.forRoot({
+      serviceName: options.serviceName,
+      logLevel: config.LOG_LEVEL,
+      readiness: options.readiness ?? (options.withoutStores ? [] : [PostgresReadiness, RedisReadiness]),
+      defaultMetrics: config.NODE_ENV !== 'test',
+    }),
+    ...stores,
+    { module: ConfigHolderModule, global: true, providers: [{ provide: APP_CONFIG, useValue: config }], exports: [APP_CONFIG] },
+  ];
+}
+
+class ConfigHolderModule {}
+
+/** Starts an app from its validated config: what main.ts and the tests both call. */
+export function startService(
+  config: CommonConfig & { PORT?: number },
+  module: DynamicModule,
+  options: Omit<BootstrapOptions, 'port' | 'host'> & { port?: number; host?: string } = {},
+): Promise<NestExpressApplication> {
+  return bootstrapService(module, {
+    port: options.port ?? config.PORT ?? 0,
+    host: options.host ?? config.HOST,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    ...options,
+  });
+}

@@ -1,0 +1,56 @@
+import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
+import { LoggerModule } from 'nestjs-pino';
+import { ContentTypeGuard, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
+import { HealthController, READINESS_CHECK_TYPES } from './health.controller';
+import { HttpMetrics } from './metrics';
+import type { ReadinessCheck } from './readiness';
+
+export interface ServiceKitOptions {
+  serviceName: string;
+  logLevel: string;
+  /** Providers (from the app's modules) that /readyz checks. */
+  readiness: Array<Type<ReadinessCheck>>;
+  /** Node's default process metrics; off in tests that boot several apps in one process. */
+  defaultMetrics?: boolean;
+}
+
+/** What every app shares: logging with request ids, problem details, validation, health and metrics. */
+@Module({})
+export class ServiceKitModule {
+  static forRoot(options: ServiceKitOptions): DynamicModule {
+    return {
+      module: ServiceKitModule,
+      global: true,
+      imports: [
+        TerminusModule.forRoot({ logger: false }),
+        LoggerModule.forRoot({
+          pinoHttp: {
+            name: options.serviceName,
+            level: options.logLevel,
+            // The request id was assigned by the first middleware (see bootstrap).
+            genReqId: (req) => (req as { id?: string }).id ?? '',
+            redact: {
+              paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
+              censor: '[redacted]',
+            },
+            autoLogging: { ignore: (req) => ['/healthz', '/readyz', '/metrics'].includes(req.url ?? '') },
+            serializers: {
+              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+            },
+          },
+        }),
+      ],
+      controllers: [HealthController],
+      providers: [
+        { provide: HttpMetrics, useValue: new HttpMetrics(options.serviceName, options.defaultMetrics ?? true) },
+        { provide: READINESS_CHECK_TYPES, useValue: options.readiness },
+        { provide: APP_FILTER, useClass: ProblemDetailsFilter },
+        { provide: APP_PIPE, useClass: StrictValidationPipe },
+        { provide: APP_GUARD, useClass: ContentTypeGuard },
+      ],
+      exports: [HttpMetrics],
+    };
+  }
+}

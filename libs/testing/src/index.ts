@@ -1,0 +1,5 @@
+export * from './test-database';
+export * from './test-redis';
+export * from './test-app';
+export * from './processes';
+export * from './http';

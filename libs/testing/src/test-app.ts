@@ -1,0 +1,35 @@
+import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestRedisPrefix, type TestRedisPrefix } from './test-redis';
+
+export interface TestEnvironment {
+  db: TestDatabase;
+  redis: TestRedisPrefix;
+  /** process.env plus this file's database, Redis prefix and quiet logs. */
+  env: NodeJS.ProcessEnv;
+  teardown(): Promise<void>;
+}
+
+/** One test file's own Postgres database and Redis prefix, and the env that points apps at them. */
+export async function createTestEnvironment(extra: NodeJS.ProcessEnv = {}): Promise<TestEnvironment> {
+  const db = await createTestDatabase();
+  const redis = createTestRedisPrefix();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    DATABASE_URL: db.url,
+    DATABASE_POOL_SIZE: '4',
+    REDIS_URL: redis.url,
+    REDIS_KEY_PREFIX: redis.prefix,
+    ...extra,
+  };
+  return {
+    db,
+    redis,
+    env,
+    teardown: async () => {
+      await redis.cleanup();
+      await db.drop();
+    },
+  };
+}
