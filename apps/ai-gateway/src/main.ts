@@ -1,0 +1,10 @@
+import 'reflect-metadata';
+import { runMain } from '@flagship/config';
+import { startService } from '@flagship/service-kit';
+import { AppModule } from './app.module';
+import { loadAiGatewayConfig } from './env.schema';
+
+void runMain(async () => {
+  const config = loadAiGatewayConfig(process.env);
+  await startService(config, AppModule.forConfig(config));
+});
