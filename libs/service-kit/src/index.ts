@@ -6,3 +6,4 @@ export * from './readiness';
 export * from './openapi';
 export * from './platform';
 export * from './test-app';
+export * from './caller-context';
