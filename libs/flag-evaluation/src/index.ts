@@ -1,0 +1,29 @@
+/**
+ * @flagship/flag-evaluation: the pure flag evaluator (LaunchDarkly-compatible semantics,
+ * CONTRACT.md section 5). No I/O, no framework; only node:crypto.
+ */
+export type {
+  Clause,
+  CompiledFlagResolver,
+  EvaluationContext,
+  EvaluationErrorKind,
+  EvaluationReason,
+  EvaluationResult,
+  FlagDefinition,
+  FlagType,
+  JsonValue,
+  Operator,
+  Prerequisite,
+  Rollout,
+  Rule,
+  Target,
+  Variation,
+  WeightedVariation,
+} from './types';
+export { FLAG_TYPES, OPERATORS } from './types';
+export { CompiledFlag, compileFlag } from './compile';
+export { CompiledFlagSet, evaluateFlag } from './flag-set';
+export { contextKeyOf } from './evaluator';
+export { bucketValue } from './bucketing';
+export { validateFlagDefinition, type ValidationProblem } from './validate';
+export { valueMatchesType } from './json-value';

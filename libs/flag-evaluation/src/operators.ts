@@ -1,0 +1,387 @@
+import { toInstant } from './dates';
+import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
+import { compareSemVer, parseSemVer, type SemVer } from './semver';
+import type { JsonValue, Operator } from './types';
+
+/**
+ * Clause matching with LaunchDarkly's semantics. Everything that depends only on the flag (regexes,
+ * semvers, instants, sets) is prepared once by compileClause; matchClause only reads the context.
+ *
+ * - `in` is strict equality: 1 is not "1" (a Set keeps them apart); objects and arrays compare
+ *   structurally, as in LaunchDarkly's Go/Java SDKs.
+ * - string operators need a string on both sides, numeric operators a number on both sides.
+ * - before/after take epoch milliseconds or RFC 3339 strings; semVer* take padded SemVer strings.
+ * - an invalid regex, date or version in the clause never matches.
+ * - a clause matches when any clause value matches; an array attribute when any element does.
+ * - negate inverts, but a missing (undefined or null) attribute never matches, negated or not.
+ * - an operator this version does not know never matches a value (so negated, it matches), as in
+ *   LaunchDarkly; validateFlagDefinition refuses it before it is stored.
+ */
+
+// Operator codes: a switch over small integers is the cheapest dispatch on the hot path.
+const OP_IN = 0;
+const OP_STARTS_WITH = 1;
+const OP_ENDS_WITH = 2;
+const OP_CONTAINS = 3;
+const OP_MATCHES = 4;
+const OP_LESS_THAN = 5;
+const OP_LESS_THAN_OR_EQUAL = 6;
+const OP_GREATER_THAN = 7;
+const OP_GREATER_THAN_OR_EQUAL = 8;
+const OP_BEFORE = 9;
+const OP_AFTER = 10;
+const OP_SEMVER_EQUAL = 11;
+const OP_SEMVER_LESS_THAN = 12;
+const OP_SEMVER_GREATER_THAN = 13;
+const OP_UNKNOWN = -1;
+
+const OPERATOR_CODES: ReadonlyMap<string, number> = new Map<Operator, number>([
+  ['in', OP_IN],
+  ['startsWith', OP_STARTS_WITH],
+  ['endsWith', OP_ENDS_WITH],
+  ['contains', OP_CONTAINS],
+  ['matches', OP_MATCHES],
+  ['lessThan', OP_LESS_THAN],
+  ['lessThanOrEqual', OP_LESS_THAN_OR_EQUAL],
+  ['greaterThan', OP_GREATER_THAN],
+  ['greaterThanOrEqual', OP_GREATER_THAN_OR_EQUAL],
+  ['before', OP_BEFORE],
+  ['after', OP_AFTER],
+  ['semVerEqual', OP_SEMVER_EQUAL],
+  ['semVerLessThan', OP_SEMVER_LESS_THAN],
+  ['semVerGreaterThan', OP_SEMVER_GREATER_THAN],
+]);
+
+export function isOperator(op: unknown): op is Operator {
+  return typeof op === 'string' && OPERATOR_CODES.has(op);
+}
+
+/** The operators whose clause values must be strings / numbers, and how to tell a usable value. */
+export function clauseValueProblem(op: Operator, value: unknown): string | undefined {
+  switch (op) {
+    case 'in':
+      return undefined;
+    case 'startsWith':
+    case 'endsWith':
+    case 'contains':
+      return typeof value === 'string' ? undefined : 'must be a string';
+    case 'matches':
+      if (typeof value !== 'string') return 'must be a string';
+      return compileRegex(value) === undefined ? 'is not a valid regular expression' : undefined;
+    case 'lessThan':
+    case 'lessThanOrEqual':
+    case 'greaterThan':
+    case 'greaterThanOrEqual':
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'must be a number';
+    case 'before':
+    case 'after':
+      return toInstant(value) === undefined ? 'must be epoch milliseconds or an RFC 3339 date-time' : undefined;
+    case 'semVerEqual':
+    case 'semVerLessThan':
+    case 'semVerGreaterThan':
+      return parseSemVer(value) === undefined ? 'must be a semantic version such as 1.2.3 (no leading v)' : undefined;
+    default:
+      return 'unknown operator';
+  }
+}
+
+function compileRegex(pattern: string): RegExp | undefined {
+  try {
+    // No flags, like LaunchDarkly's Node SDK: a search (not a full match), case-sensitive, stateless.
+    return new RegExp(pattern);
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribute references
+
+export const ATTR_KEY = 0;
+export const ATTR_NAME = 1;
+export const ATTR_PATH = 2;
+export const ATTR_INVALID = 3;
+
+/**
+ * A clause's `attribute` (or a rollout's `bucketBy`): `key` is the context key; a name not starting
+ * with `/` is a top-level attribute; `/a/b` is LaunchDarkly's attribute reference into nested
+ * objects (`~1` escapes `/`, `~0` escapes `~`). An invalid reference makes the flag malformed when
+ * the evaluation reaches it, as in LaunchDarkly.
+ */
+export interface AttributeRef {
+  readonly kind: number;
+  readonly name: string;
+  readonly path: readonly string[];
+}
+
+const NO_PATH: readonly string[] = Object.freeze([]);
+export const KEY_REF: AttributeRef = Object.freeze({ kind: ATTR_KEY, name: 'key', path: NO_PATH });
+const INVALID_REF: AttributeRef = Object.freeze({ kind: ATTR_INVALID, name: '', path: NO_PATH });
+
+export function parseAttributeRef(attribute: unknown): AttributeRef {
+  if (typeof attribute !== 'string' || attribute === '' || attribute === '/') return INVALID_REF;
+  if (attribute[0] !== '/') {
+    return attribute === 'key' ? KEY_REF : { kind: ATTR_NAME, name: attribute, path: NO_PATH };
+  }
+  const path: string[] = [];
+  for (const part of attribute.slice(1).split('/')) {
+    if (part === '' || /~[^01]|~$/.test(part)) return INVALID_REF;
+    path.push(part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  }
+  if (path.length === 1) return path[0] === 'key' ? KEY_REF : { kind: ATTR_NAME, name: path[0] as string, path: NO_PATH };
+  return { kind: ATTR_PATH, name: attribute, path };
+}
+
+/**
+ * An own attribute of a context object, or undefined when absent. null counts as absent (as in
+ * LaunchDarkly), and inherited members (`toString`, `__proto__`) are not attributes.
+ */
+function ownAttribute(obj: Record<string, unknown>, name: string): unknown {
+  const v = obj[name];
+  if (v === undefined || v === null || typeof v === 'function') return undefined;
+  if (typeof v === 'object' && !Object.hasOwn(obj, name)) return undefined;
+  return v;
+}
+
+/** The value `ref` names in the context, or undefined when it is missing. */
+export function readAttribute(ctx: Record<string, unknown>, ref: AttributeRef, contextKey: string): unknown {
+  switch (ref.kind) {
+    case ATTR_KEY:
+      return contextKey;
+    case ATTR_NAME:
+      return ownAttribute(ctx, ref.name);
+    case ATTR_PATH: {
+      let current: unknown = ctx;
+      const path = ref.path;
+      for (let i = 0; i < path.length; i++) {
+        // References walk objects only; arrays are not indexed (LaunchDarkly's rule).
+        if (typeof current !== 'object' || current === null || Array.isArray(current)) return undefined;
+        current = ownAttribute(current as Record<string, unknown>, path[i] as string);
+        if (current === undefined) return undefined;
+      }
+      return current;
+    }
+    default:
+      return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clauses
+
+export interface CompiledClause {
+  readonly attr: AttributeRef;
+  readonly op: number;
+  readonly negate: boolean;
+  /** `in`: scalar values (a Set keeps 1 and "1" apart, as strict equality does). */
+  readonly scalars: ReadonlySet<unknown>;
+  /** `in`: object and array values, compared structurally. */
+  readonly composites: readonly JsonValue[];
+  /** startsWith / endsWith / contains. */
+  readonly strings: readonly string[];
+  readonly regexes: readonly RegExp[];
+  /**
+   * Numeric and date operators: "a < any value" is "a < the highest value", and so on, so two
+   * numbers replace the list (NaN when there is no usable value: every comparison is then false).
+   */
+  readonly lowest: number;
+  readonly highest: number;
+  readonly semverKeys: ReadonlySet<string>;
+  readonly lowestSemVer: SemVer | null;
+  readonly highestSemVer: SemVer | null;
+}
+
+const EMPTY_SET: ReadonlySet<never> = new Set<never>();
+const EMPTY: readonly never[] = Object.freeze([]);
+
+export const NO_MATCH = 0;
+export const MATCH = 1;
+/** The clause cannot be evaluated (invalid attribute reference): the flag is malformed. */
+export const CLAUSE_ERROR = 2;
+
+/** Compiles a clause, or returns undefined when it is not even shaped like one. */
+export function compileClause(clause: unknown): CompiledClause | undefined {
+  if (!isPlainObject(clause) || typeof clause.attribute !== 'string' || !Array.isArray(clause.values)) return undefined;
+  const op = typeof clause.op === 'string' ? (OPERATOR_CODES.get(clause.op) ?? OP_UNKNOWN) : OP_UNKNOWN;
+  const values: unknown[] = clause.values;
+  const scalars = new Set<unknown>();
+  const composites: JsonValue[] = [];
+  const strings: string[] = [];
+  const regexes: RegExp[] = [];
+  const semverKeys = new Set<string>();
+  let lowest = NaN;
+  let highest = NaN;
+  let lowestSemVer: SemVer | null = null;
+  let highestSemVer: SemVer | null = null;
+  const widen = (n: number): void => {
+    if (!(n >= lowest)) lowest = n; // also replaces the initial NaN
+    if (!(n <= highest)) highest = n;
+  };
+
+  for (const value of values) {
+    switch (op) {
+      case OP_IN: {
+        const frozen = toFrozenJson(value);
+        if (frozen === undefined) break; // not JSON: cannot equal anything a context holds
+        if (typeof frozen === 'object' && frozen !== null) composites.push(frozen);
+        else scalars.add(frozen);
+        break;
+      }
+      case OP_STARTS_WITH:
+      case OP_ENDS_WITH:
+      case OP_CONTAINS:
+        if (typeof value === 'string') strings.push(value);
+        break;
+      case OP_MATCHES: {
+        const re = typeof value === 'string' ? compileRegex(value) : undefined;
+        if (re !== undefined) regexes.push(re);
+        break;
+      }
+      case OP_LESS_THAN:
+      case OP_LESS_THAN_OR_EQUAL:
+      case OP_GREATER_THAN:
+      case OP_GREATER_THAN_OR_EQUAL:
+        if (typeof value === 'number' && !Number.isNaN(value)) widen(value);
+        break;
+      case OP_BEFORE:
+      case OP_AFTER: {
+        const t = toInstant(value);
+        if (t !== undefined) widen(t);
+        break;
+      }
+      case OP_SEMVER_EQUAL:
+      case OP_SEMVER_LESS_THAN:
+      case OP_SEMVER_GREATER_THAN: {
+        const v = parseSemVer(value);
+        if (v === undefined) break;
+        semverKeys.add(v.key);
+        if (lowestSemVer === null || compareSemVer(v, lowestSemVer) < 0) lowestSemVer = v;
+        if (highestSemVer === null || compareSemVer(v, highestSemVer) > 0) highestSemVer = v;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  return {
+    attr: parseAttributeRef(clause.attribute),
+    op,
+    negate: clause.negate === true,
+    scalars: scalars.size === 0 ? EMPTY_SET : scalars,
+    composites: composites.length === 0 ? EMPTY : composites,
+    strings: strings.length === 0 ? EMPTY : strings,
+    regexes: regexes.length === 0 ? EMPTY : regexes,
+    lowest,
+    highest,
+    semverKeys: semverKeys.size === 0 ? EMPTY_SET : semverKeys,
+    lowestSemVer,
+    highestSemVer,
+  };
+}
+
+function anyComposite(composites: readonly JsonValue[], value: unknown): boolean {
+  for (let i = 0; i < composites.length; i++) if (jsonEquals(value, composites[i] as JsonValue)) return true;
+  return false;
+}
+
+/** Whether one (non-array-expanded) attribute value matches any of the clause's values. */
+function matchValue(c: CompiledClause, v: unknown): boolean {
+  switch (c.op) {
+    case OP_IN:
+      return c.scalars.has(v) || (c.composites.length !== 0 && typeof v === 'object' && anyComposite(c.composites, v));
+    case OP_STARTS_WITH: {
+      if (typeof v !== 'string') return false;
+      const s = c.strings;
+      for (let i = 0; i < s.length; i++) if (v.startsWith(s[i] as string)) return true;
+      return false;
+    }
+    case OP_ENDS_WITH: {
+      if (typeof v !== 'string') return false;
+      const s = c.strings;
+      for (let i = 0; i < s.length; i++) if (v.endsWith(s[i] as string)) return true;
+      return false;
+    }
+    case OP_CONTAINS: {
+      if (typeof v !== 'string') return false;
+      const s = c.strings;
+      for (let i = 0; i < s.length; i++) if (v.includes(s[i] as string)) return true;
+      return false;
+    }
+    case OP_MATCHES: {
+      if (typeof v !== 'string') return false;
+      const r = c.regexes;
+      for (let i = 0; i < r.length; i++) if ((r[i] as RegExp).test(v)) return true;
+      return false;
+    }
+    case OP_LESS_THAN:
+      return typeof v === 'number' && v < c.highest;
+    case OP_LESS_THAN_OR_EQUAL:
+      return typeof v === 'number' && v <= c.highest;
+    case OP_GREATER_THAN:
+      return typeof v === 'number' && v > c.lowest;
+    case OP_GREATER_THAN_OR_EQUAL:
+      return typeof v === 'number' && v >= c.lowest;
+    case OP_BEFORE: {
+      if (Number.isNaN(c.highest)) return false; // skip parsing when nothing can match
+      const t = toInstant(v);
+      return t !== undefined && t < c.highest;
+    }
+    case OP_AFTER: {
+      if (Number.isNaN(c.lowest)) return false;
+      const t = toInstant(v);
+      return t !== undefined && t > c.lowest;
+    }
+    case OP_SEMVER_EQUAL: {
+      if (c.semverKeys.size === 0) return false;
+      const sv = parseSemVer(v);
+      return sv !== undefined && c.semverKeys.has(sv.key);
+    }
+    case OP_SEMVER_LESS_THAN: {
+      if (c.highestSemVer === null) return false;
+      const sv = parseSemVer(v);
+      return sv !== undefined && compareSemVer(sv, c.highestSemVer) < 0;
+    }
+    case OP_SEMVER_GREATER_THAN: {
+      if (c.lowestSemVer === null) return false;
+      const sv = parseSemVer(v);
+      return sv !== undefined && compareSemVer(sv, c.lowestSemVer) > 0;
+    }
+    default:
+      return false;
+  }
+}
+
+/** MATCH, NO_MATCH or CLAUSE_ERROR for one clause against a context whose key is `contextKey`. */
+export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string): number {
+  const attr = c.attr;
+  let v: unknown;
+  // Top-level attributes are the common case: read them inline rather than through readAttribute.
+  if (attr.kind === ATTR_NAME) {
+    v = ctx[attr.name];
+    if (v === undefined || v === null) return NO_MATCH;
+    if (typeof v === 'object' || typeof v === 'function') {
+      v = ownAttribute(ctx, attr.name);
+      if (v === undefined) return NO_MATCH;
+    }
+  } else if (attr.kind === ATTR_KEY) {
+    v = contextKey;
+  } else if (attr.kind === ATTR_INVALID) {
+    return CLAUSE_ERROR;
+  } else {
+    v = readAttribute(ctx, attr, contextKey);
+    if (v === undefined) return NO_MATCH;
+  }
+  let matched = false;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (matchValue(c, v[i])) {
+        matched = true;
+        break;
+      }
+    }
+  } else {
+    matched = matchValue(c, v);
+  }
+  return matched !== c.negate ? MATCH : NO_MATCH;
+}

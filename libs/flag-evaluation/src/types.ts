@@ -1,0 +1,130 @@
+/**
+ * The stored shape of a flag as seen in one environment (CONTRACT.md section 5), and the shape of
+ * an evaluation result. Other apps persist flags in exactly this shape, so it stays plain JSON.
+ */
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+
+export const FLAG_TYPES = ['boolean', 'string', 'number', 'json'] as const;
+export type FlagType = (typeof FLAG_TYPES)[number];
+
+/** LaunchDarkly's clause operators, with LaunchDarkly's semantics (see operators.ts). */
+export const OPERATORS = [
+  'in',
+  'startsWith',
+  'endsWith',
+  'contains',
+  'matches',
+  'lessThan',
+  'lessThanOrEqual',
+  'greaterThan',
+  'greaterThanOrEqual',
+  'before',
+  'after',
+  'semVerEqual',
+  'semVerLessThan',
+  'semVerGreaterThan',
+] as const;
+export type Operator = (typeof OPERATORS)[number];
+
+export interface Variation {
+  id: string;
+  name: string;
+  value: JsonValue;
+  description?: string;
+  /** Relative weight of the fallthrough rollout; 0 everywhere means "serve defaultValue". */
+  weight: number;
+}
+
+export interface Clause {
+  /** A context attribute name, `key` for the context key, or a `/a/b` attribute reference. */
+  attribute: string;
+  op: Operator;
+  values: JsonValue[];
+  negate?: boolean;
+}
+
+export interface WeightedVariation {
+  variationId: string;
+  /** Relative: weights 1 and 3 split 25/75. */
+  weight: number;
+}
+
+export interface Rollout {
+  variations: WeightedVariation[];
+  /** Attribute hashed for bucketing; default `key`. */
+  bucketBy?: string;
+  /** When set and non-zero, replaces `{flagKey}.{salt}` in the hash input. */
+  seed?: number;
+}
+
+export interface Rule {
+  id: string;
+  description?: string;
+  clauses: Clause[];
+  variationId?: string;
+  rollout?: Rollout;
+}
+
+export interface Target {
+  variationId: string;
+  /** Context keys. */
+  values: string[];
+}
+
+export interface Prerequisite {
+  /** Key of another flag in the same environment. */
+  key: string;
+  /** The variation that flag must serve for this one to be evaluated further. */
+  variationId: string;
+}
+
+/** One flag as seen in ONE environment. */
+export interface FlagDefinition {
+  key: string;
+  type: FlagType;
+  defaultValue: JsonValue;
+  variations: Variation[];
+  enabled: boolean;
+  /** Served when off or a prerequisite fails; undefined means `false` for booleans, else `defaultValue`. */
+  offValue?: JsonValue;
+  targets: Target[];
+  rules: Rule[];
+  prerequisites: Prerequisite[];
+  /** Bucketing salt; defaults to the flag key. */
+  salt?: string;
+  version?: number;
+}
+
+/**
+ * Attributes of the evaluated entity. The context key is `key`, else `targetingKey` (OpenFeature),
+ * else `userId` (the management API's evaluate body): the first that is a non-empty string.
+ */
+export type EvaluationContext = Record<string, unknown>;
+
+export type EvaluationReason = 'OFF' | 'PREREQUISITE_FAILED' | 'TARGET_MATCH' | 'RULE_MATCH' | 'FALLTHROUGH' | 'ERROR';
+export type EvaluationErrorKind = 'MALFORMED_FLAG' | 'USER_NOT_SPECIFIED';
+
+/**
+ * Results are precomputed at compile time and shared between calls, so they are frozen (and so is
+ * `value`): copy before changing anything.
+ */
+export interface EvaluationResult {
+  readonly value: JsonValue;
+  /** The flag's own on/off switch in this environment (true for PREREQUISITE_FAILED). */
+  readonly enabled: boolean;
+  readonly reason: EvaluationReason;
+  readonly variationId?: string;
+  readonly ruleId?: string;
+  readonly ruleIndex?: number;
+  /** True when a percentage rollout (a rule's or the fallthrough's) chose the variation. */
+  readonly inRollout?: boolean;
+  readonly errorKind?: EvaluationErrorKind;
+  /** The prerequisite that failed, or whose evaluation was malformed (a cycle, say). */
+  readonly prerequisiteKey?: string;
+}
+
+/** Anything that finds compiled flags by key: a CompiledFlagSet, or a plain Map. */
+export interface CompiledFlagResolver<F> {
+  get(key: string): F | undefined;
+}

@@ -1,0 +1,301 @@
+import { type FlagDefinition, validateFlagDefinition, valueMatchesType } from './index';
+
+function validFlag(overrides: Partial<FlagDefinition> = {}): FlagDefinition {
+  return {
+    key: 'checkout-v2',
+    type: 'string',
+    defaultValue: 'old',
+    enabled: true,
+    variations: [
+      { id: 'old', name: 'Old', value: 'old', weight: 0 },
+      { id: 'new', name: 'New', value: 'new', weight: 0, description: 'the new one' },
+    ],
+    targets: [{ variationId: 'new', values: ['qa-1'] }],
+    rules: [
+      {
+        id: 'beta',
+        clauses: [
+          { attribute: 'groups', op: 'in', values: ['beta'] },
+          { attribute: 'appVersion', op: 'semVerGreaterThan', values: ['2.1'] },
+          { attribute: 'signup', op: 'after', values: ['2024-01-01T00:00:00Z', 1700000000000] },
+          { attribute: 'email', op: 'matches', values: ['@example\\.com$'], negate: true },
+        ],
+        variationId: 'new',
+      },
+      {
+        id: 'split',
+        clauses: [],
+        rollout: { variations: [{ variationId: 'old', weight: 1 }, { variationId: 'new', weight: 3 }], bucketBy: 'org', seed: 42 },
+      },
+    ],
+    prerequisites: [{ key: 'payments', variationId: 'on' }],
+    salt: 'abc',
+    version: 3,
+    ...overrides,
+  };
+}
+
+/** The problems as "path: message" strings, to compare whole lists. */
+const problems = (flag: unknown, lookup?: (key: string) => FlagDefinition | undefined) =>
+  validateFlagDefinition(flag as FlagDefinition, lookup).map((p) => `${p.path}: ${p.message}`);
+
+describe('validateFlagDefinition', () => {
+  it('accepts a valid flag', () => {
+    expect(problems(validFlag())).toEqual([]);
+  });
+
+  it('accepts a minimal flag without targets, rules or prerequisites', () => {
+    const { targets: _t, rules: _r, prerequisites: _p, ...minimal } = validFlag();
+    expect(problems(minimal)).toEqual([]);
+  });
+
+  it('refuses something that is not an object', () => {
+    expect(problems(null)).toEqual([': must be an object']);
+    expect(problems([])).toEqual([': must be an object']);
+  });
+
+  it('checks the top-level fields', () => {
+    expect(
+      problems({ ...validFlag(), key: '', type: 'text', enabled: 'yes', salt: 5, version: -1, variations: {} }),
+    ).toEqual([
+      'key: must be a non-empty string',
+      'type: must be one of boolean, string, number, json',
+      'enabled: must be a boolean',
+      'salt: must be a string',
+      'version: must be a non-negative integer',
+      'variations: must be an array',
+      "targets[0].variationId: names no variation of this flag ('new')",
+      "rules[0].variationId: names no variation of this flag ('new')",
+      "rules[1].rollout.variations[0].variationId: names no variation of this flag ('old')",
+      "rules[1].rollout.variations[1].variationId: names no variation of this flag ('new')",
+    ]);
+  });
+
+  it('checks values against the flag type', () => {
+    expect(problems(validFlag({ defaultValue: 1, offValue: true }))).toEqual([
+      "defaultValue: must be a string (the flag's type is string)",
+      "offValue: must be a string (the flag's type is string)",
+    ]);
+    expect(
+      problems(
+        validFlag({
+          variations: [
+            { id: 'old', name: 'Old', value: 'old', weight: 0 },
+            { id: 'new', name: 'New', value: 2, weight: 0 },
+          ],
+        }),
+      ),
+    ).toEqual(["variations[1].value: must be a string (the flag's type is string)"]);
+  });
+
+  it('checks variations: ids unique, names, weights finite and not negative', () => {
+    expect(
+      problems(
+        validFlag({
+          variations: [
+            { id: 'old', name: 'Old', value: 'old', weight: -1 },
+            { id: 'new', name: 'New', value: 'new', weight: Number.POSITIVE_INFINITY },
+            { id: 'old', name: 'Again', value: 'x', weight: 0 },
+            { id: '', name: 7, value: 'y', weight: 0 } as never,
+          ],
+        }),
+      ),
+    ).toEqual([
+      'variations[0].weight: must be a finite number >= 0',
+      'variations[1].weight: must be a finite number >= 0',
+      "variations[2].id: duplicate variation id 'old'",
+      'variations[3].id: must be a non-empty string',
+      'variations[3].name: must be a string',
+    ]);
+  });
+
+  it('checks targets: known variation, string keys, a key in one target only', () => {
+    expect(
+      problems(
+        validFlag({
+          targets: [
+            { variationId: 'new', values: ['a', 'b'] },
+            { variationId: 'old', values: ['b', 3 as never] },
+            { variationId: 'gone', values: [] },
+          ],
+        }),
+      ),
+    ).toEqual([
+      "targets[1].values[0]: context key 'b' is already targeted by targets[0]",
+      'targets[1].values[1]: must be a non-empty string',
+      "targets[2].variationId: names no variation of this flag ('gone')",
+    ]);
+  });
+
+  it('checks rules: ids, exactly one of variationId and rollout, known variations', () => {
+    expect(
+      problems(
+        validFlag({
+          rules: [
+            { id: 'a', clauses: [] },
+            { id: 'a', clauses: [], variationId: 'new', rollout: { variations: [{ variationId: 'new', weight: 1 }] } },
+            { id: '', clauses: [], variationId: 'nope' },
+            { id: 'c', clauses: 'x' as never, variationId: 'new' },
+          ],
+        }),
+      ),
+    ).toEqual([
+      'rules[0]: needs exactly one of variationId and rollout',
+      "rules[1].id: duplicate rule id 'a'",
+      'rules[1]: needs exactly one of variationId and rollout',
+      'rules[2].id: must be a non-empty string',
+      "rules[2].variationId: names no variation of this flag ('nope')",
+      'rules[3].clauses: must be an array',
+    ]);
+  });
+
+  it('checks clauses: attribute, operator, and values the operator can use', () => {
+    const clauses = [
+      { attribute: '', op: 'in', values: ['x'] },
+      { attribute: 'a', op: 'oneOf', values: ['x'] },
+      { attribute: 'a', op: 'in', values: [] },
+      { attribute: 'a', op: 'lessThan', values: ['5', 5] },
+      { attribute: 'a', op: 'startsWith', values: [1] },
+      { attribute: 'a', op: 'matches', values: ['(unclosed'] },
+      { attribute: 'a', op: 'before', values: ['2024-01-01', 'yesterday'] },
+      { attribute: 'a', op: 'semVerEqual', values: ['v1.2.3', '1.2'] },
+      { attribute: '/a//b', op: 'in', values: ['x'], negate: 'yes' },
+      { attribute: 'a', op: 'in', values: 'x' },
+    ];
+    expect(problems(validFlag({ rules: [{ id: 'r', clauses: clauses as never, variationId: 'new' }] }))).toEqual([
+      'rules[0].clauses[0].attribute: must be an attribute name, `key`, or a /path reference',
+      "rules[0].clauses[1].op: unknown operator 'oneOf'",
+      'rules[0].clauses[2].values: must hold at least one value',
+      "rules[0].clauses[3].values[0]: must be a number for 'lessThan'",
+      "rules[0].clauses[4].values[0]: must be a string for 'startsWith'",
+      "rules[0].clauses[5].values[0]: is not a valid regular expression for 'matches'",
+      "rules[0].clauses[6].values[0]: must be epoch milliseconds or an RFC 3339 date-time for 'before'",
+      "rules[0].clauses[6].values[1]: must be epoch milliseconds or an RFC 3339 date-time for 'before'",
+      "rules[0].clauses[7].values[0]: must be a semantic version such as 1.2.3 (no leading v) for 'semVerEqual'",
+      'rules[0].clauses[8].attribute: must be an attribute name, `key`, or a /path reference',
+      'rules[0].clauses[8].negate: must be a boolean',
+      'rules[0].clauses[9].values: must be an array',
+    ]);
+  });
+
+  it('checks rollouts: not empty, known variations, sane weights, bucketBy, seed', () => {
+    const rule = (rollout: unknown) => validFlag({ rules: [{ id: 'r', clauses: [], rollout: rollout as never }] });
+    expect(problems(rule({ variations: [] }))).toEqual(['rules[0].rollout.variations: must not be empty']);
+    expect(
+      problems(
+        rule({
+          variations: [
+            { variationId: 'old', weight: 0 },
+            { variationId: 'ghost', weight: -2 },
+          ],
+          bucketBy: '/',
+          seed: 1.5,
+        }),
+      ),
+    ).toEqual([
+      "rules[0].rollout.variations[1].variationId: names no variation of this flag ('ghost')",
+      'rules[0].rollout.variations[1].weight: must be a finite number >= 0',
+      'rules[0].rollout.variations: weights must add up to more than 0',
+      'rules[0].rollout.bucketBy: must be an attribute name or a /path reference',
+      'rules[0].rollout.seed: must be an integer',
+    ]);
+    expect(problems(rule('half'))).toEqual(['rules[0].rollout: must be an object']);
+  });
+
+  it('checks prerequisites on their own', () => {
+    expect(
+      problems(
+        validFlag({
+          prerequisites: [
+            { key: 'checkout-v2', variationId: 'on' },
+            { key: 'a', variationId: 'on' },
+            { key: 'a', variationId: 'off' },
+            { key: '', variationId: '' },
+          ],
+        }),
+      ),
+    ).toEqual([
+      'prerequisites[0].key: a flag cannot be its own prerequisite',
+      "prerequisites[2].key: duplicate prerequisite 'a'",
+      'prerequisites[3].key: must be a non-empty string',
+      'prerequisites[3].variationId: must be a non-empty string',
+    ]);
+  });
+
+  it('checks prerequisites against the other flags when given a lookup', () => {
+    const other = (key: string, prerequisites: FlagDefinition['prerequisites'] = []): FlagDefinition => ({
+      ...validFlag({ key, prerequisites, type: 'boolean', defaultValue: false }),
+      variations: [
+        { id: 'on', name: 'On', value: true, weight: 0 },
+        { id: 'off', name: 'Off', value: false, weight: 0 },
+      ],
+      targets: [],
+      rules: [],
+    });
+    const flags = new Map<string, FlagDefinition>([
+      ['payments', other('payments')],
+      ['b', other('b', [{ key: 'c', variationId: 'on' }])],
+      ['c', other('c', [{ key: 'checkout-v2', variationId: 'on' }])],
+    ]);
+    const lookup = (key: string) => flags.get(key);
+    expect(problems(validFlag(), lookup)).toEqual([]);
+    expect(
+      problems(
+        validFlag({
+          prerequisites: [
+            { key: 'payments', variationId: 'maybe' },
+            { key: 'missing', variationId: 'on' },
+            { key: 'b', variationId: 'on' },
+          ],
+        }),
+        lookup,
+      ),
+    ).toEqual([
+      "prerequisites[0].variationId: flag 'payments' has no variation 'maybe'",
+      "prerequisites[1].key: no flag 'missing' in this environment",
+      'prerequisites[2].key: prerequisite cycle: checkout-v2 -> b -> c -> checkout-v2',
+    ]);
+  });
+
+  it('terminates on stored cycles that do not involve the flag', () => {
+    const loop = (key: string, next: string): FlagDefinition => ({ ...validFlag({ key }), prerequisites: [{ key: next, variationId: 'old' }] });
+    const flags = new Map([
+      ['x', loop('x', 'y')],
+      ['y', loop('y', 'x')],
+    ]);
+    expect(problems(validFlag({ prerequisites: [{ key: 'x', variationId: 'old' }] }), (k) => flags.get(k))).toEqual([]);
+  });
+});
+
+describe('valueMatchesType', () => {
+  it.each([
+    ['boolean', true, true],
+    ['boolean', 'true', false],
+    ['boolean', 0, false],
+    ['string', '', true],
+    ['string', 1, false],
+    ['number', 1.5, true],
+    ['number', '1', false],
+    ['number', Number.NaN, false],
+    ['number', Number.POSITIVE_INFINITY, false],
+    ['json', { a: [1, { b: null }] }, true],
+    ['json', [1, 'x'], true],
+    ['json', null, false],
+    ['json', 'text', false],
+    ['json', { a: undefined }, false],
+    ['json', { d: new Date(0) }, false],
+    ['json', { f: () => 1 }, false],
+    ['colour', 'red', false],
+  ] as const)('%s accepts %p: %p', (type, value, expected) => {
+    expect(valueMatchesType(type as never, value)).toBe(expected);
+  });
+
+  it('refuses cyclic and absurdly deep values instead of overflowing the stack', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(valueMatchesType('json', cyclic)).toBe(false);
+    let deep: unknown = 1;
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    expect(valueMatchesType('json', deep)).toBe(false);
+  });
+});

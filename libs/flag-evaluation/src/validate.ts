@@ -1,0 +1,221 @@
+import { isJsonValue, isPlainObject, valueMatchesType } from './json-value';
+import { ATTR_INVALID, clauseValueProblem, isOperator, parseAttributeRef } from './operators';
+import { FLAG_TYPES, type FlagDefinition, type FlagType } from './types';
+
+export interface ValidationProblem {
+  /** Where, as `rules[2].clauses[0].op`; '' for the flag itself. */
+  path: string;
+  message: string;
+}
+
+const TYPE_NAMES: Record<FlagType, string> = {
+  boolean: 'a boolean',
+  string: 'a string',
+  number: 'a finite number',
+  json: 'a JSON object or array',
+};
+
+/**
+ * Everything that would make a flag evaluate to MALFORMED_FLAG, or evaluate in a way nobody can
+ * have meant, for the management API's 422 `errors`. The evaluator copes with all of it anyway.
+ *
+ * Stricter than the evaluator on purpose: clause values that can never match their operator (a
+ * string for lessThan, an invalid regex, `v1.2.3`), empty clause value lists, rollouts whose
+ * weights add up to 0, a key targeted by two targets. An empty `clauses` list is allowed: such a
+ * rule matches every context (LaunchDarkly's semantics), which is how "everyone else" is written.
+ *
+ * With `lookup` (the other flags of the environment), prerequisites are checked as well: the flag
+ * exists, has the named variation, and no prerequisite chain leads back to this flag.
+ */
+export function validateFlagDefinition(
+  flag: FlagDefinition,
+  lookup?: (key: string) => FlagDefinition | undefined,
+): ValidationProblem[] {
+  const problems: ValidationProblem[] = [];
+  const report = (path: string, message: string): void => {
+    problems.push({ path, message });
+  };
+  const raw: unknown = flag;
+  if (!isPlainObject(raw)) {
+    report('', 'must be an object');
+    return problems;
+  }
+
+  const nonEmptyString = (value: unknown, path: string): value is string => {
+    if (typeof value === 'string' && value !== '') return true;
+    report(path, 'must be a non-empty string');
+    return false;
+  };
+  const list = (value: unknown, path: string): unknown[] => {
+    if (Array.isArray(value)) return value;
+    report(path, 'must be an array');
+    return [];
+  };
+  const weight = (value: unknown, path: string): number => {
+    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
+    report(path, 'must be a finite number >= 0');
+    return 0;
+  };
+
+  const key = raw.key;
+  nonEmptyString(key, 'key');
+  const type = (FLAG_TYPES as readonly unknown[]).includes(raw.type) ? (raw.type as FlagType) : undefined;
+  if (type === undefined) report('type', `must be one of ${FLAG_TYPES.join(', ')}`);
+  const checkValue = (value: unknown, path: string): void => {
+    if (type !== undefined ? !valueMatchesType(type, value) : !isJsonValue(value)) {
+      report(path, type !== undefined ? `must be ${TYPE_NAMES[type]} (the flag's type is ${type})` : 'must be a JSON value');
+    }
+  };
+  checkValue(raw.defaultValue, 'defaultValue');
+  if (raw.offValue !== undefined) checkValue(raw.offValue, 'offValue');
+  if (typeof raw.enabled !== 'boolean') report('enabled', 'must be a boolean');
+  if (raw.salt !== undefined && typeof raw.salt !== 'string') report('salt', 'must be a string');
+  if (raw.version !== undefined && !(Number.isInteger(raw.version) && (raw.version as number) >= 0)) {
+    report('version', 'must be a non-negative integer');
+  }
+
+  const variationIds = new Set<string>();
+  list(raw.variations, 'variations').forEach((v, i) => {
+    const path = `variations[${i}]`;
+    if (!isPlainObject(v)) return report(path, 'must be an object');
+    if (nonEmptyString(v.id, `${path}.id`)) {
+      if (variationIds.has(v.id)) report(`${path}.id`, `duplicate variation id '${v.id}'`);
+      variationIds.add(v.id);
+    }
+    if (typeof v.name !== 'string') report(`${path}.name`, 'must be a string');
+    if (v.description !== undefined && typeof v.description !== 'string') report(`${path}.description`, 'must be a string');
+    checkValue(v.value, `${path}.value`);
+    weight(v.weight, `${path}.weight`);
+  });
+  const variationRef = (value: unknown, path: string): void => {
+    if (nonEmptyString(value, path) && !variationIds.has(value)) report(path, `names no variation of this flag ('${value}')`);
+  };
+
+  const targeted = new Map<string, number>();
+  list(raw.targets ?? [], 'targets').forEach((t, i) => {
+    const path = `targets[${i}]`;
+    if (!isPlainObject(t)) return report(path, 'must be an object');
+    variationRef(t.variationId, `${path}.variationId`);
+    list(t.values, `${path}.values`).forEach((contextKey, j) => {
+      if (!nonEmptyString(contextKey, `${path}.values[${j}]`)) return;
+      const first = targeted.get(contextKey);
+      if (first !== undefined && first !== i) {
+        report(`${path}.values[${j}]`, `context key '${contextKey}' is already targeted by targets[${first}]`);
+      } else targeted.set(contextKey, i);
+    });
+  });
+
+  const ruleIds = new Set<string>();
+  list(raw.rules ?? [], 'rules').forEach((r, i) => {
+    const path = `rules[${i}]`;
+    if (!isPlainObject(r)) return report(path, 'must be an object');
+    if (nonEmptyString(r.id, `${path}.id`)) {
+      if (ruleIds.has(r.id)) report(`${path}.id`, `duplicate rule id '${r.id}'`);
+      ruleIds.add(r.id);
+    }
+    if (r.description !== undefined && typeof r.description !== 'string') report(`${path}.description`, 'must be a string');
+    list(r.clauses, `${path}.clauses`).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report));
+
+    const hasVariation = r.variationId !== undefined && r.variationId !== null;
+    const hasRollout = r.rollout !== undefined && r.rollout !== null;
+    if (hasVariation === hasRollout) {
+      report(path, 'needs exactly one of variationId and rollout');
+    }
+    if (hasVariation) variationRef(r.variationId, `${path}.variationId`);
+    if (!hasRollout) return;
+    const rollout = r.rollout;
+    const rpath = `${path}.rollout`;
+    if (!isPlainObject(rollout)) return report(rpath, 'must be an object');
+    const slots = list(rollout.variations, `${rpath}.variations`);
+    if (Array.isArray(rollout.variations) && slots.length === 0) report(`${rpath}.variations`, 'must not be empty');
+    let total = 0;
+    slots.forEach((s, k) => {
+      const spath = `${rpath}.variations[${k}]`;
+      if (!isPlainObject(s)) return report(spath, 'must be an object');
+      variationRef(s.variationId, `${spath}.variationId`);
+      total += weight(s.weight, `${spath}.weight`);
+    });
+    if (slots.length > 0 && total <= 0) report(`${rpath}.variations`, 'weights must add up to more than 0');
+    if (rollout.bucketBy !== undefined && parseAttributeRef(rollout.bucketBy).kind === ATTR_INVALID) {
+      report(`${rpath}.bucketBy`, 'must be an attribute name or a /path reference');
+    }
+    if (rollout.seed !== undefined && !Number.isSafeInteger(rollout.seed)) report(`${rpath}.seed`, 'must be an integer');
+  });
+
+  const prerequisiteKeys = new Set<string>();
+  list(raw.prerequisites ?? [], 'prerequisites').forEach((p, i) => {
+    const path = `prerequisites[${i}]`;
+    if (!isPlainObject(p)) return report(path, 'must be an object');
+    const keyOk = nonEmptyString(p.key, `${path}.key`);
+    const variationOk = nonEmptyString(p.variationId, `${path}.variationId`);
+    if (!keyOk) return;
+    const prereqKey = p.key as string;
+    if (prereqKey === key) return report(`${path}.key`, 'a flag cannot be its own prerequisite');
+    if (prerequisiteKeys.has(prereqKey)) return report(`${path}.key`, `duplicate prerequisite '${prereqKey}'`);
+    prerequisiteKeys.add(prereqKey);
+    if (lookup === undefined) return;
+    const other = lookup(prereqKey);
+    if (other === undefined) return report(`${path}.key`, `no flag '${prereqKey}' in this environment`);
+    const otherVariations: unknown = other.variations;
+    const hasVariation =
+      Array.isArray(otherVariations) && otherVariations.some((v: unknown) => isPlainObject(v) && v.id === p.variationId);
+    if (variationOk && !hasVariation) {
+      report(`${path}.variationId`, `flag '${prereqKey}' has no variation '${String(p.variationId)}'`);
+    }
+    if (typeof key === 'string') {
+      const cycle = findPathTo(key, prereqKey, lookup);
+      if (cycle !== undefined) report(`${path}.key`, `prerequisite cycle: ${[key, ...cycle].join(' -> ')}`);
+    }
+  });
+
+  return problems;
+}
+
+function validateClause(c: unknown, path: string, report: (path: string, message: string) => void): void {
+  if (!isPlainObject(c)) return report(path, 'must be an object');
+  if (typeof c.attribute !== 'string' || parseAttributeRef(c.attribute).kind === ATTR_INVALID) {
+    report(`${path}.attribute`, 'must be an attribute name, `key`, or a /path reference');
+  }
+  if (c.negate !== undefined && typeof c.negate !== 'boolean') report(`${path}.negate`, 'must be a boolean');
+  const op = c.op;
+  if (!isOperator(op)) report(`${path}.op`, `unknown operator '${String(op)}'`);
+  if (!Array.isArray(c.values)) return report(`${path}.values`, 'must be an array');
+  if (c.values.length === 0) report(`${path}.values`, 'must hold at least one value');
+  (c.values as unknown[]).forEach((value, k) => {
+    if (!isJsonValue(value)) return report(`${path}.values[${k}]`, 'must be a JSON value');
+    const problem = isOperator(op) ? clauseValueProblem(op, value) : undefined;
+    if (problem !== undefined) report(`${path}.values[${k}]`, `${problem} for '${op as string}'`);
+  });
+}
+
+/**
+ * The prerequisite chain from `start` back to `target`, or undefined. Iterative, with a visited set,
+ * so stored cycles that do not involve `target` cannot loop it forever.
+ */
+function findPathTo(
+  target: string,
+  start: string,
+  lookup: (key: string) => FlagDefinition | undefined,
+): string[] | undefined {
+  const parent = new Map<string, string | null>([[start, null]]);
+  const queue: string[] = [start];
+  for (let head = 0; head < queue.length; head++) {
+    const current = queue[head] as string;
+    const definition = lookup(current);
+    const prerequisites: unknown = isPlainObject(definition) ? definition.prerequisites : undefined;
+    if (!Array.isArray(prerequisites)) continue;
+    for (const p of prerequisites as unknown[]) {
+      if (!isPlainObject(p) || typeof p.key !== 'string') continue;
+      if (p.key === target) {
+        const chain = [target];
+        for (let k: string | null = current; k !== null; k = parent.get(k) ?? null) chain.unshift(k);
+        return chain;
+      }
+      if (!parent.has(p.key)) {
+        parent.set(p.key, current);
+        queue.push(p.key);
+      }
+    }
+  }
+  return undefined;
+}
