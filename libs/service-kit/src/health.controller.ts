@@ -5,10 +5,12 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthChe
 import { CommonProblems, ProblemException } from '@flagship/problem-details';
 import type { ReadinessCheck } from './readiness';
 import { HttpMetrics } from './metrics';
+import { Public } from './public-route';
 
 export const READINESS_CHECK_TYPES = Symbol('READINESS_CHECK_TYPES');
 
 @ApiExcludeController()
+@Public()
 @Controller()
 export class HealthController {
   private checks: ReadinessCheck[] | undefined;

@@ -7,3 +7,5 @@ export * from './openapi';
 export * from './platform';
 export * from './test-app';
 export * from './caller-context';
+export * from './pagination';
+export * from './public-route';
