@@ -19,7 +19,7 @@ if [ "$kind" = apps ]; then
   "extends": "../../tsconfig.base.json",
   "compilerOptions": { "outDir": "../../dist/$dir", "noEmit": false },
   "include": ["src/**/*.ts"],
-  "exclude": ["src/**/*.spec.ts", "src/**/*.int-spec.ts", "src/**/*.e2e-spec.ts", "src/**/*.fake.ts"]
+  "exclude": ["src/**/*.spec.ts", "src/**/*.int-spec.ts", "src/**/*.e2e-spec.ts", "src/**/*.fake.ts", "src/**/*.fixture.ts"]
 }
 JSON
 else

@@ -1,12 +1,47 @@
-import { commonEnv, loadConfig, portEnv, str } from '@flagship/config';
+import { ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
 
 /** The management API's settings (CONTRACT.md sections 1 to 4). */
 export const managementApiEnv = {
   ...commonEnv,
   ...portEnv(3000),
   PUBLIC_BASE_URL: str({ default: '', desc: 'the address clients reach this API at; default http://HOST:PORT' }),
+  IDP_MODE: str({ choices: ['dev', 'oidc'], devDefault: 'dev', desc: 'dev: the embedded identity provider (never in production)' }),
+  IDP_ISSUER: str({ default: '', desc: 'issuer of user ID tokens (oidc mode)' }),
+  IDP_AUDIENCE: str({ default: 'flagship-dev', desc: 'audience of user ID tokens (Firebase: the project id)' }),
+  IDP_JWKS_URI: str({ default: '', desc: 'JWKS of the identity provider (oidc mode)' }),
+  PLATFORM_ADMIN_EMAILS: str({ default: '', desc: 'comma-separated e-mails of platform admins' }),
+  OAUTH_ISSUER: str({ default: '', desc: 'iss of access tokens; default PUBLIC_BASE_URL' }),
+  OAUTH_AUDIENCE: str({ default: 'flagship-api' }),
+  PRODUCT_KEY_OWN: str({ default: 'core' }),
+  PRODUCT_KEYS_INTERNAL: str({ default: 'insights,helpdesk,forms,studio' }),
+  PRODUCT_KEYS_LEGACY: str({ default: 'partner_portal' }),
+  RATE_LIMIT_FREE: num({ default: 600 }),
+  RATE_LIMIT_STANDARD: num({ default: 3000 }),
+  RATE_LIMIT_PREMIUM: num({ default: 12000 }),
+  RATE_LIMIT_IP_PER_MINUTE: num({ default: 60 }),
+  SANDBOX_DAYS: num({ default: 14 }),
 };
 
-export type ManagementApiConfig = ReturnType<typeof loadManagementApiConfig>;
+const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
-export const loadManagementApiConfig = (env: NodeJS.ProcessEnv) => loadConfig(env, managementApiEnv);
+export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
+  const raw = loadConfig(env, managementApiEnv);
+  if (raw.IDP_MODE === 'dev' && raw.NODE_ENV === 'production') {
+    throw new ConfigError('invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused when NODE_ENV=production');
+  }
+  if (raw.IDP_MODE === 'oidc' && (raw.IDP_ISSUER === '' || raw.IDP_JWKS_URI === '')) {
+    throw new ConfigError('invalid configuration: IDP_ISSUER and IDP_JWKS_URI are required when IDP_MODE=oidc');
+  }
+  const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
+  return {
+    ...raw,
+    publicBaseUrl,
+    idpIssuer: raw.IDP_MODE === 'dev' ? `${publicBaseUrl}/dev/idp` : raw.IDP_ISSUER,
+    oauthIssuer: raw.OAUTH_ISSUER || publicBaseUrl,
+    platformAdminEmails: list(raw.PLATFORM_ADMIN_EMAILS.toLowerCase()),
+    internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),
+    legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),
+  };
+}
+
+export type ManagementApiConfig = ReturnType<typeof loadManagementApiConfig>;

@@ -1,9 +1,11 @@
 import { DataSource, type EntitySchema, type MixedList } from 'typeorm';
 import { MIGRATIONS } from './migrations';
 import { TenantEntity } from './entities/tenant.entity';
+import { EntitlementEntity } from './entities/entitlement.entity';
+import { CreditBalanceEntity } from './entities/credit-balance.entity';
 
-/** Entities every app shares (the tenant is read by all four). Apps add their own. */
-export const SHARED_ENTITIES = [TenantEntity];
+/** Entities several apps share (tenants, entitlements, credits). Apps add their own. */
+export const SHARED_ENTITIES = [TenantEntity, EntitlementEntity, CreditBalanceEntity];
 
 export interface DataSourceOptions {
   url: string;

@@ -5,3 +5,5 @@ export * from './entities/tenant.entity';
 export * from './persistence.module';
 export * from './postgres.readiness';
 export * from './tokens';
+export * from './entities/entitlement.entity';
+export * from './entities/credit-balance.entity';

@@ -4,6 +4,9 @@ import type { DataSource, EntityManager } from 'typeorm';
  * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
  * Services open transactions only through this, never undoing by hand.
  */
+/** The transaction handle services pass to repositories (they need not import TypeORM). */
+export type Tx = EntityManager;
+
 export function withTransaction<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
   return dataSource.transaction('READ COMMITTED', work);
 }
@@ -15,3 +18,4 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const name = e?.driverError?.constraint ?? e?.constraint;
   return code === '23505' && (constraint === undefined || name === constraint);
 }
+export type { DataSource } from 'typeorm';

@@ -11,13 +11,13 @@ export class Init1763800000000 implements MigrationInterface {
         primary_email text NOT NULL,
         contact_name text NOT NULL DEFAULT '',
         is_sandbox boolean NOT NULL DEFAULT false,
-        sandbox_expires_at timestamptz,
+        sandbox_expires_at timestamptz(3),
         plan text NOT NULL DEFAULT 'free' CHECK (plan IN ('free', 'standard', 'premium')),
         subscription_status text NOT NULL DEFAULT 'active',
         zero_rated boolean NOT NULL DEFAULT false,
         hosted_provider_allowed boolean NOT NULL DEFAULT false,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
   }
 

@@ -16,9 +16,9 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         email text NOT NULL,
         display_name text NOT NULL DEFAULT '',
         sign_in_provider text,
-        last_accessed_at timestamptz,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now()
+        last_accessed_at timestamptz(3),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE UNIQUE INDEX users_email_key ON users (lower(email))`);
 
@@ -27,8 +27,8 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
         user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
         role text NOT NULL CHECK (role IN ('admin', 'editor', 'viewer')),
-        last_accessed_at timestamptz,
-        created_at timestamptz NOT NULL DEFAULT now(),
+        last_accessed_at timestamptz(3),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
         PRIMARY KEY (tenant_id, user_id)
       )`);
     await q.query(`CREATE INDEX memberships_user_idx ON memberships (user_id, created_at)`);
@@ -42,9 +42,9 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         scopes text[] NOT NULL DEFAULT '{}',
         product_keys text[] NOT NULL DEFAULT '{}',
         created_by uuid REFERENCES users(id) ON DELETE SET NULL,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        secret_rotated_at timestamptz,
-        deleted_at timestamptz
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        secret_rotated_at timestamptz(3),
+        deleted_at timestamptz(3)
       )`);
     await q.query(`CREATE INDEX oauth_clients_tenant_idx ON oauth_clients (tenant_id, created_at) WHERE deleted_at IS NULL`);
 
@@ -55,8 +55,8 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         -- NULL when the private key is configured (env or Secrets Manager) rather than generated here.
         public_jwk jsonb NOT NULL,
         private_jwk jsonb,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        retired_at timestamptz
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        retired_at timestamptz(3)
       )`);
 
     await q.query(`
@@ -65,9 +65,17 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         email text NOT NULL,
         password_hash text,
         display_name text NOT NULL DEFAULT '',
-        created_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE UNIQUE INDEX dev_idp_accounts_email_key ON dev_idp_accounts (lower(email))`);
+    // The dev identity provider's own signing key, shared by every management-api process.
+    await q.query(`
+      CREATE TABLE dev_idp_keys (
+        kid text PRIMARY KEY,
+        public_jwk jsonb NOT NULL,
+        private_jwk jsonb NOT NULL,
+        created_at timestamptz(3) NOT NULL DEFAULT now()
+      )`);
 
     await q.query(`
       CREATE TABLE product_tours (
@@ -75,9 +83,9 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
         tour_key text NOT NULL,
         completed boolean NOT NULL DEFAULT false,
-        completed_at timestamptz,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz(3),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now(),
         PRIMARY KEY (tenant_id, user_id, tour_key)
       )`);
 
@@ -86,10 +94,10 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
         product_key text NOT NULL,
         tier text NOT NULL CHECK (tier IN ('enterprise', 'enterprise_plus_suite')),
-        valid_until timestamptz,
+        valid_until timestamptz(3),
         source text NOT NULL DEFAULT 'admin',
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now(),
         PRIMARY KEY (tenant_id, product_key)
       )`);
 
@@ -98,7 +106,7 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         tenant_id uuid PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,
         balance bigint NOT NULL DEFAULT 0,
         reserved bigint NOT NULL DEFAULT 0,
-        updated_at timestamptz NOT NULL DEFAULT now()
+        updated_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`
       CREATE TABLE credit_grants (
@@ -107,7 +115,7 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         amount bigint NOT NULL,
         reason text NOT NULL,
         granted_by text NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE INDEX credit_grants_tenant_idx ON credit_grants (tenant_id, created_at)`);
 
@@ -118,8 +126,8 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         name text NOT NULL,
         description text NOT NULL DEFAULT '',
         color text NOT NULL DEFAULT '#6366f1',
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE INDEX projects_tenant_idx ON projects (tenant_id, created_at, id)`);
 
@@ -128,7 +136,7 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
         key text NOT NULL,
         name text NOT NULL,
-        created_at timestamptz NOT NULL DEFAULT now(),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
         PRIMARY KEY (tenant_id, key)
       )`);
 
@@ -145,8 +153,8 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         tags text[] NOT NULL DEFAULT '{}',
         variations jsonb NOT NULL DEFAULT '[]',
         version integer NOT NULL DEFAULT 1,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now(),
         UNIQUE (tenant_id, key)
       )`);
     await q.query(`CREATE INDEX flags_project_idx ON flags (tenant_id, project_id)`);
@@ -163,7 +171,7 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         prerequisites jsonb NOT NULL DEFAULT '[]',
         salt text,
         version integer NOT NULL DEFAULT 1,
-        updated_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz(3) NOT NULL DEFAULT now(),
         PRIMARY KEY (flag_id, environment_key),
         FOREIGN KEY (tenant_id, environment_key) REFERENCES environments(tenant_id, key) ON DELETE CASCADE
       )`);
@@ -178,7 +186,7 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         action text NOT NULL,
         actor text NOT NULL,
         changes jsonb NOT NULL DEFAULT '{}',
-        created_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE INDEX flag_audit_tenant_idx ON flag_audit (tenant_id, flag_key, created_at)`);
   }
@@ -186,7 +194,7 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     for (const t of [
       'flag_audit', 'flag_environments', 'flags', 'environments', 'projects', 'credit_grants', 'credit_balances',
-      'entitlements', 'product_tours', 'dev_idp_accounts', 'signing_keys', 'oauth_clients', 'memberships', 'users',
+      'entitlements', 'product_tours', 'dev_idp_keys', 'dev_idp_accounts', 'signing_keys', 'oauth_clients', 'memberships', 'users',
     ]) {
       await q.query(`DROP TABLE ${t}`);
     }

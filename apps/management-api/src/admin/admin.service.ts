@@ -1,0 +1,63 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
+import { DATA_SOURCE, type DataSource, type TenantEntity, withTransaction } from '@flagship/persistence';
+import { ProblemException, validationProblem } from '@flagship/problem-details';
+import { decodeCursor, type CallerContext } from '@flagship/service-kit';
+import type { ManagementApiConfig } from '../env.schema';
+import { toTenantDto } from '../tenants/tenants.service';
+import { TenantsRepository } from '../tenants/tenants.repository';
+import { UsersRepository } from '../users/users.repository';
+import type { UserEntity } from '../users/user.entity';
+import { AdminProblems } from './admin.errors';
+import { AdminRepository } from './admin.repository';
+import type { GrantCreditsDto, GrantEntitlementDto, PatchTenantAdminDto } from './admin.dto';
+
+/** Platform administration (CONTRACT.md section 4): users, entitlements, credits, tenant switches. */
+@Injectable()
+export class AdminService {
+  constructor(
+    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly users: UsersRepository,
+    private readonly tenants: TenantsRepository,
+    private readonly repo: AdminRepository,
+    @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
+  ) {}
+
+  listUsers(limit: number, cursor?: string): Promise<UserEntity[]> {
+    return this.users.list(limit, decodeCursor(cursor));
+  }
+
+  async grantEntitlement(tenantId: string, dto: GrantEntitlementDto) {
+    await this.tenantOr404(tenantId);
+    this.checkProductKey(dto.productKey);
+    const validUntil = dto.validUntil ? new Date(dto.validUntil) : null;
+    if (validUntil && validUntil.getTime() <= Date.now()) throw validationProblem({ validUntil: 'must be in the future' });
+    const e = await this.repo.upsertEntitlement(tenantId, dto.productKey, dto.tier, validUntil);
+    return { tenantId: e.tenantId, productKey: e.productKey, tier: e.tier, validUntil: e.validUntil?.toISOString() ?? null, updatedAt: e.updatedAt.toISOString() };
+  }
+
+  async grantCredits(tenantId: string, dto: GrantCreditsDto, caller: CallerContext) {
+    await this.tenantOr404(tenantId);
+    const b = await withTransaction(this.ds, (m) => this.repo.grantCredits(m, tenantId, dto.amount, dto.reason, caller.callerId));
+    return { tenantId, balance: Number(b.balance), reserved: Number(b.reserved) };
+  }
+
+  async patchTenant(tenantId: string, dto: PatchTenantAdminDto) {
+    await this.tenantOr404(tenantId);
+    const t = (await this.tenants.update(tenantId, dto))!;
+    return { ...toTenantDto(t), zeroRated: t.zeroRated, hostedProviderAllowed: t.hostedProviderAllowed };
+  }
+
+  private checkProductKey(key: string): void {
+    if (this.config.legacyProductKeys.includes(key)) throw validationProblem({ productKey: `${key} is a legacy product key and is refused` });
+    if (key !== this.config.PRODUCT_KEY_OWN && !this.config.internalProductKeys.includes(key)) {
+      throw validationProblem({ productKey: `must be one of ${[this.config.PRODUCT_KEY_OWN, ...this.config.internalProductKeys].join(', ')}` });
+    }
+  }
+
+  private async tenantOr404(tenantId: string): Promise<TenantEntity> {
+    const t = await this.tenants.findById(tenantId);
+    if (!t) throw new ProblemException(AdminProblems['tenant-not-found'], `No tenant ${tenantId}.`);
+    return t;
+  }
+}

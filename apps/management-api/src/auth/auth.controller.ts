@@ -1,0 +1,46 @@
+import { Body, Controller, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { Public } from './auth.decorators';
+import { FederatedSigninDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
+import { AuthService } from './auth.service';
+
+const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tenant to make active, when the user is a member' };
+
+/** Sign-in bootstrap: the identity provider's ID token in, the user's tenant context out. */
+@ApiTags('auth')
+@Public()
+@Controller('api/v1/auth')
+export class AuthController {
+  constructor(private readonly auth: AuthService) {}
+
+  @Post('signup')
+  @ApiHeader(TENANT_HEADER)
+  @ApiCreatedResponse({ type: SignInBootstrapDto })
+  signup(@Body() dto: SignupDto, @Headers('x-tenant-id') tenantId?: string) {
+    return this.auth.signup(dto, tenantId);
+  }
+
+  @Post('login')
+  @HttpCode(200)
+  @ApiHeader(TENANT_HEADER)
+  @ApiOkResponse({ type: SignInBootstrapDto })
+  login(@Body() dto: LoginDto, @Headers('x-tenant-id') tenantId?: string) {
+    return this.auth.login(dto.idToken, tenantId);
+  }
+
+  @Post('signin/:provider')
+  @HttpCode(200)
+  @ApiHeader(TENANT_HEADER)
+  @ApiOkResponse({ type: SignInBootstrapDto })
+  signin(@Param('provider') provider: string, @Body() dto: FederatedSigninDto, @Headers('x-tenant-id') tenantId?: string) {
+    return this.auth.federatedSignin(provider, dto, tenantId);
+  }
+
+  @Post('forgot-password')
+  @HttpCode(202)
+  @ApiAcceptedResponse({ description: 'always, whether or not the account exists' })
+  async forgotPassword(@Body() dto: ForgotPasswordDto): Promise<{ success: true; message: string }> {
+    await this.auth.forgotPassword(dto.email);
+    return { success: true, message: 'If an account exists for this e-mail, a reset link is on its way.' };
+  }
+}

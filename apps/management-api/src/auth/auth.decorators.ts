@@ -1,0 +1,52 @@
+import { createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import type { Request } from 'express';
+import type { Scope, TenantRole } from '@flagship/domain';
+import { callerOf, type CallerContext } from '@flagship/service-kit';
+import type { TenantEntity } from '@flagship/persistence';
+import type { UserEntity } from '../users/user.entity';
+
+export const TENANT_ACCESS = 'auth:tenant-access';
+export const PLATFORM_ADMIN_ONLY = 'auth:platform-admin';
+export const USERS_ONLY = 'auth:users-only';
+
+export { Public, PUBLIC_ROUTE } from '@flagship/service-kit';
+
+export interface TenantAccessRule {
+  /** The weakest role a user needs in the active tenant. */
+  role: TenantRole;
+  /** Scopes a client token needs; a route without `scopes` is for users only. */
+  scopes?: Scope[];
+  /** The seed marks X-Tenant-ID required here: a user who omits it gets 400 (a client's token names its tenant). */
+  headerRequired?: boolean;
+  /** Take the tenant from the `:tenantId` path parameter instead of X-Tenant-ID. */
+  tenantFrom?: 'header' | 'path';
+}
+
+/** The route acts inside one tenant: resolves it (X-Tenant-ID or the canonical tenant) and checks role or scopes. */
+export const TenantAccess = (rule: TenantAccessRule): MethodDecorator & ClassDecorator => SetMetadata(TENANT_ACCESS, rule);
+
+/** Signed-in users only: a client token is refused (403). */
+export const UsersOnly = (): MethodDecorator & ClassDecorator => SetMetadata(USERS_ONLY, true);
+
+/** Platform admins only (`PLATFORM_ADMIN_EMAILS`). */
+export const PlatformAdminOnly = (): MethodDecorator & ClassDecorator => SetMetadata(PLATFORM_ADMIN_ONLY, true);
+
+export type AuthenticatedRequest = Request & { authUser?: UserEntity; tenant?: TenantEntity };
+
+export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext): CallerContext => {
+  const caller = callerOf(ctx.switchToHttp().getRequest<Request>());
+  if (!caller) throw new Error('Caller used on a route without authentication');
+  return caller;
+});
+
+/** The signed-in user (user tokens only). */
+export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionContext): UserEntity | undefined => {
+  return ctx.switchToHttp().getRequest<AuthenticatedRequest>().authUser;
+});
+
+/** The active tenant resolved by TenantAccessGuard. */
+export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantEntity => {
+  const tenant = ctx.switchToHttp().getRequest<AuthenticatedRequest>().tenant;
+  if (!tenant) throw new Error('CurrentTenant used on a route without @TenantAccess');
+  return tenant;
+});

@@ -1,0 +1,27 @@
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import { DevIdpModule } from '../dev-idp/dev-idp.module';
+import { TenantsModule } from '../tenants/tenants.module';
+import { UsersModule } from '../users/users.module';
+import { AuthController } from './auth.controller';
+import { AuthService } from './auth.service';
+import { AuthenticationGuard } from './authentication.guard';
+import { AuthorizationGuard } from './authorization.guard';
+import { IdentityProviderAdapter } from './identity-provider.adapter';
+import { IdTokenVerifier } from './id-token.verifier';
+
+/**
+ * Who is calling: ID-token verification, the sign-in bootstrap and the two guards. The app
+ * registers the guards globally, in order, after providing CLIENT_TOKEN_PORT.
+ */
+@Module({})
+export class AuthModule {
+  static forRoot(idpMode: string, clientTokens: { imports: DynamicModule['imports']; provider: Provider }): DynamicModule {
+    return {
+      module: AuthModule,
+      imports: [UsersModule, TenantsModule, DevIdpModule.forMode(idpMode), ...(clientTokens.imports ?? [])],
+      controllers: [AuthController],
+      providers: [AuthService, IdTokenVerifier, IdentityProviderAdapter, AuthenticationGuard, AuthorizationGuard, clientTokens.provider],
+      exports: [AuthenticationGuard, AuthorizationGuard, IdTokenVerifier],
+    };
+  }
+}

@@ -1,0 +1,144 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Plan, SignInBootstrapResponse, SubscriptionStatus, TenantRole } from '@flagship/domain';
+import { DATA_SOURCE, type DataSource, isUniqueViolation, withTransaction } from '@flagship/persistence';
+import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
+import { TenantsRepository, type TenantWithRole } from '../tenants/tenants.repository';
+import { TenantsService } from '../tenants/tenants.service';
+import { UsersRepository } from '../users/users.repository';
+import { pendingSubject, type UserEntity } from '../users/user.entity';
+import { AuthProblems } from './auth.errors';
+import type { FederatedSigninDto, SignupDto } from './auth.dto';
+import { IdentityProviderAdapter } from './identity-provider.adapter';
+import { type IdentityClaims, IdTokenVerifier } from './id-token.verifier';
+
+/** Path segments of federated sign-in and the provider names (Firebase's) each one accepts. */
+export const PROVIDER_SEGMENTS: Readonly<Record<string, (providerName: string) => boolean>> = {
+  google: (p) => p === 'google.com' || p === 'google',
+  github: (p) => p === 'github.com' || p === 'github',
+  microsoft: (p) => p === 'microsoft.com' || p === 'microsoft',
+  apple: (p) => p === 'apple.com' || p === 'apple',
+  oidc: (p) => p.startsWith('oidc.') || p === 'oidc',
+  saml: (p) => p.startsWith('saml.') || p === 'saml',
+};
+
+/**
+ * The sign-in bootstrap (seed section 5): verify the identity provider's ID token, create or find
+ * the user, and answer with the active and canonical tenant context.
+ */
+@Injectable()
+export class AuthService {
+  constructor(
+    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly idTokens: IdTokenVerifier,
+    private readonly users: UsersRepository,
+    private readonly tenants: TenantsRepository,
+    private readonly tenantsService: TenantsService,
+    private readonly idp: IdentityProviderAdapter,
+  ) {}
+
+  async signup(dto: SignupDto, requestedTenant?: string): Promise<SignInBootstrapResponse> {
+    const claims = await this.idTokens.verify(dto.idToken);
+    if (claims.email.toLowerCase() !== dto.email.toLowerCase()) {
+      throw validationProblem({ email: "does not match the ID token's e-mail" });
+    }
+    if (await this.users.findBySubject(claims.subject)) {
+      throw new ProblemException(AuthProblems['already-signed-up'], 'This account is signed up already; log in instead.');
+    }
+    const user = await this.createOrClaim(claims);
+    return this.bootstrap(user, 'Signed up.', requestedTenant);
+  }
+
+  async login(idToken: string, requestedTenant?: string): Promise<SignInBootstrapResponse> {
+    const claims = await this.idTokens.verify(idToken);
+    const user = await this.users.findBySubject(claims.subject);
+    if (!user) throw new ProblemException(AuthProblems['user-not-found'], 'No account for this identity; sign up first.');
+    await this.users.touch(user.id, claims.provider);
+    return this.bootstrap(user, 'Logged in.', requestedTenant);
+  }
+
+  async federatedSignin(segment: string, dto: FederatedSigninDto, requestedTenant?: string): Promise<SignInBootstrapResponse> {
+    const accepts = PROVIDER_SEGMENTS[segment];
+    if (!accepts) {
+      throw new ProblemException(CommonProblems['not-found'], `Unknown sign-in provider "${segment}"; use one of ${Object.keys(PROVIDER_SEGMENTS).join(', ')}.`);
+    }
+    const providerName = dto.providerName.toLowerCase();
+    if (!accepts(providerName)) throw validationProblem({ providerName: `does not name a ${segment} provider` });
+    const claims = await this.idTokens.verify(dto.idToken);
+    if (claims.provider !== null && sameProvider(claims.provider) !== sameProvider(providerName)) {
+      throw new ProblemException(AuthProblems['provider-mismatch'], `The ID token was issued for ${claims.provider}, not ${dto.providerName}.`);
+    }
+    let user = await this.users.findBySubject(claims.subject);
+    if (user) await this.users.touch(user.id, dto.providerName);
+    else user = await this.createOrClaim({ ...claims, provider: dto.providerName });
+    return this.bootstrap(user, 'Signed in.', requestedTenant);
+  }
+
+  /** Always succeeds from the caller's point of view: nothing tells whether the account exists. */
+  async forgotPassword(email: string): Promise<void> {
+    await this.idp.requestPasswordReset(email);
+  }
+
+  /**
+   * First sign-in of an identity: bind an invited (pending) user with that e-mail, or create one;
+   * someone with no tenant at all gets a personal tenant where they are admin (plan free).
+   */
+  private async createOrClaim(claims: IdentityClaims): Promise<UserEntity> {
+    try {
+      return await withTransaction(this.ds, async (m) => {
+        const existing = await this.users.findByEmail(claims.email, m);
+        let user: UserEntity;
+        if (existing && existing.idpSubject === pendingSubject(claims.email)) {
+          await this.users.claim(m, existing.id, claims.subject, claims.name, claims.provider);
+          user = { ...existing, idpSubject: claims.subject, displayName: claims.name };
+        } else if (existing) {
+          // The e-mail belongs to another identity (another provider account): one e-mail, one user.
+          throw new ProblemException(AuthProblems['already-signed-up'], 'This e-mail is signed up with another sign-in method; use that one.');
+        } else {
+          user = await this.users.create(m, { idpSubject: claims.subject, email: claims.email, displayName: claims.name, signInProvider: claims.provider });
+        }
+        if ((await this.tenants.tenantsOfUser(user.id, m)).length === 0) {
+          await this.tenantsService.createWithAdmin(m, user, {
+            name: `${claims.name || claims.email.split('@')[0]}'s workspace`,
+            primaryEmail: claims.email,
+            contactName: claims.name,
+            isSandbox: false,
+          });
+        }
+        return user;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw new ProblemException(AuthProblems['already-signed-up'], 'This account is signed up already; log in instead.');
+      }
+      throw err;
+    }
+  }
+
+  private async bootstrap(user: UserEntity, message: string, requestedTenant?: string): Promise<SignInBootstrapResponse> {
+    const memberships = await this.tenants.tenantsOfUser(user.id);
+    const canonical = canonicalOf(memberships);
+    if (!canonical) throw new ProblemException(AuthProblems['tenant-access-denied'], 'This account belongs to no tenant.');
+    const active = memberships.find((x) => x.tenant.id === requestedTenant) ?? canonical;
+    return {
+      success: true,
+      message,
+      data: {
+        user: { uid: user.id, email: user.email, tenant_id: active.tenant.id, role: active.role },
+        subscription: { plan: active.tenant.plan as Plan, status: active.tenant.subscriptionStatus as SubscriptionStatus, billingCycle: 'monthly' },
+        tenants: memberships.map((x) => ({ tenant_id: x.tenant.id, tenant_name: x.tenant.name, role: x.role })),
+        active_tenant_id: active.tenant.id,
+        active_tenant_role: active.role,
+        canonical_tenant_id: canonical.tenant.id,
+        canonical_role: canonical.role as TenantRole,
+      },
+    };
+  }
+}
+
+/** `google.com` and `google` name the same provider; `oidc.acme` stays as it is. */
+const sameProvider = (name: string): string => name.toLowerCase().replace(/\.com$/, '');
+
+/** The canonical tenant: the earliest where the user is admin, else the earliest of all. */
+export function canonicalOf(memberships: TenantWithRole[]): TenantWithRole | undefined {
+  return memberships.find((x) => x.role === 'admin') ?? memberships[0];
+}

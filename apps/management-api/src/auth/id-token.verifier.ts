@@ -1,0 +1,62 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createLocalJWKSet, createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { APP_CONFIG } from '@flagship/config';
+import { ProblemException } from '@flagship/problem-details';
+import { DevIdpService } from '../dev-idp/dev-idp.service';
+import type { ManagementApiConfig } from '../env.schema';
+import { AuthProblems, INVALID_TOKEN_CHALLENGE } from './auth.errors';
+
+export interface IdentityClaims {
+  subject: string;
+  email: string;
+  name: string;
+  /** `firebase.sign_in_provider` when the token has one (google.com, github.com, password...). */
+  provider: string | null;
+}
+
+/**
+ * Verifies user ID tokens from the configured identity provider (any OIDC provider or Firebase):
+ * signature against the provider's JWKS (RS256 or ES256 only, per key), issuer, audience, expiry.
+ */
+@Injectable()
+export class IdTokenVerifier {
+  private readonly keys: JWTVerifyGetKey;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
+    devIdp: DevIdpService,
+  ) {
+    if (config.IDP_MODE === 'dev') {
+      let local: JWTVerifyGetKey | undefined;
+      this.keys = async (header, token) => {
+        local ??= createLocalJWKSet(await devIdp.jwks());
+        return local(header, token);
+      };
+    } else {
+      this.keys = createRemoteJWKSet(new URL(config.IDP_JWKS_URI), { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+    }
+  }
+
+  async verify(token: string): Promise<IdentityClaims> {
+    try {
+      const { payload } = await jwtVerify(token, this.keys, {
+        issuer: this.config.idpIssuer,
+        audience: this.config.IDP_AUDIENCE,
+        algorithms: ['RS256', 'ES256'],
+        clockTolerance: 5,
+      });
+      if (typeof payload.sub !== 'string' || payload.sub === '' || typeof payload['email'] !== 'string') {
+        throw new Error('the token has no subject or e-mail');
+      }
+      const firebase = payload['firebase'] as { sign_in_provider?: unknown } | undefined;
+      return {
+        subject: payload.sub,
+        email: payload['email'],
+        name: typeof payload['name'] === 'string' ? payload['name'] : '',
+        provider: typeof firebase?.sign_in_provider === 'string' ? firebase.sign_in_provider : null,
+      };
+    } catch {
+      throw new ProblemException(AuthProblems['invalid-token'], 'The ID token is invalid, expired or not from the configured identity provider.', {}, INVALID_TOKEN_CHALLENGE);
+    }
+  }
+}

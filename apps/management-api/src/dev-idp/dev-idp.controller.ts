@@ -1,0 +1,32 @@
+import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Public } from '../auth/auth.decorators';
+import { CreateDevAccountDto, DevTokenDto, DevTokenResponseDto } from './dev-idp.dto';
+import { DevIdpService } from './dev-idp.service';
+
+/** Mounted only when IDP_MODE=dev (see DevIdpModule). */
+@ApiTags('dev identity provider')
+@Public()
+@Controller('dev/idp')
+export class DevIdpController {
+  constructor(private readonly idp: DevIdpService) {}
+
+  @Post('accounts')
+  @ApiOperation({ summary: 'Create a password account and get its ID token (dev only)' })
+  createAccount(@Body() dto: CreateDevAccountDto): Promise<DevTokenResponseDto> {
+    return this.idp.createAccount(dto);
+  }
+
+  @Post('token')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Sign in with a password or as a federated provider and get an ID token (dev only)' })
+  token(@Body() dto: DevTokenDto): Promise<DevTokenResponseDto> {
+    return this.idp.token(dto);
+  }
+
+  @Get('.well-known/jwks.json')
+  @ApiOperation({ summary: 'Keys that verify dev ID tokens' })
+  jwks() {
+    return this.idp.jwks();
+  }
+}

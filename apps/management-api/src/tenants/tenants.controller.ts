@@ -1,0 +1,45 @@
+import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
+import type { TenantEntity } from '@flagship/persistence';
+import { Caller, CurrentTenant, CurrentUser, TenantAccess, UsersOnly } from '../auth/auth.decorators';
+import type { UserEntity } from '../users/user.entity';
+import { AddTenantUserDto, CreateTenantDto, TenantDto, TenantUserDto } from './tenants.dto';
+import { TenantsService, toTenantUserDto } from './tenants.service';
+
+@ApiTags('tenants')
+@ApiBearerAuth('bearer')
+@Controller('api/tenants')
+export class TenantsController {
+  constructor(private readonly tenants: TenantsService) {}
+
+  @Get()
+  @ApiOkResponse({ type: [TenantDto] })
+  list(@Caller() caller: CallerContext, @CurrentUser() user?: UserEntity) {
+    return this.tenants.list(caller, user);
+  }
+
+  @Post()
+  @UsersOnly()
+  @ApiCreatedResponse({ type: TenantDto })
+  create(@Body() dto: CreateTenantDto, @CurrentUser() user: UserEntity) {
+    return this.tenants.create(user, dto);
+  }
+
+  @Get(':tenantId/users')
+  @TenantAccess({ role: 'viewer', tenantFrom: 'path' })
+  @ApiOkResponse({ type: [TenantUserDto] })
+  async users(@CurrentTenant() tenant: TenantEntity, @Query() page: PageQueryDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    const limit = pageLimit(page);
+    const rows = await this.tenants.listUsers(tenant.id, { ...page, limit });
+    return sendPage(req, res, rows, limit, (r) => ({ at: r.membership.createdAt.toISOString(), id: r.user.id })).map(toTenantUserDto);
+  }
+
+  @Post(':tenantId/users')
+  @TenantAccess({ role: 'admin', tenantFrom: 'path' })
+  @ApiCreatedResponse({ type: TenantUserDto })
+  addUser(@CurrentTenant() tenant: TenantEntity, @Body() dto: AddTenantUserDto) {
+    return this.tenants.addUser(tenant.id, dto);
+  }
+}

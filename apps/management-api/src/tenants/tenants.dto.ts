@@ -1,0 +1,62 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsEmail, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { TENANT_ROLES, type TenantRole } from '@flagship/domain';
+
+export class CreateTenantDto {
+  @ApiProperty({ example: 'Acme' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name: string;
+
+  @ApiProperty({ example: 'ops@acme.example' })
+  @IsEmail({}, { message: 'must be a valid e-mail address' })
+  @MaxLength(254)
+  primaryEmail: string;
+
+  @ApiPropertyOptional({ example: 'Ada Lovelace' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  contactName?: string;
+
+  @ApiPropertyOptional({ default: false })
+  @IsOptional()
+  @IsBoolean()
+  isSandbox?: boolean;
+}
+
+export class AddTenantUserDto {
+  @ApiProperty({ example: 'grace@acme.example' })
+  @IsEmail({}, { message: 'must be a valid e-mail address' })
+  @MaxLength(254)
+  email: string;
+
+  @ApiProperty({ enum: TENANT_ROLES })
+  @IsIn(TENANT_ROLES as unknown as string[], { message: `must be one of ${TENANT_ROLES.join(', ')}` })
+  role: TenantRole;
+}
+
+export class TenantSubscriptionDto {
+  @ApiProperty({ example: 'free' }) plan: string;
+  @ApiProperty({ example: 'active' }) status: string;
+}
+
+export class TenantDto {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty() primaryEmail: string;
+  @ApiProperty() contactName: string;
+  @ApiProperty() isSandbox: boolean;
+  @ApiProperty({ type: TenantSubscriptionDto }) subscription: TenantSubscriptionDto;
+  @ApiProperty() createdAt: string;
+}
+
+export class TenantUserDto {
+  @ApiProperty() userId: string;
+  @ApiProperty() email: string;
+  @ApiProperty() displayName: string;
+  @ApiProperty({ enum: TENANT_ROLES }) role: TenantRole;
+  @ApiProperty({ nullable: true, type: String }) lastAccessedAt: string | null;
+  @ApiProperty() createdAt: string;
+}

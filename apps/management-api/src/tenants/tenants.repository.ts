@@ -1,0 +1,91 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { TenantRole } from '@flagship/domain';
+import { DATA_SOURCE, TenantEntity } from '@flagship/persistence';
+import type { PageCursor } from '@flagship/service-kit';
+import { UserEntity } from '../users/user.entity';
+import { MembershipEntity } from './membership.entity';
+
+export interface TenantWithRole {
+  tenant: TenantEntity;
+  role: TenantRole;
+  joinedAt: Date;
+}
+
+export interface MemberRow {
+  user: UserEntity;
+  membership: MembershipEntity;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Tenants and memberships. Tenant-owned reads take the tenant id first. */
+@Injectable()
+export class TenantsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  /** A malformed id names no tenant (and must not reach Postgres as a uuid cast error). */
+  static isTenantId(id: string): boolean {
+    return UUID.test(id);
+  }
+
+  findById(tenantId: string, m?: EntityManager): Promise<TenantEntity | null> {
+    if (!TenantsRepository.isTenantId(tenantId)) return Promise.resolve(null);
+    return (m ?? this.ds.manager).getRepository(TenantEntity).findOneBy({ id: tenantId });
+  }
+
+  create(m: EntityManager, tenant: Pick<TenantEntity, 'name' | 'primaryEmail' | 'contactName' | 'isSandbox' | 'sandboxExpiresAt' | 'plan'>): Promise<TenantEntity> {
+    const repo = m.getRepository(TenantEntity);
+    return repo.save(repo.create(tenant));
+  }
+
+  async update(tenantId: string, changes: Partial<Pick<TenantEntity, 'zeroRated' | 'hostedProviderAllowed' | 'plan' | 'subscriptionStatus'>>): Promise<TenantEntity | null> {
+    if (!TenantsRepository.isTenantId(tenantId)) return null;
+    if (Object.keys(changes).length) await this.ds.getRepository(TenantEntity).update({ id: tenantId }, changes);
+    return this.findById(tenantId);
+  }
+
+  async membership(tenantId: string, userId: string): Promise<MembershipEntity | null> {
+    if (!TenantsRepository.isTenantId(tenantId)) return null;
+    return this.ds.getRepository(MembershipEntity).findOneBy({ tenantId, userId });
+  }
+
+  /** Inserts (never upserts): an existing membership is a unique violation the service turns into 409. */
+  async addMember(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<MembershipEntity> {
+    const repo = m.getRepository(MembershipEntity);
+    await repo.insert({ tenantId, userId, role });
+    return (await repo.findOneBy({ tenantId, userId }))!;
+  }
+
+  /** The user's tenants across all tenants (by user id), oldest membership first. */
+  async tenantsOfUser(userId: string, m?: EntityManager): Promise<TenantWithRole[]> {
+    const rows = await (m ?? this.ds.manager)
+      .getRepository(MembershipEntity)
+      .createQueryBuilder('ms')
+      .innerJoinAndMapOne('ms.tenant', TenantEntity, 't', 't.id = ms.tenant_id')
+      .where('ms.user_id = :userId', { userId })
+      .orderBy('ms.created_at', 'ASC')
+      .addOrderBy('ms.tenant_id', 'ASC')
+      .getMany();
+    return rows.map((r) => ({ tenant: (r as MembershipEntity & { tenant: TenantEntity }).tenant, role: r.role, joinedAt: r.createdAt }));
+  }
+
+  /** Members of one tenant, keyset-paginated by (membership created_at, user id). */
+  async members(tenantId: string, limit: number, after?: PageCursor): Promise<MemberRow[]> {
+    const q = this.ds
+      .getRepository(MembershipEntity)
+      .createQueryBuilder('ms')
+      .innerJoinAndMapOne('ms.user', UserEntity, 'u', 'u.id = ms.user_id')
+      .where('ms.tenant_id = :tenantId', { tenantId })
+      .orderBy('ms.created_at', 'ASC')
+      .addOrderBy('ms.user_id', 'ASC')
+      .limit(limit + 1);
+    if (after) q.andWhere('(ms.created_at, ms.user_id) > (:at, :id)', { at: after.at, id: after.id });
+    const rows = await q.getMany();
+    return rows.map((r) => ({ membership: r, user: (r as MembershipEntity & { user: UserEntity }).user }));
+  }
+
+  async touchMembership(tenantId: string, userId: string): Promise<void> {
+    await this.ds.getRepository(MembershipEntity).update({ tenantId, userId }, { lastAccessedAt: new Date() });
+  }
+}

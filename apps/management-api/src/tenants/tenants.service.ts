@@ -1,0 +1,121 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Plan, Tenant, TenantRole, TenantUser, SubscriptionStatus } from '@flagship/domain';
+import { APP_CONFIG } from '@flagship/config';
+import { DATA_SOURCE, type DataSource, isUniqueViolation, type TenantEntity, type Tx, withTransaction } from '@flagship/persistence';
+import { ProblemException } from '@flagship/problem-details';
+import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
+import type { ManagementApiConfig } from '../env.schema';
+import { UsersRepository } from '../users/users.repository';
+import { pendingSubject, type UserEntity } from '../users/user.entity';
+import type { AddTenantUserDto, CreateTenantDto } from './tenants.dto';
+import { TenantProblems } from './tenants.errors';
+import { type MemberRow, TenantsRepository } from './tenants.repository';
+
+/** Hooks run inside the transaction that creates a tenant (the sandbox seeds its demo data here). */
+export interface TenantCreatedHook {
+  onTenantCreated(m: Tx, tenant: TenantEntity, creator: UserEntity): Promise<void>;
+}
+export const TENANT_CREATED_HOOKS = Symbol('TENANT_CREATED_HOOKS');
+
+export function toTenantDto(t: TenantEntity): Tenant {
+  return {
+    id: t.id,
+    name: t.name,
+    primaryEmail: t.primaryEmail,
+    contactName: t.contactName,
+    isSandbox: t.isSandbox,
+    subscription: { plan: t.plan as Plan, status: t.subscriptionStatus as SubscriptionStatus },
+    createdAt: t.createdAt.toISOString(),
+  };
+}
+
+export function toTenantUserDto(r: MemberRow): TenantUser {
+  return {
+    userId: r.user.id,
+    email: r.user.email,
+    displayName: r.user.displayName,
+    role: r.membership.role,
+    lastAccessedAt: r.membership.lastAccessedAt?.toISOString() ?? null,
+    createdAt: r.membership.createdAt.toISOString(),
+  };
+}
+
+@Injectable()
+export class TenantsService {
+  private hooks: TenantCreatedHook[] = [];
+
+  constructor(
+    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly tenants: TenantsRepository,
+    private readonly users: UsersRepository,
+    @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
+  ) {}
+
+  /** Features that must act when a tenant is born register here (kept out of this module's imports). */
+  addCreatedHook(hook: TenantCreatedHook): void {
+    this.hooks.push(hook);
+  }
+
+  /** Tenants the caller can see: a user's memberships, or a client's own tenant. */
+  async list(caller: CallerContext, user: UserEntity | undefined): Promise<Tenant[]> {
+    if (caller.kind === 'client') {
+      const t = caller.tenantId ? await this.tenants.findById(caller.tenantId) : null;
+      return t ? [toTenantDto(t)] : [];
+    }
+    return (await this.tenants.tenantsOfUser(user!.id)).map((r) => toTenantDto(r.tenant));
+  }
+
+  /** A new tenant with its creator as admin, in one transaction. */
+  create(creator: UserEntity, dto: CreateTenantDto): Promise<Tenant> {
+    return withTransaction(this.ds, async (m) => {
+      const tenant = await this.createWithAdmin(m, creator, {
+        name: dto.name,
+        primaryEmail: dto.primaryEmail,
+        contactName: dto.contactName ?? '',
+        isSandbox: dto.isSandbox ?? false,
+      });
+      return toTenantDto(tenant);
+    });
+  }
+
+  /** Used by sign-up too: the personal tenant of a new user. */
+  async createWithAdmin(
+    m: Tx,
+    creator: UserEntity,
+    fields: { name: string; primaryEmail: string; contactName: string; isSandbox: boolean },
+  ): Promise<TenantEntity> {
+    const tenant = await this.tenants.create(m, {
+      ...fields,
+      plan: 'free',
+      sandboxExpiresAt: fields.isSandbox ? new Date(Date.now() + this.config.SANDBOX_DAYS * 86_400_000) : null,
+    });
+    await this.tenants.addMember(m, tenant.id, creator.id, 'admin');
+    for (const hook of this.hooks) await hook.onTenantCreated(m, tenant, creator);
+    return tenant;
+  }
+
+  async listUsers(tenantId: string, page: PageQueryDto & { limit: number }): Promise<MemberRow[]> {
+    return this.tenants.members(tenantId, page.limit, decodeCursor(page.cursor));
+  }
+
+  /**
+   * Adds a person by e-mail. Someone who never signed in is created as a pending user and bound to
+   * their identity when they first sign in with that e-mail.
+   */
+  async addUser(tenantId: string, dto: AddTenantUserDto): Promise<TenantUser> {
+    try {
+      return await withTransaction(this.ds, async (m) => {
+        const user =
+          (await this.users.findByEmail(dto.email, m)) ??
+          (await this.users.create(m, { idpSubject: pendingSubject(dto.email), email: dto.email, displayName: '', signInProvider: null }));
+        const membership = await this.tenants.addMember(m, tenantId, user.id, dto.role as TenantRole);
+        return toTenantUserDto({ user, membership });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw new ProblemException(TenantProblems['member-exists'], `${dto.email} is already a member of this tenant.`);
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { PageCursor } from '@flagship/service-kit';
+import { UserEntity } from './user.entity';
+
+/** Users are global (one person, many tenants); tenant-scoped reads go through memberships. */
+@Injectable()
+export class UsersRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  private repo(m?: EntityManager) {
+    return (m ?? this.ds.manager).getRepository(UserEntity);
+  }
+
+  findById(id: string): Promise<UserEntity | null> {
+    return this.repo().findOneBy({ id });
+  }
+
+  findBySubject(subject: string): Promise<UserEntity | null> {
+    return this.repo().findOneBy({ idpSubject: subject });
+  }
+
+  findByEmail(email: string, m?: EntityManager): Promise<UserEntity | null> {
+    return this.repo(m).createQueryBuilder('u').where('lower(u.email) = lower(:email)', { email }).getOne();
+  }
+
+  create(m: EntityManager, user: Pick<UserEntity, 'idpSubject' | 'email' | 'displayName' | 'signInProvider'>): Promise<UserEntity> {
+    return this.repo(m).save(this.repo(m).create({ ...user, lastAccessedAt: new Date() }));
+  }
+
+  /** An invited (pending) user signs in for the first time: bind the identity provider's subject. */
+  async claim(m: EntityManager, id: string, subject: string, displayName: string, provider: string | null): Promise<void> {
+    await this.repo(m).update({ id }, { idpSubject: subject, displayName, signInProvider: provider, lastAccessedAt: new Date() });
+  }
+
+  async touch(id: string, provider?: string | null): Promise<void> {
+    await this.repo().update({ id }, { lastAccessedAt: new Date(), ...(provider ? { signInProvider: provider } : {}) });
+  }
+
+  /** Platform admin listing, keyset-paginated by (created_at, id). */
+  list(limit: number, after?: PageCursor): Promise<UserEntity[]> {
+    const q = this.repo().createQueryBuilder('u').orderBy('u.created_at', 'ASC').addOrderBy('u.id', 'ASC').limit(limit + 1);
+    if (after) q.where('(u.created_at, u.id) > (:at, :id)', { at: after.at, id: after.id });
+    return q.getMany();
+  }
+}
