@@ -1,0 +1,133 @@
+import { Readable } from 'node:stream';
+import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor, StreamableFile } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { from, lastValueFrom, type Observable } from 'rxjs';
+import { ProblemException, requestIdOf, toProblem } from '@flagship/problem-details';
+import { IDEMPOTENT_METHODS, isValidIdempotencyKey, requestFingerprint } from './idempotency-key';
+import { IdempotencyService, type StoredResponse } from './idempotency.service';
+import { RedisUnavailableError } from './redis-script';
+import { RequestPolicyProblems } from './request-policies.errors';
+
+/** Response headers a replay repeats; the rest (request id, rate limits, dates) belong to the retry. */
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'last-modified', 'content-location', 'link'] as const;
+
+/**
+ * Idempotency-Key on POST and PATCH (CONTRACT.md section 4), Stripe's semantics:
+ * - the first request claims the key and runs; its answer is kept 24 h;
+ * - the same key and the same request (method, path, canonical body) replays that answer with
+ *   `Idempotent-Replayed: true`, without running the handler;
+ * - the same key with another request is 422; while the first still runs, 409 with Retry-After;
+ * - a 4xx the handler (or validation) answers is kept and replayed, as the same request would fail
+ *   the same way; a 5xx is not: the claim is released so a retry can succeed;
+ * - Redis down: a request carrying a key is refused with 503, because running it without the
+ *   guarantee could apply it twice (a double charge); requests without a key are unaffected.
+ *
+ * Register it as a global interceptor; guards (authentication, rate limits) have run by then.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(private readonly store: IdempotencyService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const req = context.switchToHttp().getRequest<Request>();
+    if (!IDEMPOTENT_METHODS.has(req.method)) return next.handle();
+    const header = req.headers['idempotency-key'];
+    if (header === undefined) return next.handle();
+    const key = Array.isArray(header) ? header.join(', ') : header;
+    if (!isValidIdempotencyKey(key)) {
+      throw new ProblemException(
+        RequestPolicyProblems['idempotency-key-invalid'],
+        'Idempotency-Key must be 1 to 255 printable ASCII characters.',
+      );
+    }
+    // from(promise): once claimed, the handler's result is recorded even if the client goes away.
+    return from(this.run(req, context.switchToHttp().getResponse<Response>(), key, next));
+  }
+
+  private async run(req: Request, res: Response, key: string, next: CallHandler): Promise<unknown> {
+    const fingerprint = requestFingerprint(req.method, req.originalUrl, req.body);
+    const storeKey = this.store.storeKeyFor(req, key);
+    let claim;
+    try {
+      claim = await this.store.claim(storeKey, fingerprint);
+    } catch (err) {
+      if (!(err instanceof RedisUnavailableError)) throw err;
+      throw new ProblemException(
+        RequestPolicyProblems['idempotency-unavailable'],
+        'Requests with an Idempotency-Key cannot be served right now; retry later with the same key, or send the request without one.',
+      );
+    }
+    if (!claim.claimed) {
+      const record = claim.record;
+      if (record.fingerprint !== fingerprint) {
+        throw new ProblemException(
+          RequestPolicyProblems['idempotency-key-reused'],
+          'This Idempotency-Key was already used for a different request (method, path or body); use a new key for a new request.',
+        );
+      }
+      if (record.state === 'in-flight') {
+        throw new ProblemException(
+          RequestPolicyProblems['idempotency-in-flight'],
+          'A request with this Idempotency-Key is still being processed; retry shortly to receive its result.',
+          {},
+          { 'Retry-After': '1' },
+        );
+      }
+      return replay(res, record.response);
+    }
+
+    const stopRenewing = this.store.keepAlive(storeKey, claim.token);
+    try {
+      let body: unknown;
+      try {
+        body = await lastValueFrom(next.handle(), { defaultValue: undefined });
+      } catch (err) {
+        const problem = toProblem(err, req);
+        const status = problem.problem.status;
+        if (status >= 400 && status < 500) {
+          await this.store.complete(storeKey, claim.token, fingerprint, {
+            status,
+            headers: { 'content-type': 'application/problem+json', ...problem.headers },
+            body: problem.toBody(requestIdOf(req)),
+          });
+        } else {
+          await this.store.release(storeKey, claim.token);
+        }
+        throw err;
+      }
+      const stored = res.headersSent ? undefined : storable(res, body);
+      if (stored) await this.store.complete(storeKey, claim.token, fingerprint, stored);
+      // A handler that wrote the response itself, or a stream, cannot be replayed: let a retry run.
+      else await this.store.release(storeKey, claim.token);
+      return body;
+    } finally {
+      stopRenewing();
+    }
+  }
+}
+
+function replay(res: Response, response: StoredResponse): unknown {
+  res.status(response.status);
+  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
+  res.setHeader('Idempotent-Replayed', 'true');
+  return response.body;
+}
+
+/** The answer Nest is about to send: the status @HttpCode (or the handler) set, and the body. */
+function storable(res: Response, body: unknown): StoredResponse | undefined {
+  if (body instanceof StreamableFile || body instanceof Readable || Buffer.isBuffer(body)) return undefined;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(body);
+  } catch {
+    return undefined;
+  }
+  const headers: Record<string, string> = {};
+  for (const name of REPLAYED_HEADERS) {
+    const value = res.getHeader(name);
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  // Through JSON, as Nest will send it (toJSON applied), so the replay matches byte for byte.
+  return { status: res.statusCode, headers, ...(json === undefined ? {} : { body: JSON.parse(json) as unknown }) };
+}

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import type Redis from 'ioredis';
+
+/** Thrown when Redis is not connected or does not answer in time; callers decide what an outage means. */
+export class RedisUnavailableError extends Error {
+  constructor(reason: string) {
+    super(`redis unavailable: ${reason}`);
+  }
+}
+
+/** Rejects with RedisUnavailableError when the client is not ready or `work` outlasts `timeoutMs`. */
+export async function withRedis<T>(redis: Redis, timeoutMs: number, work: () => Promise<T>): Promise<T> {
+  // The shared client has no offline queue; checking first avoids building a command that can only fail.
+  if (redis.status !== 'ready') throw new RedisUnavailableError(`connection is ${redis.status}`);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new RedisUnavailableError(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (err) {
+    if (err instanceof RedisUnavailableError) throw err;
+    // A reply error (WRONGTYPE, a script bug) is ours to see, not an outage to paper over.
+    if (err instanceof Error && err.name === 'ReplyError') throw err;
+    throw new RedisUnavailableError(err instanceof Error ? err.message : String(err));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A Lua script run by its SHA (EVALSHA), loaded on first use or after a Redis restart (NOSCRIPT).
+ * Kept off the shared client's `defineCommand` so this lib adds nothing to a connection others use.
+ */
+export class LuaScript {
+  private readonly sha: string;
+
+  constructor(private readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
