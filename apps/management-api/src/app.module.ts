@@ -1,20 +1,38 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { IdempotencyInterceptor, RateLimitGuard, RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
 import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
 import { AuthorizationGuard } from './auth/authorization.guard';
 import { CLIENT_TOKEN_PORT } from './auth/client-token.port';
-import { MembershipEntity } from './tenants/membership.entity';
 import { DevIdpAccountEntity, DevIdpKeyEntity } from './dev-idp/dev-idp.entity';
 import type { ManagementApiConfig } from './env.schema';
+import { EnvironmentEntity } from './environments/environment.entity';
+import { EnvironmentsModule } from './environments/environments.module';
+import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flags/flag.entity';
+import { FlagsModule } from './flags/flags.module';
 import { ProductTourEntity } from './product-tours/product-tour.entity';
 import { ProductToursModule } from './product-tours/product-tours.module';
+import { ProjectEntity } from './projects/project.entity';
+import { ProjectsModule } from './projects/projects.module';
+import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
 import { UserEntity } from './users/user.entity';
 
-const ENTITIES = [UserEntity, MembershipEntity, DevIdpAccountEntity, DevIdpKeyEntity, ProductTourEntity];
+const ENTITIES = [
+  UserEntity,
+  MembershipEntity,
+  DevIdpAccountEntity,
+  DevIdpKeyEntity,
+  ProductTourEntity,
+  ProjectEntity,
+  EnvironmentEntity,
+  FlagEntity,
+  FlagEnvironmentEntity,
+  FlagAuditEntity,
+];
 
 @Module({})
 export class AppModule {
@@ -23,6 +41,10 @@ export class AppModule {
       module: AppModule,
       imports: [
         ...platformModules(config, { serviceName: 'management-api', entities: ENTITIES }),
+        RequestPoliciesModule.forRoot({
+          limits: { free: config.RATE_LIMIT_FREE, standard: config.RATE_LIMIT_STANDARD, premium: config.RATE_LIMIT_PREMIUM },
+          ipLimitPerMinute: config.RATE_LIMIT_IP_PER_MINUTE,
+        }),
         AuthModule.forRoot(config.IDP_MODE, {
           imports: [],
           provider: { provide: CLIENT_TOKEN_PORT, useValue: { isAccessToken: () => false, verify: () => Promise.reject(new Error('no client tokens yet')) } },
@@ -30,11 +52,17 @@ export class AppModule {
         TenantsModule,
         AdminModule,
         ProductToursModule,
+        ProjectsModule,
+        EnvironmentsModule,
+        FlagsModule,
       ],
-      // Global guards run in this order: who is calling, then may they act in this tenant.
+      // Global guards run in this order: who is calling, may they act in this tenant, are they
+      // within their rate limit (which needs the tenant's plan); then idempotency wraps the handler.
       providers: [
         { provide: APP_GUARD, useExisting: AuthenticationGuard },
         { provide: APP_GUARD, useExisting: AuthorizationGuard },
+        { provide: APP_GUARD, useExisting: RateLimitGuard },
+        { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
       ],
     };
   }

@@ -1,5 +1,6 @@
 import { Body, Controller, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { RateLimit } from '@flagship/request-policies';
 import { Public } from './auth.decorators';
 import { FederatedSigninDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
 import { AuthService } from './auth.service';
@@ -9,6 +10,8 @@ const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tena
 /** Sign-in bootstrap: the identity provider's ID token in, the user's tenant context out. */
 @ApiTags('auth')
 @Public()
+// Unauthenticated: limited per client address (CONTRACT.md section 4: 60 per minute).
+@RateLimit({ per: 'ip' })
 @Controller('api/v1/auth')
 export class AuthController {
   constructor(private readonly auth: AuthService) {}

@@ -15,7 +15,7 @@ export interface TenantAccessRule {
   /** The weakest role a user needs in the active tenant. */
   role: TenantRole;
   /** Scopes a client token needs; a route without `scopes` is for users only. */
-  scopes?: Scope[];
+  scopes?: readonly Scope[];
   /** The seed marks X-Tenant-ID required here: a user who omits it gets 400 (a client's token names its tenant). */
   headerRequired?: boolean;
   /** Take the tenant from the `:tenantId` path parameter instead of X-Tenant-ID. */

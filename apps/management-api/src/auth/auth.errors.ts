@@ -13,6 +13,7 @@ export const AuthProblems = registerProblemTypes({
   'role-required': { status: HttpStatus.FORBIDDEN, title: 'Role too weak for this action' },
   'insufficient-scope': { status: HttpStatus.FORBIDDEN, title: 'Token lacks a required scope' },
   'users-only': { status: HttpStatus.FORBIDDEN, title: 'Only signed-in users may do this' },
+  'sandbox-expired': { status: HttpStatus.FORBIDDEN, title: 'Sandbox expired' },
   'platform-admin-required': { status: HttpStatus.FORBIDDEN, title: 'Platform admins only' },
 });
 

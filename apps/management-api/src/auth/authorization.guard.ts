@@ -37,6 +37,10 @@ export class AuthorizationGuard implements CanActivate {
     const header = rule.tenantFrom === 'path' ? req.params['tenantId'] : req.headers['x-tenant-id'];
     const requested = typeof header === 'string' && header !== '' ? header : undefined;
     const tenant = caller.kind === 'client' ? await this.forClient(caller, rule, requested) : await this.forUser(caller, req, rule, requested);
+    // An expired sandbox stays readable (and evaluable) but takes no more changes.
+    if (tenant.isSandbox && tenant.sandboxExpiresAt && tenant.sandboxExpiresAt.getTime() < Date.now() && rule.role !== 'viewer') {
+      throw new ProblemException(AuthProblems['sandbox-expired'], `This sandbox expired on ${tenant.sandboxExpiresAt.toISOString()}; it is read-only.`);
+    }
     req.tenant = tenant;
     caller.tenantId = tenant.id;
     caller.plan = tenant.plan as Plan;
@@ -50,7 +54,7 @@ export class AuthorizationGuard implements CanActivate {
     }
     const missing = rule.scopes.filter((s) => !caller.scopes?.includes(s));
     if (missing.length) {
-      throw new ProblemException(AuthProblems['insufficient-scope'], `The token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`, { requiredScopes: rule.scopes });
+      throw new ProblemException(AuthProblems['insufficient-scope'], `The token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`, { requiredScopes: [...rule.scopes] });
     }
     const tenant = caller.tenantId ? await this.tenants.findById(caller.tenantId) : null;
     if (!tenant) throw new ProblemException(AuthProblems['tenant-access-denied'], "The client's tenant no longer exists.");

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RateLimit } from '@flagship/request-policies';
 import { Public } from '../auth/auth.decorators';
 import { CreateDevAccountDto, DevTokenDto, DevTokenResponseDto } from './dev-idp.dto';
 import { DevIdpService } from './dev-idp.service';
@@ -7,6 +8,8 @@ import { DevIdpService } from './dev-idp.service';
 /** Mounted only when IDP_MODE=dev (see DevIdpModule). */
 @ApiTags('dev identity provider')
 @Public()
+// Unauthenticated: limited per client address (CONTRACT.md section 4: 60 per minute).
+@RateLimit({ per: 'ip' })
 @Controller('dev/idp')
 export class DevIdpController {
   constructor(private readonly idp: DevIdpService) {}

@@ -24,7 +24,8 @@ export class ManagementApiFixture {
   ) {}
 
   static async start(extraEnv: NodeJS.ProcessEnv = {}): Promise<ManagementApiFixture> {
-    const te = await createTestEnvironment({ IDP_MODE: 'dev', PLATFORM_ADMIN_EMAILS: PLATFORM_ADMIN, ...extraEnv });
+    // Many sign-ups come from one test address: the per-address limit is lifted unless a test sets it.
+    const te = await createTestEnvironment({ IDP_MODE: 'dev', PLATFORM_ADMIN_EMAILS: PLATFORM_ADMIN, RATE_LIMIT_IP_PER_MINUTE: '100000', ...extraEnv });
     // The dev IdP's issuer is the API's own address, known only once it listens: PUBLIC_BASE_URL is fixed up front.
     const port = await freePort();
     const env = { ...te.env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` };

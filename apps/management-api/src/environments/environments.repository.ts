@@ -1,0 +1,43 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+import { EnvironmentEntity } from './environment.entity';
+
+export const DEFAULT_ENVIRONMENTS = [
+  { key: 'production', name: 'Production' },
+  { key: 'staging', name: 'Staging' },
+  { key: 'development', name: 'Development' },
+] as const;
+
+@Injectable()
+export class EnvironmentsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  list(tenantId: string): Promise<EnvironmentEntity[]> {
+    return this.ds.getRepository(EnvironmentEntity).find({ where: { tenantId }, order: { createdAt: 'ASC', key: 'ASC' } });
+  }
+
+  find(tenantId: string, key: string): Promise<EnvironmentEntity | null> {
+    return this.ds.getRepository(EnvironmentEntity).findOneBy({ tenantId, key });
+  }
+
+  /** Inserts; a taken key is a unique violation (409 in the service). */
+  async insert(m: EntityManager, tenantId: string, key: string, name: string): Promise<EnvironmentEntity> {
+    await m.getRepository(EnvironmentEntity).insert({ tenantId, key, name });
+    return (await m.getRepository(EnvironmentEntity).findOneBy({ tenantId, key }))!;
+  }
+
+  async insertDefaults(m: EntityManager, tenantId: string): Promise<void> {
+    for (const e of DEFAULT_ENVIRONMENTS) {
+      await m.query('INSERT INTO environments (tenant_id, key, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [tenantId, e.key, e.name]);
+    }
+  }
+
+  /** A new environment starts with every existing flag, switched off. */
+  async addFlagsTo(m: EntityManager, tenantId: string, key: string): Promise<void> {
+    await m.query(
+      `INSERT INTO flag_environments (tenant_id, flag_id, environment_key) SELECT tenant_id, id, $2 FROM flags WHERE tenant_id = $1`,
+      [tenantId, key],
+    );
+  }
+}

@@ -1,0 +1,52 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { DATA_SOURCE, type DataSource, isUniqueViolation, type TenantEntity, type Tx, withTransaction } from '@flagship/persistence';
+import { ProblemException } from '@flagship/problem-details';
+import { TenantsService } from '../tenants/tenants.service';
+import type { EnvironmentEntity } from './environment.entity';
+import { EnvironmentProblems } from './environments.errors';
+import { EnvironmentsRepository } from './environments.repository';
+import type { CreateEnvironmentDto, EnvironmentDto } from './environments.dto';
+
+const toDto = (e: EnvironmentEntity): EnvironmentDto => ({ key: e.key, name: e.name, createdAt: e.createdAt.toISOString() });
+
+/** Each tenant starts with production, staging and development; `X-Environment` picks one. */
+@Injectable()
+export class EnvironmentsService implements OnModuleInit {
+  constructor(
+    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly repo: EnvironmentsRepository,
+    private readonly tenants: TenantsService,
+  ) {}
+
+  onModuleInit(): void {
+    this.tenants.addCreatedHook({ onTenantCreated: (m: Tx, t: TenantEntity) => this.repo.insertDefaults(m, t.id) });
+  }
+
+  async list(tenantId: string): Promise<EnvironmentDto[]> {
+    return (await this.repo.list(tenantId)).map(toDto);
+  }
+
+  async create(tenantId: string, dto: CreateEnvironmentDto): Promise<EnvironmentDto> {
+    try {
+      return toDto(
+        await withTransaction(this.ds, async (m) => {
+          const env = await this.repo.insert(m, tenantId, dto.key, dto.name);
+          await this.repo.addFlagsTo(m, tenantId, dto.key);
+          return env;
+        }),
+      );
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ProblemException(EnvironmentProblems['environment-exists'], `Environment ${dto.key} exists.`);
+      throw err;
+    }
+  }
+
+  /** The environment a request names (`X-Environment`, default production); unknown is 404. */
+  async resolve(tenantId: string, requested: string | undefined): Promise<string> {
+    const key = requested === undefined || requested === '' ? 'production' : requested;
+    if (!(await this.repo.find(tenantId, key))) {
+      throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
+    }
+    return key;
+  }
+}

@@ -1,0 +1,23 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
+import { type FlagChangedMessage, FlagSnapshots } from './flag-snapshots';
+
+/** Announces committed flag changes on Redis so orep-server and other replicas learn at once. */
+@Injectable()
+export class FlagEvents {
+  private readonly logger = new Logger('FlagEvents');
+
+  constructor(
+    @Inject(PUBSUB) private readonly pubsub: PubSub,
+    private readonly snapshots: FlagSnapshots,
+  ) {}
+
+  async changed(tenantId: string, environments: string[], flagKey: string, version: number): Promise<void> {
+    for (const environment of environments) {
+      this.snapshots.invalidate(tenantId, environment);
+      const msg: FlagChangedMessage = { tenantId, environment, flagKey, version };
+      // The change is committed; a lost announcement is healed by the readers' periodic reconcile.
+      await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
+    }
+  }
+}

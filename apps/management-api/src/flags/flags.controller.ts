@@ -1,0 +1,159 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import type { EvaluationContext } from '@flagship/flag-evaluation';
+import type { TenantEntity } from '@flagship/persistence';
+import { validationProblem } from '@flagship/problem-details';
+import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
+import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
+import { etagOf, FlagsService, toFlagDto } from './flags.service';
+import type { FlagRow } from './flags.repository';
+
+const READ = { role: 'viewer', scopes: ['flags:read'] } as const;
+const WRITE = { role: 'editor', scopes: ['flags:write'] } as const;
+const EVALUATE = { role: 'viewer', scopes: ['flags:evaluate'] } as const;
+
+function withEtag(res: Response, row: FlagRow): FlagDto {
+  res.setHeader('ETag', etagOf(row));
+  return toFlagDto(row);
+}
+
+@ApiTags('flags')
+@ApiBearerAuth('bearer')
+@ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'required for users on list, create and read' })
+@ApiHeader({ name: 'X-Environment', required: false, description: 'environment key, default production' })
+@Controller('api/flags')
+export class FlagsController {
+  constructor(private readonly flags: FlagsService) {}
+
+  @Get()
+  @TenantAccess({ ...READ, headerRequired: true })
+  @ApiQuery({ name: 'projectId', required: false })
+  @ApiOkResponse({ type: [FlagDto] })
+  async list(
+    @CurrentTenant() tenant: TenantEntity,
+    @Headers('x-environment') env: string | undefined,
+    @Query() page: PageQueryDto,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const limit = pageLimit(page);
+    const projectId = typeof req.query['projectId'] === 'string' ? req.query['projectId'] : undefined;
+    const rows = await this.flags.list(tenant.id, env, limit, page.cursor, projectId);
+    return sendPage(req, res, rows, limit, (r) => ({ at: r.flag.createdAt.toISOString(), id: r.flag.id })).map(toFlagDto);
+  }
+
+  @Post()
+  @TenantAccess({ ...WRITE, headerRequired: true })
+  @ApiCreatedResponse({ type: FlagDto })
+  async create(
+    @CurrentTenant() tenant: TenantEntity,
+    @Caller() caller: CallerContext,
+    @Headers('x-environment') env: string | undefined,
+    @Body() dto: CreateFlagDto,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    return withEtag(res, await this.flags.create(tenant.id, env, caller, dto));
+  }
+
+  /** The flag file orep-server serves (OREP_FLAGS_FILE). */
+  @Get('export')
+  @TenantAccess(READ)
+  @ApiQuery({ name: 'environment', required: false })
+  export(@CurrentTenant() tenant: TenantEntity, @Query('environment') environment: string | undefined, @Headers('x-environment') env: string | undefined) {
+    return this.flags.export(tenant.id, typeof environment === 'string' ? environment : env);
+  }
+
+  @Post('projects/:projectId/flags')
+  @TenantAccess(WRITE)
+  @ApiCreatedResponse({ type: FlagDto })
+  async createInProject(
+    @CurrentTenant() tenant: TenantEntity,
+    @Caller() caller: CallerContext,
+    @Headers('x-environment') env: string | undefined,
+    @Param('projectId') projectId: string,
+    @Body() dto: CreateProjectFlagDto,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    if (dto.projectId !== undefined && dto.projectId !== projectId) throw validationProblem({ projectId: 'differs from the project in the path' });
+    return withEtag(res, await this.flags.create(tenant.id, env, caller, dto, projectId));
+  }
+
+  @Post('projects/:projectId/flags/:flagKey/evaluate')
+  @HttpCode(200)
+  @TenantAccess(EVALUATE)
+  @ApiOkResponse({ type: EvaluationResultDto })
+  evaluateInProject(
+    @CurrentTenant() tenant: TenantEntity,
+    @Headers('x-environment') env: string | undefined,
+    @Param('projectId') projectId: string,
+    @Param('flagKey') flagKey: string,
+    @Body() context: Record<string, unknown>,
+  ) {
+    return this.flags.evaluate(tenant.id, env, flagKey, context as EvaluationContext, projectId);
+  }
+
+  @Get(':flagKey')
+  @TenantAccess({ ...READ, headerRequired: true })
+  @ApiOkResponse({ type: FlagDto })
+  async get(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Res({ passthrough: true }) res: Response) {
+    return withEtag(res, await this.flags.get(tenant.id, env, key));
+  }
+
+  @Patch(':flagKey')
+  @TenantAccess(WRITE)
+  @ApiHeader({ name: 'If-Match', required: false, description: 'the ETag read; a stale one is 412' })
+  @ApiOkResponse({ type: FlagDto })
+  async update(
+    @CurrentTenant() tenant: TenantEntity,
+    @Caller() caller: CallerContext,
+    @Headers('x-environment') env: string | undefined,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Param('flagKey') key: string,
+    @Body() dto: UpdateFlagDto,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    return withEtag(res, await this.flags.update(tenant.id, env, caller, key, dto, ifMatch));
+  }
+
+  @Delete(':flagKey')
+  @HttpCode(204)
+  @TenantAccess(WRITE)
+  @ApiNoContentResponse()
+  async remove(@CurrentTenant() tenant: TenantEntity, @Caller() caller: CallerContext, @Param('flagKey') key: string): Promise<void> {
+    await this.flags.remove(tenant.id, caller, key);
+  }
+
+  @Post(':flagKey/evaluate')
+  @HttpCode(200)
+  @TenantAccess(EVALUATE)
+  @ApiOkResponse({ type: EvaluationResultDto })
+  evaluate(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Body() dto: EvaluateFlagDto) {
+    const context: EvaluationContext = { ...(dto.attributes ?? {}) };
+    if (dto.userId !== undefined) {
+      context['key'] = dto.userId;
+      context['userId'] = dto.userId;
+    }
+    return this.flags.evaluate(tenant.id, dto.environment ?? env, key, context);
+  }
+
+  @Get(':flagKey/variations')
+  @TenantAccess(READ)
+  @ApiOkResponse({ type: [FlagVariationDto] })
+  variations(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
+    return this.flags.variations(tenant.id, key);
+  }
+
+  @Get(':flagKey/audit')
+  @TenantAccess(READ)
+  async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
+    return (await this.flags.auditTrail(tenant.id, key)).map((a) => ({
+      action: a.action,
+      actor: a.actor,
+      environment: a.environmentKey,
+      changes: a.changes,
+      at: a.createdAt.toISOString(),
+    }));
+  }
+}

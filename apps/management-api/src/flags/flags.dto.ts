@@ -1,0 +1,239 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  Allow,
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+import { FLAG_KEY_PATTERN, FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
+import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
+
+const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
+
+/** A variation as sent when creating a flag (seed: `flag_variations`). */
+export class FlagVariationInputDto {
+  @ApiProperty({ example: 'on' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name: string;
+
+  @ApiProperty({ description: 'any JSON value matching the flag type' })
+  @Allow()
+  value: JsonValue;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  description?: string;
+
+  @ApiPropertyOptional({ description: 'relative weight in the fallthrough rollout', default: 0 })
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  weight?: number;
+}
+
+export class CreateFlagDto {
+  @ApiProperty({ example: 'new-checkout', pattern: FLAG_KEY_PATTERN.source })
+  @IsString()
+  @Matches(FLAG_KEY_PATTERN, { message: KEY_MESSAGE })
+  key: string;
+
+  @ApiProperty({ example: 'New checkout' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name: string;
+
+  @ApiProperty({ enum: FLAG_TYPES })
+  @IsIn(FLAG_TYPES as unknown as string[], { message: `must be one of ${FLAG_TYPES.join(', ')}` })
+  type: FlagType;
+
+  @ApiProperty({ description: 'matches type: boolean, string, number or a JSON object/array' })
+  @Allow()
+  defaultValue: JsonValue;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  description?: string;
+
+  @ApiPropertyOptional({ type: [String] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(50)
+  @IsString({ each: true })
+  @MaxLength(64, { each: true })
+  tags?: string[];
+
+  @ApiPropertyOptional({ description: 'switch the flag on in the request\'s environment (default off everywhere)' })
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsUUID('all', { message: 'must be a project id' })
+  projectId?: string;
+
+  @ApiPropertyOptional({ type: [FlagVariationInputDto] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @ValidateNested({ each: true })
+  @Type(() => FlagVariationInputDto)
+  flag_variations?: FlagVariationInputDto[];
+}
+
+/** The project-scoped create: the project comes from the path. */
+export class CreateProjectFlagDto extends CreateFlagDto {}
+
+/**
+ * PATCH: global fields and, for the request's environment, targeting. Omitted fields stay; the
+ * nested rule model is checked by the evaluator's validator (422 with a path per problem).
+ */
+export class UpdateFlagDto {
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  description?: string;
+
+  @ApiPropertyOptional()
+  @Allow()
+  defaultValue?: JsonValue;
+
+  @ApiPropertyOptional({ type: [String] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(50)
+  @IsString({ each: true })
+  @MaxLength(64, { each: true })
+  tags?: string[];
+
+  @ApiPropertyOptional({ nullable: true, type: String })
+  @IsOptional()
+  @IsUUID('all', { message: 'must be a project id' })
+  projectId?: string | null;
+
+  @ApiPropertyOptional({ description: 'the full list of variations, ids included' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  variations?: Variation[];
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+
+  @ApiPropertyOptional({ description: 'served when off; null resets to the type default' })
+  @Allow()
+  offValue?: JsonValue | null;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  targets?: Target[];
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  rules?: Rule[];
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(50)
+  prerequisites?: Prerequisite[];
+
+  @ApiPropertyOptional({ nullable: true, type: String })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  salt?: string | null;
+}
+
+export class EvaluateFlagDto {
+  @ApiPropertyOptional({ description: 'the context key; without it the result is ERROR / USER_NOT_SPECIFIED' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
+  userId?: string;
+
+  @ApiPropertyOptional({ description: 'attributes rules match on', example: { country: 'NO', plan: 'pro' } })
+  @IsOptional()
+  @IsObject()
+  attributes?: Record<string, JsonValue>;
+
+  @ApiPropertyOptional({ description: 'environment key; default X-Environment, then production' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  environment?: string;
+}
+
+export class EvaluationResultDto {
+  @ApiProperty() key: string;
+  @ApiProperty() enabled: boolean;
+  @ApiProperty({ description: 'any JSON value' }) value: JsonValue;
+  @ApiProperty({ enum: ['OFF', 'PREREQUISITE_FAILED', 'TARGET_MATCH', 'RULE_MATCH', 'FALLTHROUGH', 'ERROR'] }) reason: string;
+  @ApiPropertyOptional() variationId?: string;
+  @ApiPropertyOptional() ruleId?: string;
+  @ApiPropertyOptional() ruleIndex?: number;
+  @ApiPropertyOptional() errorKind?: string;
+}
+
+export class FlagVariationDto {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty() value: JsonValue;
+  @ApiProperty() description: string;
+  @ApiProperty() weight: number;
+}
+
+export class FlagDto {
+  @ApiProperty() id: string;
+  @ApiProperty() key: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ enum: FLAG_TYPES }) type: FlagType;
+  @ApiProperty() enabled: boolean;
+  @ApiProperty() defaultValue: JsonValue;
+  @ApiProperty() description: string;
+  @ApiProperty({ type: [String] }) tags: string[];
+  @ApiProperty({ nullable: true, type: String }) projectId: string | null;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+  @ApiProperty({ type: [FlagVariationDto] }) variations: FlagVariationDto[];
+  @ApiProperty() environment: string;
+  @ApiProperty({ nullable: true }) offValue: JsonValue | null;
+  @ApiProperty() targets: Target[];
+  @ApiProperty() rules: Rule[];
+  @ApiProperty() prerequisites: Prerequisite[];
+  @ApiProperty({ nullable: true, type: String }) salt: string | null;
+  @ApiProperty() version: string;
+}

@@ -1,0 +1,9 @@
+import { HttpStatus } from '@nestjs/common';
+import { registerProblemTypes } from '@flagship/problem-details';
+
+export const FlagProblems = registerProblemTypes({
+  'flag-not-found': { status: HttpStatus.NOT_FOUND, title: 'Flag not found' },
+  'flag-exists': { status: HttpStatus.CONFLICT, title: 'A flag with this key exists' },
+  'flag-in-use': { status: HttpStatus.CONFLICT, title: 'Other flags depend on this flag' },
+  'flag-changed': { status: HttpStatus.PRECONDITION_FAILED, title: 'The flag changed since it was read' },
+});

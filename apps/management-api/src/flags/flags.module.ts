@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { EnvironmentsModule } from '../environments/environments.module';
+import { ProjectsModule } from '../projects/projects.module';
+import { FlagEvents } from './flag-events';
+import { FlagSnapshots } from './flag-snapshots';
+import { FlagsController } from './flags.controller';
+import { FlagsRepository } from './flags.repository';
+import { FlagsService } from './flags.service';
+
+@Module({
+  imports: [ProjectsModule, EnvironmentsModule],
+  controllers: [FlagsController],
+  providers: [FlagsRepository, FlagsService, FlagSnapshots, FlagEvents],
+  exports: [FlagsService],
+})
+export class FlagsModule {}

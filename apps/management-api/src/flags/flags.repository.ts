@@ -1,0 +1,205 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { FlagDefinition } from '@flagship/flag-evaluation';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { PageCursor } from '@flagship/service-kit';
+import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
+
+/** Updatable fields -> [column, is jsonb]. */
+const FLAG_COLUMNS: Record<string, [string, boolean]> = {
+  name: ['name', false],
+  description: ['description', false],
+  defaultValue: ['default_value', true],
+  tags: ['tags', false],
+  projectId: ['project_id', false],
+  variations: ['variations', true],
+};
+const ENV_COLUMNS: Record<string, [string, boolean]> = {
+  enabled: ['enabled', false],
+  offValue: ['off_value', true],
+  targets: ['targets', true],
+  rules: ['rules', true],
+  prerequisites: ['prerequisites', true],
+  salt: ['salt', false],
+};
+
+export interface FlagRow {
+  flag: FlagEntity;
+  env: FlagEnvironmentEntity;
+}
+
+/** Flags of one tenant; every statement names the tenant. */
+@Injectable()
+export class FlagsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  private flags(m?: EntityManager) {
+    return (m ?? this.ds.manager).getRepository(FlagEntity);
+  }
+
+  private envs(m?: EntityManager) {
+    return (m ?? this.ds.manager).getRepository(FlagEnvironmentEntity);
+  }
+
+  // Query builders and SQL rather than findOneBy/insert objects: TypeORM's deep-partial types
+  // do not terminate on the recursive JSON column types.
+  findByKey(tenantId: string, key: string, m?: EntityManager): Promise<FlagEntity | null> {
+    return this.flags(m).createQueryBuilder('f').where('f.tenant_id = :tenantId AND f.key = :key', { tenantId, key }).getOne();
+  }
+
+  private envRow(tenantId: string, flagId: string, environment: string, m?: EntityManager): Promise<FlagEnvironmentEntity | null> {
+    return this.envs(m)
+      .createQueryBuilder('e')
+      .where('e.tenant_id = :tenantId AND e.flag_id = :flagId AND e.environment_key = :environment', { tenantId, flagId, environment })
+      .getOne();
+  }
+
+  async findRow(tenantId: string, key: string, environment: string, m?: EntityManager): Promise<FlagRow | null> {
+    const flag = await this.findByKey(tenantId, key, m);
+    if (!flag) return null;
+    const env = await this.envRow(tenantId, flag.id, environment, m);
+    return env ? { flag, env } : null;
+  }
+
+  /** The row, locked for update until the transaction ends, so concurrent writers queue. */
+  async lockRow(m: EntityManager, tenantId: string, key: string, environment: string): Promise<FlagRow | null> {
+    const flag = await this.flags(m).createQueryBuilder('f').setLock('pessimistic_write').where('f.tenant_id = :tenantId AND f.key = :key', { tenantId, key }).getOne();
+    if (!flag) return null;
+    const env = await this.envRow(tenantId, flag.id, environment, m);
+    return env ? { flag, env } : null;
+  }
+
+  async envRows(m: EntityManager, tenantId: string, flagId: string): Promise<FlagEnvironmentEntity[]> {
+    return this.envs(m).createQueryBuilder('e').where('e.tenant_id = :tenantId AND e.flag_id = :flagId', { tenantId, flagId }).getMany();
+  }
+
+  async list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string): Promise<FlagRow[]> {
+    const q = this.flags()
+      .createQueryBuilder('f')
+      .innerJoinAndMapOne('f.env', FlagEnvironmentEntity, 'e', 'e.flag_id = f.id AND e.tenant_id = f.tenant_id AND e.environment_key = :environment', { environment })
+      .where('f.tenant_id = :tenantId', { tenantId })
+      .orderBy('f.created_at', 'ASC')
+      .addOrderBy('f.id', 'ASC')
+      .limit(limit + 1);
+    if (projectId) q.andWhere('f.project_id = :projectId', { projectId });
+    if (after) q.andWhere('(f.created_at, f.id) > (:at, :id)', { at: after.at, id: after.id });
+    const rows = await q.getMany();
+    return rows.map((flag) => ({ flag, env: (flag as FlagEntity & { env: FlagEnvironmentEntity }).env }));
+  }
+
+  /** Inserts the flag and its row in every environment of the tenant (switched on only in `enabledIn`). */
+  async insert(m: EntityManager, tenantId: string, fields: Omit<FlagEntity, 'id' | 'tenantId' | 'version' | 'createdAt' | 'updatedAt'>, enabledIn?: string): Promise<FlagEntity> {
+    await m.query(
+      `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::jsonb)`,
+      [tenantId, fields.key, fields.projectId, fields.name, fields.type, JSON.stringify(fields.defaultValue), fields.description, fields.tags, JSON.stringify(fields.variations)],
+    );
+    const flag = (await this.findByKey(tenantId, fields.key, m))!;
+    await m.query(
+      `INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled)
+       SELECT $1, $2, key, key IS NOT DISTINCT FROM $3::text AND $3::text IS NOT NULL FROM environments WHERE tenant_id = $1`,
+      [tenantId, flag.id, enabledIn ?? null],
+    );
+    return flag;
+  }
+
+  /** Sets the global fields given, bumping the version; only at `expectedVersion`. Returns whether it applied. */
+  async updateFlag(m: EntityManager, tenantId: string, flagId: string, expectedVersion: number, changes: Partial<FlagEntity>): Promise<boolean> {
+    return this.update(m, 'flags', FLAG_COLUMNS, changes, 'tenant_id = $1 AND id = $2 AND version = $3', [tenantId, flagId, expectedVersion]);
+  }
+
+  async updateEnv(m: EntityManager, tenantId: string, flagId: string, environment: string, expectedVersion: number, changes: Partial<FlagEnvironmentEntity>): Promise<boolean> {
+    return this.update(m, 'flag_environments', ENV_COLUMNS, changes, 'tenant_id = $1 AND flag_id = $2 AND environment_key = $3 AND version = $4', [
+      tenantId,
+      flagId,
+      environment,
+      expectedVersion,
+    ]);
+  }
+
+  private async update(m: EntityManager, table: string, columns: Record<string, [string, boolean]>, changes: object, where: string, params: unknown[]): Promise<boolean> {
+    const sets: string[] = [];
+    const values = [...params];
+    for (const [field, value] of Object.entries(changes)) {
+      const col = columns[field];
+      if (!col) throw new Error(`not an updatable field: ${field}`);
+      values.push(col[1] ? (value === null ? null : JSON.stringify(value)) : value);
+      sets.push(`${col[0]} = $${values.length}${col[1] ? '::jsonb' : ''}`);
+    }
+    const [, affected] = (await m.query(`UPDATE ${table} SET ${[...sets, 'version = version + 1', 'updated_at = now()'].join(', ')} WHERE ${where}`, values)) as [unknown, number];
+    return affected === 1;
+  }
+
+  async delete(m: EntityManager, tenantId: string, flagId: string): Promise<void> {
+    await m.query('DELETE FROM flags WHERE tenant_id = $1 AND id = $2', [tenantId, flagId]);
+  }
+
+  /** Keys of flags naming `key` as a prerequisite in any environment. */
+  async dependents(tenantId: string, key: string, m?: EntityManager): Promise<string[]> {
+    const rows: Array<{ key: string }> = await (m ?? this.ds.manager).query(
+      `SELECT DISTINCT f.key FROM flag_environments e JOIN flags f ON f.id = e.flag_id
+       WHERE e.tenant_id = $1 AND e.prerequisites @> $2::jsonb AND f.key <> $3 ORDER BY f.key`,
+      [tenantId, JSON.stringify([{ key }]), key],
+    );
+    return rows.map((r) => r.key);
+  }
+
+  async environmentsOf(tenantId: string, flagId: string, m?: EntityManager): Promise<string[]> {
+    const rows: Array<{ environment_key: string }> = await (m ?? this.ds.manager).query(
+      'SELECT environment_key FROM flag_environments WHERE tenant_id = $1 AND flag_id = $2 ORDER BY environment_key',
+      [tenantId, flagId],
+    );
+    return rows.map((r) => r.environment_key);
+  }
+
+  async audit(m: EntityManager, row: Pick<FlagAuditEntity, 'tenantId' | 'flagKey' | 'environmentKey' | 'action' | 'actor' | 'changes'>): Promise<void> {
+    await m.query(`INSERT INTO flag_audit (tenant_id, flag_key, environment_key, action, actor, changes) VALUES ($1, $2, $3, $4, $5, $6::jsonb)`, [
+      row.tenantId,
+      row.flagKey,
+      row.environmentKey,
+      row.action,
+      row.actor,
+      JSON.stringify(row.changes),
+    ]);
+  }
+
+  auditTrail(tenantId: string, flagKey: string): Promise<FlagAuditEntity[]> {
+    return this.ds
+      .getRepository(FlagAuditEntity)
+      .createQueryBuilder('a')
+      .where('a.tenant_id = :tenantId AND a.flag_key = :flagKey', { tenantId, flagKey })
+      .orderBy('a.id', 'ASC')
+      .getMany();
+  }
+
+  /** Every flag of the tenant as seen in one environment, in the evaluator's shape. */
+  async definitions(tenantId: string, environment: string, m?: EntityManager): Promise<FlagDefinition[]> {
+    const rows: Array<Record<string, unknown>> = await (m ?? this.ds.manager).query(
+      `SELECT f.key, f.type, f.default_value, f.variations, f.version AS flag_version,
+              e.enabled, e.off_value, e.targets, e.rules, e.prerequisites, e.salt, e.version AS env_version
+       FROM flags f JOIN flag_environments e ON e.flag_id = f.id AND e.tenant_id = f.tenant_id
+       WHERE f.tenant_id = $1 AND e.environment_key = $2
+       ORDER BY f.key`,
+      [tenantId, environment],
+    );
+    return rows.map((r) => rowToDefinition(r));
+  }
+}
+
+/** One joined row in the evaluator's FlagDefinition shape (shared with the export). */
+export function rowToDefinition(r: Record<string, unknown>): FlagDefinition {
+  const def: FlagDefinition = {
+    key: r['key'] as string,
+    type: r['type'] as FlagDefinition['type'],
+    defaultValue: r['default_value'] as FlagDefinition['defaultValue'],
+    variations: r['variations'] as FlagDefinition['variations'],
+    enabled: r['enabled'] as boolean,
+    targets: r['targets'] as FlagDefinition['targets'],
+    rules: r['rules'] as FlagDefinition['rules'],
+    prerequisites: r['prerequisites'] as FlagDefinition['prerequisites'],
+    version: (r['flag_version'] as number) * 100000 + (r['env_version'] as number),
+  };
+  if (r['off_value'] !== null && r['off_value'] !== undefined) def.offValue = r['off_value'] as FlagDefinition['defaultValue'];
+  if (typeof r['salt'] === 'string') def.salt = r['salt'];
+  return def;
+}

@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type Redis from 'ioredis';
+import type { FlagType, JsonValue } from '@flagship/domain';
+import {
+  type EvaluationContext,
+  type EvaluationResult,
+  type FlagDefinition,
+  validateFlagDefinition,
+  valueMatchesType,
+  type Variation,
+} from '@flagship/flag-evaluation';
+import { DATA_SOURCE, type DataSource, isUniqueViolation, type Tx, withTransaction } from '@flagship/persistence';
+import { ProblemException, validationProblem } from '@flagship/problem-details';
+import { REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
+import { type CallerContext, decodeCursor } from '@flagship/service-kit';
+import { EnvironmentsService } from '../environments/environments.service';
+import { ProjectsService } from '../projects/projects.service';
+import { FlagEvents } from './flag-events';
+import { FlagSnapshots } from './flag-snapshots';
+import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
+import type { CreateFlagDto, EvaluationResultDto, FlagDto, UpdateFlagDto } from './flags.dto';
+import { FlagProblems } from './flags.errors';
+import { type FlagRow, FlagsRepository, rowToDefinition } from './flags.repository';
+
+export const etagOf = (r: FlagRow): string => `"${r.flag.version}.${r.env.version}"`;
+
+export function toFlagDto(r: FlagRow): FlagDto {
+  const updated = r.env.updatedAt > r.flag.updatedAt ? r.env.updatedAt : r.flag.updatedAt;
+  return {
+    id: r.flag.id,
+    key: r.flag.key,
+    name: r.flag.name,
+    type: r.flag.type,
+    enabled: r.env.enabled,
+    defaultValue: r.flag.defaultValue,
+    description: r.flag.description,
+    tags: r.flag.tags,
+    projectId: r.flag.projectId,
+    createdAt: r.flag.createdAt.toISOString(),
+    updatedAt: updated.toISOString(),
+    variations: r.flag.variations.map((v) => ({ id: v.id, name: v.name, value: v.value, description: v.description ?? '', weight: v.weight })),
+    environment: r.env.environmentKey,
+    offValue: r.env.offValue,
+    targets: r.env.targets,
+    rules: r.env.rules,
+    prerequisites: r.env.prerequisites,
+    salt: r.env.salt,
+    version: `${r.flag.version}.${r.env.version}`,
+  };
+}
+
+export function toEvaluationDto(key: string, r: EvaluationResult): EvaluationResultDto {
+  const out: EvaluationResultDto = { key, enabled: r.enabled, value: r.value, reason: r.reason };
+  if (r.variationId !== undefined) out.variationId = r.variationId;
+  if (r.ruleId !== undefined) out.ruleId = r.ruleId;
+  if (r.ruleIndex !== undefined) out.ruleIndex = r.ruleIndex;
+  if (r.errorKind !== undefined) out.errorKind = r.errorKind;
+  return out;
+}
+
+const typeName = (t: FlagType): string => (t === 'json' ? 'a JSON object or array' : `a ${t}`);
+
+/** `GET /api/flags/export` would shadow a flag with this key. */
+const RESERVED_KEYS = ['export'];
+
+/** Fields of the environment row PATCH may change. */
+const ENV_FIELDS = ['enabled', 'offValue', 'targets', 'rules', 'prerequisites', 'salt'] as const;
+const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId', 'variations'] as const;
+
+/**
+ * Flags: global fields plus per-environment targeting (CONTRACT.md section 5). Every change is
+ * validated with the evaluator's own validator, written with an audit record, and announced.
+ */
+@Injectable()
+export class FlagsService {
+  constructor(
+    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly repo: FlagsRepository,
+    private readonly projects: ProjectsService,
+    private readonly environments: EnvironmentsService,
+    private readonly snapshots: FlagSnapshots,
+    private readonly events: FlagEvents,
+    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(REDIS_KEYS) private readonly keys: RedisKeys,
+  ) {}
+
+  async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
+    return this.repo.list(tenantId, await this.environments.resolve(tenantId, env), limit, decodeCursor(cursor), projectId);
+  }
+
+  async get(tenantId: string, env: string | undefined, key: string): Promise<FlagRow> {
+    const row = await this.repo.findRow(tenantId, key, await this.environments.resolve(tenantId, env));
+    if (!row) throw this.notFound(key);
+    return row;
+  }
+
+  async create(tenantId: string, env: string | undefined, caller: CallerContext, dto: CreateFlagDto, projectIdFromPath?: string): Promise<FlagRow> {
+    const environment = await this.environments.resolve(tenantId, env);
+    const errors: Record<string, string> = {};
+    if (RESERVED_KEYS.includes(dto.key)) errors['key'] = `${dto.key} is reserved by the API's paths`;
+    if (dto.defaultValue === undefined) errors['defaultValue'] = 'is required';
+    else if (!valueMatchesType(dto.type, dto.defaultValue)) errors['defaultValue'] = `must be ${typeName(dto.type)}`;
+    const variations = this.buildVariations(dto, errors);
+    const projectId = projectIdFromPath ?? dto.projectId ?? null;
+    if (projectIdFromPath) await this.projects.found(tenantId, projectIdFromPath);
+    else if (projectId && !(await this.projects.exists(tenantId, projectId))) errors['projectId'] = 'names no project of this tenant';
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    try {
+      await withTransaction(this.ds, async (m) => {
+        await this.repo.insert(
+          m,
+          tenantId,
+          { key: dto.key, projectId, name: dto.name, type: dto.type, defaultValue: dto.defaultValue, description: dto.description ?? '', tags: dto.tags ?? [], variations },
+          dto.enabled ? environment : undefined,
+        );
+        await this.repo.audit(m, { tenantId, flagKey: dto.key, environmentKey: null, action: 'create', actor: caller.callerId, changes: { ...dto } });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ProblemException(FlagProblems['flag-exists'], `A flag with key ${dto.key} exists in this tenant.`);
+      throw err;
+    }
+    const row = await this.get(tenantId, environment, dto.key);
+    await this.events.changed(tenantId, await this.repo.environmentsOf(tenantId, row.flag.id), dto.key, row.flag.version);
+    return row;
+  }
+
+  async update(tenantId: string, env: string | undefined, caller: CallerContext, key: string, dto: UpdateFlagDto, ifMatch?: string): Promise<FlagRow> {
+    const environment = await this.environments.resolve(tenantId, env);
+    const given = dto as Record<string, unknown>;
+    const globalChanged = GLOBAL_FIELDS.filter((f) => f in given && given[f] !== undefined);
+    const envChanged = ENV_FIELDS.filter((f) => f in given && (given[f] !== undefined || f === 'offValue' || f === 'salt'));
+    const environments = await withTransaction(this.ds, async (m) => {
+      const row = await this.repo.lockRow(m, tenantId, key, environment);
+      if (!row) throw this.notFound(key);
+      if (ifMatch !== undefined && !etagMatches(ifMatch, etagOf(row))) {
+        throw new ProblemException(FlagProblems['flag-changed'], `The flag is at version ${etagOf(row)}; read it again and retry.`, { currentVersion: etagOf(row) });
+      }
+      const flag: FlagEntity = { ...row.flag };
+      for (const f of globalChanged) (flag as unknown as Record<string, unknown>)[f] = given[f];
+      const env: FlagEnvironmentEntity = { ...row.env };
+      for (const f of envChanged) (env as unknown as Record<string, unknown>)[f] = given[f] ?? null;
+      if (flag.projectId && flag.projectId !== row.flag.projectId && !(await this.projects.exists(tenantId, flag.projectId))) {
+        throw validationProblem({ projectId: 'names no project of this tenant' });
+      }
+      await this.validate(m, tenantId, flag, env, environment, globalChanged.includes('variations') || globalChanged.includes('defaultValue'));
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const f of globalChanged) changes[f] = { from: (row.flag as unknown as Record<string, unknown>)[f], to: given[f] };
+      for (const f of envChanged) changes[f] = { from: (row.env as unknown as Record<string, unknown>)[f], to: given[f] ?? null };
+      if (globalChanged.length) {
+        const patch: Partial<FlagEntity> = {};
+        for (const f of globalChanged) (patch as Record<string, unknown>)[f] = (flag as unknown as Record<string, unknown>)[f];
+        await this.repo.updateFlag(m, tenantId, row.flag.id, row.flag.version, patch);
+      }
+      if (envChanged.length) {
+        const patch: Partial<FlagEnvironmentEntity> = {};
+        for (const f of envChanged) (patch as Record<string, unknown>)[f] = (env as unknown as Record<string, unknown>)[f];
+        await this.repo.updateEnv(m, tenantId, row.flag.id, environment, row.env.version, patch);
+      }
+      if (globalChanged.length || envChanged.length) {
+        await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: envChanged.length ? environment : null, action: 'update', actor: caller.callerId, changes });
+      }
+      return globalChanged.length ? await this.repo.environmentsOf(tenantId, row.flag.id, m) : envChanged.length ? [environment] : [];
+    });
+    const updated = await this.get(tenantId, environment, key);
+    await this.events.changed(tenantId, environments, key, updated.flag.version);
+    return updated;
+  }
+
+  async remove(tenantId: string, caller: CallerContext, key: string): Promise<void> {
+    const environments = await withTransaction(this.ds, async (m) => {
+      const flag = await this.repo.findByKey(tenantId, key, m);
+      if (!flag) throw this.notFound(key);
+      const dependents = await this.repo.dependents(tenantId, key, m);
+      if (dependents.length) {
+        throw new ProblemException(FlagProblems['flag-in-use'], `Flags ${dependents.join(', ')} name ${key} as a prerequisite; remove that first.`, { dependents });
+      }
+      const envs = await this.repo.environmentsOf(tenantId, flag.id, m);
+      await this.repo.delete(m, tenantId, flag.id);
+      await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: null, action: 'delete', actor: caller.callerId, changes: {} });
+      return envs;
+    });
+    await this.events.changed(tenantId, environments, key, 0);
+  }
+
+  async variations(tenantId: string, key: string): Promise<Variation[]> {
+    const flag = await this.repo.findByKey(tenantId, key);
+    if (!flag) throw this.notFound(key);
+    return flag.variations.map((v) => ({ id: v.id, name: v.name, value: v.value, description: v.description ?? '', weight: v.weight }));
+  }
+
+  /** Evaluates from the cached compiled snapshot: no query per call once warm. */
+  async evaluate(tenantId: string, env: string | undefined, key: string, context: EvaluationContext, projectId?: string): Promise<EvaluationResultDto> {
+    const set = await this.snapshots.get(tenantId, await this.environments.resolve(tenantId, env));
+    const result = set.evaluate(key, context);
+    if (!result) throw this.notFound(key);
+    if (projectId !== undefined) {
+      const flag = await this.repo.findByKey(tenantId, key);
+      if (!flag || flag.projectId !== projectId) throw this.notFound(key);
+    }
+    this.countEvaluation(tenantId, key);
+    return toEvaluationDto(key, result);
+  }
+
+  async export(tenantId: string, env: string | undefined) {
+    const environment = await this.environments.resolve(tenantId, env);
+    return { version: 1, tenantId, environment, generatedAt: new Date().toISOString(), flags: await this.repo.definitions(tenantId, environment) };
+  }
+
+  auditTrail(tenantId: string, key: string) {
+    return this.repo.auditTrail(tenantId, key);
+  }
+
+  /** Evaluations per tenant and the distinct flags evaluated, for sandbox indicators; never blocks the answer. */
+  private countEvaluation(tenantId: string, key: string): void {
+    this.redis
+      .multi()
+      .incr(this.keys.tenant(tenantId, 'evaluations'))
+      .sadd(this.keys.tenant(tenantId, 'evaluated-flags'), key)
+      .exec()
+      .catch(() => undefined);
+  }
+
+  private buildVariations(dto: CreateFlagDto, errors: Record<string, string>): Variation[] {
+    if (dto.flag_variations?.length) {
+      return dto.flag_variations.map((v, i) => {
+        if (!valueMatchesType(dto.type, v.value)) errors[`flag_variations[${i}].value`] = `must be ${typeName(dto.type)}`;
+        return { id: randomUUID(), name: v.name, value: v.value, description: v.description ?? '', weight: v.weight ?? 0 };
+      });
+    }
+    if (dto.type === 'boolean') {
+      return [
+        { id: randomUUID(), name: 'true', value: true, description: '', weight: 0 },
+        { id: randomUUID(), name: 'false', value: false, description: '', weight: 0 },
+      ];
+    }
+    return [{ id: randomUUID(), name: 'default', value: dto.defaultValue as JsonValue, description: '', weight: 0 }];
+  }
+
+  /**
+   * The edited flag must be a valid flag in this environment (prerequisites resolved against the
+   * tenant's other flags) and, when variations or the default changed, in every other one too.
+   */
+  private async validate(m: Tx, tenantId: string, flag: FlagEntity, env: FlagEnvironmentEntity, environment: string, allEnvironments: boolean): Promise<void> {
+    const errors: Record<string, string> = {};
+    if (!valueMatchesType(flag.type, flag.defaultValue)) errors['defaultValue'] = `must be ${typeName(flag.type)}`;
+    const others = new Map((await this.repo.definitions(tenantId, environment, m)).map((d) => [d.key, d]));
+    const def = definitionOf(flag, env);
+    others.set(def.key, def);
+    for (const p of validateFlagDefinition(def, (k) => others.get(k))) errors[p.path || 'flag'] = p.message;
+    if (allEnvironments) {
+      for (const other of await this.repo.envRows(m, tenantId, flag.id)) {
+        if (other.environmentKey === environment) continue;
+        for (const p of validateFlagDefinition(definitionOf(flag, other))) errors[`environments.${other.environmentKey}.${p.path}`] = p.message;
+      }
+    }
+    if (Object.keys(errors).length) throw validationProblem(errors);
+  }
+
+  private notFound(key: string): ProblemException {
+    return new ProblemException(FlagProblems['flag-not-found'], `No flag ${key} in this tenant.`);
+  }
+}
+
+function definitionOf(flag: FlagEntity, env: FlagEnvironmentEntity): FlagDefinition {
+  return rowToDefinition({
+    key: flag.key,
+    type: flag.type,
+    default_value: flag.defaultValue,
+    variations: flag.variations,
+    flag_version: flag.version,
+    enabled: env.enabled,
+    off_value: env.offValue,
+    targets: env.targets,
+    rules: env.rules,
+    prerequisites: env.prerequisites,
+    salt: env.salt,
+    env_version: env.version,
+  });
+}
+
+/** RFC 9110 If-Match: `*`, or a list of (strong) entity tags. */
+function etagMatches(header: string, current: string): boolean {
+  if (header.trim() === '*') return true;
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === current);
+}

@@ -1,0 +1,77 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { type DataSource, IsNull } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { PageCursor } from '@flagship/service-kit';
+import { OAuthClientEntity } from './oauth-client.entity';
+
+/**
+ * Storage of OAuth clients. Every method of this tenant-owned table takes the tenant id first and
+ * filters on it, except `findActiveByClientId`, kept for the token endpoint. Deleted clients are
+ * kept (deleted_at set) as the revocation fallback, and are invisible to every other method.
+ */
+export abstract class OAuthClientsRepository {
+  abstract insert(client: OAuthClientEntity): Promise<void>;
+  abstract findActive(tenantId: string, clientId: string): Promise<OAuthClientEntity | null>;
+  /** Up to `limit + 1` clients in (created_at, client_id) order after `after`: one more tells a next page exists. */
+  abstract list(tenantId: string, limit: number, after?: PageCursor): Promise<OAuthClientEntity[]>;
+  abstract replaceSecret(tenantId: string, clientId: string, secretHash: string, at: Date): Promise<OAuthClientEntity | null>;
+  abstract markDeleted(tenantId: string, clientId: string, at: Date): Promise<boolean>;
+  /**
+   * The token endpoint's lookup: by client id alone, since the caller has no tenant yet (its token
+   * will name the client's). Safe because client ids are globally unique (the primary key).
+   */
+  abstract findActiveByClientId(clientId: string): Promise<OAuthClientEntity | null>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Ids we issue are short; anything else names no client and need not reach Postgres. */
+const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+@Injectable()
+export class TypeOrmOAuthClientsRepository extends OAuthClientsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
+
+  private get repo() {
+    return this.ds.getRepository(OAuthClientEntity);
+  }
+
+  async insert(client: OAuthClientEntity): Promise<void> {
+    await this.repo.insert(client);
+  }
+
+  findActive(tenantId: string, clientId: string): Promise<OAuthClientEntity | null> {
+    if (!UUID.test(tenantId) || !CLIENT_ID.test(clientId)) return Promise.resolve(null);
+    return this.repo.findOneBy({ tenantId, clientId, deletedAt: IsNull() });
+  }
+
+  list(tenantId: string, limit: number, after?: PageCursor): Promise<OAuthClientEntity[]> {
+    if (!UUID.test(tenantId)) return Promise.resolve([]);
+    const q = this.repo
+      .createQueryBuilder('c')
+      .where('c.tenant_id = :tenantId AND c.deleted_at IS NULL', { tenantId })
+      .orderBy('c.created_at', 'ASC')
+      .addOrderBy('c.client_id', 'ASC')
+      .limit(limit + 1);
+    if (after) q.andWhere('(c.created_at, c.client_id) > (CAST(:at AS timestamptz), :id)', { at: after.at, id: after.id });
+    return q.getMany();
+  }
+
+  async replaceSecret(tenantId: string, clientId: string, secretHash: string, at: Date): Promise<OAuthClientEntity | null> {
+    if (!UUID.test(tenantId) || !CLIENT_ID.test(clientId)) return null;
+    const result = await this.repo.update({ tenantId, clientId, deletedAt: IsNull() }, { secretHash, secretRotatedAt: at });
+    return result.affected ? this.findActive(tenantId, clientId) : null;
+  }
+
+  async markDeleted(tenantId: string, clientId: string, at: Date): Promise<boolean> {
+    if (!UUID.test(tenantId) || !CLIENT_ID.test(clientId)) return false;
+    const result = await this.repo.update({ tenantId, clientId, deletedAt: IsNull() }, { deletedAt: at });
+    return (result.affected ?? 0) > 0;
+  }
+
+  findActiveByClientId(clientId: string): Promise<OAuthClientEntity | null> {
+    if (!CLIENT_ID.test(clientId)) return Promise.resolve(null);
+    return this.repo.findOneBy({ clientId, deletedAt: IsNull() });
+  }
+}

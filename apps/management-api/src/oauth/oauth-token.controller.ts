@@ -1,0 +1,35 @@
+import { Body, Controller, Header, Headers, HttpCode, Post, UseFilters } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { Public } from '@flagship/oauth';
+import { Consumes } from '@flagship/problem-details';
+import { AccessTokenResponseDto, OAuthErrorDto, TokenRequestFormDto } from './oauth-clients.dto';
+import { OAuthTokenErrorFilter } from './oauth-token.errors';
+import { OAuthTokenService } from './oauth-token.service';
+import { parseTokenRequest } from './token-request';
+
+@ApiTags('oauth')
+@Controller('oauth')
+@UseFilters(OAuthTokenErrorFilter)
+export class OAuthTokenController {
+  constructor(private readonly tokens: OAuthTokenService) {}
+
+  /**
+   * The form is read by parseTokenRequest rather than a validated DTO: RFC 6749 wants unknown fields
+   * ignored, where the global pipe refuses them.
+   */
+  @Post('token')
+  @Public()
+  @HttpCode(200)
+  @Consumes('application/x-www-form-urlencoded')
+  @Header('Cache-Control', 'no-store')
+  @Header('Pragma', 'no-cache')
+  @ApiOperation({ summary: 'Access token by client credentials (client_secret_basic or client_secret_post)' })
+  @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({ type: TokenRequestFormDto })
+  @ApiOkResponse({ type: AccessTokenResponseDto })
+  @ApiBadRequestResponse({ type: OAuthErrorDto, description: 'invalid_request, unsupported_grant_type, invalid_scope (RFC 6749 section 5.2)' })
+  @ApiUnauthorizedResponse({ type: OAuthErrorDto, description: 'invalid_client' })
+  token(@Body() form: Record<string, unknown>, @Headers('authorization') authorization?: string): Promise<AccessTokenResponseDto> {
+    return this.tokens.token(parseTokenRequest(form, authorization));
+  }
+}
