@@ -17,6 +17,7 @@ import { ProductTourEntity } from './product-tours/product-tour.entity';
 import { ProductToursModule } from './product-tours/product-tours.module';
 import { ProjectEntity } from './projects/project.entity';
 import { ProjectsModule } from './projects/projects.module';
+import { SandboxModule } from './sandbox/sandbox.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
 import { UserEntity } from './users/user.entity';
@@ -55,6 +56,7 @@ export class AppModule {
         ProjectsModule,
         EnvironmentsModule,
         FlagsModule,
+        SandboxModule,
       ],
       // Global guards run in this order: who is calling, may they act in this tenant, are they
       // within their rate limit (which needs the tenant's plan); then idempotency wraps the handler.

@@ -11,6 +11,6 @@ import { FlagsService } from './flags.service';
   imports: [ProjectsModule, EnvironmentsModule],
   controllers: [FlagsController],
   providers: [FlagsRepository, FlagsService, FlagSnapshots, FlagEvents],
-  exports: [FlagsService],
+  exports: [FlagsService, FlagsRepository],
 })
 export class FlagsModule {}

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { ProjectEntity } from './project.entity';
@@ -38,8 +38,8 @@ export class ProjectsRepository {
     return rows[0] ?? null;
   }
 
-  async create(tenantId: string, fields: Pick<ProjectEntity, 'name' | 'description' | 'color'>): Promise<ProjectEntity> {
-    const repo = this.ds.getRepository(ProjectEntity);
+  async create(tenantId: string, fields: Pick<ProjectEntity, 'name' | 'description' | 'color'>, m?: EntityManager): Promise<ProjectEntity> {
+    const repo = (m ?? this.ds.manager).getRepository(ProjectEntity);
     return repo.save(repo.create({ tenantId, ...fields }));
   }
 
