@@ -74,8 +74,8 @@ export class AuthorizationGuard implements CanActivate {
       tenant = canonical.tenant;
       role = canonical.role;
     } else {
-      const membership = await this.tenants.membership(requested, userId);
-      tenant = membership ? await this.tenants.findById(requested) : null;
+      const membership = await this.tenants.membershipWithTenant(requested, userId);
+      tenant = membership?.tenant ?? null;
       if (!membership || !tenant) {
         // Existence is told only to platform admins; anyone else learns nothing about foreign tenants.
         if (caller.isPlatformAdmin && !(await this.tenants.findById(requested))) {

@@ -18,9 +18,13 @@ export interface IdentityClaims {
  * Verifies user ID tokens from the configured identity provider (any OIDC provider or Firebase):
  * signature against the provider's JWKS (RS256 or ES256 only, per key), issuer, audience, expiry.
  */
+/** Verified tokens kept until they expire, so a busy client's token is checked once, not per call. */
+const CACHE_MAX = 10_000;
+
 @Injectable()
 export class IdTokenVerifier {
   private readonly keys: JWTVerifyGetKey;
+  private readonly verified = new Map<string, { claims: IdentityClaims; expiresAt: number }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
@@ -38,6 +42,13 @@ export class IdTokenVerifier {
   }
 
   async verify(token: string): Promise<IdentityClaims> {
+    const hit = this.verified.get(token);
+    if (hit && hit.expiresAt > Date.now()) return hit.claims;
+    if (hit) this.verified.delete(token);
+    return this.verifyUncached(token);
+  }
+
+  private async verifyUncached(token: string): Promise<IdentityClaims> {
     try {
       const { payload } = await jwtVerify(token, this.keys, {
         issuer: this.config.idpIssuer,
@@ -49,12 +60,17 @@ export class IdTokenVerifier {
         throw new Error('the token has no subject or e-mail');
       }
       const firebase = payload['firebase'] as { sign_in_provider?: unknown } | undefined;
-      return {
+      const claims: IdentityClaims = {
         subject: payload.sub,
         email: payload['email'],
         name: typeof payload['name'] === 'string' ? payload['name'] : '',
         provider: typeof firebase?.sign_in_provider === 'string' ? firebase.sign_in_provider : null,
       };
+      if (typeof payload.exp === 'number') {
+        if (this.verified.size >= CACHE_MAX) this.verified.delete(this.verified.keys().next().value!);
+        this.verified.set(token, { claims, expiresAt: payload.exp * 1000 });
+      }
+      return claims;
     } catch {
       throw new ProblemException(AuthProblems['invalid-token'], 'The ID token is invalid, expired or not from the configured identity provider.', {}, INVALID_TOKEN_CHALLENGE);
     }

@@ -50,6 +50,18 @@ export class TenantsRepository {
     return this.ds.getRepository(MembershipEntity).findOneBy({ tenantId, userId });
   }
 
+  /** The membership and its tenant in one query (the authorization guard runs it on every request). */
+  async membershipWithTenant(tenantId: string, userId: string): Promise<TenantWithRole | null> {
+    if (!TenantsRepository.isTenantId(tenantId)) return null;
+    const row = await this.ds
+      .getRepository(MembershipEntity)
+      .createQueryBuilder('ms')
+      .innerJoinAndMapOne('ms.tenant', TenantEntity, 't', 't.id = ms.tenant_id')
+      .where('ms.tenant_id = :tenantId AND ms.user_id = :userId', { tenantId, userId })
+      .getOne();
+    return row ? { tenant: (row as MembershipEntity & { tenant: TenantEntity }).tenant, role: row.role, joinedAt: row.createdAt } : null;
+  }
+
   /** Inserts (never upserts): an existing membership is a unique violation the service turns into 409. */
   async addMember(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<MembershipEntity> {
     const repo = m.getRepository(MembershipEntity);
