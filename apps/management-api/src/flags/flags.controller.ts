@@ -4,9 +4,9 @@ import type { Request, Response } from 'express';
 import type { EvaluationContext } from '@flagship/flag-evaluation';
 import type { TenantEntity } from '@flagship/persistence';
 import { validationProblem } from '@flagship/problem-details';
-import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
+import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
+import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
 import { etagOf, FlagsService, toFlagDto } from './flags.service';
 import type { FlagRow } from './flags.repository';
 
@@ -29,18 +29,16 @@ export class FlagsController {
 
   @Get()
   @TenantAccess({ ...READ, headerRequired: true })
-  @ApiQuery({ name: 'projectId', required: false })
   @ApiOkResponse({ type: [FlagDto] })
   async list(
     @CurrentTenant() tenant: TenantEntity,
     @Headers('x-environment') env: string | undefined,
-    @Query() page: PageQueryDto,
+    @Query() page: ListFlagsQueryDto,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ) {
     const limit = pageLimit(page);
-    const projectId = typeof req.query['projectId'] === 'string' ? req.query['projectId'] : undefined;
-    const rows = await this.flags.list(tenant.id, env, limit, page.cursor, projectId);
+    const rows = await this.flags.list(tenant.id, env, limit, page.cursor, page.projectId);
     return sendPage(req, res, rows, limit, (r) => ({ at: r.flag.createdAt.toISOString(), id: r.flag.id })).map(toFlagDto);
   }
 

@@ -17,6 +17,7 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
+import { PageQueryDto } from '@flagship/service-kit';
 import { FLAG_KEY_PATTERN, FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
 import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
 
@@ -176,6 +177,13 @@ export class UpdateFlagDto {
   @IsString()
   @MaxLength(200)
   salt?: string | null;
+}
+
+export class ListFlagsQueryDto extends PageQueryDto {
+  @ApiPropertyOptional({ description: 'only the flags of this project' })
+  @IsOptional()
+  @IsUUID('all', { message: 'must be a project id' })
+  projectId?: string;
 }
 
 export class EvaluateFlagDto {

@@ -173,6 +173,9 @@ describe('flags (real HTTP, Postgres, Redis)', () => {
       ['b', 'hej', 'variant'],
     ]);
     expect((await f.call('GET', `/api/projects/${pid}`, as(owner))).body.flagCount).toBe(1);
+    const inProject = await f.call('GET', `/api/flags?projectId=${pid}`, as(owner));
+    expect([inProject.status, inProject.body.map((x: { key: string }) => x.key)]).toEqual([200, ['banner-text']]);
+    expect((await f.call('GET', '/api/flags?projectId=nope', as(owner))).status).toBe(422);
     const vars = await f.call('GET', '/api/flags/banner-text/variations', as(owner));
     expect(vars.body).toHaveLength(2);
     expect(vars.body[0]).toEqual({ id: expect.any(String), name: 'a', value: 'hello', description: 'control', weight: 0 });
