@@ -1,0 +1,10 @@
+export { FlagshipClient, SDK_VERSION, type FlagshipClientOptions } from './flagship.client';
+export type { RetryEvent } from './http-transport';
+export type { AuthOptions, ClientCredentialsAuth, IdTokenAuth } from './credentials';
+export { ApiError, AuthenticationError, ConnectionError, FlagNotFoundError, FlagshipError, RateLimitError } from './sdk.errors';
+export type { FlagListQuery, UpdateFlagOptions } from './resources/flags.resource';
+export type { FlagsResource } from './resources/flags.resource';
+export type { ProjectsResource } from './resources/projects.resource';
+export type { TenantsResource } from './resources/tenants.resource';
+export type { EnvironmentsResource } from './resources/environments.resource';
+export * from './sdk.types';

@@ -1,0 +1,405 @@
+/**
+ * The SDK against the BUILT management-api, started as a process on its own database and Redis
+ * prefix (needs `npx nx run management-api:build` first; `npm test` builds). Users sign up through
+ * the dev identity provider over plain HTTP, as a frontend would; everything else goes through the SDK.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { createTestEnvironment, DisposableRedis, freePort, http, type TestEnvironment } from '@flagship/testing';
+import { ApiError, AuthenticationError, FlagNotFoundError, FlagshipClient, type FlagshipClientOptions, RateLimitError, type RetryEvent } from './index';
+
+const MAIN_JS = join(__dirname, '../../../dist/apps/management-api/apps/management-api/src/main.js');
+const PASSWORD = 'correct-horse-1';
+
+interface RunningApi {
+  url: string;
+  te: TestEnvironment;
+  stop(): Promise<void>;
+}
+
+async function startApi(extraEnv: NodeJS.ProcessEnv = {}, redis?: DisposableRedis): Promise<RunningApi> {
+  if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run npx nx run management-api:build first`);
+  const te = await createTestEnvironment({ IDP_MODE: 'dev', RATE_LIMIT_IP_PER_MINUTE: '100000', ...extraEnv });
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env: NodeJS.ProcessEnv = { ...te.env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, ...(redis ? { REDIS_URL: redis.url } : {}) };
+  const child: ChildProcess = spawn(process.execPath, [MAIN_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (c) => (output += c));
+  child.stderr!.on('data', (c) => (output += c));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`management-api exited with ${child.exitCode}: ${output}`);
+    const up = await http(`${url}/healthz`).then((r) => r.status === 200, () => false);
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`management-api did not answer /healthz within 30 s: ${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    te,
+    stop: async () => {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+      await te.teardown();
+    },
+  };
+}
+
+interface SignedUp {
+  email: string;
+  idToken: string;
+  tenantId: string;
+}
+
+/** A dev IdP account, then the sign-up that creates the user and their personal tenant. */
+async function signUp(api: RunningApi, email = `sdk-${randomBytes(4).toString('hex')}@flagship.test`): Promise<SignedUp> {
+  const account = await http(`${api.url}/dev/idp/accounts`, { method: 'POST', json: { email, password: PASSWORD } });
+  if (account.status !== 201) throw new Error(`dev idp: ${account.status} ${account.text}`);
+  const idToken: string = account.body.idToken;
+  const res = await http(`${api.url}/api/v1/auth/signup`, { method: 'POST', json: { idToken, email, password: PASSWORD } });
+  if (res.status !== 201) throw new Error(`signup: ${res.status} ${res.text}`);
+  return { email, idToken, tenantId: res.body.data.canonical_tenant_id };
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+/** The error a promise rejects with (fails the test when it resolves). */
+async function failure(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('FlagshipClient against management-api', () => {
+  let api: RunningApi;
+  let ada: SignedUp;
+  let client: FlagshipClient;
+  const sdk = (extra: Partial<FlagshipClientOptions> = {}) =>
+    new FlagshipClient({ baseUrl: api.url, tenantId: ada.tenantId, auth: { idToken: ada.idToken }, ...extra });
+
+  beforeAll(async () => {
+    api = await startApi();
+    ada = await signUp(api);
+    client = sdk();
+  }, 60_000);
+
+  afterAll(async () => {
+    await api?.stop();
+  });
+
+  describe('flags and projects', () => {
+    let projectId: string;
+
+    beforeAll(async () => {
+      projectId = (await client.projects.create({ name: 'Checkout', description: 'the checkout team', color: '#10b981' })).id;
+    });
+
+    it('creates a project and reads it back', async () => {
+      const project = await client.projects.get(projectId);
+      expect(project).toMatchObject({ id: projectId, name: 'Checkout', description: 'the checkout team', color: '#10b981', flagCount: 0 });
+      const updated = await client.projects.update(projectId, { description: 'payments' });
+      expect([updated.name, updated.description]).toEqual(['Checkout', 'payments']);
+    });
+
+    it('creates a flag, and a flag in a project with flag_variations', async () => {
+      const flag = await client.flags.create({ key: 'dark-mode', name: 'Dark mode', type: 'boolean', defaultValue: false, tags: ['ui'] });
+      expect(flag).toMatchObject({ key: 'dark-mode', type: 'boolean', enabled: false, tags: ['ui'], projectId: null, environment: 'production' });
+      expect(flag.variations.map((v) => v.value)).toEqual([true, false]);
+
+      const banner = await client.flags.createInProject(projectId, {
+        key: 'banner-colour',
+        name: 'Banner colour',
+        type: 'string',
+        defaultValue: 'blue',
+        description: 'checkout banner',
+        flag_variations: [
+          { name: 'blue', value: 'blue', description: 'the old one' },
+          { name: 'green', value: 'green' },
+        ],
+      });
+      expect(banner.projectId).toBe(projectId);
+      expect(banner.variations.map((v) => [v.name, v.value, v.description])).toEqual([
+        ['blue', 'blue', 'the old one'],
+        ['green', 'green', ''],
+      ]);
+      expect((await client.projects.get(projectId)).flagCount).toBe(1);
+      expect(await client.flags.variations('banner-colour')).toEqual(banner.variations);
+    });
+
+    it('gets a flag with its ETag; an update with it passes, a stale one is ApiError 412', async () => {
+      const { flag, etag } = await client.flags.get('dark-mode');
+      expect([flag.key, etag]).toEqual(['dark-mode', expect.stringMatching(/^".+"$/)]);
+
+      const updated = await client.flags.update('dark-mode', { name: 'Dark mode (beta)' }, { ifMatch: etag });
+      expect(updated.flag.name).toBe('Dark mode (beta)');
+      expect(updated.etag).not.toBe(etag);
+
+      const err = await failure(client.flags.update('dark-mode', { name: 'Lost update' }, { ifMatch: etag }));
+      expect(err).toBeInstanceOf(ApiError);
+      const apiError = err as ApiError;
+      expect([apiError.status, apiError.problem.type, apiError.problem.status, apiError.code]).toEqual([412, '/problems/flag-changed', 412, 'flag-changed']);
+      // The request id is the problem's instance, so support can find the request in the logs.
+      expect(apiError.requestId).toEqual(expect.any(String));
+      expect(apiError.problem.instance).toBe(apiError.requestId);
+      expect((await client.flags.get('dark-mode')).flag.name).toBe('Dark mode (beta)');
+    });
+
+    it('evaluates: RULE_MATCH after a patch adding a rule, in project scope too, and per environment', async () => {
+      const { flag, etag } = await client.flags.get('banner-colour');
+      const green = flag.variations.find((v) => v.name === 'green')!;
+      expect(await client.flags.evaluate('banner-colour', { userId: 'u-1', attributes: { country: 'NO' } })).toMatchObject({ key: 'banner-colour', reason: 'OFF', enabled: false });
+
+      await client.flags.update(
+        'banner-colour',
+        { enabled: true, rules: [{ id: 'nordics', description: 'Nordic users', clauses: [{ attribute: 'country', op: 'in', values: ['NO', 'SE'] }], variationId: green.id }] },
+        { ifMatch: etag },
+      );
+
+      expect(await client.flags.evaluate('banner-colour', { userId: 'u-1', attributes: { country: 'NO' } })).toEqual({
+        key: 'banner-colour',
+        enabled: true,
+        value: 'green',
+        reason: 'RULE_MATCH',
+        variationId: green.id,
+        ruleId: 'nordics',
+        ruleIndex: 0,
+      });
+      expect(await client.flags.evaluate('banner-colour', { userId: 'u-2', attributes: { country: 'FR' } })).toMatchObject({ value: 'blue', reason: 'FALLTHROUGH' });
+      expect(await client.flags.evaluateInProject(projectId, 'banner-colour', { key: 'u-3', country: 'SE' })).toMatchObject({ value: 'green', reason: 'RULE_MATCH' });
+      // The rule was added in production only: staging still has the flag off.
+      expect(await client.flags.evaluate('banner-colour', { userId: 'u-1', attributes: { country: 'NO' }, environment: 'staging' })).toMatchObject({ reason: 'OFF' });
+      expect(await client.flags.evaluate('banner-colour', { userId: 'u-1', attributes: { country: 'NO' } }, { environment: 'staging' })).toMatchObject({ reason: 'OFF' });
+      expect((await client.flags.get('banner-colour', { environment: 'staging' })).flag).toMatchObject({ environment: 'staging', enabled: false, rules: [] });
+    });
+
+    it('exports the flags of an environment', async () => {
+      const production = await client.flags.export();
+      expect(production).toMatchObject({ tenantId: ada.tenantId, environment: 'production' });
+      const banner = production.flags.find((f) => f.key === 'banner-colour');
+      expect(banner).toMatchObject({ enabled: true, rules: [expect.objectContaining({ id: 'nordics' })] });
+      const staging = await client.flags.export('staging');
+      expect(staging.environment).toBe('staging');
+      expect(staging.flags.find((f) => f.key === 'banner-colour')).toMatchObject({ enabled: false, rules: [] });
+    });
+
+    it('lists one page, and listAll() follows Link rel="next" through every page', async () => {
+      for (let i = 0; i < 5; i++) await client.flags.create({ key: `page-${i}`, name: `Page ${i}`, type: 'number', defaultValue: i });
+      const everything = await client.flags.list({ limit: 1000 });
+      expect(everything.length).toBeGreaterThanOrEqual(7);
+
+      expect(await client.flags.list({ limit: 2 })).toEqual(everything.slice(0, 2));
+      const all = await collect(client.flags.listAll({ pageSize: 2 }));
+      expect(all.map((f) => f.key)).toEqual(everything.map((f) => f.key));
+      expect(new Set(all.map((f) => f.id)).size).toBe(all.length);
+
+      await client.projects.create({ name: 'Second' });
+      await client.projects.create({ name: 'Third' });
+      expect((await collect(client.projects.listAll({ pageSize: 1 }))).map((p) => p.name)).toEqual((await client.projects.list()).map((p) => p.name));
+    });
+
+    it('reports a missing flag as FlagNotFoundError, also after a delete', async () => {
+      const err = await failure(client.flags.get('no-such-flag'));
+      expect(err).toBeInstanceOf(FlagNotFoundError);
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toMatchObject({ status: 404, flagKey: 'no-such-flag', problem: expect.objectContaining({ type: '/problems/flag-not-found' }) });
+      expect(await failure(client.flags.evaluate('no-such-flag', { userId: 'u' }))).toBeInstanceOf(FlagNotFoundError);
+
+      await client.flags.create({ key: 'short-lived', name: 'Short lived', type: 'boolean', defaultValue: true });
+      await client.flags.delete('short-lived');
+      expect(await failure(client.flags.get('short-lived'))).toBeInstanceOf(FlagNotFoundError);
+      // A 404 of another kind is not a missing flag.
+      const projectMissing = await failure(client.projects.get('00000000-0000-4000-8000-000000000000'));
+      expect(projectMissing).toBeInstanceOf(ApiError);
+      expect(projectMissing).not.toBeInstanceOf(FlagNotFoundError);
+      expect((projectMissing as ApiError).status).toBe(404);
+    });
+
+    it('reports validation failures as ApiError 422 with the problem\'s errors', async () => {
+      const err = await failure(client.flags.create({ key: 'bad key!', name: '', type: 'boolean', defaultValue: true }));
+      expect(err).toBeInstanceOf(ApiError);
+      const apiError = err as ApiError;
+      expect([apiError.status, apiError.problem.type]).toEqual([422, '/problems/validation-failed']);
+      expect(Object.keys(apiError.errors ?? {}).sort()).toEqual(['key', 'name']);
+      expect(apiError.message).toContain('HTTP 422 on POST /api/flags');
+    });
+
+    it('sends a fresh Idempotency-Key per call, and replays a call made with the same key', async () => {
+      const input = { key: 'once-only', name: 'Once only', type: 'boolean' as const, defaultValue: false };
+      const first = await client.flags.create(input, { idempotencyKey: 'sdk-e2e-once-only' });
+      const replay = await client.flags.create(input, { idempotencyKey: 'sdk-e2e-once-only' });
+      expect(replay).toEqual(first);
+      // Without a shared key the second create is a new request, refused because the key exists.
+      const err = await failure(client.flags.create(input));
+      expect(err).toMatchObject({ status: 409, problem: expect.objectContaining({ type: '/problems/flag-exists' }) });
+    });
+  });
+
+  describe('tenants and environments', () => {
+    it('lists the user\'s tenants, creates one, adds a user, and pages through its members', async () => {
+      expect((await client.tenants.list()).map((t) => t.id)).toContain(ada.tenantId);
+      const acme = await client.tenants.create({ name: 'Acme', primaryEmail: 'ops@acme.test', contactName: 'Ada' });
+      expect(acme).toMatchObject({ name: 'Acme', primaryEmail: 'ops@acme.test', contactName: 'Ada', isSandbox: false, subscription: { plan: 'free' } });
+      expect((await client.tenants.list()).map((t) => t.id)).toEqual(expect.arrayContaining([ada.tenantId, acme.id]));
+
+      const grace = await client.tenants.addUser(acme.id, { email: 'grace@acme.test', role: 'editor' });
+      expect(grace).toMatchObject({ email: 'grace@acme.test', role: 'editor' });
+      const members = await client.tenants.users(acme.id);
+      expect(members.map((m) => `${m.role} ${m.email}`).sort()).toEqual([`admin ${ada.email}`, 'editor grace@acme.test']);
+      expect((await collect(client.tenants.allUsers(acme.id, { pageSize: 1 }))).map((m) => m.userId)).toEqual(members.map((m) => m.userId));
+
+      // X-Tenant-ID per call: the new tenant has no flags of its own.
+      expect(await client.flags.list({}, { tenantId: acme.id })).toEqual([]);
+      expect((await client.flags.list()).length).toBeGreaterThan(0);
+    });
+
+    it('sends X-Tenant-ID only when configured: without it the API asks for it', async () => {
+      const err = await failure(sdk({ tenantId: undefined }).flags.list());
+      expect(err).toMatchObject({ status: 400, problem: expect.objectContaining({ type: '/problems/tenant-header-required' }) });
+    });
+
+    it('lists and creates environments', async () => {
+      expect((await client.environments.list()).map((e) => e.key).sort()).toEqual(['development', 'production', 'staging']);
+      expect(await client.environments.create({ key: 'qa', name: 'QA' })).toMatchObject({ key: 'qa', name: 'QA' });
+      const qa = sdk({ environment: 'qa' });
+      expect((await qa.flags.get('dark-mode')).flag.environment).toBe('qa');
+    });
+  });
+
+  describe('authentication', () => {
+    it('reports a bad token as AuthenticationError, without retrying or echoing it', async () => {
+      const bad = sdk({ auth: { idToken: 'not.a-valid.token' } });
+      const err = await failure(bad.flags.list());
+      expect(err).toBeInstanceOf(AuthenticationError);
+      expect(err).toMatchObject({ status: 401, attempts: 1, problem: expect.objectContaining({ type: '/problems/invalid-token' }) });
+      expect((err as Error).message).not.toContain('not.a-valid.token');
+    });
+
+    it('asks a token function once more after a 401 invalid_token, and goes on with the new token', async () => {
+      const handedOut: string[] = [];
+      const tokens = ['stale.expired.token', ada.idToken];
+      const renewing = sdk({
+        auth: {
+          idToken: async () => {
+            const t = tokens[Math.min(handedOut.length, tokens.length - 1)];
+            handedOut.push(t);
+            return t;
+          },
+        },
+      });
+      expect((await renewing.flags.list()).length).toBeGreaterThan(0);
+      expect(handedOut).toEqual(['stale.expired.token', ada.idToken]);
+    });
+  });
+
+  describe('retries', () => {
+    it('retries a POST that timed out with the same Idempotency-Key, waits out the 409 of its first attempt, and creates once', async () => {
+      // A transaction holding the projects table keeps the first attempt's insert running on the
+      // server after the client gave up on it: the situation the Idempotency-Key exists for.
+      const pg = new Client({ connectionString: api.te.env['DATABASE_URL'] });
+      await pg.connect();
+      const events: Array<RetryEvent & { at: number }> = [];
+      const started = Date.now();
+      try {
+        await pg.query('BEGIN');
+        await pg.query('LOCK TABLE projects IN ACCESS EXCLUSIVE MODE');
+        const retrying = sdk({ timeoutMs: 400, maxRetries: 6, onRetry: (e) => events.push({ ...e, at: Date.now() - started }) });
+        const created = retrying.projects.create({ name: 'Created once' });
+        await new Promise((r) => setTimeout(r, 1500));
+        await pg.query('COMMIT');
+        expect((await created).name).toBe('Created once');
+      } finally {
+        await pg.end();
+      }
+      // First the timeout (no status), then our own key still in flight (409, Retry-After: 1).
+      expect(events[0]).toMatchObject({ method: 'POST', path: '/api/projects', retry: 1, status: undefined, error: expect.objectContaining({ name: 'TimeoutError' }) });
+      const inFlight = events.find((e) => e.status === 409);
+      expect(inFlight?.delayMs).toBeGreaterThanOrEqual(1000);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(inFlight!.at + 1000);
+      expect((await client.projects.list({ limit: 1000 })).filter((p) => p.name === 'Created once')).toHaveLength(1);
+    }, 20_000);
+  });
+});
+
+describe('FlagshipClient under rate limits and outages', () => {
+  // Three requests per minute for a free tenant; its own Redis, so the test can stop it.
+  let redis: DisposableRedis;
+  let api: RunningApi;
+
+  beforeAll(async () => {
+    redis = await DisposableRedis.start();
+    api = await startApi({ RATE_LIMIT_FREE: '3' }, redis);
+  }, 60_000);
+
+  afterAll(async () => {
+    await api?.stop();
+    await redis?.stop();
+  });
+
+  it('surfaces a 429 as RateLimitError with the wait the server asked for when retries are off', async () => {
+    const user = await signUp(api);
+    const client = new FlagshipClient({ baseUrl: api.url, tenantId: user.tenantId, auth: { idToken: user.idToken }, maxRetries: 0 });
+    for (let i = 0; i < 3; i++) await client.flags.list();
+    const started = Date.now();
+    const err = await failure(client.flags.list());
+    expect(err).toBeInstanceOf(RateLimitError);
+    expect(err).toBeInstanceOf(ApiError);
+    const limited = err as RateLimitError;
+    expect([limited.status, limited.problem.type, limited.limit, limited.remaining, limited.attempts]).toEqual([429, '/problems/rate-limited', 3, 0, 1]);
+    // Three per minute: the next slot is about 20 s away or more.
+    expect(limited.retryAfterMs).toBeGreaterThan(5000);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('does not sleep on a Retry-After longer than maxRetryDelayMs: it fails at once with the wait in the error', async () => {
+    const user = await signUp(api);
+    const retries: RetryEvent[] = [];
+    const client = new FlagshipClient({
+      baseUrl: api.url,
+      tenantId: user.tenantId,
+      auth: { idToken: user.idToken },
+      maxRetries: 3,
+      maxRetryDelayMs: 5000,
+      onRetry: (e) => retries.push(e),
+    });
+    for (let i = 0; i < 3; i++) await client.projects.list();
+    const started = Date.now();
+    const err = await failure(client.projects.list());
+    expect(err).toBeInstanceOf(RateLimitError);
+    expect((err as RateLimitError).retryAfterMs).toBeGreaterThan(5000);
+    expect([retries, (err as RateLimitError).attempts]).toEqual([[], 1]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('retries 503s with backoff while Redis is down, and the POST succeeds once it is back', async () => {
+    const user = await signUp(api);
+    const retries: RetryEvent[] = [];
+    const client = new FlagshipClient({ baseUrl: api.url, tenantId: user.tenantId, auth: { idToken: user.idToken }, maxRetries: 8, onRetry: (e) => retries.push(e) });
+    await redis.stop();
+    const started = Date.now();
+    // Without Redis the API cannot keep its Idempotency-Key promise, so it refuses keyed requests with 503.
+    const created = client.projects.create({ name: 'After the outage' });
+    await new Promise((r) => setTimeout(r, 1500));
+    await redis.start();
+    expect((await created).name).toBe('After the outage');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(retries.length).toBeGreaterThanOrEqual(2);
+    expect(retries.every((e) => e.status === 503)).toBe(true);
+    // Exponential: each wait at least the previous one's fixed half doubled.
+    expect(retries[1].delayMs).toBeGreaterThanOrEqual(500);
+    expect((await client.projects.list()).map((p) => p.name)).toEqual(['After the outage']);
+  }, 30_000);
+});

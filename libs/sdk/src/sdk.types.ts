@@ -1,0 +1,290 @@
+/**
+ * The management API's resources as the SDK sends and receives them. Declared here rather than
+ * imported from the service's libs: the SDK is published on its own and must not pull them in.
+ */
+
+/** ISO 8601 UTC timestamp string. */
+export type Timestamp = string;
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export type FlagType = 'boolean' | 'string' | 'number' | 'json';
+export type TenantRole = 'admin' | 'editor' | 'viewer';
+
+/** LaunchDarkly's clause operators. */
+export type ClauseOperator =
+  | 'in'
+  | 'startsWith'
+  | 'endsWith'
+  | 'contains'
+  | 'matches'
+  | 'lessThan'
+  | 'lessThanOrEqual'
+  | 'greaterThan'
+  | 'greaterThanOrEqual'
+  | 'before'
+  | 'after'
+  | 'semVerEqual'
+  | 'semVerLessThan'
+  | 'semVerGreaterThan';
+
+export interface FlagVariation {
+  id: string;
+  name: string;
+  value: JsonValue;
+  description: string;
+  /** Relative weight in the fallthrough rollout. */
+  weight: number;
+}
+
+export interface Clause {
+  /** A context attribute; `key` is the context key (the evaluated userId). */
+  attribute: string;
+  op: ClauseOperator;
+  values: JsonValue[];
+  negate?: boolean;
+}
+
+export interface Rollout {
+  variations: Array<{ variationId: string; weight: number }>;
+  bucketBy?: string;
+  seed?: number;
+}
+
+/** Serves `variationId`, or splits by `rollout`, when every clause matches. */
+export interface Rule {
+  id: string;
+  description?: string;
+  clauses: Clause[];
+  variationId?: string;
+  rollout?: Rollout;
+}
+
+export interface Target {
+  variationId: string;
+  /** Context keys. */
+  values: string[];
+}
+
+export interface Prerequisite {
+  key: string;
+  variationId: string;
+}
+
+/** A flag as seen in one environment (the seed's fields, then the environment's targeting). */
+export interface Flag {
+  id: string;
+  key: string;
+  name: string;
+  type: FlagType;
+  enabled: boolean;
+  defaultValue: JsonValue;
+  description: string;
+  tags: string[];
+  projectId: string | null;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+  variations: FlagVariation[];
+  /** The environment these targeting fields belong to. */
+  environment: string;
+  offValue: JsonValue | null;
+  targets: Target[];
+  rules: Rule[];
+  prerequisites: Prerequisite[];
+  salt: string | null;
+  version: string;
+}
+
+/** A flag and the ETag to send back as `ifMatch` for an update that must not overwrite another. */
+export interface VersionedFlag {
+  flag: Flag;
+  etag: string;
+}
+
+/** A variation as sent when creating a flag (the seed's `flag_variations`). */
+export interface FlagVariationInput {
+  name: string;
+  value: JsonValue;
+  description?: string;
+  weight?: number;
+}
+
+export interface CreateFlagInput {
+  key: string;
+  name: string;
+  type: FlagType;
+  defaultValue: JsonValue;
+  description?: string;
+  tags?: string[];
+  /** Switch the flag on in the request's environment (default: off everywhere). */
+  enabled?: boolean;
+  projectId?: string;
+  flag_variations?: FlagVariationInput[];
+}
+
+/** PATCH: omitted fields stay; targeting fields apply to the request's environment. */
+export interface UpdateFlagInput {
+  name?: string;
+  description?: string;
+  defaultValue?: JsonValue;
+  tags?: string[];
+  projectId?: string | null;
+  /** The full list of variations, ids included. */
+  variations?: FlagVariation[];
+  enabled?: boolean;
+  /** Served when off; null resets to the type's default. */
+  offValue?: JsonValue | null;
+  targets?: Target[];
+  rules?: Rule[];
+  prerequisites?: Prerequisite[];
+  salt?: string | null;
+}
+
+export interface EvaluateInput {
+  /** The context key; without it the result is ERROR / USER_NOT_SPECIFIED. */
+  userId?: string;
+  attributes?: Record<string, JsonValue>;
+  /** Environment key; default the client's environment, then production. */
+  environment?: string;
+}
+
+export type EvaluationReason = 'OFF' | 'PREREQUISITE_FAILED' | 'TARGET_MATCH' | 'RULE_MATCH' | 'FALLTHROUGH' | 'ERROR';
+
+export interface EvaluationResult {
+  key: string;
+  enabled: boolean;
+  value: JsonValue;
+  reason: EvaluationReason;
+  variationId?: string;
+  ruleId?: string;
+  ruleIndex?: number;
+  errorKind?: 'MALFORMED_FLAG' | 'USER_NOT_SPECIFIED';
+}
+
+/** One flag of an export, in the shape the remote evaluation server reads. */
+export interface FlagDefinition {
+  key: string;
+  type: FlagType;
+  defaultValue: JsonValue;
+  variations: Array<Omit<FlagVariation, 'description'> & { description?: string }>;
+  enabled: boolean;
+  offValue?: JsonValue;
+  targets: Target[];
+  rules: Rule[];
+  prerequisites: Prerequisite[];
+  salt?: string;
+  version?: number;
+}
+
+/** The flag file orep-server serves (OREP_FLAGS_FILE). */
+export interface FlagExport {
+  version: number;
+  tenantId: string;
+  environment: string;
+  generatedAt: Timestamp;
+  flags: FlagDefinition[];
+}
+
+export interface Project {
+  id: string;
+  name: string;
+  description: string;
+  /** `#rrggbb`. */
+  color: string;
+  flagCount: number;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+}
+
+export interface CreateProjectInput {
+  name: string;
+  description?: string;
+  color?: string;
+}
+
+export type UpdateProjectInput = Partial<CreateProjectInput>;
+
+export interface Tenant {
+  id: string;
+  name: string;
+  primaryEmail: string;
+  contactName: string;
+  isSandbox: boolean;
+  subscription: { plan: string; status: string };
+  createdAt: Timestamp;
+}
+
+export interface CreateTenantInput {
+  name: string;
+  primaryEmail: string;
+  contactName?: string;
+  isSandbox?: boolean;
+}
+
+export interface TenantUser {
+  userId: string;
+  email: string;
+  displayName: string;
+  role: TenantRole;
+  lastAccessedAt: Timestamp | null;
+  createdAt: Timestamp;
+}
+
+export interface AddTenantUserInput {
+  email: string;
+  role: TenantRole;
+}
+
+export interface Environment {
+  key: string;
+  name: string;
+  createdAt: Timestamp;
+}
+
+export interface CreateEnvironmentInput {
+  /** 1-63 lowercase letters, digits or dashes. */
+  key: string;
+  name: string;
+}
+
+/** RFC 9457 problem details, as every management API error carries them. */
+export interface Problem {
+  /** A relative URI such as `/problems/flag-not-found`, or `about:blank`. */
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** The request id. */
+  instance?: string;
+  /** 422 only: field path -> message. */
+  errors?: Record<string, string>;
+  [extension: string]: unknown;
+}
+
+/** `?limit=&cursor=` of one page of a list. */
+export interface PageQuery {
+  /** 1..1000, default 100. */
+  limit?: number;
+  /** Opaque, from the previous page's `Link: rel="next"`. */
+  cursor?: string;
+}
+
+/** Options of `listAll()` iterators. */
+export interface PaginateOptions {
+  /** Items per request (1..1000); the server's default (100) when left out. */
+  pageSize?: number;
+}
+
+/** Per-call overrides of the client's defaults. */
+export interface RequestOptions {
+  /** X-Tenant-ID for this call. */
+  tenantId?: string;
+  /** X-Environment for this call. */
+  environment?: string;
+  /** Replaces the random Idempotency-Key of a POST or PATCH, e.g. to retry a call across restarts. */
+  idempotencyKey?: string;
+  /** Retries for this call (429, 503, network errors). */
+  maxRetries?: number;
+  /** Cancels the call, waits between retries included. */
+  signal?: AbortSignal;
+}
