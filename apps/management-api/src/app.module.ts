@@ -1,18 +1,21 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyInterceptor, RateLimitGuard, RequestPoliciesModule } from '@flagship/request-policies';
+import { SecretStore } from '@flagship/config';
+import type { SecretSource } from '@flagship/oauth';
 import { platformModules } from '@flagship/service-kit';
 import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
 import { AuthorizationGuard } from './auth/authorization.guard';
-import { CLIENT_TOKEN_PORT } from './auth/client-token.port';
 import { DevIdpAccountEntity, DevIdpKeyEntity } from './dev-idp/dev-idp.entity';
 import type { ManagementApiConfig } from './env.schema';
 import { EnvironmentEntity } from './environments/environment.entity';
 import { EnvironmentsModule } from './environments/environments.module';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flags/flag.entity';
 import { FlagsModule } from './flags/flags.module';
+import { CLIENT_TOKEN_PROVIDER } from './oauth/client-token.adapter';
+import { OAUTH_FEATURE_ENTITIES, OAuthFeatureModule } from './oauth/oauth-feature.module';
 import { ProductTourEntity } from './product-tours/product-tour.entity';
 import { ProductToursModule } from './product-tours/product-tours.module';
 import { ProjectEntity } from './projects/project.entity';
@@ -37,19 +40,18 @@ const ENTITIES = [
 
 @Module({})
 export class AppModule {
-  static forConfig(config: ManagementApiConfig): DynamicModule {
+  /** `secrets`: where OAUTH_SIGNING_KEY is read (env, or AWS Secrets Manager via main.ts). */
+  static forConfig(config: ManagementApiConfig, secrets: SecretSource = SecretStore.fromEnv({ OAUTH_SIGNING_KEY: config.OAUTH_SIGNING_KEY })): DynamicModule {
     return {
       module: AppModule,
       imports: [
-        ...platformModules(config, { serviceName: 'management-api', entities: ENTITIES }),
+        ...platformModules(config, { serviceName: 'management-api', entities: [...ENTITIES, ...OAUTH_FEATURE_ENTITIES] }),
         RequestPoliciesModule.forRoot({
           limits: { free: config.RATE_LIMIT_FREE, standard: config.RATE_LIMIT_STANDARD, premium: config.RATE_LIMIT_PREMIUM },
           ipLimitPerMinute: config.RATE_LIMIT_IP_PER_MINUTE,
         }),
-        AuthModule.forRoot(config.IDP_MODE, {
-          imports: [],
-          provider: { provide: CLIENT_TOKEN_PORT, useValue: { isAccessToken: () => false, verify: () => Promise.reject(new Error('no client tokens yet')) } },
-        }),
+        OAuthFeatureModule.forConfig(config, secrets),
+        AuthModule.forRoot(config.IDP_MODE, { imports: [], provider: CLIENT_TOKEN_PROVIDER }),
         TenantsModule,
         AdminModule,
         ProductToursModule,

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { runMain } from '@flagship/config';
+import { runMain, SecretStore } from '@flagship/config';
 import { startService } from '@flagship/service-kit';
 import { AppModule } from './app.module';
 import { loadManagementApiConfig } from './env.schema';
@@ -7,5 +7,13 @@ import { setupOpenApi } from './openapi';
 
 void runMain(async () => {
   const config = loadManagementApiConfig(process.env);
-  await startService(config, AppModule.forConfig(config), { configure: setupOpenApi });
+  // Secrets (OAUTH_SIGNING_KEY) from the environment, or from AWS Secrets Manager, re-read so rotation needs no restart.
+  const secrets = await SecretStore.create({
+    env: process.env,
+    secretId: config.SECRETS_MANAGER_SECRET_ID || undefined,
+    refreshSeconds: config.SECRETS_REFRESH_S,
+    region: config.AWS_REGION,
+    endpoint: config.AWS_ENDPOINT_URL || undefined,
+  });
+  await startService(config, AppModule.forConfig(config, secrets), { configure: setupOpenApi });
 });

@@ -42,6 +42,11 @@ export class SecretStore {
     return store;
   }
 
+  /** Secrets from the given environment only (no Secrets Manager): synchronous, for tests and defaults. */
+  static fromEnv(env: NodeJS.ProcessEnv): SecretStore {
+    return new SecretStore({ env });
+  }
+
   /** Re-reads the secret; listeners hear the names whose values changed. */
   async refresh(): Promise<void> {
     if (!this.client) return;

@@ -10,6 +10,7 @@ import {
   oauthFeatureOptionsFromConfig,
   resolveOAuthFeatureOptions,
 } from './oauth-feature.options';
+import { OAuthClientsController } from './oauth-clients.controller';
 import { OAuthMetadataController } from './oauth-metadata.controller';
 import { OAuthTokenController } from './oauth-token.controller';
 import { OAuthTokenService } from './oauth-token.service';
@@ -30,7 +31,7 @@ export class OAuthFeatureModule {
     return {
       module: OAuthFeatureModule,
       imports: [OAuthModule.forRoot(options.oauth)],
-      controllers: [OAuthTokenController, OAuthMetadataController],
+      controllers: [OAuthTokenController, OAuthMetadataController, OAuthClientsController],
       providers: [
         { provide: OAUTH_FEATURE_OPTIONS, useValue: resolveOAuthFeatureOptions(options) },
         { provide: OAuthClientsRepository, useClass: TypeOrmOAuthClientsRepository },

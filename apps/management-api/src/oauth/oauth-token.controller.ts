@@ -2,6 +2,7 @@ import { Body, Controller, Header, Headers, HttpCode, Post, UseFilters } from '@
 import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { Public } from '@flagship/oauth';
 import { Consumes } from '@flagship/problem-details';
+import { RateLimit } from '@flagship/request-policies';
 import { AccessTokenResponseDto, OAuthErrorDto, TokenRequestFormDto } from './oauth-clients.dto';
 import { OAuthTokenErrorFilter } from './oauth-token.errors';
 import { OAuthTokenService } from './oauth-token.service';
@@ -19,6 +20,8 @@ export class OAuthTokenController {
    */
   @Post('token')
   @Public()
+  // CONTRACT.md section 4: the token endpoint shares the sign-in endpoints' budget per client address.
+  @RateLimit({ per: 'ip' })
   @HttpCode(200)
   @Consumes('application/x-www-form-urlencoded')
   @Header('Cache-Control', 'no-store')

@@ -6,8 +6,10 @@ import type { DataSource } from 'typeorm';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
 import { AccessTokenVerifier, type ClientPrincipal, ClientTokenGuard, OAuthModule, Principal, PUBLIC_ROUTE } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
-import { bootstrapService, encodeCursor, platformModules, startTestApp, type RunningApp } from '@flagship/service-kit';
+import { ProblemException } from '@flagship/problem-details';
+import { bootstrapService, buildOpenApiDocument, encodeCursor, platformModules, startTestApp, type RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, freePort, http, type HttpResult, type TestEnvironment, waitFor } from '@flagship/testing';
+import { clientTokenAdapter } from './client-token.adapter';
 import { OAuthClientsService, type OAuthClientWithSecret } from './oauth-clients.service';
 import { OAUTH_FEATURE_ENTITIES, OAuthFeatureModule } from './oauth-feature.module';
 import { OAuthMetadataController } from './oauth-metadata.controller';
@@ -105,6 +107,33 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
     expect(jwks.headers.get('cache-control')).toBe('public, max-age=60');
     expect(jwks.body.keys).toEqual([expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) })]);
     expect(jwks.body.keys[0]).not.toHaveProperty('d');
+  });
+
+  it('documents its routes in OpenAPI (form body, OAuth error bodies)', () => {
+    const doc = buildOpenApiDocument(management, { title: 't', description: 'd', version: '1' });
+    const token = doc.paths['/oauth/token'].post!;
+    expect(Object.keys((token.requestBody as { content: object }).content)).toEqual(['application/x-www-form-urlencoded']);
+    expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401']);
+    expect(doc.paths['/.well-known/jwks.json'].get).toBeDefined();
+    expect(doc.paths['/.well-known/oauth-authorization-server'].get).toBeDefined();
+  });
+
+  it('serves the authentication guard through its ClientTokenPort: ours by iss, a caller context, or a 401 problem', async () => {
+    const port = clientTokenAdapter(management.get(AccessTokenVerifier));
+    const client = await newClient(['flags:read']);
+    const creds = form({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret });
+    const token = (await postToken(creds)).body.access_token as string;
+    expect(port.isAccessToken(token)).toBe(true);
+    expect(port.isAccessToken('not.a.jwt')).toBe(false);
+    const [h, p, sig] = token.split('.');
+    const foreign = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), iss: 'https://idp.example' })).toString('base64url')}.${sig}`;
+    expect(port.isAccessToken(foreign)).toBe(false);
+    await expect(port.verify(token)).resolves.toEqual({ kind: 'client', callerId: `client:${client.clientId}`, tenantId, scopes: ['flags:read'] });
+    const tampered = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), scope: 'flags:write' })).toString('base64url')}.${sig}`;
+    const refused = await port.verify(tampered).catch((err: unknown) => err as ProblemException);
+    expect(refused).toBeInstanceOf(ProblemException);
+    expect(refused).toMatchObject({ problem: { slug: 'invalid-token', status: 401 } });
+    expect((refused as ProblemException).headers['WWW-Authenticate']).toMatch(/error="invalid_token"/);
   });
 
   it('marks the token endpoint and discovery documents public, for the global auth guard', () => {

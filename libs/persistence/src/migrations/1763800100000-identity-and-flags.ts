@@ -47,6 +47,8 @@ export class IdentityAndFlags1763800100000 implements MigrationInterface {
         deleted_at timestamptz(3)
       )`);
     await q.query(`CREATE INDEX oauth_clients_tenant_idx ON oauth_clients (tenant_id, created_at) WHERE deleted_at IS NULL`);
+    // Every app's revocation sweep looks for recently deleted clients.
+    await q.query(`CREATE INDEX oauth_clients_deleted_idx ON oauth_clients (deleted_at) WHERE deleted_at IS NOT NULL`);
 
     await q.query(`
       CREATE TABLE signing_keys (
