@@ -46,7 +46,8 @@ export class StrictValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'body' && metadata.metatype && this.toValidate(metadata)) {
+    // Every body the apps take is a JSON object (free-form ones too, such as an evaluation context).
+    if (metadata.type === 'body' && metadata.data === undefined) {
       if (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value)) {
         throw validationProblem({ body: 'must be a JSON object' }, 'The request body must be a JSON object.');
       }

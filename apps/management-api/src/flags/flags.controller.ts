@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { EvaluationContext } from '@flagship/flag-evaluation';
 import type { TenantEntity } from '@flagship/persistence';
@@ -81,6 +81,7 @@ export class FlagsController {
   @Post('projects/:projectId/flags/:flagKey/evaluate')
   @HttpCode(200)
   @TenantAccess(EVALUATE)
+  @ApiBody({ description: 'the evaluation context: key (or targetingKey, userId) and attributes', schema: { type: 'object', additionalProperties: true, example: { key: 'user-42', country: 'NO' } } })
   @ApiOkResponse({ type: EvaluationResultDto })
   evaluateInProject(
     @CurrentTenant() tenant: TenantEntity,

@@ -5,6 +5,7 @@ import {
   ArrayMaxSize,
   IsArray,
   IsBoolean,
+  IsDefined,
   IsIn,
   IsNumber,
   IsObject,
@@ -65,7 +66,7 @@ export class CreateFlagDto {
   type: FlagType;
 
   @ApiProperty({ description: 'matches type: boolean, string, number or a JSON object/array' })
-  @Allow()
+  @IsDefined({ message: 'is required' })
   defaultValue: JsonValue;
 
   @ApiPropertyOptional()

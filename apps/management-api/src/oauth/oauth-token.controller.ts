@@ -1,4 +1,5 @@
-import { Body, Controller, Header, Headers, HttpCode, Post, UseFilters } from '@nestjs/common';
+import { Controller, Header, Headers, HttpCode, Post, Req, UseFilters } from '@nestjs/common';
+import type { Request } from 'express';
 import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { Public } from '@flagship/oauth';
 import { Consumes } from '@flagship/problem-details';
@@ -32,7 +33,9 @@ export class OAuthTokenController {
   @ApiOkResponse({ type: AccessTokenResponseDto })
   @ApiBadRequestResponse({ type: OAuthErrorDto, description: 'invalid_request, unsupported_grant_type, invalid_scope (RFC 6749 section 5.2)' })
   @ApiUnauthorizedResponse({ type: OAuthErrorDto, description: 'invalid_client' })
-  token(@Body() form: Record<string, unknown>, @Headers('authorization') authorization?: string): Promise<AccessTokenResponseDto> {
+  token(@Req() req: Request, @Headers('authorization') authorization?: string): Promise<AccessTokenResponseDto> {
+    // The raw parsed form (not @Body): an absent body must become RFC 6749's invalid_request, not the pipe's 422.
+    const form = typeof req.body === 'object' && req.body !== null ? (req.body as Record<string, unknown>) : {};
     return this.tokens.token(parseTokenRequest(form, authorization));
   }
 }
