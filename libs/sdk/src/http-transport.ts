@@ -131,12 +131,14 @@ export class HttpTransport {
       signal: options.signal,
     };
 
-    let token = await this.credentials.token();
+    // The token may first have to be fetched (client credentials), which can take as long as the
+    // token endpoint's timeout and retries: the caller's abort must end the wait for it too.
+    let token = await unlessAborted(() => this.credentials.token(), exchange.signal);
     let answer = await this.exchange({ ...exchange, headers: { ...headers, authorization: `Bearer ${token}` } });
     let attempts = answer.attempts;
     if (answer.response.status === 401 && isInvalidToken(answer)) {
       // Once: the token may have expired or been revoked since it was issued; a second refusal is final.
-      const renewed = await this.credentials.renew(token);
+      const renewed = await unlessAborted(() => this.credentials.renew(token), exchange.signal);
       if (renewed !== undefined) {
         token = renewed;
         answer = await this.exchange({ ...exchange, headers: { ...headers, authorization: `Bearer ${token}` } });
@@ -298,6 +300,23 @@ function parseBody(response: Response, text: string): unknown {
     }
   }
   return text;
+}
+
+/**
+ * `work()`, unless the caller's signal fires first: then its reason. The token fetch is shared by
+ * concurrent calls, so one caller's abort only stops that caller waiting; the fetch goes on for the others.
+ */
+function unlessAborted<T>(work: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work();
+  // Already aborted: not even a token request is sent.
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work()
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

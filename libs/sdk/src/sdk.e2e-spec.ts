@@ -7,6 +7,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createTestEnvironment, DisposableRedis, freePort, http, type TestEnvironment } from '@flagship/testing';
@@ -66,6 +68,46 @@ async function signUp(api: RunningApi, email = `sdk-${randomBytes(4).toString('h
   const res = await http(`${api.url}/api/v1/auth/signup`, { method: 'POST', json: { idToken, email, password: PASSWORD } });
   if (res.status !== 201) throw new Error(`signup: ${res.status} ${res.text}`);
   return { email, idToken, tenantId: res.body.data.canonical_tenant_id };
+}
+
+interface OAuthClientCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+/** `POST /api/oauth/clients` as the tenant's admin, over plain HTTP: the SDK has no client-management calls. */
+async function createOAuthClient(api: RunningApi, admin: SignedUp, name: string, scopes: string[]): Promise<OAuthClientCredentials> {
+  const res = await http(`${api.url}/api/oauth/clients`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${admin.idToken}`, 'x-tenant-id': admin.tenantId },
+    json: { name, scopes },
+  });
+  if (res.status !== 201) throw new Error(`create oauth client: ${res.status} ${res.text}`);
+  return { clientId: res.body.clientId, clientSecret: res.body.clientSecret };
+}
+
+/**
+ * How many requests the server has answered on one route, by status, read from its own Prometheus
+ * counter. fetch is not injectable into the SDK and it has no hook for token requests, so the
+ * server's count is how the tests see how often the SDK went to the token endpoint.
+ */
+async function answered(api: RunningApi, method: string, route: string): Promise<Record<string, number>> {
+  const res = await http(`${api.url}/metrics`);
+  if (res.status !== 200) throw new Error(`metrics: ${res.status}`);
+  const counts: Record<string, number> = {};
+  for (const line of res.text.split('\n')) {
+    if (!line.startsWith('http_requests_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (labels['method'] === method && labels['route'] === route) counts[labels['status']] = Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return counts;
+}
+
+/** What `after` counted beyond `before`, per status (statuses with no new answers left out). */
+function delta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [status, n] of Object.entries(after)) if (n - (before[status] ?? 0) > 0) out[status] = n - (before[status] ?? 0);
+  return out;
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -302,6 +344,105 @@ describe('FlagshipClient against management-api', () => {
       });
       expect((await renewing.flags.list()).length).toBeGreaterThan(0);
       expect(handedOut).toEqual(['stale.expired.token', ada.idToken]);
+    });
+  });
+
+  describe('OAuth client credentials', () => {
+    const READ_EVALUATE = ['flags:read', 'flags:evaluate'];
+    let reader: OAuthClientCredentials;
+    const machine = (credentials: OAuthClientCredentials, extra: Partial<FlagshipClientOptions> = {}) =>
+      // No tenantId: a client token is bound to its tenant, and the README says it may be left out.
+      new FlagshipClient({ baseUrl: api.url, auth: { ...credentials, scopes: READ_EVALUATE }, ...extra });
+
+    beforeAll(async () => {
+      await client.flags.create({ key: 'm2m-switch', name: 'M2M switch', type: 'boolean', defaultValue: true, enabled: true });
+      reader = await createOAuthClient(api, ada, 'sdk reader', READ_EVALUATE);
+    });
+
+    it('lists and evaluates the tenant\'s flags with a client token, fetched once for many calls', async () => {
+      const before = await answered(api, 'POST', '/oauth/token');
+      const backend = machine(reader);
+      // A cold client hit by a burst: the calls share one token request.
+      const [flags, evaluation, tenants] = await Promise.all([
+        backend.flags.list({ limit: 1000 }),
+        backend.flags.evaluate('m2m-switch', { userId: 'svc-1' }),
+        backend.tenants.list(),
+      ]);
+      expect(flags.map((f) => f.key)).toContain('m2m-switch');
+      expect(flags.map((f) => f.key).sort()).toEqual((await client.flags.list({ limit: 1000 })).map((f) => f.key).sort());
+      expect(evaluation).toMatchObject({ key: 'm2m-switch', enabled: true, value: true, reason: 'FALLTHROUGH' });
+      expect(tenants.map((t) => t.id)).toEqual([ada.tenantId]);
+      // Then sequential calls on the warm client reuse the cached token.
+      for (let i = 0; i < 5; i++) expect((await backend.flags.evaluate('m2m-switch', { userId: `svc-${i}` })).value).toBe(true);
+      expect(delta(before, await answered(api, 'POST', '/oauth/token'))).toEqual({ '200': 1 });
+    });
+
+    it('gets ApiError 403 insufficient-scope when creating a flag without flags:write', async () => {
+      const err = await failure(machine(reader).flags.create({ key: 'm2m-nope', name: 'Nope', type: 'boolean', defaultValue: true }));
+      expect(err).toBeInstanceOf(ApiError);
+      // A valid token lacking a scope is not an authentication failure: no token refresh can fix it.
+      expect(err).not.toBeInstanceOf(AuthenticationError);
+      expect(err).toMatchObject({ status: 403, code: 'insufficient-scope', method: 'POST', path: '/api/flags', attempts: 1 });
+      expect(await failure(client.flags.get('m2m-nope'))).toBeInstanceOf(FlagNotFoundError);
+    });
+
+    it('reports a wrong secret as AuthenticationError carrying the OAuth error, never the secret', async () => {
+      const wrongSecret = 'ffs_definitely-not-the-secret';
+      const err = await failure(machine({ clientId: reader.clientId, clientSecret: wrongSecret }).flags.list());
+      expect(err).toBeInstanceOf(AuthenticationError);
+      expect(err).toMatchObject({ status: 401, oauthError: 'invalid_client', method: 'POST', path: '/oauth/token', attempts: 1 });
+      expect((err as Error).message).toContain('invalid_client');
+      expect((err as Error).message).not.toContain(wrongSecret);
+      expect(JSON.stringify(err)).not.toContain(wrongSecret);
+
+      // A scope the client was not given is the endpoint's invalid_scope (400), also an AuthenticationError.
+      const tooWide = new FlagshipClient({ baseUrl: api.url, auth: { ...reader, scopes: ['flags:write'] } });
+      expect(await failure(tooWide.flags.list())).toMatchObject({ name: 'AuthenticationError', status: 400, oauthError: 'invalid_scope' });
+    });
+
+    it('lets the caller abort a call that is still waiting for its token', async () => {
+      // A token endpoint that takes the request and never answers (a stalled proxy): without the
+      // caller's abort the call would wait out timeoutMs.
+      const stalled = createServer(() => undefined);
+      await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+      try {
+        const tokenUrl = `http://127.0.0.1:${(stalled.address() as AddressInfo).port}/oauth/token`;
+        const waiting = new FlagshipClient({ baseUrl: api.url, auth: { ...reader, tokenUrl }, timeoutMs: 10_000, maxRetries: 0 });
+        const reason = new Error('the caller gave up');
+        const controller = new AbortController();
+        const started = Date.now();
+        const call = failure(waiting.flags.list({}, { signal: controller.signal }));
+        setTimeout(() => controller.abort(reason), 100);
+        expect(await call).toBe(reason);
+        expect(Date.now() - started).toBeLessThan(2000);
+        // Aborted before the call: refused at once, even though a token request is still pending.
+        expect(await failure(waiting.flags.list({}, { signal: AbortSignal.abort(reason) }))).toBe(reason);
+      } finally {
+        stalled.closeAllConnections();
+        await new Promise((resolve) => stalled.close(resolve));
+      }
+      // Longer than timeoutMs: an SDK that ignored the abort fails on the assertion, not on jest's clock.
+    }, 15_000);
+
+    it('after the client is deleted, its cached token is refused and the one refresh fails with invalid_client', async () => {
+      const doomed = await createOAuthClient(api, ada, 'sdk doomed', READ_EVALUATE);
+      const backend = machine(doomed);
+      expect((await backend.flags.evaluate('m2m-switch', { userId: 'svc' })).value).toBe(true);
+
+      const deleted = await http(`${api.url}/api/oauth/clients/${doomed.clientId}`, { method: 'DELETE', headers: { authorization: `Bearer ${ada.idToken}`, 'x-tenant-id': ada.tenantId } });
+      expect(deleted.status).toBe(204);
+
+      const apiBefore = await answered(api, 'GET', '/api/flags');
+      const tokenBefore = await answered(api, 'POST', '/oauth/token');
+      const err = await failure(backend.flags.list());
+      // The API refused the cached token once (401 invalid_token); the SDK asked the token endpoint
+      // once (401 invalid_client) and stopped: no loop, no retry of either.
+      expect(delta(apiBefore, await answered(api, 'GET', '/api/flags'))).toEqual({ '401': 1 });
+      expect(delta(tokenBefore, await answered(api, 'POST', '/oauth/token'))).toEqual({ '401': 1 });
+      expect(err).toBeInstanceOf(AuthenticationError);
+      const auth = err as AuthenticationError;
+      expect(auth).toMatchObject({ status: 401, oauthError: 'invalid_client', path: '/oauth/token' });
+      expect(auth.message).toMatch(/^The token endpoint refused the client credentials: invalid_client: .+ \(HTTP 401 on POST \/oauth\/token, request id .+\)$/);
     });
   });
 
