@@ -32,7 +32,9 @@ async function main(): Promise<void> {
   const te = await createTestEnvironment();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [join(root, 'dist/apps/management-api/apps/management-api/src/main.js')], {
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the app under load.
+  const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, join(root, 'dist/apps/management-api/apps/management-api/src/main.js')], {
     env: {
       ...te.env,
       // The dev identity provider signs the bench user in; it is refused under NODE_ENV=production.

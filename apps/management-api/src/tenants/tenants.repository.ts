@@ -53,13 +53,31 @@ export class TenantsRepository {
   /** The membership and its tenant in one query (the authorization guard runs it on every request). */
   async membershipWithTenant(tenantId: string, userId: string): Promise<TenantWithRole | null> {
     if (!TenantsRepository.isTenantId(tenantId)) return null;
-    const row = await this.ds
-      .getRepository(MembershipEntity)
-      .createQueryBuilder('ms')
-      .innerJoinAndMapOne('ms.tenant', TenantEntity, 't', 't.id = ms.tenant_id')
-      .where('ms.tenant_id = :tenantId AND ms.user_id = :userId', { tenantId, userId })
-      .getOne();
-    return row ? { tenant: (row as MembershipEntity & { tenant: TenantEntity }).tenant, role: row.role, joinedAt: row.createdAt } : null;
+    // Plain SQL: this runs on every tenant-scoped request (see tools/bench/evaluate-endpoint.ts).
+    const rows: Array<Record<string, unknown>> = await this.ds.query(
+      `SELECT ms.role, ms.created_at AS joined_at, t.id, t.name, t.primary_email, t.contact_name, t.is_sandbox, t.sandbox_expires_at,
+              t.plan, t.subscription_status, t.zero_rated, t.hosted_provider_allowed, t.created_at, t.updated_at
+       FROM memberships ms JOIN tenants t ON t.id = ms.tenant_id
+       WHERE ms.tenant_id = $1 AND ms.user_id = $2`,
+      [tenantId, userId],
+    );
+    if (!rows.length) return null;
+    const r = rows[0];
+    const tenant = Object.assign(new TenantEntity(), {
+      id: r['id'] as string,
+      name: r['name'] as string,
+      primaryEmail: r['primary_email'] as string,
+      contactName: r['contact_name'] as string,
+      isSandbox: r['is_sandbox'] as boolean,
+      sandboxExpiresAt: (r['sandbox_expires_at'] as Date | null) ?? null,
+      plan: r['plan'] as string,
+      subscriptionStatus: r['subscription_status'] as string,
+      zeroRated: r['zero_rated'] as boolean,
+      hostedProviderAllowed: r['hosted_provider_allowed'] as boolean,
+      createdAt: r['created_at'] as Date,
+      updatedAt: r['updated_at'] as Date,
+    });
+    return { tenant, role: r['role'] as TenantRole, joinedAt: r['joined_at'] as Date };
   }
 
   /** Inserts (never upserts): an existing membership is a unique violation the service turns into 409. */
