@@ -41,6 +41,22 @@ describe('projects and environments (real HTTP, Postgres, Redis)', () => {
     expect(patched.body).toMatchObject({ name: 'Checkout', color: '#000000', flagCount: 2 });
   });
 
+  it('replays a POST with the same Idempotency-Key, refuses the key with another body', async () => {
+    const headers = { 'idempotency-key': 'create-billing-project-1' };
+    const first = await f.call('POST', '/api/projects', { ...as(owner, { name: 'Billing' }), headers });
+    const again = await f.call('POST', '/api/projects', { ...as(owner, { name: 'Billing' }), headers });
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(again.body.id).toBe(first.body.id);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const other = await f.call('POST', '/api/projects', { ...as(owner, { name: 'Billing 2' }), headers });
+    expect([other.status, other.body.type]).toEqual([422, '/problems/idempotency-key-reused']);
+    const list = await f.call('GET', '/api/projects', as(owner));
+    expect(list.body.filter((p: { name: string }) => p.name.startsWith('Billing'))).toHaveLength(1);
+    // The key is the caller's own: another tenant's admin with the same key creates their own project.
+    const theirs = await f.call('POST', '/api/projects', { ...as(stranger, { name: 'Billing' }), headers });
+    expect([theirs.status, theirs.headers.get('idempotent-replayed')]).toEqual([201, null]);
+  });
+
   it('validates bodies and requires X-Tenant-ID on the list', async () => {
     const bad = await f.call('POST', '/api/projects', as(owner, { name: '', color: 'red', extra: 1 }));
     expect([bad.status, Object.keys(bad.body.errors).sort()]).toEqual([422, ['color', 'extra', 'name']]);
@@ -54,7 +70,9 @@ describe('projects and environments (real HTTP, Postgres, Redis)', () => {
     expect((await f.call('GET', `/api/projects/${mine.body.id}`, as(stranger))).status).toBe(404);
     expect((await f.call('PATCH', `/api/projects/${mine.body.id}`, as(stranger, { name: 'pwned' }))).status).toBe(404);
     expect((await f.call('GET', '/api/projects', as(stranger, undefined, owner.tenantId))).status).toBe(403);
-    expect((await f.call('GET', '/api/projects', as(stranger))).body).toEqual([]);
+    const theirs = (await f.call('GET', '/api/projects', as(stranger))).body as Array<{ id: string; name: string }>;
+    expect(theirs.map((p) => p.id)).not.toContain(mine.body.id);
+    expect(theirs.map((p) => p.name)).toEqual(['Billing']);
   });
 
   it('starts every tenant with three environments; admins add more, and new ones carry every flag, off', async () => {
