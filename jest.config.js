@@ -14,5 +14,7 @@ for (const group of ['apps', 'libs', 'tools']) {
 /** @type {import('jest').Config} */
 module.exports = {
   projects,
+  // A global option: in a project's config jest ignores it.
+  testTimeout: 30000,
   reporters: ['default', '<rootDir>/tools/dev/jest-summary-reporter.js'],
 };
