@@ -1,13 +1,28 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { platformModules } from '@flagship/service-kit';
 import type { OrepServerConfig } from './env.schema';
+import { OrepReadiness, SnapshotReadiness } from './readiness/orep-readiness';
+import { SourcesModule } from './sources/sources.module';
 
+/**
+ * orep-server: Nest runs the lifecycle, configuration, health and metrics; the evaluation paths
+ * themselves are answered by the fast path in front of Express (fast-path/install-fast-path.ts).
+ */
 @Module({})
 export class AppModule {
   static forConfig(config: OrepServerConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [...platformModules(config, { serviceName: 'orep-server', withoutStores: config.OREP_FLAGS_FILE !== '' })],
+      imports: [
+        ...platformModules(config, {
+          serviceName: 'orep-server',
+          // A flag file (or the built-in example) needs neither Postgres nor Redis.
+          withoutStores: config.sourceMode !== 'postgres',
+          readiness: [SnapshotReadiness],
+        }),
+        SourcesModule.forConfig(config),
+      ],
+      providers: [SnapshotReadiness, OrepReadiness],
     };
   }
 }

@@ -1,0 +1,42 @@
+import { ConfigError } from '@flagship/config';
+import { loadOrepServerConfig } from './env.schema';
+
+const base = { OREP_AUTH_TOKEN: 'token' };
+
+describe('orep-server configuration', () => {
+  it('chooses the source: a file, else the tenant in Postgres, else the built-in example', () => {
+    expect(loadOrepServerConfig({ ...base, OREP_FLAGS_FILE: 'flags.json' }).sourceMode).toBe('file');
+    expect(loadOrepServerConfig({ ...base, OREP_TENANT_ID: '00000000-0000-4000-8000-00000000D3E0' })).toMatchObject({
+      sourceMode: 'postgres',
+      OREP_TENANT_ID: '00000000-0000-4000-8000-00000000d3e0',
+      OREP_ENVIRONMENT: 'production',
+      OREP_RECONCILE_S: 30,
+      OREP_RATE_LIMIT_RPS: 0,
+    });
+    expect(loadOrepServerConfig(base).sourceMode).toBe('embedded');
+  });
+
+  it('refuses the built-in example flags in production', () => {
+    expect(() => loadOrepServerConfig({ ...base, NODE_ENV: 'production' })).toThrow(
+      new ConfigError('invalid configuration: OREP_TENANT_ID or OREP_FLAGS_FILE is required when NODE_ENV=production'),
+    );
+    expect(loadOrepServerConfig({ ...base, NODE_ENV: 'production', OREP_FLAGS_FILE: 'f.json' }).sourceMode).toBe('file');
+  });
+
+  it.each([
+    [{}, 'OREP_AUTH_TOKEN is required'],
+    [{ ...base, OREP_AUTH_TOKEN: '  ' }, 'OREP_AUTH_TOKEN is invalid'],
+    [{ ...base, OREP_TENANT_ID: 'acme' }, 'OREP_TENANT_ID is invalid'],
+    [{ ...base, OREP_RECONCILE_S: '0' }, 'OREP_RECONCILE_S is invalid'],
+    [{ ...base, OREP_RECONCILE_S: 'often' }, 'OREP_RECONCILE_S is invalid'],
+    [{ ...base, OREP_RATE_LIMIT_RPS: '-1' }, 'OREP_RATE_LIMIT_RPS is invalid'],
+    [{ ...base, OREP_PORT: 'abc' }, 'OREP_PORT is invalid'],
+  ])('refuses %j with one line naming the variable', (env, message) => {
+    expect(() => loadOrepServerConfig(env)).toThrow(ConfigError);
+    expect(() => loadOrepServerConfig(env)).toThrow(message);
+  });
+
+  it('takes fractions of a second for the reconcile interval', () => {
+    expect(loadOrepServerConfig({ ...base, OREP_RECONCILE_S: '0.5' }).OREP_RECONCILE_S).toBe(0.5);
+  });
+});

@@ -1,0 +1,32 @@
+import { parseEvaluateRequest } from './evaluate.handler';
+
+describe('parseEvaluateRequest', () => {
+  it('accepts {defaultValue, type, context}, with object as another name for json', () => {
+    expect(parseEvaluateRequest('{"defaultValue": 1.5, "type": "number", "context": {"targetingKey": "u"}}')).toEqual({
+      ok: true,
+      request: { defaultValue: 1.5, type: 'number', context: { targetingKey: 'u' } },
+    });
+    expect(parseEvaluateRequest('{"defaultValue": [], "type": "object", "context": {}}')).toMatchObject({ ok: true, request: { type: 'json' } });
+  });
+
+  it('tells malformed JSON from a body that does not validate', () => {
+    expect(parseEvaluateRequest('{')).toMatchObject({ ok: false, malformed: true });
+    expect(parseEvaluateRequest('')).toMatchObject({ ok: false, malformed: false });
+    expect(parseEvaluateRequest('1')).toMatchObject({ ok: false, malformed: false, errors: { body: 'must be a JSON object' } });
+  });
+
+  it('names every field at fault', () => {
+    expect(parseEvaluateRequest('{"type": "boolean", "defaultValue": "yes", "context": null, "userId": "u"}')).toEqual({
+      ok: false,
+      malformed: false,
+      detail: expect.any(String),
+      errors: { defaultValue: 'must be a value of type boolean', context: 'must be a JSON object', userId: 'is not an allowed field' },
+    });
+    expect(parseEvaluateRequest('{"type": "integer", "defaultValue": 1, "context": {}}')).toMatchObject({
+      errors: { type: 'must be one of boolean, string, number, json' },
+    });
+    expect(parseEvaluateRequest('{"type": "json", "defaultValue": "x", "context": {}}')).toMatchObject({
+      errors: { defaultValue: 'must be a value of type json' },
+    });
+  });
+});

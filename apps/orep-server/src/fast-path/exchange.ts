@@ -1,0 +1,159 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { CommonProblems, type ProblemType, problemTypeUri } from '@flagship/problem-details';
+import { assignRequestId } from '@flagship/service-kit';
+import type { RequestObserver } from './buffered-metrics';
+
+export const JSON_TYPE = 'application/json';
+const PROBLEM_TYPE = 'application/problem+json';
+
+/**
+ * One request answered outside Express: the request id, the answer, and its count in the app's
+ * HttpMetrics, in the few steps the evaluation paths need and nothing more.
+ */
+export class Exchange {
+  readonly requestId: string;
+  private readonly started = performance.now();
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** Route template for metrics: `/ofrep/v1/evaluate/flags/:key`, never the raw path. */
+    readonly route: string,
+    private readonly metrics: RequestObserver,
+  ) {
+    this.requestId = assignRequestId(req as IncomingMessage & { id?: unknown }, res);
+  }
+
+  get answered(): boolean {
+    return this.res.headersSent;
+  }
+
+  /** `body` is JSON text already (often cached); Node sets Content-Length from it. */
+  json(status: number, body: string, headers?: OutgoingHttpHeaders): void {
+    this.send(status, JSON_TYPE, headers, body);
+  }
+
+  /** No body at all (OFREP's 304, 401, 403, 429). */
+  empty(status: number, headers?: OutgoingHttpHeaders): void {
+    this.send(status, undefined, headers, undefined);
+  }
+
+  /** RFC 9457, as the rest of the app writes it (instance = the request id). */
+  problem(type: ProblemType, detail: string, extensions?: Record<string, unknown>, headers?: OutgoingHttpHeaders): void {
+    const body = {
+      type: problemTypeUri(type.slug),
+      title: type.title,
+      status: type.status,
+      detail,
+      instance: this.requestId,
+      ...extensions,
+    };
+    this.send(type.status, PROBLEM_TYPE, headers, JSON.stringify(body));
+  }
+
+  private send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | undefined): void {
+    const res = this.res;
+    if (res.headersSent) return;
+    if (contentType !== undefined) res.setHeader('content-type', contentType);
+    // Set here: after writeHead, Node would otherwise send the body chunked.
+    if (body !== undefined) res.setHeader('content-length', Buffer.byteLength(body));
+    res.writeHead(status, headers);
+    res.end(body);
+    this.metrics.observe(this.req.method ?? 'POST', this.route, status, (performance.now() - this.started) / 1000);
+  }
+}
+
+export type BodyResult = { ok: true; text: string } | { ok: false; problem: 'too-large' | 'media-type' };
+
+const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
+
+/** JSON (application/json or application/*+json), in UTF-8 when a charset is named. */
+export function isJsonContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined || !JSON_MEDIA_TYPE.test(contentType)) return false;
+  const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * Reads the whole body as UTF-8 text, at most `limit` bytes; '' when there is none. The media type
+ * is checked before reading. An oversized body is refused by its Content-Length before a byte is
+ * read, or as soon as the bytes read pass the limit; the rest is drained, not parsed.
+ */
+export function readJsonBody(req: IncomingMessage, limit: number, done: (result: BodyResult) => void): void {
+  if (!hasBody(req)) {
+    req.resume();
+    done({ ok: true, text: '' });
+    return;
+  }
+  if (!isJsonContentType(req.headers['content-type'])) {
+    req.resume();
+    done({ ok: false, problem: 'media-type' });
+    return;
+  }
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) {
+    req.resume();
+    done({ ok: false, problem: 'too-large' });
+    return;
+  }
+  let first: Buffer | undefined;
+  let more: Buffer[] | undefined;
+  let size = 0;
+  let over = false;
+  req.on('data', (chunk: Buffer) => {
+    if (over) return;
+    size += chunk.length;
+    if (size > limit) {
+      over = true;
+      first = more = undefined;
+      done({ ok: false, problem: 'too-large' });
+      return;
+    }
+    if (first === undefined) first = chunk;
+    else (more ??= [first]).push(chunk);
+  });
+  req.on('end', () => {
+    if (over) return;
+    const text = more ? Buffer.concat(more).toString('utf8') : first ? first.toString('utf8') : '';
+    done({ ok: true, text });
+  });
+  // A client that goes away mid-body gets no answer; there is nobody to send it to.
+  req.on('error', () => undefined);
+}
+
+/** The answers every evaluation path shares for the HTTP layer's own failures. */
+export function refuseBody(x: Exchange, problem: 'too-large' | 'media-type', limit: number): void {
+  if (problem === 'too-large') {
+    x.problem(CommonProblems['payload-too-large'], `The request body exceeds the limit of ${limit} bytes.`);
+  } else {
+    const sent = (x.req.headers['content-type'] ?? '').split(';')[0]?.trim() || '(none)';
+    x.problem(
+      CommonProblems['unsupported-media-type'],
+      `Content-Type ${sent} is not accepted here; send application/json (UTF-8).`,
+      undefined,
+      { accept: JSON_TYPE },
+    );
+  }
+}
+
+/** Whether an If-None-Match header names this ETag (weak comparison, as RFC 9110 asks for it). */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false;
+  const strip = (t: string): string => (t.startsWith('W/') ? t.slice(2) : t);
+  const wanted = strip(etag);
+  for (const candidate of ifNoneMatch.split(',')) {
+    const t = candidate.trim();
+    if (t === '*' || strip(t) === wanted) return true;
+  }
+  return false;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation';
+import { CommonProblems } from '@flagship/problem-details';
+import { type Exchange, etagMatches, isPlainObject } from '../fast-path/exchange';
+import type { FlagSource } from '../sources/flag-source';
+import { evaluationError, failure, OfrepResponses } from './ofrep-responses';
+
+type ParsedRequest = { ok: true; context: EvaluationContext } | { ok: false; errorCode: 'PARSE_ERROR' | 'INVALID_CONTEXT'; details: string };
+
+/**
+ * `{context?}`, OFREP's request body. No body at all is an empty context (the protocol makes the
+ * body optional); anything that is not a JSON object is PARSE_ERROR; a context that is not an object,
+ * or whose targetingKey is not a string, is INVALID_CONTEXT.
+ */
+export function parseOfrepRequest(text: string): ParsedRequest {
+  let body: unknown = {};
+  if (text !== '') {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return { ok: false, errorCode: 'PARSE_ERROR', details: 'the request body is not valid JSON' };
+    }
+  }
+  if (!isPlainObject(body)) return { ok: false, errorCode: 'PARSE_ERROR', details: 'the request body must be a JSON object' };
+  const context = body.context ?? {};
+  if (!isPlainObject(context)) return { ok: false, errorCode: 'INVALID_CONTEXT', details: 'context must be a JSON object' };
+  if (context.targetingKey !== undefined && typeof context.targetingKey !== 'string') {
+    return { ok: false, errorCode: 'INVALID_CONTEXT', details: 'context.targetingKey must be a string' };
+  }
+  return { ok: true, context };
+}
+
+/**
+ * The OpenFeature Remote Evaluation Protocol (open-feature/protocol, service/openapi.yaml): single
+ * and bulk evaluation, and the optional configuration endpoint. Authentication, rate limiting and
+ * body reading happen before (fast-path.router.ts).
+ */
+export class OfrepHandler {
+  private readonly responses = new OfrepResponses();
+
+  constructor(private readonly source: FlagSource) {}
+
+  /** POST /ofrep/v1/evaluate/flags/{key} */
+  evaluateOne(x: Exchange, key: string, text: string): void {
+    const request = parseOfrepRequest(text);
+    if (!request.ok) return x.json(400, failure(key, request.errorCode, request.details));
+    const snapshot = this.source.snapshot;
+    if (snapshot === null) return notReady(x);
+    const flag = snapshot.get(key);
+    if (flag === undefined) return x.json(404, failure(key, 'FLAG_NOT_FOUND', `no flag '${key}'`));
+    const result = snapshot.evaluate(flag, request.context);
+    if (result.reason === 'ERROR') {
+      const error = evaluationError(flag, result);
+      return x.json(400, failure(key, error.code, error.details));
+    }
+    x.json(200, this.responses.success(flag, result));
+  }
+
+  /**
+   * POST /ofrep/v1/evaluate/flags: every flag for one context. The ETag is a digest of the answer,
+   * so a client polling with If-None-Match gets 304 exactly when nothing it would see changed,
+   * whatever else changed in the flags.
+   */
+  evaluateAll(x: Exchange, text: string): void {
+    const request = parseOfrepRequest(text);
+    if (!request.ok) return x.json(400, JSON.stringify({ errorCode: request.errorCode, errorDetails: request.details }));
+    const snapshot = this.source.snapshot;
+    if (snapshot === null) return notReady(x);
+    // Every flag would fail alike (the evaluator refuses a context without a key), so say it once.
+    if (contextKeyOf(request.context) === undefined) {
+      return x.json(
+        400,
+        JSON.stringify({ errorCode: 'TARGETING_KEY_MISSING', errorDetails: 'the context has no targetingKey (nor key or userId) to evaluate with' }),
+      );
+    }
+    const items: string[] = [];
+    for (const flag of snapshot.values()) items.push(this.responses.bulkItem(flag, snapshot.evaluate(flag, request.context)));
+    const body = `{"flags":[${items.join(',')}]}`;
+    const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
+    if (etagMatches(x.req.headers['if-none-match'], etag)) return x.empty(304, { etag });
+    x.json(200, body, { etag });
+  }
+
+  /** GET /ofrep/v1/configuration (an OFREP extension): what providers may rely on. */
+  configuration(x: Exchange): void {
+    x.json(200, CONFIGURATION);
+  }
+}
+
+const CONFIGURATION = JSON.stringify({
+  name: 'flagship orep-server',
+  capabilities: {
+    cacheInvalidation: { polling: { enabled: true, minPollingIntervalMs: 1000 } },
+    flagEvaluation: { supportedTypes: ['boolean', 'string', 'int', 'float', 'object'] },
+  },
+});
+
+export function notReady(x: Exchange): void {
+  x.problem(CommonProblems['not-ready'], 'No flags are loaded yet; try again shortly.', undefined, { 'retry-after': '1' });
+}

@@ -1,0 +1,184 @@
+/**
+ * The built orep-server started as a process, as `npm start` and the Docker image start it, driven
+ * by OpenFeature's server SDK through the npm OFREP provider. Needs the build first:
+ * `npx nx run orep-server:build` (npm test builds everything before running jest).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
+import { OFREPProvider } from '@openfeature/ofrep-provider';
+import { ErrorCode, OpenFeature } from '@openfeature/server-sdk';
+import type { FlagDefinition } from '@flagship/flag-evaluation';
+import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
+import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+
+const root = join(__dirname, '..', '..', '..');
+const main = join(root, 'dist/apps/orep-server/apps/orep-server/src/main.js');
+const TOKEN = 'e2e-orep-token';
+
+interface Started {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  stop: () => Promise<number | null>;
+}
+
+async function startBuilt(env: NodeJS.ProcessEnv): Promise<Started> {
+  if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run orep-server:build\` first`);
+  const port = await freePort();
+  const child = spawn(process.execPath, [main], {
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OREP_AUTH_TOKEN: TOKEN, ...env, OREP_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
+    return (await http(`${url}/readyz`)).status === 200;
+  }, 30000, 100);
+  return {
+    url,
+    child,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      return code as number | null;
+    },
+  };
+}
+
+/** The JSON log lines (pino) the process wrote. */
+const logLines = (out: string): Array<{ level: number; msg?: string; context?: string }> =>
+  out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg?: string });
+
+const flag = (key: string, value: string): FlagDefinition => ({
+  key,
+  type: 'string',
+  defaultValue: value,
+  variations: [{ id: 'only', name: 'Only', value, weight: 0 }],
+  enabled: true,
+  targets: [],
+  rules: [],
+  prerequisites: [],
+});
+
+afterAll(async () => {
+  await OpenFeature.close();
+});
+
+describe('orep-server built, file mode', () => {
+  let dir: string;
+  let file: string;
+  let app: Started;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orep-e2e-'));
+    file = join(dir, 'flags.json');
+    writeFileSync(file, JSON.stringify({ version: 1, flags: [flag('greeting', 'hello')] }));
+    // No database or Redis at all: unreachable addresses prove neither is used.
+    app = await startBuilt({ OREP_FLAGS_FILE: file, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', REDIS_URL: 'redis://127.0.0.1:1' });
+    await OpenFeature.setProviderAndWait('file', new OFREPProvider({ baseUrl: app.url, headers: [['Authorization', `Bearer ${TOKEN}`]] }));
+  });
+
+  afterAll(async () => {
+    await app?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the file to the OpenFeature SDK', async () => {
+    const client = OpenFeature.getClient('file');
+    expect(await client.getStringDetails('greeting', 'x', { targetingKey: 'u1' })).toMatchObject({ value: 'hello', reason: 'DEFAULT' });
+    expect(await client.getStringDetails('missing', 'x', { targetingKey: 'u1' })).toMatchObject({ value: 'x', errorCode: ErrorCode.FLAG_NOT_FOUND });
+  });
+
+  it('reloads an edited file, logs and ignores a bad one, and exits 0 on SIGTERM', async () => {
+    const client = OpenFeature.getClient('file');
+    const tmp = join(dir, 'flags.json.new');
+    writeFileSync(tmp, JSON.stringify({ version: 1, flags: [flag('greeting', 'bonjour')] }));
+    renameSync(tmp, file);
+    await waitFor(async () => (await client.getStringValue('greeting', 'x', { targetingKey: 'u1' })) === 'bonjour', 5000, 20);
+
+    writeFileSync(file, '{ "version": 1, "flags": [');
+    const refused = await waitFor(async () => logLines(app.output()).find((l) => l.level === 50 && /flag file .* refused/.test(l.msg ?? '')), 5000, 20);
+    expect(refused.msg).toContain('not valid JSON');
+    expect(refused.msg).toContain('still serving the 1 flags');
+    expect(await client.getStringValue('greeting', 'x', { targetingKey: 'u1' })).toBe('bonjour');
+
+    expect(await app.stop()).toBe(0);
+  });
+});
+
+describe('orep-server built, Postgres mode', () => {
+  const TENANT = '0d7e4f3a-9c1b-4b6e-8f2d-5a6c7b8d9e01';
+  let te: TestEnvironment;
+  let db: PgClient;
+  let app: Started;
+
+  beforeAll(async () => {
+    te = await createTestEnvironment();
+    db = new PgClient({ connectionString: te.db.url });
+    await db.connect();
+    await db.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'E2E', 'e2e@example.com')`, [TENANT]);
+    await db.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, 'production', 'Production')`, [TENANT]);
+    await db.query(
+      `WITH f AS (INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
+                  VALUES ($1, 'checkout', 'Checkout', 'boolean', 'false',
+                          '[{"id":"on","name":"On","value":true,"weight":0},{"id":"off","name":"Off","value":false,"weight":0}]')
+                  RETURNING id)
+       INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled, rules)
+       SELECT $1, id, 'production', true, '[]' FROM f`,
+      [TENANT],
+    );
+    app = await startBuilt({ ...te.env, LOG_LEVEL: 'info', OREP_TENANT_ID: TENANT });
+    await OpenFeature.setProviderAndWait('pg', new OFREPProvider({ baseUrl: app.url, headers: [['X-API-Key', TOKEN]] }));
+  });
+
+  afterAll(async () => {
+    await app?.stop();
+    await db?.end();
+    await te?.teardown();
+  });
+
+  it('serves the tenant from Postgres and applies a published change', async () => {
+    const client = OpenFeature.getClient('pg');
+    expect(await client.getBooleanDetails('checkout', true, { targetingKey: 'u1', country: 'FR' })).toMatchObject({ value: false, reason: 'DEFAULT' });
+
+    await db.query(
+      `UPDATE flag_environments SET rules = '[{"id":"fr","clauses":[{"attribute":"country","op":"in","values":["FR"]}],"variationId":"on"}]',
+              version = version + 1, updated_at = now()
+        WHERE tenant_id = $1`,
+      [TENANT],
+    );
+    const publisher = createRedis({ url: te.env['REDIS_URL']!, name: 'e2e-publisher' });
+    try {
+      await waitFor(async () => publisher.status === 'ready', 5000, 10);
+      await publisher.publish(
+        new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged),
+        JSON.stringify({ tenantId: TENANT, environment: 'production', flagKey: 'checkout', version: 2 }),
+      );
+    } finally {
+      publisher.disconnect();
+    }
+    await waitFor(async () => (await client.getBooleanValue('checkout', false, { targetingKey: 'u1', country: 'FR' })) === true, 5000, 20);
+    expect(await client.getBooleanDetails('checkout', true, { targetingKey: 'u1', country: 'FR' })).toMatchObject({
+      value: true,
+      variant: 'on',
+      reason: 'TARGETING_MATCH',
+      flagMetadata: { ruleId: 'fr' },
+    });
+
+    const ready = await http(`${app.url}/readyz`);
+    expect(ready.body.details).toMatchObject({ snapshot: { kind: 'postgres', flags: 1 }, postgres: { status: 'up' }, redis: { status: 'up' } });
+    expect(await app.stop()).toBe(0);
+  });
+});

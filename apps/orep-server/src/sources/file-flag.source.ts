@@ -1,0 +1,163 @@
+import { createHash } from 'node:crypto';
+import { type FSWatcher, watch } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type FlagFile, parseFlagFile } from './flag-file';
+import type { FlagSource, FlagSourceStatus } from './flag-source';
+import { FlagSnapshot } from './flag-snapshot';
+
+export interface FileFlagSourceOptions {
+  path: string;
+  /** When set, a file naming another tenant is refused. */
+  tenantId?: string;
+  /** Quiet time after the last change event before reading (editors write in several steps). */
+  debounceMs?: number;
+  /** Safety net for missed watch events (network file systems, a replaced directory). */
+  pollMs?: number;
+}
+
+/**
+ * Flags from a JSON file (flag-file.ts), watched. The directory is watched rather than the file:
+ * editors and `mv` replace the file by renaming another over it, which a watch on the old file
+ * (its inode) would never see. A file that does not parse or validate is refused as a whole and the
+ * flags already loaded keep being served; the refusal is logged and shown in /readyz.
+ */
+export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('FileFlagSource');
+  private readonly path: string;
+  private current: FlagSnapshot | null = null;
+  private meta: Omit<FlagFile, 'flags'> | undefined;
+  private lastDigest = '';
+  private lastStat = '';
+  private lastFullLoadMs: number | undefined;
+  private lastError: { at: string; message: string } | undefined;
+  private watcher: FSWatcher | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
+  private stopped = false;
+
+  constructor(private readonly options: FileFlagSourceOptions) {
+    this.path = resolve(options.path);
+  }
+
+  get snapshot(): FlagSnapshot | null {
+    return this.current;
+  }
+
+  /** The first load must succeed: a server started on a broken file would have nothing to serve. */
+  async onModuleInit(): Promise<void> {
+    const outcome = await this.load();
+    if (outcome instanceof Error) throw new Error(`OREP_FLAGS_FILE ${this.path}: ${outcome.message}`);
+    const file = basename(this.path);
+    this.watcher = watch(dirname(this.path), { persistent: false }, (_event, name) => {
+      // Some platforms give no file name; then any change in the directory may be ours.
+      if (name === null || name === file) this.schedule();
+    });
+    this.watcher.on('error', (err) => this.logger.error(`watching ${this.path} failed: ${err.message}; polling only`));
+    const pollMs = this.options.pollMs ?? 2000;
+    this.poll = setInterval(() => void this.pollOnce(), pollMs);
+    this.poll.unref();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    this.watcher?.close();
+    clearTimeout(this.debounce);
+    clearInterval(this.poll);
+  }
+
+  status(): FlagSourceStatus {
+    return {
+      kind: 'file',
+      path: this.path,
+      flags: this.current?.size ?? 0,
+      ...(this.meta?.tenantId !== undefined ? { tenantId: this.meta.tenantId } : {}),
+      ...(this.meta?.environment !== undefined ? { environment: this.meta.environment } : {}),
+      ...(this.meta?.generatedAt !== undefined ? { generatedAt: this.meta.generatedAt } : {}),
+      ...(this.current ? { loadedAt: new Date(this.current.builtAt).toISOString() } : {}),
+      ...(this.lastFullLoadMs !== undefined ? { lastFullLoadMs: this.lastFullLoadMs } : {}),
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+    };
+  }
+
+  /** Reads the file again now; resolves when done. Reloads requested meanwhile run once more after. */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      try {
+        do {
+          this.reloadAgain = false;
+          await this.load();
+        } while (this.reloadAgain && !this.stopped);
+      } finally {
+        this.reloading = undefined;
+      }
+    })();
+    return this.reloading;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => void this.reload(), this.options.debounceMs ?? 50);
+  }
+
+  private async pollOnce(): Promise<void> {
+    try {
+      const s = await stat(this.path);
+      if (`${s.ino}:${s.size}:${s.mtimeMs}` !== this.lastStat) this.schedule();
+    } catch {
+      // Missing for a moment while being replaced; the watch or the next poll catches the new file.
+    }
+  }
+
+  /** One attempt: the new snapshot is swapped in, or the error is logged and returned. */
+  private async load(): Promise<Error | undefined> {
+    const started = performance.now();
+    let text: string;
+    try {
+      const s = await stat(this.path);
+      this.lastStat = `${s.ino}:${s.size}:${s.mtimeMs}`;
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      return this.refuse(`cannot be read (${err instanceof Error ? err.message : String(err)})`);
+    }
+    // Watchers fire for writes that change nothing (touch, a save without edits): skip the work.
+    const digest = createHash('sha1').update(text).digest('hex');
+    if (digest === this.lastDigest && this.current) return undefined;
+    let file: FlagFile;
+    try {
+      file = parseFlagFile(text);
+    } catch (err) {
+      return this.refuse(err instanceof Error ? err.message : String(err));
+    }
+    const expectedTenant = this.options.tenantId;
+    if (expectedTenant && file.tenantId !== undefined && file.tenantId.toLowerCase() !== expectedTenant) {
+      return this.refuse(`holds the flags of tenant ${file.tenantId}, not of OREP_TENANT_ID ${expectedTenant}`);
+    }
+    const previous = this.current;
+    this.current = FlagSnapshot.of(file.flags);
+    this.meta = { version: file.version, tenantId: file.tenantId, environment: file.environment, generatedAt: file.generatedAt };
+    this.lastDigest = digest;
+    this.lastError = undefined;
+    this.lastFullLoadMs = Math.round(performance.now() - started);
+    this.logger.log(
+      `${previous ? 'reloaded' : 'loaded'} ${this.current.size} flags from ${this.path} in ${this.lastFullLoadMs} ms`,
+    );
+    return undefined;
+  }
+
+  private refuse(message: string): Error {
+    this.lastError = { at: new Date().toISOString(), message };
+    if (this.current) {
+      this.logger.error(`flag file ${this.path} refused, still serving the ${this.current.size} flags loaded before: ${message}`);
+    }
+    return new Error(message);
+  }
+}

@@ -1,0 +1,75 @@
+import { CompiledFlag, type FlagDefinition } from '@flagship/flag-evaluation';
+import { FlagSnapshot } from './flag-snapshot';
+
+const flag = (key: string, value: number, extra: Partial<FlagDefinition> = {}): FlagDefinition => ({
+  key,
+  type: 'number',
+  defaultValue: value,
+  variations: [{ id: 'v', name: 'V', value, weight: 0 }],
+  enabled: true,
+  targets: [],
+  rules: [],
+  prerequisites: [],
+  ...extra,
+});
+
+describe('FlagSnapshot', () => {
+  it('compiles a flag on first use and keeps the compiled form', () => {
+    const snapshot = FlagSnapshot.of([flag('a', 1)]);
+    const first = snapshot.get('a');
+    expect(first).toBeInstanceOf(CompiledFlag);
+    expect(snapshot.get('a')).toBe(first);
+    expect(snapshot.evaluate(first!, { key: 'u' }).value).toBe(1);
+    expect(snapshot.get('missing')).toBeUndefined();
+  });
+
+  it('later definitions of a key win', () => {
+    const snapshot = FlagSnapshot.of([flag('a', 1), flag('a', 2)]);
+    expect(snapshot.size).toBe(1);
+    expect(snapshot.evaluate(snapshot.get('a')!, { key: 'u' }).value).toBe(2);
+  });
+
+  it('withChanges builds a new snapshot and leaves the old one as it was', () => {
+    const before = FlagSnapshot.of([flag('a', 1), flag('b', 1)]);
+    before.get('a');
+    const after = before.withChanges([flag('a', 2), flag('c', 3)], ['b']);
+    expect([...after.keys()].sort()).toEqual(['a', 'c']);
+    expect(after.evaluate(after.get('a')!, { key: 'u' }).value).toBe(2);
+    expect([...before.keys()].sort()).toEqual(['a', 'b']);
+    expect(before.evaluate(before.get('a')!, { key: 'u' }).value).toBe(1);
+    expect(after.generation).toBeGreaterThan(before.generation);
+  });
+
+  it('resolves prerequisites within the snapshot, compiling them as needed', () => {
+    const gated = flag('gated', 1, {
+      prerequisites: [{ key: 'gate', variationId: 'on' }],
+      offValue: 0,
+      variations: [
+        { id: 'zero', name: '0', value: 0, weight: 0 },
+        { id: 'one', name: '1', value: 1, weight: 0 },
+      ],
+    });
+    const gate = (enabled: boolean): FlagDefinition => ({
+      key: 'gate',
+      type: 'boolean',
+      defaultValue: false,
+      variations: [
+        { id: 'on', name: 'On', value: true, weight: 1 },
+        { id: 'off', name: 'Off', value: false, weight: 0 },
+      ],
+      enabled,
+      targets: [],
+      rules: [],
+      prerequisites: [],
+    });
+    const open = FlagSnapshot.of([gated, gate(true)]);
+    expect(open.evaluate(open.get('gated')!, { key: 'u' })).toMatchObject({ value: 1, reason: 'FALLTHROUGH' });
+    const closed = open.withChanges([gate(false)], []);
+    expect(closed.evaluate(closed.get('gated')!, { key: 'u' })).toMatchObject({ value: 0, reason: 'PREREQUISITE_FAILED' });
+  });
+
+  it('values() yields every flag compiled', () => {
+    const snapshot = FlagSnapshot.of([flag('a', 1), flag('b', 2)]);
+    expect([...snapshot.values()].map((f) => f.key)).toEqual(['a', 'b']);
+  });
+});

@@ -1,0 +1,314 @@
+import { once } from 'node:events';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { Client } from 'pg';
+import type Redis from 'ioredis';
+import { runMigrations } from '@flagship/persistence';
+import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
+import { type RunningApp, startTestApp } from '@flagship/service-kit';
+import { createTestEnvironment, DisposableRedis, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { AppModule } from '../app.module';
+import { loadOrepServerConfig } from '../env.schema';
+import { installFastPath } from '../fast-path/install-fast-path';
+
+/**
+ * Postgres mode through the real app: rows written with SQL into this file's own database, change
+ * messages published on Redis exactly as management-api publishes them. The app reaches Postgres
+ * through a TCP proxy of this test's own, so Postgres can be made unreachable for this app alone
+ * (the machine's Postgres serves other test files meanwhile), and Redis is a redis-server of its own.
+ */
+
+const TOKEN = 'pg-test-token';
+const TENANT = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a01';
+const OTHER_TENANT = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a02';
+
+/** A TCP forwarder that can be stopped (every connection cut, new ones refused) and started again on its port. */
+class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async start(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = connect(this.targetPort, this.targetHost);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    server.listen(this.port, '127.0.0.1');
+    await once(server, 'listening');
+    this.port = (server.address() as { port: number }).port;
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+// Outages and reconnections take seconds (ioredis backs off up to 2 s between attempts).
+jest.setTimeout(60000);
+
+describe('Postgres source', () => {
+  let te: TestEnvironment;
+  let redis: DisposableRedis;
+  let proxy: TcpProxy;
+  let db: Client;
+  let publisher: Redis;
+  let channel: string;
+  const apps: RunningApp[] = [];
+
+  const startOrep = async (extra: NodeJS.ProcessEnv = {}): Promise<RunningApp> => {
+    const url = new URL(te.db.url);
+    url.port = String(proxy.port);
+    const config = loadOrepServerConfig({
+      ...te.env,
+      DATABASE_URL: url.toString(),
+      OREP_AUTH_TOKEN: TOKEN,
+      OREP_TENANT_ID: TENANT,
+      OREP_ENVIRONMENT: 'production',
+      ...extra,
+    });
+    const app = await startTestApp(AppModule.forConfig(config), installFastPath);
+    apps.push(app);
+    return app;
+  };
+
+  /** Creates or changes a number flag whose value is `value` in production, as management-api would. */
+  const setFlag = async (key: string, value: number, tenant = TENANT): Promise<void> => {
+    await db.query(
+      `WITH f AS (
+         INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
+         VALUES ($1, $2, $2, 'number', $3::jsonb, jsonb_build_array(jsonb_build_object('id', 'v', 'name', 'V', 'value', $3::jsonb, 'weight', 0)))
+         ON CONFLICT (tenant_id, key) DO UPDATE
+           SET default_value = EXCLUDED.default_value, variations = EXCLUDED.variations, version = flags.version + 1, updated_at = now()
+         RETURNING id, tenant_id)
+       INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled)
+       SELECT tenant_id, id, 'production', true FROM f
+       ON CONFLICT (flag_id, environment_key) DO UPDATE SET version = flag_environments.version + 1, updated_at = now()`,
+      [tenant, key, JSON.stringify(value)],
+    );
+  };
+  const publish = (flagKey: string, tenantId = TENANT, environment: string | null = 'production') =>
+    publisher.publish(channel, JSON.stringify({ tenantId, environment, flagKey, version: 1 }));
+  const valueOf = async (app: RunningApp, key: string): Promise<unknown> => {
+    const res = await http(`${app.url}/ofrep/v1/evaluate/flags/${key}`, {
+      method: 'POST',
+      json: { context: { targetingKey: 'u1' } },
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    return res.status === 200 ? res.body.value : res.status === 404 ? 'not found' : `status ${res.status}`;
+  };
+  const readiness = async (app: RunningApp) => {
+    const res = await http(`${app.url}/readyz`);
+    return { status: res.status, checks: res.status === 200 ? res.body.details : res.body.checks };
+  };
+
+  beforeAll(async () => {
+    redis = await DisposableRedis.start();
+    te = await createTestEnvironment({ REDIS_URL: redis.url });
+    const dbUrl = new URL(te.db.url);
+    proxy = new TcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432));
+    await proxy.start();
+    db = new Client({ connectionString: te.db.url });
+    await db.connect();
+    for (const id of [TENANT, OTHER_TENANT]) {
+      await db.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'Tenant', 'owner@example.com')`, [id]);
+      await db.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, 'production', 'Production'), ($1, 'staging', 'Staging')`, [id]);
+    }
+    await setFlag('limit', 1);
+    await setFlag('limit', 999, OTHER_TENANT);
+    await setFlag('other-only', 5, OTHER_TENANT);
+    // A flag with no row for production: served as off (its off value is its default).
+    await db.query(
+      `INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
+       VALUES ($1, 'unconfigured', 'Unconfigured', 'boolean', 'true', '[{"id":"on","name":"On","value":true,"weight":0},{"id":"off","name":"Off","value":false,"weight":0}]')`,
+      [TENANT],
+    );
+    publisher = createRedis({ url: redis.url, name: 'test-publisher' });
+    channel = new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged);
+  });
+
+  afterAll(async () => {
+    for (const app of apps) await app.close().catch(() => undefined);
+    publisher?.disconnect();
+    await db?.end();
+    await proxy?.stop();
+    await redis?.stop();
+    await te?.teardown();
+  });
+
+  describe('one app', () => {
+    let app: RunningApp;
+
+    beforeAll(async () => {
+      app = await startOrep();
+      // Subscribed before the tests publish anything.
+      await waitFor(async () => (await readiness(app)).checks.snapshot.subscriber === 'ready', 10000, 20);
+    });
+
+    it("loads this tenant's flags only, and is ready with every dependency up", async () => {
+      expect(await valueOf(app, 'limit')).toBe(1);
+      expect(await valueOf(app, 'other-only')).toBe('not found');
+      const off = await http(`${app.url}/ofrep/v1/evaluate/flags/unconfigured`, {
+        method: 'POST',
+        json: { context: { targetingKey: 'u1' } },
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(off.body).toMatchObject({ value: false, reason: 'DISABLED' });
+      const ready = await readiness(app);
+      expect(ready.status).toBe(200);
+      expect(ready.checks).toMatchObject({
+        snapshot: { status: 'up', kind: 'postgres', tenantId: TENANT, environment: 'production', flags: 2 },
+        postgres: { status: 'up' },
+        redis: { status: 'up' },
+      });
+    });
+
+    it('makes each change visible within 100 ms (p99 over 200 changes)', async () => {
+      const latencies: number[] = [];
+      for (let i = 0; i < 200; i++) {
+        const value = 1000 + i;
+        await setFlag('limit', value);
+        const started = performance.now();
+        await publish('limit');
+        await waitFor(async () => (await valueOf(app, 'limit')) === value, 2000, 1);
+        latencies.push(performance.now() - started);
+      }
+      latencies.sort((a, b) => a - b);
+      const p50 = latencies[99]!;
+      const p99 = latencies[197]!;
+      console.log(`change visible after: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${latencies[199]!.toFixed(1)} ms`);
+      expect(p99).toBeLessThan(100);
+    });
+
+    it('a deleted flag is gone once its message arrives; a new one appears', async () => {
+      await setFlag('short-lived', 7);
+      await publish('short-lived');
+      await waitFor(async () => (await valueOf(app, 'short-lived')) === 7, 2000, 5);
+      await db.query(`DELETE FROM flags WHERE tenant_id = $1 AND key = 'short-lived'`, [TENANT]);
+      await publish('short-lived');
+      await waitFor(async () => (await valueOf(app, 'short-lived')) === 'not found', 2000, 5);
+    });
+
+    it('ignores messages about another tenant or environment', async () => {
+      await setFlag('limit', 2);
+      await publish('limit', OTHER_TENANT);
+      await publish('limit', TENANT, 'staging');
+      // Redis delivers in order: once this marker flag shows, the two messages above were handled.
+      await setFlag('marker', 1);
+      await publish('marker');
+      await waitFor(async () => (await valueOf(app, 'marker')) === 1, 2000, 5);
+      expect(await valueOf(app, 'limit')).not.toBe(2);
+      await publish('limit', TENANT, null); // no environment: a change to the flag's global fields
+      await waitFor(async () => (await valueOf(app, 'limit')) === 2, 2000, 5);
+    });
+
+    it('keeps serving while Redis is down, and catches up on the changes it missed when Redis returns', async () => {
+      await redis.stop();
+      await waitFor(async () => (await readiness(app)).checks.redis?.status === 'down', 10000, 50);
+      const ready = await readiness(app);
+      expect(ready.status).toBe(200);
+      expect(ready.checks).toMatchObject({ snapshot: { status: 'up' }, postgres: { status: 'up' }, redis: { status: 'down' } });
+      expect(await valueOf(app, 'limit')).toBe(2);
+
+      await setFlag('limit', 3); // nobody can publish this one
+      await redis.start();
+      await waitFor(async () => (await valueOf(app, 'limit')) === 3, 15000, 50);
+      await waitFor(async () => (await readiness(app)).checks.redis?.status === 'up', 10000, 50);
+    });
+
+    it('keeps serving while Postgres is unreachable, and applies what it was told when Postgres returns', async () => {
+      await proxy.stop();
+      await waitFor(async () => (await readiness(app)).checks.postgres?.status === 'down', 10000, 50);
+      expect((await readiness(app)).status).toBe(200);
+      expect(await valueOf(app, 'limit')).toBe(3);
+
+      await setFlag('limit', 4);
+      await publish('limit'); // heard, but the flag cannot be read yet
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await valueOf(app, 'limit')).toBe(3);
+      const during = await readiness(app);
+      expect(during.checks.snapshot.lastError?.message).toMatch(/Postgres/);
+
+      await proxy.start();
+      await waitFor(async () => (await valueOf(app, 'limit')) === 4, 15000, 50);
+      await waitFor(async () => (await readiness(app)).checks.snapshot.lastError === undefined, 5000, 50);
+    });
+
+    it('with both down keeps serving, and with both back has caught up', async () => {
+      await proxy.stop();
+      await redis.stop();
+      await waitFor(async () => {
+        const r = await readiness(app);
+        return r.checks.postgres?.status === 'down' && r.checks.redis?.status === 'down' ? r : undefined;
+      }, 10000, 50);
+      expect((await readiness(app)).status).toBe(200);
+      expect(await valueOf(app, 'limit')).toBe(4);
+
+      await setFlag('limit', 5);
+      await db.query(`DELETE FROM flags WHERE tenant_id = $1 AND key = 'marker'`, [TENANT]);
+      // Redis first: its reconnection asks for a re-sync that fails until Postgres is back, then succeeds.
+      await redis.start();
+      await new Promise((r) => setTimeout(r, 500));
+      await proxy.start();
+      await waitFor(async () => (await valueOf(app, 'limit')) === 5, 15000, 50);
+      expect(await valueOf(app, 'marker')).toBe('not found');
+      const after = await readiness(app);
+      expect(after.checks).toMatchObject({ postgres: { status: 'up' }, snapshot: { status: 'up' } });
+    });
+  });
+
+  it('re-syncs periodically, so a change whose message was lost still shows', async () => {
+    const app = await startOrep({ OREP_RECONCILE_S: '0.3' });
+    expect(await valueOf(app, 'limit')).toBe(5);
+    await setFlag('limit', 6); // no message at all
+    await waitFor(async () => (await valueOf(app, 'limit')) === 6, 5000, 20);
+    await app.close();
+  });
+
+  it('is unready (503) until a first snapshot loads, then ready', async () => {
+    // An empty database: the app connects, but the flag tables do not exist yet.
+    const admin = new Client({ connectionString: te.db.url });
+    await admin.connect();
+    const name = `${te.db.name}_empty`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    try {
+      const url = new URL(te.db.url);
+      url.pathname = `/${name}`;
+      const app = await startOrep({ DATABASE_URL: url.toString() });
+      const unready = await readiness(app);
+      expect(unready.status).toBe(503);
+      expect(unready.checks.snapshot).toMatchObject({ status: 'down', lastError: { message: expect.stringMatching(/flags/) } });
+      const evaluation = await http(`${app.url}/ofrep/v1/evaluate/flags/limit`, {
+        method: 'POST',
+        json: { context: { targetingKey: 'u1' } },
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(evaluation.status).toBe(503);
+      expect(evaluation.headers.get('retry-after')).toBe('1');
+      expect((await http(`${app.url}/healthz`)).status).toBe(200);
+
+      await runMigrations(url.toString());
+      await waitFor(async () => (await readiness(app)).status === 200, 10000, 50);
+      expect((await readiness(app)).checks.snapshot).toMatchObject({ status: 'up', flags: 0 });
+      await app.close();
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});

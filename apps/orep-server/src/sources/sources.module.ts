@@ -1,0 +1,42 @@
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import type Redis from 'ioredis';
+import { PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
+import type { OrepServerConfig } from '../env.schema';
+import { EmbeddedFlagSource } from './embedded-flag.source';
+import { FileFlagSource } from './file-flag.source';
+import { FLAG_SOURCE } from './flag-source';
+import { FlagsRepository } from './flags.repository';
+import { PostgresFlagSource } from './postgres-flag.source';
+
+/** Provides the one FlagSource the configuration asks for (env.schema.ts decides which). */
+@Module({})
+export class SourcesModule {
+  static forConfig(config: OrepServerConfig): DynamicModule {
+    const providers: Provider[] = [];
+    switch (config.sourceMode) {
+      case 'file':
+        providers.push({
+          provide: FLAG_SOURCE,
+          useFactory: () => new FileFlagSource({ path: config.OREP_FLAGS_FILE, tenantId: config.OREP_TENANT_ID || undefined }),
+        });
+        break;
+      case 'embedded':
+        providers.push({ provide: FLAG_SOURCE, useClass: EmbeddedFlagSource });
+        break;
+      case 'postgres':
+        providers.push(FlagsRepository, {
+          provide: FLAG_SOURCE,
+          inject: [FlagsRepository, REDIS, REDIS_KEYS],
+          // A subscriber connection of the source's own: see PostgresFlagSource's constructor.
+          useFactory: (repository: FlagsRepository, redis: Redis, keys: RedisKeys) =>
+            new PostgresFlagSource(repository, new PubSub(redis, keys, config.REDIS_URL, 'orep-server-flags'), {
+              tenantId: config.OREP_TENANT_ID,
+              environment: config.OREP_ENVIRONMENT,
+              reconcileMs: config.OREP_RECONCILE_S * 1000,
+            }),
+        });
+        break;
+    }
+    return { module: SourcesModule, providers, exports: [FLAG_SOURCE] };
+  }
+}
