@@ -52,9 +52,10 @@ export class TypeOrmOAuthClientsRepository extends OAuthClientsRepository {
       .createQueryBuilder('c')
       .where('c.tenant_id = :tenantId AND c.deleted_at IS NULL', { tenantId })
       .orderBy('c.created_at', 'ASC')
-      .addOrderBy('c.client_id', 'ASC')
+      // Byte order ("C") on every server, whatever the database's collation: pages and tests agree.
+      .addOrderBy('c.client_id COLLATE "C"', 'ASC')
       .limit(limit + 1);
-    if (after) q.andWhere('(c.created_at, c.client_id) > (CAST(:at AS timestamptz), :id)', { at: after.at, id: after.id });
+    if (after) q.andWhere('(c.created_at, c.client_id COLLATE "C") > (CAST(:at AS timestamptz), :id)', { at: after.at, id: after.id });
     return q.getMany();
   }
 

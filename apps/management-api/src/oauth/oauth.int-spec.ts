@@ -265,7 +265,9 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
     const all = await clients.list(tenantId, { limit: 1000 });
     expect(all.map((c) => c.clientId)).toEqual(expect.arrayContaining(mine.map((c) => c.clientId)));
     expect(JSON.stringify(all)).not.toMatch(/ffs_|scrypt/);
-    const sorted = [...all].sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.clientId.localeCompare(b.clientId));
+    // Code-unit order, as the repository's COLLATE "C" (localeCompare would put 'a' before 'F').
+    const byUnits = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+    const sorted = [...all].sort((a, b) => byUnits(a.createdAt, b.createdAt) || byUnits(a.clientId, b.clientId));
     expect(all).toEqual(sorted);
     const page1 = await clients.list(tenantId, { limit: 2 });
     const page2 = await clients.list(tenantId, { limit: 2, cursor: encodeCursor({ at: page1[1].createdAt, id: page1[1].clientId }) });
