@@ -56,7 +56,8 @@ export class PubSub {
 
   /** Calls `listener` each time the subscriber connection is ready again after a drop. */
   onReconnect(listener: () => void): void {
-    let first = true;
+    // The connection's first 'ready' is not a reconnect, unless it already happened before this call.
+    let first = this.subscriber.status !== 'ready';
     this.subscriber.on('ready', () => {
       if (first) {
         first = false;
