@@ -26,8 +26,10 @@ run(process.execPath, [entry('management-api', 'seed')]);
 
 const env = {
   NODE_ENV: 'development',
-  // The remote evaluation server needs a token; this one is for local use only.
+  // The remote evaluation server needs a token; this one is for local use only. It serves the
+  // example flag file, watched: edit it and the server reloads.
   OREP_AUTH_TOKEN: 'dev-orep-token',
+  OREP_FLAGS_FILE: 'apps/orep-server/flags.example.json',
   ...process.env,
 };
 

@@ -118,6 +118,33 @@ describe('orep-server built, file mode', () => {
   });
 });
 
+describe('orep-server built, refusing to start', () => {
+  it.each([
+    ['a flag file that does not validate', { OREP_FLAGS_FILE: 'BAD_FILE' }, /^invalid configuration: OREP_FLAGS_FILE .* flags\[0\]\.type: must be one of/],
+    ['a flag file that is missing', { OREP_FLAGS_FILE: '/nonexistent/flags.json' }, /^invalid configuration: OREP_FLAGS_FILE .* cannot be read/],
+    ['example flags in production', { NODE_ENV: 'production' }, /^invalid configuration: OREP_TENANT_ID or OREP_FLAGS_FILE is required/],
+  ])('on %s, with one line on stderr and exit code 1', async (_name, extra, expected) => {
+    const dir = mkdtempSync(join(tmpdir(), 'orep-e2e-bad-'));
+    try {
+      const bad = join(dir, 'flags.json');
+      writeFileSync(bad, JSON.stringify({ version: 1, flags: [{ ...flag('x', 'y'), type: 'text' }] }));
+      const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'silent', OREP_AUTH_TOKEN: TOKEN, OREP_PORT: String(await freePort()), ...extra };
+      if (env['OREP_FLAGS_FILE'] === 'BAD_FILE') env['OREP_FLAGS_FILE'] = bad;
+      delete env['OREP_TENANT_ID'];
+      const child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (c) => (stderr += c));
+      const [code] = await once(child, 'exit');
+      expect(code).toBe(1);
+      const lines = stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(expected);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('orep-server built, Postgres mode', () => {
   const TENANT = '0d7e4f3a-9c1b-4b6e-8f2d-5a6c7b8d9e01';
   let te: TestEnvironment;

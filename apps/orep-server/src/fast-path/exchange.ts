@@ -7,6 +7,14 @@ export const JSON_TYPE = 'application/json';
 const PROBLEM_TYPE = 'application/problem+json';
 
 /**
+ * assignRequestId decides the id (the caller's sane one, else a new UUID) and sets it with
+ * res.setHeader. Here the header goes into the one writeHead call with the others instead: once
+ * setHeader has been used, Node keeps a header map and merges into it, which was measured at
+ * 2 to 3 µs per request more than handing writeHead all headers at once.
+ */
+const NO_HEADERS = { setHeader: (): undefined => undefined } as unknown as ServerResponse;
+
+/**
  * One request answered outside Express: the request id, the answer, and its count in the app's
  * HttpMetrics, in the few steps the evaluation paths need and nothing more.
  */
@@ -21,7 +29,7 @@ export class Exchange {
     readonly route: string,
     private readonly metrics: RequestObserver,
   ) {
-    this.requestId = assignRequestId(req as IncomingMessage & { id?: unknown }, res);
+    this.requestId = assignRequestId(req as IncomingMessage & { id?: unknown }, NO_HEADERS);
   }
 
   get answered(): boolean {
@@ -54,10 +62,11 @@ export class Exchange {
   private send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | undefined): void {
     const res = this.res;
     if (res.headersSent) return;
-    if (contentType !== undefined) res.setHeader('content-type', contentType);
-    // Set here: after writeHead, Node would otherwise send the body chunked.
-    if (body !== undefined) res.setHeader('content-length', Buffer.byteLength(body));
-    res.writeHead(status, headers);
+    const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...headers };
+    if (contentType !== undefined) all['content-type'] = contentType;
+    // Given here: Node would otherwise send a body written after writeHead chunked.
+    if (body !== undefined) all['content-length'] = Buffer.byteLength(body);
+    res.writeHead(status, all);
     res.end(body);
     this.metrics.observe(this.req.method ?? 'POST', this.route, status, (performance.now() - this.started) / 1000);
   }

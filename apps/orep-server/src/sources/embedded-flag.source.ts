@@ -31,7 +31,7 @@ export class EmbeddedFlagSource implements FlagSource, OnModuleInit {
     return {
       kind: 'embedded',
       flags: this.current?.size ?? 0,
-      ...(this.current ? { loadedAt: new Date(this.current.builtAt).toISOString(), lastFullLoadMs: this.loadMs } : {}),
+      ...(this.current ? { loadedAt: new Date(this.current.updatedAt).toISOString(), lastFullLoadMs: this.loadMs } : {}),
     };
   }
 }

@@ -3,6 +3,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { ConfigError } from '@flagship/config';
 import { type FlagFile, parseFlagFile } from './flag-file';
 import type { FlagSource, FlagSourceStatus } from './flag-source';
 import { FlagSnapshot } from './flag-snapshot';
@@ -47,10 +48,13 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     return this.current;
   }
 
-  /** The first load must succeed: a server started on a broken file would have nothing to serve. */
+  /**
+   * The first load must succeed: a server started on a broken file would have nothing to serve.
+   * A ConfigError, so main.ts stops with one line, as for any other bad setting.
+   */
   async onModuleInit(): Promise<void> {
     const outcome = await this.load();
-    if (outcome instanceof Error) throw new Error(`OREP_FLAGS_FILE ${this.path}: ${outcome.message}`);
+    if (outcome instanceof Error) throw new ConfigError(`invalid configuration: OREP_FLAGS_FILE ${this.path} ${outcome.message}`);
     const file = basename(this.path);
     this.watcher = watch(dirname(this.path), { persistent: false }, (_event, name) => {
       // Some platforms give no file name; then any change in the directory may be ours.
@@ -77,7 +81,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
       ...(this.meta?.tenantId !== undefined ? { tenantId: this.meta.tenantId } : {}),
       ...(this.meta?.environment !== undefined ? { environment: this.meta.environment } : {}),
       ...(this.meta?.generatedAt !== undefined ? { generatedAt: this.meta.generatedAt } : {}),
-      ...(this.current ? { loadedAt: new Date(this.current.builtAt).toISOString() } : {}),
+      ...(this.current ? { loadedAt: new Date(this.current.updatedAt).toISOString() } : {}),
       ...(this.lastFullLoadMs !== undefined ? { lastFullLoadMs: this.lastFullLoadMs } : {}),
       ...(this.lastError ? { lastError: this.lastError } : {}),
     };

@@ -29,15 +29,18 @@ describe('FlagSnapshot', () => {
     expect(snapshot.evaluate(snapshot.get('a')!, { key: 'u' }).value).toBe(2);
   });
 
-  it('withChanges builds a new snapshot and leaves the old one as it was', () => {
-    const before = FlagSnapshot.of([flag('a', 1), flag('b', 1)]);
-    before.get('a');
-    const after = before.withChanges([flag('a', 2), flag('c', 3)], ['b']);
-    expect([...after.keys()].sort()).toEqual(['a', 'c']);
-    expect(after.evaluate(after.get('a')!, { key: 'u' }).value).toBe(2);
-    expect([...before.keys()].sort()).toEqual(['a', 'b']);
-    expect(before.evaluate(before.get('a')!, { key: 'u' }).value).toBe(1);
-    expect(after.generation).toBeGreaterThan(before.generation);
+  it('apply puts changes in and takes removals out, keeping compiled flags it does not touch', () => {
+    const snapshot = FlagSnapshot.of([flag('a', 1), flag('b', 1), flag('keep', 9)]);
+    const kept = snapshot.get('keep');
+    const oldA = snapshot.get('a');
+    const before = snapshot.updatedAt;
+    snapshot.apply([flag('a', 2), flag('c', 3)], ['b']);
+    expect([...snapshot.keys()].sort()).toEqual(['a', 'c', 'keep']);
+    expect(snapshot.get('a')).not.toBe(oldA);
+    expect(snapshot.evaluate(snapshot.get('a')!, { key: 'u' }).value).toBe(2);
+    expect(snapshot.get('b')).toBeUndefined();
+    expect(snapshot.get('keep')).toBe(kept);
+    expect(snapshot.updatedAt).toBeGreaterThanOrEqual(before);
   });
 
   it('resolves prerequisites within the snapshot, compiling them as needed', () => {
@@ -64,8 +67,8 @@ describe('FlagSnapshot', () => {
     });
     const open = FlagSnapshot.of([gated, gate(true)]);
     expect(open.evaluate(open.get('gated')!, { key: 'u' })).toMatchObject({ value: 1, reason: 'FALLTHROUGH' });
-    const closed = open.withChanges([gate(false)], []);
-    expect(closed.evaluate(closed.get('gated')!, { key: 'u' })).toMatchObject({ value: 0, reason: 'PREREQUISITE_FAILED' });
+    open.apply([gate(false)], []);
+    expect(open.evaluate(open.get('gated')!, { key: 'u' })).toMatchObject({ value: 0, reason: 'PREREQUISITE_FAILED' });
   });
 
   it('values() yields every flag compiled', () => {

@@ -7,8 +7,10 @@ export const FLAG_SOURCE = Symbol('FLAG_SOURCE');
 /** What /readyz tells about a source, besides whether it has a snapshot. */
 export interface FlagSourceStatus {
   kind: FlagSourceMode;
-  /** When the snapshot being served was built (ISO 8601), if any. */
+  /** When the flags being served last changed (ISO 8601), if any are loaded. */
   loadedAt?: string;
+  /** When the source last confirmed them current (Postgres mode's full re-sync). */
+  syncedAt?: string;
   /** How long the last full load took (read, parse, validate, compile), in ms. */
   lastFullLoadMs?: number;
   /** The last failure to load or refresh, while the previous snapshot keeps being served. */

@@ -16,31 +16,32 @@ interface FlagRow {
   type: FlagType;
   default_value: JsonValue;
   variations: Variation[];
-  version: number;
-  enabled: boolean | null;
+  flag_version: number;
+  env_version: number;
+  enabled: boolean;
   off_value: JsonValue;
-  off_value_unset: boolean;
-  targets: Target[] | null;
-  rules: Rule[] | null;
-  prerequisites: Prerequisite[] | null;
+  targets: Target[];
+  rules: Rule[];
+  prerequisites: Prerequisite[];
   salt: string | null;
   fingerprint: string;
 }
 
-// A flag without a row for this environment is served as off with nothing configured, which is what
-// management-api shows for it there. The fingerprint reads no jsonb, so comparing 100,000 of them
-// stays cheap; every writer bumps a version or updated_at (both tables default them).
-const FINGERPRINT = `concat_ws(':', f.id, f.version, f.updated_at, coalesce(fe.version::text, '-'), coalesce(fe.updated_at::text, '-'))`;
+// The same rows and shape as management-api's export (FlagsRepository.definitions there): a flag
+// exists in an environment when it has a row there. The fingerprint reads no jsonb, so comparing
+// 100,000 of them stays cheap; every write bumps a version and updated_at.
+const FINGERPRINT = `concat_ws(':', f.id, f.version, f.updated_at, fe.version, fe.updated_at)`;
+
+const FROM = `
+    FROM flags f
+    JOIN flag_environments fe ON fe.tenant_id = f.tenant_id AND fe.flag_id = f.id AND fe.environment_key = $2
+   WHERE f.tenant_id = $1`;
 
 const SELECT_FLAGS = `
-  SELECT f.key, f.type, f.default_value, f.variations, f.version,
-         fe.enabled, fe.off_value, fe.off_value IS NULL AS off_value_unset,
-         fe.targets, fe.rules, fe.prerequisites, fe.salt,
+  SELECT f.key, f.type, f.default_value, f.variations, f.version AS flag_version,
+         fe.enabled, fe.off_value, fe.targets, fe.rules, fe.prerequisites, fe.salt, fe.version AS env_version,
          ${FINGERPRINT} AS fingerprint
-    FROM flags f
-    LEFT JOIN flag_environments fe
-      ON fe.tenant_id = f.tenant_id AND fe.flag_id = f.id AND fe.environment_key = $2
-   WHERE f.tenant_id = $1`;
+  ${FROM}`;
 
 /** Keys per query when re-reading many flags (a reconcile after a long outage). */
 const KEYS_PER_QUERY = 5000;
@@ -71,32 +72,29 @@ export class FlagsRepository {
 
   /** key -> fingerprint of every flag of the tenant, to find what a missed message left stale. */
   async fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
-    const rows: Array<{ key: string; fingerprint: string }> = await this.dataSource.query(
-      `SELECT f.key, ${FINGERPRINT} AS fingerprint
-         FROM flags f
-         LEFT JOIN flag_environments fe
-           ON fe.tenant_id = f.tenant_id AND fe.flag_id = f.id AND fe.environment_key = $2
-        WHERE f.tenant_id = $1`,
-      [tenantId, environment],
-    );
+    const rows: Array<{ key: string; fingerprint: string }> = await this.dataSource.query(`SELECT f.key, ${FINGERPRINT} AS fingerprint ${FROM}`, [
+      tenantId,
+      environment,
+    ]);
     return new Map(rows.map((r) => [r.key, r.fingerprint]));
   }
 }
 
+/** Exactly as management-api maps the row (rowToDefinition there), so both modes see one flag alike. */
 function toStoredFlag(row: FlagRow): StoredFlag {
   const definition: FlagDefinition = {
     key: row.key,
     type: row.type,
     defaultValue: row.default_value,
     variations: row.variations,
-    enabled: row.enabled === true,
-    targets: row.targets ?? [],
-    rules: row.rules ?? [],
-    prerequisites: row.prerequisites ?? [],
-    version: row.version,
+    enabled: row.enabled,
+    targets: row.targets,
+    rules: row.rules,
+    prerequisites: row.prerequisites,
+    // One number that grows with either version (management-api's ETag and export use the same).
+    version: row.flag_version * 100000 + row.env_version,
   };
-  // SQL NULL means "the default off value"; a stored JSON null is a real off value.
-  if (!row.off_value_unset) definition.offValue = row.off_value;
-  if (row.salt !== null && row.salt !== '') definition.salt = row.salt;
+  if (row.off_value !== null && row.off_value !== undefined) definition.offValue = row.off_value;
+  if (typeof row.salt === 'string') definition.salt = row.salt;
   return { key: row.key, fingerprint: row.fingerprint, definition };
 }

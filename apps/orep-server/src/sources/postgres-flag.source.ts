@@ -100,7 +100,7 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
       flags: this.current?.size ?? 0,
       subscriber: this.pubsub.subscriberStatus,
       pendingChanges: this.pending.size,
-      ...(this.current ? { loadedAt: new Date(this.current.builtAt).toISOString() } : {}),
+      ...(this.current ? { loadedAt: new Date(this.current.updatedAt).toISOString() } : {}),
       ...(this.syncedAt !== undefined ? { syncedAt: new Date(this.syncedAt).toISOString() } : {}),
       ...(this.lastFullLoadMs !== undefined ? { lastFullLoadMs: this.lastFullLoadMs } : {}),
       ...(this.lastError ? { lastError: this.lastError } : {}),
@@ -221,7 +221,7 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
     if (changed.length === 0 && removed.length === 0) return; // a repeated message
     for (const k of removed) this.fingerprints.delete(k);
     for (const f of changed) this.fingerprints.set(f.key, f.fingerprint);
-    this.current = current.withChanges(
+    current.apply(
       changed.map((f) => f.definition),
       removed,
     );
