@@ -1,10 +1,10 @@
 import { ConfigError, commonEnv, loadConfig, makeValidator, port, str } from '@flagship/config';
+import { isUuid } from '@flagship/domain';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** '' (unset) or a UUID: tenant_id is a uuid column, so anything else could only fail every query. */
 const tenantId = makeValidator<string>((input) => {
-  if (input === '' || UUID.test(input)) return input.toLowerCase();
+  if (input === '' || isUuid(input)) return input.toLowerCase();
   throw new Error(`Invalid tenant id input: "${input}" (expected a UUID)`);
 });
 

@@ -4,3 +4,4 @@ export * from './scopes';
 export * from './product-keys';
 export * from './resources';
 export * from './evaluation';
+export * from './ids';

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '@flagship/domain';
 import { type DataSource, IsNull } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
@@ -23,7 +24,6 @@ export abstract class OAuthClientsRepository {
   abstract findActiveByClientId(clientId: string): Promise<OAuthClientEntity | null>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids we issue are short; anything else names no client and need not reach Postgres. */
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -42,12 +42,12 @@ export class TypeOrmOAuthClientsRepository extends OAuthClientsRepository {
   }
 
   findActive(tenantId: string, clientId: string): Promise<OAuthClientEntity | null> {
-    if (!UUID.test(tenantId) || !CLIENT_ID.test(clientId)) return Promise.resolve(null);
+    if (!isUuid(tenantId) || !CLIENT_ID.test(clientId)) return Promise.resolve(null);
     return this.repo.findOneBy({ tenantId, clientId, deletedAt: IsNull() });
   }
 
   list(tenantId: string, limit: number, after?: PageCursor): Promise<OAuthClientEntity[]> {
-    if (!UUID.test(tenantId)) return Promise.resolve([]);
+    if (!isUuid(tenantId)) return Promise.resolve([]);
     const q = this.repo
       .createQueryBuilder('c')
       .where('c.tenant_id = :tenantId AND c.deleted_at IS NULL', { tenantId })
@@ -60,13 +60,13 @@ export class TypeOrmOAuthClientsRepository extends OAuthClientsRepository {
   }
 
   async replaceSecret(tenantId: string, clientId: string, secretHash: string, at: Date): Promise<OAuthClientEntity | null> {
-    if (!UUID.test(tenantId) || !CLIENT_ID.test(clientId)) return null;
+    if (!isUuid(tenantId) || !CLIENT_ID.test(clientId)) return null;
     const result = await this.repo.update({ tenantId, clientId, deletedAt: IsNull() }, { secretHash, secretRotatedAt: at });
     return result.affected ? this.findActive(tenantId, clientId) : null;
   }
 
   async markDeleted(tenantId: string, clientId: string, at: Date): Promise<boolean> {
-    if (!UUID.test(tenantId) || !CLIENT_ID.test(clientId)) return false;
+    if (!isUuid(tenantId) || !CLIENT_ID.test(clientId)) return false;
     const result = await this.repo.update({ tenantId, clientId, deletedAt: IsNull() }, { deletedAt: at });
     return (result.affected ?? 0) > 0;
   }

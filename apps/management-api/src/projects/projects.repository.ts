@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { isUuid } from '@flagship/domain';
 import type { DataSource, EntityManager } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
@@ -9,7 +10,6 @@ export interface ProjectRow {
   flagCount: number;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 @Injectable()
 export class ProjectsRepository {
@@ -33,7 +33,7 @@ export class ProjectsRepository {
   }
 
   async find(tenantId: string, id: string): Promise<ProjectRow | null> {
-    if (!UUID.test(id)) return null;
+    if (!isUuid(id)) return null;
     const rows = ProjectsRepository.rows(await this.withCount().where('p.tenant_id = :tenantId AND p.id = :id', { tenantId, id }).getRawAndEntities());
     return rows[0] ?? null;
   }

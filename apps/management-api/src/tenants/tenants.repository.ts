@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { TenantRole } from '@flagship/domain';
+import { isUuid } from '@flagship/domain';
 import { DATA_SOURCE, TenantEntity } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { UserEntity } from '../users/user.entity';
@@ -17,7 +18,6 @@ export interface MemberRow {
   membership: MembershipEntity;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Tenants and memberships. Tenant-owned reads take the tenant id first. */
 @Injectable()
@@ -26,7 +26,7 @@ export class TenantsRepository {
 
   /** A malformed id names no tenant (and must not reach Postgres as a uuid cast error). */
   static isTenantId(id: string): boolean {
-    return UUID.test(id);
+    return isUuid(id);
   }
 
   findById(tenantId: string, m?: EntityManager): Promise<TenantEntity | null> {
@@ -43,11 +43,6 @@ export class TenantsRepository {
     if (!TenantsRepository.isTenantId(tenantId)) return null;
     if (Object.keys(changes).length) await this.ds.getRepository(TenantEntity).update({ id: tenantId }, changes);
     return this.findById(tenantId);
-  }
-
-  async membership(tenantId: string, userId: string): Promise<MembershipEntity | null> {
-    if (!TenantsRepository.isTenantId(tenantId)) return null;
-    return this.ds.getRepository(MembershipEntity).findOneBy({ tenantId, userId });
   }
 
   /** The membership and its tenant in one query (the authorization guard runs it on every request). */
