@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { FlagDefinition } from '@flagship/flag-evaluation';
-import { DATA_SOURCE } from '@flagship/persistence';
+import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 
@@ -174,32 +174,13 @@ export class FlagsRepository {
 
   /** Every flag of the tenant as seen in one environment, in the evaluator's shape. */
   async definitions(tenantId: string, environment: string, m?: EntityManager): Promise<FlagDefinition[]> {
-    const rows: Array<Record<string, unknown>> = await (m ?? this.ds.manager).query(
-      `SELECT f.key, f.type, f.default_value, f.variations, f.version AS flag_version,
-              e.enabled, e.off_value, e.targets, e.rules, e.prerequisites, e.salt, e.version AS env_version
-       FROM flags f JOIN flag_environments e ON e.flag_id = f.id AND e.tenant_id = f.tenant_id
-       WHERE f.tenant_id = $1 AND e.environment_key = $2
+    const rows: FlagDefinitionRow[] = await (m ?? this.ds.manager).query(
+      `SELECT ${FLAG_DEFINITION_COLUMNS}
+       FROM flags f JOIN flag_environments fe ON fe.flag_id = f.id AND fe.tenant_id = f.tenant_id
+       WHERE f.tenant_id = $1 AND fe.environment_key = $2
        ORDER BY f.key`,
       [tenantId, environment],
     );
-    return rows.map((r) => rowToDefinition(r));
+    return rows.map(flagDefinitionFromRow);
   }
-}
-
-/** One joined row in the evaluator's FlagDefinition shape (shared with the export). */
-export function rowToDefinition(r: Record<string, unknown>): FlagDefinition {
-  const def: FlagDefinition = {
-    key: r['key'] as string,
-    type: r['type'] as FlagDefinition['type'],
-    defaultValue: r['default_value'] as FlagDefinition['defaultValue'],
-    variations: r['variations'] as FlagDefinition['variations'],
-    enabled: r['enabled'] as boolean,
-    targets: r['targets'] as FlagDefinition['targets'],
-    rules: r['rules'] as FlagDefinition['rules'],
-    prerequisites: r['prerequisites'] as FlagDefinition['prerequisites'],
-    version: (r['flag_version'] as number) * 100000 + (r['env_version'] as number),
-  };
-  if (r['off_value'] !== null && r['off_value'] !== undefined) def.offValue = r['off_value'] as FlagDefinition['defaultValue'];
-  if (typeof r['salt'] === 'string') def.salt = r['salt'];
-  return def;
 }

@@ -10,7 +10,7 @@ import {
   valueMatchesType,
   type Variation,
 } from '@flagship/flag-evaluation';
-import { DATA_SOURCE, type DataSource, isUniqueViolation, type Tx, withTransaction } from '@flagship/persistence';
+import { DATA_SOURCE, type DataSource, flagDefinitionFromRow, isUniqueViolation, type Tx, withTransaction } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
@@ -21,7 +21,7 @@ import { FlagSnapshots } from './flag-snapshots';
 import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import type { CreateFlagDto, EvaluationResultDto, FlagDto, UpdateFlagDto } from './flags.dto';
 import { FlagProblems } from './flags.errors';
-import { type FlagRow, FlagsRepository, rowToDefinition } from './flags.repository';
+import { type FlagRow, FlagsRepository } from './flags.repository';
 
 export const etagOf = (r: FlagRow): string => `"${r.flag.version}.${r.env.version}"`;
 
@@ -263,7 +263,7 @@ export class FlagsService {
 }
 
 function definitionOf(flag: FlagEntity, env: FlagEnvironmentEntity): FlagDefinition {
-  return rowToDefinition({
+  return flagDefinitionFromRow({
     key: flag.key,
     type: flag.type,
     default_value: flag.defaultValue,

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE } from '@flagship/persistence';
-import type { FlagDefinition, FlagType, JsonValue, Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
+import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
+import type { FlagDefinition } from '@flagship/flag-evaluation';
 
 /** One flag as stored, seen in one environment, with what tells whether it changed. */
 export interface StoredFlag {
@@ -11,23 +11,11 @@ export interface StoredFlag {
   definition: FlagDefinition;
 }
 
-interface FlagRow {
-  key: string;
-  type: FlagType;
-  default_value: JsonValue;
-  variations: Variation[];
-  flag_version: number;
-  env_version: number;
-  enabled: boolean;
-  off_value: JsonValue;
-  targets: Target[];
-  rules: Rule[];
-  prerequisites: Prerequisite[];
-  salt: string | null;
+interface FlagRow extends FlagDefinitionRow {
   fingerprint: string;
 }
 
-// The same rows and shape as management-api's export (FlagsRepository.definitions there): a flag
+// The same rows and columns as management-api's export (FLAG_DEFINITION_COLUMNS): a flag
 // exists in an environment when it has a row there. The fingerprint reads no jsonb, so comparing
 // 100,000 of them stays cheap; every write bumps a version and updated_at.
 const FINGERPRINT = `concat_ws(':', f.id, f.version, f.updated_at, fe.version, fe.updated_at)`;
@@ -38,8 +26,7 @@ const FROM = `
    WHERE f.tenant_id = $1`;
 
 const SELECT_FLAGS = `
-  SELECT f.key, f.type, f.default_value, f.variations, f.version AS flag_version,
-         fe.enabled, fe.off_value, fe.targets, fe.rules, fe.prerequisites, fe.salt, fe.version AS env_version,
+  SELECT ${FLAG_DEFINITION_COLUMNS},
          ${FINGERPRINT} AS fingerprint
   ${FROM}`;
 
@@ -80,21 +67,7 @@ export class FlagsRepository {
   }
 }
 
-/** Exactly as management-api maps the row (rowToDefinition there), so both modes see one flag alike. */
+/** The shared mapping (libs/persistence), so both apps see one flag alike. */
 function toStoredFlag(row: FlagRow): StoredFlag {
-  const definition: FlagDefinition = {
-    key: row.key,
-    type: row.type,
-    defaultValue: row.default_value,
-    variations: row.variations,
-    enabled: row.enabled,
-    targets: row.targets,
-    rules: row.rules,
-    prerequisites: row.prerequisites,
-    // One number that grows with either version (management-api's ETag and export use the same).
-    version: row.flag_version * 100000 + row.env_version,
-  };
-  if (row.off_value !== null && row.off_value !== undefined) definition.offValue = row.off_value;
-  if (typeof row.salt === 'string') definition.salt = row.salt;
-  return { key: row.key, fingerprint: row.fingerprint, definition };
+  return { key: row.key, fingerprint: row.fingerprint, definition: flagDefinitionFromRow(row) };
 }
