@@ -19,6 +19,9 @@ export class AppModule {
           // A flag file (or the built-in example) needs neither Postgres nor Redis.
           withoutStores: config.sourceMode !== 'postgres',
           readiness: [SnapshotReadiness],
+          // Keeps async hooks off (see ServiceKitOptions.requestLogging): Nest serves only health,
+          // metrics and /docs here, and /healthz, /readyz and /metrics are not access-logged anyway.
+          requestLogging: false,
         }),
         SourcesModule.forConfig(config),
       ],

@@ -18,6 +18,8 @@ export interface PlatformOptions {
   readiness?: Array<Type<ReadinessCheck>>;
   /** Leave out Postgres and Redis (orep-server serving from a file). */
   withoutStores?: boolean;
+  /** See ServiceKitOptions.requestLogging. */
+  requestLogging?: boolean;
 }
 
 /** The modules every app imports: service kit, Postgres, Redis, and its validated config. */
@@ -39,6 +41,7 @@ export function platformModules(config: CommonConfig, options: PlatformOptions):
       logLevel: config.LOG_LEVEL,
       readiness: options.readiness ?? (options.withoutStores ? [] : [PostgresReadiness, RedisReadiness]),
       defaultMetrics: config.NODE_ENV !== 'test',
+      requestLogging: options.requestLogging,
     }),
     ...stores,
     { module: ConfigHolderModule, global: true, providers: [{ provide: APP_CONFIG, useValue: config }], exports: [APP_CONFIG] },

@@ -14,6 +14,14 @@ export interface ServiceKitOptions {
   readiness: Array<Type<ReadinessCheck>>;
   /** Node's default process metrics; off in tests that boot several apps in one process. */
   defaultMetrics?: boolean;
+  /**
+   * Access logs and request-bound loggers for the routes Nest serves (default on). nestjs-pino binds
+   * each request's logger with an AsyncLocalStorage, and on Node 20 the first such request switches
+   * async hooks on for the whole process, for good: every later async step of every request pays
+   * for them, about 2 µs of orep-server's ~50 µs evaluation request, which never goes through Nest.
+   * orep-server turns this off; its Nest routes are health, metrics and the OpenAPI page.
+   */
+  requestLogging?: boolean;
 }
 
 /** What every app shares: logging with request ids, problem details, validation, health and metrics. */
@@ -40,6 +48,7 @@ export class ServiceKitModule {
               req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
             },
           },
+          ...(options.requestLogging === false ? { forRoutes: [] } : {}),
         }),
       ],
       controllers: [HealthController],
