@@ -1,4 +1,4 @@
-import { ApiTokenVerifier } from './api-token';
+import { ApiTokenVerifier, constantTimeEqual } from './api-token';
 
 describe('ApiTokenVerifier', () => {
   const verifier = new ApiTokenVerifier('s3cret-tökén');
@@ -29,8 +29,20 @@ describe('ApiTokenVerifier', () => {
     expect(verifier.check({ authorization: `Bearer ${guess}` })).not.toBe('ok');
   });
 
-  it('keeps working after refusals (the scratch buffer is reset each time)', () => {
+  it('keeps working after refusals', () => {
     expect(verifier.matches('s3cret-tökénXXXXXXXX')).toBe(false);
     expect(verifier.matches('s3cret-tökén')).toBe(true);
+  });
+
+  it('refuses a guess that repeats the token (reads wrap around the guess, never past it)', () => {
+    expect(constantTimeEqual('abab', 'ab')).toBe(false);
+    expect(constantTimeEqual('aaaa', 'a')).toBe(false);
+    expect(constantTimeEqual('abc', 'abcabc')).toBe(false);
+    expect(constantTimeEqual('abc', '')).toBe(false);
+    expect(constantTimeEqual('abc', 'abc')).toBe(true);
+  });
+
+  it('refuses to be built without a token', () => {
+    expect(() => new ApiTokenVerifier('')).toThrow(/empty/);
   });
 });

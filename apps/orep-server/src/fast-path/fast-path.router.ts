@@ -20,6 +20,15 @@ export interface FastPathOptions {
 /** OFREP answers auth and rate-limit refusals with no body; the seed endpoint with problems. */
 type Style = 'ofrep' | 'seed';
 
+interface EvaluationRoute {
+  /** For metrics and messages: the template, never the raw path. */
+  template: string;
+  style: Style;
+  method: 'POST' | 'GET';
+  /** `key` is the decoded flag key ('' where the path has none); `text` the body ('' for GET). */
+  run: (x: Exchange, key: string, text: string) => void;
+}
+
 const OFREP_FLAGS = '/ofrep/v1/evaluate/flags';
 const OFREP_FLAG_PREFIX = '/ofrep/v1/evaluate/flags/';
 const SEED_PREFIX = '/v1/flags/';
@@ -50,25 +59,27 @@ export class FastPathRouter {
     this.limiter = new FixedWindowRateLimiter(options.rateLimitRps);
   }
 
+  /** The evaluation endpoints, described once: no closure is built per request. */
+  private readonly routes: Record<'all' | 'one' | 'seed' | 'configuration', EvaluationRoute> = {
+    all: { template: OFREP_FLAGS, style: 'ofrep', method: 'POST', run: (x, _key, text) => this.ofrep.evaluateAll(x, text) },
+    one: { template: '/ofrep/v1/evaluate/flags/:key', style: 'ofrep', method: 'POST', run: (x, key, text) => this.ofrep.evaluateOne(x, key, text) },
+    seed: { template: '/v1/flags/:flagKey/evaluate', style: 'seed', method: 'POST', run: (x, key, text) => this.seed.evaluate(x, key, text) },
+    configuration: { template: '/ofrep/v1/configuration', style: 'ofrep', method: 'GET', run: (x) => this.ofrep.configuration(x) },
+  };
+
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     if (path.startsWith(OFREP_FLAGS)) {
-      if (path.length === OFREP_FLAGS.length) {
-        return this.evaluation(req, res, OFREP_FLAGS, 'ofrep', (x, text) => this.ofrep.evaluateAll(x, text));
-      }
+      if (path.length === OFREP_FLAGS.length) return this.evaluation(req, res, this.routes.all, '');
       const key = keyOf(path, OFREP_FLAG_PREFIX.length, path.length);
-      if (path.startsWith(OFREP_FLAG_PREFIX) && key !== undefined) {
-        return this.evaluation(req, res, '/ofrep/v1/evaluate/flags/:key', 'ofrep', (x, text) => this.ofrep.evaluateOne(x, key, text));
-      }
+      if (path.startsWith(OFREP_FLAG_PREFIX) && key !== undefined) return this.evaluation(req, res, this.routes.one, key);
     } else if (path.startsWith(SEED_PREFIX) && path.endsWith(SEED_SUFFIX)) {
       const key = keyOf(path, SEED_PREFIX.length, path.length - SEED_SUFFIX.length);
-      if (key !== undefined) {
-        return this.evaluation(req, res, '/v1/flags/:flagKey/evaluate', 'seed', (x, text) => this.seed.evaluate(x, key, text));
-      }
+      if (key !== undefined) return this.evaluation(req, res, this.routes.seed, key);
     } else if (path === '/ofrep/v1/configuration') {
-      return this.evaluation(req, res, path, 'ofrep', (x) => this.ofrep.configuration(x), 'GET');
+      return this.evaluation(req, res, this.routes.configuration, '');
     } else if (path === '/readyz' && req.method === 'GET') {
       const x = new Exchange(req, res, '/readyz', this.metrics);
       this.readiness.answer(x).catch((err: unknown) => this.fail(x, err));
@@ -79,18 +90,12 @@ export class FastPathRouter {
     this.fallback(req, res);
   };
 
-  private evaluation(
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: string,
-    style: Style,
-    run: (x: Exchange, body: string) => void,
-    method: 'POST' | 'GET' = 'POST',
-  ): void {
-    const x = new Exchange(req, res, route, this.metrics);
+  private evaluation(req: IncomingMessage, res: ServerResponse, route: EvaluationRoute, key: string): void {
+    const x = new Exchange(req, res, route.template, this.metrics);
+    const method = route.method;
     if (req.method !== method) {
       req.resume();
-      return x.problem(CommonProblems['method-not-allowed'], `${route} answers ${method} only.`, undefined, { allow: method });
+      return x.problem(CommonProblems['method-not-allowed'], `${route.template} answers ${method} only.`, undefined, { allow: method });
     }
     // Before authentication, so that guessing tokens is throttled too.
     if (this.limiter.enabled) {
@@ -98,7 +103,7 @@ export class FastPathRouter {
       if (wait > 0) {
         req.resume();
         const headers = { 'retry-after': String(wait) };
-        return style === 'ofrep'
+        return route.style === 'ofrep'
           ? x.empty(429, headers)
           : x.problem(CommonProblems['rate-limited'], `Too many requests; try again in ${wait} s.`, undefined, headers);
       }
@@ -107,7 +112,7 @@ export class FastPathRouter {
     if (auth !== 'ok') {
       req.resume();
       const headers = { 'www-authenticate': 'Bearer' };
-      return style === 'ofrep'
+      return route.style === 'ofrep'
         ? x.empty(401, headers)
         : x.problem(
             CommonProblems.unauthorized,
@@ -116,16 +121,47 @@ export class FastPathRouter {
             headers,
           );
     }
-    if (method === 'GET') return this.run(x, run, '');
+    if (method === 'GET') return this.defer(x, route, key, '');
     readJsonBody(req, this.options.bodyLimit, (body) => {
       if (!body.ok) return refuseBody(x, body.problem, this.options.bodyLimit);
-      this.run(x, run, body.text);
+      this.defer(x, route, key, body.text);
     });
   }
 
-  private run(x: Exchange, run: (x: Exchange, body: string) => void, text: string): void {
+  /**
+   * Requests whose bodies are in wait here, as [exchange, route, key, body] runs, and are evaluated
+   * and answered together once the event loop has read every socket that was ready (setImmediate
+   * runs right after that poll). Answering each request from inside its socket's read callback
+   * interleaves our code and the write path of node:http, libuv and the kernel with the read path,
+   * request by request, and each of them starts cold; answering them back to back keeps every one
+   * warm. Measured in tools/bench/orep.ts (64 connections, 20-rule flag): 54 to 57 µs of server CPU
+   * per request answered one by one (0.56 to 0.62 of the bare node:http baseline), 30 to 37 µs in
+   * batches (0.97 to 1.05). The wait this adds is the batch itself, under load far shorter than the
+   * queueing it saves (p99 went from 6-13 ms to 4-6 ms), and one turn of the loop when idle.
+   */
+  private pending: Array<Exchange | EvaluationRoute | string> = [];
+  private drainScheduled = false;
+
+  private defer(x: Exchange, route: EvaluationRoute, key: string, text: string): void {
+    this.pending.push(x, route, key, text);
+    if (!this.drainScheduled) {
+      this.drainScheduled = true;
+      setImmediate(this.drain);
+    }
+  }
+
+  private readonly drain = (): void => {
+    const batch = this.pending;
+    this.pending = [];
+    this.drainScheduled = false;
+    for (let i = 0; i < batch.length; i += 4) {
+      this.run(batch[i] as Exchange, batch[i + 1] as EvaluationRoute, batch[i + 2] as string, batch[i + 3] as string);
+    }
+  };
+
+  private run(x: Exchange, route: EvaluationRoute, key: string, text: string): void {
     try {
-      run(x, text);
+      route.run(x, key, text);
     } catch (err) {
       this.fail(x, err);
     }

@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OFREPProvider } from '@openfeature/ofrep-provider';
@@ -289,6 +291,35 @@ describe('OFREP', () => {
         body: JSON.stringify({ context: { targetingKey: 'user-target' } }),
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/vnd.ofrep+json; charset=UTF-8' },
       });
+      expect([res.status, res.body.value]).toEqual([200, true]);
+    });
+
+    it('concurrent requests, answered in batches, each get their own answer and request id', async () => {
+      const cases = Array.from({ length: 60 }, (_, i) => {
+        const kind = i % 4;
+        if (kind === 0) return { context: { targetingKey: 'user-target' }, want: [200, true, 'TARGETING_MATCH'] };
+        if (kind === 1) return { context: { targetingKey: `u${i}`, country: 'FR' }, want: [200, true, 'TARGETING_MATCH'] };
+        if (kind === 2) return { context: { targetingKey: `u${i}`, country: 'DE' }, want: [200, false, 'DEFAULT'] };
+        return { context: { country: 'FR' }, want: [400, undefined, undefined] };
+      });
+      const answers = await Promise.all(cases.map((c) => post(url(), { context: c.context })));
+      answers.forEach((res, i) => expect([res.status, res.body.value, res.body.reason]).toEqual(cases[i]!.want));
+      expect(new Set(answers.map((res) => res.headers.get('x-request-id'))).size).toBe(cases.length);
+    });
+
+    it('a client that leaves halfway through its body costs nothing: the server answers the next one', async () => {
+      const { port } = new URL(svc.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write(
+        `POST /ofrep/v1/evaluate/flags/bool-flag HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"context":{"targ',
+      );
+      await new Promise((r) => setTimeout(r, 50));
+      socket.destroy();
+      await once(socket, 'close');
+      await new Promise((r) => setTimeout(r, 50));
+      const res = await post(url(), { context: { targetingKey: 'user-target' } });
       expect([res.status, res.body.value]).toEqual([200, true]);
     });
   });
