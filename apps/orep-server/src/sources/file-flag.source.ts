@@ -4,7 +4,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigError } from '@flagship/config';
-import { type FlagFile, parseFlagFile } from './flag-file';
+import { type FlagFile, type LazyFlagFile, readFlagFile } from './flag-file';
 import type { FlagSource, FlagSourceStatus } from './flag-source';
 import { FlagSnapshot } from './flag-snapshot';
 
@@ -135,9 +135,9 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     // Watchers fire for writes that change nothing (touch, a save without edits): skip the work.
     const digest = createHash('sha1').update(text).digest('hex');
     if (digest === this.lastDigest && this.current) return undefined;
-    let file: FlagFile;
+    let file: LazyFlagFile;
     try {
-      file = parseFlagFile(text);
+      file = readFlagFile(text);
     } catch (err) {
       return this.refuse(err instanceof Error ? err.message : String(err));
     }
@@ -146,7 +146,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
       return this.refuse(`holds the flags of tenant ${file.tenantId}, not of OREP_TENANT_ID ${expectedTenant}`);
     }
     const previous = this.current;
-    this.current = FlagSnapshot.of(file.flags);
+    this.current = FlagSnapshot.ofTexts(file.flags);
     this.meta = { version: file.version, tenantId: file.tenantId, environment: file.environment, generatedAt: file.generatedAt };
     this.lastDigest = digest;
     this.lastError = undefined;

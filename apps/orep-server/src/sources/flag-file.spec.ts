@@ -1,5 +1,5 @@
 import exampleFlags from '../../flags.example.json';
-import { FlagFileError, parseFlagFile, validateFlagFile } from './flag-file';
+import { FlagFileError, parseFlagFile, readFlagFile, validateFlagFile } from './flag-file';
 
 const flag = (key: string) => ({
   key,
@@ -50,5 +50,71 @@ describe('flag file', () => {
   it('lists at most five problems, then counts the rest', () => {
     const flags = Array.from({ length: 8 }, (_, i) => ({ ...flag(`f${i}`), enabled: 'yes' }));
     expect(() => parseFlagFile(JSON.stringify({ version: 1, flags }))).toThrow(/^8 problem\(s\): .*; and 3 more$/);
+  });
+});
+
+describe('readFlagFile (flags kept as text, split without parsing the whole file)', () => {
+  /** The reference: the whole document parsed at once, then validated. */
+  const reference = (text: string) => validateFlagFile((() => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new FlagFileError('not valid JSON');
+    }
+  })());
+  const outcome = (f: () => { flags: unknown[] }) => {
+    try {
+      return { ok: true, flags: JSON.stringify(f().flags) };
+    } catch (err) {
+      return { ok: false, error: (err as Error).name };
+    }
+  };
+  const tricky = {
+    ...flag('tricky'),
+    description: 'brackets ] } [ { and "quotes", a \\ backslash, commas, and ünïcødé ✓',
+    rules: [{ id: 'r', clauses: [{ attribute: 'email', op: 'matches', values: ['^a\\\\]"}{,$'] }], variationId: 'on' }],
+  };
+
+  it.each([
+    ['compact', JSON.stringify({ version: 1, environment: 'e', flags: [flag('a'), tricky, flag('b')] })],
+    ['indented, flags first', JSON.stringify({ flags: [flag('a'), tricky], version: 1, generatedAt: 'now' }, null, 2)],
+    ['CRLF and tabs', JSON.stringify({ version: 1, flags: [tricky] }, null, '\t').replace(/\n/g, '\r\n')],
+    ['no flags', '{"version":1,"flags":[ ]}'],
+  ])('reads the same flags as parsing the whole file: %s', (_name, text) => {
+    const file = readFlagFile(text);
+    expect(file.flags.map((f) => JSON.parse(f.text) as unknown)).toEqual(reference(text).flags);
+    expect(file.flags.map((f) => f.key)).toEqual(reference(text).flags.map((f) => f.key));
+    expect(parseFlagFile(text)).toEqual(reference(text));
+  });
+
+  it.each([
+    ['flags twice (the last wins in JSON.parse)', '{"version":1,"flags":[{"key":1}],"flags":[]}'],
+    ['a missing comma between flags', `{"version":1,"flags":[${JSON.stringify(flag('a'))} ${JSON.stringify(flag('b'))}]}`],
+    ['garbage after the document', `{"version":1,"flags":[]} x`],
+    ['flags not an array', '{"version":1,"flags":{}}'],
+    ['an escaped key', '{"version":1,"fl\\u0061gs":[]}'],
+  ])('leaves what it does not follow to the whole parse, with the same outcome: %s', (_name, text) => {
+    expect(outcome(() => parseFlagFile(text))).toEqual(outcome(() => reference(text)));
+  });
+
+  it('agrees with the whole parse on 2,000 corrupted files (a character dropped, doubled or replaced)', () => {
+    const text = JSON.stringify({ version: 1, environment: 'e', flags: [flag('a'), tricky, flag('b')] }, null, 1);
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const alphabet = '{}[]",:\\ 1ae';
+    let refused = 0;
+    for (let k = 0; k < 2000; k++) {
+      const at = random(text.length);
+      const mode = random(3);
+      const c = alphabet[random(alphabet.length)]!;
+      const bad = mode === 0 ? text.slice(0, at) + text.slice(at + 1) : mode === 1 ? text.slice(0, at) + text[at] + text.slice(at) : text.slice(0, at) + c + text.slice(at + 1);
+      const mine = outcome(() => parseFlagFile(bad)); // readFlagFile, then each text parsed
+      expect(mine).toEqual(outcome(() => reference(bad)));
+      if (!mine.ok) refused++;
+    }
+    expect(refused).toBeGreaterThan(500); // the corruption does break files, so both paths are exercised
   });
 });
