@@ -9,10 +9,14 @@
  * loopback, after a warm-up; servers are child processes started one at a time so none competes
  * with another for a core):
  *   baseline   a bare node:http server answering a fixed 100-byte JSON to the same POST
+ *   reference  node:http reading and parsing the body before answering (not a target: what any JSON
+ *              endpoint does at least, to tell that cost from orep-server's own)
  *   orep       OFREP single evaluation of a flag with 20 rules (all scanned), file mode, 10 flags
  *   orep-seed  the same flag through POST /v1/flags/{key}/evaluate
  *   orep-100k  the OFREP case again with 100,000 flags loaded
- * plus the 100,000-flag load: time to load (as the server reports it, and from spawn to ready) and
+ * orep-server gets GET /healthz and /metrics before its load, as Kubernetes probes and Prometheus
+ * would: they go through Nest, and whatever they switch on (async hooks, say) shows in the figures.
+ * Plus the 100,000-flag load: time to load (as the server reports it, and from spawn to ready) and
  * resident memory once loaded.
  *
  * Targets (issue 5): orep >= 0.8 x baseline throughput, p99 <= 5 ms; 100,000 flags load <= 2 s and
@@ -137,6 +141,27 @@ http.createServer((req, res) => {
 `;
 
 /**
+ * A reference, not a target: the least any JSON endpoint on node:http does per request (read the
+ * body, JSON.parse it, answer a JSON text built once), to show how much of the gap to the baseline
+ * is that work alone rather than orep-server's.
+ */
+const FLOOR_SOURCE = `
+const http = require('node:http');
+const answer = ${JSON.stringify(BASELINE_BODY)};
+http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let parsed = {};
+    try { parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch {}
+    const body = typeof parsed.context === 'object' ? answer : '{}';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+/**
  * With taskset (Linux, 2+ cores), each server runs on core 1 and this process (autocannon) on core 0,
  * so that neither steals the other's core and rounds vary less; both cases get the same treatment.
  */
@@ -158,9 +183,9 @@ function launch(args: string[], env: NodeJS.ProcessEnv): Omit<Server, 'url'> {
   return { child, output: () => out };
 }
 
-async function startBaseline(): Promise<Server> {
+async function startBaseline(source = BASELINE_SOURCE): Promise<Server> {
   const port = await freePort();
-  const s = launch(['-e', BASELINE_SOURCE], { PORT: String(port) });
+  const s = launch(['-e', source], { PORT: String(port) });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(url, { method: 'POST' })).ok, 10000, 50);
   return { ...s, url };
@@ -186,7 +211,10 @@ async function startOrep(flagsFile: string): Promise<Server & { readyAfterMs: nu
     60000,
     10,
   );
-  return { ...s, url, readyAfterMs: performance.now() - started, details };
+  const readyAfterMs = performance.now() - started;
+  // What Kubernetes does to every pod before and while it takes traffic: these go through Nest.
+  for (const probe of ['/healthz', '/metrics']) await (await fetch(`${url}${probe}`)).text();
+  return { ...s, url, readyAfterMs, details };
 }
 
 /** The server's own pid: the child itself, or the node process taskset execs into (same pid). */
@@ -286,10 +314,13 @@ async function main(): Promise<void> {
     // Idle servers cost no CPU, so both stay up and the cases alternate between them.
     const baseline = await startBaseline();
     servers.push(baseline);
+    const floor = await startBaseline(FLOOR_SOURCE);
+    servers.push(floor);
     const orep = await startOrep(small);
     servers.push(orep);
     cases = [
       { name: 'baseline node:http, fixed 100-byte JSON', url: baseline.url, body: OFREP_BODY, pid: pidOf(baseline), rounds: [] },
+      { name: 'reference: node:http + read + JSON.parse', url: floor.url, body: OFREP_BODY, pid: pidOf(floor), rounds: [] },
       { name: 'orep OFREP, 20-rule flag, 10 flags', url: `${orep.url}/ofrep/v1/evaluate/flags/bench-20-rules`, body: OFREP_BODY, pid: pidOf(orep), rounds: [] },
       { name: 'orep seed endpoint, same flag', url: `${orep.url}/v1/flags/bench-20-rules/evaluate`, body: SEED_BODY, pid: pidOf(orep), rounds: [] },
     ];
@@ -310,7 +341,7 @@ async function main(): Promise<void> {
     );
     const large: Case = { name: 'orep OFREP, 20-rule flag, 100,000 flags', url: `${big.url}/ofrep/v1/evaluate/flags/bench-20-rules`, body: OFREP_BODY, pid: pidOf(big), rounds: [] };
     // Against the same baseline again, in the same interleaved way.
-    const again: Case = { ...cases[1]!, rounds: [] };
+    const again: Case = { ...cases[2]!, rounds: [] };
     const orepAgain = await startOrep(small);
     servers.push(orepAgain);
     again.url = `${orepAgain.url}/ofrep/v1/evaluate/flags/bench-20-rules`;
@@ -342,12 +373,12 @@ async function main(): Promise<void> {
         `${Math.min(...c.rounds.map((x) => x.cpuUs)).toFixed(1).padStart(11)} ${String(r.errors).padStart(7)} ${String(r.non2xx).padStart(8)}   ${c.rounds.map((x) => fmt(x.rps)).join(' / ')}`,
     );
   });
-  const ratios = cases[1]!.rounds.map((r, i) => (r.rps / cases[0]!.rounds[i]!.rps).toFixed(2));
+  const ratios = cases[2]!.rounds.map((r, i) => (r.rps / cases[0]!.rounds[i]!.rps).toFixed(2));
   console.log(`\nper-round orep/baseline: ${ratios.join(' / ')}`);
   for (const n of notes) console.log(n);
-  const orep10 = rows[1]!;
-  const orep10b = rows[3]!;
-  const orep100k = rows[4]!;
+  const orep10 = rows[2]!;
+  const orep10b = rows[4]!;
+  const orep100k = rows[5]!;
   console.log(
     `\ntargets: orep/baseline ${(orep10.rps / base).toFixed(2)} (>= 0.80: ${orep10.rps / base >= 0.8 ? 'met' : 'NOT met'}); ` +
       `p99 ${orep10.p99} ms (<= 5: ${orep10.p99 <= 5 ? 'met' : 'NOT met'}); ` +
