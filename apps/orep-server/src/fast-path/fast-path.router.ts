@@ -129,15 +129,15 @@ export class FastPathRouter {
   }
 
   /**
-   * Requests whose bodies are in wait here, as [exchange, route, key, body] runs, and are evaluated
-   * and answered together once the event loop has read every socket that was ready (setImmediate
-   * runs right after that poll). Answering each request from inside its socket's read callback
-   * interleaves our code and the write path of node:http, libuv and the kernel with the read path,
-   * request by request, and each of them starts cold; answering them back to back keeps every one
-   * warm. Measured in tools/bench/orep.ts (64 connections, 20-rule flag): 54 to 57 µs of server CPU
-   * per request answered one by one (0.56 to 0.62 of the bare node:http baseline), 30 to 37 µs in
-   * batches (0.97 to 1.05). The wait this adds is the batch itself, under load far shorter than the
-   * queueing it saves (p99 went from 6-13 ms to 4-6 ms), and one turn of the loop when idle.
+   * Requests whose bodies have been read wait here, as [exchange, route, key, body] runs, and are
+   * evaluated and answered together once the event loop has read every socket that was ready
+   * (setImmediate runs right after that poll). Answering each request from inside its socket's read
+   * callback interleaves our code and the write path of node:http, libuv and the kernel with the read
+   * path, request by request, and each of them starts cold; answering them back to back keeps every
+   * one warm. Measured in tools/bench/orep.ts (64 connections, 20-rule flag): 54 to 57 µs of server
+   * CPU per request answered one by one (0.56 to 0.62 of the bare node:http baseline), 27 to 37 µs
+   * in batches (0.97 to 1.13). The wait this adds is the batch itself, under load far shorter than
+   * the queueing it saves (p99 went from 6-13 ms to 3-7 ms), and one turn of the loop when idle.
    */
   private pending: Array<Exchange | EvaluationRoute | string> = [];
   private drainScheduled = false;

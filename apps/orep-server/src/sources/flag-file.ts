@@ -53,7 +53,12 @@ export type LazyFlagFile = Omit<FlagFile, 'flags'> & { flags: FlagFileEntry[] };
 export function readFlagFile(text: string): LazyFlagFile {
   const split = splitFlags(text);
   if (split === undefined) return wholeFile(text);
-  const envelope = parseJson(split.envelope) as Record<string, unknown>;
+  let envelope: Record<string, unknown>;
+  try {
+    envelope = JSON.parse(split.envelope) as Record<string, unknown>;
+  } catch {
+    return wholeFile(text); // whose error names the position in the file, not in the envelope
+  }
   const problems: string[] = envelopeProblems(envelope);
   const flags: FlagFileEntry[] = [];
   const seen = new Map<string, number>();
