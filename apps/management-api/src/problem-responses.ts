@@ -11,14 +11,18 @@ const MEANING: Record<number, string> = {
   503: 'Postgres or Redis unavailable (Retry-After)',
 };
 
-/** Documents the listed error statuses with the shared RFC 9457 Problem schema. */
-export function ApiProblems(...statuses: number[]): MethodDecorator {
+/**
+ * Documents the listed error statuses with the shared RFC 9457 Problem schema. Named and called as
+ * the `ApiErrors` the OpenAPI work adds to problem-details, so merging both is an import change.
+ */
+export function ApiErrors(...statuses: number[]): MethodDecorator {
   return applyDecorators(
     ...statuses.map((status) =>
       ApiResponse({
         status,
         description: MEANING[status] ?? 'see the problem type',
         content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+        ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } } } : {}),
       }),
     ),
   );

@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { TenantEntity } from '@flagship/persistence';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { ApiProblems } from '../problem-responses';
+import { ApiErrors } from '../problem-responses';
 import { CreditsDto } from './credits.dto';
 import { CreditsService, type CreditsView } from './credits.service';
 
@@ -18,7 +18,7 @@ export class CreditsController {
   @TenantAccess({ role: 'viewer' })
   @ApiOperation({ summary: "The tenant's AI credit balance and the part held by requests in flight (micro-credits)" })
   @ApiOkResponse({ type: CreditsDto })
-  @ApiProblems(401, 403, 429, 503)
+  @ApiErrors(401, 403, 429, 503)
   get(@CurrentTenant() tenant: TenantEntity): Promise<CreditsView> {
     return this.credits.balance(tenant.id);
   }

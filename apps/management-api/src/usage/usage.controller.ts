@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { pageLimit, sendPage } from '@flagship/service-kit';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { ApiProblems } from '../problem-responses';
+import { ApiErrors } from '../problem-responses';
 import { ListUsageQueryDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
 import { usageCursor, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
 
@@ -24,7 +24,7 @@ export class UsageController {
   @TenantAccess({ role: 'admin' })
   @ApiOperation({ summary: 'AI gateway usage rows of the tenant, newest first, filtered and paginated (Link rel="next")' })
   @ApiOkResponse({ type: [UsageRowDto], headers: { Link: { description: '`<...>; rel="next"` when another page exists', schema: { type: 'string' } } } })
-  @ApiProblems(400, 401, 403, 422, 429, 503)
+  @ApiErrors(400, 401, 403, 422, 429, 503)
   async list(@CurrentTenant() tenant: TenantEntity, @Query() query: ListUsageQueryDto, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<UsageRowView[]> {
     const limit = pageLimit(query);
     const rows = await this.usage.list(tenant.id, query, { limit, cursor: query.cursor });
@@ -35,7 +35,7 @@ export class UsageController {
   @TenantAccess({ role: 'admin' })
   @ApiOperation({ summary: 'Requests, tokens and debits of the same filter as GET /api/usage, in total and per product key and model' })
   @ApiOkResponse({ type: UsageSummaryDto })
-  @ApiProblems(401, 403, 422, 429, 503)
+  @ApiErrors(401, 403, 422, 429, 503)
   summary(@CurrentTenant() tenant: TenantEntity, @Query() query: UsageFilterDto): Promise<UsageSummaryView> {
     return this.usage.summary(tenant.id, query);
   }
