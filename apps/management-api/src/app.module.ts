@@ -8,6 +8,7 @@ import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
 import { AuthorizationGuard } from './auth/authorization.guard';
+import { CreditsModule } from './billing/credits.module';
 import { DevIdpAccountEntity, DevIdpKeyEntity } from './dev-idp/dev-idp.entity';
 import type { ManagementApiConfig } from './env.schema';
 import { EnvironmentEntity } from './environments/environment.entity';
@@ -23,6 +24,7 @@ import { ProjectsModule } from './projects/projects.module';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
+import { UsageModule } from './usage/usage.module';
 import { UserEntity } from './users/user.entity';
 
 const ENTITIES = [
@@ -59,6 +61,8 @@ export class AppModule {
         EnvironmentsModule,
         FlagsModule,
         SandboxModule,
+        CreditsModule,
+        UsageModule,
       ],
       // Global guards run in this order: who is calling, may they act in this tenant, are they
       // within their rate limit (which needs the tenant's plan); then idempotency wraps the handler.

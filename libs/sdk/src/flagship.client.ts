@@ -1,10 +1,12 @@
 import { type AuthOptions, credentialsFor } from './credentials';
 import { HttpTransport, type RetryEvent } from './http-transport';
 import { DEFAULT_RETRY_SETTINGS } from './retry-policy';
+import { BillingResource } from './resources/billing.resource';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { ProjectsResource } from './resources/projects.resource';
 import { TenantsResource } from './resources/tenants.resource';
+import { UsageResource } from './resources/usage.resource';
 
 export const SDK_VERSION = '0.1.0';
 
@@ -59,6 +61,8 @@ export class FlagshipClient {
   readonly projects: ProjectsResource;
   readonly tenants: TenantsResource;
   readonly environments: EnvironmentsResource;
+  readonly billing: BillingResource;
+  readonly usage: UsageResource;
 
   constructor(options: FlagshipClientOptions) {
     if (typeof options?.baseUrl !== 'string') throw new TypeError('FlagshipClient: baseUrl is required.');
@@ -90,5 +94,7 @@ export class FlagshipClient {
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
     this.environments = new EnvironmentsResource(http);
+    this.billing = new BillingResource(http);
+    this.usage = new UsageResource(http);
   }
 }

@@ -347,6 +347,58 @@ describe('FlagshipClient against management-api', () => {
     });
   });
 
+  describe('billing credits and usage', () => {
+    let db: Client;
+    /** A completed ledger row as the AI gateway writes it (the gateway is another app; its rows are what this API reads). */
+    const ledgerRow = (productKey: string, model: string, createdAt: string, inputTokens: number, outputTokens: number, debit: number) =>
+      db.query(
+        `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, debit, input_tokens, output_tokens, created_at, completed_at)
+         VALUES ($1, 'ffc_gw', $2, 'inhouse', $3, 'chat.completions', 'succeeded', $4, $5, $6, $7, $7)`,
+        [ada.tenantId, productKey, model, debit, inputTokens, outputTokens, createdAt],
+      );
+
+    beforeAll(async () => {
+      db = new Client({ connectionString: api.te.db.url });
+      await db.connect();
+      await ledgerRow('core', 'small', '2026-11-01T10:00:00.000Z', 10, 20, 300);
+      await ledgerRow('core', 'small', '2026-11-02T10:00:00.000Z', 1, 2, 30);
+      await ledgerRow('core', 'large', '2026-11-03T10:00:00.000Z', 100, 50, 4000);
+    });
+    afterAll(async () => {
+      await db?.end();
+    });
+
+    it('reads the credit balance: zeros before any grant, then what the tenant holds', async () => {
+      expect(await client.billing.credits()).toEqual({ balance: 0, reserved: 0 });
+      await db.query('INSERT INTO credit_balances (tenant_id, balance, reserved) VALUES ($1, 2500000, 400)', [ada.tenantId]);
+      expect(await client.billing.credits()).toEqual({ balance: 2_500_000, reserved: 400 });
+    });
+
+    it('lists usage newest first with filters, pages through listAll(), and sums the same filter', async () => {
+      const page = await client.usage.list({ limit: 2 });
+      expect(page.map((r) => [r.model, r.debit])).toEqual([['large', 4000], ['small', 30]]);
+      expect((await client.usage.list({ model: 'small', from: '2026-11-02T00:00:00Z' })).map((r) => r.createdAt)).toEqual(['2026-11-02T10:00:00.000Z']);
+      expect((await collect(client.usage.listAll({ productKey: 'core', pageSize: 1 }))).map((r) => r.createdAt)).toEqual([
+        '2026-11-03T10:00:00.000Z',
+        '2026-11-02T10:00:00.000Z',
+        '2026-11-01T10:00:00.000Z',
+      ]);
+      const summary = await client.usage.summary({ to: '2026-11-03T00:00:00Z' });
+      expect(summary).toEqual({
+        from: null,
+        to: '2026-11-03T00:00:00.000Z',
+        totals: { requests: 2, inputTokens: 11, outputTokens: 22, debit: 330 },
+        byProductAndModel: [{ productKey: 'core', model: 'small', requests: 2, inputTokens: 11, outputTokens: 22, debit: 330 }],
+      });
+    });
+
+    it('reports a bad filter as ApiError 422 naming the field', async () => {
+      const err = await failure(client.usage.summary({ from: '2026-11-05', to: '2026-11-01' }));
+      expect(err).toBeInstanceOf(ApiError);
+      expect([(err as ApiError).status, Object.keys((err as ApiError).errors ?? {})]).toEqual([422, ['from']]);
+    });
+  });
+
   describe('OAuth client credentials', () => {
     const READ_EVALUATE = ['flags:read', 'flags:evaluate'];
     let reader: OAuthClientCredentials;

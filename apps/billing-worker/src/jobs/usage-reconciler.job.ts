@@ -1,0 +1,60 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import { APP_CONFIG } from '@flagship/config';
+import { DATA_SOURCE, type DataSource, withTransaction } from '@flagship/persistence';
+import { HttpMetrics } from '@flagship/service-kit';
+import type { BillingWorkerConfig } from '../env.schema';
+import type { Job } from './job';
+import { type SettledBatch, UsageReconcilerRepository } from './usage-reconciler.repository';
+
+/** A pass settles at most this many batches, so a huge backlog cannot hold one pass (and shutdown) for long. */
+const MAX_BATCHES_PER_PASS = 100;
+
+/**
+ * Settles usage rows a gateway left `pending` (it crashed or lost Postgres between reserving and
+ * completing): after RECONCILE_PENDING_AFTER_S they are `abandoned` and their reservation goes back
+ * to the tenant, so no credit stays locked. Safe with any number of billing-worker replicas.
+ */
+@Injectable()
+export class UsageReconcilerJob implements Job {
+  readonly name = 'usage-reconciler';
+  readonly intervalMs: number;
+  private readonly logger = new Logger('UsageReconciler');
+  private readonly settledRows: Counter;
+  private readonly releasedCredits: Counter;
+
+  constructor(
+    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly repo: UsageReconcilerRepository,
+    @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
+    metrics: HttpMetrics,
+  ) {
+    this.intervalMs = config.RECONCILE_INTERVAL_S * 1000;
+    this.settledRows = new Counter({ name: 'usage_reconciler_settled_rows_total', help: 'Pending usage rows marked abandoned', registers: [metrics.registry] });
+    this.releasedCredits = new Counter({
+      name: 'usage_reconciler_released_credits_total',
+      help: 'Micro-credits of reservation released from abandoned rows',
+      registers: [metrics.registry],
+    });
+  }
+
+  /** Batches until one comes back short (nothing stale is left) or the app stops. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { RECONCILE_PENDING_AFTER_S: olderThanS, RECONCILE_BATCH_SIZE: batchSize } = this.config;
+    for (let i = 0; i < MAX_BATCHES_PER_PASS && !signal.aborted; i++) {
+      // One transaction per batch: rows and reservations change together or not at all.
+      const batch = await withTransaction(this.ds, (m) => this.repo.abandonStale(m, olderThanS, batchSize));
+      this.record(batch, olderThanS);
+      if (batch.settled < batchSize) return;
+    }
+  }
+
+  private record(batch: SettledBatch, olderThanS: number): void {
+    if (batch.settled === 0) return;
+    this.settledRows.inc(batch.settled);
+    this.releasedCredits.inc(batch.released);
+    this.logger.log(
+      `abandoned ${batch.settled} usage rows pending for over ${olderThanS} s, released ${batch.released} reserved micro-credits of ${batch.tenants} tenants`,
+    );
+  }
+}

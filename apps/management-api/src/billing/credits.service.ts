@@ -1,0 +1,20 @@
+import { Injectable } from '@nestjs/common';
+import { CreditsRepository } from './credits.repository';
+
+export interface CreditsView {
+  balance: number;
+  reserved: number;
+}
+
+/** What a tenant can spend on the AI gateway (CONTRACT.md section 7), in micro-credits. */
+@Injectable()
+export class CreditsService {
+  constructor(private readonly repo: CreditsRepository) {}
+
+  /** A tenant that was never granted credits has a row of nothing, not a 404. */
+  async balance(tenantId: string): Promise<CreditsView> {
+    const row = await this.repo.balanceOf(tenantId);
+    // Micro-credits stay far below 2^53 (9 billion credits), so a JSON number loses nothing.
+    return { balance: Number(row?.balance ?? 0), reserved: Number(row?.reserved ?? 0) };
+  }
+}

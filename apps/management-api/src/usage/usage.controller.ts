@@ -1,0 +1,42 @@
+import { Controller, Get, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import type { TenantEntity } from '@flagship/persistence';
+import { pageLimit, sendPage } from '@flagship/service-kit';
+import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import { ApiErrors } from '../problem-responses';
+import { ListUsageQueryDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
+import { usageCursor, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
+
+/**
+ * The tenant's AI gateway ledger. Billing detail, so tenant admins only; client tokens are refused
+ * (no scope grants billing data). The list stays a plain array like every list; totals for the same
+ * filter are their own resource.
+ */
+@ApiTags('usage')
+@ApiBearerAuth('bearer')
+@ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'default: your canonical tenant' })
+@Controller('api/usage')
+export class UsageController {
+  constructor(private readonly usage: UsageService) {}
+
+  @Get()
+  @TenantAccess({ role: 'admin' })
+  @ApiOperation({ summary: 'AI gateway usage rows of the tenant, newest first, filtered and paginated (Link rel="next")' })
+  @ApiOkResponse({ type: [UsageRowDto], headers: { Link: { description: '`<...>; rel="next"` when another page exists', schema: { type: 'string' } } } })
+  @ApiErrors(400, 401, 403, 422, 429, 503)
+  async list(@CurrentTenant() tenant: TenantEntity, @Query() query: ListUsageQueryDto, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<UsageRowView[]> {
+    const limit = pageLimit(query);
+    const rows = await this.usage.list(tenant.id, query, { limit, cursor: query.cursor });
+    return sendPage(req, res, rows, limit, usageCursor);
+  }
+
+  @Get('summary')
+  @TenantAccess({ role: 'admin' })
+  @ApiOperation({ summary: 'Requests, tokens and debits of the same filter as GET /api/usage, in total and per product key and model' })
+  @ApiOkResponse({ type: UsageSummaryDto })
+  @ApiErrors(401, 403, 422, 429, 503)
+  summary(@CurrentTenant() tenant: TenantEntity, @Query() query: UsageFilterDto): Promise<UsageSummaryView> {
+    return this.usage.summary(tenant.id, query);
+  }
+}

@@ -1,0 +1,93 @@
+import { ApiProperty, ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { PageQueryDto } from '@flagship/service-kit';
+
+/** The ledger's row states (migration 1763800200000-usage-ledger). */
+export const USAGE_STATUSES = ['pending', 'succeeded', 'failed', 'abandoned'] as const;
+export type UsageStatus = (typeof USAGE_STATUSES)[number];
+
+/**
+ * A date (midnight UTC) or a date-time with `Z` or an offset: a time without a zone would be read in
+ * the server's zone, so it is refused rather than guessed.
+ */
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
+const TIMESTAMP_MESSAGE = 'must be an ISO 8601 date or date-time with a zone, e.g. 2026-11-01T00:00:00Z';
+
+/** The filter both `GET /api/usage` and `GET /api/usage/summary` take. */
+export class UsageFilterDto {
+  @ApiPropertyOptional({ description: 'rows created at or after this instant', example: '2026-11-01T00:00:00Z' })
+  @IsOptional()
+  @IsString()
+  @Matches(TIMESTAMP, { message: TIMESTAMP_MESSAGE })
+  from?: string;
+
+  @ApiPropertyOptional({ description: 'rows created before this instant (exclusive)', example: '2026-12-01T00:00:00Z' })
+  @IsOptional()
+  @IsString()
+  @Matches(TIMESTAMP, { message: TIMESTAMP_MESSAGE })
+  to?: string;
+
+  @ApiPropertyOptional({ example: 'core' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[a-z0-9_]{1,64}$/, { message: 'must be a product key (lower-case letters, digits, _)' })
+  productKey?: string;
+
+  @ApiPropertyOptional({ enum: USAGE_STATUSES })
+  @IsOptional()
+  @IsIn(USAGE_STATUSES as unknown as string[], { message: `must be one of ${USAGE_STATUSES.join(', ')}` })
+  status?: UsageStatus;
+
+  @ApiPropertyOptional({ example: 'gpt-4o-mini' })
+  @IsOptional()
+  @IsString()
+  // No control characters: a NUL would reach Postgres as an encoding error.
+  @Matches(/^[^\u0000-\u001f\u007f]{1,256}$/u, { message: 'must be a model name of 1 to 256 printable characters' })
+  model?: string;
+}
+
+/** The list's query: the filter plus `limit` and `cursor` (validation and schema of both kept). */
+export class ListUsageQueryDto extends IntersectionType(PageQueryDto, UsageFilterDto) {}
+
+export class UsageRowDto {
+  @ApiProperty() id: string;
+  @ApiProperty({ description: 'the OAuth client that called the gateway' }) clientId: string;
+  @ApiProperty({ example: 'core' }) productKey: string;
+  @ApiProperty({ description: 'the provider that served, after any fallback', example: 'inhouse' }) provider: string;
+  @ApiProperty({ nullable: true, type: String, description: 'the provider asked for, when another one served' }) requestedProvider: string | null;
+  @ApiProperty({ example: 'gpt-4o-mini' }) model: string;
+  @ApiProperty({ enum: ['chat.completions', 'embeddings'] }) endpoint: string;
+  @ApiProperty() stream: boolean;
+  @ApiProperty({ enum: USAGE_STATUSES }) status: UsageStatus;
+  @ApiProperty({ description: 'micro-credits held while pending' }) reserved: number;
+  @ApiProperty({ description: 'micro-credits charged' }) debit: number;
+  @ApiProperty() zeroRated: boolean;
+  @ApiProperty({ nullable: true, type: String }) zeroRatedReason: string | null;
+  @ApiProperty() inputTokens: number;
+  @ApiProperty() outputTokens: number;
+  @ApiProperty({ description: 'true when the provider sent no usage and tokens were estimated from the text' }) usageEstimated: boolean;
+  @ApiProperty({ nullable: true, type: String }) errorCode: string | null;
+  @ApiProperty({ nullable: true, type: Number }) latencyMs: number | null;
+  @ApiProperty({ nullable: true, type: String }) requestId: string | null;
+  @ApiProperty() createdAt: string;
+  @ApiProperty({ nullable: true, type: String }) completedAt: string | null;
+}
+
+export class UsageTotalsDto {
+  @ApiProperty() requests: number;
+  @ApiProperty() inputTokens: number;
+  @ApiProperty() outputTokens: number;
+  @ApiProperty({ description: 'micro-credits' }) debit: number;
+}
+
+export class UsageGroupDto extends UsageTotalsDto {
+  @ApiProperty() productKey: string;
+  @ApiProperty() model: string;
+}
+
+export class UsageSummaryDto {
+  @ApiProperty({ nullable: true, type: String, description: 'the filter\'s from, normalised' }) from: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'the filter\'s to, normalised' }) to: string | null;
+  @ApiProperty({ type: UsageTotalsDto, description: 'every row of the filter' }) totals: UsageTotalsDto;
+  @ApiProperty({ type: [UsageGroupDto], description: 'per product key and model, ordered by both' }) byProductAndModel: UsageGroupDto[];
+}

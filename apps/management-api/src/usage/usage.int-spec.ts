@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { http } from '@flagship/testing';
+import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
+
+interface LedgerRow {
+  productKey: string;
+  model: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'abandoned';
+  createdAt: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  debit?: number;
+  reserved?: number;
+  zeroRated?: boolean;
+}
+
+describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', () => {
+  let f: ManagementApiFixture;
+  let db: Client;
+  let ada: SignedUp;
+  let editor: SignedUp;
+  let viewer: SignedUp;
+  let stranger: SignedUp;
+  const ids: Record<string, string> = {};
+
+  /** A row as the gateway writes it (pending with a reservation, or completed). */
+  const insert = async (tenantId: string, name: string, r: LedgerRow) => {
+    const id = randomUUID();
+    ids[name] = id;
+    await db.query(
+      `INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, model, endpoint, status, reserved, debit,
+                                 zero_rated, zero_rated_reason, input_tokens, output_tokens, request_id, created_at, completed_at)
+       VALUES ($1, $2, 'ffc_test', $3, 'inhouse', $4, 'chat.completions', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      [
+        id, tenantId, r.productKey, r.model, r.status, r.reserved ?? 0, r.debit ?? 0, r.zeroRated ?? false, r.zeroRated ? 'internal product' : null,
+        r.inputTokens ?? 0, r.outputTokens ?? 0, `req-${name}`, r.createdAt, r.status === 'pending' ? null : r.createdAt,
+      ],
+    );
+  };
+
+  beforeAll(async () => {
+    f = await ManagementApiFixture.start();
+    ada = await f.signUp();
+    editor = await f.signUp();
+    viewer = await f.signUp();
+    stranger = await f.signUp();
+    for (const [u, role] of [[editor, 'editor'], [viewer, 'viewer']] as const) {
+      expect((await f.call('POST', `/api/tenants/${ada.tenantId}/users`, { token: ada.idToken, json: { email: u.email, role } })).status).toBe(201);
+    }
+    db = new Client({ connectionString: f.te.env.DATABASE_URL });
+    await db.connect();
+    const t = ada.tenantId;
+    await insert(t, 'a', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-01T10:00:00.000Z', inputTokens: 10, outputTokens: 20, debit: 300 });
+    await insert(t, 'b', { productKey: 'core', model: 'small', status: 'failed', createdAt: '2026-11-02T10:00:00.000Z', inputTokens: 5, debit: 0 });
+    await insert(t, 'c', { productKey: 'core', model: 'large', status: 'succeeded', createdAt: '2026-11-03T10:00:00.000Z', inputTokens: 100, outputTokens: 50, debit: 4000 });
+    await insert(t, 'd', { productKey: 'insights', model: 'small', status: 'succeeded', createdAt: '2026-11-04T10:00:00.000Z', inputTokens: 7, outputTokens: 3, zeroRated: true });
+    // Two rows of one millisecond: pages must neither skip nor repeat either.
+    await insert(t, 'e', { productKey: 'core', model: 'small', status: 'pending', createdAt: '2026-11-05T10:00:00.000Z', reserved: 500 });
+    await insert(t, 'f', { productKey: 'core', model: 'small', status: 'abandoned', createdAt: '2026-11-05T10:00:00.000Z', reserved: 200 });
+    await insert(stranger.tenantId, 'x', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-03T12:00:00.000Z', inputTokens: 999, debit: 999 });
+  });
+  afterAll(async () => {
+    await db?.end();
+    await f?.stop();
+  });
+
+  const get = (path: string, u: SignedUp = ada, tenant: string | undefined = ada.tenantId) => f.call('GET', path, { token: u.idToken, tenant });
+  const sameMs = () => [ids['e'], ids['f']].sort().reverse();
+
+  it('lists the tenant\'s rows newest first, with ties in id order, and none of another tenant', async () => {
+    const res = await get('/api/usage');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('link')).toBeNull();
+    expect(res.body.map((r: { id: string }) => r.id)).toEqual([...sameMs(), ids['d'], ids['c'], ids['b'], ids['a']]);
+    expect(res.body.find((r: { id: string }) => r.id === ids['c'])).toEqual({
+      id: ids['c'], clientId: 'ffc_test', productKey: 'core', provider: 'inhouse', requestedProvider: null, model: 'large', endpoint: 'chat.completions',
+      stream: false, status: 'succeeded', reserved: 0, debit: 4000, zeroRated: false, zeroRatedReason: null, inputTokens: 100, outputTokens: 50,
+      usageEstimated: false, errorCode: null, latencyMs: null, requestId: 'req-c', createdAt: '2026-11-03T10:00:00.000Z', completedAt: '2026-11-03T10:00:00.000Z',
+    });
+    expect(res.body.find((r: { id: string }) => r.id === ids['d'])).toMatchObject({ zeroRated: true, zeroRatedReason: 'internal product', debit: 0 });
+  });
+
+  it('pages with Link rel="next" through every row exactly once, filters kept', async () => {
+    const seen: string[] = [];
+    let next: string | null = '/api/usage?limit=2&productKey=core';
+    let pages = 0;
+    while (next) {
+      const res = await get(next);
+      expect(res.status).toBe(200);
+      expect(res.body.length).toBeLessThanOrEqual(2);
+      seen.push(...res.body.map((r: { id: string }) => r.id));
+      next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
+      pages++;
+    }
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...sameMs(), ids['c'], ids['b'], ids['a']]);
+  });
+
+  it('filters by from (inclusive), to (exclusive), productKey, status and model', async () => {
+    const idsOf = async (q: string) => {
+      const res = await get(`/api/usage?${q}`);
+      expect(res.status).toBe(200);
+      return res.body.map((r: { id: string }) => r.id);
+    };
+    expect(await idsOf('from=2026-11-02T10:00:00Z&to=2026-11-04T10:00:00Z')).toEqual([ids['c'], ids['b']]);
+    expect(await idsOf('from=2026-11-04')).toEqual([...sameMs(), ids['d']]);
+    expect(await idsOf('to=2026-11-02T11:00:00%2B01:00')).toEqual([ids['a']]);
+    expect(await idsOf('productKey=insights')).toEqual([ids['d']]);
+    expect(await idsOf('status=succeeded&model=small')).toEqual([ids['d'], ids['a']]);
+    expect(await idsOf('status=abandoned')).toEqual([ids['f']]);
+    expect(await idsOf('model=huge')).toEqual([]);
+    expect(await idsOf('from=2026-11-03T10:00:00Z&to=2026-11-03T10:00:00Z')).toEqual([]);
+  });
+
+  it('sums tokens and debits per product and model for the same filter', async () => {
+    const all = await get('/api/usage/summary');
+    expect(all.status).toBe(200);
+    expect(all.body).toEqual({
+      from: null,
+      to: null,
+      totals: { requests: 6, inputTokens: 122, outputTokens: 73, debit: 4300 },
+      byProductAndModel: [
+        { productKey: 'core', model: 'large', requests: 1, inputTokens: 100, outputTokens: 50, debit: 4000 },
+        { productKey: 'core', model: 'small', requests: 4, inputTokens: 15, outputTokens: 20, debit: 300 },
+        { productKey: 'insights', model: 'small', requests: 1, inputTokens: 7, outputTokens: 3, debit: 0 },
+      ],
+    });
+    const some = await get('/api/usage/summary?from=2026-11-02&status=succeeded');
+    expect(some.body).toEqual({
+      from: '2026-11-02T00:00:00.000Z',
+      to: null,
+      totals: { requests: 2, inputTokens: 107, outputTokens: 53, debit: 4000 },
+      byProductAndModel: [
+        { productKey: 'core', model: 'large', requests: 1, inputTokens: 100, outputTokens: 50, debit: 4000 },
+        { productKey: 'insights', model: 'small', requests: 1, inputTokens: 7, outputTokens: 3, debit: 0 },
+      ],
+    });
+    const none = await get('/api/usage/summary?model=huge');
+    expect(none.body).toEqual({ from: null, to: null, totals: { requests: 0, inputTokens: 0, outputTokens: 0, debit: 0 }, byProductAndModel: [] });
+  });
+
+  it('is for tenant admins: editors and viewers 403, foreign tenants 403, client tokens 403', async () => {
+    for (const path of ['/api/usage', '/api/usage/summary']) {
+      for (const u of [editor, viewer]) {
+        const res = await get(path, u);
+        expect([path, res.status, res.body.type]).toEqual([path, 403, '/problems/role-required']);
+      }
+      const foreign = await get(path, stranger);
+      expect([path, foreign.status, foreign.body.type]).toEqual([path, 403, '/problems/tenant-access-denied']);
+      // The stranger's own ledger is theirs alone: one row, never ada's.
+      const own = await get(path, stranger, stranger.tenantId);
+      expect(own.status).toBe(200);
+      expect((await f.call('GET', path, { tenant: ada.tenantId })).status).toBe(401);
+    }
+    expect((await get('/api/usage', stranger, stranger.tenantId)).body.map((r: { id: string }) => r.id)).toEqual([ids['x']]);
+    const client = await f.call('POST', '/api/oauth/clients', { token: ada.idToken, tenant: ada.tenantId, json: { name: 'backend', scopes: ['flags:read', 'projects:read'] } });
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: client.body.clientId, client_secret: client.body.clientSecret });
+    const token = (await http(`${f.url}/oauth/token`, { method: 'POST', body: form.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } })).body.access_token;
+    for (const path of ['/api/usage', '/api/usage/summary']) {
+      const res = await f.call('GET', path, { token });
+      expect([path, res.status, res.body.type]).toEqual([path, 403, '/problems/users-only']);
+    }
+  });
+
+  it('answers bad filters 422 naming the field, for the list and the summary alike', async () => {
+    const cases: Array<[string, string]> = [
+      ['from=yesterday', 'from'],
+      ['from=2026-11-01T10:00:00', 'from'], // no zone
+      ['to=2026-02-30', 'to'],
+      ['to=2026-02-30T10:00:00Z', 'to'],
+      ['from=2026-11-01T25:00:00Z', 'from'],
+      ['from=1969-12-31T00:00:00Z', 'from'],
+      ['from=2026-11-05&to=2026-11-01', 'from'],
+      ['status=done', 'status'],
+      ['status=pending&status=failed', 'status'],
+      ['productKey=Core!', 'productKey'],
+      ['model=a%00b', 'model'],
+      [`model=${'m'.repeat(257)}`, 'model'],
+      ['model=', 'model'],
+      ['tenantId=x', 'tenantId'],
+    ];
+    for (const path of ['/api/usage', '/api/usage/summary']) {
+      for (const [q, field] of cases) {
+        const res = await get(`${path}?${q}`);
+        expect([q, res.status, res.body.type, Object.keys(res.body.errors ?? {})]).toEqual([q, 422, '/problems/validation-failed', [field]]);
+      }
+    }
+    for (const q of ['limit=0', 'limit=1001', 'limit=two']) expect([q, (await get(`/api/usage?${q}`)).status]).toEqual([q, 422]);
+  });
+
+  it('refuses forged cursors with 400, never a 500', async () => {
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    for (const cursor of ['garbage', b64(['x', 'y']), b64(['2026-11-01T00:00:00.000Z', 'not-a-uuid']), b64(['not-a-date', randomUUID()]), b64(['99999-01-01T00:00:00Z', randomUUID()]), b64({ at: 1 })]) {
+      const res = await get(`/api/usage?cursor=${encodeURIComponent(cursor)}`);
+      expect([cursor, res.status, res.body.type]).toEqual([cursor, 400, '/problems/bad-request']);
+    }
+    // A well-formed cursor this API could have issued is a position, whatever it names.
+    const res = await get(`/api/usage?cursor=${b64(['2026-11-03T00:00:00.000Z', randomUUID()])}`);
+    expect([res.status, res.body.map((r: { id: string }) => r.id)]).toEqual([200, [ids['b'], ids['a']]]);
+  });
+});

@@ -1,0 +1,96 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { PageCursor } from '@flagship/service-kit';
+import type { UsageStatus } from './usage.dto';
+
+/** A validated filter: instants already parsed, every field optional. */
+export interface UsageFilter {
+  from?: Date;
+  to?: Date;
+  productKey?: string;
+  status?: UsageStatus;
+  model?: string;
+}
+
+export interface UsageLedgerRow {
+  id: string;
+  client_id: string;
+  product_key: string;
+  provider: string;
+  requested_provider: string | null;
+  model: string;
+  endpoint: string;
+  stream: boolean;
+  status: UsageStatus;
+  reserved: string;
+  debit: string;
+  zero_rated: boolean;
+  zero_rated_reason: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  usage_estimated: boolean;
+  error_code: string | null;
+  latency_ms: number | null;
+  request_id: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+export interface UsageGroupRow {
+  product_key: string;
+  model: string;
+  requests: string;
+  input_tokens: string;
+  output_tokens: string;
+  debit: string;
+}
+
+const COLUMNS = `id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status,
+  reserved::text AS reserved, debit::text AS debit, zero_rated, zero_rated_reason, input_tokens, output_tokens,
+  usage_estimated, error_code, latency_ms, request_id, created_at, completed_at`;
+
+/** The gateway's usage ledger, read for one tenant; every statement names the tenant first. */
+@Injectable()
+export class UsageRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  /** Up to `limit + 1` rows, newest first, after `after`: one more tells a next page exists. */
+  list(tenantId: string, filter: UsageFilter, limit: number, after?: PageCursor): Promise<UsageLedgerRow[]> {
+    const { where, params } = whereOf(tenantId, filter);
+    if (after) {
+      params.push(after.at, after.id);
+      where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    }
+    params.push(limit + 1);
+    // (tenant_id, created_at DESC, id DESC) is usage_ledger_tenant_idx: the page is an index range.
+    return this.ds.query(`SELECT ${COLUMNS} FROM usage_ledger WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
+  }
+
+  /** Counts and sums per product key and model over every row of the filter. */
+  groups(tenantId: string, filter: UsageFilter): Promise<UsageGroupRow[]> {
+    const { where, params } = whereOf(tenantId, filter);
+    return this.ds.query(
+      `SELECT product_key, model, count(*)::text AS requests, sum(input_tokens)::text AS input_tokens,
+              sum(output_tokens)::text AS output_tokens, sum(debit)::text AS debit
+         FROM usage_ledger WHERE ${where.join(' AND ')}
+        GROUP BY product_key, model ORDER BY product_key COLLATE "C", model COLLATE "C"`,
+      params,
+    );
+  }
+}
+
+function whereOf(tenantId: string, f: UsageFilter): { where: string[]; params: unknown[] } {
+  const where = ['tenant_id = $1'];
+  const params: unknown[] = [tenantId];
+  const add = (sql: (n: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(sql(`$${params.length}`));
+  };
+  if (f.from) add((p) => `created_at >= ${p}`, f.from);
+  if (f.to) add((p) => `created_at < ${p}`, f.to);
+  if (f.productKey) add((p) => `product_key = ${p}`, f.productKey);
+  if (f.status) add((p) => `status = ${p}`, f.status);
+  if (f.model) add((p) => `model = ${p}`, f.model);
+  return { where, params };
+}

@@ -1,0 +1,74 @@
+import type { HttpTransport } from '../http-transport';
+import type { PageQuery, PaginateOptions, RequestOptions } from '../sdk.types';
+import { paginate } from './paginate';
+
+export type UsageStatus = 'pending' | 'succeeded' | 'failed' | 'abandoned';
+
+/** Which ledger rows: all fields optional; `from` inclusive, `to` exclusive (ISO 8601 with a zone, or a date). */
+export interface UsageFilter {
+  from?: string;
+  to?: string;
+  productKey?: string;
+  status?: UsageStatus;
+  model?: string;
+}
+
+/** One AI gateway request as the ledger recorded it; credits in micro-credits. */
+export interface UsageRow {
+  id: string;
+  clientId: string;
+  productKey: string;
+  provider: string;
+  requestedProvider: string | null;
+  model: string;
+  endpoint: 'chat.completions' | 'embeddings';
+  stream: boolean;
+  status: UsageStatus;
+  reserved: number;
+  debit: number;
+  zeroRated: boolean;
+  zeroRatedReason: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  usageEstimated: boolean;
+  errorCode: string | null;
+  latencyMs: number | null;
+  requestId: string | null;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+export interface UsageTotals {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  debit: number;
+}
+
+export interface UsageSummary {
+  from: string | null;
+  to: string | null;
+  totals: UsageTotals;
+  byProductAndModel: Array<UsageTotals & { productKey: string; model: string }>;
+}
+
+const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model });
+
+/** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
+export class UsageResource {
+  constructor(private readonly http: HttpTransport) {}
+
+  /** One page of rows, newest first (default 100); see listAll() for every row. */
+  async list(query: UsageFilter & PageQuery = {}, options?: RequestOptions): Promise<UsageRow[]> {
+    return (await this.http.request<UsageRow[]>({ method: 'GET', path: '/api/usage', query: { ...filterQuery(query), limit: query.limit, cursor: query.cursor }, options })).body;
+  }
+
+  listAll(query: UsageFilter & PaginateOptions = {}, options?: RequestOptions): AsyncGenerator<UsageRow, void, undefined> {
+    return paginate<UsageRow>(this.http, '/api/usage', { ...filterQuery(query), limit: query.pageSize }, options);
+  }
+
+  /** Requests, tokens and debits of the same filter, in total and per product key and model. */
+  async summary(query: UsageFilter = {}, options?: RequestOptions): Promise<UsageSummary> {
+    return (await this.http.request<UsageSummary>({ method: 'GET', path: '/api/usage/summary', query: filterQuery(query), options })).body;
+  }
+}
