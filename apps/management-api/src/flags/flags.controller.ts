@@ -77,7 +77,7 @@ export class FlagsController {
       },
     },
   })
-  @ApiOkResponse({ type: ImportFlagsResultDto })
+  @ApiOkResponse({ type: ImportFlagsResultDto, description: 'what was created, replaced and skipped, and every imported flag with its warnings' })
   @problemResponse(400, 'malformed JSON')
   @problemResponse(401, 'no or bad bearer token')
   @problemResponse(403, 'not an editor of the tenant, or a client without flags:write')

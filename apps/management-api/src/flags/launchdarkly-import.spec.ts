@@ -40,7 +40,7 @@ describe('LaunchDarkly SDK data mapping (pure)', () => {
     expect(parsed.errors).toEqual({});
     expect([...parsed.flags.keys()]).toEqual(['c', 'a']);
     expect(parsed.skipped).toEqual([{ key: 'b', reason: 'deleted in LaunchDarkly (a tombstone)' }]);
-    expect(parseLaunchDarklyData([{ key: 'x' }, { key: 'x' }]).errors).toEqual({ 'flags[1].key': "flag 'x' is listed twice" });
+    expect(parseLaunchDarklyData([{ key: 'x' }, { key: 'x' }]).errors).toEqual({ '[1].key': "flag 'x' is listed twice" });
   });
 
   it('maps a flagValues entry to a flag serving its value, as the SDK file data source does', () => {

@@ -108,7 +108,7 @@ export function parseLaunchDarklyData(body: unknown): ParsedImport {
   let flags: unknown;
   if (Array.isArray(body)) flags = body;
   else if (isObject(body)) {
-    for (const field of Object.keys(body)) if (!BODY_FIELDS.has(field)) out.errors[field] = 'is not part of LaunchDarkly\'s SDK data (flags, segments, flagValues)';
+    for (const field of Object.keys(body)) if (!BODY_FIELDS.has(field)) out.errors[field] = 'is not an allowed field';
     flags = body.flags;
     if (body.segments !== undefined && !isObject(body.segments) && !Array.isArray(body.segments)) out.errors['segments'] = 'must be an object';
     if (body.flagValues !== undefined) {
@@ -125,7 +125,7 @@ export function parseLaunchDarklyData(body: unknown): ParsedImport {
     out.errors['body'] = 'must be LaunchDarkly SDK data ({"flags": {...}}) or an array of flags';
     return out;
   }
-  if (Array.isArray(flags)) flags.forEach((f, i) => add(`flags[${i}]`, f));
+  if (Array.isArray(flags)) flags.forEach((f, i) => add(`${flags === body ? '' : 'flags'}[${i}]`, f));
   else if (isObject(flags)) for (const [key, f] of Object.entries(flags)) add(`flags.${key}`, f, key);
   else if (flags !== undefined) out.errors['flags'] = 'must be an object of flag key to flag, or an array of flags';
   return out;
@@ -214,7 +214,7 @@ export function mapLaunchDarklyFlags(
     const seen = new Map<string, number>();
     values.forEach((v, i) => {
       const first = seen.get(JSON.stringify(v));
-      if (first !== undefined) errors[`flags.${key}.variations[${i}]`] = `repeats variations[${first}]: variation values must be distinct`;
+      if (first !== undefined) errors[`flags.${key}.variations[${i}]`] = `repeats variations[${first}]: variation values must be distinct here (an off value names its variation by value)`;
       seen.set(JSON.stringify(v), i);
     });
     typed.set(key, { type: type as FlagType, values });
