@@ -82,6 +82,7 @@ export class FlagsController {
   @problemResponse(401, 'no or bad bearer token')
   @problemResponse(403, 'not an editor of the tenant, or a client without flags:write')
   @problemResponse(404, 'unknown environment')
+  @problemResponse(409, 'a flag of the import was created by another request meanwhile; nothing was written')
   @problemResponse(422, 'data the contract cannot express or evaluate; errors name flags.<key>.<path>; nothing was written')
   async importLaunchDarkly(
     @CurrentTenant() tenant: TenantEntity,

@@ -273,6 +273,10 @@ export class FlagsService {
         });
       }
       return { created, replaced };
+    }).catch((err: unknown) => {
+      // A flag of the same key created meanwhile (it was not there to lock): nothing was written.
+      if (isUniqueViolation(err)) throw new ProblemException(FlagProblems['flag-exists'], 'A flag of this import was created by another request meanwhile; nothing was imported. Retry the import.');
+      throw err;
     });
 
     const rows: FlagRow[] = [];
