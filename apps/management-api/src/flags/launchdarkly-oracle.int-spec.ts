@@ -8,8 +8,8 @@ import { ManagementApiFixture, type SignedUp } from '../testing/management-api.f
  * LaunchDarkly's own Node SDK as the oracle: a few hundred random flags (every operator, odd clause
  * values, targets, prerequisites, rollouts with and without seeds, salts absent, empty or set) and
  * contexts are evaluated by the SDK offline, from an SDK data file, and by our API after
- * POST /api/flags/import of the very same data. Every (flag, context) must get the same value and
- * the same variation index.
+ * POST /api/flags/import of the very same data. Every (flag, context) must get the same value, the
+ * same variation index and the same reason (rule id and index included).
  *
  * Left out of the generator on purpose, as documented divergences between LaunchDarkly's SDKs:
  * objects and arrays in `in` equal to a context's (Node compares by reference, Go/Java and we
@@ -235,7 +235,15 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
         // With no variation served (off without offVariation), LaunchDarkly's index is null and ours
         // names the variation holding that value, if any: the value must agree and the reason be the same.
         const sameIndex = ld.variationIndex === null ? res.body.reason === ld.reason.kind : index === ld.variationIndex;
-        if (res.status !== 200 || ld.reason.kind === 'ERROR' || !sameValue || !sameIndex) {
+        // Reasons agree too; LaunchDarkly's fallthrough is imported as the last rule, `fallthrough`.
+        const expectedReason =
+          ld.reason.kind === 'FALLTHROUGH'
+            ? { reason: 'RULE_MATCH', ruleId: 'fallthrough' }
+            : ld.reason.kind === 'RULE_MATCH'
+              ? { reason: 'RULE_MATCH', ruleId: ld.reason.ruleId, ruleIndex: ld.reason.ruleIndex }
+              : { reason: ld.reason.kind };
+        const sameReason = Object.entries(expectedReason).every(([k, v]) => res.body[k] === v);
+        if (res.status !== 200 || ld.reason.kind === 'ERROR' || !sameValue || !sameIndex || !sameReason) {
           mismatches.push(`${key} ${JSON.stringify(ctx)}: LaunchDarkly ${JSON.stringify(ld)} vs ours ${res.status} ${JSON.stringify(res.body)} (index ${index})`);
         }
       }
