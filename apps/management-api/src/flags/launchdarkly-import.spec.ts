@@ -43,6 +43,22 @@ describe('LaunchDarkly SDK data mapping (pure)', () => {
     expect(parseLaunchDarklyData([{ key: 'x' }, { key: 'x' }]).errors).toEqual({ '[1].key': "flag 'x' is listed twice" });
   });
 
+  it('refuses strings Postgres cannot store and JSON nested too deep, naming where', () => {
+    const deep: unknown[] = [];
+    let cursor = deep;
+    for (let i = 0; i < 100; i++) cursor = (cursor[0] = []) as unknown[];
+    expect(
+      parseLaunchDarklyData({ flags: { a: { variations: ['ok', 'nul\u0000'], rules: [{ clauses: [{ values: ['\ud800'] }] }] }, ['b\u0000']: {}, c: { variations: deep } } }).errors,
+    ).toEqual({
+      'flags.a.variations[1]': 'must not hold NUL characters or unpaired surrogates',
+      'flags.a.rules[0].clauses[0].values[0]': 'must not hold NUL characters or unpaired surrogates',
+      flags: 'has a field name holding NUL characters or unpaired surrogates',
+      // The body is level 0: the 64th level down is 61 arrays into `variations`.
+      [`flags.c.variations${'[0]'.repeat(61)}`]: 'is nested deeper than 64 levels',
+    });
+    expect(parseLaunchDarklyData([{ key: 'ok', variations: ['\ud83d\ude00 fine'] }]).errors).toEqual({});
+  });
+
   it('maps a flagValues entry to a flag serving its value, as the SDK file data source does', () => {
     const { flags, errors } = mapLaunchDarklyFlags(parseLaunchDarklyData({ flagValues: { c: 'blue' } }).flags, () => undefined, ids());
     expect(errors).toEqual({});

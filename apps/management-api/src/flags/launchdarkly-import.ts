@@ -83,6 +83,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function parseLaunchDarklyData(body: unknown): ParsedImport {
   const out: ParsedImport = { flags: new Map(), skipped: [], errors: {} };
+  // This body bypasses the global validation pipe (it may be an array), so it is checked here for
+  // what Postgres cannot store and for nesting, before anything reads it.
+  unstorable(body, out.errors);
+  if (Object.keys(out.errors).length) return out;
   const add = (path: string, raw: unknown, mapKey?: string): void => {
     if (!isObject(raw)) {
       out.errors[path] = 'must be a flag object';
@@ -129,6 +133,32 @@ export function parseLaunchDarklyData(body: unknown): ParsedImport {
   else if (isObject(flags)) for (const [key, f] of Object.entries(flags)) add(`flags.${key}`, f, key);
   else if (flags !== undefined) out.errors['flags'] = 'must be an object of flag key to flag, or an array of flags';
   return out;
+}
+
+const MAX_DEPTH = 64;
+// A NUL, or a UTF-16 surrogate without its pair: Postgres refuses both in text and jsonb.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Errors for strings (values or names) Postgres cannot store, and for JSON nested too deep; iterative. */
+function unstorable(body: unknown, errors: Record<string, string>): void {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: body, path: '', depth: 0 }];
+  while (stack.length > 0 && Object.keys(errors).length < 20) {
+    const { value, path, depth } = stack.pop()!;
+    const at = path === '' ? 'body' : path;
+    if (typeof value === 'string') {
+      if (UNSTORABLE.test(value)) errors[at] = 'must not hold NUL characters or unpaired surrogates';
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth >= MAX_DEPTH) {
+        errors[at] = `is nested deeper than ${MAX_DEPTH} levels`;
+        continue;
+      }
+      const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [`${path === '' ? '' : '.'}${k}`, v] as const);
+      for (const [step, v] of entries) {
+        if (!Array.isArray(value) && UNSTORABLE.test(step)) errors[at] = 'has a field name holding NUL characters or unpaired surrogates';
+        else stack.push({ value: v, path: `${path}${step}`, depth: depth + 1 });
+      }
+    }
+  }
 }
 
 /** The flag type LaunchDarkly's variations imply, or why there is none. */
