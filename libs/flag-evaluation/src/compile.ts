@@ -130,7 +130,9 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
   const type = (FLAG_TYPES as readonly unknown[]).includes(flag.type) ? (flag.type as FlagType) : undefined;
   const enabled = flag.enabled === true;
   const version = typeof flag.version === 'number' ? flag.version : undefined;
-  const salt = typeof flag.salt === 'string' && flag.salt !== '' ? flag.salt : key;
+  // No salt means the flag key (CONTRACT.md); an empty one is hashed as it is, as LaunchDarkly
+  // hashes a flag without salt (`{flagKey}..{value}`), so imported flags keep their buckets.
+  const salt = typeof flag.salt === 'string' ? flag.salt : key;
 
   let defaultValue = toFrozenJson(flag.defaultValue);
   if (defaultValue === undefined) {

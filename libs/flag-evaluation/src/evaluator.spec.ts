@@ -300,6 +300,18 @@ describe('rollouts', () => {
     expect(at(10_344).evaluate({ key: 'userKeyC' }).value).toBe('red');
   });
 
+  it('hash an absent salt as the flag key and an empty one as it is (LaunchDarkly hashes a flag without salt as `{key}..{value}`)', () => {
+    const slice = (extra: object) => {
+      // A 50/50 split: which half each user lands in tells the hash input apart.
+      const flag = compileFlag(rolloutFlag({ variations: [{ variationId: 'red', weight: 1 }, { variationId: 'green', weight: 1 }] }, { key: 'hashKey', ...extra }));
+      return Array.from({ length: 40 }, (_, i) => flag.evaluate({ key: `user-${i}` }).value).join(',');
+    };
+    const expected = (hashPrefix: string) => Array.from({ length: 40 }, (_, i) => (expectedBucket(`${hashPrefix}user-${i}`) < 0.5 ? 'red' : 'green')).join(',');
+    expect(slice({})).toBe(expected('hashKey.hashKey.'));
+    expect(slice({ salt: '' })).toBe(expected('hashKey..'));
+    expect(slice({ salt: '' })).not.toBe(slice({}));
+  });
+
   it('hash {seed}.{value} when a seed is set (contract check vectors)', () => {
     const seeded = (firstWeight: number) =>
       compileFlag(

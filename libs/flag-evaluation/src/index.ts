@@ -24,6 +24,7 @@ export { FLAG_TYPES, OPERATORS } from './types';
 export { CompiledFlag, compileFlag } from './compile';
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { contextKeyOf } from './evaluator';
+export { ATTR_INVALID, parseAttributeRef } from './operators';
 export { bucketValue } from './bucketing';
-export { validateFlagDefinition, type ValidationProblem } from './validate';
+export { checkFlagDefinition, type FlagDefinitionCheck, validateFlagDefinition, type ValidationProblem } from './validate';
 export { valueMatchesType } from './json-value';

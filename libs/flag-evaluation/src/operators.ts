@@ -15,7 +15,8 @@ import type { JsonValue, Operator } from './types';
  * - a clause matches when any clause value matches; an array attribute when any element does.
  * - negate inverts, but a missing (undefined or null) attribute never matches, negated or not.
  * - an operator this version does not know never matches a value (so negated, it matches), as in
- *   LaunchDarkly; validateFlagDefinition refuses it before it is stored.
+ *   LaunchDarkly; validateFlagDefinition refuses it before it is stored (values an operator can
+ *   never use are only warned about, as LaunchDarkly stores them).
  */
 
 // Operator codes: a switch over small integers is the cheapest dispatch on the hot path.
@@ -56,11 +57,15 @@ export function isOperator(op: unknown): op is Operator {
   return typeof op === 'string' && OPERATOR_CODES.has(op);
 }
 
-/** The operators whose clause values must be strings / numbers, and how to tell a usable value. */
+/**
+ * Why a clause value can never match its operator (LaunchDarkly stores such values and evaluates
+ * them as non-matching), or undefined when it can.
+ */
 export function clauseValueProblem(op: Operator, value: unknown): string | undefined {
   switch (op) {
     case 'in':
-      return undefined;
+      // A null attribute counts as missing, and a missing attribute never matches.
+      return value === null ? 'is null' : undefined;
     case 'startsWith':
     case 'endsWith':
     case 'contains':

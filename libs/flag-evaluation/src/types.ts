@@ -91,7 +91,7 @@ export interface FlagDefinition {
   targets: Target[];
   rules: Rule[];
   prerequisites: Prerequisite[];
-  /** Bucketing salt; defaults to the flag key. */
+  /** Bucketing salt; absent means the flag key, '' is hashed as it is (LaunchDarkly's unsalted flags). */
   salt?: string;
   version?: number;
 }

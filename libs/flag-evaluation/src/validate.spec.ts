@@ -1,4 +1,4 @@
-import { type FlagDefinition, validateFlagDefinition, valueMatchesType } from './index';
+import { checkFlagDefinition, evaluateFlag, type FlagDefinition, validateFlagDefinition, valueMatchesType } from './index';
 
 function validFlag(overrides: Partial<FlagDefinition> = {}): FlagDefinition {
   return {
@@ -38,6 +38,7 @@ function validFlag(overrides: Partial<FlagDefinition> = {}): FlagDefinition {
 /** The problems as "path: message" strings, to compare whole lists. */
 const problems = (flag: unknown, lookup?: (key: string) => FlagDefinition | undefined) =>
   validateFlagDefinition(flag as FlagDefinition, lookup).map((p) => `${p.path}: ${p.message}`);
+const warnings = (flag: unknown) => checkFlagDefinition(flag as FlagDefinition).warnings.map((p) => `${p.path}: ${p.message}`);
 
 describe('validateFlagDefinition', () => {
   it('accepts a valid flag', () => {
@@ -120,11 +121,18 @@ describe('validateFlagDefinition', () => {
           ],
         }),
       ),
-    ).toEqual([
-      "targets[1].values[0]: context key 'b' is already targeted by targets[0]",
-      'targets[1].values[1]: must be a non-empty string',
-      "targets[2].variationId: names no variation of this flag ('gone')",
-    ]);
+    ).toEqual(['targets[1].values[1]: must be a non-empty string', "targets[2].variationId: names no variation of this flag ('gone')"]);
+  });
+
+  it('warns about (and accepts) a context key already targeted: the first target wins, as in LaunchDarkly', () => {
+    const flag = validFlag({
+      targets: [
+        { variationId: 'new', values: ['a', 'b'] },
+        { variationId: 'old', values: ['b'] },
+      ],
+    });
+    expect(problems(flag)).toEqual([]);
+    expect(warnings(flag)).toEqual(["targets[1].values[0]: context key 'b' is already targeted by targets[0], which wins"]);
   });
 
   it('checks rules: ids, exactly one of variationId and rollout, known variations', () => {
@@ -149,38 +157,97 @@ describe('validateFlagDefinition', () => {
     ]);
   });
 
-  it('checks clauses: attribute, operator, and values the operator can use', () => {
+  it('refuses clauses that cannot be evaluated: attribute reference, operator, shape', () => {
     const clauses = [
       { attribute: '', op: 'in', values: ['x'] },
       { attribute: 'a', op: 'oneOf', values: ['x'] },
-      { attribute: 'a', op: 'in', values: [] },
-      { attribute: 'a', op: 'lessThan', values: ['5', 5] },
-      { attribute: 'a', op: 'startsWith', values: [1] },
-      { attribute: 'a', op: 'matches', values: ['(unclosed'] },
-      { attribute: 'a', op: 'before', values: ['2024-01-01', 'yesterday'] },
-      { attribute: 'a', op: 'semVerEqual', values: ['v1.2.3', '1.2'] },
       { attribute: '/a//b', op: 'in', values: ['x'], negate: 'yes' },
       { attribute: 'a', op: 'in', values: 'x' },
     ];
     expect(problems(validFlag({ rules: [{ id: 'r', clauses: clauses as never, variationId: 'new' }] }))).toEqual([
       'rules[0].clauses[0].attribute: must be an attribute name, `key`, or a /path reference',
       "rules[0].clauses[1].op: unknown operator 'oneOf'",
-      'rules[0].clauses[2].values: must hold at least one value',
-      "rules[0].clauses[3].values[0]: must be a number for 'lessThan'",
-      "rules[0].clauses[4].values[0]: must be a string for 'startsWith'",
-      "rules[0].clauses[5].values[0]: is not a valid regular expression for 'matches'",
-      "rules[0].clauses[6].values[0]: must be epoch milliseconds or an RFC 3339 date-time for 'before'",
-      "rules[0].clauses[6].values[1]: must be epoch milliseconds or an RFC 3339 date-time for 'before'",
-      "rules[0].clauses[7].values[0]: must be a semantic version such as 1.2.3 (no leading v) for 'semVerEqual'",
-      'rules[0].clauses[8].attribute: must be an attribute name, `key`, or a /path reference',
-      'rules[0].clauses[8].negate: must be a boolean',
-      'rules[0].clauses[9].values: must be an array',
+      'rules[0].clauses[2].attribute: must be an attribute name, `key`, or a /path reference',
+      'rules[0].clauses[2].negate: must be a boolean',
+      'rules[0].clauses[3].values: must be an array',
     ]);
+  });
+
+  // LaunchDarkly stores values an operator can never use and evaluates them as non-matching; so do
+  // we, reporting each as a warning instead of refusing the flag.
+  const neverMatching = [
+    { attribute: 'a', op: 'in', values: [] },
+    { attribute: 'a', op: 'lessThan', values: ['5', 5] },
+    { attribute: 'a', op: 'startsWith', values: [1, null, true, { x: 'a' }] },
+    { attribute: 'a', op: 'matches', values: ['(unclosed'] },
+    { attribute: 'a', op: 'before', values: ['2024-01-01', 'yesterday'] },
+    { attribute: 'a', op: 'semVerEqual', values: ['v1.2.3', '1.2'] },
+    { attribute: 'a', op: 'in', values: [null, 'x'] },
+    { attribute: 'a', op: 'greaterThan', values: [null, '7', [7]] },
+    { attribute: 'a', op: 'after', values: [true, '1700000000000'] },
+    { attribute: 'a', op: 'in', values: [], negate: true },
+  ];
+
+  it('accepts clause values their operator can never use, with a warning naming each', () => {
+    const flag = validFlag({ rules: [{ id: 'r', clauses: neverMatching as never, variationId: 'new' }] });
+    expect(problems(flag)).toEqual([]);
+    expect(warnings(flag)).toEqual([
+      'rules[0].clauses[0].values: is empty: the clause never matches',
+      "rules[0].clauses[1].values[0]: must be a number for 'lessThan': this value never matches",
+      "rules[0].clauses[2].values[0]: must be a string for 'startsWith': this value never matches",
+      "rules[0].clauses[2].values[1]: must be a string for 'startsWith': this value never matches",
+      "rules[0].clauses[2].values[2]: must be a string for 'startsWith': this value never matches",
+      "rules[0].clauses[2].values[3]: must be a string for 'startsWith': this value never matches",
+      "rules[0].clauses[3].values[0]: is not a valid regular expression for 'matches': this value never matches",
+      "rules[0].clauses[4].values[0]: must be epoch milliseconds or an RFC 3339 date-time for 'before': this value never matches",
+      "rules[0].clauses[4].values[1]: must be epoch milliseconds or an RFC 3339 date-time for 'before': this value never matches",
+      "rules[0].clauses[5].values[0]: must be a semantic version such as 1.2.3 (no leading v) for 'semVerEqual': this value never matches",
+      "rules[0].clauses[6].values[0]: is null for 'in': this value never matches",
+      "rules[0].clauses[7].values[0]: must be a number for 'greaterThan': this value never matches",
+      "rules[0].clauses[7].values[1]: must be a number for 'greaterThan': this value never matches",
+      "rules[0].clauses[7].values[2]: must be a number for 'greaterThan': this value never matches",
+      "rules[0].clauses[8].values[0]: must be epoch milliseconds or an RFC 3339 date-time for 'after': this value never matches",
+      "rules[0].clauses[8].values[1]: must be epoch milliseconds or an RFC 3339 date-time for 'after': this value never matches",
+      'rules[0].clauses[9].values: is empty: the clause matches every context that has the attribute',
+    ]);
+    expect(warnings(validFlag())).toEqual([]);
+  });
+
+  it.each([
+    // [operator, values it can never use, an attribute value of the operator's own type]
+    ['in', [null], null],
+    ['startsWith', [1, null, true], '1'],
+    ['endsWith', [1, ['a']], 'a'],
+    ['contains', [{ a: 1 }, 2], '2'],
+    ['matches', ['(unclosed', 5], '(unclosed'],
+    ['lessThan', ['5', null, [5]], 1],
+    ['lessThanOrEqual', ['5'], '5'],
+    ['greaterThan', ['0'], 1],
+    ['greaterThanOrEqual', [true], 1],
+    ['before', ['2024-01-01', 'tomorrow', null, true], '2000-01-01T00:00:00Z'],
+    ['after', ['2024-01-01', '1700000000000'], 1800000000000],
+    ['semVerEqual', ['v1.2.3', 'x', 123, null], '1.2.3'],
+    ['semVerLessThan', ['v9.0.0', '1.2.3.4'], '1.0.0'],
+    ['semVerGreaterThan', ['-1', '01.2.3'], '9.9.9'],
+  ] as const)('%s with never-matching values %p evaluates as non-matching (negated: as LaunchDarkly, matching)', (op, values, attribute) => {
+    const flag = (negate: boolean) =>
+      validFlag({ prerequisites: [], targets: [], rules: [{ id: 'r', clauses: [{ attribute: 'a', op, values: [...values] as never, negate }], variationId: 'new' }] });
+    expect(problems(flag(false))).toEqual([]);
+    expect(warnings(flag(false)).length).toBeGreaterThan(0);
+    const ctx = { key: 'u', a: attribute };
+    expect(evaluateFlag(flag(false), ctx)).toMatchObject({ reason: 'FALLTHROUGH' });
+    // A negated clause of never-matching values matches any context holding the attribute, and
+    // still none without it (a null attribute counts as missing).
+    expect(evaluateFlag(flag(true), ctx)).toMatchObject({ reason: attribute === null ? 'FALLTHROUGH' : 'RULE_MATCH' });
+    expect(evaluateFlag(flag(true), { key: 'u' })).toMatchObject({ reason: 'FALLTHROUGH' });
   });
 
   it('checks rollouts: not empty, known variations, sane weights, bucketBy, seed', () => {
     const rule = (rollout: unknown) => validFlag({ rules: [{ id: 'r', clauses: [], rollout: rollout as never }] });
     expect(problems(rule({ variations: [] }))).toEqual(['rules[0].rollout.variations: must not be empty']);
+    expect(warnings(rule({ variations: [{ variationId: 'old', weight: 0 }, { variationId: 'new', weight: 0 }] }))).toEqual([
+      'rules[0].rollout.variations: weights add up to 0: every context gets the last variation',
+    ]);
     expect(
       problems(
         rule({
@@ -195,7 +262,6 @@ describe('validateFlagDefinition', () => {
     ).toEqual([
       "rules[0].rollout.variations[1].variationId: names no variation of this flag ('ghost')",
       'rules[0].rollout.variations[1].weight: must be a finite number >= 0',
-      'rules[0].rollout.variations: weights must add up to more than 0',
       'rules[0].rollout.bucketBy: must be an attribute name or a /path reference',
       'rules[0].rollout.seed: must be an integer',
     ]);

@@ -15,30 +15,54 @@ const TYPE_NAMES: Record<FlagType, string> = {
   json: 'a JSON object or array',
 };
 
+/** What `checkFlagDefinition` finds: errors refuse the flag (422); warnings are reported with it. */
+export interface FlagDefinitionCheck {
+  errors: ValidationProblem[];
+  warnings: ValidationProblem[];
+}
+
 /**
- * Everything that would make a flag evaluate to MALFORMED_FLAG, or evaluate in a way nobody can
- * have meant, for the management API's 422 `errors`. The evaluator copes with all of it anyway.
- *
- * Stricter than the evaluator on purpose: clause values that can never match their operator (a
- * string for lessThan, an invalid regex, `v1.2.3`), empty clause value lists, rollouts whose
- * weights add up to 0, a key targeted by two targets. An empty `clauses` list is allowed: such a
- * rule matches every context (LaunchDarkly's semantics), which is how "everyone else" is written.
- *
- * With `lookup` (the other flags of the environment), prerequisites are checked as well: the flag
- * exists, has the named variation, and no prerequisite chain leads back to this flag.
+ * Everything that would make a flag evaluate to MALFORMED_FLAG, for the management API's 422
+ * `errors`. The evaluator copes with all of it anyway. Same as `checkFlagDefinition(...).errors`.
  */
 export function validateFlagDefinition(
   flag: FlagDefinition,
   lookup?: (key: string) => FlagDefinition | undefined,
 ): ValidationProblem[] {
+  return checkFlagDefinition(flag, lookup).errors;
+}
+
+/**
+ * Errors: what cannot be evaluated at all (an unknown operator, a rule or target naming no
+ * variation, an invalid attribute reference, a prerequisite cycle, values unlike the flag's type...).
+ *
+ * Warnings: what LaunchDarkly stores and evaluates as non-matching, so a flag copied from it is
+ * accepted unchanged while a typo stays visible: clause values their operator can never use (a
+ * number for startsWith, a string for lessThan, an invalid regex, date or version, `null`), an
+ * empty value list, a context key already targeted by an earlier target, rollout weights adding up
+ * to 0 (every context gets the last slice). An empty `clauses` list is neither: such a rule matches
+ * every context (LaunchDarkly's semantics), which is how "everyone else" is written.
+ *
+ * With `lookup` (the other flags of the environment), prerequisites are checked as well: the flag
+ * exists, has the named variation, and no prerequisite chain leads back to this flag.
+ */
+export function checkFlagDefinition(
+  flag: FlagDefinition,
+  lookup?: (key: string) => FlagDefinition | undefined,
+): FlagDefinitionCheck {
   const problems: ValidationProblem[] = [];
+  const warnings: ValidationProblem[] = [];
   const report = (path: string, message: string): void => {
     problems.push({ path, message });
   };
+  const warn = (path: string, message: string): void => {
+    warnings.push({ path, message });
+  };
+  const result: FlagDefinitionCheck = { errors: problems, warnings };
   const raw: unknown = flag;
   if (!isPlainObject(raw)) {
     report('', 'must be an object');
-    return problems;
+    return result;
   }
 
   const nonEmptyString = (value: unknown, path: string): value is string => {
@@ -100,7 +124,7 @@ export function validateFlagDefinition(
       if (!nonEmptyString(contextKey, `${path}.values[${j}]`)) return;
       const first = targeted.get(contextKey);
       if (first !== undefined && first !== i) {
-        report(`${path}.values[${j}]`, `context key '${contextKey}' is already targeted by targets[${first}]`);
+        warn(`${path}.values[${j}]`, `context key '${contextKey}' is already targeted by targets[${first}], which wins`);
       } else targeted.set(contextKey, i);
     });
   });
@@ -114,7 +138,7 @@ export function validateFlagDefinition(
       ruleIds.add(r.id);
     }
     if (r.description !== undefined && typeof r.description !== 'string') report(`${path}.description`, 'must be a string');
-    list(r.clauses, `${path}.clauses`).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report));
+    list(r.clauses, `${path}.clauses`).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report, warn));
 
     const hasVariation = r.variationId !== undefined && r.variationId !== null;
     const hasRollout = r.rollout !== undefined && r.rollout !== null;
@@ -135,7 +159,7 @@ export function validateFlagDefinition(
       variationRef(s.variationId, `${spath}.variationId`);
       total += weight(s.weight, `${spath}.weight`);
     });
-    if (slots.length > 0 && total <= 0) report(`${rpath}.variations`, 'weights must add up to more than 0');
+    if (slots.length > 0 && total <= 0) warn(`${rpath}.variations`, 'weights add up to 0: every context gets the last variation');
     if (rollout.bucketBy !== undefined && parseAttributeRef(rollout.bucketBy).kind === ATTR_INVALID) {
       report(`${rpath}.bucketBy`, 'must be an attribute name or a /path reference');
     }
@@ -168,10 +192,12 @@ export function validateFlagDefinition(
     }
   });
 
-  return problems;
+  return result;
 }
 
-function validateClause(c: unknown, path: string, report: (path: string, message: string) => void): void {
+type Report = (path: string, message: string) => void;
+
+function validateClause(c: unknown, path: string, report: Report, warn: Report): void {
   if (!isPlainObject(c)) return report(path, 'must be an object');
   if (typeof c.attribute !== 'string' || parseAttributeRef(c.attribute).kind === ATTR_INVALID) {
     report(`${path}.attribute`, 'must be an attribute name, `key`, or a /path reference');
@@ -180,11 +206,11 @@ function validateClause(c: unknown, path: string, report: (path: string, message
   const op = c.op;
   if (!isOperator(op)) report(`${path}.op`, `unknown operator '${String(op)}'`);
   if (!Array.isArray(c.values)) return report(`${path}.values`, 'must be an array');
-  if (c.values.length === 0) report(`${path}.values`, 'must hold at least one value');
+  if (c.values.length === 0) warn(`${path}.values`, c.negate === true ? 'is empty: the clause matches every context that has the attribute' : 'is empty: the clause never matches');
   (c.values as unknown[]).forEach((value, k) => {
     if (!isJsonValue(value)) return report(`${path}.values[${k}]`, 'must be a JSON value');
     const problem = isOperator(op) ? clauseValueProblem(op, value) : undefined;
-    if (problem !== undefined) report(`${path}.values[${k}]`, `${problem} for '${op as string}'`);
+    if (problem !== undefined) warn(`${path}.values[${k}]`, `${problem} for '${op as string}': this value never matches`);
   });
 }
 

@@ -253,6 +253,37 @@ describe('FlagshipClient against management-api', () => {
       expect((await collect(client.projects.listAll({ pageSize: 1 }))).map((p) => p.name)).toEqual((await client.projects.list()).map((p) => p.name));
     });
 
+    it('imports LaunchDarkly SDK data, and reports never-matching values as warnings', async () => {
+      const result = await client.flags.import(
+        {
+          flags: {
+            'ld-checkout': {
+              key: 'ld-checkout',
+              on: true,
+              variations: [true, false],
+              offVariation: 1,
+              fallthrough: { rollout: { variations: [{ variation: 0, weight: 10000 }, { variation: 1, weight: 90000 }], seed: 61 } },
+              targets: [{ values: ['vip-1'], variation: 0 }],
+              rules: [{ id: 'adults', clauses: [{ attribute: 'age', op: 'greaterThanOrEqual', values: ['18'] }], variation: 0 }],
+              salt: 'ld-salt',
+            },
+          },
+        },
+        { environment: 'staging' },
+      );
+      expect(result).toMatchObject({ environment: 'staging', created: ['ld-checkout'], replaced: [], skipped: [] });
+      expect(result.flags[0]?.warnings).toEqual([{ path: 'rules[0].clauses[0].values[0]', message: "must be a number for 'greaterThanOrEqual': this value never matches" }]);
+      expect((await client.flags.get('ld-checkout', { environment: 'staging' })).flag.warnings).toHaveLength(1);
+      expect(await client.flags.evaluate('ld-checkout', { userId: 'vip-1' }, { environment: 'staging' })).toMatchObject({ value: true, reason: 'TARGET_MATCH' });
+      // userKeyA's bucket with seed 61 is 0.098: inside the first 10 %.
+      expect(await client.flags.evaluate('ld-checkout', { userId: 'userKeyA', attributes: { age: 30 } }, { environment: 'staging' })).toMatchObject({ value: true, ruleId: 'fallthrough' });
+
+      const err = await failure(client.flags.import([{ key: 'ld-segmented', variations: [true, false], fallthrough: { variation: 0 }, rules: [{ clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 0 }] }]));
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toMatchObject({ status: 422, problem: { errors: { 'flags.ld-segmented.rules[0].clauses[0].op': 'segmentMatch: segments cannot be imported (not supported)' } } });
+      expect(await failure(client.flags.get('ld-segmented'))).toBeInstanceOf(FlagNotFoundError);
+    });
+
     it('reports a missing flag as FlagNotFoundError, also after a delete', async () => {
       const err = await failure(client.flags.get('no-such-flag'));
       expect(err).toBeInstanceOf(FlagNotFoundError);

@@ -41,6 +41,7 @@ export interface Clause {
   /** A context attribute; `key` is the context key (the evaluated userId). */
   attribute: string;
   op: ClauseOperator;
+  /** Any JSON values, as in LaunchDarkly; one the operator can never use is accepted and reported in the flag's `warnings`. */
   values: JsonValue[];
   negate?: boolean;
 }
@@ -93,6 +94,54 @@ export interface Flag {
   prerequisites: Prerequisite[];
   salt: string | null;
   version: string;
+  /** Accepted data that can never match in this environment (e.g. a number for `startsWith`); empty when none. */
+  warnings: FlagWarning[];
+}
+
+/** Where (`rules[0].clauses[1].values[0]`) and why a flag holds something that can never match. */
+export interface FlagWarning {
+  path: string;
+  message: string;
+}
+
+/**
+ * A flag in LaunchDarkly's server-side SDK data format, as its SDK data files and relay proxy
+ * (`/sdk/latest-all`) hold it. Only the fields the import reads are typed.
+ */
+export interface LaunchDarklyFlag {
+  key?: string;
+  on?: boolean;
+  variations: JsonValue[];
+  offVariation?: number | null;
+  fallthrough: LaunchDarklyVariationOrRollout;
+  targets?: Array<{ values: string[]; variation: number; contextKind?: string }>;
+  contextTargets?: Array<{ values: string[]; variation: number; contextKind?: string }>;
+  rules?: Array<LaunchDarklyVariationOrRollout & { id?: string; description?: string; clauses: Array<{ attribute: string; op: string; values: JsonValue[]; negate?: boolean; contextKind?: string }>; trackEvents?: boolean }>;
+  prerequisites?: Array<{ key: string; variation: number }>;
+  salt?: string;
+  version?: number;
+  deleted?: boolean;
+  [field: string]: unknown;
+}
+
+export interface LaunchDarklyVariationOrRollout {
+  variation?: number;
+  rollout?: { variations: Array<{ variation: number; weight: number; untracked?: boolean }>; bucketBy?: string; seed?: number; kind?: string; contextKind?: string };
+}
+
+/** `{flags: {key: flag}}` as in LaunchDarkly's SDK data files, or an array of flags. */
+export type LaunchDarklySdkData = { flags?: Record<string, LaunchDarklyFlag> | LaunchDarklyFlag[]; segments?: Record<string, unknown>; flagValues?: Record<string, JsonValue> } | LaunchDarklyFlag[];
+
+export interface ImportFlagsResult {
+  environment: string;
+  /** Keys of flags that did not exist. */
+  created: string[];
+  /** Keys of flags whose variations and targeting in the environment were replaced. */
+  replaced: string[];
+  /** Tombstones (`deleted: true`), not written. */
+  skipped: Array<{ key: string; reason: string }>;
+  /** Every imported flag as now seen in the environment, with its warnings. */
+  flags: Flag[];
 }
 
 /** A flag and the ETag to send back as `ifMatch` for an update that must not overwrite another. */

@@ -1,18 +1,22 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { EvaluationContext } from '@flagship/flag-evaluation';
 import type { TenantEntity } from '@flagship/persistence';
 import { validationProblem } from '@flagship/problem-details';
 import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
+import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ImportFlagsResultDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
 import { etagOf, FlagsService, toFlagDto } from './flags.service';
 import type { FlagRow } from './flags.repository';
 
 const READ = { role: 'viewer', scopes: ['flags:read'] } as const;
 const WRITE = { role: 'editor', scopes: ['flags:write'] } as const;
 const EVALUATE = { role: 'viewer', scopes: ['flags:evaluate'] } as const;
+
+/** An error answer described by the shared Problem schema. */
+const problemResponse = (status: number, description: string) =>
+  ApiResponse({ status, description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
 
 function withEtag(res: Response, row: FlagRow): FlagDto {
   res.setHeader('ETag', etagOf(row));
@@ -53,6 +57,42 @@ export class FlagsController {
     @Res({ passthrough: true }) res: Response,
   ) {
     return withEtag(res, await this.flags.create(tenant.id, env, caller, dto));
+  }
+
+  @Post('import')
+  @HttpCode(200)
+  @TenantAccess(WRITE)
+  @ApiOperation({
+    summary: "Import flags from LaunchDarkly's server-side SDK data into the request's environment",
+    description:
+      'Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy\'s /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. ' +
+      'Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. ' +
+      'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written.',
+  })
+  @ApiBody({
+    schema: { oneOf: [{ type: 'object', properties: { flags: { type: 'object', additionalProperties: { type: 'object' } }, segments: { type: 'object' }, flagValues: { type: 'object' } } }, { type: 'array', items: { type: 'object' } }] },
+    examples: {
+      sdkData: {
+        value: { flags: { 'new-checkout': { key: 'new-checkout', on: true, variations: [true, false], offVariation: 1, fallthrough: { rollout: { variations: [{ variation: 0, weight: 25000 }, { variation: 1, weight: 75000 }], seed: 61 } }, targets: [], rules: [], prerequisites: [], salt: 'a1b2' } } },
+      },
+    },
+  })
+  @ApiOkResponse({ type: ImportFlagsResultDto, description: 'what was created, replaced and skipped, and every imported flag with its warnings' })
+  @problemResponse(400, 'malformed JSON')
+  @problemResponse(401, 'no or bad bearer token')
+  @problemResponse(403, 'not an editor of the tenant, or a client without flags:write')
+  @problemResponse(404, 'unknown environment')
+  @problemResponse(409, 'a flag of the import was created by another request meanwhile; nothing was written')
+  @problemResponse(422, 'data the contract cannot express or evaluate; errors name flags.<key>.<path>; nothing was written')
+  async importLaunchDarkly(
+    @CurrentTenant() tenant: TenantEntity,
+    @Caller() caller: CallerContext,
+    @Headers('x-environment') env: string | undefined,
+    @Req() req: Request,
+  ): Promise<ImportFlagsResultDto> {
+    // The parsed body as it is: the global pipe takes only objects, and a plain array of flags is accepted here.
+    const result = await this.flags.importLaunchDarkly(tenant.id, env, caller, req.body as unknown);
+    return { environment: result.environment, created: result.created, replaced: result.replaced, skipped: result.skipped, flags: result.rows.map(toFlagDto) };
   }
 
   /** The flag file orep-server serves (OREP_FLAGS_FILE). */

@@ -225,6 +225,11 @@ export class FlagVariationDto {
   @ApiProperty() weight: number;
 }
 
+export class FlagWarningDto {
+  @ApiProperty({ example: 'rules[0].clauses[1].values[0]' }) path: string;
+  @ApiProperty({ example: "must be a number for 'lessThan': this value never matches" }) message: string;
+}
+
 export class FlagDto {
   @ApiProperty() id: string;
   @ApiProperty() key: string;
@@ -245,4 +250,22 @@ export class FlagDto {
   @ApiProperty() prerequisites: Prerequisite[];
   @ApiProperty({ nullable: true, type: String }) salt: string | null;
   @ApiProperty() version: string;
+  @ApiProperty({
+    type: [FlagWarningDto],
+    description: 'accepted data that can never match in this environment (clause values their operator cannot use, empty value lists, keys targeted twice), as LaunchDarkly evaluates them; empty when none',
+  })
+  warnings: FlagWarningDto[];
+}
+
+export class SkippedImportDto {
+  @ApiProperty() key: string;
+  @ApiProperty() reason: string;
+}
+
+export class ImportFlagsResultDto {
+  @ApiProperty({ description: 'the environment written (X-Environment)' }) environment: string;
+  @ApiProperty({ type: [String], description: 'keys of flags that did not exist before' }) created: string[];
+  @ApiProperty({ type: [String], description: 'keys of existing flags whose variations and targeting in this environment were replaced' }) replaced: string[];
+  @ApiProperty({ type: [SkippedImportDto], description: 'tombstones (`deleted: true`), not written' }) skipped: SkippedImportDto[];
+  @ApiProperty({ type: [FlagDto], description: 'every imported flag as now seen in the environment, warnings included' }) flags: FlagDto[];
 }

@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { FlagType, JsonValue } from '@flagship/domain';
 import {
+  checkFlagDefinition,
   type EvaluationContext,
   type EvaluationResult,
   type FlagDefinition,
@@ -22,6 +23,15 @@ import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import type { CreateFlagDto, EvaluationResultDto, FlagDto, UpdateFlagDto } from './flags.dto';
 import { FlagProblems } from './flags.errors';
 import { type FlagRow, FlagsRepository } from './flags.repository';
+import { type ImportedFlag, mapLaunchDarklyFlags, parseLaunchDarklyData } from './launchdarkly-import';
+
+export interface ImportResult {
+  environment: string;
+  created: string[];
+  replaced: string[];
+  skipped: Array<{ key: string; reason: string }>;
+  rows: FlagRow[];
+}
 
 export const etagOf = (r: FlagRow): string => `"${r.flag.version}.${r.env.version}"`;
 
@@ -47,6 +57,8 @@ export function toFlagDto(r: FlagRow): FlagDto {
     prerequisites: r.env.prerequisites,
     salt: r.env.salt,
     version: `${r.flag.version}.${r.env.version}`,
+    // Accepted but never-matching data (LaunchDarkly's semantics), shown on every read so a typo stays visible.
+    warnings: checkFlagDefinition(definitionOf(r.flag, r.env)).warnings,
   };
 }
 
@@ -167,6 +179,115 @@ export class FlagsService {
     return updated;
   }
 
+  /**
+   * LaunchDarkly's server-side SDK data into one environment: each flag created, or its variations
+   * and this environment's targeting replaced, all in one transaction (a 422 writes nothing), one
+   * audit record per flag, then announced like any other change.
+   */
+  async importLaunchDarkly(tenantId: string, env: string | undefined, caller: CallerContext, body: unknown): Promise<ImportResult> {
+    const environment = await this.environments.resolve(tenantId, env);
+    const parsed = parseLaunchDarklyData(body);
+    for (const key of RESERVED_KEYS) if (parsed.flags.has(key)) parsed.errors[`flags.${key}.key`] = `${key} is reserved by the API's paths`;
+    if (Object.keys(parsed.errors).length) throw validationProblem(parsed.errors);
+    if (parsed.flags.size > IMPORT_MAX_FLAGS) throw validationProblem({ flags: `at most ${IMPORT_MAX_FLAGS} flags per request` });
+
+    const written = await withTransaction(this.ds, async (m) => {
+      // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
+      const locked = new Map<string, FlagRow>();
+      for (const key of [...parsed.flags.keys()].sort()) {
+        const row = await this.repo.lockRow(m, tenantId, key, environment);
+        if (row) locked.set(key, row);
+      }
+      const current = new Map((await this.repo.definitions(tenantId, environment, m)).map((d) => [d.key, d]));
+      const { flags, errors } = mapLaunchDarklyFlags(
+        parsed.flags,
+        (key) => {
+          const found = locked.get(key)?.flag ?? current.get(key);
+          return found ? { type: found.type, variations: found.variations } : undefined;
+        },
+        randomUUID,
+      );
+      if (Object.keys(errors).length) throw validationProblem(errors);
+
+      // Validated together: prerequisites may name flags of the same import.
+      const imported = new Map(flags.map((f) => [f.key, f]));
+      const merged = new Map(current);
+      const entities = new Map<string, { flag: FlagEntity; env: FlagEnvironmentEntity }>();
+      for (const f of flags) {
+        const before = locked.get(f.key);
+        const flag: FlagEntity = before
+          ? { ...before.flag, variations: f.variations }
+          : ({ key: f.key, type: f.type, defaultValue: f.defaultValue, variations: f.variations, version: 0 } as FlagEntity);
+        const envRow = { ...(before?.env ?? {}), environmentKey: environment, ...importedTargeting(f), version: before?.env.version ?? 0 } as FlagEnvironmentEntity;
+        entities.set(f.key, { flag, env: envRow });
+        merged.set(f.key, definitionOf(flag, envRow));
+      }
+      for (const f of flags) {
+        const { flag, env: envRow } = entities.get(f.key)!;
+        const ruleCount = f.rules.length;
+        for (const p of validateFlagDefinition(definitionOf(flag, envRow), (k) => merged.get(k))) {
+          errors[`flags.${f.key}.${importPath(p.path, ruleCount)}`] = p.message;
+        }
+        const before = locked.get(f.key);
+        if (before && !sameVariations(before.flag.variations, f.variations)) {
+          for (const other of await this.repo.envRows(m, tenantId, before.flag.id)) {
+            if (other.environmentKey === environment) continue;
+            for (const p of validateFlagDefinition(definitionOf(flag, other))) errors[`flags.${f.key}.environments.${other.environmentKey}.${p.path}`] = p.message;
+          }
+        }
+      }
+      if (Object.keys(errors).length) throw validationProblem(errors);
+
+      const created: string[] = [];
+      const replaced: string[] = [];
+      for (const f of imported.values()) {
+        const before = locked.get(f.key);
+        let flagId: string;
+        let envVersion: number;
+        if (before) {
+          flagId = before.flag.id;
+          envVersion = before.env.version;
+          if (!sameVariations(before.flag.variations, f.variations)) {
+            await this.repo.updateFlag(m, tenantId, flagId, before.flag.version, { variations: f.variations });
+          }
+          replaced.push(f.key);
+        } else {
+          const inserted = await this.repo.insert(
+            m,
+            tenantId,
+            { key: f.key, projectId: null, name: f.key, type: f.type, defaultValue: f.defaultValue, description: '', tags: [], variations: f.variations },
+            undefined,
+          );
+          flagId = inserted.id;
+          envVersion = (await this.repo.envRows(m, tenantId, flagId)).find((e) => e.environmentKey === environment)?.version ?? 1;
+          created.push(f.key);
+        }
+        await this.repo.updateEnv(m, tenantId, flagId, environment, envVersion, importedTargeting(f));
+        await this.repo.audit(m, {
+          tenantId,
+          flagKey: f.key,
+          environmentKey: environment,
+          action: 'import',
+          actor: caller.callerId,
+          changes: { source: 'launchdarkly', sourceVersion: f.sourceVersion ?? null, created: !before, variations: f.variations, ...importedTargeting(f) },
+        });
+      }
+      return { created, replaced };
+    }).catch((err: unknown) => {
+      // A flag of the same key created meanwhile (it was not there to lock): nothing was written.
+      if (isUniqueViolation(err)) throw new ProblemException(FlagProblems['flag-exists'], 'A flag of this import was created by another request meanwhile; nothing was imported. Retry the import.');
+      throw err;
+    });
+
+    const rows: FlagRow[] = [];
+    for (const key of parsed.flags.keys()) {
+      const row = await this.get(tenantId, environment, key);
+      rows.push(row);
+      await this.events.changed(tenantId, await this.repo.environmentsOf(tenantId, row.flag.id), key, row.flag.version);
+    }
+    return { environment, ...written, skipped: parsed.skipped, rows };
+  }
+
   async remove(tenantId: string, caller: CallerContext, key: string): Promise<void> {
     const environments = await withTransaction(this.ds, async (m) => {
       const flag = await this.repo.findByKey(tenantId, key, m);
@@ -260,6 +381,23 @@ export class FlagsService {
   private notFound(key: string): ProblemException {
     return new ProblemException(FlagProblems['flag-not-found'], `No flag ${key} in this tenant.`);
   }
+}
+
+/** An import is bounded so that one transaction (and the locks it holds) stays short. */
+const IMPORT_MAX_FLAGS = 2000;
+
+function importedTargeting(f: ImportedFlag): Pick<FlagEnvironmentEntity, 'enabled' | 'offValue' | 'targets' | 'rules' | 'prerequisites' | 'salt'> {
+  return { enabled: f.enabled, offValue: f.offValue, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites, salt: f.salt };
+}
+
+function sameVariations(a: Variation[], b: Variation[]): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Our validator's path of an imported flag in LaunchDarkly's terms: the last rule is its fallthrough. */
+function importPath(path: string, ruleCount: number): string {
+  const last = `rules[${ruleCount - 1}]`;
+  return path.startsWith(last) ? `fallthrough${path.slice(last.length)}` : path;
 }
 
 function definitionOf(flag: FlagEntity, env: FlagEnvironmentEntity): FlagDefinition {

@@ -7,6 +7,8 @@ import type {
   Flag,
   FlagExport,
   FlagVariation,
+  ImportFlagsResult,
+  LaunchDarklySdkData,
   PageQuery,
   PaginateOptions,
   RequestOptions,
@@ -83,6 +85,15 @@ export class FlagsResource {
         options,
       })
     ).body;
+  }
+
+  /**
+   * Imports LaunchDarkly's server-side SDK data into the client's (or the call's) environment: each
+   * flag is created, or replaced by key, keeping salts and seeds so every context keeps its bucket.
+   * What cannot be imported is an ApiError 422 naming the flag and the clause, and nothing is written.
+   */
+  async import(data: LaunchDarklySdkData, options?: RequestOptions): Promise<ImportFlagsResult> {
+    return (await this.http.request<ImportFlagsResult>({ method: 'POST', path: '/api/flags/import', body: data, options })).body;
   }
 
   /** Every flag of an environment (default: the client's), in the file format orep-server serves. */

@@ -1,0 +1,117 @@
+import { evaluateFlag, type FlagDefinition } from '@flagship/flag-evaluation';
+import { inferFlagType, literalAttributeRef, mapLaunchDarklyFlags, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
+
+const ids = () => {
+  let n = 0;
+  return () => `v${n++}`;
+};
+
+describe('LaunchDarkly SDK data mapping (pure)', () => {
+  it('turns weights out of 100000 into relative weights that pick the same slices', () => {
+    expect(relativeWeights([25_000, 75_000])).toEqual([25_000, 75_000]);
+    // Short of 100000: LaunchDarkly gives the rest to the last slice.
+    expect(relativeWeights([10_000, 20_000])).toEqual([10_000, 90_000]);
+    // Past 100000: no bucket reaches beyond it.
+    expect(relativeWeights([60_000, 60_000, 5])).toEqual([60_000, 40_000, 0]);
+    expect(relativeWeights([0, 0])).toEqual([0, 100_000]);
+  });
+
+  it('names old-style literal attributes by reference', () => {
+    expect(literalAttributeRef('country')).toBe('country');
+    expect(literalAttributeRef('/a/b')).toBe('/~1a~1b');
+    expect(literalAttributeRef('/~x')).toBe('/~1~0x');
+    expect(literalAttributeRef('a~b/c')).toBe('a~b/c');
+  });
+
+  it.each([
+    [[true, false], 'boolean'],
+    [['a'], 'string'],
+    [[1, 2.5], 'number'],
+    [[{ a: 1 }, [1]], 'json'],
+    [[], 'must hold at least one variation'],
+    [[1, 'a'], 'mix number and string values: our flags have one type'],
+    [[null, 1], 'hold null: our flags are boolean, string, number or JSON (object/array) flags'],
+  ] as const)('infers the type of %p: %s', (values, expected) => {
+    expect(inferFlagType(values)).toBe(expected);
+  });
+
+  it('reads flag maps, arrays, flagValues, and skips tombstones', () => {
+    const parsed = parseLaunchDarklyData({ flags: { a: { on: true }, b: { key: 'b', deleted: true } }, segments: {}, flagValues: { c: 'blue' } });
+    expect(parsed.errors).toEqual({});
+    expect([...parsed.flags.keys()]).toEqual(['c', 'a']);
+    expect(parsed.skipped).toEqual([{ key: 'b', reason: 'deleted in LaunchDarkly (a tombstone)' }]);
+    expect(parseLaunchDarklyData([{ key: 'x' }, { key: 'x' }]).errors).toEqual({ '[1].key': "flag 'x' is listed twice" });
+  });
+
+  it('refuses strings Postgres cannot store and JSON nested too deep, naming where', () => {
+    const deep: unknown[] = [];
+    let cursor = deep;
+    for (let i = 0; i < 100; i++) cursor = (cursor[0] = []) as unknown[];
+    expect(
+      parseLaunchDarklyData({ flags: { a: { variations: ['ok', 'nul\u0000'], rules: [{ clauses: [{ values: ['\ud800'] }] }] }, ['b\u0000']: {}, c: { variations: deep } } }).errors,
+    ).toEqual({
+      'flags.a.variations[1]': 'must not hold NUL characters or unpaired surrogates',
+      'flags.a.rules[0].clauses[0].values[0]': 'must not hold NUL characters or unpaired surrogates',
+      flags: 'has a field name holding NUL characters or unpaired surrogates',
+      // The body is level 0: the 64th level down is 61 arrays into `variations`.
+      [`flags.c.variations${'[0]'.repeat(61)}`]: 'is nested deeper than 64 levels',
+    });
+    expect(parseLaunchDarklyData([{ key: 'ok', variations: ['\ud83d\ude00 fine'] }]).errors).toEqual({});
+  });
+
+  it('maps a flagValues entry to a flag serving its value, as the SDK file data source does', () => {
+    const { flags, errors } = mapLaunchDarklyFlags(parseLaunchDarklyData({ flagValues: { c: 'blue' } }).flags, () => undefined, ids());
+    expect(errors).toEqual({});
+    const [c] = flags;
+    expect(c).toMatchObject({ key: 'c', type: 'string', enabled: true, offValue: 'blue', salt: '', variations: [{ id: 'v0', name: 'blue', value: 'blue', weight: 0 }] });
+    const def = { ...c, offValue: 'blue' } as unknown as FlagDefinition;
+    expect(evaluateFlag(def, { key: 'anyone' })).toMatchObject({ value: 'blue', variationId: 'v0' });
+  });
+
+  it('reuses the ids of an existing flag by position and resolves prerequisites outside the import', () => {
+    const parsed = parseLaunchDarklyData({
+      flags: { f: { on: true, variations: [true, false], offVariation: 1, fallthrough: { variation: 0 }, prerequisites: [{ key: 'outside', variation: 1 }] } },
+    });
+    const existing = (key: string) =>
+      key === 'f'
+        ? { type: 'boolean' as const, variations: [{ id: 'old-true', name: 'On', value: true, weight: 3 }] }
+        : key === 'outside'
+          ? { type: 'string' as const, variations: [{ id: 'o0', name: 'a', value: 'a', weight: 0 }, { id: 'o1', name: 'b', value: 'b', weight: 0 }] }
+          : undefined;
+    const { flags, errors } = mapLaunchDarklyFlags(parsed.flags, existing, ids());
+    expect(errors).toEqual({});
+    expect(flags[0]?.variations).toEqual([
+      { id: 'old-true', name: 'On', value: true, description: '', weight: 3 },
+      { id: 'v0', name: 'false', value: false, description: '', weight: 0 },
+    ]);
+    expect(flags[0]?.prerequisites).toEqual([{ key: 'outside', variationId: 'o1' }]);
+    const typeChange = mapLaunchDarklyFlags(parseLaunchDarklyData({ flags: { outside: { variations: [1, 2], fallthrough: { variation: 0 } } } }).flags, existing, ids());
+    expect(typeChange.errors).toEqual({ 'flags.outside.variations': "make a number flag, but 'outside' is a string flag here; delete it first to change its type" });
+  });
+
+  it('keeps contextTargets order, taking user entries from targets', () => {
+    const parsed = parseLaunchDarklyData({
+      flags: {
+        f: {
+          variations: ['a', 'b'],
+          fallthrough: { variation: 0 },
+          targets: [
+            { values: ['k1'], variation: 0 },
+            { values: ['k2'], variation: 1 },
+          ],
+          contextTargets: [
+            { contextKind: 'user', values: [], variation: 1 },
+            { contextKind: 'device', values: [], variation: 0 },
+            { contextKind: 'user', values: [], variation: 0 },
+          ],
+        },
+      },
+    });
+    const { flags, errors } = mapLaunchDarklyFlags(parsed.flags, () => undefined, ids());
+    expect(errors).toEqual({});
+    expect(flags[0]?.targets).toEqual([
+      { variationId: 'v1', values: ['k2'] },
+      { variationId: 'v0', values: ['k1'] },
+    ]);
+  });
+});
