@@ -473,6 +473,12 @@ export interface RenderOptions {
   namespace?: string;
 }
 
+/** Renders one template text (its defines included) with the given root context: for tests of the renderer. */
+export function renderString(template: string, root: Record<string, unknown>): string {
+  const defines = new Map<string, Node[]>();
+  return new Renderer(defines, root).render(parseTemplate(template, 'inline', defines));
+}
+
 export function readChartValues(chartDir: string, options: Pick<RenderOptions, 'valuesFiles' | 'values'> = {}): Record<string, unknown> {
   let values = (parseYaml(readFileSync(join(chartDir, 'values.yaml'), 'utf8')) ?? {}) as Value;
   for (const f of options.valuesFiles ?? []) values = mergeValues(values, parseYaml(readFileSync(f, 'utf8')) ?? {});
