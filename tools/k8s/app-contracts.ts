@@ -5,7 +5,7 @@
  * checks learn it from here.
  */
 import 'reflect-metadata';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const ROOT = join(__dirname, '..', '..');
@@ -24,6 +24,11 @@ export interface AppContract {
   load: (env: NodeJS.ProcessEnv) => Record<string, unknown>;
   /** The variable holding the listening port (PORT, or OREP_PORT for orep-server). */
   portVariable: string;
+  /**
+   * Whether the app's code (or a lib's) names this variable as a string literal: secrets read
+   * through SecretStore.get('NAME') rather than the env schema.
+   */
+  mentions: (name: string) => boolean;
 }
 
 const isSpec = (v: unknown): v is EnvSpec => typeof v === 'object' && v !== null && typeof (v as EnvSpec)._parse === 'function';
@@ -49,7 +54,23 @@ export function appContract(app: string): AppContract {
   if (Object.keys(specs).length === 0) throw new Error(`apps/${app}/src/env.schema.ts exports no envalid specs`);
   const portVariable = specs['OREP_PORT'] ? 'OREP_PORT' : 'PORT';
   if (!specs[portVariable]) throw new Error(`apps/${app}: no PORT in the env schema`);
-  return { app, specs, load: loaders[0][1] as AppContract['load'], portVariable };
+  const sources = [join(ROOT, 'apps', app, 'src'), ...readdirSync(join(ROOT, 'libs')).map((l) => join(ROOT, 'libs', l, 'src'))];
+  let text: string | undefined;
+  const mentions = (name: string) => {
+    text ??= sources.flatMap((d) => sourceFiles(d)).map((f) => readFileSync(f, 'utf8')).join('\n');
+    return new RegExp(`['"\`]${name}['"\`]`).test(text);
+  };
+  return { app, specs, load: loaders[0][1] as AppContract['load'], portVariable, mentions };
+}
+
+/** The non-test TypeScript files under a directory. */
+function sourceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(path);
+    return /\.ts$/.test(e.name) && !/\.(spec|int-spec|e2e-spec)\.ts$/.test(e.name) ? [path] : [];
+  });
 }
 
 /** envalid's rule: no value and no default is missing; devDefault counts only when NODE_ENV is set and not production. */

@@ -311,10 +311,18 @@ describe('chart options', () => {
       expect.stringContaining('readinessProbe requests /ready, expected /readyz'),
       expect.stringContaining('readinessProbe requests /ready, which the app does not serve'),
     ]);
-    // A variable the app does not read.
-    const typo = render({ apps: { 'management-api': { config: { PUBLIC_BASE_ULR: 'https://x' } } } });
+    // Variables the app does not read: one in the ConfigMap, one from the Secret its code never names.
+    const typo = render({
+      apps: {
+        'management-api': {
+          config: { PUBLIC_BASE_ULR: 'https://x' },
+          secretEnv: [{ name: 'OAUTH_SIGNING_KEY', optional: true }, { name: 'OAUTH_SIGNING_KEY_OLD', optional: true }],
+        },
+      },
+    });
     expect(workloads(typo).flatMap((w) => unknownVariables(typo, w, contractOf(w.app)))).toEqual([
       expect.stringContaining('is given PUBLIC_BASE_ULR'),
+      expect.stringContaining('is given OAUTH_SIGNING_KEY_OLD'),
     ]);
   });
 

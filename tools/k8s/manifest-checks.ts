@@ -167,14 +167,14 @@ export function startupProblems(set: ManifestSet, w: Workload, contract: AppCont
 
 /**
  * Variables the manifests give an app that its schema does not read (a typo, or a variable that
- * moved). CONTRACT.md's announced variables are tolerated for an app only while its schema knows
+ * moved); a secret the app's code reads by name (SecretStore) counts as read. CONTRACT.md's announced variables are tolerated for an app only while its schema knows
  * none of them (its feature is not merged yet); after that, a misnamed one shows up here.
  */
 export function unknownVariables(set: ManifestSet, w: Workload, contract: AppContract): string[] {
   const announced = ANNOUNCED[w.app] ?? [];
   const pending = !announced.some((n) => n in contract.specs);
   return Object.keys(w.env)
-    .filter((n) => !(n in contract.specs) && !(pending && announced.includes(n)))
+    .filter((n) => !(n in contract.specs) && !(pending && announced.includes(n)) && !(w.fromSecret.has(n) && contract.mentions(n)))
     .map((n) => `${set.name}: ${w.component} (${w.app}) is given ${n}, which apps/${w.app}/src/env.schema.ts does not read`);
 }
 
