@@ -40,7 +40,9 @@ function imageLayout(app: string): string {
   if (existsSync(join(dir, `dist/apps/${app}/src/migrate.js`))) {
     writeFileSync(join(dir, 'dist/migrate.js'), `require('./apps/${app}/src/migrate.js');\n`);
   }
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  // IMAGE_NODE_MODULES: a production-only node_modules laid out as the Dockerfile's prod-deps stage
+  // leaves it, to run the commands without the devDependencies; by default the repository's.
+  symlinkSync(process.env['IMAGE_NODE_MODULES'] ?? join(root, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
 
