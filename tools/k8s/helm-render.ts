@@ -58,7 +58,7 @@ function split(src: string, file: string): Array<string | RawAction> {
     }
     let text = src.slice(i, open);
     let j = open + 2;
-    const trimLeft = src.startsWith('- ', j) || src.startsWith('-\n', j);
+    const trimLeft = /^-[ \t\r\n]/.test(src.slice(j, j + 2));
     if (trimLeft) {
       text = text.replace(/\s+$/, '');
       j += 1;

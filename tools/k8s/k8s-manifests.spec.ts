@@ -232,6 +232,7 @@ describe('values.schema.json', () => {
     ['a lower-case variable name', { apps: { 'ai-gateway': { config: { provider_url: 'x' } } } }],
     ['an orep tenant that is not a UUID', { orepServer: { instances: [{ name: 'a', tenantId: 'acme', environment: 'production', replicas: 1, authTokenKey: 'T' }] } }],
     ['no Secret and no database URL', { secrets: { existingSecret: '' }, redis: { url: 'redis://r:6379' }, orepServer: { instances: [] } }],
+    ['an orep instance name too long for its Service name', { orepServer: { instances: [{ name: 'a-very-long-instance-name', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'production', replicas: 1, authTokenKey: 'T' }] } }],
     ['CPU target over 100%', { apps: { 'management-api': { autoscaling: { targetCPUUtilizationPercentage: 150 } } } }],
     ['a pull policy Kubernetes does not have', { image: { pullPolicy: 'Sometimes' } }],
     ['a shutdown grace in seconds instead of milliseconds', { shutdownGraceMs: 10 }],

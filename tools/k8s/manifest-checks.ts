@@ -63,6 +63,10 @@ export function schemaProblems(set: ManifestSet): string[] {
       problems.push(`${set.name}: an object without apiVersion, kind or metadata.name: ${JSON.stringify(o).slice(0, 120)}`);
       continue;
     }
+    // Services (and so every name here) must be DNS labels: 63 characters at most.
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(o['metadata'].name)) {
+      problems.push(`${set.name}: ${id(o)}: the name is not a DNS label of at most 63 characters`);
+    }
     if (o['apiVersion'] === 'monitoring.coreos.com/v1' && o['kind'] === 'ServiceMonitor') {
       const eps = o['spec']?.endpoints;
       if (!o['spec']?.selector || !Array.isArray(eps) || eps.length === 0 || eps.some((e: Obj) => typeof e['port'] !== 'string')) {

@@ -6,7 +6,7 @@ and the functions listed in helm-render.ts.
 */}}
 
 {{- define "flagship.fullname" -}}
-{{- default .Release.Name .Values.nameOverride | trunc 40 | trimSuffix "-" -}}
+{{- default .Release.Name .Values.nameOverride | trunc 30 | trimSuffix "-" -}}
 {{- end }}
 
 {{- define "flagship.serviceAccountName" -}}
