@@ -1,8 +1,10 @@
 /**
  * The images and the quickstart, checked without a Docker engine: compose names only buildable
- * apps, and each image's command is run here from the same file layout the Dockerfile produces
- * (the built dist/ copied to dist/, node_modules beside it), as a process, against real Postgres
- * and Redis. Needs `npm run build` first (npm test does it).
+ * apps and gives each what its env schema requires, and each image's command is run here from the
+ * same file layout the Dockerfile produces (the built dist/ copied to dist/, node_modules beside
+ * it), as a process, against real Postgres and Redis: with the environment the Helm chart's
+ * production values give it, answering the probes its Deployment declares. Needs `npm run build`
+ * first (npm test does it). The manifests themselves are checked in tools/k8s.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -11,6 +13,9 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { parse } from 'yaml';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { appContract } from '../k8s/app-contracts';
+import { renderChart } from '../k8s/helm-render';
+import { type ManifestSet, startupProblems, unknownVariables, type Workload, workloads } from '../k8s/manifest-checks';
 
 const root = join(__dirname, '..', '..');
 const APPS = ['management-api', 'ai-gateway', 'billing-worker', 'orep-server'];
@@ -18,9 +23,13 @@ const APPS = ['management-api', 'ai-gateway', 'billing-worker', 'orep-server'];
 interface ComposeService {
   build?: { context: string; dockerfile: string; args?: Record<string, string> };
   command?: string[];
+  environment?: Record<string, string>;
+  read_only?: boolean;
+  cap_drop?: string[];
 }
 
-const compose = parse(readFileSync(join(root, 'docker/compose.yaml'), 'utf8')) as { services: Record<string, ComposeService> };
+// merge: compose files share settings through YAML merge keys (<<), as Docker Compose reads them.
+const compose = parse(readFileSync(join(root, 'docker/compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
 const dockerfile = readFileSync(join(root, 'docker/Dockerfile'), 'utf8');
 
 /** Lays out one image's /app as the Dockerfile's runtime stage does. */
@@ -31,7 +40,9 @@ function imageLayout(app: string): string {
   if (existsSync(join(dir, `dist/apps/${app}/src/migrate.js`))) {
     writeFileSync(join(dir, 'dist/migrate.js'), `require('./apps/${app}/src/migrate.js');\n`);
   }
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  // IMAGE_NODE_MODULES: a production-only node_modules laid out as the Dockerfile's prod-deps stage
+  // leaves it, to run the commands without the devDependencies; by default the repository's.
+  symlinkSync(process.env['IMAGE_NODE_MODULES'] ?? join(root, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
 
@@ -64,6 +75,41 @@ describe('docker recipe', () => {
     expect(dockerfile).toMatch(/^FROM .* AS runtime$/m);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^CMD \["node", "dist\/main.js"\]$/m);
+  });
+
+  it('takes the Node major version as a build argument, an LTS line by default, and ships no devDependencies', () => {
+    const major = /^ARG NODE_MAJOR=(\d+)$/m.exec(dockerfile);
+    expect(major).not.toBeNull();
+    // Even majors become LTS; 20 reached its end of life in April 2026.
+    expect([Number(major![1]) % 2, Number(major![1]) > 20]).toEqual([0, true]);
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:\$\{NODE_MAJOR\}-/m);
+    const runtime = dockerfile.slice(dockerfile.search(/^FROM .* AS runtime$/m));
+    expect(runtime).toMatch(/^COPY --from=prod-deps .*\/node_modules /m);
+    expect(runtime).not.toMatch(/--from=(deps|build) .*node_modules/);
+    expect(dockerfile).toMatch(/npm ci --omit=dev/);
+  });
+
+  /** The image's ENV lines: what every container starts with before compose or Kubernetes add theirs. */
+  const imageEnv = (): Record<string, string> => {
+    const block = /^ENV ((?:.*\\\n)*.*)$/m.exec(dockerfile)![1];
+    return Object.fromEntries(block.split(/\\\n/).map((l) => l.trim().split('=') as [string, string]));
+  };
+
+  it('compose gives every app what its env schema requires, and nothing it does not read', () => {
+    const set: ManifestSet = { name: 'docker/compose.yaml', objects: [] };
+    const problems: string[] = [];
+    for (const app of APPS) {
+      const svc = compose.services[app];
+      // ${VAR:-default}: compose's default when VAR is not set.
+      const given = Object.fromEntries(Object.entries(svc.environment ?? {}).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, '$1')]));
+      const contract = appContract(app);
+      const workload = (env: Record<string, string>): Workload => ({ deployment: {}, app, component: app, container: {}, env, fromSecret: new Set(), optional: new Set(), problems: [] });
+      // The image's ENV (one recipe for every app, so HOST and OREP_HOST both) plus compose's.
+      problems.push(...startupProblems(set, workload({ ...imageEnv(), ...given }), contract).problems);
+      problems.push(...unknownVariables(set, workload(given), contract));
+      expect([app, svc.read_only, svc.cap_drop]).toEqual([app, true, ['ALL']]);
+    }
+    expect(problems).toEqual([]);
   });
 });
 
@@ -99,6 +145,56 @@ describe('each image command, run as a process', () => {
     }
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
+  });
+
+  /** What the Helm chart's production values give each app, as the Deployment's container sees it. */
+  const production = workloads({
+    name: 'chart values-production.yaml',
+    objects: renderChart(join(root, 'k8s/helm/flagship'), { valuesFiles: [join(root, 'k8s/helm/flagship/values-production.yaml')] }).documents,
+  });
+
+  it.each(APPS)('%s, given the chart production environment, answers the probes its Deployment declares', async (app) => {
+    const w = production.find((x) => x.app === app)!;
+    const c = w.container;
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], ...w.env };
+    // A Secret's value is not known here: optional ones are left out, others get a test value.
+    for (const name of w.fromSecret) {
+      if (w.optional.has(name)) delete env[name];
+      else env[name] = `e2e-${name.toLowerCase()}`;
+    }
+    Object.assign(env, {
+      // This test file's database and Redis prefix; a free loopback port instead of the container's.
+      DATABASE_URL: te.env['DATABASE_URL'],
+      REDIS_URL: te.env['REDIS_URL'],
+      REDIS_KEY_PREFIX: te.env['REDIS_KEY_PREFIX'],
+      LOG_LEVEL: 'silent',
+      [app === 'orep-server' ? 'OREP_PORT' : 'PORT']: String(port),
+      [app === 'orep-server' ? 'OREP_HOST' : 'HOST']: '127.0.0.1',
+      // Nothing leaves loopback from a test: no AWS Secrets Manager, an identity provider that is never asked.
+      SECRETS_MANAGER_SECRET_ID: '',
+      ...(env['IDP_JWKS_URI'] ? { IDP_JWKS_URI: 'http://127.0.0.1:9/jwks', IDP_ISSUER: 'http://127.0.0.1:9' } : {}),
+    });
+    expect(env['NODE_ENV']).toBe('production');
+    const dir = imageLayout(app);
+    layouts.push(dir);
+    const { child, output } = run(dir, ['dist/main.js'], env);
+    const probes = ['startupProbe', 'livenessProbe', 'readinessProbe'].map((p) => c[p].httpGet.path as string);
+    let stopping = 0;
+    try {
+      await waitFor(async () => (await http(`http://127.0.0.1:${port}${probes[0]}`)).status === 200, 20000, 100);
+      for (const path of probes) {
+        const res = await http(`http://127.0.0.1:${port}${path}`);
+        expect([path, res.status, res.status === 200 ? '' : output()]).toEqual([path, 200, '']);
+      }
+    } finally {
+      stopping = Date.now();
+      child.kill('SIGTERM');
+    }
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+    // Kubernetes kills the pod terminationGracePeriodSeconds after SIGTERM: the drain fits inside.
+    expect(Date.now() - stopping).toBeLessThan(w.deployment['spec'].template.spec.terminationGracePeriodSeconds * 1000);
   });
 
   it('the migration command applies nothing twice', async () => {

@@ -1,0 +1,107 @@
+{{/*
+Templates here use a small subset of Helm's template language on purpose: the chart is rendered in
+tests without a helm binary by tools/k8s/helm-render.ts, which implements exactly that subset
+(see k8s/README.md). Stay inside it: if, else if, else, range, with, define, include, variables,
+and the functions listed in helm-render.ts.
+*/}}
+
+{{- define "flagship.fullname" -}}
+{{- default .Release.Name .Values.nameOverride | trunc 30 | trimSuffix "-" -}}
+{{- end }}
+
+{{- define "flagship.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "flagship.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end }}
+
+{{/* Labels shared by everything of the release. Argument: the root context. */}}
+{{- define "flagship.commonLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: flagship
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/* Selector of one workload. Argument: dict root, component. */}}
+{{- define "flagship.selectorLabels" -}}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/*
+The non-secret environment of one workload (its ConfigMap's data). Argument: dict root, app, port,
+spec (the app's values), instance (orep-server only).
+*/}}
+{{- define "flagship.configData" -}}
+{{- $v := .root.Values -}}
+NODE_ENV: {{ $v.nodeEnv | quote }}
+LOG_LEVEL: {{ $v.logLevel | quote }}
+SHUTDOWN_GRACE_MS: {{ $v.shutdownGraceMs | toString | quote }}
+{{- if $v.postgres.url }}
+DATABASE_URL: {{ $v.postgres.url | quote }}
+{{- end }}
+DATABASE_POOL_SIZE: {{ $v.postgres.poolSize | toString | quote }}
+{{- if $v.redis.url }}
+REDIS_URL: {{ $v.redis.url | quote }}
+{{- end }}
+REDIS_KEY_PREFIX: {{ $v.redis.keyPrefix | quote }}
+{{- if $v.secrets.awsSecretsManager.secretId }}
+SECRETS_MANAGER_SECRET_ID: {{ $v.secrets.awsSecretsManager.secretId | quote }}
+SECRETS_REFRESH_S: {{ $v.secrets.awsSecretsManager.refreshSeconds | toString | quote }}
+AWS_REGION: {{ $v.secrets.awsSecretsManager.region | quote }}
+{{- end }}
+{{- if eq .app "orep-server" }}
+OREP_HOST: "0.0.0.0"
+OREP_PORT: {{ .port | toString | quote }}
+OREP_TENANT_ID: {{ .instance.tenantId | quote }}
+OREP_ENVIRONMENT: {{ .instance.environment | quote }}
+{{- else }}
+HOST: "0.0.0.0"
+PORT: {{ .port | toString | quote }}
+{{- end }}
+{{- if eq .app "management-api" }}
+IDP_MODE: {{ $v.idp.mode | quote }}
+IDP_ISSUER: {{ $v.idp.issuer | quote }}
+IDP_AUDIENCE: {{ $v.idp.audience | quote }}
+IDP_JWKS_URI: {{ $v.idp.jwksUri | quote }}
+{{- end }}
+{{- if or (eq .app "management-api") (eq .app "ai-gateway") }}
+OAUTH_ISSUER: {{ $v.oauth.issuer | quote }}
+OAUTH_AUDIENCE: {{ $v.oauth.audience | quote }}
+{{- end }}
+{{- range $name, $value := .spec.config }}
+{{ $name }}: {{ $value | toString | quote }}
+{{- end }}
+{{- end }}
+
+{{/* env entries read from the existing Secret. Argument: as flagship.configData. */}}
+{{- define "flagship.secretEnv" -}}
+{{- $v := .root.Values -}}
+{{- $secret := $v.secrets.existingSecret -}}
+{{- if $secret }}
+{{- if not $v.postgres.url }}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef: { name: {{ $secret | quote }}, key: DATABASE_URL }
+{{- end }}
+{{- if not $v.redis.url }}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef: { name: {{ $secret | quote }}, key: REDIS_URL }
+{{- end }}
+{{- if eq .app "orep-server" }}
+- name: OREP_AUTH_TOKEN
+  valueFrom:
+    secretKeyRef: { name: {{ $secret | quote }}, key: {{ .instance.authTokenKey | quote }} }
+{{- end }}
+{{- range $item := .spec.secretEnv }}
+- name: {{ $item.name }}
+  valueFrom:
+    secretKeyRef: { name: {{ $secret | quote }}, key: {{ default $item.name $item.key | quote }}, optional: {{ default false $item.optional }} }
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,180 @@
+{{/*
+One app's ConfigMap, Deployment, Service, HorizontalPodAutoscaler and PodDisruptionBudget.
+Argument: dict root, app (the image), component (the resource suffix), port, spec (the app's
+values), instance (orep-server only), replicas.
+*/}}
+{{- define "flagship.workload" -}}
+{{- $root := .root -}}
+{{- $v := $root.Values -}}
+{{- $name := printf "%s-%s" (include "flagship.fullname" $root) .component -}}
+{{- $config := include "flagship.configData" . -}}
+{{- $secretEnv := include "flagship.secretEnv" . -}}
+{{- $minReplicas := .replicas -}}
+{{- if .spec.autoscaling.enabled -}}
+{{- $minReplicas = .spec.autoscaling.minReplicas -}}
+{{- if gt .spec.autoscaling.minReplicas .spec.autoscaling.maxReplicas -}}
+{{- fail (printf "%s: autoscaling.minReplicas is above maxReplicas" .component) -}}
+{{- end -}}
+{{- end }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "flagship.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/name: {{ .app }}
+    app.kubernetes.io/component: {{ .component }}
+data:
+  {{- $config | nindent 2 }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "flagship.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/name: {{ .app }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  {{- if not .spec.autoscaling.enabled }}
+  replicas: {{ .replicas }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 0
+      maxSurge: 1
+  selector:
+    matchLabels:
+      {{- include "flagship.selectorLabels" . | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "flagship.commonLabels" $root | nindent 8 }}
+        app.kubernetes.io/name: {{ .app }}
+        app.kubernetes.io/component: {{ .component }}
+        flagship.io/database-client: "true"
+      annotations:
+        # A changed ConfigMap rolls the pods (secrets rotate without a restart: see k8s/README.md).
+        checksum/config: {{ $config | sha256sum }}
+    spec:
+      serviceAccountName: {{ include "flagship.serviceAccountName" $root }}
+      automountServiceAccountToken: false
+      {{- with $v.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $v.podSecurityContext | nindent 8 }}
+      # SHUTDOWN_GRACE_MS of draining after the preStop pause, plus a margin before SIGKILL.
+      terminationGracePeriodSeconds: {{ add $v.preStopSeconds (div (add $v.shutdownGraceMs 999) 1000) 5 }}
+      containers:
+        - name: {{ .app }}
+          image: {{ printf "%s/%s:%s" $v.image.repository .app $v.image.tag | quote }}
+          imagePullPolicy: {{ $v.image.pullPolicy }}
+          ports:
+            - name: http
+              containerPort: {{ .port }}
+              protocol: TCP
+          envFrom:
+            - configMapRef:
+                name: {{ $name }}
+          {{- if $secretEnv }}
+          env:
+            {{- $secretEnv | trim | nindent 12 }}
+          {{- end }}
+          startupProbe:
+            httpGet: { path: /healthz, port: http }
+            periodSeconds: 2
+            failureThreshold: 30
+          livenessProbe:
+            httpGet: { path: /healthz, port: http }
+            periodSeconds: 10
+            timeoutSeconds: 2
+            failureThreshold: 3
+          readinessProbe:
+            httpGet: { path: /readyz, port: http }
+            periodSeconds: 5
+            timeoutSeconds: 2
+            failureThreshold: 2
+          lifecycle:
+            preStop:
+              exec:
+                command: ["sleep", {{ $v.preStopSeconds | toString | quote }}]
+          resources:
+            {{- toYaml .spec.resources | nindent 12 }}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            runAsNonRoot: true
+            capabilities:
+              drop: ["ALL"]
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: tmp
+          emptyDir:
+            medium: Memory
+            sizeLimit: 16Mi
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "flagship.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/name: {{ .app }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  type: ClusterIP
+  selector:
+    {{- include "flagship.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: http
+      port: {{ .port }}
+      targetPort: http
+      protocol: TCP
+{{- if .spec.autoscaling.enabled }}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "flagship.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ $name }}
+  minReplicas: {{ .spec.autoscaling.minReplicas }}
+  maxReplicas: {{ .spec.autoscaling.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: {{ .spec.autoscaling.targetCPUUtilizationPercentage }}
+{{- end }}
+{{- /* A PDB on a single replica would block every node drain. */}}
+{{- if gt (int $minReplicas) 1 }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "flagship.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  minAvailable: {{ .spec.pdb.minAvailable }}
+  selector:
+    matchLabels:
+      {{- include "flagship.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,347 @@
+/**
+ * The Helm chart, k8s/base and the kustomize overlays, checked without a cluster and without a helm
+ * binary: the chart is rendered by tools/k8s/helm-render.ts, the overlays by `kubectl kustomize`
+ * (skipped, saying so, where kubectl is missing). Every object is validated against the Kubernetes
+ * schemas, and the workloads against the apps' own code: each app's env schema (what it requires,
+ * its port) and its routes (the probes).
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv from 'ajv';
+import { parseAllDocuments } from 'yaml';
+import { appContract, appNames, nestGetRoutes, ROOT, type AppContract } from './app-contracts';
+import { mergeValues, readChartValues, renderChart, TemplateError } from './helm-render';
+import { kustomizeBase } from './kustomize-base';
+import {
+  type ManifestSet,
+  type Obj,
+  ofKind,
+  podProblems,
+  reachableFrom,
+  schemaProblems,
+  securityProblems,
+  startupProblems,
+  unknownVariables,
+  wiringProblems,
+  workloads,
+} from './manifest-checks';
+
+const CHART = join(ROOT, 'k8s/helm/flagship');
+const VALUES_FILES = { production: join(CHART, 'values-production.yaml'), development: join(CHART, 'values-development.yaml') };
+// KUBECTL names another binary (or a missing one, to see the skip).
+const KUBECTL = process.env['KUBECTL'] ?? 'kubectl';
+const kubectl = spawnSync(KUBECTL, ['version', '--client'], { encoding: 'utf8' });
+const hasKubectl = kubectl.status === 0;
+if (!hasKubectl) {
+  console.warn(`${KUBECTL} is not installed: k8s/base and the overlays are NOT built with kustomize in this run, so their objects are not checked (k8s/base's files are still parsed and compared with the chart).`);
+}
+
+function kustomize(dir: string): Obj[] {
+  const out = spawnSync(KUBECTL, ['kustomize', join(ROOT, dir)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (out.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${out.stderr}`);
+  return parseAll(out.stdout, dir);
+}
+
+function parseAll(text: string, where: string): Obj[] {
+  return parseAllDocuments(text)
+    .map((d) => {
+      if (d.errors.length > 0) throw new Error(`${where}: ${d.errors[0].message}`);
+      return d.toJS() as Obj | null;
+    })
+    .filter((o): o is Obj => o !== null && o !== undefined);
+}
+
+/** Every rendering the platform team can deploy; `production` says which must be production-safe. */
+interface Target extends ManifestSet {
+  production: boolean;
+  /** Shipped as is (not a what-if rendering): ports must equal the apps' defaults. */
+  shipped: boolean;
+}
+
+const targets: Target[] = [
+  { name: 'chart values.yaml', objects: renderChart(CHART).documents, production: true, shipped: true },
+  { name: 'chart values-production.yaml', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production] }).documents, production: true, shipped: true },
+  { name: 'chart values-development.yaml', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.development] }).documents, production: false, shipped: true },
+  ...(hasKubectl
+    ? [
+        { name: 'k8s/base', objects: kustomize('k8s/base'), production: true, shipped: true },
+        { name: 'k8s/overlays/production', objects: kustomize('k8s/overlays/production'), production: true, shipped: true },
+        { name: 'k8s/overlays/development', objects: kustomize('k8s/overlays/development'), production: false, shipped: true },
+      ]
+    : []),
+];
+
+const contracts = new Map<string, AppContract>(appNames().map((a) => [a, appContract(a)]));
+const contractOf = (app: string): AppContract => {
+  const c = contracts.get(app);
+  if (!c) throw new Error(`a Deployment runs "${app}", which is not an app of apps/ with an env.schema.ts`);
+  return c;
+};
+
+describe('kubectl kustomize', () => {
+  // Skipped, and said so above, only where kubectl is not installed.
+  (hasKubectl ? it : it.skip)('renders k8s/base and both overlays', () => {
+    const rendered = targets.filter((t) => t.name.startsWith('k8s/'));
+    expect(rendered.map((t) => [t.name, t.objects.length > 10])).toEqual([
+      ['k8s/base', true],
+      ['k8s/overlays/production', true],
+      ['k8s/overlays/development', true],
+    ]);
+  });
+});
+
+describe('k8s/base', () => {
+  it('is what the chart renders with its default values (UPDATE_K8S_BASE=1 rewrites it)', () => {
+    const files = kustomizeBase(CHART);
+    for (const [name, text] of Object.entries(files)) {
+      const path = join(ROOT, 'k8s/base', name);
+      if (process.env['UPDATE_K8S_BASE'] === '1') writeFileSync(path, text);
+      expect([name, readFileSync(path, 'utf8')]).toEqual([name, text]);
+    }
+  });
+
+  it('parses: every document of every file is a Kubernetes object', () => {
+    const objects = parseAll(readFileSync(join(ROOT, 'k8s/base/flagship.yaml'), 'utf8'), 'k8s/base/flagship.yaml');
+    expect(objects.length).toBeGreaterThan(10);
+    expect(schemaProblems({ name: 'k8s/base/flagship.yaml', objects })).toEqual([]);
+  });
+});
+
+describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) => {
+  const all = workloads(target);
+
+  it('deploys every app: management-api, ai-gateway, billing-worker and at least one orep-server', () => {
+    const apps = new Set(all.map((w) => w.app));
+    for (const app of contracts.keys()) expect([app, apps.has(app)]).toEqual([app, true]);
+  });
+
+  it('every object is valid against the Kubernetes schemas', () => {
+    expect(schemaProblems(target)).toEqual([]);
+  });
+
+  it('gives every app each variable it requires at start-up, and its own config validation accepts them', () => {
+    const problems = all.flatMap((w) => [...w.problems, ...startupProblems(target, w, contractOf(w.app)).problems]);
+    expect(problems).toEqual([]);
+  });
+
+  it('gives no app a variable its env schema does not read', () => {
+    expect(all.flatMap((w) => unknownVariables(target, w, contractOf(w.app)))).toEqual([]);
+  });
+
+  it('container ports match the apps config, probes request routes the apps serve, termination waits for the drain', () => {
+    const problems = all.flatMap((w) => {
+      const contract = contractOf(w.app);
+      const { config } = startupProblems(target, w, contract);
+      if (!config) return [`${target.name}: ${w.component}: its configuration does not load, so its probes were not checked against its routes`];
+      return podProblems(target, w, contract, nestGetRoutes(w.app, config), target.shipped);
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('each Deployment has its Service, an HPA on CPU or fixed replicas, and a PDB when it runs several pods', () => {
+    expect(wiringProblems(target)).toEqual([]);
+  });
+
+  it('runs the migrations as a Job that gets DATABASE_URL, before the apps (a pre-install/pre-upgrade hook)', () => {
+    const jobs = ofKind(target, 'Job');
+    expect(jobs).toHaveLength(1);
+    const job = jobs[0];
+    expect(job['metadata'].annotations['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    const c = job['spec'].template.spec.containers[0];
+    expect(c.command).toEqual(['node', 'dist/migrate.js']);
+    expect(c.image).toMatch(/\/management-api:/);
+    expect(c.env.map((e: Obj) => e.name)).toContain('DATABASE_URL');
+    expect(securityProblems(`${target.name}: Job/${job['metadata'].name}`, job['spec'].template.spec)).toEqual([]);
+  });
+
+  it('lets only management-api and ai-gateway be reached from anywhere; billing-worker only from the ingress controller', () => {
+    const open = all.filter((w) => reachableFrom(target, w.deployment['spec'].template.metadata.labels).has('anyone')).map((w) => w.app);
+    expect(open.sort()).toEqual(['ai-gateway', 'management-api']);
+    const billing = all.find((w) => w.app === 'billing-worker')!;
+    // Prometheus may scrape it too when the ServiceMonitor is on.
+    const peers = [...reachableFrom(target, billing.deployment['spec'].template.metadata.labels)].filter((p) => p !== 'namespace:monitoring');
+    expect(peers).toEqual(['namespace:ingress-nginx']);
+  });
+
+  it('routes only /webhooks/stripe of billing-worker through the Ingress', () => {
+    const ingresses = ofKind(target, 'Ingress');
+    const services = new Set(ofKind(target, 'Service').map((s) => s['metadata'].name));
+    for (const ing of ingresses) {
+      for (const rule of ing['spec'].rules) {
+        for (const p of rule.http.paths) {
+          expect([p.backend.service.name, services.has(p.backend.service.name)]).toEqual([p.backend.service.name, true]);
+          if (/billing-worker/.test(p.backend.service.name)) expect([p.path, p.pathType]).toEqual(['/webhooks/stripe', 'Exact']);
+        }
+      }
+    }
+    if (target.name.includes('production')) expect(ingresses).toHaveLength(1);
+  });
+
+  it('ai-gateway verifies the tokens management-api issues (one issuer and audience)', () => {
+    const api = all.find((w) => w.app === 'management-api')!;
+    const gateway = all.find((w) => w.app === 'ai-gateway')!;
+    expect(api.env['OAUTH_ISSUER']).toMatch(/^https?:\/\//);
+    expect([gateway.env['OAUTH_ISSUER'], gateway.env['OAUTH_AUDIENCE']]).toEqual([api.env['OAUTH_ISSUER'], api.env['OAUTH_AUDIENCE']]);
+  });
+
+  if (target.production) {
+    it('is production: NODE_ENV=production everywhere and never the dev identity provider', () => {
+      for (const w of all) expect([w.component, w.env['NODE_ENV']]).toEqual([w.component, 'production']);
+      const api = all.find((w) => w.app === 'management-api')!;
+      expect(api.env['IDP_MODE']).toBe('oidc');
+    });
+  }
+});
+
+describe('development and production', () => {
+  const pairs: Array<[string, string]> = [['chart values-production.yaml', 'chart values-development.yaml']];
+  if (hasKubectl) pairs.push(['k8s/overlays/production', 'k8s/overlays/development']);
+
+  it.each(pairs)('%s and %s use different issuers and audiences, so a development token is refused in production', (prod, dev) => {
+    const env = (name: string) => workloads(targets.find((t) => t.name === name)!).find((w) => w.app === 'management-api')!.env;
+    for (const key of ['OAUTH_ISSUER', 'OAUTH_AUDIENCE', 'IDP_AUDIENCE']) {
+      expect([key, env(prod)[key] === env(dev)[key]]).toEqual([key, false]);
+    }
+    expect(env(dev)['IDP_MODE']).toBe('dev');
+  });
+});
+
+describe('values.schema.json', () => {
+  const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as object;
+  const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
+  const base = readChartValues(CHART);
+
+  it.each([
+    ['values.yaml', []],
+    ['values.yaml + values-production.yaml', [VALUES_FILES.production]],
+    ['values.yaml + values-development.yaml', [VALUES_FILES.development]],
+  ])('accepts %s (merged as helm -f does)', (_name, files) => {
+    const values = readChartValues(CHART, { valuesFiles: files });
+    expect(validate(values) ? [] : validate.errors).toEqual([]);
+  });
+
+  // Each a value a person could plausibly write, and the chart must refuse.
+  it.each<[string, Record<string, unknown>]>([
+    ['the dev identity provider in production', { nodeEnv: 'production', idp: { mode: 'dev' } }],
+    ['oidc without a JWKS address', { idp: { mode: 'oidc', jwksUri: '' } }],
+    ['a port as a string', { apps: { 'ai-gateway': { port: '3001' } } }],
+    ['a misspelt key', { apps: { 'billing-worker': { replica: 2 } } }],
+    ['an unknown top-level key', { postgress: { url: 'postgres://x/y' } }],
+    ['a boolean where the ConfigMap needs a string', { apps: { 'ai-gateway': { config: { PROVIDER_HOSTED_EMERGENCY: false } } } }],
+    ['a lower-case variable name', { apps: { 'ai-gateway': { config: { provider_url: 'x' } } } }],
+    ['an orep tenant that is not a UUID', { orepServer: { instances: [{ name: 'a', tenantId: 'acme', environment: 'production', replicas: 1, authTokenKey: 'T' }] } }],
+    ['no Secret and no database URL', { secrets: { existingSecret: '' }, redis: { url: 'redis://r:6379' }, orepServer: { instances: [] } }],
+    ['an orep instance name too long for its Service name', { orepServer: { instances: [{ name: 'a-very-long-instance-name', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'production', replicas: 1, authTokenKey: 'T' }] } }],
+    ['CPU target over 100%', { apps: { 'management-api': { autoscaling: { targetCPUUtilizationPercentage: 150 } } } }],
+    ['a pull policy Kubernetes does not have', { image: { pullPolicy: 'Sometimes' } }],
+    ['a shutdown grace in seconds instead of milliseconds', { shutdownGraceMs: 10 }],
+    ['a root pod', { podSecurityContext: { runAsNonRoot: false } }],
+    ['a Redis URL that is not one', { redis: { url: 'localhost:6379' } }],
+  ])('rejects %s', (_name, override) => {
+    expect(validate(mergeValues(base, override))).toBe(false);
+  });
+
+  it('and the templates refuse what the schema cannot express (autoscaling minReplicas above maxReplicas)', () => {
+    expect(() =>
+      renderChart(CHART, { values: { apps: { 'ai-gateway': { autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } } } } }),
+    ).toThrow(TemplateError);
+  });
+});
+
+describe('chart options', () => {
+  it('AWS Secrets Manager: the apps get SECRETS_MANAGER_SECRET_ID and the ServiceAccount its IAM role', () => {
+    const set = { name: 'production', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production] }).documents };
+    const sa = ofKind(set, 'ServiceAccount');
+    expect(sa).toHaveLength(1);
+    expect(sa[0]['metadata'].annotations['eks.amazonaws.com/role-arn']).toMatch(/^arn:aws:iam::/);
+    for (const w of workloads(set)) {
+      expect([w.component, w.env['SECRETS_MANAGER_SECRET_ID']]).toEqual([w.component, 'flagship/production']);
+      expect(w.deployment['spec'].template.spec.serviceAccountName).toBe(sa[0]['metadata'].name);
+    }
+  });
+
+  it('in-cluster Postgres and Redis are reachable only from the apps and the migration Job', () => {
+    const set = {
+      name: 'in-cluster databases',
+      objects: renderChart(CHART, { values: { networkPolicy: { postgresPodSelector: { app: 'postgres' }, redisPodSelector: { app: 'redis' } } } }).documents,
+    };
+    const clients = JSON.stringify({ 'app.kubernetes.io/instance': 'flagship', 'flagship.io/database-client': 'true' });
+    for (const db of ['postgres', 'redis']) expect([...reachableFrom(set, { app: db })]).toEqual([`pods:${clients}`]);
+    const labelled = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')].filter((o) => o['spec'].template.metadata.labels['flagship.io/database-client'] === 'true');
+    expect(labelled).toHaveLength(ofKind(set, 'Deployment').length + ofKind(set, 'Job').length);
+  });
+
+  it('one orep-server Deployment per tenant and environment listed in values', () => {
+    const instances = [
+      { name: 'acme-prod', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'production', replicas: 2, authTokenKey: 'OREP_TOKEN_ACME' },
+      { name: 'acme-staging', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'staging', replicas: 1, authTokenKey: 'OREP_TOKEN_ACME_STAGING' },
+    ];
+    const set = { name: 'two orep instances', objects: renderChart(CHART, { values: { orepServer: { instances } } }).documents };
+    const orep = workloads(set).filter((w) => w.app === 'orep-server');
+    expect(orep.map((w) => [w.env['OREP_TENANT_ID'], w.env['OREP_ENVIRONMENT']])).toEqual(instances.map((i) => [i.tenantId, i.environment]));
+    const tokens = orep.map((w) => w.container['env'].find((e: Obj) => e.name === 'OREP_AUTH_TOKEN').valueFrom.secretKeyRef.key);
+    expect(tokens).toEqual(['OREP_TOKEN_ACME', 'OREP_TOKEN_ACME_STAGING']);
+    expect(wiringProblems(set)).toEqual([]);
+  });
+
+  it('the optional Ingress and ServiceMonitor are off by default and valid when on', () => {
+    expect(targets[0].objects.filter((o) => ['Ingress', 'ServiceMonitor'].includes(o['kind']))).toEqual([]);
+    const set = { name: 'ingress and monitor', objects: renderChart(CHART, { values: { ingress: { enabled: true }, serviceMonitor: { enabled: true } } }).documents };
+    expect(schemaProblems(set)).toEqual([]);
+    const monitor = ofKind(set, 'ServiceMonitor')[0];
+    const monitored = ofKind(set, 'Service').filter((s) =>
+      Object.entries(monitor['spec'].selector.matchLabels).every(([k, v]) => s['metadata'].labels[k] === v),
+    );
+    expect(monitored).toHaveLength(ofKind(set, 'Deployment').length);
+    expect(monitor['spec'].endpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
+  });
+
+  it('a changed ConfigMap rolls the pods (checksum annotation)', () => {
+    const checksum = (objects: Obj[]) => ofKind({ name: '', objects }, 'Deployment')[0]['spec'].template.metadata.annotations['checksum/config'];
+    expect(checksum(renderChart(CHART).documents)).not.toBe(checksum(renderChart(CHART, { values: { logLevel: 'debug' } }).documents));
+  });
+
+  it('the checks name what is wrong (each of these renders, and must not deploy)', () => {
+    const render = (values: Record<string, unknown>) => ({ name: 'what-if', objects: renderChart(CHART, { values }).documents });
+    const startup = (set: ManifestSet) => workloads(set).flatMap((w) => startupProblems(set, w, contractOf(w.app)).problems);
+    // No Secret: orep-server's token has no source.
+    const noSecret = render({ secrets: { existingSecret: '' }, postgres: { url: 'postgres://db/flagship' }, redis: { url: 'redis://r:6379' } });
+    expect(startup(noSecret)).toEqual([
+      expect.stringMatching(/orep-example-production \(orep-server\) requires OREP_AUTH_TOKEN at start-up; the manifests do not provide it/),
+      expect.stringMatching(/orep-example-production \(orep-server\) refuses to start: OREP_AUTH_TOKEN is required/),
+    ]);
+    // The dev identity provider in production: management-api's own validation refuses it.
+    expect(startup(render({ idp: { mode: 'dev' } }))).toEqual([expect.stringMatching(/management-api \(management-api\) refuses to start: IDP_MODE=dev/)]);
+    // A probe on a path no app serves, and a port the app does not listen on.
+    const set = render({});
+    const api = workloads(set).find((w) => w.app === 'management-api')!;
+    api.container['readinessProbe'].httpGet.path = '/ready';
+    api.container['ports'][0].containerPort = 8080;
+    const contract = contractOf('management-api');
+    const problems = podProblems(set, api, contract, nestGetRoutes('management-api', startupProblems(set, api, contract).config!), true);
+    expect(problems).toEqual([
+      expect.stringContaining('containerPort 8080 but the app listens on PORT=3000'),
+      expect.stringContaining('containerPort 8080 differs'),
+      expect.stringContaining('readinessProbe requests /ready, expected /readyz'),
+      expect.stringContaining('readinessProbe requests /ready, which the app does not serve'),
+    ]);
+    // Variables the app does not read: one in the ConfigMap, one from the Secret its code never names.
+    const typo = render({
+      apps: {
+        'management-api': {
+          config: { PUBLIC_BASE_ULR: 'https://x' },
+          secretEnv: [{ name: 'OAUTH_SIGNING_KEY', optional: true }, { name: 'OAUTH_SIGNING_KEY_OLD', optional: true }],
+        },
+      },
+    });
+    expect(workloads(typo).flatMap((w) => unknownVariables(typo, w, contractOf(w.app)))).toEqual([
+      expect.stringContaining('is given PUBLIC_BASE_ULR'),
+      expect.stringContaining('is given OAUTH_SIGNING_KEY_OLD'),
+    ]);
+  });
+
+  it('merging values: a later file replaces lists and scalars, merges maps, null removes', () => {
+    expect(mergeValues({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, d: null })).toEqual({ a: { b: 1, c: [3] } });
+  });
+});

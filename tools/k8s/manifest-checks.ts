@@ -1,0 +1,289 @@
+/**
+ * Checks of a set of rendered Kubernetes objects (a chart rendering or a kustomize build) against
+ * the apps' own code. Each returns a list of problems, each naming the object and what is wrong, so
+ * a failing test says exactly what to fix.
+ */
+import { type AppContract, defaultOf, requiredVariables } from './app-contracts';
+
+export type Obj = Record<string, any>;
+
+export interface ManifestSet {
+  name: string;
+  objects: Obj[];
+}
+
+export interface Workload {
+  deployment: Obj;
+  app: string;
+  component: string;
+  container: Obj;
+  /** The container's environment as the pod would see it; secret values are placeholders. */
+  env: Record<string, string>;
+  /** Variables from a Secret (their values are not known here). */
+  fromSecret: Set<string>;
+  /** Variables from a secretKeyRef marked optional: they may be absent at run time. */
+  optional: Set<string>;
+  problems: string[];
+}
+
+/** Variables CONTRACT.md announces for apps other helpers are building; see unknownVariables. */
+export const ANNOUNCED: Record<string, string[]> = {
+  'ai-gateway': [
+    'OAUTH_ISSUER',
+    'OAUTH_AUDIENCE',
+    'PROVIDER_INHOUSE_URL',
+    'PROVIDER_INHOUSE_API_KEY',
+    'PROVIDER_HOSTED_URL',
+    'PROVIDER_HOSTED_API_KEY',
+    'PROVIDER_HOSTED_PRODUCTS',
+    'PROVIDER_HOSTED_EMERGENCY',
+  ],
+  'billing-worker': ['STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_PRICE_FREE', 'STRIPE_PRICE_STANDARD', 'STRIPE_PRICE_PREMIUM'],
+};
+
+export const ofKind = (set: ManifestSet, kind: string): Obj[] => set.objects.filter((o) => o['kind'] === kind);
+const id = (o: Obj) => `${o['kind']}/${o['metadata']?.name}`;
+
+/** kubernetes-models class of an object, by apiVersion and kind; undefined for custom resources. */
+export function modelClass(apiVersion: string, kind: string): (new (o: Obj) => { validate(): void }) | undefined {
+  try {
+    // kubernetes-models lays its classes out by apiVersion: v1, apps/v1, networking.k8s.io/v1...
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (require(`kubernetes-models/${apiVersion}`) as Record<string, new (o: Obj) => { validate(): void }>)[kind];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every object against the Kubernetes API schema (kubernetes-models); custom resources by hand. */
+export function schemaProblems(set: ManifestSet): string[] {
+  const problems: string[] = [];
+  for (const o of set.objects) {
+    if (typeof o['apiVersion'] !== 'string' || typeof o['kind'] !== 'string' || typeof o['metadata']?.name !== 'string') {
+      problems.push(`${set.name}: an object without apiVersion, kind or metadata.name: ${JSON.stringify(o).slice(0, 120)}`);
+      continue;
+    }
+    // Services (and so every name here) must be DNS labels: 63 characters at most.
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(o['metadata'].name)) {
+      problems.push(`${set.name}: ${id(o)}: the name is not a DNS label of at most 63 characters`);
+    }
+    if (o['apiVersion'] === 'monitoring.coreos.com/v1' && o['kind'] === 'ServiceMonitor') {
+      const eps = o['spec']?.endpoints;
+      if (!o['spec']?.selector || !Array.isArray(eps) || eps.length === 0 || eps.some((e: Obj) => typeof e['port'] !== 'string')) {
+        problems.push(`${set.name}: ${id(o)} needs spec.selector and endpoints with a named port`);
+      }
+      continue;
+    }
+    const Model = modelClass(o['apiVersion'], o['kind']);
+    if (!Model) {
+      problems.push(`${set.name}: no Kubernetes schema for ${o['apiVersion']} ${o['kind']}`);
+      continue;
+    }
+    try {
+      new Model(o).validate();
+    } catch (err) {
+      problems.push(`${set.name}: ${id(o)}: ${(err as Error).message}`);
+    }
+  }
+  return problems;
+}
+
+/** The environment a Deployment's first container gets, resolved through the set's ConfigMaps. */
+export function workloads(set: ManifestSet): Workload[] {
+  return ofKind(set, 'Deployment').map((d) => {
+    const pod = d['spec']?.template;
+    const container = pod?.spec?.containers?.[0] ?? {};
+    const w: Workload = {
+      deployment: d,
+      app: pod?.metadata?.labels?.['app.kubernetes.io/name'],
+      component: pod?.metadata?.labels?.['app.kubernetes.io/component'],
+      container,
+      env: {},
+      fromSecret: new Set(),
+      optional: new Set(),
+      problems: [],
+    };
+    for (const from of container['envFrom'] ?? []) {
+      if (from.configMapRef) {
+        const cm = ofKind(set, 'ConfigMap').find((c) => c['metadata'].name === from.configMapRef.name);
+        if (!cm) w.problems.push(`${set.name}: ${id(d)} reads ConfigMap ${from.configMapRef.name}, which is not in the manifests`);
+        else Object.assign(w.env, cm['data'] ?? {});
+      } else {
+        w.problems.push(`${set.name}: ${id(d)} takes a whole Secret through envFrom: which variables it provides cannot be checked; name them in env`);
+      }
+    }
+    for (const e of container['env'] ?? []) {
+      if (e.value !== undefined) w.env[e.name] = String(e.value);
+      else if (e.valueFrom?.secretKeyRef) {
+        w.env[e.name] = `placeholder-${e.valueFrom.secretKeyRef.key}`;
+        w.fromSecret.add(e.name);
+        if (e.valueFrom.secretKeyRef.optional) w.optional.add(e.name);
+      } else if (e.valueFrom?.configMapKeyRef) {
+        const cm = ofKind(set, 'ConfigMap').find((c) => c['metadata'].name === e.valueFrom.configMapKeyRef.name);
+        const v = cm?.['data']?.[e.valueFrom.configMapKeyRef.key];
+        if (v === undefined) w.problems.push(`${set.name}: ${id(d)} ${e.name} names a ConfigMap key that does not exist`);
+        else w.env[e.name] = v;
+      } else w.problems.push(`${set.name}: ${id(d)} ${e.name} has a source this check does not know`);
+    }
+    return w;
+  });
+}
+
+/**
+ * Every variable the app requires at start-up is provided, and its own validation (load*Config,
+ * which also applies rules such as "IDP_MODE=dev is refused in production") accepts the
+ * environment. A Secret's value is unknown here, so "X is invalid" for a variable from a Secret is
+ * not counted; "X is required" always is.
+ */
+export function startupProblems(set: ManifestSet, w: Workload, contract: AppContract): { problems: string[]; config?: Record<string, unknown> } {
+  const where = `${set.name}: ${w.component} (${w.app})`;
+  const problems: string[] = [];
+  for (const name of requiredVariables(contract, w.env['NODE_ENV'])) {
+    if (!(name in w.env)) problems.push(`${where} requires ${name} at start-up; the manifests do not provide it`);
+    else if (w.optional.has(name)) problems.push(`${where} requires ${name}; its secretKeyRef is optional, so it may be missing`);
+  }
+  // Not required by the schemas (they default to a local server), but a pod has no local Postgres or Redis.
+  for (const name of ['DATABASE_URL', 'REDIS_URL']) {
+    if (!(name in w.env)) problems.push(`${where} gets no ${name}: it would try 127.0.0.1`);
+  }
+  const host = contract.portVariable === 'OREP_PORT' ? 'OREP_HOST' : 'HOST';
+  if (w.env[host] !== '0.0.0.0') problems.push(`${where}: ${host} must be 0.0.0.0 to be reachable in a pod (is ${w.env[host]})`);
+  // A Secret's value is unknown here: stand in the app's own default where it has a usable one
+  // (a URL for DATABASE_URL), so the rest of its validation runs.
+  const env = { ...w.env };
+  for (const name of w.fromSecret) {
+    const d = defaultOf(contract, name);
+    if (d !== undefined && d !== null && d !== '') env[name] = String(d);
+  }
+  try {
+    const config = contract.load(env);
+    return { problems, config };
+  } catch (err) {
+    const message = (err as Error).message.replace(/^invalid configuration: /, '');
+    const parts = message.split('; ').filter((p) => {
+      const m = /^([A-Z0-9_]+) is invalid/.exec(p);
+      return !(m && w.fromSecret.has(m[1]));
+    });
+    if (parts.length > 0) problems.push(`${where} refuses to start: ${parts.join('; ')}`);
+    return { problems };
+  }
+}
+
+/**
+ * Variables the manifests give an app that its schema does not read (a typo, or a variable that
+ * moved); a secret the app's code reads by name (SecretStore) counts as read. CONTRACT.md's announced variables are tolerated for an app only while its schema knows
+ * none of them (its feature is not merged yet); after that, a misnamed one shows up here.
+ */
+export function unknownVariables(set: ManifestSet, w: Workload, contract: AppContract): string[] {
+  const announced = ANNOUNCED[w.app] ?? [];
+  const pending = !announced.some((n) => n in contract.specs);
+  return Object.keys(w.env)
+    .filter((n) => !(n in contract.specs) && !(pending && announced.includes(n)) && !(w.fromSecret.has(n) && contract.mentions(n)))
+    .map((n) => `${set.name}: ${w.component} (${w.app}) is given ${n}, which apps/${w.app}/src/env.schema.ts does not read`);
+}
+
+/** Port, probes, graceful termination and the security context of one workload. */
+export function podProblems(set: ManifestSet, w: Workload, contract: AppContract, routes: Set<string> | undefined, shipped: boolean): string[] {
+  const where = `${set.name}: ${w.component} (${w.app})`;
+  const problems: string[] = [];
+  const c = w.container;
+  const httpPort = (c['ports'] ?? []).find((p: Obj) => p.name === 'http');
+  if (!httpPort) return [`${where}: no container port named http`];
+  const configured = Number(w.env[contract.portVariable] ?? defaultOf(contract, contract.portVariable));
+  if (httpPort.containerPort !== configured) problems.push(`${where}: containerPort ${httpPort.containerPort} but the app listens on ${contract.portVariable}=${configured}`);
+  if (shipped && httpPort.containerPort !== defaultOf(contract, contract.portVariable)) {
+    problems.push(`${where}: containerPort ${httpPort.containerPort} differs from the app's default ${contract.portVariable} ${String(defaultOf(contract, contract.portVariable))}`);
+  }
+  const expected: Record<string, string> = { livenessProbe: '/healthz', readinessProbe: '/readyz', startupProbe: '/healthz' };
+  for (const [probe, path] of Object.entries(expected)) {
+    const get = c[probe]?.httpGet;
+    if (!get) {
+      problems.push(`${where}: no ${probe} (httpGet)`);
+      continue;
+    }
+    if (get.path !== path) problems.push(`${where}: ${probe} requests ${get.path}, expected ${path}`);
+    if (routes && !routes.has(get.path)) problems.push(`${where}: ${probe} requests ${get.path}, which the app does not serve (GET routes: ${[...routes].sort().join(', ')})`);
+    if (get.port !== 'http' && get.port !== httpPort.containerPort) problems.push(`${where}: ${probe} on port ${get.port}, not the app's`);
+  }
+  const graceMs = Number(w.env['SHUTDOWN_GRACE_MS'] ?? defaultOf(contract, 'SHUTDOWN_GRACE_MS'));
+  const preStop = c['lifecycle']?.preStop?.exec?.command;
+  const preStopMs = Array.isArray(preStop) && preStop[0] === 'sleep' ? Number(preStop[1]) * 1000 : 0;
+  const termination = w.deployment['spec'].template.spec.terminationGracePeriodSeconds;
+  if (typeof termination !== 'number' || termination * 1000 < graceMs + preStopMs) {
+    problems.push(`${where}: terminationGracePeriodSeconds ${termination} is shorter than the preStop pause (${preStopMs} ms) plus SHUTDOWN_GRACE_MS (${graceMs})`);
+  }
+  return [...problems, ...securityProblems(where, w.deployment['spec'].template.spec)];
+}
+
+export function securityProblems(where: string, podSpec: Obj): string[] {
+  const problems: string[] = [];
+  if (podSpec['securityContext']?.runAsNonRoot !== true) problems.push(`${where}: pod securityContext.runAsNonRoot is not true`);
+  for (const c of podSpec['containers'] ?? []) {
+    const sc = c.securityContext ?? {};
+    if (sc.readOnlyRootFilesystem !== true) problems.push(`${where}/${c.name}: root filesystem not read-only`);
+    if (sc.allowPrivilegeEscalation !== false) problems.push(`${where}/${c.name}: allowPrivilegeEscalation is not false`);
+    if (!(sc.capabilities?.drop ?? []).includes('ALL')) problems.push(`${where}/${c.name}: capabilities not dropped (drop: [ALL])`);
+    if (!c.resources?.requests?.cpu || !c.resources?.requests?.memory) problems.push(`${where}/${c.name}: no cpu and memory requests`);
+    if (!c.resources?.limits?.memory) problems.push(`${where}/${c.name}: no memory limit`);
+  }
+  return problems;
+}
+
+const matches = (selector: Obj | undefined, labels: Record<string, string>): boolean => {
+  if (!selector) return false;
+  for (const [k, v] of Object.entries(selector['matchLabels'] ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector['matchExpressions'] ?? []) {
+    const has = e.key in labels;
+    if (e.operator === 'In' && !(has && e.values.includes(labels[e.key]))) return false;
+    if (e.operator === 'NotIn' && has && e.values.includes(labels[e.key])) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+};
+
+/** Each Deployment has a Service, an HPA or fixed replicas, a PDB when it runs several pods. */
+export function wiringProblems(set: ManifestSet): string[] {
+  const problems: string[] = [];
+  for (const d of ofKind(set, 'Deployment')) {
+    const labels = d['spec'].template.metadata.labels as Record<string, string>;
+    if (!matches(d['spec'].selector, labels)) problems.push(`${set.name}: ${id(d)}: its selector does not match its pods`);
+    const services = ofKind(set, 'Service').filter((s) => Object.entries(s['spec'].selector ?? {}).every(([k, v]) => labels[k] === v));
+    if (services.length !== 1) problems.push(`${set.name}: ${id(d)} has ${services.length} Services, expected 1`);
+    else if (!services[0]['spec'].ports.some((p: Obj) => p.targetPort === 'http')) problems.push(`${set.name}: ${id(services[0])} does not target the http port`);
+    const hpa = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['spec'].scaleTargetRef.name === d['metadata'].name);
+    if (hpa) {
+      if (!hpa['spec'].metrics?.some((m: Obj) => m.resource?.name === 'cpu')) problems.push(`${set.name}: ${id(hpa)} does not scale on CPU`);
+      if (hpa['spec'].minReplicas > hpa['spec'].maxReplicas) problems.push(`${set.name}: ${id(hpa)} minReplicas above maxReplicas`);
+    } else if (typeof d['spec'].replicas !== 'number') problems.push(`${set.name}: ${id(d)} has neither an HPA nor replicas`);
+    const least = hpa ? hpa['spec'].minReplicas : d['spec'].replicas;
+    const pdb = ofKind(set, 'PodDisruptionBudget').find((p) => matches(p['spec'].selector, labels));
+    if (least > 1 && !pdb) problems.push(`${set.name}: ${id(d)} runs ${least}+ pods without a PodDisruptionBudget`);
+    if (pdb && least <= 1) problems.push(`${set.name}: ${id(pdb)} on a single pod blocks every node drain`);
+  }
+  return problems;
+}
+
+/**
+ * Who may reach each pod, by the NetworkPolicies: 'anyone', 'namespace:<name>', 'same-namespace',
+ * or 'pods:<labels>'. With no policy selecting a pod, 'anyone'.
+ */
+export function reachableFrom(set: ManifestSet, labels: Record<string, string>): Set<string> {
+  const peers = new Set<string>();
+  const policies = ofKind(set, 'NetworkPolicy').filter((p) => matches(p['spec'].podSelector, labels) || Object.keys(p['spec'].podSelector ?? {}).length === 0);
+  if (policies.length === 0) return new Set(['anyone']);
+  for (const p of policies) {
+    for (const rule of p['spec'].ingress ?? []) {
+      if (!rule.from || rule.from.length === 0) peers.add('anyone');
+      for (const f of rule.from ?? []) {
+        if (f.ipBlock) peers.add('anyone');
+        else if (f.namespaceSelector) {
+          const name = f.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'];
+          peers.add(name ? `namespace:${name}` : 'anyone');
+        } else if (f.podSelector && Object.keys(f.podSelector).length === 0) peers.add('same-namespace');
+        else if (f.podSelector) peers.add(`pods:${JSON.stringify(f.podSelector.matchLabels ?? f.podSelector)}`);
+      }
+    }
+  }
+  return peers;
+}
