@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { EvaluationContext } from '@flagship/flag-evaluation';
 import type { TenantEntity } from '@flagship/persistence';
-import { validationProblem } from '@flagship/problem-details';
+import { ApiErrors, BODY_ERRORS, validationProblem } from '@flagship/problem-details';
 import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
@@ -21,6 +21,7 @@ function withEtag(res: Response, row: FlagRow): FlagDto {
 
 @ApiTags('flags')
 @ApiBearerAuth('bearer')
+@ApiErrors(401, 403, 404, 429, 503)
 @ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'required for users on list, create and read' })
 @ApiHeader({ name: 'X-Environment', required: false, description: 'environment key, default production' })
 @Controller('api/flags')
@@ -29,6 +30,8 @@ export class FlagsController {
 
   @Get()
   @TenantAccess({ ...READ, headerRequired: true })
+  @ApiOperation({ summary: 'List flags as seen in the environment (paginated)' })
+  @ApiErrors(400, 422)
   @ApiOkResponse({ type: [FlagDto] })
   async list(
     @CurrentTenant() tenant: TenantEntity,
@@ -44,6 +47,8 @@ export class FlagsController {
 
   @Post()
   @TenantAccess({ ...WRITE, headerRequired: true })
+  @ApiOperation({ summary: 'Create a flag' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: FlagDto })
   async create(
     @CurrentTenant() tenant: TenantEntity,
@@ -58,6 +63,7 @@ export class FlagsController {
   /** The flag file orep-server serves (OREP_FLAGS_FILE). */
   @Get('export')
   @TenantAccess(READ)
+  @ApiOperation({ summary: "Export an environment's flags as orep-server's flag file" })
   @ApiQuery({ name: 'environment', required: false })
   export(@CurrentTenant() tenant: TenantEntity, @Query('environment') environment: string | undefined, @Headers('x-environment') env: string | undefined) {
     return this.flags.export(tenant.id, typeof environment === 'string' ? environment : env);
@@ -65,6 +71,8 @@ export class FlagsController {
 
   @Post('projects/:projectId/flags')
   @TenantAccess(WRITE)
+  @ApiOperation({ summary: 'Create a flag in a project' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: FlagDto })
   async createInProject(
     @CurrentTenant() tenant: TenantEntity,
@@ -81,6 +89,8 @@ export class FlagsController {
   @Post('projects/:projectId/flags/:flagKey/evaluate')
   @HttpCode(200)
   @TenantAccess(EVALUATE)
+  @ApiOperation({ summary: "Evaluate a project's flag for a context" })
+  @ApiErrors(...BODY_ERRORS)
   @ApiBody({ description: 'the evaluation context: key (or targetingKey, userId) and attributes', schema: { type: 'object', additionalProperties: true, example: { key: 'user-42', country: 'NO' } } })
   @ApiOkResponse({ type: EvaluationResultDto })
   evaluateInProject(
@@ -95,6 +105,8 @@ export class FlagsController {
 
   @Get(':flagKey')
   @TenantAccess({ ...READ, headerRequired: true })
+  @ApiOperation({ summary: 'Get a flag as seen in the environment, with its ETag' })
+  @ApiErrors(400)
   @ApiOkResponse({ type: FlagDto })
   async get(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Res({ passthrough: true }) res: Response) {
     return withEtag(res, await this.flags.get(tenant.id, env, key));
@@ -102,6 +114,8 @@ export class FlagsController {
 
   @Patch(':flagKey')
   @TenantAccess(WRITE)
+  @ApiOperation({ summary: 'Update a flag (If-Match for optimistic concurrency)' })
+  @ApiErrors(...BODY_ERRORS, 412)
   @ApiHeader({ name: 'If-Match', required: false, description: 'the ETag read; a stale one is 412' })
   @ApiOkResponse({ type: FlagDto })
   async update(
@@ -119,6 +133,7 @@ export class FlagsController {
   @Delete(':flagKey')
   @HttpCode(204)
   @TenantAccess(WRITE)
+  @ApiOperation({ summary: 'Delete a flag in every environment' })
   @ApiNoContentResponse()
   async remove(@CurrentTenant() tenant: TenantEntity, @Caller() caller: CallerContext, @Param('flagKey') key: string): Promise<void> {
     await this.flags.remove(tenant.id, caller, key);
@@ -127,6 +142,8 @@ export class FlagsController {
   @Post(':flagKey/evaluate')
   @HttpCode(200)
   @TenantAccess(EVALUATE)
+  @ApiOperation({ summary: 'Evaluate a flag for a user and attributes' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiOkResponse({ type: EvaluationResultDto })
   evaluate(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Body() dto: EvaluateFlagDto) {
     const context: EvaluationContext = { ...(dto.attributes ?? {}) };
@@ -139,6 +156,7 @@ export class FlagsController {
 
   @Get(':flagKey/variations')
   @TenantAccess(READ)
+  @ApiOperation({ summary: "List a flag's variations" })
   @ApiOkResponse({ type: [FlagVariationDto] })
   variations(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
     return this.flags.variations(tenant.id, key);
@@ -146,6 +164,7 @@ export class FlagsController {
 
   @Get(':flagKey/audit')
   @TenantAccess(READ)
+  @ApiOperation({ summary: "A flag's audit trail, oldest first" })
   async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
     return (await this.flags.auditTrail(tenant.id, key)).map((a) => ({
       action: a.action,

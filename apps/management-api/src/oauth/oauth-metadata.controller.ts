@@ -1,6 +1,7 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { SCOPES } from '@flagship/domain';
+import { ApiErrors } from '@flagship/problem-details';
 import { Public, VerificationKeys, type PublicEcJwk } from '@flagship/oauth';
 import { OAUTH_FEATURE_OPTIONS, type ResolvedOAuthFeatureOptions } from './oauth-feature.options';
 
@@ -31,6 +32,7 @@ export function authorizationServerMetadata(options: ResolvedOAuthFeatureOptions
 @ApiTags('oauth')
 @Controller('.well-known')
 @Public()
+@ApiErrors(429)
 export class OAuthMetadataController {
   private readonly metadata: AuthorizationServerMetadata;
 

@@ -113,7 +113,13 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
     const doc = buildOpenApiDocument(management, { title: 't', description: 'd', version: '1' });
     const token = doc.paths['/oauth/token'].post!;
     expect(Object.keys((token.requestBody as { content: object }).content)).toEqual(['application/x-www-form-urlencoded']);
-    expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401']);
+    expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401', '413', '415', '429', '503']);
+    // RFC 6749 bodies for the token endpoint's own refusals; problem details for what comes before it.
+    const body = (status: string) => (token.responses[status] as { content: Record<string, { schema: { $ref: string } }> }).content;
+    expect(body('400')['application/json']!.schema.$ref).toBe('#/components/schemas/OAuthErrorDto');
+    expect(body('401')['application/json']!.schema.$ref).toBe('#/components/schemas/OAuthErrorDto');
+    expect(body('415')['application/problem+json']!.schema.$ref).toBe('#/components/schemas/Problem');
+    expect(token.security).toEqual([]);
     expect(doc.paths['/.well-known/jwks.json'].get).toBeDefined();
     expect(doc.paths['/.well-known/oauth-authorization-server'].get).toBeDefined();
   });
