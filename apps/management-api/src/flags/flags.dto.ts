@@ -19,7 +19,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { JSON_VALUE, PageQueryDto } from '@flagship/service-kit';
-import { FLAG_KEY_PATTERN, FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
+import { EVALUATION_ERROR_KINDS, EVALUATION_REASONS, FLAG_KEY_PATTERN, FLAG_TYPES, type EvaluationErrorKind, type EvaluationReason, type FlagType, type JsonValue } from '@flagship/domain';
 import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
 import { PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-targeting.dto';
 
@@ -211,11 +211,11 @@ export class EvaluationResultDto {
   @ApiProperty() key: string;
   @ApiProperty() enabled: boolean;
   @ApiProperty({ ...JSON_VALUE, description: 'any JSON value' }) value: JsonValue;
-  @ApiProperty({ enum: ['OFF', 'PREREQUISITE_FAILED', 'TARGET_MATCH', 'RULE_MATCH', 'FALLTHROUGH', 'ERROR'] }) reason: string;
+  @ApiProperty({ enum: EVALUATION_REASONS }) reason: EvaluationReason;
   @ApiPropertyOptional() variationId?: string;
   @ApiPropertyOptional() ruleId?: string;
   @ApiPropertyOptional() ruleIndex?: number;
-  @ApiPropertyOptional({ enum: ['MALFORMED_FLAG', 'USER_NOT_SPECIFIED'] }) errorKind?: string;
+  @ApiPropertyOptional({ enum: EVALUATION_ERROR_KINDS }) errorKind?: EvaluationErrorKind;
 }
 
 export class FlagVariationDto {
