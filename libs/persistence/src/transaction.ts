@@ -1,12 +1,12 @@
 import type { DataSource, EntityManager } from 'typeorm';
 
+/** The transaction handle services pass to repositories (they need not import TypeORM). */
+export type Tx = EntityManager;
+
 /**
  * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
  * Services open transactions only through this, never undoing by hand.
  */
-/** The transaction handle services pass to repositories (they need not import TypeORM). */
-export type Tx = EntityManager;
-
 export function withTransaction<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
   return dataSource.transaction('READ COMMITTED', work);
 }

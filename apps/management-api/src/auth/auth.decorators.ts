@@ -49,7 +49,7 @@ export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionConte
   return ctx.switchToHttp().getRequest<AuthenticatedRequest>().authUser;
 });
 
-/** The active tenant resolved by TenantAccessGuard. */
+/** The active tenant resolved by AuthorizationGuard (from @TenantAccess). */
 export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantEntity => {
   const tenant = ctx.switchToHttp().getRequest<AuthenticatedRequest>().tenant;
   if (!tenant) throw new Error('CurrentTenant used on a route without @TenantAccess');
