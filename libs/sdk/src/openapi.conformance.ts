@@ -37,6 +37,7 @@ export type FlagsConform = [
   Check<Reads<'Flags_variations', 200, sdk.FlagVariation[]>>,
   Check<Reads<'Flags_evaluate', 200, sdk.EvaluationResult>>,
   Check<Reads<'Flags_evaluateInProject', 200, sdk.EvaluationResult>>,
+  Check<Reads<'Flags_export', 200, sdk.FlagExport>>,
   Check<Writes<'Flags_create', sdk.CreateFlagInput>>,
   Check<Writes<'Flags_createInProject', Omit<sdk.CreateFlagInput, 'projectId'>>>,
   Check<Writes<'Flags_update', sdk.UpdateFlagInput>>,

@@ -985,6 +985,43 @@ export interface components {
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
         };
+        VariationDto: {
+            id: string;
+            name: string;
+            value: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            description?: string;
+            weight: number;
+        };
+        FlagDefinitionDto: {
+            key: string;
+            /** @enum {string} */
+            type: "boolean" | "string" | "number" | "json";
+            defaultValue: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            variations: components["schemas"]["VariationDto"][];
+            enabled: boolean;
+            /** @description served when off; absent: false for booleans, else defaultValue */
+            offValue?: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            targets: components["schemas"]["TargetDto"][];
+            rules: components["schemas"]["RuleDto"][];
+            prerequisites: components["schemas"]["PrerequisiteDto"][];
+            /** @description bucketing salt; default the flag key */
+            salt?: string;
+            version?: number;
+        };
+        FlagExportDto: {
+            /** @description format version of the file */
+            version: number;
+            tenantId: string;
+            environment: string;
+            generatedAt: string;
+            flags: components["schemas"]["FlagDefinitionDto"][];
+        };
         CreateProjectFlagDto: {
             /** @example new-checkout */
             key: string;
@@ -1017,15 +1054,6 @@ export interface components {
             ruleIndex?: number;
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
-        };
-        VariationDto: {
-            id: string;
-            name: string;
-            value: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
-                [key: string]: components["schemas"]["JsonValue"];
-            };
-            description?: string;
-            weight: number;
         };
         UpdateFlagDto: {
             name?: string;
@@ -3923,7 +3951,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["FlagExportDto"];
+                };
             };
             /** @description No bearer token, or an invalid, expired or revoked one */
             401: {

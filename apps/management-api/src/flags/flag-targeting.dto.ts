@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { JSON_VALUE } from '@flagship/service-kit';
-import { OPERATORS, type Clause, type Operator, type Prerequisite, type Rollout, type Rule, type Target, type Variation, type WeightedVariation } from '@flagship/flag-evaluation';
-import type { JsonValue } from '@flagship/domain';
+import { OPERATORS, type Clause, type FlagDefinition, type Operator, type Prerequisite, type Rollout, type Rule, type Target, type Variation, type WeightedVariation } from '@flagship/flag-evaluation';
+import { FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
 
 /*
  * The targeting model as the OpenAPI document describes it. Validation is the evaluator's validator
@@ -52,4 +52,28 @@ export class VariationDto implements Variation {
   @ApiProperty(JSON_VALUE) value: JsonValue;
   @ApiPropertyOptional() description?: string;
   @ApiProperty() weight: number;
+}
+
+/** One flag of an export, as orep-server reads it (the evaluator's FlagDefinition). */
+export class FlagDefinitionDto implements FlagDefinition {
+  @ApiProperty() key: string;
+  @ApiProperty({ enum: FLAG_TYPES }) type: FlagType;
+  @ApiProperty(JSON_VALUE) defaultValue: JsonValue;
+  @ApiProperty({ type: [VariationDto] }) variations: VariationDto[];
+  @ApiProperty() enabled: boolean;
+  @ApiPropertyOptional({ ...JSON_VALUE, description: 'served when off; absent: false for booleans, else defaultValue' }) offValue?: JsonValue;
+  @ApiProperty({ type: [TargetDto] }) targets: TargetDto[];
+  @ApiProperty({ type: [RuleDto] }) rules: RuleDto[];
+  @ApiProperty({ type: [PrerequisiteDto] }) prerequisites: PrerequisiteDto[];
+  @ApiPropertyOptional({ description: 'bucketing salt; default the flag key' }) salt?: string;
+  @ApiPropertyOptional() version?: number;
+}
+
+/** The flag file orep-server serves (OREP_FLAGS_FILE). */
+export class FlagExportDto {
+  @ApiProperty({ description: 'format version of the file' }) version: number;
+  @ApiProperty() tenantId: string;
+  @ApiProperty() environment: string;
+  @ApiProperty() generatedAt: string;
+  @ApiProperty({ type: [FlagDefinitionDto] }) flags: FlagDefinitionDto[];
 }

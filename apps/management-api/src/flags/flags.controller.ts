@@ -8,6 +8,7 @@ import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
 import { etagOf, FlagsService, toFlagDto } from './flags.service';
+import { FlagExportDto } from './flag-targeting.dto';
 import type { FlagRow } from './flags.repository';
 
 const READ = { role: 'viewer', scopes: ['flags:read'] } as const;
@@ -65,6 +66,7 @@ export class FlagsController {
   @TenantAccess(READ)
   @ApiOperation({ summary: "Export an environment's flags as orep-server's flag file" })
   @ApiQuery({ name: 'environment', required: false })
+  @ApiOkResponse({ type: FlagExportDto })
   export(@CurrentTenant() tenant: TenantEntity, @Query('environment') environment: string | undefined, @Headers('x-environment') env: string | undefined) {
     return this.flags.export(tenant.id, typeof environment === 'string' ? environment : env);
   }
