@@ -627,6 +627,32 @@ export interface components {
             error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
             error_description: string;
         };
+        PublicJwkDto: {
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            crv: "P-256";
+            x: string;
+            y: string;
+            kid?: string;
+            /** @enum {string} */
+            alg?: "ES256";
+            /** @enum {string} */
+            use?: "sig";
+        };
+        JwkSetDto: {
+            keys: components["schemas"]["PublicJwkDto"][];
+        };
+        AuthorizationServerMetadataDto: {
+            issuer: string;
+            token_endpoint: string;
+            jwks_uri: string;
+            grant_types_supported: string[];
+            token_endpoint_auth_methods_supported: string[];
+            scopes_supported: string[];
+            /** @description none: machine clients only */
+            response_types_supported: string[];
+        };
         CreateOAuthClientDto: {
             /** @example billing backend */
             name: string;
@@ -738,6 +764,11 @@ export interface components {
         ForgotPasswordDto: {
             /** @example ada@example.com */
             email: string;
+        };
+        ForgotPasswordAcceptedDto: {
+            /** @enum {boolean} */
+            success: true;
+            message: string;
         };
         TenantSubscriptionDto: {
             /** @example free */
@@ -1093,6 +1124,19 @@ export interface components {
             /** @description environment key; default X-Environment, then production */
             environment?: string;
         };
+        FlagAuditEntryDto: {
+            /** @example updated */
+            action: string;
+            /** @description the caller: user:{id} or client:{clientId} */
+            actor: string;
+            /** @description the environment changed; null for global fields */
+            environment: string | null;
+            /** @description field -> new value */
+            changes: {
+                [key: string]: unknown;
+            };
+            at: string;
+        };
         SandboxStatusDto: {
             active: boolean;
             expiresAt: string;
@@ -1244,12 +1288,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description { keys: [EC P-256 public JWKs with kid, alg ES256, use sig] } */
+            /** @description EC P-256 public keys with kid, alg ES256, use sig */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JwkSetDto"];
+                };
             };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */
             429: {
@@ -1273,12 +1319,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description issuer, token_endpoint, jwks_uri, supported grants, auth methods and scopes */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["AuthorizationServerMetadataDto"];
+                };
             };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */
             429: {
@@ -2027,7 +2074,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ForgotPasswordAcceptedDto"];
+                };
             };
             /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
             400: {
@@ -4769,7 +4818,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["FlagAuditEntryDto"][];
+                };
             };
             /** @description No bearer token, or an invalid, expired or revoked one */
             401: {
@@ -5221,7 +5272,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JwkSetDto"];
+                };
             };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */
             429: {

@@ -3,7 +3,7 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiO
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { RateLimit } from '@flagship/request-policies';
 import { Public } from './auth.decorators';
-import { FederatedSigninDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
+import { FederatedSigninDto, ForgotPasswordAcceptedDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
 import { AuthService } from './auth.service';
 
 const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tenant to make active, when the user is a member' };
@@ -50,8 +50,8 @@ export class AuthController {
   @Post('forgot-password')
   @ApiOperation({ summary: 'Start a password reset (always 202: no account enumeration)' })
   @HttpCode(202)
-  @ApiAcceptedResponse({ description: 'always, whether or not the account exists' })
-  async forgotPassword(@Body() dto: ForgotPasswordDto): Promise<{ success: true; message: string }> {
+  @ApiAcceptedResponse({ type: ForgotPasswordAcceptedDto, description: 'always, whether or not the account exists' })
+  async forgotPassword(@Body() dto: ForgotPasswordDto): Promise<ForgotPasswordAcceptedDto> {
     await this.auth.forgotPassword(dto.email);
     return { success: true, message: 'If an account exists for this e-mail, a reset link is on its way.' };
   }

@@ -3,6 +3,7 @@ import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestj
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { RateLimit } from '@flagship/request-policies';
 import { Public } from '../auth/auth.decorators';
+import { JwkSetDto } from '../oauth/oauth-clients.dto';
 import { CreateDevAccountDto, DevTokenDto, DevTokenResponseDto } from './dev-idp.dto';
 import { DevIdpService } from './dev-idp.service';
 
@@ -35,6 +36,7 @@ export class DevIdpController {
 
   @Get('.well-known/jwks.json')
   @ApiOperation({ summary: 'Keys that verify dev ID tokens' })
+  @ApiOkResponse({ type: JwkSetDto })
   jwks() {
     return this.idp.jwks();
   }

@@ -8,6 +8,7 @@ import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
 import { etagOf, FlagsService, toFlagDto } from './flags.service';
+import { FlagAuditEntryDto } from './flag-audit.dto';
 import { FlagExportDto } from './flag-targeting.dto';
 import type { FlagRow } from './flags.repository';
 
@@ -167,7 +168,8 @@ export class FlagsController {
   @Get(':flagKey/audit')
   @TenantAccess(READ)
   @ApiOperation({ summary: "A flag's audit trail, oldest first" })
-  async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
+  @ApiOkResponse({ type: [FlagAuditEntryDto] })
+  async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string): Promise<FlagAuditEntryDto[]> {
     return (await this.flags.auditTrail(tenant.id, key)).map((a) => ({
       action: a.action,
       actor: a.actor,
