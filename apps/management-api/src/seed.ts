@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { runMain } from '@flagship/config';
-import { DATA_SOURCE, type DataSource, TenantEntity, withTransaction } from '@flagship/persistence';
+import { TenantEntity, TransactionRunner } from '@flagship/persistence';
 import { AppModule } from './app.module';
 import { loadManagementApiConfig } from './env.schema';
 import { EnvironmentsRepository } from './environments/environments.repository';
@@ -22,8 +22,7 @@ void runMain(async () => {
   const config = loadManagementApiConfig({ NODE_ENV: 'development', IDP_MODE: 'dev', LOG_LEVEL: 'warn', ...process.env });
   const app = await NestFactory.createApplicationContext(AppModule.forConfig(config), { logger: ['error', 'warn'] });
   try {
-    const ds = app.get<DataSource>(DATA_SOURCE);
-    const created = await withTransaction(ds, async (m) => {
+    const created = await app.get(TransactionRunner).run(async (m) => {
       const rows: unknown[] = await m.query(
         `INSERT INTO tenants (id, name, primary_email, contact_name, plan) VALUES ($1, 'Demo Co', $2, 'Demo Admin', 'premium')
          ON CONFLICT (id) DO NOTHING RETURNING id`,

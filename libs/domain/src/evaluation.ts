@@ -9,7 +9,11 @@ export const EVALUATION_REASONS = [
 ] as const;
 export type EvaluationReason = (typeof EVALUATION_REASONS)[number];
 
-export const EVALUATION_ERROR_KINDS = ['MALFORMED_FLAG', 'USER_NOT_SPECIFIED', 'FLAG_NOT_FOUND', 'WRONG_TYPE'] as const;
+/**
+ * Why an evaluation answered ERROR. A missing flag or a type mismatch is not among them: those are
+ * the remote evaluation server's OFREP error codes (FLAG_NOT_FOUND, TYPE_MISMATCH), not the evaluator's.
+ */
+export const EVALUATION_ERROR_KINDS = ['MALFORMED_FLAG', 'USER_NOT_SPECIFIED'] as const;
 export type EvaluationErrorKind = (typeof EVALUATION_ERROR_KINDS)[number];
 
 /** OpenFeature resolution reasons used by the remote evaluation server (CONTRACT.md section 6). */

@@ -3,10 +3,11 @@
  * an evaluation result. Other apps persist flags in exactly this shape, so it stays plain JSON.
  */
 
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+import type { EvaluationErrorKind, EvaluationReason, FlagType, JsonValue } from '@flagship/domain';
 
-export const FLAG_TYPES = ['boolean', 'string', 'number', 'json'] as const;
-export type FlagType = (typeof FLAG_TYPES)[number];
+// The vocabulary is the domain's (the one source); the evaluator re-exports it for its callers.
+export type { EvaluationErrorKind, EvaluationReason, FlagType, JsonValue } from '@flagship/domain';
+export { FLAG_TYPES } from '@flagship/domain';
 
 /** LaunchDarkly's clause operators, with LaunchDarkly's semantics (see operators.ts). */
 export const OPERATORS = [
@@ -102,8 +103,6 @@ export interface FlagDefinition {
  */
 export type EvaluationContext = Record<string, unknown>;
 
-export type EvaluationReason = 'OFF' | 'PREREQUISITE_FAILED' | 'TARGET_MATCH' | 'RULE_MATCH' | 'FALLTHROUGH' | 'ERROR';
-export type EvaluationErrorKind = 'MALFORMED_FLAG' | 'USER_NOT_SPECIFIED';
 
 /**
  * Results are precomputed at compile time and shared between calls, so they are frozen (and so is

@@ -44,9 +44,12 @@ function toInvalidTokenError(err: unknown): InvalidTokenError {
 
 /**
  * Verifies the access tokens management-api issues, in any app: signature by a published key
- * (Postgres, cached), `alg` fixed to ES256 whatever the token says (so `none`, HS256 keyed with
- * the public key, RS256... are refused), `typ`, `iss`, `aud`, `exp`/`nbf` with a small tolerance,
- * then the claims and the revocation set. No network round trip per token.
+ * (Postgres, cached), the algorithm taken from that key whatever the token's header says (so `none`,
+ * HS256 keyed with the public key, RS256... are refused), `typ`, `iss`, `aud`, `exp`/`nbf` with a
+ * small tolerance, then the claims and the revocation set. No network round trip per token.
+ *
+ * The one verifier: Nest routes reach it through ClientTokenStrategy (@nestjs/passport); a lean
+ * path outside Nest's request pipeline calls `verify` (or `verifyBearer`) itself.
  */
 @Injectable()
 export class AccessTokenVerifier {
@@ -102,11 +105,16 @@ export class AccessTokenVerifier {
     }
   }
 
-  /** The key named by the header's kid; the header's alg was already held to ES256 by jose. */
+  /**
+   * The key named by the header's kid, and the algorithm is that key's: jose already refused any
+   * algorithm none of our keys use (`algorithms`), and a header naming another than the key's is refused here.
+   */
   private readonly resolveKey = async (header: CompactJWSHeaderParameters): Promise<KeyObject> => {
     if (typeof header.kid !== 'string') throw new InvalidTokenError('unknown_key', 'The access token names no signing key.');
     const key = await this.keys.get(header.kid);
     if (!key) throw new InvalidTokenError('unknown_key', 'The access token was not signed by a key of this service.');
+    const alg = key.jwk.alg ?? ACCESS_TOKEN_ALG;
+    if (header.alg !== alg) throw new InvalidTokenError('algorithm', `The access token must be signed with ${alg}.`);
     return key.key;
   };
 }

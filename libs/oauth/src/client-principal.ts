@@ -32,7 +32,7 @@ const isNumericDate = (v: unknown): v is number => typeof v === 'number' && Numb
 
 /**
  * The principal of a token whose signature, issuer, audience and lifetime were already checked.
- * Both verification paths (jose and passport-jwt) end here, so they agree on what a token must hold.
+ * AccessTokenVerifier ends here: what a token must hold, whichever route or app verifies it.
  */
 export function principalFromClaims(payload: unknown): ClientPrincipal {
   const bad = (what: string) => new InvalidTokenError('claims', `The access token's ${what} claim is missing or invalid.`);
@@ -46,7 +46,7 @@ export function principalFromClaims(payload: unknown): ClientPrincipal {
   if (!Array.isArray(productKeys) || !productKeys.every(isString)) throw bad('product_keys');
   if (!isString(c['jti'])) throw bad('jti');
   if (!isNumericDate(c['iat'])) throw bad('iat');
-  // jsonwebtoken (the passport path) treats `exp` as optional: a token without one must not live forever.
+  // A token without `exp` must not live forever, whatever the JWT library makes optional.
   if (!isNumericDate(c['exp'])) throw bad('exp');
   return {
     clientId: c['sub'],

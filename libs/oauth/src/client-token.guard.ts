@@ -3,9 +3,8 @@ import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import passport from 'passport';
 import { callerOf, PUBLIC_ROUTE, setCaller } from '@flagship/service-kit';
-import { bearerTokenOf } from './access-token.verifier';
-import { ClientJwtStrategy } from './client-jwt.strategy';
 import { type ClientPrincipal, clientCallerContext } from './client-principal';
+import { ClientTokenStrategy } from './client-token.strategy';
 import { InvalidTokenError, insufficientScopeProblem, invalidTokenProblem } from './oauth.errors';
 
 export { Public, PUBLIC_ROUTE } from '@flagship/service-kit';
@@ -33,51 +32,36 @@ export const Principal = createParamDecorator((_: unknown, ctx: ExecutionContext
   return principal;
 });
 
-/** jsonwebtoken's failures (passport's `info`) as safe messages; never echoes expected values. */
-function fromPassportInfo(info: unknown): InvalidTokenError {
-  if (info instanceof InvalidTokenError) return info;
-  const e = info as { name?: unknown; message?: unknown } | undefined;
-  const message = typeof e?.message === 'string' ? e.message : '';
-  if (e?.name === 'TokenExpiredError') return new InvalidTokenError('expired', 'The access token has expired.');
-  if (e?.name === 'NotBeforeError') return new InvalidTokenError('not_yet_valid', 'The access token is not valid yet.');
-  if (message.startsWith('jwt issuer invalid')) return new InvalidTokenError('wrong_issuer', 'The access token was not issued by this service.');
-  if (message.startsWith('jwt audience invalid')) return new InvalidTokenError('wrong_audience', 'The access token is not meant for this service.');
-  if (message === 'invalid signature') return new InvalidTokenError('signature', 'The access token signature is invalid.');
-  if (message === 'invalid algorithm') return new InvalidTokenError('algorithm', 'The access token must be signed with ES256.');
-  if (message === 'No auth token') return new InvalidTokenError('missing', 'A bearer access token is required.');
-  return new InvalidTokenError('malformed', 'The access token is malformed.');
-}
-
-/** Runs this module's passport-jwt strategy on one request. */
-function authenticate(strategy: ClientJwtStrategy, req: Request, res: Response): Promise<ClientPrincipal> {
+/**
+ * Authenticates a request's client access token through passport and the ClientTokenStrategy; a
+ * refusal is the 401 invalid-token problem (with its Bearer challenge). For every guard that
+ * accepts client tokens, so all of them take the same path.
+ */
+export function authenticateClient(strategy: ClientTokenStrategy, req: Request, res: Response): Promise<ClientPrincipal> {
   return new Promise((resolve, reject) => {
     // passport augments the strategy object with per-request actions, so each request gets its own
     // object with the strategy as prototype (what passport does for a named strategy). Passing our
     // instance rather than its name keeps clear of passport's process-wide registry, where the last
     // app constructed in a process (tests boot several) would win.
-    const perRequest = Object.create(strategy) as ClientJwtStrategy;
-    const middleware = passport.authenticate(perRequest, { session: false }, (err: unknown, user: unknown, info: unknown) => {
-      if (err) {
-        reject(err instanceof InvalidTokenError ? invalidTokenProblem(err) : err);
-      } else if (!user) {
-        reject(invalidTokenProblem(fromPassportInfo(info)));
-      } else {
-        resolve(user as ClientPrincipal);
-      }
+    const perRequest = Object.create(strategy) as ClientTokenStrategy;
+    const middleware = passport.authenticate(perRequest, { session: false }, (err: unknown, user: unknown) => {
+      if (err) reject(err instanceof InvalidTokenError ? invalidTokenProblem(err) : err);
+      else if (user) resolve(user as ClientPrincipal);
+      else reject(invalidTokenProblem(new InvalidTokenError('malformed', 'The access token is malformed.')));
     }) as (req: Request, res: Response, next: (err?: unknown) => void) => void;
     middleware(req, res, (err?: unknown) => reject(err ?? new Error('passport ended without a result')));
   });
 }
 
 /**
- * Routes for OAuth clients only: a valid, unrevoked access token (passport-jwt), else a 401 problem
+ * Routes for OAuth clients only: a valid, unrevoked access token (ClientTokenStrategy), else a 401 problem
  * with `WWW-Authenticate: Bearer`. Sets the ClientPrincipal (`@Principal()`) and the CallerContext
  * later guards read. Routes marked `@Public()` pass.
  */
 @Injectable()
 export class ClientTokenGuard implements CanActivate {
   constructor(
-    private readonly strategy: ClientJwtStrategy,
+    private readonly strategy: ClientTokenStrategy,
     private readonly reflector: Reflector,
   ) {}
 
@@ -85,10 +69,7 @@ export class ClientTokenGuard implements CanActivate {
     if (context.getType() !== 'http' || isPublicRoute(this.reflector, context)) return true;
     const http = context.switchToHttp();
     const req = http.getRequest<Request>();
-    if (bearerTokenOf(req) === undefined) {
-      throw invalidTokenProblem(new InvalidTokenError('missing', 'A bearer access token is required.'));
-    }
-    const principal = await authenticate(this.strategy, req, http.getResponse<Response>());
+    const principal = await authenticateClient(this.strategy, req, http.getResponse<Response>());
     setClientPrincipal(req, principal);
     setCaller(req, clientCallerContext(principal));
     return true;

@@ -9,6 +9,6 @@ export * from './signing-key.service';
 export * from './access-token.issuer';
 export * from './access-token.verifier';
 export * from './client-revocations';
-export * from './client-jwt.strategy';
+export * from './client-token.strategy';
 export * from './client-token.guard';
 export * from './oauth.module';

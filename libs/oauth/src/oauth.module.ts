@@ -1,7 +1,7 @@
 import { type DynamicModule, type InjectionToken, Module, type ModuleMetadata, type OptionalFactoryDependency, type Provider } from '@nestjs/common';
 import { AccessTokenIssuer } from './access-token.issuer';
 import { AccessTokenVerifier } from './access-token.verifier';
-import { ClientJwtStrategy } from './client-jwt.strategy';
+import { ClientTokenStrategy } from './client-token.strategy';
 import { ClientRevocations, REVOCATION_RECORDER } from './client-revocations';
 import { ClientTokenGuard, ScopesGuard } from './client-token.guard';
 import { OAUTH_OPTIONS, type OAuthModuleOptions, resolveOAuthOptions } from './oauth.options';
@@ -19,7 +19,7 @@ const SERVICES: Provider[] = [
   ClientRevocations,
   { provide: REVOCATION_RECORDER, useExisting: ClientRevocations },
   AccessTokenVerifier,
-  ClientJwtStrategy,
+  ClientTokenStrategy,
   ClientTokenGuard,
   ScopesGuard,
 ];
@@ -32,7 +32,7 @@ const EXPORTS = [
   ClientRevocations,
   REVOCATION_RECORDER,
   AccessTokenVerifier,
-  ClientJwtStrategy,
+  ClientTokenStrategy,
   ClientTokenGuard,
   ScopesGuard,
 ];

@@ -10,7 +10,6 @@ export const SIGNING_KEYS_CHANGED_CHANNEL = 'oauth-signing-keys-changed';
 
 export interface VerificationKey {
   kid: string;
-  /** For jose and for passport-jwt (jsonwebtoken) alike. */
   key: KeyObject;
   jwk: PublicEcJwk;
 }

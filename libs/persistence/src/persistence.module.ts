@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { createDataSource, type DataSourceOptions } from './data-source';
 import { PostgresReadiness } from './postgres.readiness';
 import { DATA_SOURCE } from './tokens';
+import { TransactionRunner } from './transaction';
 
 @Injectable()
 class DataSourceCloser implements OnApplicationShutdown {
@@ -14,7 +15,7 @@ class DataSourceCloser implements OnApplicationShutdown {
 }
 
 /**
- * Provides the app's DataSource under DATA_SOURCE. Start-up needs Postgres once (TypeORM reads the
+ * Provides the app's DataSource under DATA_SOURCE, and the TransactionRunner services open transactions with. Start-up needs Postgres once (TypeORM reads the
  * server version); after that the pool reconnects by itself and /readyz reports an outage.
  */
 @Global()
@@ -34,8 +35,9 @@ export class PersistenceModule {
         },
         DataSourceCloser,
         PostgresReadiness,
+        TransactionRunner,
       ],
-      exports: [DATA_SOURCE, PostgresReadiness],
+      exports: [DATA_SOURCE, PostgresReadiness, TransactionRunner],
     };
   }
 }

@@ -1,14 +1,30 @@
+import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
+import { DATA_SOURCE } from './tokens';
+
+/** The transaction handle services pass to repositories (they need not import TypeORM). */
+export type Tx = EntityManager;
 
 /**
  * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
  * Services open transactions only through this, never undoing by hand.
  */
-/** The transaction handle services pass to repositories (they need not import TypeORM). */
-export type Tx = EntityManager;
-
 export function withTransaction<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>): Promise<T> {
   return dataSource.transaction('READ COMMITTED', work);
+}
+
+/**
+ * How services open a transaction: injected, so a service names no TypeORM type and holds no
+ * DataSource (STYLE.md: TypeORM stays in repositories); it hands the `Tx` to repository methods.
+ */
+@Injectable()
+export class TransactionRunner {
+  constructor(@Inject(DATA_SOURCE) private readonly dataSource: DataSource) {}
+
+  /** `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return withTransaction(this.dataSource, work);
+  }
 }
 
 /** True for a Postgres unique-violation, so a service can turn it into a 409. */

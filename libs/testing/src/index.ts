@@ -4,3 +4,4 @@ export * from './test-app';
 export * from './processes';
 export * from './http';
 export * from './tcp-proxy';
+export * from './openapi-artefacts';

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { MIGRATIONS, runMigrations } from '@flagship/persistence';
 
-// Timestamps are timestamptz(3) in every table: JavaScript Dates hold milliseconds, so keyset cursors round-trip exactly.
 const ADMIN_URL = process.env['TEST_DATABASE_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 function urlFor(database: string): string {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { APP_CONFIG } from '@flagship/config';
-import { DATA_SOURCE, type DataSource, withTransaction } from '@flagship/persistence';
+import { TransactionRunner } from '@flagship/persistence';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { BillingWorkerConfig } from '../env.schema';
 import type { Job } from './job';
@@ -24,7 +24,7 @@ export class UsageReconcilerJob implements Job {
   private readonly releasedCredits: Counter;
 
   constructor(
-    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly tx: TransactionRunner,
     private readonly repo: UsageReconcilerRepository,
     @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
     metrics: HttpMetrics,
@@ -43,7 +43,7 @@ export class UsageReconcilerJob implements Job {
     const { RECONCILE_PENDING_AFTER_S: olderThanS, RECONCILE_BATCH_SIZE: batchSize } = this.config;
     for (let i = 0; i < MAX_BATCHES_PER_PASS && !signal.aborted; i++) {
       // One transaction per batch: rows and reservations change together or not at all.
-      const batch = await withTransaction(this.ds, (m) => this.repo.abandonStale(m, olderThanS, batchSize));
+      const batch = await this.tx.run((m) => this.repo.abandonStale(m, olderThanS, batchSize));
       this.record(batch, olderThanS);
       if (batch.settled < batchSize) return;
     }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min, MinLength, NotEquals } from 'class-validator';
 import { ENTITLEMENT_TIERS, type EntitlementTier } from '@flagship/domain';
+import { TenantDto } from '../tenants/tenants.dto';
 
 export class GrantEntitlementDto {
   @ApiProperty({ example: 'core' })
@@ -54,4 +55,23 @@ export class AdminUserDto {
   @ApiProperty() pending: boolean;
   @ApiProperty({ nullable: true, type: String }) lastAccessedAt: string | null;
   @ApiProperty() createdAt: string;
+}
+
+export class EntitlementDto {
+  @ApiProperty() tenantId: string;
+  @ApiProperty() productKey: string;
+  @ApiProperty({ enum: ENTITLEMENT_TIERS }) tier: EntitlementTier;
+  @ApiProperty({ nullable: true, type: String }) validUntil: string | null;
+  @ApiProperty() updatedAt: string;
+}
+
+export class CreditBalanceDto {
+  @ApiProperty() tenantId: string;
+  @ApiProperty({ description: 'micro-credits' }) balance: number;
+  @ApiProperty({ description: 'micro-credits held by requests in flight' }) reserved: number;
+}
+
+export class AdminTenantDto extends TenantDto {
+  @ApiProperty() zeroRated: boolean;
+  @ApiProperty() hostedProviderAllowed: boolean;
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
-import { DATA_SOURCE, type DataSource, type TenantEntity, withTransaction } from '@flagship/persistence';
+import { type TenantEntity, TransactionRunner } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type CallerContext } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
@@ -16,7 +16,7 @@ import type { GrantCreditsDto, GrantEntitlementDto, PatchTenantAdminDto } from '
 @Injectable()
 export class AdminService {
   constructor(
-    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly transactions: TransactionRunner,
     private readonly users: UsersRepository,
     private readonly tenants: TenantsRepository,
     private readonly repo: AdminRepository,
@@ -38,7 +38,7 @@ export class AdminService {
 
   async grantCredits(tenantId: string, dto: GrantCreditsDto, caller: CallerContext) {
     await this.tenantOr404(tenantId);
-    const b = await withTransaction(this.ds, (m) => this.repo.grantCredits(m, tenantId, dto.amount, dto.reason, caller.callerId));
+    const b = await this.transactions.run((m) => this.repo.grantCredits(m, tenantId, dto.amount, dto.reason, caller.callerId));
     return { tenantId, balance: Number(b.balance), reserved: Number(b.reserved) };
   }
 

@@ -1,8 +1,9 @@
 import { Body, Controller, Headers, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { RateLimit } from '@flagship/request-policies';
 import { Public } from './auth.decorators';
-import { FederatedSigninDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
+import { FederatedSigninDto, ForgotPasswordAcceptedDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
 import { AuthService } from './auth.service';
 
 const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tenant to make active, when the user is a member' };
@@ -12,11 +13,14 @@ const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tena
 @Public()
 // Unauthenticated: limited per client address (CONTRACT.md section 4: 60 per minute).
 @RateLimit({ per: 'ip' })
+@ApiErrors(...BODY_ERRORS, 429, 503)
 @Controller('api/v1/auth')
 export class AuthController {
   constructor(private readonly auth: AuthService) {}
 
   @Post('signup')
+  @ApiOperation({ summary: 'Sign up with an ID token: creates the user and a personal tenant' })
+  @ApiErrors(401)
   @ApiHeader(TENANT_HEADER)
   @ApiCreatedResponse({ type: SignInBootstrapDto })
   signup(@Body() dto: SignupDto, @Headers('x-tenant-id') tenantId?: string) {
@@ -24,6 +28,8 @@ export class AuthController {
   }
 
   @Post('login')
+  @ApiOperation({ summary: 'Log in with an ID token: the user\'s tenants and active tenant' })
+  @ApiErrors(401, 403, 404)
   @HttpCode(200)
   @ApiHeader(TENANT_HEADER)
   @ApiOkResponse({ type: SignInBootstrapDto })
@@ -32,6 +38,8 @@ export class AuthController {
   }
 
   @Post('signin/:provider')
+  @ApiOperation({ summary: 'Sign in through a federated provider; creates the user on first sign-in' })
+  @ApiErrors(401, 403, 404)
   @HttpCode(200)
   @ApiHeader(TENANT_HEADER)
   @ApiOkResponse({ type: SignInBootstrapDto })
@@ -40,9 +48,10 @@ export class AuthController {
   }
 
   @Post('forgot-password')
+  @ApiOperation({ summary: 'Start a password reset (always 202: no account enumeration)' })
   @HttpCode(202)
-  @ApiAcceptedResponse({ description: 'always, whether or not the account exists' })
-  async forgotPassword(@Body() dto: ForgotPasswordDto): Promise<{ success: true; message: string }> {
+  @ApiAcceptedResponse({ type: ForgotPasswordAcceptedDto, description: 'always, whether or not the account exists' })
+  async forgotPassword(@Body() dto: ForgotPasswordDto): Promise<ForgotPasswordAcceptedDto> {
     await this.auth.forgotPassword(dto.email);
     return { success: true, message: 'If an account exists for this e-mail, a reset link is on its way.' };
   }

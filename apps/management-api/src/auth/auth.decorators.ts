@@ -1,4 +1,5 @@
-import { createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { ApiParam } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Scope, TenantRole } from '@flagship/domain';
 import { callerOf, type CallerContext } from '@flagship/service-kit';
@@ -23,7 +24,11 @@ export interface TenantAccessRule {
 }
 
 /** The route acts inside one tenant: resolves it (X-Tenant-ID or the canonical tenant) and checks role or scopes. */
-export const TenantAccess = (rule: TenantAccessRule): MethodDecorator & ClassDecorator => SetMetadata(TENANT_ACCESS, rule);
+export const TenantAccess = (rule: TenantAccessRule): MethodDecorator & ClassDecorator =>
+  rule.tenantFrom === 'path'
+    ? // The guard reads the path parameter, so the handler may not name it: the document must.
+      applyDecorators(SetMetadata(TENANT_ACCESS, rule), ApiParam({ name: 'tenantId', format: 'uuid' }))
+    : SetMetadata(TENANT_ACCESS, rule);
 
 /** Signed-in users only: a client token is refused (403). */
 export const UsersOnly = (): MethodDecorator & ClassDecorator => SetMetadata(USERS_ONLY, true);
@@ -44,7 +49,7 @@ export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionConte
   return ctx.switchToHttp().getRequest<AuthenticatedRequest>().authUser;
 });
 
-/** The active tenant resolved by TenantAccessGuard. */
+/** The active tenant resolved by AuthorizationGuard (from @TenantAccess). */
 export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantEntity => {
   const tenant = ctx.switchToHttp().getRequest<AuthenticatedRequest>().tenant;
   if (!tenant) throw new Error('CurrentTenant used on a route without @TenantAccess');

@@ -75,3 +75,8 @@ export class SignInBootstrapDto {
   @ApiProperty() message: string;
   @ApiProperty({ type: BootstrapDataDto }) data: BootstrapDataDto;
 }
+
+export class ForgotPasswordAcceptedDto {
+  @ApiProperty({ enum: [true] }) success: true;
+  @ApiProperty() message: string;
+}

@@ -1,6 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Plan, SignInBootstrapResponse, SubscriptionStatus, TenantRole } from '@flagship/domain';
-import { DATA_SOURCE, type DataSource, isUniqueViolation, withTransaction } from '@flagship/persistence';
+import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
 import { TenantsRepository, type TenantWithRole } from '../tenants/tenants.repository';
 import { TenantsService } from '../tenants/tenants.service';
@@ -28,7 +28,7 @@ export const PROVIDER_SEGMENTS: Readonly<Record<string, (providerName: string) =
 @Injectable()
 export class AuthService {
   constructor(
-    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly transactions: TransactionRunner,
     private readonly idTokens: IdTokenVerifier,
     private readonly users: UsersRepository,
     private readonly tenants: TenantsRepository,
@@ -84,7 +84,7 @@ export class AuthService {
    */
   private async createOrClaim(claims: IdentityClaims): Promise<UserEntity> {
     try {
-      return await withTransaction(this.ds, async (m) => {
+      return await this.transactions.run(async (m) => {
         const existing = await this.users.findByEmail(claims.email, m);
         let user: UserEntity;
         if (existing && existing.idpSubject === pendingSubject(claims.email)) {

@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { Response } from 'express';
 import { APP_CONFIG } from '@flagship/config';
 import { ProblemException } from '@flagship/problem-details';
 import { PUBLIC_ROUTE, setCaller } from '@flagship/service-kit';
@@ -41,7 +42,7 @@ export class AuthenticationGuard implements CanActivate {
       throw new ProblemException(AuthProblems['invalid-token'], 'Send Authorization: Bearer <ID token or access token>.', {}, BEARER_CHALLENGE);
     }
     if (this.clientTokens.isAccessToken(token)) {
-      setCaller(req, await this.clientTokens.verify(token));
+      setCaller(req, await this.clientTokens.authenticate(req, context.switchToHttp().getResponse<Response>()));
       return true;
     }
     const claims = await this.idTokens.verify(token);

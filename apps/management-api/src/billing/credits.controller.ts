@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { TenantEntity } from '@flagship/persistence';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { ApiErrors } from '../problem-responses';
+import { ApiErrors } from '@flagship/problem-details';
 import { CreditsDto } from './credits.dto';
 import { CreditsService, type CreditsView } from './credits.service';
 

@@ -1,5 +1,5 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { DATA_SOURCE, type DataSource, isUniqueViolation, type TenantEntity, type Tx, withTransaction } from '@flagship/persistence';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { TenantsService } from '../tenants/tenants.service';
 import type { EnvironmentEntity } from './environment.entity';
@@ -13,7 +13,7 @@ const toDto = (e: EnvironmentEntity): EnvironmentDto => ({ key: e.key, name: e.n
 @Injectable()
 export class EnvironmentsService implements OnModuleInit {
   constructor(
-    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly transactions: TransactionRunner,
     private readonly repo: EnvironmentsRepository,
     private readonly tenants: TenantsService,
   ) {}
@@ -29,7 +29,7 @@ export class EnvironmentsService implements OnModuleInit {
   async create(tenantId: string, dto: CreateEnvironmentDto): Promise<EnvironmentDto> {
     try {
       return toDto(
-        await withTransaction(this.ds, async (m) => {
+        await this.transactions.run(async (m) => {
           const env = await this.repo.insert(m, tenantId, dto.key, dto.name);
           await this.repo.addFlagsTo(m, tenantId, dto.key);
           return env;

@@ -1,22 +1,20 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { EvaluationContext } from '@flagship/flag-evaluation';
 import type { TenantEntity } from '@flagship/persistence';
-import { validationProblem } from '@flagship/problem-details';
+import { ApiErrors, BODY_ERRORS, validationProblem } from '@flagship/problem-details';
 import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ImportFlagsResultDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
 import { etagOf, FlagsService, toFlagDto } from './flags.service';
+import { FlagAuditEntryDto } from './flag-audit.dto';
+import { FlagExportDto } from './flag-targeting.dto';
 import type { FlagRow } from './flags.repository';
 
 const READ = { role: 'viewer', scopes: ['flags:read'] } as const;
 const WRITE = { role: 'editor', scopes: ['flags:write'] } as const;
 const EVALUATE = { role: 'viewer', scopes: ['flags:evaluate'] } as const;
-
-/** An error answer described by the shared Problem schema. */
-const problemResponse = (status: number, description: string) =>
-  ApiResponse({ status, description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
 
 function withEtag(res: Response, row: FlagRow): FlagDto {
   res.setHeader('ETag', etagOf(row));
@@ -25,6 +23,7 @@ function withEtag(res: Response, row: FlagRow): FlagDto {
 
 @ApiTags('flags')
 @ApiBearerAuth('bearer')
+@ApiErrors(401, 403, 404, 429, 503)
 @ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'required for users on list, create and read' })
 @ApiHeader({ name: 'X-Environment', required: false, description: 'environment key, default production' })
 @Controller('api/flags')
@@ -33,6 +32,8 @@ export class FlagsController {
 
   @Get()
   @TenantAccess({ ...READ, headerRequired: true })
+  @ApiOperation({ summary: 'List flags as seen in the environment (paginated)' })
+  @ApiErrors(400, 422)
   @ApiOkResponse({ type: [FlagDto] })
   async list(
     @CurrentTenant() tenant: TenantEntity,
@@ -48,6 +49,8 @@ export class FlagsController {
 
   @Post()
   @TenantAccess({ ...WRITE, headerRequired: true })
+  @ApiOperation({ summary: 'Create a flag' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: FlagDto })
   async create(
     @CurrentTenant() tenant: TenantEntity,
@@ -78,12 +81,7 @@ export class FlagsController {
     },
   })
   @ApiOkResponse({ type: ImportFlagsResultDto, description: 'what was created, replaced and skipped, and every imported flag with its warnings' })
-  @problemResponse(400, 'malformed JSON')
-  @problemResponse(401, 'no or bad bearer token')
-  @problemResponse(403, 'not an editor of the tenant, or a client without flags:write')
-  @problemResponse(404, 'unknown environment')
-  @problemResponse(409, 'a flag of the import was created by another request meanwhile; nothing was written')
-  @problemResponse(422, 'data the contract cannot express or evaluate; errors name flags.<key>.<path>; nothing was written')
+  @ApiErrors(400, 409, 413, 415, 422)
   async importLaunchDarkly(
     @CurrentTenant() tenant: TenantEntity,
     @Caller() caller: CallerContext,
@@ -98,13 +96,17 @@ export class FlagsController {
   /** The flag file orep-server serves (OREP_FLAGS_FILE). */
   @Get('export')
   @TenantAccess(READ)
+  @ApiOperation({ summary: "Export an environment's flags as orep-server's flag file" })
   @ApiQuery({ name: 'environment', required: false })
+  @ApiOkResponse({ type: FlagExportDto })
   export(@CurrentTenant() tenant: TenantEntity, @Query('environment') environment: string | undefined, @Headers('x-environment') env: string | undefined) {
     return this.flags.export(tenant.id, typeof environment === 'string' ? environment : env);
   }
 
   @Post('projects/:projectId/flags')
   @TenantAccess(WRITE)
+  @ApiOperation({ summary: 'Create a flag in a project' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: FlagDto })
   async createInProject(
     @CurrentTenant() tenant: TenantEntity,
@@ -121,6 +123,8 @@ export class FlagsController {
   @Post('projects/:projectId/flags/:flagKey/evaluate')
   @HttpCode(200)
   @TenantAccess(EVALUATE)
+  @ApiOperation({ summary: "Evaluate a project's flag for a context" })
+  @ApiErrors(...BODY_ERRORS)
   @ApiBody({ description: 'the evaluation context: key (or targetingKey, userId) and attributes', schema: { type: 'object', additionalProperties: true, example: { key: 'user-42', country: 'NO' } } })
   @ApiOkResponse({ type: EvaluationResultDto })
   evaluateInProject(
@@ -135,6 +139,8 @@ export class FlagsController {
 
   @Get(':flagKey')
   @TenantAccess({ ...READ, headerRequired: true })
+  @ApiOperation({ summary: 'Get a flag as seen in the environment, with its ETag' })
+  @ApiErrors(400)
   @ApiOkResponse({ type: FlagDto })
   async get(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Res({ passthrough: true }) res: Response) {
     return withEtag(res, await this.flags.get(tenant.id, env, key));
@@ -142,6 +148,8 @@ export class FlagsController {
 
   @Patch(':flagKey')
   @TenantAccess(WRITE)
+  @ApiOperation({ summary: 'Update a flag (If-Match for optimistic concurrency)' })
+  @ApiErrors(...BODY_ERRORS, 412)
   @ApiHeader({ name: 'If-Match', required: false, description: 'the ETag read; a stale one is 412' })
   @ApiOkResponse({ type: FlagDto })
   async update(
@@ -159,6 +167,7 @@ export class FlagsController {
   @Delete(':flagKey')
   @HttpCode(204)
   @TenantAccess(WRITE)
+  @ApiOperation({ summary: 'Delete a flag in every environment' })
   @ApiNoContentResponse()
   async remove(@CurrentTenant() tenant: TenantEntity, @Caller() caller: CallerContext, @Param('flagKey') key: string): Promise<void> {
     await this.flags.remove(tenant.id, caller, key);
@@ -167,6 +176,8 @@ export class FlagsController {
   @Post(':flagKey/evaluate')
   @HttpCode(200)
   @TenantAccess(EVALUATE)
+  @ApiOperation({ summary: 'Evaluate a flag for a user and attributes' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiOkResponse({ type: EvaluationResultDto })
   evaluate(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Body() dto: EvaluateFlagDto) {
     const context: EvaluationContext = { ...(dto.attributes ?? {}) };
@@ -179,6 +190,7 @@ export class FlagsController {
 
   @Get(':flagKey/variations')
   @TenantAccess(READ)
+  @ApiOperation({ summary: "List a flag's variations" })
   @ApiOkResponse({ type: [FlagVariationDto] })
   variations(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
     return this.flags.variations(tenant.id, key);
@@ -186,7 +198,9 @@ export class FlagsController {
 
   @Get(':flagKey/audit')
   @TenantAccess(READ)
-  async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string) {
+  @ApiOperation({ summary: "A flag's audit trail, oldest first" })
+  @ApiOkResponse({ type: [FlagAuditEntryDto] })
+  async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string): Promise<FlagAuditEntryDto[]> {
     return (await this.flags.auditTrail(tenant.id, key)).map((a) => ({
       action: a.action,
       actor: a.actor,

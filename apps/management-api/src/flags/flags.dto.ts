@@ -18,9 +18,10 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
-import { PageQueryDto } from '@flagship/service-kit';
-import { FLAG_KEY_PATTERN, FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
+import { JSON_VALUE, PageQueryDto } from '@flagship/service-kit';
+import { EVALUATION_ERROR_KINDS, EVALUATION_REASONS, FLAG_KEY_PATTERN, FLAG_TYPES, type EvaluationErrorKind, type EvaluationReason, type FlagType, type JsonValue } from '@flagship/domain';
 import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
+import { PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-targeting.dto';
 
 const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
 
@@ -32,7 +33,7 @@ export class FlagVariationInputDto {
   @MaxLength(200)
   name: string;
 
-  @ApiProperty({ description: 'any JSON value matching the flag type' })
+  @ApiProperty({ ...JSON_VALUE, description: 'any JSON value matching the flag type' })
   @Allow()
   value: JsonValue;
 
@@ -65,7 +66,7 @@ export class CreateFlagDto {
   @IsIn(FLAG_TYPES as unknown as string[], { message: `must be one of ${FLAG_TYPES.join(', ')}` })
   type: FlagType;
 
-  @ApiProperty({ description: 'matches type: boolean, string, number or a JSON object/array' })
+  @ApiProperty({ ...JSON_VALUE, description: 'matches type: boolean, string, number or a JSON object/array' })
   @IsDefined({ message: 'is required' })
   defaultValue: JsonValue;
 
@@ -123,7 +124,7 @@ export class UpdateFlagDto {
   @MaxLength(2000)
   description?: string;
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional(JSON_VALUE)
   @Allow()
   defaultValue?: JsonValue;
 
@@ -140,7 +141,7 @@ export class UpdateFlagDto {
   @IsUUID('all', { message: 'must be a project id' })
   projectId?: string | null;
 
-  @ApiPropertyOptional({ description: 'the full list of variations, ids included' })
+  @ApiPropertyOptional({ type: [VariationDto], description: 'the full list of variations, ids included' })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(100)
@@ -151,23 +152,23 @@ export class UpdateFlagDto {
   @IsBoolean()
   enabled?: boolean;
 
-  @ApiPropertyOptional({ description: 'served when off; null resets to the type default' })
+  @ApiPropertyOptional({ ...JSON_VALUE, description: 'served when off; null resets to the type default' })
   @Allow()
   offValue?: JsonValue | null;
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ type: [TargetDto] })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(100)
   targets?: Target[];
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ type: [RuleDto] })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(1000)
   rules?: Rule[];
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ type: [PrerequisiteDto] })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(50)
@@ -194,7 +195,7 @@ export class EvaluateFlagDto {
   @MaxLength(512)
   userId?: string;
 
-  @ApiPropertyOptional({ description: 'attributes rules match on', example: { country: 'NO', plan: 'pro' } })
+  @ApiPropertyOptional({ type: 'object', additionalProperties: JSON_VALUE, description: 'attributes rules match on', example: { country: 'NO', plan: 'pro' } })
   @IsOptional()
   @IsObject()
   attributes?: Record<string, JsonValue>;
@@ -209,18 +210,18 @@ export class EvaluateFlagDto {
 export class EvaluationResultDto {
   @ApiProperty() key: string;
   @ApiProperty() enabled: boolean;
-  @ApiProperty({ description: 'any JSON value' }) value: JsonValue;
-  @ApiProperty({ enum: ['OFF', 'PREREQUISITE_FAILED', 'TARGET_MATCH', 'RULE_MATCH', 'FALLTHROUGH', 'ERROR'] }) reason: string;
+  @ApiProperty({ ...JSON_VALUE, description: 'any JSON value' }) value: JsonValue;
+  @ApiProperty({ enum: EVALUATION_REASONS }) reason: EvaluationReason;
   @ApiPropertyOptional() variationId?: string;
   @ApiPropertyOptional() ruleId?: string;
   @ApiPropertyOptional() ruleIndex?: number;
-  @ApiPropertyOptional() errorKind?: string;
+  @ApiPropertyOptional({ enum: EVALUATION_ERROR_KINDS }) errorKind?: EvaluationErrorKind;
 }
 
 export class FlagVariationDto {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() value: JsonValue;
+  @ApiProperty(JSON_VALUE) value: JsonValue;
   @ApiProperty() description: string;
   @ApiProperty() weight: number;
 }
@@ -236,7 +237,7 @@ export class FlagDto {
   @ApiProperty() name: string;
   @ApiProperty({ enum: FLAG_TYPES }) type: FlagType;
   @ApiProperty() enabled: boolean;
-  @ApiProperty() defaultValue: JsonValue;
+  @ApiProperty(JSON_VALUE) defaultValue: JsonValue;
   @ApiProperty() description: string;
   @ApiProperty({ type: [String] }) tags: string[];
   @ApiProperty({ nullable: true, type: String }) projectId: string | null;
@@ -244,10 +245,10 @@ export class FlagDto {
   @ApiProperty() updatedAt: string;
   @ApiProperty({ type: [FlagVariationDto] }) variations: FlagVariationDto[];
   @ApiProperty() environment: string;
-  @ApiProperty({ nullable: true }) offValue: JsonValue | null;
-  @ApiProperty() targets: Target[];
-  @ApiProperty() rules: Rule[];
-  @ApiProperty() prerequisites: Prerequisite[];
+  @ApiProperty(JSON_VALUE) offValue: JsonValue | null;
+  @ApiProperty({ type: [TargetDto] }) targets: Target[];
+  @ApiProperty({ type: [RuleDto] }) rules: Rule[];
+  @ApiProperty({ type: [PrerequisiteDto] }) prerequisites: Prerequisite[];
   @ApiProperty({ nullable: true, type: String }) salt: string | null;
   @ApiProperty() version: string;
   @ApiProperty({

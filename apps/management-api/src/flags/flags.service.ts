@@ -11,7 +11,7 @@ import {
   valueMatchesType,
   type Variation,
 } from '@flagship/flag-evaluation';
-import { DATA_SOURCE, type DataSource, flagDefinitionFromRow, isUniqueViolation, type Tx, withTransaction } from '@flagship/persistence';
+import { flagDefinitionFromRow, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
@@ -87,7 +87,7 @@ const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId
 @Injectable()
 export class FlagsService {
   constructor(
-    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly transactions: TransactionRunner,
     private readonly repo: FlagsRepository,
     private readonly projects: ProjectsService,
     private readonly environments: EnvironmentsService,
@@ -119,7 +119,7 @@ export class FlagsService {
     else if (projectId && !(await this.projects.exists(tenantId, projectId))) errors['projectId'] = 'names no project of this tenant';
     if (Object.keys(errors).length) throw validationProblem(errors);
     try {
-      await withTransaction(this.ds, async (m) => {
+      await this.transactions.run(async (m) => {
         await this.repo.insert(
           m,
           tenantId,
@@ -142,7 +142,7 @@ export class FlagsService {
     const given = dto as Record<string, unknown>;
     const globalChanged = GLOBAL_FIELDS.filter((f) => f in given && given[f] !== undefined);
     const envChanged = ENV_FIELDS.filter((f) => f in given && (given[f] !== undefined || f === 'offValue' || f === 'salt'));
-    const environments = await withTransaction(this.ds, async (m) => {
+    const environments = await this.transactions.run(async (m) => {
       const row = await this.repo.lockRow(m, tenantId, key, environment);
       if (!row) throw this.notFound(key);
       if (ifMatch !== undefined && !etagMatches(ifMatch, etagOf(row))) {
@@ -191,7 +191,7 @@ export class FlagsService {
     if (Object.keys(parsed.errors).length) throw validationProblem(parsed.errors);
     if (parsed.flags.size > IMPORT_MAX_FLAGS) throw validationProblem({ flags: `at most ${IMPORT_MAX_FLAGS} flags per request` });
 
-    const written = await withTransaction(this.ds, async (m) => {
+    const written = await this.transactions.run(async (m) => {
       // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
       const locked = new Map<string, FlagRow>();
       for (const key of [...parsed.flags.keys()].sort()) {
@@ -289,7 +289,7 @@ export class FlagsService {
   }
 
   async remove(tenantId: string, caller: CallerContext, key: string): Promise<void> {
-    const environments = await withTransaction(this.ds, async (m) => {
+    const environments = await this.transactions.run(async (m) => {
       const flag = await this.repo.findByKey(tenantId, key, m);
       if (!flag) throw this.notFound(key);
       const dependents = await this.repo.dependents(tenantId, key, m);

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
@@ -11,6 +12,7 @@ import { OAuthClientsService } from './oauth-clients.service';
 /** Tenant admins manage their machine clients; client tokens cannot (no scope grants it). */
 @ApiTags('oauth clients')
 @ApiBearerAuth('bearer')
+@ApiErrors(401, 403, 404, 429, 503)
 @ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'required on create' })
 @Controller('api/oauth/clients')
 export class OAuthClientsController {
@@ -18,6 +20,8 @@ export class OAuthClientsController {
 
   @Post()
   @TenantAccess({ role: 'admin', headerRequired: true })
+  @ApiOperation({ summary: 'Create an OAuth client; its secret is shown once' })
+  @ApiErrors(...BODY_ERRORS)
   @Header('Cache-Control', 'no-store')
   @ApiCreatedResponse({ type: OAuthClientWithSecretDto, description: 'clientSecret is shown this once' })
   create(@CurrentTenant() tenant: TenantEntity, @CurrentUser() user: UserEntity, @Caller() caller: CallerContext, @Body() dto: CreateOAuthClientDto) {
@@ -26,6 +30,8 @@ export class OAuthClientsController {
 
   @Get()
   @TenantAccess({ role: 'admin' })
+  @ApiOperation({ summary: "The tenant's OAuth clients, without secrets (paginated)" })
+  @ApiErrors(400, 422)
   @ApiOkResponse({ type: [OAuthClientDto] })
   async list(@CurrentTenant() tenant: TenantEntity, @Query() page: PageQueryDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
     const limit = pageLimit(page);
@@ -36,6 +42,7 @@ export class OAuthClientsController {
   @Delete(':clientId')
   @HttpCode(204)
   @TenantAccess({ role: 'admin' })
+  @ApiOperation({ summary: 'Delete an OAuth client and refuse its tokens' })
   @ApiNoContentResponse({ description: "deleted; its tokens are refused in every app within seconds" })
   async remove(@CurrentTenant() tenant: TenantEntity, @Param('clientId') clientId: string): Promise<void> {
     await this.clients.delete(tenant.id, clientId);
@@ -44,6 +51,8 @@ export class OAuthClientsController {
   @Post(':clientId/rotate-secret')
   @HttpCode(200)
   @TenantAccess({ role: 'admin' })
+  @ApiOperation({ summary: "Rotate an OAuth client's secret" })
+  @ApiErrors(409)
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ type: OAuthClientWithSecretDto, description: 'the new secret, shown this once; the old one stops working' })
   rotate(@CurrentTenant() tenant: TenantEntity, @Param('clientId') clientId: string) {

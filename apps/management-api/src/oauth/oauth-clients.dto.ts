@@ -99,3 +99,29 @@ export class OAuthErrorDto {
   @ApiProperty()
   error_description: string;
 }
+
+export class PublicJwkDto {
+  @ApiProperty({ enum: ['EC'] }) kty: 'EC';
+  @ApiProperty({ enum: ['P-256'] }) crv: 'P-256';
+  @ApiProperty() x: string;
+  @ApiProperty() y: string;
+  @ApiPropertyOptional() kid?: string;
+  @ApiPropertyOptional({ enum: ['ES256'] }) alg?: 'ES256';
+  @ApiPropertyOptional({ enum: ['sig'] }) use?: 'sig';
+}
+
+/** RFC 7517 JWK set. */
+export class JwkSetDto {
+  @ApiProperty({ type: [PublicJwkDto] }) keys: PublicJwkDto[];
+}
+
+/** RFC 8414 authorization server metadata. */
+export class AuthorizationServerMetadataDto {
+  @ApiProperty() issuer: string;
+  @ApiProperty() token_endpoint: string;
+  @ApiProperty() jwks_uri: string;
+  @ApiProperty({ type: [String] }) grant_types_supported: string[];
+  @ApiProperty({ type: [String] }) token_endpoint_auth_methods_supported: string[];
+  @ApiProperty({ type: [String] }) scopes_supported: string[];
+  @ApiProperty({ type: [String], description: 'none: machine clients only' }) response_types_supported: string[];
+}

@@ -51,7 +51,7 @@ const unique = (values: readonly string[]): string[] => [...new Set(values)];
 const nowMs = (): Date => new Date(Date.now());
 
 /**
- * OAuth clients of a tenant (CONTRACT.md section 3). Callers (the lead's controller) have already
+ * OAuth clients of a tenant (CONTRACT.md section 3). Callers (OAuthClientsController) have already
  * authenticated the actor and resolved the tenant; this owns the rules: known scopes, who may allow
  * which product keys, secrets shown once and stored as scrypt hashes, deletion that revokes tokens.
  */

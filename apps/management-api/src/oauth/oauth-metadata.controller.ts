@@ -1,7 +1,9 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { SCOPES } from '@flagship/domain';
+import { ApiErrors } from '@flagship/problem-details';
 import { Public, VerificationKeys, type PublicEcJwk } from '@flagship/oauth';
+import { AuthorizationServerMetadataDto, JwkSetDto } from './oauth-clients.dto';
 import { OAUTH_FEATURE_OPTIONS, type ResolvedOAuthFeatureOptions } from './oauth-feature.options';
 
 /** RFC 8414 authorization server metadata. */
@@ -31,6 +33,7 @@ export function authorizationServerMetadata(options: ResolvedOAuthFeatureOptions
 @ApiTags('oauth')
 @Controller('.well-known')
 @Public()
+@ApiErrors(429)
 export class OAuthMetadataController {
   private readonly metadata: AuthorizationServerMetadata;
 
@@ -45,7 +48,7 @@ export class OAuthMetadataController {
   @Get('jwks.json')
   @Header('Cache-Control', 'public, max-age=60')
   @ApiOperation({ summary: 'Public keys of access tokens (RFC 7517 JWK set)' })
-  @ApiOkResponse({ description: '{ keys: [EC P-256 public JWKs with kid, alg ES256, use sig] }' })
+  @ApiOkResponse({ type: JwkSetDto, description: 'EC P-256 public keys with kid, alg ES256, use sig' })
   jwks(): { keys: PublicEcJwk[] } {
     return { keys: this.keys.published() };
   }
@@ -53,7 +56,7 @@ export class OAuthMetadataController {
   @Get('oauth-authorization-server')
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ summary: 'OAuth 2.0 authorization server metadata (RFC 8414)' })
-  @ApiOkResponse({ description: 'issuer, token_endpoint, jwks_uri, supported grants, auth methods and scopes' })
+  @ApiOkResponse({ type: AuthorizationServerMetadataDto })
   document(): AuthorizationServerMetadata {
     return this.metadata;
   }

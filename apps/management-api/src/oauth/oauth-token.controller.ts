@@ -2,7 +2,7 @@ import { Controller, Header, Headers, HttpCode, Post, Req, UseFilters } from '@n
 import type { Request } from 'express';
 import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { Public } from '@flagship/oauth';
-import { Consumes } from '@flagship/problem-details';
+import { ApiErrors, Consumes } from '@flagship/problem-details';
 import { RateLimit } from '@flagship/request-policies';
 import { AccessTokenResponseDto, OAuthErrorDto, TokenRequestFormDto } from './oauth-clients.dto';
 import { OAuthTokenErrorFilter } from './oauth-token.errors';
@@ -33,6 +33,8 @@ export class OAuthTokenController {
   @ApiOkResponse({ type: AccessTokenResponseDto })
   @ApiBadRequestResponse({ type: OAuthErrorDto, description: 'invalid_request, unsupported_grant_type, invalid_scope (RFC 6749 section 5.2)' })
   @ApiUnauthorizedResponse({ type: OAuthErrorDto, description: 'invalid_client' })
+  // Refused before the token endpoint's own RFC 6749 errors: problem details like every other route.
+  @ApiErrors(413, 415, 429, 503)
   token(@Req() req: Request, @Headers('authorization') authorization?: string): Promise<AccessTokenResponseDto> {
     // The raw parsed form (not @Body): an absent body must become RFC 6749's invalid_request, not the pipe's 422.
     const form = typeof req.body === 'object' && req.body !== null ? (req.body as Record<string, unknown>) : {};

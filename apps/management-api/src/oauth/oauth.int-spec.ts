@@ -1,10 +1,11 @@
 import { Controller, type DynamicModule, Get, Module, UseGuards } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request, Response } from 'express';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
 import type { DataSource } from 'typeorm';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
-import { AccessTokenVerifier, type ClientPrincipal, ClientTokenGuard, OAuthModule, Principal, PUBLIC_ROUTE } from '@flagship/oauth';
+import { AccessTokenVerifier, type ClientPrincipal, ClientTokenGuard, ClientTokenStrategy, OAuthModule, Principal, PUBLIC_ROUTE } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { bootstrapService, buildOpenApiDocument, encodeCursor, platformModules, startTestApp, type RunningApp } from '@flagship/service-kit';
@@ -113,13 +114,21 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
     const doc = buildOpenApiDocument(management, { title: 't', description: 'd', version: '1' });
     const token = doc.paths['/oauth/token'].post!;
     expect(Object.keys((token.requestBody as { content: object }).content)).toEqual(['application/x-www-form-urlencoded']);
-    expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401']);
+    expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401', '413', '415', '429', '503']);
+    // RFC 6749 bodies for the token endpoint's own refusals; problem details for what comes before it.
+    const body = (status: string) => (token.responses[status] as { content: Record<string, { schema: { $ref: string } }> }).content;
+    expect(body('400')['application/json']!.schema.$ref).toBe('#/components/schemas/OAuthErrorDto');
+    expect(body('401')['application/json']!.schema.$ref).toBe('#/components/schemas/OAuthErrorDto');
+    expect(body('415')['application/problem+json']!.schema.$ref).toBe('#/components/schemas/Problem');
+    expect(token.security).toEqual([]);
     expect(doc.paths['/.well-known/jwks.json'].get).toBeDefined();
     expect(doc.paths['/.well-known/oauth-authorization-server'].get).toBeDefined();
   });
 
-  it('serves the authentication guard through its ClientTokenPort: ours by iss, a caller context, or a 401 problem', async () => {
-    const port = clientTokenAdapter(management.get(AccessTokenVerifier));
+  it('serves the authentication guard through its ClientTokenPort (the passport strategy): ours by iss, a caller context, or a 401 problem', async () => {
+    const port = clientTokenAdapter(management.get(AccessTokenVerifier), management.get(ClientTokenStrategy));
+    const bearer = (t: string) => ({ headers: { authorization: `Bearer ${t}` } }) as unknown as Request;
+    const res = {} as Response;
     const client = await newClient(['flags:read']);
     const creds = form({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret });
     const token = (await postToken(creds)).body.access_token as string;
@@ -128,9 +137,9 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
     const [h, p, sig] = token.split('.');
     const foreign = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), iss: 'https://idp.example' })).toString('base64url')}.${sig}`;
     expect(port.isAccessToken(foreign)).toBe(false);
-    await expect(port.verify(token)).resolves.toEqual({ kind: 'client', callerId: `client:${client.clientId}`, tenantId, scopes: ['flags:read'] });
+    await expect(port.authenticate(bearer(token), res)).resolves.toEqual({ kind: 'client', callerId: `client:${client.clientId}`, tenantId, scopes: ['flags:read'] });
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), scope: 'flags:write' })).toString('base64url')}.${sig}`;
-    const refused = await port.verify(tampered).catch((err: unknown) => err as ProblemException);
+    const refused = await port.authenticate(bearer(tampered), res).catch((err: unknown) => err as ProblemException);
     expect(refused).toBeInstanceOf(ProblemException);
     expect(refused).toMatchObject({ problem: { slug: 'invalid-token', status: 401 } });
     expect((refused as ProblemException).headers['WWW-Authenticate']).toMatch(/error="invalid_token"/);

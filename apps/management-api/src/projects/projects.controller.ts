@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { PageQueryDto, pageLimit, sendPage } from '@flagship/service-kit';
@@ -9,6 +10,7 @@ import { ProjectsService, toProjectDto } from './projects.service';
 
 @ApiTags('projects')
 @ApiBearerAuth('bearer')
+@ApiErrors(401, 403, 404, 429, 503)
 @ApiHeader({ name: 'X-Tenant-ID', required: false })
 @Controller('api/projects')
 export class ProjectsController {
@@ -16,6 +18,8 @@ export class ProjectsController {
 
   @Get()
   @TenantAccess({ role: 'viewer', scopes: ['projects:read'], headerRequired: true })
+  @ApiOperation({ summary: 'List projects (paginated)' })
+  @ApiErrors(400, 422)
   @ApiOkResponse({ type: [ProjectDto] })
   async list(@CurrentTenant() tenant: TenantEntity, @Query() page: PageQueryDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
     const limit = pageLimit(page);
@@ -25,6 +29,8 @@ export class ProjectsController {
 
   @Post()
   @TenantAccess({ role: 'editor', scopes: ['projects:write'] })
+  @ApiOperation({ summary: 'Create a project' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: ProjectDto })
   create(@CurrentTenant() tenant: TenantEntity, @Body() dto: CreateProjectDto) {
     return this.projects.create(tenant.id, dto);
@@ -32,6 +38,8 @@ export class ProjectsController {
 
   @Get(':id')
   @TenantAccess({ role: 'viewer', scopes: ['projects:read'] })
+  @ApiOperation({ summary: 'Get a project' })
+  @ApiErrors(400)
   @ApiOkResponse({ type: ProjectDto })
   get(@CurrentTenant() tenant: TenantEntity, @Param('id') id: string) {
     return this.projects.get(tenant.id, id);
@@ -39,6 +47,8 @@ export class ProjectsController {
 
   @Patch(':id')
   @TenantAccess({ role: 'editor', scopes: ['projects:write'] })
+  @ApiOperation({ summary: 'Update a project' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiOkResponse({ type: ProjectDto })
   update(@CurrentTenant() tenant: TenantEntity, @Param('id') id: string, @Body() dto: UpdateProjectDto) {
     return this.projects.update(tenant.id, id, dto);

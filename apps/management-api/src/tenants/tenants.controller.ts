@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import type { Request, Response } from 'express';
 import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import type { TenantEntity } from '@flagship/persistence';
@@ -10,11 +11,13 @@ import { TenantsService, toTenantUserDto } from './tenants.service';
 
 @ApiTags('tenants')
 @ApiBearerAuth('bearer')
+@ApiErrors(401, 403, 429, 503)
 @Controller('api/tenants')
 export class TenantsController {
   constructor(private readonly tenants: TenantsService) {}
 
   @Get()
+  @ApiOperation({ summary: "The caller's tenants with their role in each" })
   @ApiOkResponse({ type: [TenantDto] })
   list(@Caller() caller: CallerContext, @CurrentUser() user?: UserEntity) {
     return this.tenants.list(caller, user);
@@ -22,6 +25,8 @@ export class TenantsController {
 
   @Post()
   @UsersOnly()
+  @ApiOperation({ summary: 'Create a tenant; the caller becomes its admin' })
+  @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: TenantDto })
   create(@Body() dto: CreateTenantDto, @CurrentUser() user: UserEntity) {
     return this.tenants.create(user, dto);
@@ -29,6 +34,8 @@ export class TenantsController {
 
   @Get(':tenantId/users')
   @TenantAccess({ role: 'viewer', tenantFrom: 'path' })
+  @ApiOperation({ summary: "A tenant's members (paginated)" })
+  @ApiErrors(400, 404, 422)
   @ApiOkResponse({ type: [TenantUserDto] })
   async users(@CurrentTenant() tenant: TenantEntity, @Query() page: PageQueryDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
     const limit = pageLimit(page);
@@ -38,6 +45,8 @@ export class TenantsController {
 
   @Post(':tenantId/users')
   @TenantAccess({ role: 'admin', tenantFrom: 'path' })
+  @ApiOperation({ summary: 'Add a user to a tenant with a role' })
+  @ApiErrors(...BODY_ERRORS, 404)
   @ApiCreatedResponse({ type: TenantUserDto })
   addUser(@CurrentTenant() tenant: TenantEntity, @Body() dto: AddTenantUserDto) {
     return this.tenants.addUser(tenant.id, dto);

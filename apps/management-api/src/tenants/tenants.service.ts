@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Plan, Tenant, TenantRole, TenantUser, SubscriptionStatus } from '@flagship/domain';
 import { APP_CONFIG } from '@flagship/config';
-import { DATA_SOURCE, type DataSource, isUniqueViolation, type TenantEntity, type Tx, withTransaction } from '@flagship/persistence';
+import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
@@ -45,7 +45,7 @@ export class TenantsService {
   private hooks: TenantCreatedHook[] = [];
 
   constructor(
-    @Inject(DATA_SOURCE) private readonly ds: DataSource,
+    private readonly transactions: TransactionRunner,
     private readonly tenants: TenantsRepository,
     private readonly users: UsersRepository,
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
@@ -67,7 +67,7 @@ export class TenantsService {
 
   /** A new tenant with its creator as admin, in one transaction. */
   create(creator: UserEntity, dto: CreateTenantDto): Promise<Tenant> {
-    return withTransaction(this.ds, async (m) => {
+    return this.transactions.run(async (m) => {
       const tenant = await this.createWithAdmin(m, creator, {
         name: dto.name,
         primaryEmail: dto.primaryEmail,
@@ -104,7 +104,7 @@ export class TenantsService {
    */
   async addUser(tenantId: string, dto: AddTenantUserDto): Promise<TenantUser> {
     try {
-      return await withTransaction(this.ds, async (m) => {
+      return await this.transactions.run(async (m) => {
         const user =
           (await this.users.findByEmail(dto.email, m)) ??
           (await this.users.create(m, { idpSubject: pendingSubject(dto.email), email: dto.email, displayName: '', signInProvider: null }));

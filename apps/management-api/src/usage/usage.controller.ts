@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { pageLimit, sendPage } from '@flagship/service-kit';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { ApiErrors } from '../problem-responses';
+import { ApiErrors } from '@flagship/problem-details';
 import { ListUsageQueryDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
 import { usageCursor, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
 

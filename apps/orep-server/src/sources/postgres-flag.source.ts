@@ -42,11 +42,9 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
   private stopped = false;
 
   /**
-   * `pubsub` must be fresh and is owned from here on (closed at shutdown): its reconnection hook is
-   * registered in this constructor, in the same tick PubSub was created, so that the first 'ready'
-   * PubSub.onReconnect skips is really the initial connection and not a reconnection. (On the app's
-   * shared PubSub, connected long before any provider's init runs, it would swallow the first real
-   * reconnection, and the messages lost with it.)
+   * `pubsub` is owned from here on (closed at shutdown). A reconnection of it means messages may have
+   * been lost, so it triggers a full re-sync (PubSub.onReconnect tells a reconnection from the first
+   * connection however late the hook is registered).
    */
   constructor(
     private readonly repository: FlagsRepository,

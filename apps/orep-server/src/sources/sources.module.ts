@@ -27,7 +27,7 @@ export class SourcesModule {
         providers.push(FlagsRepository, {
           provide: FLAG_SOURCE,
           inject: [FlagsRepository, REDIS, REDIS_KEYS],
-          // A subscriber connection of the source's own: see PostgresFlagSource's constructor.
+          // A subscriber connection of the source's own, closed with it at shutdown.
           useFactory: (repository: FlagsRepository, redis: Redis, keys: RedisKeys) =>
             new PostgresFlagSource(repository, new PubSub(redis, keys, config.REDIS_URL, 'orep-server-flags'), {
               tenantId: config.OREP_TENANT_ID,

@@ -1,5 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
+// Timestamps are timestamptz(3) in every table, here and in later migrations: JavaScript Dates hold
+// milliseconds, so a keyset cursor's timestamp round-trips exactly.
 export class Init1763800000000 implements MigrationInterface {
   name = 'Init1763800000000';
 
