@@ -25,4 +25,10 @@ export const CHANNELS = {
   flagChanged: 'flag-changed',
   /** An OAuth client was deleted or its secret rotated: `{ clientId }`. */
   clientRevoked: 'client-revoked',
+  /**
+   * What the AI gateway caches of a tenant changed (entitlements, plan, zeroRated,
+   * hostedProviderAllowed, credits granted): `{ tenantId }`. Published by whoever writes it
+   * (management-api's admin routes, billing-worker); the gateway drops its cached copy.
+   */
+  tenantChanged: 'tenant-changed',
 } as const;
