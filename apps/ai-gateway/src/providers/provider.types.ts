@@ -72,8 +72,16 @@ export interface StreamSink {
 export interface StreamResult {
   provider: ProviderKey;
   usage: Usage;
-  /** 'completed': `[DONE]` relayed; 'client_gone': the client disconnected; 'upstream_broken': an error event was written and no `[DONE]`. */
-  outcome: 'completed' | 'client_gone' | 'upstream_broken';
+  /**
+   * 'completed': `[DONE]` relayed; 'client_gone': the client disconnected; 'upstream_broken': an error event was written and no `[DONE]`;
+   * 'rejected': the upstream answered a 4xx before any event (sink.start NOT called): relay `rejection` as a JSON answer.
+   */
+  outcome: 'completed' | 'client_gone' | 'upstream_broken' | 'rejected';
+  /**
+   * SEAM CHANGE (provider helper): a streamed request the upstream refuses (400 bad model, 401, 429, ...) has no stream to
+   * write, yet its 4xx must reach the client as is, like json()'s: present exactly when outcome is 'rejected'.
+   */
+  rejection?: { status: number; body: Buffer };
   upstreamMs: number;
 }
 
