@@ -1,0 +1,5 @@
+export * from './exchange';
+export * from './buffered-metrics';
+export * from './api-token';
+export * from './rate-limiter';
+export * from './lean-router';
