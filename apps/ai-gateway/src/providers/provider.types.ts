@@ -4,6 +4,11 @@
  * `x-service-provider`, hosted permission, emergency fallback) and owns the ledger; the provider layer
  * only talks to upstreams: pooled connections, time-outs, retries before the first byte, circuit
  * breakers, fallback among the providers it was allowed, streaming relay and usage accounting.
+ *
+ * Wiring (NOTE from the provider helper): spread `providerEnv` (./provider.env) into the app's env schema,
+ * import `ProvidersModule.forRoot(providerOptionsFromEnv(config, secrets))` (./providers.module; `secrets`
+ * is the app's SecretStore, holding PROVIDER_INHOUSE_API_KEY / PROVIDER_HOSTED_API_KEY) and inject
+ * `PROVIDER_CLIENT`. Its `circuits()` gives each provider's breaker state for readiness or metrics.
  */
 
 /** CONTRACT.md section 7. */
