@@ -83,7 +83,7 @@ export class Exchange {
   }
 
   /** Any answer whose body is known in full. */
-  send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | undefined): void {
+  send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | Buffer | undefined): void {
     const res = this.res;
     if (res.headersSent) return;
     const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...headers };
