@@ -1,12 +1,11 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-
 import { OAuthModule } from '@flagship/oauth';
 import { platformModules } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
-import { GatewayPipeline, PROVIDER_CLIENT } from './gateway.pipeline';
+import { GatewayPipeline } from './gateway.pipeline';
 import { UsageLedgerRepository } from './ledger/usage-ledger.repository';
-import { OpenAiCompatibleProviders } from './providers/openai-compatible.providers';
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
+import { ProvidersModule } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
 
 @Module({})
@@ -19,20 +18,9 @@ export class AppModule {
         ...platformModules(config, { serviceName: 'ai-gateway' }),
         // Verifies only: the keys come from Postgres, revocations from Redis.
         OAuthModule.forRoot({ issuer: config.OAUTH_ISSUER, audience: config.OAUTH_AUDIENCE }),
+        ProvidersModule.forRoot(providerOptionsFromEnv(config, secrets)),
       ],
-      providers: [
-        TenantContextRepository,
-        UsageLedgerRepository,
-        {
-          provide: PROVIDER_CLIENT,
-          useFactory: async () => {
-            const client = new OpenAiCompatibleProviders(providerOptionsFromEnv(config, secrets));
-            await client.start();
-            return client;
-          },
-        },
-        GatewayPipeline,
-      ],
+      providers: [TenantContextRepository, UsageLedgerRepository, GatewayPipeline],
     };
   }
 }

@@ -18,9 +18,8 @@ import { SettleStep } from './pipeline/settle.step';
 import { TenantStep } from './pipeline/tenant.step';
 import { TokenStep } from './pipeline/token.step';
 import type { ProviderClient, ProviderKey } from './providers/provider.types';
+import { PROVIDER_CLIENT } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
-
-export const PROVIDER_CLIENT = Symbol('PROVIDER_CLIENT');
 
 /** The pipeline's steps, built once from the app's config and stores, and their lifecycle. */
 @Injectable()
@@ -69,11 +68,10 @@ export class GatewayPipeline implements OnModuleInit, OnApplicationShutdown {
     this.unsubscribe = await this.tenantStep.listen(this.pubsub);
   }
 
-  /** Settlements still being written finish before the pools close. */
+  /** Settlements still being written finish before the pools close (the provider layer closes its own). */
   async onApplicationShutdown(): Promise<void> {
     await this.unsubscribe?.().catch(() => undefined);
     await this.settleStep.drain();
-    await this.providers.close();
   }
 
   /** For tests: every settlement handed in so far is written. */
