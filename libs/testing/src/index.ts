@@ -4,3 +4,4 @@ export * from './test-app';
 export * from './processes';
 export * from './http';
 export * from './fake-model-upstream';
+export * from './tcp-proxy';
