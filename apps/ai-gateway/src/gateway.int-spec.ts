@@ -1,5 +1,6 @@
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
 import type { DataSource } from 'typeorm';
+import { ClientRevocations } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import type { RunningApp } from '@flagship/service-kit';
@@ -325,6 +326,25 @@ describe('ai-gateway through the openai SDK', () => {
     expect(reserved).toBe(0);
     expect(100_000 - balance).toBe(Number(row!.debit));
     expect(Number(row!.debit)).toBeGreaterThan(0);
+  });
+
+  it('honours a revocation: a cached token of a deleted client is refused within moments', async () => {
+    const clientId = 'ffc_revoked_1';
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: await issue(billable, ['core'], clientId), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+    await expect(client.chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
+    await issuer.app.get(ClientRevocations).revoke(clientId);
+    await waitFor(async () => (await client.chat.completions.create(chat).then(() => false, (e: { status?: number; code?: string }) => e.status === 401 && e.code === 'invalid_token')) || undefined, 5000);
+  });
+
+  it('exports requests, tokens, debits, upstream latency and overhead by product, provider and model', async () => {
+    await (await sdk(billable)).chat.completions.create(chat);
+    const text = (await http(`${gw.url}/metrics`)).text;
+    expect(text).toMatch(/gateway_requests_total\{[^}]*product="core",provider="inhouse",model="fake-chat-1",endpoint="chat.completions",outcome="succeeded"[^}]*\} \d+/);
+    expect(text).toMatch(/gateway_tokens_total\{[^}]*direction="output"[^}]*\} \d+/);
+    expect(text).toMatch(/gateway_debit_microcredits_total\{[^}]*model="fake-chat-1"[^}]*\} \d+/);
+    expect(text).toMatch(/gateway_upstream_duration_seconds_count\{[^}]*provider="inhouse"[^}]*\} \d+/);
+    expect(text).toMatch(/gateway_overhead_seconds_count\{[^}]*endpoint="chat.completions"[^}]*\} \d+/);
+    expect(text).toMatch(/http_requests_total\{[^}]*route="\/v1\/chat\/completions",status="200"[^}]*\} \d+/);
   });
 
   it("hears management-api's tenant-changed message: an entitlement granted applies at once", async () => {
