@@ -1,5 +1,5 @@
 import type { CleanedEnv } from 'envalid';
-import { num, str } from '@flagship/config';
+import { makeValidator, num } from '@flagship/config';
 import type { ProviderKey } from './provider.types';
 
 /**
@@ -8,9 +8,17 @@ import type { ProviderKey } from './provider.types';
  * and `/models`. Keys are secrets, read per request from the SecretStore (`PROVIDER_INHOUSE_API_KEY`,
  * `PROVIDER_HOSTED_API_KEY`), so they are not here.
  */
+/** '' (not configured) or an http(s) URL: a typo stops the app at start-up with the variable named. */
+const baseUrl = makeValidator<string>((v) => {
+  if (v === '') return '';
+  const u = new URL(v);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must be an http or https URL');
+  return v;
+});
+
 export const providerEnv = {
-  PROVIDER_INHOUSE_URL: str({ default: '', desc: 'base URL of the in-house OpenAI-compatible endpoint, e.g. http://models.internal:8000/v1' }),
-  PROVIDER_HOSTED_URL: str({ default: '', desc: "base URL of the hosted provider, OpenAI's shape, e.g. https://api.openai.com/v1" }),
+  PROVIDER_INHOUSE_URL: baseUrl({ default: '', desc: 'base URL of the in-house OpenAI-compatible endpoint, e.g. http://models.internal:8000/v1' }),
+  PROVIDER_HOSTED_URL: baseUrl({ default: '', desc: "base URL of the hosted provider, OpenAI's shape, e.g. https://api.openai.com/v1" }),
   PROVIDER_CONNECT_TIMEOUT_MS: num({ default: 3000 }),
   PROVIDER_FIRST_BYTE_TIMEOUT_MS: num({ default: 60000, desc: 'until the answer headers; also the longest silence between streamed chunks' }),
   PROVIDER_TOTAL_TIMEOUT_MS: num({ default: 300000, desc: 'a whole request, retries and fallback included' }),

@@ -37,7 +37,11 @@ describe('ProvidersModule', () => {
     }
   });
 
-  it('refuses a non-numeric time-out at start-up, naming the variable', () => {
+  it('refuses a bad URL or time-out at start-up, naming the variable', () => {
     expect(() => loadConfig({ PROVIDER_TOTAL_TIMEOUT_MS: 'soon' }, providerEnv)).toThrow(/PROVIDER_TOTAL_TIMEOUT_MS/);
+    expect(() => loadConfig({ PROVIDER_INHOUSE_URL: 'models.internal:8000/v1' }, providerEnv)).toThrow(/PROVIDER_INHOUSE_URL is invalid/);
+    expect(() => loadConfig({ PROVIDER_HOSTED_URL: 'ftp://example.test/v1' }, providerEnv)).toThrow(/PROVIDER_HOSTED_URL is invalid \(must be an http/);
+    expect(loadConfig({ PROVIDER_HOSTED_URL: 'https://api.openai.com/v1' }, providerEnv).PROVIDER_HOSTED_URL).toBe('https://api.openai.com/v1');
+    expect(loadConfig({}, providerEnv).PROVIDER_INHOUSE_URL).toBe('');
   });
 });
