@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type Redis from 'ioredis';
+import { TurnBatcher } from '@flagship/lean-http';
 import type { RedisKeys } from '@flagship/redis';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 
@@ -13,17 +14,30 @@ const WINDOW_MS = 60_000;
 /**
  * Step 6: requests and tokens per OAuth client per minute, counted in Redis so every replica shares
  * the budget (a fixed one-minute window: two counters, one pipelined round trip). Tokens are the
- * request's estimate (input text plus the output it may produce), counted when it is admitted.
+ * request's estimate (input text plus the output it may produce), counted when it is admitted. The
+ * counts of one event-loop turn's requests go to Redis in one pipeline.
  * OpenAI's `x-ratelimit-*` headers go on every answer from here on; over either limit: 429
  * `rate_limited` with `retry-after`.
  */
 export class RateLimitStep {
+  private readonly batcher: TurnBatcher<{ requestsKey: string; tokensKey: string; tokens: number }, [number, number]>;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly keys: RedisKeys,
     private readonly limits: RateLimits,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.batcher = new TurnBatcher(async (batch) => {
+      const pipeline = redis.pipeline();
+      for (const b of batch) {
+        pipeline.incr(b.requestsKey).incrby(b.tokensKey, b.tokens).pexpire(b.requestsKey, WINDOW_MS * 2).pexpire(b.tokensKey, WINDOW_MS * 2);
+      }
+      const results = await pipeline.exec();
+      if (results === null || results.some(([err]) => err !== null)) throw new Error('the rate-limit counters could not be updated');
+      return batch.map((_, i) => [Number(results[i * 4]![1]), Number(results[i * 4 + 1]![1])] as [number, number]);
+    }, 500);
+  }
 
   async take(clientId: string, tokens: number): Promise<OutgoingHttpHeaders> {
     const now = this.now();
@@ -31,21 +45,13 @@ export class RateLimitStep {
     const resetS = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
     const requestsKey = this.keys.key('gw', 'rl', clientId, window, 'r');
     const tokensKey = this.keys.key('gw', 'rl', clientId, window, 't');
-    let results: Array<[Error | null, unknown]> | null;
+    let requests: number;
+    let used: number;
     try {
-      results = await this.redis
-        .multi()
-        .incr(requestsKey)
-        .incrby(tokensKey, tokens)
-        .pexpire(requestsKey, WINDOW_MS * 2)
-        .pexpire(tokensKey, WINDOW_MS * 2)
-        .exec();
+      [requests, used] = await this.batcher.add({ requestsKey, tokensKey, tokens });
     } catch {
       throw dependencyDown('Redis');
     }
-    if (results === null || results.some(([err]) => err !== null)) throw dependencyDown('Redis');
-    const requests = Number(results[0]![1]);
-    const used = Number(results[1]![1]);
     const { requestsPerMinute, tokensPerMinute } = this.limits;
     const headers: OutgoingHttpHeaders = {
       'x-ratelimit-limit-requests': String(requestsPerMinute),
