@@ -347,6 +347,24 @@ describe('ai-gateway through the openai SDK', () => {
     expect(text).toMatch(/http_requests_total\{[^}]*route="\/v1\/chat\/completions",status="200"[^}]*\} \d+/);
   });
 
+  it('a stream the upstream breaks midway ends with an error event, and its row records what was delivered as failed', async () => {
+    const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+    fake.behave({ breakAfterChunks: 3 });
+    const stream = await (await sdk(tenant)).chat.completions.create({ model: 'fake-chat-1', stream: true, messages: [{ role: 'user', content: 'a b c d e f g h' }] });
+    let text = '';
+    await expect(
+      (async () => {
+        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      })(),
+    ).rejects.toMatchObject({ code: 'provider_error' });
+    expect(text.length).toBeGreaterThan(0);
+    await settled();
+    const [row] = await ledgerRows(ds, tenant);
+    expect(row).toMatchObject({ status: 'failed', error_code: 'upstream_broken', usage_estimated: true });
+    expect(row!.output_tokens).toBeGreaterThan(0);
+    expect(100_000 - (await balanceOf(ds, tenant)).balance).toBe(Number(row!.debit));
+  });
+
   it("hears management-api's tenant-changed message: an entitlement granted applies at once", async () => {
     const tenant = await createTenant(ds, { balance: 100_000 });
     const client = await sdk(tenant);
@@ -354,6 +372,30 @@ describe('ai-gateway through the openai SDK', () => {
     await ds.query(`INSERT INTO entitlements (tenant_id, product_key, tier) VALUES ($1, 'core', 'enterprise')`, [tenant]);
     await gw.app.get<PubSub>(PUBSUB).publish(CHANNELS.tenantChanged, { tenantId: tenant });
     await waitFor(async () => (await client.chat.completions.create(chat).then(() => true, () => false)) || undefined, 3000);
+  });
+
+  it('emergency fallback: inhouse failing, hosted permitted -> served by hosted, and the row names both', async () => {
+    const hosted = await FakeModelUpstream.start();
+    const emergency = await startGateway(te, {
+      OAUTH_ISSUER: ISSUER,
+      PROVIDER_INHOUSE_URL: fake.url,
+      PROVIDER_HOSTED_URL: hosted.url,
+      PROVIDER_HOSTED_EMERGENCY: 'true',
+      PROVIDER_MAX_RETRIES: '0',
+    });
+    try {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      fake.behave({ failure: { kind: 'status', status: 503 } });
+      const client = new OpenAI({ baseURL: `${emergency.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+      await expect(client.chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
+      expect([fake.calls.chat, hosted.calls.chat]).toEqual([1, 1]);
+      await emergency.pipeline.drain();
+      expect(await ledgerRows(ds, tenant)).toEqual([expect.objectContaining({ status: 'succeeded', provider: 'hosted', requested_provider: 'inhouse', input_tokens: 5 })]);
+    } finally {
+      fake.reset();
+      await emergency.close();
+      await hosted.close();
+    }
   });
 
   it('a development and a production gateway each refuse the other\'s token', async () => {
