@@ -270,6 +270,8 @@ describe('ai-gateway through the openai SDK', () => {
 
       const client = await sdk(billable);
       await expectError(client.get('/no-such-route'), NotFoundError, 404, 'unknown_url');
+      const bare = await http(`${gw.url}/v1`, { headers });
+      expect([bare.status, bare.body]).toEqual([404, { error: { message: expect.any(String), type: 'invalid_request_error', code: 'unknown_url', param: null } }]);
       const wrongMethod = await http(`${gw.url}/v1/chat/completions`, { headers });
       expect([wrongMethod.status, wrongMethod.headers.get('allow'), wrongMethod.body]).toEqual([405, 'POST', shape('method_not_allowed')]);
       expect(wrongMethod.headers.get('x-request-id')).toEqual(expect.any(String));
