@@ -26,6 +26,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -95,7 +96,7 @@ async function ready(p: Proc, probe: () => Promise<boolean>, timeoutMs = 60_000)
   });
 }
 
-async function startUpstream(): Promise<string> {
+async function startUpstream(): Promise<{ url: string; pid: number }> {
   const port = await freePort();
   const p = launch('fake upstream', ['-r', 'ts-node/register/transpile-only', 'tools/dev/fake-upstream.ts'], {
     ...process.env,
@@ -105,7 +106,7 @@ async function startUpstream(): Promise<string> {
   });
   const url = `http://127.0.0.1:${port}/v1`;
   await ready(p, async () => (await fetch(`${url}/models`, { headers: { authorization: `Bearer ${UPSTREAM_KEY}` } })).ok);
-  return url;
+  return { url, pid: p.child.pid! };
 }
 
 /** A billable tenant (standard plan, `enterprise` for core, credit that will not run out) and its OAuth client. */
@@ -170,13 +171,13 @@ async function startGateway(te: TestEnvironment, issuer: string, upstream: strin
   return { url, pid: p.child.pid! };
 }
 
-async function startPortkey(): Promise<string> {
+async function startPortkey(): Promise<{ url: string; pid: number }> {
   const port = await freePort();
   const bin = join(root, 'node_modules/@portkey-ai/gateway/build/start-server.js');
   const p = launch('portkey', [bin, `--port=${port}`, '--headless'], { ...process.env, NODE_ENV: 'production' });
   const url = `http://127.0.0.1:${port}`;
   await ready(p, async () => (await fetch(url)).ok);
-  return url;
+  return { url, pid: p.child.pid! };
 }
 
 // ---- load --------------------------------------------------------------------------------------
@@ -185,6 +186,9 @@ interface Case {
   name: string;
   url: string;
   headers: Record<string, string>;
+  /** The process serving the case (the upstream for direct calls): its CPU time per request is steadier than req/s on a shared machine. */
+  pid: number;
+  cpuUs: number[];
   max: number[];
   p50: number[];
   p99: number[];
@@ -202,9 +206,21 @@ async function check(c: Case): Promise<void> {
 
 const opts = (c: Case, seconds: number) => ({ url: c.url, method: 'POST' as const, headers: c.headers, body: BODY, duration: seconds });
 
+/** CPU time (user + system) a process has used so far, in seconds (Linux: /proc, 100 ticks a second). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 async function maxThroughput(c: Case, seconds: number): Promise<number> {
+  const before = cpuSeconds(c.pid);
   const r = await autocannon({ ...opts(c, seconds), connections: CONNECTIONS });
   c.failures += r.errors + r.timeouts + r.non2xx;
+  c.cpuUs.push(((cpuSeconds(c.pid) - before) * 1e6) / Math.max(1, r.requests.total));
   return r.requests.average;
 }
 
@@ -256,17 +272,19 @@ async function main(): Promise<void> {
   let overhead: { p50: number; p99: number } | undefined;
   let ours: Case | undefined;
   try {
-    const upstream = await startUpstream();
-    const make = (name: string, url: string, headers: Record<string, string>): Case => ({
+    const { url: upstream, pid: upstreamPid } = await startUpstream();
+    const make = (name: string, url: string, pid: number, headers: Record<string, string>): Case => ({
       name,
       url,
+      pid,
+      cpuUs: [],
       headers: { 'content-type': 'application/json', ...headers },
       max: [],
       p50: [],
       p99: [],
       failures: 0,
     });
-    if (CASES.includes('direct')) cases.push(make('direct to the upstream', `${upstream}/chat/completions`, { authorization: `Bearer ${UPSTREAM_KEY}` }));
+    if (CASES.includes('direct')) cases.push(make('direct to the upstream', `${upstream}/chat/completions`, upstreamPid, { authorization: `Bearer ${UPSTREAM_KEY}` }));
     if (CASES.includes('gateway')) {
       te = await createTestEnvironment();
       await seedTenant(te);
@@ -274,13 +292,13 @@ async function main(): Promise<void> {
       const issuer = `http://127.0.0.1:${mgmtPort}`;
       const token = await accessToken(te, issuer, mgmtPort);
       const gw = await startGateway(te, issuer, upstream);
-      ours = make('through our gateway (full pipeline)', `${gw.url}/v1/chat/completions`, { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' });
+      ours = make('through our gateway (full pipeline)', `${gw.url}/v1/chat/completions`, gw.pid, { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' });
       cases.push(ours);
     }
     if (CASES.includes('portkey')) {
       const portkey = await startPortkey();
       cases.push(
-        make('through Portkey 1.x (plain proxy)', `${portkey}/v1/chat/completions`, {
+        make('through Portkey 1.x (plain proxy)', `${portkey.url}/v1/chat/completions`, portkey.pid, {
           authorization: `Bearer ${UPSTREAM_KEY}`,
           'x-portkey-provider': 'openai',
           'x-portkey-custom-host': upstream,
@@ -289,7 +307,10 @@ async function main(): Promise<void> {
     }
     for (const c of cases) await check(c);
     for (const c of cases) await maxThroughput(c, WARMUP_SECONDS);
-    for (const c of cases) c.failures = 0;
+    for (const c of cases) {
+      c.failures = 0;
+      c.cpuUs = [];
+    }
     for (let round = 0; round < ROUNDS; round++) {
       for (const c of cases) c.max.push(await maxThroughput(c, SECONDS));
       for (const c of cases) {
@@ -327,12 +348,16 @@ async function main(): Promise<void> {
     `node ${process.version}, loopback, fake upstream 0 ms; max: ${CONNECTIONS} connections; fixed: ${FIXED_RATE} req/s over ${FIXED_CONNECTIONS} connections; ` +
       `${SECONDS} s per measurement x ${ROUNDS} interleaved rounds (median shown) after ${WARMUP_SECONDS} s warm-up\n`,
   );
-  console.log(`${'case'.padEnd(38)} ${'max req/s'.padStart(10)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'failed'.padStart(7)}   rounds max req/s`);
+  console.log(
+    `${'case'.padEnd(38)} ${'max req/s'.padStart(10)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)} ${'failed'.padStart(7)}   rounds max req/s`,
+  );
   for (const c of cases) {
     console.log(
-      `${c.name.padEnd(38)} ${fmt(median(c.max)).padStart(10)} ${ms(median(c.p50)).padStart(8)} ${ms(median(c.p99)).padStart(8)} ${String(c.failures).padStart(7)}   ${c.max.map(fmt).join(' / ')}`,
+      `${c.name.padEnd(38)} ${fmt(median(c.max)).padStart(10)} ${ms(median(c.p50)).padStart(8)} ${ms(median(c.p99)).padStart(8)} ` +
+        `${Math.min(...c.cpuUs).toFixed(0).padStart(11)} ${String(c.failures).padStart(7)}   ${c.max.map(fmt).join(' / ')}`,
     );
   }
+  console.log('(CPU µs/req: the serving process only, lowest round, at 32 connections; direct = the upstream itself)');
   if (ledger) console.log(`\n${ledger}`);
   if (overhead) console.log(`x-gateway-overhead-ms (the gateway's own time, 200 sequential requests): p50 ${ms(overhead.p50)}, p99 ${ms(overhead.p99)}`);
   const direct = cases.find((c) => c.name.startsWith('direct'));
