@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { APP_CONFIG } from '@flagship/config';
 import { AccessTokenVerifier } from '@flagship/oauth';
@@ -23,7 +23,7 @@ import { TenantContextRepository } from './tenants/tenant-context.repository';
 
 /** The pipeline's steps, built once from the app's config and stores, and their lifecycle. */
 @Injectable()
-export class GatewayPipeline implements OnModuleInit, OnApplicationShutdown {
+export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   readonly handler: GatewayHandler;
   private readonly tenantStep: TenantStep;
   private readonly settleStep: SettleStep;
@@ -68,9 +68,14 @@ export class GatewayPipeline implements OnModuleInit, OnApplicationShutdown {
     this.unsubscribe = await this.tenantStep.listen(this.pubsub);
   }
 
-  /** Settlements still being written finish before the pools close (the provider layer closes its own). */
-  async onApplicationShutdown(): Promise<void> {
+  /** Before any module's shutdown hook: settlements still being written finish while the Postgres pool is open. */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.unsubscribe?.().catch(() => undefined);
+    await this.settleStep.drain();
+  }
+
+  /** Requests still in flight when the server stopped accepting settle here (or are left pending for the reconciler). */
+  async onApplicationShutdown(): Promise<void> {
     await this.settleStep.drain();
   }
 
