@@ -285,17 +285,16 @@ export class OpenAiCompatibleProviders implements ProviderClient {
     // Read per request, so a rotated key (Secrets Manager) is used at once.
     const key = this.options.secrets.get(upstream.apiKeySecret);
     if (key) headers.authorization = `Bearer ${key}`;
-    const remaining = Math.max(1, call.deadline - performance.now());
     let response: Dispatcher.ResponseData;
     try {
+      // First-byte and idle time-outs are the pool's (the same for every request, so undici refreshes one
+      // timer rather than making one per request); the request's deadline aborts through the signal.
       response = await upstream.pool!.request({
         method: 'POST',
         path: upstream.pathPrefix + PATHS[request.endpoint],
         headers,
         body,
         signal: call.controller.signal,
-        headersTimeout: Math.min(this.options.firstByteTimeoutMs, remaining),
-        bodyTimeout: this.options.firstByteTimeoutMs,
       });
     } catch (err) {
       throw this.failureOf(upstream.key, err, call);
