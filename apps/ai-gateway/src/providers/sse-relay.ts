@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { choiceText, estimateTokens, isRecord, usageFrom } from './usage';
+import { choiceText, estimateTokens, isRecord, tokensForChars, usageFrom } from './usage';
 import type { Usage } from './provider.types';
 
 const EVENT_END = /\r?\n\r?\n/;
@@ -14,7 +14,8 @@ const EVENT_END = /\r?\n\r?\n/;
 export class SseRelay {
   private pending = '';
   private readonly decoder = new StringDecoder('utf8');
-  private deliveredText = '';
+  /** Characters of text delivered: all the estimate needs, so a long stream's text is not kept. */
+  private deliveredChars = 0;
   usage: Usage | undefined;
   sawFinish = false;
   sawDone = false;
@@ -43,7 +44,7 @@ export class SseRelay {
 
   /** Usage as reported, or estimated from the input text given and the text delivered so far. */
   finalUsage(inputText: string): Usage {
-    return this.usage ?? { inputTokens: estimateTokens(inputText), outputTokens: estimateTokens(this.deliveredText), estimated: true };
+    return this.usage ?? { inputTokens: estimateTokens(inputText), outputTokens: tokensForChars(this.deliveredChars), estimated: true };
   }
 
   /** Reads one event; whether it is passed on. */
@@ -70,7 +71,7 @@ export class SseRelay {
     if (Array.isArray(chunk.choices)) {
       for (const c of chunk.choices) {
         if (!isRecord(c)) continue;
-        this.deliveredText += choiceText(c.delta);
+        this.deliveredChars += choiceText(c.delta).length;
         if (c.finish_reason !== null && c.finish_reason !== undefined) this.sawFinish = true;
       }
       if (usage && chunk.choices.length === 0 && !this.clientWantsUsage) return false;

@@ -7,7 +7,8 @@ import type { Endpoint, Usage } from './provider.types';
  * (content, refusals, tool-call arguments). Rows built on it are marked `estimated`; the
  * model's own tokenizer would differ by some percent, and never by the whole answer.
  */
-export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
+export const tokensForChars = (characters: number): number => Math.ceil(characters / 4);
+export const estimateTokens = (text: string): number => tokensForChars(text.length);
 
 export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
