@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { Endpoint, ProviderKey } from '../providers/provider.types';
@@ -110,14 +111,25 @@ moved_balances AS (
 )
 SELECT id FROM done`;
 
-/** The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each row. */
+/**
+ * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
+ * row. Both statements run as named prepared statements on TypeORM's own pg pool: planning RESERVE
+ * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
+ * planned once per connection, not once per batch.
+ */
 @Injectable()
 export class UsageLedgerRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
 
+  private async run(name: string, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
+    const pool = (this.ds.driver as unknown as { master?: Pool }).master;
+    if (pool === undefined) return this.ds.query(text, values);
+    return (await pool.query<{ id: string }>({ name, text, values })).rows;
+  }
+
   /** For each reservation, in order: whether it was admitted (row written, credit held). */
   async reserve(batch: readonly Reservation[]): Promise<boolean[]> {
-    const rows: Array<{ id: string }> = await this.ds.query(RESERVE, [
+    const rows = await this.run('gateway_reserve', RESERVE, [
       batch.map((r) => r.id),
       batch.map((r) => r.tenantId),
       batch.map((r) => r.clientId),
@@ -136,7 +148,7 @@ export class UsageLedgerRepository {
 
   /** For each settlement, in order: whether its row was still pending and is now complete. */
   async settle(batch: readonly Settlement[]): Promise<boolean[]> {
-    const rows: Array<{ id: string }> = await this.ds.query(SETTLE, [
+    const rows = await this.run('gateway_settle', SETTLE, [
       batch.map((s) => s.id),
       batch.map((s) => s.tenantId),
       batch.map((s) => s.status),
