@@ -94,6 +94,23 @@ describe('ai-gateway through the openai SDK', () => {
     expect(await balanceOf(ds, billable)).toEqual({ balance: before.balance - cost(5, 4), reserved: 0 });
   });
 
+  it('holds the estimate on a pending row while the provider works, then settles it', async () => {
+    const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+    fake.behave({ firstByteDelayMs: 300 });
+    const answer = (await sdk(tenant)).chat.completions.create({ ...chat, max_tokens: 10 });
+    const [pending] = await waitFor(async () => {
+      const rows = await ledgerRows(ds, tenant);
+      return rows.length === 1 ? rows : undefined;
+    }, 3000, 10);
+    expect(pending).toMatchObject({ status: 'pending', debit: '0', input_tokens: 0, provider: 'inhouse', requested_provider: 'inhouse' });
+    const held = Number(pending!.reserved);
+    expect(held).toBeGreaterThanOrEqual(cost(5, 10));
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000, reserved: held });
+    await answer;
+    await settled();
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(5, 4), reserved: 0 });
+  });
+
   it('passes every field it does not validate to the provider untouched', async () => {
     const client = await sdk(billable);
     const tools = [{ type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }];
