@@ -22,7 +22,14 @@ run(process.execPath, ['tools/dev/check-services.mjs']);
 run(process.execPath, ['tools/dev/ensure-database.mjs']);
 run('npx', ['nx', 'run-many', '-t', 'build', '--output-style=static'], { ...process.env, NX_DAEMON: 'false' });
 run(process.execPath, [entry('management-api', 'migrate')]);
-run(process.execPath, [entry('management-api', 'seed')]);
+// The seed's last line carries the demo OAuth client's id and its secret, new at every seed.
+const seeded = spawnSync(process.execPath, [entry('management-api', 'seed')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+const demoClient = /^demo-oauth-client (\S+) (\S+)$/m.exec(seeded.stdout ?? '');
+process.stdout.write((seeded.stdout ?? '').replace(/^demo-oauth-client .*\n?/m, ''));
+if (seeded.status !== 0 || !demoClient) {
+  console.error(`the seed failed (exit ${seeded.status ?? seeded.signal})`);
+  process.exit(1);
+}
 
 const env = {
   NODE_ENV: 'development',
@@ -33,25 +40,7 @@ const env = {
   ...process.env,
 };
 
-const children = APPS.map(({ name }) => {
-  const child = spawn(process.execPath, [entry(name)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const stream of [child.stdout, child.stderr]) {
-    let rest = '';
-    stream.on('data', (chunk) => {
-      const lines = (rest + chunk).split('\n');
-      rest = lines.pop();
-      for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
-    });
-  }
-  child.on('exit', (code, signal) => {
-    if (!stopping) {
-      console.error(`[${name}] exited (${code ?? signal}); stopping the others`);
-      stop(1);
-    }
-  });
-  return child;
-});
-
+const children = [];
 let stopping = false;
 function stop(code = 0) {
   if (stopping) return;
@@ -62,6 +51,54 @@ function stop(code = 0) {
 }
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
+
+/** Starts a process whose output lines are prefixed with its name; when one dies, all stop. */
+function launch(name, args, { extraEnv = {}, onLine = () => {} } = {}) {
+  const child = spawn(process.execPath, args, { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout, child.stderr]) {
+    let rest = '';
+    stream.on('data', (chunk) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop();
+      for (const line of lines) {
+        process.stdout.write(`[${name}] ${line}\n`);
+        onLine(line);
+      }
+    });
+  }
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`[${name}] exited (${code ?? signal}); stopping the others`);
+      stop(1);
+    }
+  });
+  return child;
+}
+
+// No model server configured: the gateway's `inhouse` provider is the fake OpenAI-compatible upstream
+// of libs/testing (echo answers, deterministic token counts), so a first call works out of the box.
+let fakeUpstream;
+if (!env.PROVIDER_INHOUSE_URL) {
+  const port = env.FAKE_UPSTREAM_PORT ?? '3010';
+  const apiKey = env.PROVIDER_INHOUSE_API_KEY || 'dev-inhouse-key';
+  const marker = 'fake model upstream listening on ';
+  let ready;
+  const listening = new Promise((resolve) => (ready = resolve));
+  children.push(
+    launch('fake-upstream', ['-r', 'ts-node/register/transpile-only', 'tools/dev/fake-upstream.ts'], {
+      extraEnv: { TS_NODE_PROJECT: 'tsconfig.json', FAKE_UPSTREAM_PORT: port, FAKE_UPSTREAM_API_KEY: apiKey },
+      onLine: (line) => line.startsWith(marker) && ready(line.slice(marker.length)),
+    }),
+  );
+  fakeUpstream = await Promise.race([listening, new Promise((r) => setTimeout(() => r(undefined), 30000))]);
+  if (!fakeUpstream) {
+    console.error('the fake model upstream did not start within 30 s');
+    stop(1);
+    await new Promise(() => {});
+  }
+  Object.assign(env, { PROVIDER_INHOUSE_URL: fakeUpstream, PROVIDER_INHOUSE_API_KEY: apiKey });
+}
+children.push(...APPS.map(({ name }) => launch(name, [entry(name)])));
 
 async function healthy(port) {
   for (let i = 0; i < 150; i++) {
@@ -81,4 +118,7 @@ console.log('\nFlagship is running:');
 for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}${ok ? '' : '  (not healthy yet)'}`);
 console.log(`  API docs        http://127.0.0.1:3000/docs`);
 console.log(`  orep token      ${env.OREP_AUTH_TOKEN}`);
+console.log(`  inhouse model   ${fakeUpstream ? `${fakeUpstream}: the fake upstream (echo answers), as PROVIDER_INHOUSE_URL is unset` : env.PROVIDER_INHOUSE_URL}`);
+console.log(`  demo client     id ${demoClient[1]}  secret ${demoClient[2]}`);
+console.log('                  (an OAuth client of the demo tenant: core enterprise, 10 credits; README "The AI gateway locally")');
 console.log('Ctrl-C stops them all.\n');

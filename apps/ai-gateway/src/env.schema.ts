@@ -1,8 +1,52 @@
-import { commonEnv, loadConfig, portEnv } from '@flagship/config';
+import { bool, ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
+import { INTERNAL_PRODUCT_KEYS, LEGACY_PRODUCT_KEYS, OWN_PRODUCT_KEY } from '@flagship/domain';
+import { parseModelCatalogue } from './models/model-catalogue';
+import { providerEnv } from './providers/provider.env';
 
-/** The AI gateway's settings (CONTRACT.md section 1). */
-export const aiGatewayEnv = { ...commonEnv, ...portEnv(3001) };
+/** The AI gateway's settings (CONTRACT.md sections 1 and 7). */
+export const aiGatewayEnv = {
+  ...commonEnv,
+  ...portEnv(3001),
+  ...providerEnv,
+  OAUTH_ISSUER: str({ devDefault: 'http://127.0.0.1:3000', desc: "iss of the access tokens accepted: management-api's OAUTH_ISSUER (its public base URL by default)" }),
+  OAUTH_AUDIENCE: str({ default: 'flagship-api', desc: "aud of the access tokens accepted: management-api's OAUTH_AUDIENCE" }),
+  PRODUCT_KEY_OWN: str({ default: OWN_PRODUCT_KEY }),
+  PRODUCT_KEYS_INTERNAL: str({ default: INTERNAL_PRODUCT_KEYS.join(',') }),
+  PRODUCT_KEYS_LEGACY: str({ default: LEGACY_PRODUCT_KEYS.join(',') }),
+  PROVIDER_DEFAULT: str({ choices: ['inhouse', 'hosted'], default: 'inhouse', desc: 'the provider when a request names none' }),
+  PROVIDER_HOSTED_PRODUCTS: str({ default: '', desc: 'comma-separated product keys allowed the hosted provider (approved experiments)' }),
+  PROVIDER_HOSTED_EMERGENCY: bool({ default: false, desc: 'allow the hosted provider for everyone, and as fallback when inhouse fails' }),
+  GATEWAY_MODELS: str({
+    default: '',
+    desc: 'JSON: [{"id","provider"?,"inputPer1k","outputPer1k"}] prices in micro-credits per 1,000 tokens; empty = the built-in catalogue',
+  }),
+  GATEWAY_RATE_LIMIT_RPM: num({ default: 6000, desc: 'requests per OAuth client per minute' }),
+  GATEWAY_RATE_LIMIT_TPM: num({ default: 2_000_000, desc: 'tokens (estimated input + max output) per OAuth client per minute' }),
+  GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS: num({ default: 1024, desc: 'output tokens reserved for a chat request that sets no max_tokens' }),
+  GATEWAY_TENANT_CACHE_MS: num({ default: 60_000, desc: 'tenants and entitlements cached this long at most (changes arrive at once through Redis)' }),
+};
+
+const list = (v: string): string[] =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+
+export function loadAiGatewayConfig(env: NodeJS.ProcessEnv) {
+  const raw = loadConfig(env, aiGatewayEnv);
+  let models;
+  try {
+    models = parseModelCatalogue(raw.GATEWAY_MODELS);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: GATEWAY_MODELS ${(err as Error).message}`);
+  }
+  return {
+    ...raw,
+    models,
+    internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),
+    legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),
+    hostedProducts: list(raw.PROVIDER_HOSTED_PRODUCTS),
+  };
+}
 
 export type AiGatewayConfig = ReturnType<typeof loadAiGatewayConfig>;
-
-export const loadAiGatewayConfig = (env: NodeJS.ProcessEnv) => loadConfig(env, aiGatewayEnv);

@@ -6,7 +6,7 @@ import { SourcesModule } from './sources/sources.module';
 
 /**
  * orep-server: Nest runs the lifecycle, configuration, health and metrics; the evaluation paths
- * themselves are answered by the fast path in front of Express (fast-path/install-fast-path.ts).
+ * themselves are answered by the fast path in front of Express (fast-path/install-fast-path.ts, on @flagship/lean-http).
  */
 @Module({})
 export class AppModule {

@@ -42,6 +42,20 @@ export class SecretStore {
     return store;
   }
 
+  /** What every app's main.ts does: the environment, or the Secrets Manager secret its common settings name. */
+  static forApp(
+    env: NodeJS.ProcessEnv,
+    config: { SECRETS_MANAGER_SECRET_ID: string; SECRETS_REFRESH_S: number; AWS_REGION: string; AWS_ENDPOINT_URL: string },
+  ): Promise<SecretStore> {
+    return SecretStore.create({
+      env,
+      secretId: config.SECRETS_MANAGER_SECRET_ID || undefined,
+      refreshSeconds: config.SECRETS_REFRESH_S,
+      region: config.AWS_REGION,
+      endpoint: config.AWS_ENDPOINT_URL || undefined,
+    });
+  }
+
   /** Secrets from the given environment only (no Secrets Manager): synchronous, for tests and defaults. */
   static fromEnv(env: NodeJS.ProcessEnv): SecretStore {
     return new SecretStore({ env });

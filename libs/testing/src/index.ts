@@ -5,3 +5,4 @@ export * from './processes';
 export * from './http';
 export * from './tcp-proxy';
 export * from './openapi-artefacts';
+export * from './fake-model-upstream';

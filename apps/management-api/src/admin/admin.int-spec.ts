@@ -1,3 +1,5 @@
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
+import { waitFor } from '@flagship/testing';
 import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from '../testing/management-api.fixture';
 
 describe('admin endpoints (real HTTP, Postgres, Redis)', () => {
@@ -74,5 +76,22 @@ describe('admin endpoints (real HTTP, Postgres, Redis)', () => {
     expect(partial.body).toMatchObject({ zeroRated: false, hostedProviderAllowed: true });
     expect((await f.call('PATCH', `/admin/tenants/${user.tenantId}`, { token: root.idToken, json: { zeroRated: 'no' } })).status).toBe(422);
     expect((await f.call('PATCH', `/admin/tenants/${user.tenantId}`, { token: root.idToken, json: { plan: 'premium' } })).status).toBe(422);
+  });
+
+  it("announces every change the AI gateway caches on the tenant-changed channel", async () => {
+    const heard: unknown[] = [];
+    const unsubscribe = await f.svc.app.get<PubSub>(PUBSUB).subscribe(CHANNELS.tenantChanged, (m) => heard.push(m));
+    try {
+      await f.call('POST', `/admin/tenants/${user.tenantId}/entitlements`, { token: root.idToken, json: { productKey: 'forms', tier: 'enterprise' } });
+      await f.call('POST', `/admin/tenants/${user.tenantId}/credits`, { token: root.idToken, json: { amount: 5, reason: 'x' } });
+      await f.call('PATCH', `/admin/tenants/${user.tenantId}`, { token: root.idToken, json: { hostedProviderAllowed: false } });
+      // A refused change announces nothing.
+      await f.call('POST', `/admin/tenants/${user.tenantId}/credits`, { token: root.idToken, json: { amount: 0, reason: 'x' } });
+      await waitFor(async () => heard.length >= 3 || undefined, 3000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(heard).toEqual([{ tenantId: user.tenantId }, { tenantId: user.tenantId }, { tenantId: user.tenantId }]);
+    } finally {
+      await unsubscribe();
+    }
   });
 });

@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
 import { type TenantEntity, TransactionRunner } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { toTenantDto } from '../tenants/tenants.service';
@@ -15,12 +16,15 @@ import type { GrantCreditsDto, GrantEntitlementDto, PatchTenantAdminDto } from '
 /** Platform administration (CONTRACT.md section 4): users, entitlements, credits, tenant switches. */
 @Injectable()
 export class AdminService {
+  private readonly logger = new Logger('AdminService');
+
   constructor(
     private readonly transactions: TransactionRunner,
     private readonly users: UsersRepository,
     private readonly tenants: TenantsRepository,
     private readonly repo: AdminRepository,
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
+    @Inject(PUBSUB) private readonly pubsub: PubSub,
   ) {}
 
   listUsers(limit: number, cursor?: string): Promise<UserEntity[]> {
@@ -33,19 +37,33 @@ export class AdminService {
     const validUntil = dto.validUntil ? new Date(dto.validUntil) : null;
     if (validUntil && validUntil.getTime() <= Date.now()) throw validationProblem({ validUntil: 'must be in the future' });
     const e = await this.repo.upsertEntitlement(tenantId, dto.productKey, dto.tier, validUntil);
+    await this.announce(tenantId);
     return { tenantId: e.tenantId, productKey: e.productKey, tier: e.tier, validUntil: e.validUntil?.toISOString() ?? null, updatedAt: e.updatedAt.toISOString() };
   }
 
   async grantCredits(tenantId: string, dto: GrantCreditsDto, caller: CallerContext) {
     await this.tenantOr404(tenantId);
     const b = await this.transactions.run((m) => this.repo.grantCredits(m, tenantId, dto.amount, dto.reason, caller.callerId));
+    await this.announce(tenantId);
     return { tenantId, balance: Number(b.balance), reserved: Number(b.reserved) };
   }
 
   async patchTenant(tenantId: string, dto: PatchTenantAdminDto) {
     await this.tenantOr404(tenantId);
     const t = (await this.tenants.update(tenantId, dto))!;
+    await this.announce(tenantId);
     return { ...toTenantDto(t), zeroRated: t.zeroRated, hostedProviderAllowed: t.hostedProviderAllowed };
+  }
+
+  /**
+   * Tells the AI gateway's caches (entitlements, zeroRated, hostedProviderAllowed; credits for good
+   * measure). The change is committed either way: a lost message only delays the gateway until its
+   * cache entry expires (GATEWAY_TENANT_CACHE_MS).
+   */
+  private async announce(tenantId: string): Promise<void> {
+    await this.pubsub.publish(CHANNELS.tenantChanged, { tenantId }).catch((err: Error) => {
+      this.logger.warn({ err, tenantId }, 'tenant change saved but not announced; the gateway sees it when its cache expires');
+    });
   }
 
   private checkProductKey(key: string): void {

@@ -8,7 +8,7 @@ import {
   valueMatchesType,
 } from '@flagship/flag-evaluation';
 import { CommonProblems } from '@flagship/problem-details';
-import { type Exchange, isPlainObject } from '../fast-path/exchange';
+import { type Exchange, isPlainObject } from '@flagship/lean-http';
 import { notReady } from '../ofrep/ofrep.handler';
 import { evaluationError } from '../ofrep/ofrep-responses';
 import type { FlagSource } from '../sources/flag-source';

@@ -1,42 +1,36 @@
-import type { RequestListener, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
+import { BufferedMetrics, installLeanRouter } from '@flagship/lean-http';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { OrepServerConfig } from '../env.schema';
 import { EvaluateHandler } from '../evaluate/evaluate.handler';
 import { OfrepHandler } from '../ofrep/ofrep.handler';
 import { OrepReadiness } from '../readiness/orep-readiness';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
-import { BufferedMetrics } from './buffered-metrics';
-import { FastPathRouter } from './fast-path.router';
+import { fastPathRouter } from './fast-path.router';
 
 /** 1 MiB, as for every app (CONTRACT.md section 4). */
 export const BODY_LIMIT = 1024 * 1024;
 
 /**
  * bootstrapService's `configure` hook for orep-server (main.ts and the tests both use it): puts the
- * FastPathRouter in front of Express by taking over the server's one 'request' listener, which is
- * the Express app, and handing it every request the router does not answer itself.
+ * lean router in front of Express, which answers every request the router does not take.
  */
 export function installFastPath(app: INestApplication): void {
   const server = app.getHttpServer() as Server;
-  const listeners = server.listeners('request') as RequestListener[];
-  const express = listeners[0];
-  if (listeners.length !== 1 || express === undefined) {
-    throw new Error(`expected the HTTP server to have one request listener (Express), found ${listeners.length}`);
-  }
   const config = app.get<OrepServerConfig>(APP_CONFIG);
   const source = app.get<FlagSource>(FLAG_SOURCE);
   const metrics = new BufferedMetrics(app.get(HttpMetrics));
   server.once('close', () => metrics.close());
-  const router = new FastPathRouter(
-    new OfrepHandler(source),
-    new EvaluateHandler(source),
-    app.get(OrepReadiness),
-    metrics,
-    { token: config.OREP_AUTH_TOKEN, rateLimitRps: config.OREP_RATE_LIMIT_RPS, bodyLimit: BODY_LIMIT },
-    express,
+  installLeanRouter(server, (express) =>
+    fastPathRouter(
+      new OfrepHandler(source),
+      new EvaluateHandler(source),
+      app.get(OrepReadiness),
+      metrics,
+      { token: config.OREP_AUTH_TOKEN, rateLimitRps: config.OREP_RATE_LIMIT_RPS, bodyLimit: BODY_LIMIT },
+      express,
+    ),
   );
-  server.removeListener('request', express);
-  server.on('request', router.handle);
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation';
 import { CommonProblems } from '@flagship/problem-details';
-import { type Exchange, etagMatches, isPlainObject } from '../fast-path/exchange';
+import { type Exchange, etagMatches, isPlainObject } from '@flagship/lean-http';
 import type { FlagSource } from '../sources/flag-source';
 import { evaluationError, failure, OfrepResponses } from './ofrep-responses';
 

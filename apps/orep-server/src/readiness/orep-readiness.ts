@@ -3,7 +3,7 @@ import { PostgresReadiness } from '@flagship/persistence';
 import { CommonProblems } from '@flagship/problem-details';
 import { RedisReadiness } from '@flagship/redis';
 import type { ReadinessCheck } from '@flagship/service-kit';
-import type { Exchange } from '../fast-path/exchange';
+import type { Exchange } from '@flagship/lean-http';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 
 type CheckDetail = { status: 'up' | 'down'; [detail: string]: unknown };

@@ -19,7 +19,6 @@ const TOKEN = 'pg-test-token';
 const TENANT = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a01';
 const OTHER_TENANT = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a02';
 
-
 // Outages and reconnections take seconds (ioredis backs off up to 2 s between attempts).
 jest.setTimeout(60000);
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { CommonProblems, type ProblemType, problemTypeUri } from '@flagship/problem-details';
+import { CommonProblems, type ProblemType, problemTypeForStatus, problemTypeUri } from '@flagship/problem-details';
 import { assignRequestId } from '@flagship/service-kit';
 import type { RequestObserver } from './buffered-metrics';
 
@@ -15,8 +15,32 @@ const PROBLEM_TYPE = 'application/problem+json';
 const NO_HEADERS = { setHeader: (): undefined => undefined } as unknown as ServerResponse;
 
 /**
+ * An error of the HTTP layer itself (wrong method, body refused, unknown route, a failure) or of an
+ * app's handler, in terms every error format can express. `code` is a problem slug for the layer's
+ * own errors (`method-not-allowed`, `payload-too-large`, `unsupported-media-type`, `malformed-json`,
+ * `not-found`, `internal-error`) and an app's own code otherwise.
+ */
+export interface LeanError {
+  status: number;
+  code: string;
+  message: string;
+  /** The request field at fault, where there is one (OpenAI's `param`). */
+  param?: string | null;
+}
+
+/** How an app writes errors: problem+json (orep-server, management-api) or its own format (the gateway's OpenAI body). */
+export type ErrorWriter = (x: Exchange, error: LeanError, headers?: OutgoingHttpHeaders) => void;
+
+const COMMON_PROBLEMS: Readonly<Record<string, ProblemType | undefined>> = CommonProblems;
+
+/** RFC 9457 problem+json, the platform's default: the common problem type named by `code`, else the one for the status. */
+export const problemErrorWriter: ErrorWriter = (x, error, headers) => {
+  x.problem(COMMON_PROBLEMS[error.code] ?? problemTypeForStatus(error.status), error.message, undefined, headers);
+};
+
+/**
  * One request answered outside Express: the request id, the answer, and its count in the app's
- * HttpMetrics, in the few steps the evaluation paths need and nothing more.
+ * HttpMetrics, in the few steps a hot path needs and nothing more.
  */
 export class Exchange {
   readonly requestId: string;
@@ -28,6 +52,7 @@ export class Exchange {
     /** Route template for metrics: `/ofrep/v1/evaluate/flags/:key`, never the raw path. */
     readonly route: string,
     private readonly metrics: RequestObserver,
+    private readonly errors: ErrorWriter = problemErrorWriter,
   ) {
     this.requestId = assignRequestId(req as IncomingMessage & { id?: unknown }, NO_HEADERS);
   }
@@ -52,6 +77,41 @@ export class Exchange {
     this.send(status, undefined, headers, undefined);
   }
 
+  /** An error in the app's format (its ErrorWriter). */
+  error(error: LeanError, headers?: OutgoingHttpHeaders): void {
+    this.errors(this, error, headers);
+  }
+
+  /** Any answer whose body is known in full. */
+  send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | Buffer | undefined): void {
+    const res = this.res;
+    if (res.headersSent) return;
+    const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...headers };
+    if (contentType !== undefined) all['content-type'] = contentType;
+    // Given here: Node would otherwise send a body written after writeHead chunked.
+    if (body !== undefined) all['content-length'] = Buffer.byteLength(body);
+    res.writeHead(status, all);
+    res.end(body);
+    this.observe(status);
+  }
+
+  /**
+   * Starts an answer whose body follows in pieces (server-sent events): writes the head and counts
+   * the request now; the caller writes to `res` and ends it. Undefined when already answered.
+   */
+  startStream(status: number, headers: OutgoingHttpHeaders): ServerResponse | undefined {
+    const res = this.res;
+    if (res.headersSent) return undefined;
+    res.writeHead(status, { 'x-request-id': this.requestId, ...headers });
+    this.observe(status);
+    return res;
+  }
+
+  /** Milliseconds since this request reached the HTTP layer. */
+  elapsedMs(): number {
+    return performance.now() - this.started;
+  }
+
   /** RFC 9457, as the rest of the app writes it (instance = the request id). */
   problem(type: ProblemType, detail: string, extensions?: Record<string, unknown>, headers?: OutgoingHttpHeaders): void {
     const body = {
@@ -63,18 +123,6 @@ export class Exchange {
       ...extensions,
     };
     this.send(type.status, PROBLEM_TYPE, headers, JSON.stringify(body));
-  }
-
-  private send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | undefined): void {
-    const res = this.res;
-    if (res.headersSent) return;
-    const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...headers };
-    if (contentType !== undefined) all['content-type'] = contentType;
-    // Given here: Node would otherwise send a body written after writeHead chunked.
-    if (body !== undefined) all['content-length'] = Buffer.byteLength(body);
-    res.writeHead(status, all);
-    res.end(body);
-    this.observe(status);
   }
 
   private observe(status: number): void {
@@ -147,16 +195,14 @@ export function readJsonBody(req: IncomingMessage, limit: number, done: (result:
   // to), and Node emits a request's 'error' only to listeners, so none is needed to stay up.
 }
 
-/** The answers every evaluation path shares for the HTTP layer's own failures. */
+/** The HTTP layer's refusals of a body, in the app's error format. */
 export function refuseBody(x: Exchange, problem: 'too-large' | 'media-type', limit: number): void {
   if (problem === 'too-large') {
-    x.problem(CommonProblems['payload-too-large'], `The request body exceeds the limit of ${limit} bytes.`);
+    x.error({ status: 413, code: 'payload-too-large', message: `The request body exceeds the limit of ${limit} bytes.` });
   } else {
     const sent = (x.req.headers['content-type'] ?? '').split(';')[0]?.trim() || '(none)';
-    x.problem(
-      CommonProblems['unsupported-media-type'],
-      `Content-Type ${sent} is not accepted here; send application/json (UTF-8).`,
-      undefined,
+    x.error(
+      { status: 415, code: 'unsupported-media-type', message: `Content-Type ${sent} is not accepted here; send application/json (UTF-8).` },
       { accept: JSON_TYPE },
     );
   }

@@ -1,0 +1,138 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
+import { GatewayError } from './gateway.errors';
+import type { GatewayMetrics } from './gateway.metrics';
+import { costOf, type ModelEntry } from './models/model-catalogue';
+import { parseGatewayRequest } from './openai/openai-request';
+import type { EntitlementStep } from './pipeline/entitlement.step';
+import type { ProductKeyStep } from './pipeline/product-key.step';
+import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
+import type { ProviderPermissionStep } from './pipeline/provider-permission.step';
+import type { RateLimitStep } from './pipeline/rate-limit.step';
+import type { ReservationStep } from './pipeline/reservation.step';
+import type { SettleStep } from './pipeline/settle.step';
+import type { TenantStep } from './pipeline/tenant.step';
+import type { TokenStep } from './pipeline/token.step';
+import type { Reservation } from './ledger/usage-ledger.repository';
+import type { Endpoint, ProviderClient } from './providers/provider.types';
+
+export interface GatewaySteps {
+  token: TokenStep;
+  productKey: ProductKeyStep;
+  tenant: TenantStep;
+  entitlement: EntitlementStep;
+  providerPermission: ProviderPermissionStep;
+  rateLimit: RateLimitStep;
+  reservation: ReservationStep;
+  providerCall: ProviderCallStep;
+  settle: SettleStep;
+}
+
+export interface GatewayHandlerOptions {
+  models: ReadonlyMap<string, ModelEntry>;
+  defaultMaxOutputTokens: number;
+}
+
+/**
+ * The proxy routes: the pipeline's steps in the seed's order (token -> product key -> tenant ->
+ * entitlement -> provider permission -> rate limit -> reservation and pending row -> provider ->
+ * settle), every refusal in OpenAI's error body with the rate-limit headers known by then.
+ */
+export class GatewayHandler {
+  constructor(
+    private readonly steps: GatewaySteps,
+    private readonly providers: ProviderClient,
+    private readonly metrics: GatewayMetrics,
+    private readonly options: GatewayHandlerOptions,
+  ) {}
+
+  async completion(x: Exchange, endpoint: Endpoint, text: string): Promise<void> {
+    const s = this.steps;
+    let headers: OutgoingHttpHeaders = {};
+    try {
+      const principal = await s.token.verify(x.req.headers);
+      const product = s.productKey.resolve(x.req.headers);
+      const request = parseGatewayRequest(endpoint, text, this.options.models, this.options.defaultMaxOutputTokens);
+      const tenant = await s.tenant.resolve(principal);
+      const rating = s.entitlement.check(principal, product, tenant);
+      const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
+      headers = await s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens);
+      const reservation = await s.reservation.reserve({
+        tenantId: tenant.id,
+        clientId: principal.clientId,
+        productKey: product.key,
+        provider: providers[0]!,
+        model: request.model.id,
+        endpoint,
+        stream: request.stream,
+        estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
+        zeroRatedReason: rating.zeroRatedReason,
+        requestId: x.requestId,
+      });
+      const beforeCall = x.elapsedMs();
+      let settled = false;
+      const settle = (outcome: CallOutcome): void => {
+        if (settled) return;
+        settled = true;
+        this.complete(reservation, request.model, outcome, x.elapsedMs() - beforeCall);
+      };
+      try {
+        const outcome = await s.providerCall.call(
+          x,
+          request,
+          providers,
+          headers,
+          (upstreamMs) => {
+            const overhead = upstreamMs > 0 ? x.elapsedMs() - upstreamMs : beforeCall;
+            this.metrics.overheadMs(endpoint, overhead);
+            return overhead;
+          },
+          settle,
+        );
+        settle(outcome);
+      } catch (err) {
+        settle({ provider: providers[0]!, status: 'failed', usage: { inputTokens: 0, outputTokens: 0, estimated: false }, upstreamMs: 0, errorCode: 'internal_error', outcome: 'internal_error' });
+        throw err;
+      }
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+    }
+  }
+
+  /** GET /v1/models: the configured catalogue, each model under its provider (OpenAI's list shape). */
+  async models(x: Exchange): Promise<void> {
+    try {
+      await this.steps.token.verify(x.req.headers);
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      return x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, err.headers);
+    }
+    const data = [...this.options.models.values()].map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider }));
+    x.send(200, JSON_TYPE, { 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, JSON.stringify({ object: 'list', data }));
+  }
+
+  private complete(reservation: Reservation, model: ModelEntry, outcome: CallOutcome, latencyMs: number): void {
+    const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens) : 0;
+    void this.steps.settle.settle({
+      id: reservation.id,
+      tenantId: reservation.tenantId,
+      status: outcome.status,
+      inputTokens: outcome.usage.inputTokens,
+      outputTokens: outcome.usage.outputTokens,
+      debit,
+      provider: outcome.provider,
+      latencyMs: Math.round(latencyMs),
+      usageEstimated: outcome.usage.estimated,
+      errorCode: outcome.errorCode,
+    });
+    this.metrics.completed(
+      { product: reservation.productKey, provider: outcome.provider, model: model.id },
+      reservation.endpoint,
+      outcome.outcome,
+      outcome.usage,
+      debit,
+      outcome.upstreamMs,
+    );
+  }
+}

@@ -1,0 +1,61 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+type Labels = 'product' | 'provider' | 'model';
+
+/**
+ * The gateway's own Prometheus series, in the app's registry (service-kit's HttpMetrics), by product,
+ * provider and model (models are the configured catalogue, products the canonical keys: the label
+ * sets stay small).
+ */
+export class GatewayMetrics {
+  private readonly requests: Counter<Labels | 'endpoint' | 'outcome'>;
+  private readonly tokens: Counter<Labels | 'direction'>;
+  private readonly debits: Counter<Labels>;
+  private readonly upstream: Histogram<Labels>;
+  private readonly overhead: Histogram<'endpoint'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.requests = new Counter({
+      name: 'gateway_requests_total',
+      help: 'Gateway requests that reached a provider, by outcome (succeeded, failed, client_gone, ...)',
+      labelNames: ['product', 'provider', 'model', 'endpoint', 'outcome'],
+      registers,
+    });
+    this.tokens = new Counter({ name: 'gateway_tokens_total', help: 'Tokens used, by direction (input, output)', labelNames: ['product', 'provider', 'model', 'direction'], registers });
+    this.debits = new Counter({ name: 'gateway_debit_microcredits_total', help: 'Micro-credits debited', labelNames: ['product', 'provider', 'model'], registers });
+    this.upstream = new Histogram({
+      name: 'gateway_upstream_duration_seconds',
+      help: 'Time from sending a request upstream to its whole answer',
+      labelNames: ['product', 'provider', 'model'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers,
+    });
+    this.overhead = new Histogram({
+      name: 'gateway_overhead_seconds',
+      help: 'Time the gateway itself adds to a request (x-gateway-overhead-ms)',
+      labelNames: ['endpoint'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers,
+    });
+  }
+
+  completed(
+    labels: { product: string; provider: string; model: string },
+    endpoint: string,
+    outcome: string,
+    usage: { inputTokens: number; outputTokens: number },
+    debit: number,
+    upstreamMs: number,
+  ): void {
+    this.requests.inc({ ...labels, endpoint, outcome });
+    if (usage.inputTokens > 0) this.tokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
+    if (usage.outputTokens > 0) this.tokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
+    if (debit > 0) this.debits.inc(labels, debit);
+    this.upstream.observe(labels, upstreamMs / 1000);
+  }
+
+  overheadMs(endpoint: string, ms: number): void {
+    this.overhead.observe({ endpoint }, ms / 1000);
+  }
+}

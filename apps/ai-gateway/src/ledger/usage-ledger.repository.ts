@@ -1,0 +1,166 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { Endpoint, ProviderKey } from '../providers/provider.types';
+
+/** One request's reservation and `pending` row. */
+export interface Reservation {
+  /** The ledger row's id, chosen by the gateway. */
+  id: string;
+  tenantId: string;
+  clientId: string;
+  productKey: string;
+  /** The provider asked for (the row's `provider` until settled, and its `requested_provider`). */
+  provider: ProviderKey;
+  model: string;
+  endpoint: Endpoint;
+  stream: boolean;
+  /** Micro-credits held while pending (0 when zero-rated). */
+  estimate: number;
+  zeroRatedReason: string | null;
+  requestId: string;
+}
+
+/** One request's outcome. */
+export interface Settlement {
+  id: string;
+  tenantId: string;
+  status: 'succeeded' | 'failed';
+  inputTokens: number;
+  outputTokens: number;
+  /** Micro-credits; forced to 0 on a zero-rated row. */
+  debit: number;
+  provider: ProviderKey;
+  latencyMs: number;
+  usageEstimated: boolean;
+  errorCode: string | null;
+}
+
+/**
+ * Reserves credit and writes `pending` rows for a batch of requests, in ONE statement: the balances
+ * of the batch's billable tenants are locked (in tenant id order, so two replicas never deadlock), a
+ * request is admitted while its tenant's available credit (balance - reserved), less the estimates
+ * admitted before it in the batch, is above 0, the admitted estimates are added to `reserved`, and
+ * the rows of every admitted request are inserted. Zero-rated requests reserve nothing and are always
+ * admitted. Because admission needs credit left and settles at most the reserved estimate more, a
+ * balance never ends below minus one request's cost, however many replicas reserve at once.
+ */
+const RESERVE = `
+WITH req AS (
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[])
+    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, ord)
+),
+bal AS (
+  SELECT c.tenant_id, c.balance - c.reserved AS available
+    FROM credit_balances c
+   WHERE c.tenant_id IN (SELECT tenant_id FROM req WHERE zero_rated_reason IS NULL)
+   ORDER BY c.tenant_id
+     FOR UPDATE
+),
+billable AS (
+  SELECT r.*, bal.available - COALESCE(sum(r.estimate) OVER (PARTITION BY r.tenant_id ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS left_before
+    FROM req r JOIN bal ON bal.tenant_id = r.tenant_id
+   WHERE r.zero_rated_reason IS NULL
+),
+admitted AS (
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id FROM billable WHERE left_before > 0
+  UNION ALL
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id FROM req WHERE zero_rated_reason IS NOT NULL
+),
+held AS (
+  UPDATE credit_balances c SET reserved = c.reserved + s.total, updated_at = now()
+    FROM (SELECT tenant_id, sum(estimate) AS total FROM admitted WHERE zero_rated_reason IS NULL GROUP BY tenant_id) s
+   WHERE c.tenant_id = s.tenant_id
+)
+INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)
+SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id
+  FROM admitted
+RETURNING id`;
+
+/**
+ * Completes a batch of rows still `pending` (a row the reconciler already marked `abandoned` had its
+ * reservation released there, so it is left alone), releases their reservations and debits their
+ * cost, in ONE statement; balances are locked in tenant id order, as in RESERVE.
+ */
+const SETTLE = `
+WITH s AS (
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[])
+    AS s(id, tenant_id, status, input_tokens, output_tokens, debit, provider, latency_ms, usage_estimated, error_code)
+),
+done AS (
+  UPDATE usage_ledger u
+     SET status = s.status, input_tokens = s.input_tokens, output_tokens = s.output_tokens,
+         debit = CASE WHEN u.zero_rated THEN 0 ELSE s.debit END,
+         provider = s.provider, latency_ms = s.latency_ms, usage_estimated = s.usage_estimated, error_code = s.error_code,
+         completed_at = now()
+    FROM s
+   WHERE u.tenant_id = s.tenant_id AND u.id = s.id AND u.status = 'pending'
+  RETURNING u.id, u.tenant_id, u.reserved, u.debit
+),
+moved AS (
+  SELECT tenant_id, sum(reserved) AS released, sum(debit) AS debited FROM done GROUP BY tenant_id HAVING sum(reserved) > 0 OR sum(debit) > 0
+),
+locked AS (
+  SELECT c.tenant_id FROM credit_balances c WHERE c.tenant_id IN (SELECT tenant_id FROM moved) ORDER BY c.tenant_id FOR UPDATE
+),
+moved_balances AS (
+  UPDATE credit_balances c SET reserved = c.reserved - m.released, balance = c.balance - m.debited, updated_at = now()
+    FROM moved m JOIN locked l ON l.tenant_id = m.tenant_id
+   WHERE c.tenant_id = m.tenant_id
+)
+SELECT id FROM done`;
+
+/**
+ * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
+ * row. Both statements run as named prepared statements on TypeORM's own pg pool: planning RESERVE
+ * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
+ * planned once per connection, not once per batch.
+ */
+@Injectable()
+export class UsageLedgerRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  private async run(name: string, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
+    const pool = (this.ds.driver as unknown as { master?: Pool }).master;
+    if (pool === undefined) return this.ds.query(text, values);
+    return (await pool.query<{ id: string }>({ name, text, values })).rows;
+  }
+
+  /** For each reservation, in order: whether it was admitted (row written, credit held). */
+  async reserve(batch: readonly Reservation[]): Promise<boolean[]> {
+    const rows = await this.run('gateway_reserve', RESERVE, [
+      batch.map((r) => r.id),
+      batch.map((r) => r.tenantId),
+      batch.map((r) => r.clientId),
+      batch.map((r) => r.productKey),
+      batch.map((r) => r.provider),
+      batch.map((r) => r.model),
+      batch.map((r) => r.endpoint),
+      batch.map((r) => r.stream),
+      batch.map((r) => r.estimate),
+      batch.map((r) => r.zeroRatedReason),
+      batch.map((r) => r.requestId),
+    ]);
+    const admitted = new Set(rows.map((r) => r.id));
+    return batch.map((r) => admitted.has(r.id));
+  }
+
+  /** For each settlement, in order: whether its row was still pending and is now complete. */
+  async settle(batch: readonly Settlement[]): Promise<boolean[]> {
+    const rows = await this.run('gateway_settle', SETTLE, [
+      batch.map((s) => s.id),
+      batch.map((s) => s.tenantId),
+      batch.map((s) => s.status),
+      batch.map((s) => s.inputTokens),
+      batch.map((s) => s.outputTokens),
+      batch.map((s) => s.debit),
+      batch.map((s) => s.provider),
+      batch.map((s) => s.latencyMs),
+      batch.map((s) => s.usageEstimated),
+      batch.map((s) => s.errorCode),
+    ]);
+    const done = new Set(rows.map((r) => r.id));
+    return batch.map((s) => done.has(s.id));
+  }
+}

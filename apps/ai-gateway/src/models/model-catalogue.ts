@@ -1,0 +1,53 @@
+import type { ProviderKey } from '../providers/provider.types';
+
+/** A model the gateway serves, and its price in micro-credits per 1,000 tokens (CONTRACT.md section 7). */
+export interface ModelEntry {
+  id: string;
+  /** The provider it is listed under in /v1/models (any allowed provider may serve it). */
+  provider: ProviderKey;
+  inputPer1k: number;
+  outputPer1k: number;
+}
+
+/**
+ * The built-in catalogue: the fake upstream's models (npm start, tests) and a few of OpenAI's names
+ * an in-house OpenAI-compatible server commonly serves under, at illustrative prices.
+ */
+export const DEFAULT_MODELS: readonly ModelEntry[] = [
+  { id: 'fake-chat-1', provider: 'inhouse', inputPer1k: 1000, outputPer1k: 2000 },
+  { id: 'fake-embed-1', provider: 'inhouse', inputPer1k: 100, outputPer1k: 0 },
+  { id: 'gpt-4o-mini', provider: 'inhouse', inputPer1k: 150, outputPer1k: 600 },
+  { id: 'gpt-4o', provider: 'hosted', inputPer1k: 2500, outputPer1k: 10000 },
+  { id: 'text-embedding-3-small', provider: 'inhouse', inputPer1k: 20, outputPer1k: 0 },
+];
+
+const isPrice = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** GATEWAY_MODELS: '' for the built-in catalogue, else a JSON array of ModelEntry (provider defaults to inhouse). */
+export function parseModelCatalogue(json: string): ReadonlyMap<string, ModelEntry> {
+  const entries = json.trim() === '' ? DEFAULT_MODELS : parseEntries(json);
+  return new Map(entries.map((m) => [m.id, m]));
+}
+
+function parseEntries(json: string): ModelEntry[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error('is not valid JSON');
+  }
+  if (!Array.isArray(raw) || raw.length === 0) throw new Error('must be a non-empty JSON array');
+  return raw.map((item: unknown, i) => {
+    const m = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+    const provider = m['provider'] ?? 'inhouse';
+    if (typeof m['id'] !== 'string' || m['id'] === '') throw new Error(`[${i}].id must be a non-empty string`);
+    if (provider !== 'inhouse' && provider !== 'hosted') throw new Error(`[${i}].provider must be inhouse or hosted`);
+    if (!isPrice(m['inputPer1k']) || !isPrice(m['outputPer1k'])) throw new Error(`[${i}] needs inputPer1k and outputPer1k as integers >= 0 (micro-credits)`);
+    return { id: m['id'], provider, inputPer1k: m['inputPer1k'], outputPer1k: m['outputPer1k'] };
+  });
+}
+
+/** Micro-credits for the tokens, rounded up: a request never costs less than what it used. */
+export function costOf(model: ModelEntry, inputTokens: number, outputTokens: number): number {
+  return Math.ceil((inputTokens * model.inputPer1k + outputTokens * model.outputPer1k) / 1000);
+}

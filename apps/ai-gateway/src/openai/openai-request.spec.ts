@@ -1,0 +1,97 @@
+import { GatewayError } from '../gateway.errors';
+import { costOf, parseModelCatalogue } from '../models/model-catalogue';
+import { parseGatewayRequest } from './openai-request';
+
+const models = parseModelCatalogue('');
+const parse = (endpoint: 'chat.completions' | 'embeddings', body: unknown) =>
+  parseGatewayRequest(endpoint, typeof body === 'string' ? body : JSON.stringify(body), models, 1024);
+const refusal = (endpoint: 'chat.completions' | 'embeddings', body: unknown): string | undefined => {
+  try {
+    parse(endpoint, body);
+    return undefined;
+  } catch (err) {
+    return err instanceof GatewayError ? `${err.status} ${err.code} ${err.param ?? '-'}` : String(err);
+  }
+};
+
+describe('parseGatewayRequest', () => {
+  const user = { role: 'user', content: 'hello world' };
+
+  it('keeps the body as sent and estimates generously', () => {
+    const body = { model: 'fake-chat-1', messages: [user], temperature: 0.2, tools: [{ type: 'function' }], max_tokens: 10 };
+    const r = parse('chat.completions', body);
+    expect(r.body).toEqual(body);
+    expect(r).toMatchObject({ endpoint: 'chat.completions', stream: false, outputTokens: 10, model: { id: 'fake-chat-1' } });
+    expect(r.inputTokens).toBeGreaterThanOrEqual(2);
+    expect(parse('chat.completions', { model: 'fake-chat-1', messages: [user] }).outputTokens).toBe(1024);
+    expect(parse('chat.completions', { model: 'fake-chat-1', messages: [user], stream: true, stream_options: { include_usage: false } }).stream).toBe(true);
+  });
+
+  it('accepts content parts and assistant tool calls without content', () => {
+    const messages = [
+      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'https://x/y.png' } }] },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c', content: 'done' },
+    ];
+    expect(parse('chat.completions', { model: 'fake-chat-1', messages }).inputTokens).toBeGreaterThan(500);
+  });
+
+  it.each([
+    ['', '400 invalid_request -'],
+    ['{"model":', '400 invalid_json -'],
+    ['[]', '400 invalid_request -'],
+    [{ messages: [{ role: 'user', content: 'x' }] }, '400 invalid_request model'],
+    [{ model: 'nope', messages: [{ role: 'user', content: 'x' }] }, '404 model_not_found model'],
+    [{ model: 'fake-chat-1' }, '400 invalid_request messages'],
+    [{ model: 'fake-chat-1', messages: [] }, '400 invalid_request messages'],
+    [{ model: 'fake-chat-1', messages: ['hi'] }, '400 invalid_request messages[0]'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'root', content: 'x' }] }, '400 invalid_request messages[0].role'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'user' }] }, '400 invalid_request messages[0].content'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'user', content: 5 }] }, '400 invalid_request messages[0].content'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'user', content: [{ text: 'no type' }] }] }, '400 invalid_request messages[0].content'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'user', content: 'x' }], stream: 'true' }, '400 invalid_request stream'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'user', content: 'x' }], stream_options: 'usage' }, '400 invalid_request stream_options'],
+    [{ model: 'fake-chat-1', messages: [{ role: 'user', content: 'x' }], stream_options: { include_usage: 1 } }, '400 invalid_request stream_options.include_usage'],
+    [`{"model":"fake-chat-1","messages":[{"role":"user","content":"x"}],"x":${'['.repeat(65)}${']'.repeat(65)}}`, '400 invalid_request -'],
+  ])('chat %j -> %s', (body, expected) => {
+    expect(refusal('chat.completions', body)).toBe(expected);
+  });
+
+  it('a deeply nested string is not nesting', () => {
+    expect(refusal('chat.completions', { model: 'fake-chat-1', messages: [{ role: 'user', content: '['.repeat(500) }] })).toBeUndefined();
+  });
+
+  it.each([
+    [{ model: 'fake-embed-1', input: 'x' }, undefined],
+    [{ model: 'fake-embed-1', input: ['a', 'b'] }, undefined],
+    [{ model: 'fake-embed-1', input: [1, 2, 3] }, undefined],
+    [{ model: 'fake-embed-1', input: [[1, 2], [3]] }, undefined],
+    [{ model: 'fake-embed-1', input: '' }, '400 invalid_request input'],
+    [{ model: 'fake-embed-1', input: [] }, '400 invalid_request input'],
+    [{ model: 'fake-embed-1', input: [{ text: 'x' }] }, '400 invalid_request input'],
+    [{ model: 'fake-embed-1' }, '400 invalid_request input'],
+    [{ model: 'fake-embed-1', input: 'x', stream: true }, '400 invalid_request stream'],
+  ])('embeddings %j -> %s', (body, expected) => {
+    expect(refusal('embeddings', body)).toBe(expected);
+  });
+});
+
+describe('model catalogue', () => {
+  it('prices per 1,000 tokens, rounded up', () => {
+    const m = models.get('fake-chat-1')!;
+    expect(costOf(m, 3, 4)).toBe(11);
+    expect(costOf({ ...m, inputPer1k: 1, outputPer1k: 0 }, 1, 0)).toBe(1);
+    expect(costOf(m, 0, 0)).toBe(0);
+  });
+
+  it('reads GATEWAY_MODELS and refuses what it cannot price', () => {
+    const custom = parseModelCatalogue('[{"id":"m1","inputPer1k":5,"outputPer1k":7},{"id":"m2","provider":"hosted","inputPer1k":0,"outputPer1k":0}]');
+    expect([...custom.values()]).toEqual([
+      { id: 'm1', provider: 'inhouse', inputPer1k: 5, outputPer1k: 7 },
+      { id: 'm2', provider: 'hosted', inputPer1k: 0, outputPer1k: 0 },
+    ]);
+    for (const bad of ['{', '[]', '{}', '[{"id":"m"}]', '[{"id":"m","inputPer1k":1.5,"outputPer1k":1}]', '[{"id":"m","provider":"x","inputPer1k":1,"outputPer1k":1}]']) {
+      expect(() => parseModelCatalogue(bad)).toThrow();
+    }
+  });
+});

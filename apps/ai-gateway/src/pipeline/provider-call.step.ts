@@ -1,0 +1,98 @@
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
+import { GatewayError } from '../gateway.errors';
+import type { GatewayRequest } from '../openai/openai-request';
+import { type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
+
+/** What the settle step needs to know of a call. */
+export interface CallOutcome {
+  provider: ProviderKey;
+  status: 'succeeded' | 'failed';
+  usage: Usage;
+  upstreamMs: number;
+  /** Why a row failed, or how a served stream ended early (`client_disconnected`). */
+  errorCode: string | null;
+  /** For metrics. */
+  outcome: string;
+}
+
+const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, estimated: false };
+
+const SSE_HEADERS: OutgoingHttpHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * Step 8: the provider, through the provider layer (ProviderClient: pooled upstreams, retries
+ * before the first byte, breakers, fallback among `providers`). Answers the client itself (the
+ * upstream's JSON as it is, or its events as they arrive) and reports what happened; a failure before
+ * anything reached the client is thrown as the matching GatewayError (502/503/504) after the outcome
+ * was handed to `failed`, so the row is completed either way.
+ */
+export class ProviderCallStep {
+  constructor(private readonly client: ProviderClient) {}
+
+  async call(
+    x: Exchange,
+    request: GatewayRequest,
+    providers: ProviderKey[],
+    headers: OutgoingHttpHeaders,
+    overheadMs: (upstreamMs: number) => number,
+    failed: (outcome: CallOutcome) => void,
+  ): Promise<CallOutcome> {
+    const controller = new AbortController();
+    const res = x.res;
+    const onClose = (): void => {
+      if (!res.writableFinished) controller.abort();
+    };
+    res.once('close', onClose);
+    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal };
+    try {
+      if (!request.stream) {
+        const result = await this.client.json(upstream);
+        const ok = result.status >= 200 && result.status < 300;
+        x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, result.body);
+        return {
+          provider: result.provider,
+          status: ok ? 'succeeded' : 'failed',
+          usage: ok ? result.usage : NO_USAGE,
+          upstreamMs: result.upstreamMs,
+          errorCode: ok ? null : `upstream_${result.status}`,
+          outcome: ok ? 'succeeded' : 'upstream_refused',
+        };
+      }
+      let out: ServerResponse | undefined;
+      const sink = {
+        start: (provider: ProviderKey): void => {
+          // The head goes out before the upstream's time is known: the overhead is what preceded the call.
+          out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
+        },
+        chunk: (bytes: Buffer): void => {
+          if (out !== undefined && !out.writableEnded) out.write(bytes);
+        },
+      };
+      const result = await this.client.stream(upstream, sink);
+      if (result.outcome === 'rejected') {
+        const rejection = result.rejection ?? { status: 502, body: Buffer.from('{"error":{"message":"The provider refused the request.","type":"server_error","code":"provider_error","param":null}}') };
+        x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, rejection.body);
+        return { provider: result.provider, status: 'failed', usage: NO_USAGE, upstreamMs: result.upstreamMs, errorCode: `upstream_${rejection.status}`, outcome: 'upstream_refused' };
+      }
+      if (out !== undefined && !out.writableEnded) out.end();
+      if (result.outcome === 'completed') {
+        return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: null, outcome: 'succeeded' };
+      }
+      // What was delivered is recorded and charged either way; a client that left was served, a broken upstream was not.
+      return result.outcome === 'client_gone'
+        ? { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'client_disconnected', outcome: 'client_gone' }
+        : { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'upstream_broken', outcome: 'upstream_broken' };
+    } catch (err) {
+      if (!(err instanceof ProviderError)) throw err;
+      failed({ provider: err.provider, status: 'failed', usage: NO_USAGE, upstreamMs: 0, errorCode: err.code, outcome: err.code });
+      throw new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});
+    } finally {
+      res.removeListener('close', onClose);
+    }
+  }
+}

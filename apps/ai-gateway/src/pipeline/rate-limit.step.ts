@@ -1,0 +1,73 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import type Redis from 'ioredis';
+import { TurnBatcher } from '@flagship/lean-http';
+import type { RedisKeys } from '@flagship/redis';
+import { dependencyDown, GatewayError } from '../gateway.errors';
+
+export interface RateLimits {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+}
+
+const WINDOW_MS = 60_000;
+
+/**
+ * Step 6: requests and tokens per OAuth client per minute, counted in Redis so every replica shares
+ * the budget (a fixed one-minute window: two counters, one pipelined round trip). Tokens are the
+ * request's estimate (input text plus the output it may produce), counted when it is admitted. The
+ * counts of one event-loop turn's requests go to Redis in one pipeline.
+ * OpenAI's `x-ratelimit-*` headers go on every answer from here on; over either limit: 429
+ * `rate_limited` with `retry-after`.
+ */
+export class RateLimitStep {
+  private readonly batcher: TurnBatcher<{ requestsKey: string; tokensKey: string; tokens: number }, [number, number]>;
+
+  constructor(
+    redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly limits: RateLimits,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.batcher = new TurnBatcher(async (batch) => {
+      const pipeline = redis.pipeline();
+      for (const b of batch) {
+        pipeline.incr(b.requestsKey).incrby(b.tokensKey, b.tokens).pexpire(b.requestsKey, WINDOW_MS * 2).pexpire(b.tokensKey, WINDOW_MS * 2);
+      }
+      const results = await pipeline.exec();
+      if (results === null || results.some(([err]) => err !== null)) throw new Error('the rate-limit counters could not be updated');
+      return batch.map((_, i) => [Number(results[i * 4]![1]), Number(results[i * 4 + 1]![1])] as [number, number]);
+    }, 500);
+  }
+
+  async take(clientId: string, tokens: number): Promise<OutgoingHttpHeaders> {
+    const now = this.now();
+    const window = Math.floor(now / WINDOW_MS);
+    const resetS = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
+    const requestsKey = this.keys.key('gw', 'rl', clientId, window, 'r');
+    const tokensKey = this.keys.key('gw', 'rl', clientId, window, 't');
+    let requests: number;
+    let used: number;
+    try {
+      [requests, used] = await this.batcher.add({ requestsKey, tokensKey, tokens });
+    } catch {
+      throw dependencyDown('Redis');
+    }
+    const { requestsPerMinute, tokensPerMinute } = this.limits;
+    const headers: OutgoingHttpHeaders = {
+      'x-ratelimit-limit-requests': String(requestsPerMinute),
+      'x-ratelimit-remaining-requests': String(Math.max(0, requestsPerMinute - requests)),
+      'x-ratelimit-reset-requests': `${resetS}s`,
+      'x-ratelimit-limit-tokens': String(tokensPerMinute),
+      'x-ratelimit-remaining-tokens': String(Math.max(0, tokensPerMinute - used)),
+      'x-ratelimit-reset-tokens': `${resetS}s`,
+    };
+    if (requests > requestsPerMinute || used > tokensPerMinute) {
+      const which = requests > requestsPerMinute ? `${requestsPerMinute} requests` : `${tokensPerMinute} tokens`;
+      throw new GatewayError(429, 'rate_limited', `Rate limit of ${which} per minute reached for this client; try again in ${resetS} s.`, null, {
+        ...headers,
+        'retry-after': String(resetS),
+      });
+    }
+    return headers;
+  }
+}

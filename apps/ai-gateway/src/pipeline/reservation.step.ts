@@ -1,0 +1,36 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { TurnBatcher } from '@flagship/lean-http';
+import { dependencyDown, GatewayError } from '../gateway.errors';
+import type { Reservation, UsageLedgerRepository } from '../ledger/usage-ledger.repository';
+
+/**
+ * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
+ * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
+ * RESERVE). Zero-rated requests reserve nothing and debit 0 but are recorded all the same. A billable
+ * request whose tenant has no credit left is refused with 402 `insufficient_credits`, so the provider
+ * is never called for it.
+ */
+export class ReservationStep {
+  private readonly logger = new Logger('ReservationStep');
+  private readonly batcher: TurnBatcher<Reservation, boolean>;
+
+  constructor(repository: UsageLedgerRepository) {
+    this.batcher = new TurnBatcher((batch) => repository.reserve(batch), 500);
+  }
+
+  async reserve(request: Omit<Reservation, 'id'>): Promise<Reservation> {
+    const reservation = { ...request, id: randomUUID() };
+    let admitted: boolean;
+    try {
+      admitted = await this.batcher.add(reservation);
+    } catch (err) {
+      this.logger.warn({ err }, 'cannot reserve credit');
+      throw dependencyDown('Postgres');
+    }
+    if (!admitted) {
+      throw new GatewayError(402, 'insufficient_credits', 'The tenant has no AI credit left; buy credits or ask your administrator.');
+    }
+    return reservation;
+  }
+}

@@ -1,0 +1,41 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { type AccessTokenVerifier, type ClientPrincipal, InvalidTokenError, bearerTokenOf } from '@flagship/oauth';
+import { GatewayError } from '../gateway.errors';
+
+/** Enough for every live client's token many times over; the map is cleared when it grows past this. */
+const MAX_CACHED = 50_000;
+
+/**
+ * Step 1: the bearer token, a client-credentials access token of this service (issuer and audience
+ * from OAUTH_ISSUER / OAUTH_AUDIENCE), through libs/oauth's verifier. ES256 verification costs
+ * about 100 µs, so a token is verified once and its principal cached until its `exp`; revocation
+ * is still checked on every request, against the verifier's in-memory revocation set (fed by the
+ * `client-revoked` channel), which costs no I/O.
+ */
+export class TokenStep {
+  private readonly cache = new Map<string, ClientPrincipal>();
+
+  constructor(private readonly verifier: AccessTokenVerifier) {}
+
+  async verify(headers: IncomingHttpHeaders): Promise<ClientPrincipal> {
+    const token = bearerTokenOf({ headers });
+    if (token === undefined) throw refused('Send Authorization: Bearer <access token from /oauth/token>.');
+    let principal = this.cache.get(token);
+    try {
+      if (principal === undefined || principal.expiresAt.getTime() <= Date.now()) {
+        this.cache.delete(token);
+        principal = await this.verifier.verify(token);
+        if (this.cache.size >= MAX_CACHED) this.cache.clear();
+        this.cache.set(token, principal);
+      } else {
+        this.verifier.assertNotRevoked(principal);
+      }
+    } catch (err) {
+      if (err instanceof InvalidTokenError) throw refused(err.message);
+      throw err;
+    }
+    return principal;
+  }
+}
+
+const refused = (message: string): GatewayError => new GatewayError(401, 'invalid_token', message, null, { 'www-authenticate': 'Bearer' });

@@ -1,0 +1,378 @@
+import { Pool, type Dispatcher } from 'undici';
+import { CircuitBreaker } from './circuit-breaker';
+import type { ProviderLayerOptions } from './provider.env';
+import {
+  type JsonResult,
+  type ProviderClient,
+  ProviderError,
+  type ProviderKey,
+  type StreamResult,
+  type StreamSink,
+  type UpstreamRequest,
+} from './provider.types';
+import { SseRelay } from './sse-relay';
+import { jsonUsage, requestText } from './usage';
+
+/** Why a request's own controller was aborted. */
+const CLIENT_GONE = Symbol('client gone');
+const TIMED_OUT = Symbol('total time-out');
+
+const PATHS = { 'chat.completions': '/chat/completions', embeddings: '/embeddings' } as const;
+
+/** Connection failures where nothing reached the upstream (or nothing came back): retried, then 503. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+/** The connection broke before an answer: retried (a kept-alive socket the upstream had just closed, say), then 502. */
+const CONNECTION_BROKEN = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+interface Upstream {
+  key: ProviderKey;
+  /** Undefined when the provider is not configured: every call to it is 503. */
+  pool: Pool | undefined;
+  pathPrefix: string;
+  apiKeySecret: string;
+  breaker: CircuitBreaker;
+  models: string[];
+}
+
+/** One request's deadline and abort, shared by its attempts, retries and fallback. */
+interface Call {
+  controller: AbortController;
+  deadline: number;
+}
+
+/** A failed attempt: the error to report, and whether another attempt may follow. */
+class AttemptFailure extends Error {
+  constructor(
+    readonly error: ProviderError,
+    readonly retryable: boolean,
+    /** Counts against the provider's circuit (the client leaving does not). */
+    readonly providerFault: boolean,
+  ) {
+    super(error.message);
+  }
+}
+
+const errorCode = (err: unknown): string | undefined => {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+
+/** The SSE error event written when a stream fails after output started (never followed by [DONE]). */
+function errorEvent(code: 'provider_error' | 'provider_timeout', message: string): Buffer {
+  return Buffer.from(`data: ${JSON.stringify({ error: { message, type: 'server_error', code, param: null } })}\n\n`);
+}
+
+/**
+ * The provider layer: any OpenAI-compatible endpoint, one undici Pool of kept-alive connections per
+ * provider. A request tries its allowed providers in order; each gets up to `maxRetries` retries on
+ * connection failures and upstream 502/503 (jittered backoff, never past the request's total
+ * time-out, never once a byte went to the client); a provider whose circuit is open is skipped.
+ * Upstream 4xx answers are relayed as they are; other failures become ProviderError 502/503/504.
+ */
+export class OpenAiCompatibleProviders implements ProviderClient {
+  private readonly upstreams: Record<ProviderKey, Upstream>;
+  private readonly retryBaseMs: number;
+  private modelsTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: ProviderLayerOptions) {
+    this.retryBaseMs = options.retryBaseMs ?? 50;
+    const make = (key: ProviderKey): Upstream => {
+      const { url, apiKeySecret } = options.upstreams[key];
+      const base = url ? new URL(url) : undefined;
+      return {
+        key,
+        pool: base
+          ? new Pool(base.origin, {
+              connections: options.maxConnections,
+              pipelining: 1,
+              keepAliveTimeout: 30_000,
+              connect: { timeout: options.connectTimeoutMs },
+              headersTimeout: options.firstByteTimeoutMs,
+              bodyTimeout: options.firstByteTimeoutMs,
+            })
+          : undefined,
+        pathPrefix: base ? base.pathname.replace(/\/+$/, '') : '',
+        apiKeySecret,
+        breaker: new CircuitBreaker(options.breakerFailures, options.breakerCooldownMs),
+        models: [],
+      };
+    };
+    this.upstreams = { inhouse: make('inhouse'), hosted: make('hosted') };
+  }
+
+  /** Reads every configured upstream's model list now and then every `modelsRefreshMs` (default 60 s). */
+  async start(): Promise<void> {
+    await this.refreshModels();
+    this.modelsTimer = setInterval(() => void this.refreshModels(), this.options.modelsRefreshMs ?? 60_000);
+    this.modelsTimer.unref();
+  }
+
+  /** The circuit state of each provider, for readiness and metrics. */
+  circuits(): Record<ProviderKey, string> {
+    return { inhouse: this.upstreams.inhouse.breaker.state, hosted: this.upstreams.hosted.breaker.state };
+  }
+
+  configured(): ReadonlyArray<{ provider: ProviderKey; models: readonly string[] }> {
+    return Object.values(this.upstreams)
+      .filter((u) => u.pool)
+      .map((u) => ({ provider: u.key, models: u.models }));
+  }
+
+  async json(request: UpstreamRequest): Promise<JsonResult> {
+    const body = Buffer.from(JSON.stringify(request.body));
+    return this.withCall(request, async (call) => {
+      const { upstream, response, sentAt } = await this.open(request, call, body);
+      const answer = await this.readAll(upstream, response, call);
+      const ok = response.statusCode < 300;
+      return {
+        provider: upstream.key,
+        status: response.statusCode,
+        body: answer,
+        usage: ok ? jsonUsage(request.endpoint, request.body, answer) : { inputTokens: 0, outputTokens: 0, estimated: false },
+        upstreamMs: performance.now() - sentAt,
+      };
+    });
+  }
+
+  async stream(request: UpstreamRequest, sink: StreamSink): Promise<StreamResult> {
+    const given = request.body.stream_options;
+    const givenOptions = typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {};
+    // Always ask for usage, so a stream is billed by the upstream's own count.
+    const body = Buffer.from(JSON.stringify({ ...request.body, stream: true, stream_options: { ...givenOptions, include_usage: true } }));
+    const relay = new SseRelay(givenOptions.include_usage === true);
+    const inputText = requestText(request.endpoint, request.body);
+    return this.withCall(request, async (call) => {
+      const { upstream, response, sentAt } = await this.open(request, call, body);
+      if (response.statusCode !== 200) {
+        const answer = await this.readAll(upstream, response, call);
+        return {
+          provider: upstream.key,
+          usage: { inputTokens: 0, outputTokens: 0, estimated: false },
+          outcome: 'rejected',
+          rejection: { status: response.statusCode, body: answer },
+          upstreamMs: performance.now() - sentAt,
+        };
+      }
+      sink.start(upstream.key);
+      let outcome: StreamResult['outcome'];
+      try {
+        for await (const bytes of response.body) {
+          const out = relay.push(bytes as Buffer);
+          if (out) sink.chunk(out);
+        }
+        if (call.controller.signal.reason === CLIENT_GONE) outcome = 'client_gone';
+        else if (relay.sawError) outcome = 'upstream_broken';
+        else if (relay.sawDone) outcome = 'completed';
+        else if (relay.sawFinish) {
+          // An upstream that ends cleanly after finish_reason without [DONE]: the answer is whole.
+          sink.chunk(Buffer.from('data: [DONE]\n\n'));
+          outcome = 'completed';
+        } else {
+          sink.chunk(errorEvent('provider_error', 'The provider ended the stream before it was complete.'));
+          outcome = 'upstream_broken';
+        }
+      } catch (err) {
+        const reason: unknown = call.controller.signal.reason;
+        if (reason === CLIENT_GONE) outcome = 'client_gone';
+        else {
+          const timedOut = reason === TIMED_OUT || TIMEOUTS.has(errorCode(err) ?? '');
+          sink.chunk(
+            timedOut
+              ? errorEvent('provider_timeout', 'The provider took too long; the stream was cut.')
+              : errorEvent('provider_error', 'The provider broke off the stream.'),
+          );
+          outcome = 'upstream_broken';
+        }
+      }
+      if (outcome === 'upstream_broken') upstream.breaker.onFailure();
+      return { provider: upstream.key, usage: relay.finalUsage(inputText), outcome, upstreamMs: performance.now() - sentAt };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.modelsTimer) clearInterval(this.modelsTimer);
+    await Promise.all(Object.values(this.upstreams).map((u) => u.pool?.close()));
+  }
+
+  // ---- the request's life ----------------------------------------------------------------------
+
+  /** Sets up the request's deadline and ties it to the client's signal; always cleans up. */
+  private async withCall<T>(request: UpstreamRequest, body: (call: Call) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const call: Call = { controller, deadline: performance.now() + this.options.totalTimeoutMs };
+    const onClientGone = (): void => controller.abort(CLIENT_GONE);
+    if (request.signal.aborted) onClientGone();
+    else request.signal.addEventListener('abort', onClientGone, { once: true });
+    const timer = setTimeout(() => controller.abort(TIMED_OUT), this.options.totalTimeoutMs);
+    try {
+      return await body(call);
+    } finally {
+      clearTimeout(timer);
+      request.signal.removeEventListener('abort', onClientGone);
+    }
+  }
+
+  /**
+   * Gets an answer's status and headers from the first allowed provider that gives one (a 2xx or a
+   * 4xx), retrying and falling back as allowed; throws the last provider's ProviderError otherwise.
+   */
+  private async open(
+    request: UpstreamRequest,
+    call: Call,
+    body: Buffer,
+  ): Promise<{ upstream: Upstream; response: Dispatcher.ResponseData; sentAt: number }> {
+    let last: ProviderError | undefined;
+    for (const key of request.providers) {
+      const upstream = this.upstreams[key];
+      if (!upstream.pool) {
+        last = new ProviderError('provider_unavailable', 503, `The ${key} provider is not configured.`, key);
+        continue;
+      }
+      try {
+        return await this.attempts(upstream, request, call, body);
+      } catch (err) {
+        if (!(err instanceof ProviderError)) throw err;
+        last = err;
+        // The client left or the whole request's time is spent: no other provider can help.
+        if (call.controller.signal.aborted) break;
+      }
+    }
+    throw last ?? new ProviderError('provider_unavailable', 503, 'No provider was allowed for this request.', request.providers[0] ?? 'inhouse');
+  }
+
+  /** One provider: an attempt, then retries while they are allowed, the circuit lets them and time remains. */
+  private async attempts(
+    upstream: Upstream,
+    request: UpstreamRequest,
+    call: Call,
+    body: Buffer,
+  ): Promise<{ upstream: Upstream; response: Dispatcher.ResponseData; sentAt: number }> {
+    let last: ProviderError | undefined;
+    for (let attempt = 0; ; attempt++) {
+      if (!upstream.breaker.tryPass()) {
+        // A retry stopped by a circuit its own failures just opened reports what failed, not the circuit.
+        throw last ?? new ProviderError('provider_unavailable', 503, `The ${upstream.key} provider is failing; its circuit is open.`, upstream.key);
+      }
+      const sentAt = performance.now();
+      try {
+        const response = await this.attempt(upstream, request, call, body);
+        upstream.breaker.onSuccess();
+        return { upstream, response, sentAt };
+      } catch (err) {
+        if (!(err instanceof AttemptFailure)) throw err;
+        if (err.providerFault) upstream.breaker.onFailure();
+        else upstream.breaker.release();
+        last = err.error;
+        if (!err.retryable || attempt >= this.options.maxRetries) throw err.error;
+        // Jittered, doubling: 0.5 to 1.5 times 50, 100, ... ms; never past the deadline.
+        const wait = this.retryBaseMs * 2 ** attempt * (0.5 + Math.random());
+        if (performance.now() + wait >= call.deadline) throw err.error;
+        await this.sleep(wait, call);
+        if (call.controller.signal.aborted) throw this.abortError(upstream.key, call);
+      }
+    }
+  }
+
+  /** Sends once; resolves with a 2xx or 4xx answer (body unread), throws AttemptFailure otherwise. */
+  private async attempt(upstream: Upstream, request: UpstreamRequest, call: Call, body: Buffer): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: request.stream ? 'text/event-stream' : 'application/json',
+      'x-request-id': request.requestId,
+    };
+    // Read per request, so a rotated key (Secrets Manager) is used at once.
+    const key = this.options.secrets.get(upstream.apiKeySecret);
+    if (key) headers.authorization = `Bearer ${key}`;
+    let response: Dispatcher.ResponseData;
+    try {
+      // First-byte and idle time-outs are the pool's (the same for every request, so undici refreshes one
+      // timer rather than making one per request); the request's deadline aborts through the signal.
+      response = await upstream.pool!.request({
+        method: 'POST',
+        path: upstream.pathPrefix + PATHS[request.endpoint],
+        headers,
+        body,
+        signal: call.controller.signal,
+      });
+    } catch (err) {
+      throw this.failureOf(upstream.key, err, call);
+    }
+    const status = response.statusCode;
+    if (status < 500) return response;
+    // Drain so the connection goes back to the pool.
+    await response.body.dump().catch(() => undefined);
+    const retryable = status === 502 || status === 503;
+    if (status === 503) throw new AttemptFailure(new ProviderError('provider_unavailable', 503, `The ${upstream.key} provider is unavailable (503).`, upstream.key), true, true);
+    if (status === 504) throw new AttemptFailure(new ProviderError('provider_timeout', 504, `The ${upstream.key} provider timed out (504).`, upstream.key), false, true);
+    throw new AttemptFailure(new ProviderError('provider_error', 502, `The ${upstream.key} provider failed (${status}).`, upstream.key), retryable, true);
+  }
+
+  /** A whole non-streamed answer; failures while reading it are the provider's (not retried: it may have run). */
+  private async readAll(upstream: Upstream, response: Dispatcher.ResponseData, call: Call): Promise<Buffer> {
+    try {
+      return Buffer.from(await response.body.arrayBuffer());
+    } catch (err) {
+      const failure = this.failureOf(upstream.key, err, call);
+      if (failure.providerFault) upstream.breaker.onFailure();
+      throw failure.error;
+    }
+  }
+
+  private failureOf(key: ProviderKey, err: unknown, call: Call): AttemptFailure {
+    if (call.controller.signal.aborted) return new AttemptFailure(this.abortError(key, call), false, call.controller.signal.reason === TIMED_OUT);
+    const code = errorCode(err) ?? '';
+    if (UNREACHABLE.has(code)) return new AttemptFailure(new ProviderError('provider_unavailable', 503, `The ${key} provider is unreachable.`, key), true, true);
+    if (CONNECTION_BROKEN.has(code)) {
+      return new AttemptFailure(new ProviderError('provider_error', 502, `The connection to the ${key} provider broke.`, key), true, true);
+    }
+    if (TIMEOUTS.has(code)) return new AttemptFailure(new ProviderError('provider_timeout', 504, `The ${key} provider did not answer in time.`, key), false, true);
+    this.options.onError?.(`unexpected error calling the ${key} provider`, err);
+    return new AttemptFailure(new ProviderError('provider_error', 502, `The call to the ${key} provider failed.`, key), false, true);
+  }
+
+  private abortError(key: ProviderKey, call: Call): ProviderError {
+    return call.controller.signal.reason === TIMED_OUT
+      ? new ProviderError('provider_timeout', 504, `The ${key} provider did not answer within the request's time.`, key)
+      : new ProviderError('provider_error', 502, 'The client went away before the provider answered.', key);
+  }
+
+  private sleep(ms: number, call: Call): Promise<void> {
+    return new Promise((resolve) => {
+      const signal = call.controller.signal;
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private async refreshModels(): Promise<void> {
+    await Promise.all(
+      Object.values(this.upstreams).map(async (u) => {
+        if (!u.pool) return;
+        try {
+          const key = this.options.secrets.get(u.apiKeySecret);
+          const res = await u.pool.request({
+            method: 'GET',
+            path: `${u.pathPrefix}/models`,
+            headers: key ? { authorization: `Bearer ${key}` } : {},
+            headersTimeout: this.options.firstByteTimeoutMs,
+            // At start-up too: a silent upstream must not hold the app back for long.
+            signal: AbortSignal.timeout(Math.min(this.options.totalTimeoutMs, 5_000)),
+          });
+          const text = await res.body.text();
+          if (res.statusCode !== 200) throw new Error(`GET /models answered ${res.statusCode}`);
+          const parsed = JSON.parse(text) as { data?: Array<{ id?: unknown }> };
+          u.models = (parsed.data ?? []).map((m) => m.id).filter((id): id is string => typeof id === 'string');
+        } catch (err) {
+          this.options.onError?.(`could not list the ${u.key} provider's models`, err);
+        }
+      }),
+    );
+  }
+}

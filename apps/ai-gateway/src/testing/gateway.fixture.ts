@@ -1,0 +1,96 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { commonEnv, loadConfig, portEnv, SecretStore } from '@flagship/config';
+import { AccessTokenIssuer, OAuthModule } from '@flagship/oauth';
+import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
+import type { TestEnvironment } from '@flagship/testing';
+import { AppModule } from '../app.module';
+import { loadAiGatewayConfig } from '../env.schema';
+import { GatewayPipeline } from '../gateway.pipeline';
+import { installGateway } from '../install-gateway';
+
+/**
+ * management-api's token issuing, as libs/oauth does it there: ES256 keys in the shared
+ * `signing_keys` table, the same claims. Tests of the gateway issue client tokens through it against
+ * the gateway's own database (apps never call each other; they share Postgres).
+ */
+export async function startIssuer(te: TestEnvironment, issuer: string, audience: string): Promise<{ app: RunningApp; issue: IssueToken }> {
+  const config = loadConfig(te.env, { ...commonEnv, ...portEnv(0) });
+  @Module({})
+  class IssuerModule {}
+  const module: DynamicModule = {
+    module: IssuerModule,
+    imports: [...platformModules(config, { serviceName: 'test-issuer' }), OAuthModule.forRoot({ issuer, audience, issuing: {} })],
+  };
+  const app = await startTestApp(module);
+  const tokens = app.app.get(AccessTokenIssuer);
+  const issue: IssueToken = async (tenantId, productKeys = ['core'], clientId = `ffc_${randomBytes(8).toString('hex')}`) =>
+    (await tokens.issue({ clientId, tenantId, scopes: ['flags:read'], productKeys })).access_token;
+  return { app, issue };
+}
+
+export type IssueToken = (tenantId: string, productKeys?: string[], clientId?: string) => Promise<string>;
+
+/** One gateway, in this process, on the file's database and Redis prefix. */
+export async function startGateway(te: TestEnvironment, env: NodeJS.ProcessEnv): Promise<RunningApp & { pipeline: GatewayPipeline }> {
+  const config = loadAiGatewayConfig({ ...te.env, ...env });
+  const app = await startTestApp(AppModule.forConfig(config, SecretStore.fromEnv({ ...te.env, ...env })), installGateway);
+  return { ...app, pipeline: app.app.get(GatewayPipeline) };
+}
+
+/** The test database, as the tests' DataSource offers it (TypeORM itself stays in repositories). */
+export interface Sql {
+  query<T = unknown>(sql: string, parameters?: unknown[]): Promise<T>;
+}
+
+export interface TenantSetup {
+  plan?: 'free' | 'standard' | 'premium';
+  entitlements?: Array<{ productKey: string; tier: string; validUntil?: Date }>;
+  balance?: number;
+  zeroRated?: boolean;
+  hostedProviderAllowed?: boolean;
+}
+
+/** A tenant as management-api's admin routes would leave it. */
+export async function createTenant(ds: Sql, setup: TenantSetup = {}): Promise<string> {
+  const id = randomUUID();
+  await ds.query(
+    `INSERT INTO tenants (id, name, primary_email, plan, zero_rated, hosted_provider_allowed) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [id, `t-${id.slice(0, 8)}`, `ops-${id.slice(0, 8)}@example.test`, setup.plan ?? 'free', setup.zeroRated ?? false, setup.hostedProviderAllowed ?? false],
+  );
+  for (const e of setup.entitlements ?? []) {
+    await ds.query(`INSERT INTO entitlements (tenant_id, product_key, tier, valid_until) VALUES ($1, $2, $3, $4)`, [id, e.productKey, e.tier, e.validUntil ?? null]);
+  }
+  if (setup.balance !== undefined) await ds.query(`INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)`, [id, setup.balance]);
+  return id;
+}
+
+export interface LedgerRow {
+  id: string;
+  status: string;
+  product_key: string;
+  provider: string;
+  requested_provider: string | null;
+  model: string;
+  endpoint: string;
+  stream: boolean;
+  reserved: string;
+  debit: string;
+  zero_rated: boolean;
+  zero_rated_reason: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  usage_estimated: boolean;
+  error_code: string | null;
+  latency_ms: number | null;
+  request_id: string | null;
+}
+
+export async function ledgerRows(ds: Sql, tenantId: string): Promise<LedgerRow[]> {
+  return ds.query<LedgerRow[]>(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
+}
+
+export async function balanceOf(ds: Sql, tenantId: string): Promise<{ balance: number; reserved: number }> {
+  const [row] = await ds.query<Array<{ balance: string; reserved: string }>>(`SELECT balance, reserved FROM credit_balances WHERE tenant_id = $1`, [tenantId]);
+  return { balance: Number(row?.balance ?? 0), reserved: Number(row?.reserved ?? 0) };
+}

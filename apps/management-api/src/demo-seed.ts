@@ -1,0 +1,69 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { hashSecret } from '@flagship/config';
+import { TenantEntity, TransactionRunner } from '@flagship/persistence';
+import { AdminRepository } from './admin/admin.repository';
+import { EnvironmentsRepository } from './environments/environments.repository';
+import { newClientSecret } from './oauth/client-credentials';
+import { SandboxService } from './sandbox/sandbox.service';
+import { pendingSubject } from './users/user.entity';
+
+/** The demo tenant `npm start` creates, with a fixed id so the README can name it. */
+export const DEMO_TENANT_ID = '00000000-0000-4000-8000-00000000d3e0';
+export const DEMO_EMAIL = 'demo@example.com';
+/** The demo tenant's OAuth client for the AI gateway quickstart; its secret is new at every seed. */
+export const DEMO_CLIENT_ID = 'ffc_demoGatewayClient000001';
+/** Micro-credits the demo tenant starts with (10 credits), granted once. */
+export const DEMO_CREDITS = 10_000_000;
+const DEMO_CREDITS_REASON = 'demo credits (seed)';
+
+export interface DemoSeedResult {
+  created: boolean;
+  creditsGranted: boolean;
+  clientId: string;
+  clientSecret: string;
+}
+
+/**
+ * The demo data `npm run seed` writes for local use, idempotent. The demo tenant (plan premium) gets the
+ * default environments, the sandbox's demo project and flags, and demo@example.com as a pending
+ * admin: whoever signs up with that e-mail (dev identity provider) lands in it. For the AI gateway
+ * it gets an `enterprise` entitlement for `core`, 10 credits (once) and the OAuth client
+ * DEMO_CLIENT_ID, whose secret is rotated on every run (only its hash is stored) and returned.
+ */
+export async function seedDemo(app: INestApplicationContext): Promise<DemoSeedResult> {
+  const transactions = app.get(TransactionRunner);
+  const created = await transactions.run(async (m) => {
+    const rows: unknown[] = await m.query(
+      `INSERT INTO tenants (id, name, primary_email, contact_name, plan) VALUES ($1, 'Demo Co', $2, 'Demo Admin', 'premium')
+       ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [DEMO_TENANT_ID, DEMO_EMAIL],
+    );
+    if (rows.length === 0) return false;
+    await app.get(EnvironmentsRepository).insertDefaults(m, DEMO_TENANT_ID);
+    const [user] = (await m.query(
+      `INSERT INTO users (idp_subject, email, display_name) VALUES ($1, $2, 'Demo Admin')
+       ON CONFLICT (idp_subject) DO UPDATE SET email = EXCLUDED.email RETURNING id`,
+      [pendingSubject(DEMO_EMAIL), DEMO_EMAIL],
+    )) as Array<{ id: string }>;
+    await m.query(`INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'admin') ON CONFLICT DO NOTHING`, [DEMO_TENANT_ID, user.id]);
+    const tenant = (await m.getRepository(TenantEntity).findOneBy({ id: DEMO_TENANT_ID }))!;
+    await app.get(SandboxService).seed(m, tenant);
+    return true;
+  });
+  const clientSecret = newClientSecret();
+  const secretHash = await hashSecret(clientSecret);
+  const granted = await transactions.run(async (m) => {
+    await m.query(
+      `INSERT INTO oauth_clients (tenant_id, client_id, name, secret_hash, scopes, product_keys) VALUES ($1, $2, 'Demo gateway client', $3, $4, '{}')
+       ON CONFLICT (client_id) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, secret_rotated_at = now(), deleted_at = NULL
+       WHERE oauth_clients.tenant_id = EXCLUDED.tenant_id`,
+      [DEMO_TENANT_ID, DEMO_CLIENT_ID, secretHash, ['flags:read', 'flags:evaluate']],
+    );
+    const given: unknown[] = await m.query(`SELECT 1 FROM credit_grants WHERE tenant_id = $1 AND reason = $2`, [DEMO_TENANT_ID, DEMO_CREDITS_REASON]);
+    if (given.length > 0) return false;
+    await app.get(AdminRepository).grantCredits(m, DEMO_TENANT_ID, DEMO_CREDITS, DEMO_CREDITS_REASON, 'seed');
+    return true;
+  });
+  await app.get(AdminRepository).upsertEntitlement(DEMO_TENANT_ID, 'core', 'enterprise', null);
+  return { created, creditsGranted: granted, clientId: DEMO_CLIENT_ID, clientSecret };
+}

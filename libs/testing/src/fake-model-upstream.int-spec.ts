@@ -1,0 +1,147 @@
+import OpenAI, { APIConnectionError, APIError, AuthenticationError } from 'openai';
+import { FakeModelUpstream, fakeEmbedding } from './fake-model-upstream';
+
+/** The fake speaks OpenAI's protocol: the real `openai` SDK is the judge. */
+describe('FakeModelUpstream, through the openai SDK', () => {
+  let fake: FakeModelUpstream;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    fake = await FakeModelUpstream.start({ apiKey: 'sk-fake-1' });
+    client = new OpenAI({ baseURL: fake.url, apiKey: 'sk-fake-1', maxRetries: 0, timeout: 5000 });
+  });
+  afterAll(async () => fake.close());
+  beforeEach(() => fake.reset());
+
+  it('echoes the last user message with word counts as tokens', async () => {
+    const r = await client.chat.completions.create({
+      model: 'fake-chat-1',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'hello there world' }] },
+      ],
+    });
+    expect(r.choices[0]!.message.content).toBe('echo: hello there world');
+    expect(r.choices[0]!.finish_reason).toBe('stop');
+    expect(r.usage).toEqual({ prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 });
+    expect(fake.calls.chat).toBe(1);
+    expect(fake.lastHeaders.chat?.authorization).toBe('Bearer sk-fake-1');
+  });
+
+  it('cuts the reply to max_tokens words', async () => {
+    const r = await client.chat.completions.create({ model: 'm', max_tokens: 2, messages: [{ role: 'user', content: 'a b c d' }] });
+    expect(r.choices[0]!.message.content).toBe('echo: a');
+    expect(r.usage?.completion_tokens).toBe(2);
+  });
+
+  it('streams a chunk per word, and the usage chunk after the finish_reason chunk when asked', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'fake-chat-1',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'one two three' }],
+    });
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+    expect(text).toBe('echo: one two three');
+    const finishAt = chunks.findIndex((c) => c.choices[0]?.finish_reason === 'stop');
+    const usageAt = chunks.findIndex((c) => c.usage);
+    expect(finishAt).toBeGreaterThan(0);
+    expect(usageAt).toBe(finishAt + 1);
+    expect(chunks[usageAt]!.choices).toEqual([]);
+    expect(chunks[usageAt]!.usage).toEqual({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
+    expect(usageAt).toBe(chunks.length - 1);
+  });
+
+  it('sends no usage chunk unless asked', async () => {
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'x' }] });
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    expect(chunks.some((c) => c.usage)).toBe(false);
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('embeds a string or an array deterministically', async () => {
+    const one = await client.embeddings.create({ model: 'fake-embed-1', input: 'alpha beta' });
+    expect(one.data).toHaveLength(1);
+    expect(one.data[0]!.embedding).toEqual(fakeEmbedding('alpha beta'));
+    expect(one.usage).toEqual({ prompt_tokens: 2, total_tokens: 2 });
+    const many = await client.embeddings.create({ model: 'fake-embed-1', input: ['alpha beta', 'gamma'], dimensions: 20 });
+    expect(many.data.map((d) => d.index)).toEqual([0, 1]);
+    expect(many.data[0]!.embedding).toHaveLength(20);
+    expect(many.data[1]!.embedding).toEqual(fakeEmbedding('gamma', 20));
+    expect(Math.hypot(...many.data[1]!.embedding)).toBeCloseTo(1, 6);
+    expect(many.data[0]!.embedding).not.toEqual(many.data[1]!.embedding);
+    expect(fake.calls.embeddings).toBe(2);
+  });
+
+  it('lists its models', async () => {
+    const page = await client.models.list();
+    expect(page.data.map((m) => m.id)).toEqual(['fake-chat-1', 'fake-embed-1']);
+    expect(fake.calls.models).toBe(1);
+  });
+
+  it('refuses a wrong key, and takes a rotated one', async () => {
+    const wrong = new OpenAI({ baseURL: fake.url, apiKey: 'sk-wrong', maxRetries: 0 });
+    await expect(wrong.models.list()).rejects.toBeInstanceOf(AuthenticationError);
+    fake.apiKey = 'sk-wrong';
+    await expect(wrong.models.list()).resolves.toBeDefined();
+    await expect(client.models.list()).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+    fake.apiKey = 'sk-fake-1';
+  });
+
+  it('fails with a status the given number of times, then answers; counts every call', async () => {
+    fake.failNext({ kind: 'status', status: 503 }, 2);
+    const ask = () => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    await expect(ask()).rejects.toMatchObject({ status: 503 });
+    await expect(ask()).rejects.toBeInstanceOf(APIError);
+    await expect(ask()).resolves.toMatchObject({ object: 'chat.completion' });
+    expect(fake.calls.chat).toBe(3);
+    fake.resetCalls();
+    expect(fake.calls.chat).toBe(0);
+  });
+
+  it('resets the connection, or hangs until the client gives up', async () => {
+    fake.failNext({ kind: 'reset' });
+    await expect(client.models.list()).rejects.toBeInstanceOf(APIConnectionError);
+    fake.behave({ failure: { kind: 'hang' } });
+    const impatient = new OpenAI({ baseURL: fake.url, apiKey: 'sk-fake-1', maxRetries: 0, timeout: 300 });
+    const started = Date.now();
+    // The SDK's own time-out (under jest its abort surfaces as a connection error rather than a time-out).
+    await expect(impatient.models.list()).rejects.toBeInstanceOf(APIConnectionError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(fake.calls.models).toBe(2);
+  });
+
+  it('waits before the first byte and between chunks', async () => {
+    fake.behave({ firstByteDelayMs: 150, chunkDelayMs: 40 });
+    const started = Date.now();
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'a b c' }] });
+    const firstByte = Date.now() - started;
+    for await (const c of stream) void c;
+    expect(firstByte).toBeGreaterThanOrEqual(140);
+    // Four words and the finish chunk, each after 40 ms.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150 + 5 * 40 - 20);
+  });
+
+  it('breaks a stream off midway: the SDK sees an error, not an end', async () => {
+    fake.behave({ breakAfterChunks: 2 });
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'a b c d e' }] });
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const c of stream) seen.push(c.choices[0]?.delta.content ?? '');
+      })(),
+    ).rejects.toThrow();
+    expect(seen.join('')).toBe('echo: a');
+  });
+
+  it('answers OpenAI errors for bad requests', async () => {
+    await expect(client.chat.completions.create({ model: 'm' } as never)).rejects.toMatchObject({ status: 400 });
+    const raw = await fetch(`${fake.url}/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer sk-fake-1' }, body: '{nope' });
+    expect(raw.status).toBe(400);
+    expect(((await raw.json()) as { error: { message: string } }).error.message).toMatch(/parse/);
+    expect((await fetch(`${fake.url}/nowhere`)).status).toBe(404);
+  });
+});

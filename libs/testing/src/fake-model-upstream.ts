@@ -1,0 +1,311 @@
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * A local stand-in for an OpenAI-compatible model server (the gateway's `inhouse` or `hosted`
+ * provider), speaking OpenAI's wire format so the real `openai` SDK and the gateway's provider layer
+ * talk to it unchanged. Everything it answers is deterministic:
+ *
+ * - chat: the reply is `echo: ` followed by the last user message's text (cut to `max_tokens` or
+ *   `max_completion_tokens` words); a token is one whitespace-separated word, so prompt tokens are the
+ *   words of every message's text and completion tokens the words of the reply.
+ * - streaming: one chunk per word, then a chunk with `finish_reason: "stop"`, then, when
+ *   `stream_options.include_usage` is true, a usage-only chunk (`choices: []`) AFTER the finish
+ *   chunk, as OpenAI sends it, then `data: [DONE]`.
+ * - embeddings: a unit vector per input from SHA-256 of the text (`dimensions`, default 8).
+ *
+ * Behaviour is set per test (`behave`, `failNext`) and counted (`calls`).
+ */
+
+export type FakeEndpoint = 'chat' | 'embeddings' | 'models';
+
+/** What a request gets instead of an answer. */
+export type FakeFailure =
+  | { kind: 'status'; status: number; body?: unknown }
+  /** The TCP connection is reset before any byte of an answer. */
+  | { kind: 'reset' }
+  /** Headers never come (the socket stays open until the client gives up or the server closes). */
+  | { kind: 'hang' };
+
+export interface FakeBehaviour {
+  /** Delay before the status line (first byte), in ms. */
+  firstByteDelayMs: number;
+  /** Delay before each streamed chunk after the first, in ms. */
+  chunkDelayMs: number;
+  /** Streams: destroy the connection after this many content chunks (no finish, no usage, no [DONE]). */
+  breakAfterChunks: number | undefined;
+  /** Leave `usage` out of answers (non-streamed) and never send the usage chunk (streamed). */
+  omitUsage: boolean;
+  /** Streams: end cleanly without `data: [DONE]` (some servers do). */
+  omitDone: boolean;
+  /** A failure for every request (until `reset`); `failNext` failures come first. */
+  failure: FakeFailure | undefined;
+}
+
+export interface FakeModelUpstreamOptions {
+  /** When set, requests must carry `Authorization: Bearer <apiKey>` (401 otherwise). Changeable later: `apiKey`. */
+  apiKey?: string;
+  models?: string[];
+  port?: number;
+}
+
+const DEFAULT_BEHAVIOUR: FakeBehaviour = {
+  firstByteDelayMs: 0,
+  chunkDelayMs: 0,
+  breakAfterChunks: undefined,
+  omitUsage: false,
+  omitDone: false,
+  failure: undefined,
+};
+
+const CREATED = 1_700_000_000;
+
+/** Words of a text: the fake's token. */
+export const fakeTokenCount = (text: string): number => text.split(/\s+/).filter((w) => w !== '').length;
+
+/** Text of a message's `content`: a string, or the text of its `text` parts. */
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((p: unknown) => (p && typeof p === 'object' && (p as { type?: unknown }).type === 'text' ? String((p as { text?: unknown }).text ?? '') : ''))
+      .join(' ');
+  }
+  return '';
+}
+
+interface Message {
+  role?: unknown;
+  content?: unknown;
+}
+
+/** The reply the fake gives to a chat body, as words. */
+function replyWords(body: Record<string, unknown>): string[] {
+  const messages = Array.isArray(body.messages) ? (body.messages as Message[]) : [];
+  const lastUser = [...messages].reverse().find((m) => m && m.role === 'user');
+  const words = ['echo:', ...contentText(lastUser?.content).split(/\s+/).filter((w) => w !== '')];
+  const limit = Number(body.max_completion_tokens ?? body.max_tokens);
+  return Number.isInteger(limit) && limit > 0 ? words.slice(0, limit) : words;
+}
+
+function promptTokens(body: Record<string, unknown>): number {
+  const messages = Array.isArray(body.messages) ? (body.messages as Message[]) : [];
+  return messages.reduce((n, m) => n + fakeTokenCount(contentText(m?.content)), 0);
+}
+
+/** A deterministic unit vector for a text. */
+export function fakeEmbedding(text: string, dimensions = 8): number[] {
+  const out: number[] = [];
+  let block = createHash('sha256').update(text).digest();
+  for (let i = 0; out.length < dimensions; i++) {
+    if (i > 0 && i % 16 === 0) block = createHash('sha256').update(block).digest();
+    out.push(block.readUInt16BE((i % 16) * 2) / 65535 - 0.5);
+  }
+  const norm = Math.hypot(...out) || 1;
+  return out.map((v) => v / norm);
+}
+
+const sleep = (ms: number): Promise<void> => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+
+function openAiError(res: ServerResponse, status: number, message: string, code: string | null, type = 'invalid_request_error'): void {
+  const body = JSON.stringify({ error: { message, type, param: null, code } });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export class FakeModelUpstream {
+  /** Requests received per endpoint (counted on arrival, failed ones included). */
+  readonly calls: Record<FakeEndpoint, number> = { chat: 0, embeddings: 0, models: 0 };
+  /** The last parsed request body per endpoint, to assert what the caller sent. */
+  readonly lastBody: Partial<Record<FakeEndpoint, Record<string, unknown>>> = {};
+  /** The last request's headers per endpoint. */
+  readonly lastHeaders: Partial<Record<FakeEndpoint, IncomingMessage['headers']>> = {};
+  /** The bearer key required, if any; set it to rotate. */
+  apiKey: string | undefined;
+  models: string[];
+  private behaviour: FakeBehaviour = { ...DEFAULT_BEHAVIOUR };
+  private readonly queued: FakeFailure[] = [];
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+    options: FakeModelUpstreamOptions,
+  ) {
+    this.apiKey = options.apiKey;
+    this.models = options.models ?? ['fake-chat-1', 'fake-embed-1'];
+  }
+
+  static async start(options: FakeModelUpstreamOptions = {}): Promise<FakeModelUpstream> {
+    const server = createServer();
+    // Many keep-alive connections from load tests: no idle cut before the client's.
+    server.keepAliveTimeout = 65_000;
+    server.listen(options.port ?? 0, '127.0.0.1');
+    await once(server, 'listening');
+    const self = new FakeModelUpstream(server, (server.address() as { port: number }).port, options);
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      self.handle(req, res).catch(() => res.destroy());
+    });
+    server.on('connection', (s: Socket) => {
+      self.sockets.add(s);
+      s.once('close', () => self.sockets.delete(s));
+    });
+    return self;
+  }
+
+  /** OpenAI's base URL shape: `http://127.0.0.1:<port>/v1`. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  get totalCalls(): number {
+    return this.calls.chat + this.calls.embeddings + this.calls.models;
+  }
+
+  /** Changes behaviour for every following request (merged onto the current one). */
+  behave(changes: Partial<FakeBehaviour>): void {
+    this.behaviour = { ...this.behaviour, ...changes };
+  }
+
+  /** The next `times` requests fail so; later ones behave as configured. */
+  failNext(failure: FakeFailure, times = 1): void {
+    for (let i = 0; i < times; i++) this.queued.push(failure);
+  }
+
+  resetCalls(): void {
+    for (const k of Object.keys(this.calls) as FakeEndpoint[]) this.calls[k] = 0;
+  }
+
+  /** Default behaviour, no queued failures, counters at zero (the API key is kept). */
+  reset(): void {
+    this.behaviour = { ...DEFAULT_BEHAVIOUR };
+    this.queued.length = 0;
+    this.resetCalls();
+  }
+
+  /** Cuts every open connection (hung ones included) without closing the server. */
+  dropConnections(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+
+  async close(): Promise<void> {
+    this.dropConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  private endpointOf(req: IncomingMessage): FakeEndpoint | undefined {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'POST' && path === '/v1/chat/completions') return 'chat';
+    if (req.method === 'POST' && path === '/v1/embeddings') return 'embeddings';
+    if (req.method === 'GET' && path === '/v1/models') return 'models';
+    return undefined;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const endpoint = this.endpointOf(req);
+    if (!endpoint) return openAiError(res, 404, `Unknown route ${req.method} ${req.url}`, 'unknown_url');
+    this.calls[endpoint]++;
+    this.lastHeaders[endpoint] = req.headers;
+
+    const failure = this.queued.shift() ?? this.behaviour.failure;
+    if (failure?.kind === 'reset') {
+      req.socket.resetAndDestroy();
+      return;
+    }
+    if (failure?.kind === 'hang') return;
+
+    await sleep(this.behaviour.firstByteDelayMs);
+    if (res.destroyed) return;
+    if (failure?.kind === 'status') {
+      const body = JSON.stringify(failure.body ?? { error: { message: `fake upstream failure ${failure.status}`, type: 'server_error', param: null, code: null } });
+      res.writeHead(failure.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    if (this.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      return openAiError(res, 401, 'Incorrect API key provided.', 'invalid_api_key');
+    }
+    if (endpoint === 'models') return this.sendJson(res, { object: 'list', data: this.models.map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'fake' })) });
+
+    let body: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      body = parsed as Record<string, unknown>;
+    } catch {
+      return openAiError(res, 400, 'We could not parse the JSON body of your request.', null);
+    }
+    this.lastBody[endpoint] = body;
+    if (typeof body.model !== 'string') return openAiError(res, 400, 'you must provide a model parameter', null);
+    if (endpoint === 'embeddings') return this.embeddings(res, body);
+    if (!Array.isArray(body.messages)) return openAiError(res, 400, "Missing required parameter: 'messages'.", 'missing_required_parameter');
+    if (body.stream === true) return this.stream(res, body);
+    const words = replyWords(body);
+    const prompt = promptTokens(body);
+    this.sendJson(res, {
+      id: 'chatcmpl-fake',
+      object: 'chat.completion',
+      created: CREATED,
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      ...(this.behaviour.omitUsage ? {} : { usage: { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length } }),
+    });
+  }
+
+  private sendJson(res: ServerResponse, value: unknown): void {
+    const text = JSON.stringify(value);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  private embeddings(res: ServerResponse, body: Record<string, unknown>): void {
+    const input = body.input;
+    const texts = typeof input === 'string' ? [input] : Array.isArray(input) && input.every((i) => typeof i === 'string') ? (input as string[]) : undefined;
+    if (!texts) return openAiError(res, 400, "'input' must be a string or an array of strings.", null);
+    const dimensions = Number.isInteger(body.dimensions) && (body.dimensions as number) > 0 ? (body.dimensions as number) : 8;
+    const tokens = texts.reduce((n, t) => n + fakeTokenCount(t), 0);
+    this.sendJson(res, {
+      object: 'list',
+      data: texts.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t, dimensions) })),
+      model: body.model,
+      ...(this.behaviour.omitUsage ? {} : { usage: { prompt_tokens: tokens, total_tokens: tokens } }),
+    });
+  }
+
+  /** Cuts the connection once what was written has left, so the client reads it and then the break. */
+  private async breakOff(res: ServerResponse): Promise<void> {
+    await new Promise<void>((r) => res.write('', () => r()));
+    await sleep(5);
+    res.socket?.destroy();
+  }
+
+  private async stream(res: ServerResponse, body: Record<string, unknown>): Promise<void> {
+    const b = this.behaviour;
+    const words = replyWords(body);
+    const prompt = promptTokens(body);
+    const options = body.stream_options as { include_usage?: unknown } | undefined;
+    const includeUsage = options?.include_usage === true && !b.omitUsage;
+    // OpenAI sends `usage: null` on every chunk when usage was asked for.
+    const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: CREATED, model: body.model, system_fingerprint: null };
+    const event = (choices: unknown[], usage?: unknown): string =>
+      `data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: usage ?? null } : {}) })}\n\n`;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.write(event([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
+    for (let i = 0; i < words.length; i++) {
+      if (b.breakAfterChunks !== undefined && i >= b.breakAfterChunks) return this.breakOff(res);
+      await sleep(b.chunkDelayMs);
+      if (res.destroyed) return;
+      res.write(event([{ index: 0, delta: { content: i === 0 ? words[i] : ` ${words[i]}` }, logprobs: null, finish_reason: null }]));
+    }
+    if (b.breakAfterChunks !== undefined && words.length >= b.breakAfterChunks) return this.breakOff(res);
+    await sleep(b.chunkDelayMs);
+    if (res.destroyed) return;
+    res.write(event([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]));
+    if (includeUsage) res.write(event([], { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length }));
+    res.end(b.omitDone ? undefined : 'data: [DONE]\n\n');
+  }
+}
