@@ -3,3 +3,4 @@ export * from './problem-types';
 export * from './problem-details.filter';
 export * from './validation';
 export * from './consumes';
+export * from './dependency-failure';

@@ -2,9 +2,10 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
-import { ContentTypeGuard, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
+import { ContentTypeGuard, DEPENDENCY_OUTAGE_LISTENER, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
 import { HealthController, READINESS_CHECK_TYPES } from './health.controller';
 import { HttpMetrics } from './metrics';
+import { OUTAGE_PROBE_MS, OutageLog } from './outage-log';
 import type { ReadinessCheck } from './readiness';
 
 export interface ServiceKitOptions {
@@ -55,11 +56,14 @@ export class ServiceKitModule {
       providers: [
         { provide: HttpMetrics, useValue: new HttpMetrics(options.serviceName, options.defaultMetrics ?? true) },
         { provide: READINESS_CHECK_TYPES, useValue: options.readiness },
+        { provide: OUTAGE_PROBE_MS, useValue: 1000 },
+        OutageLog,
+        { provide: DEPENDENCY_OUTAGE_LISTENER, useExisting: OutageLog },
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
         { provide: APP_PIPE, useClass: StrictValidationPipe },
         { provide: APP_GUARD, useClass: ContentTypeGuard },
       ],
-      exports: [HttpMetrics],
+      exports: [HttpMetrics, OutageLog],
     };
   }
 }
