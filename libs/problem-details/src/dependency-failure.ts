@@ -53,7 +53,7 @@ export function dependencyFailureOf(err: unknown, depth = 0): DependencyFailure 
   const e = err as ErrorLike;
   const message = typeof e.message === 'string' ? e.message : '';
   const code = typeof e.code === 'string' ? e.code : undefined;
-  if (e.name === 'MaxRetriesPerRequestError' || e.name === 'RedisUnavailableError' || REDIS_MESSAGES.some((m) => m.test(message))) {
+  if (e.name === 'MaxRetriesPerRequestError' || REDIS_MESSAGES.some((m) => m.test(message))) {
     return { dependency: 'redis', reason: message };
   }
   // TypeORM wraps the driver's error (QueryFailedError) and copies its code: look at the driver's.

@@ -11,7 +11,7 @@ export function dependencyUnavailable(failure: DependencyFailure): ProblemExcept
   const what = failure.dependency ? DEPENDENCY_NAMES[failure.dependency] : 'A service this request needs';
   return new ProblemException(
     CommonProblems['service-unavailable'],
-    `${what} cannot be reached right now; nothing was changed by this request. Retry in a few seconds.`,
+    `${what} cannot be reached right now; retry in a few seconds.`,
     {},
     { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
   );

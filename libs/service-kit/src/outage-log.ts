@@ -7,6 +7,8 @@ import type { ReadinessCheck } from './readiness';
 /** How often a store's readiness check is retried while it is down (ms). */
 export const OUTAGE_PROBE_MS = Symbol('OUTAGE_PROBE_MS');
 
+const UNNAMED = 'a dependency';
+
 interface Outage {
   since: number;
   failed: number;
@@ -23,6 +25,7 @@ export class OutageLog implements DependencyOutageListener, OnApplicationShutdow
   private readonly logger = new Logger('Outage');
   private readonly outages = new Map<string, Outage>();
   private checks: ReadinessCheck[] | undefined;
+  private attributing = false;
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -31,16 +34,52 @@ export class OutageLog implements DependencyOutageListener, OnApplicationShutdow
   ) {}
 
   onDependencyFailure(failure: DependencyFailure): void {
-    const name = failure.dependency ?? 'a dependency';
+    if (failure.dependency === undefined) {
+      void this.attribute(failure);
+      return;
+    }
+    this.open(failure.dependency, failure.reason);
+  }
+
+  private open(name: string, reason: string): void {
     const open = this.outages.get(name);
     if (open) {
       open.failed++;
       return;
     }
-    this.logger.warn(`${name} is unreachable (${failure.reason}); answering 503 with Retry-After until it is back`);
-    const outage: Outage = { since: Date.now(), failed: 1, timer: setInterval(() => void this.probe(name, failure.dependency), this.probeMs) };
+    this.logger.warn(`${name} is unreachable (${reason}); answering 503 with Retry-After until it is back`);
+    const outage: Outage = { since: Date.now(), failed: 1, timer: setInterval(() => void this.probe(name), this.probeMs) };
     outage.timer.unref();
     this.outages.set(name, outage);
+  }
+
+  /**
+   * A socket error (ECONNRESET, ECONNREFUSED) does not say whose socket it was: the readiness checks
+   * do. While an outage is open its failures are just counted; otherwise one round of checks names
+   * the stores that are down (at most one round at a time).
+   */
+  private async attribute(failure: DependencyFailure): Promise<void> {
+    const open = [...this.outages.values()][0];
+    if (open) {
+      open.failed++;
+      return;
+    }
+    if (this.attributing) return;
+    this.attributing = true;
+    try {
+      const down = await this.failingChecks();
+      if (down.length === 0) down.push(UNNAMED);
+      for (const name of down) this.open(name, failure.reason);
+    } finally {
+      this.attributing = false;
+    }
+  }
+
+  private async failingChecks(names?: string[]): Promise<string[]> {
+    this.checks ??= this.checkTypes.map((t) => this.moduleRef.get(t, { strict: false }));
+    const checks = this.checks.filter((c) => names === undefined || names.includes(c.name));
+    const results = await Promise.allSettled(checks.map((c) => c.check()));
+    return checks.filter((_, i) => results[i].status === 'rejected').map((c) => c.name);
   }
 
   /** Names of the stores currently seen down. */
@@ -48,15 +87,9 @@ export class OutageLog implements DependencyOutageListener, OnApplicationShutdow
     return [...this.outages.keys()];
   }
 
-  private async probe(name: string, dependency: string | undefined): Promise<void> {
-    this.checks ??= this.checkTypes.map((t) => this.moduleRef.get(t, { strict: false }));
-    // A failure that named no store is over when every store answers.
-    const checks = this.checks.filter((c) => dependency === undefined || c.name === dependency);
-    try {
-      await Promise.all(checks.map((c) => c.check()));
-    } catch {
-      return;
-    }
+  private async probe(name: string): Promise<void> {
+    // 'a dependency' (no check named it) is over when every check passes.
+    if ((await this.failingChecks(name === UNNAMED ? undefined : [name])).length > 0) return;
     const outage = this.outages.get(name);
     if (!outage) return;
     clearInterval(outage.timer);

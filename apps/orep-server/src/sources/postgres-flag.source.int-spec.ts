@@ -1,11 +1,9 @@
-import { once } from 'node:events';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Client } from 'pg';
 import type Redis from 'ioredis';
 import { runMigrations } from '@flagship/persistence';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
-import { createTestEnvironment, DisposableRedis, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { loadOrepServerConfig } from '../env.schema';
 import { installFastPath } from '../fast-path/install-fast-path';
@@ -20,44 +18,6 @@ import { installFastPath } from '../fast-path/install-fast-path';
 const TOKEN = 'pg-test-token';
 const TENANT = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a01';
 const OTHER_TENANT = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a02';
-
-/** A TCP forwarder that can be stopped (every connection cut, new ones refused) and started again on its port. */
-class TcpProxy {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {}
-
-  async start(): Promise<void> {
-    const server = createServer((client) => {
-      const upstream = connect(this.targetPort, this.targetHost);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => {
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    server.listen(this.port, '127.0.0.1');
-    await once(server, 'listening');
-    this.port = (server.address() as { port: number }).port;
-    this.server = server;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const s of this.sockets) s.destroy();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-}
 
 // Outages and reconnections take seconds (ioredis backs off up to 2 s between attempts).
 jest.setTimeout(60000);
@@ -120,9 +80,7 @@ describe('Postgres source', () => {
   beforeAll(async () => {
     redis = await DisposableRedis.start();
     te = await createTestEnvironment({ REDIS_URL: redis.url });
-    const dbUrl = new URL(te.db.url);
-    proxy = new TcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432));
-    await proxy.start();
+    proxy = await TcpProxy.start(te.db.url);
     db = new Client({ connectionString: te.db.url });
     await db.connect();
     for (const id of [TENANT, OTHER_TENANT]) {
@@ -227,7 +185,7 @@ describe('Postgres source', () => {
     });
 
     it('keeps serving while Postgres is unreachable, and applies what it was told when Postgres returns', async () => {
-      await proxy.stop();
+      await proxy.cut();
       await waitFor(async () => (await readiness(app)).checks.postgres?.status === 'down', 10000, 50);
       expect((await readiness(app)).status).toBe(200);
       expect(await valueOf(app, 'limit')).toBe(3);
@@ -239,13 +197,13 @@ describe('Postgres source', () => {
       const during = await readiness(app);
       expect(during.checks.snapshot.lastError?.message).toMatch(/Postgres/);
 
-      await proxy.start();
+      await proxy.restore();
       await waitFor(async () => (await valueOf(app, 'limit')) === 4, 15000, 50);
       await waitFor(async () => (await readiness(app)).checks.snapshot.lastError === undefined, 5000, 50);
     });
 
     it('with both down keeps serving, and with both back has caught up', async () => {
-      await proxy.stop();
+      await proxy.cut();
       await redis.stop();
       await waitFor(async () => {
         const r = await readiness(app);
@@ -259,7 +217,7 @@ describe('Postgres source', () => {
       // Redis first: its reconnection asks for a re-sync that fails until Postgres is back, then succeeds.
       await redis.start();
       await new Promise((r) => setTimeout(r, 500));
-      await proxy.start();
+      await proxy.restore();
       await waitFor(async () => (await valueOf(app, 'limit')) === 5, 15000, 50);
       expect(await valueOf(app, 'marker')).toBe('not found');
       const after = await readiness(app);
