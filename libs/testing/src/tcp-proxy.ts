@@ -5,11 +5,14 @@ import { createServer, type Server, type Socket, connect } from 'node:net';
  * A TCP proxy on loopback between an app and a server (Postgres, Redis) that a test can cut and
  * restore, to make a real outage without touching the shared server. `cut()` closes every open
  * connection and stops listening, so new connections are refused (ECONNREFUSED, as when the
- * server is stopped); `restore()` listens again on the same port.
+ * server is stopped); `stall()` keeps every connection open but carries nothing either way and
+ * accepts new ones that never answer (a network partition: only timeouts end the wait);
+ * `restore()` drops what was stalled and forwards again on the same port.
  */
 export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
+  private stalled = false;
   /** Connections accepted since the start, for tests that want to see traffic went through. */
   connections = 0;
 
@@ -44,6 +47,10 @@ export class TcpProxy {
   }
 
   async restore(): Promise<void> {
+    if (this.stalled) {
+      this.stalled = false;
+      this.dropAll();
+    }
     if (this.server) return;
     const server = createServer((client) => this.pipe(client));
     server.listen(this.listenPort, '127.0.0.1');
@@ -57,10 +64,24 @@ export class TcpProxy {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    this.stalled = false;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    this.dropAll();
+    await closed;
+  }
+
+  /** Open connections stop carrying data; new ones are accepted and never answered. */
+  stall(): void {
+    this.stalled = true;
+    for (const s of this.sockets) {
+      s.unpipe();
+      s.pause();
+    }
+  }
+
+  private dropAll(): void {
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
-    await closed;
   }
 
   async stop(): Promise<void> {
@@ -69,6 +90,13 @@ export class TcpProxy {
 
   private pipe(client: Socket): void {
     this.connections++;
+    if (this.stalled) {
+      this.sockets.add(client);
+      client.on('error', () => undefined);
+      client.on('close', () => this.sockets.delete(client));
+      client.pause();
+      return;
+    }
     const upstream = connect(this.targetPort, this.targetHost);
     for (const s of [client, upstream]) {
       this.sockets.add(s);
