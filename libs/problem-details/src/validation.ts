@@ -107,6 +107,11 @@ export class StrictValidationPipe extends ValidationPipe {
         throw validationProblem({ body: 'must be a JSON object' }, 'The request body must be a JSON object.');
       }
     }
+    // `@Query('name') x: string` is not validated by class-validator: `?name=a&name=b` would hand
+    // the handler an array, and `name[a]=1` an object.
+    if (metadata.type === 'query' && metadata.data !== undefined && metadata.metatype !== Array && value !== undefined && typeof value !== 'string') {
+      throw validationProblem({ [metadata.data]: 'must be given once, as a plain value' });
+    }
     if (metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param') {
       const unsafe = findUnsafeText(value, metadata.data ?? '');
       if (Object.keys(unsafe).length > 0) throw validationProblem(unsafe);
