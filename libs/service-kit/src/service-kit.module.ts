@@ -8,6 +8,8 @@ import { HttpMetrics } from './metrics';
 import { OUTAGE_PROBE_MS, OutageLog } from './outage-log';
 import type { ReadinessCheck } from './readiness';
 
+const SYNTHETIC_ERROR = /^failed with status code \d+$/;
+
 export interface ServiceKitOptions {
   serviceName: string;
   logLevel: string;
@@ -45,6 +47,10 @@ export class ServiceKitModule {
               censor: '[redacted]',
             },
             autoLogging: { ignore: (req) => ['/healthz', '/readyz', '/metrics'].includes(req.url ?? '') },
+            // For a 5xx pino-http invents an Error('failed with status code N') whose stack points
+            // into pino-http: one useless stack per request during an outage. The status is in
+            // `res`; real errors are logged by the problem-details filter (outages once, by OutageLog).
+            customErrorObject: (_req, _res, err, val) => (SYNTHETIC_ERROR.test(err.message) ? { ...val, err: undefined } : val),
             serializers: {
               req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
             },
