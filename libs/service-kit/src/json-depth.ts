@@ -15,8 +15,14 @@ const CLOSE_BRACKET = 0x5d;
  * Brackets inside strings do not count. The text need not be valid JSON; the parser judges that.
  */
 export function exceedsJsonDepth(text: string, maxDepth = MAX_JSON_DEPTH): boolean {
-  // Deeper than maxDepth takes more than maxDepth opening brackets: short bodies cannot be.
+  // Deeper than maxDepth takes more than maxDepth opening brackets. Counting them with indexOf
+  // (native, and it stops at maxDepth + 1) settles most bodies, such as every evaluation context,
+  // several times faster than the scan below.
   if (text.length <= maxDepth) return false;
+  let opening = 0;
+  for (let i = text.indexOf('{'); i !== -1 && opening <= maxDepth; i = text.indexOf('{', i + 1)) opening++;
+  for (let i = text.indexOf('['); i !== -1 && opening <= maxDepth; i = text.indexOf('[', i + 1)) opening++;
+  if (opening <= maxDepth) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
