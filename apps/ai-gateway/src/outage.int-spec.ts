@@ -32,14 +32,10 @@ describe('ai-gateway with a dependency down', () => {
     fake = await FakeModelUpstream.start();
     ({ app: issuer, issue } = await startIssuer(te, 'https://api.flagship.test', 'flagship-api'));
     ds = issuer.app.get<DataSource>(DATA_SOURCE);
-    const db = new URL(te.db.url);
-    const redis = new URL(te.env['REDIS_URL']!);
-    pgProxy = new TcpProxy(db.hostname, Number(db.port || 5432));
-    redisProxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
-    await pgProxy.start();
-    await redisProxy.start();
-    db.port = String(pgProxy.port);
-    redis.port = String(redisProxy.port);
+    pgProxy = await TcpProxy.start(te.db.url);
+    redisProxy = await TcpProxy.start(te.env['REDIS_URL']!);
+    const db = new URL(pgProxy.rewrite(te.db.url));
+    const redis = new URL(redisProxy.rewrite(te.env['REDIS_URL']!));
     gw = await startGateway(te, {
       DATABASE_URL: db.toString(),
       REDIS_URL: redis.toString(),
@@ -75,18 +71,18 @@ describe('ai-gateway with a dependency down', () => {
   const recovers = () => waitFor(async () => (await client.chat.completions.create(chat).then(() => true, () => false)) || undefined, 20_000, 200);
 
   it('Redis down: 503 with retry-after, then served again once it is back', async () => {
-    await redisProxy.stop();
+    await redisProxy.cut();
     await expect503();
-    await redisProxy.start();
+    await redisProxy.restore();
     await recovers();
   });
 
   it('Postgres down: 503 with retry-after, no row, nothing held; then served again', async () => {
     await gw.pipeline.drain();
     const rowsBefore = (await ledgerRows(ds, tenant)).length;
-    await pgProxy.stop();
+    await pgProxy.cut();
     await expect503();
-    await pgProxy.start();
+    await pgProxy.restore();
     await recovers();
     await gw.pipeline.drain();
     const rows = await ledgerRows(ds, tenant);

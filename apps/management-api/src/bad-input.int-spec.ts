@@ -1,8 +1,10 @@
 /**
- * Bad input, for every operation of the OpenAPI document that takes a body: wrong content type,
- * malformed JSON, an oversize body, a non-object body, unknown and missing fields. Each gets its
- * clear 4xx problem, never a 500, and nothing is written. Driven by the generated document, so a
- * new endpoint is covered the day it appears.
+ * Bad input, for every operation of the OpenAPI document: for those taking a body, wrong content
+ * type, malformed JSON, an oversize body, a non-object body, unknown and missing fields, JSON nested
+ * 10,000 deep, NUL and lone surrogates in every string field, all-null bodies; for every path
+ * parameter, control characters; for every query parameter, NUL; for every list, forged cursors.
+ * Each gets its clear 4xx problem, never a 500, and nothing is written. Driven by the generated
+ * document, so a new endpoint is covered the day it appears.
  */
 import { Client } from 'pg';
 import { http } from '@flagship/testing';
@@ -17,13 +19,34 @@ interface Operation {
   freeForm: boolean;
   /** The body may be a JSON array (the LaunchDarkly import takes a plain array of flags). */
   acceptsArray: boolean;
+  /** The body's declared properties and their schemas (refs resolved one level). */
+  properties: Record<string, any>;
 }
+
+/** Every operation of the document, with or without a body. */
+interface AnyOperation {
+  method: string;
+  /** The path template, `/api/flags/{flagKey}`. */
+  template: string;
+  pathParams: string[];
+  queryParams: string[];
+  hasBody: boolean;
+}
+
+const NUL = 'a\u0000b';
+const LONE_SURROGATE = 'a\ud800b';
+const deepArray = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+const deepObject = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
 
 describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
   let root: SignedUp;
   let operations: Operation[];
+  let allOperations: AnyOperation[];
+  let schemas: Record<string, any>;
   const params: Record<string, string> = {};
+  const fill = (template: string, override: Record<string, string> = {}) =>
+    template.replace(/\{(\w+)\}/g, (_, name: string) => override[name] ?? encodeURIComponent(params[name]));
 
   beforeAll(async () => {
     f = await ManagementApiFixture.start();
@@ -43,10 +66,19 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
       tourKey: 'intro',
     });
     const doc = JSON.parse(JSON.stringify(managementApiDocument(f.svc.app)));
-    const schemas = doc.components.schemas;
+    schemas = doc.components.schemas;
     operations = [];
+    allOperations = [];
     for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(ops)) {
+        allOperations.push({
+          method: method.toUpperCase(),
+          template: path,
+          // From the template itself: a parameter the document forgets to declare is still tried.
+          pathParams: [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]),
+          queryParams: (op.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name),
+          hasBody: op.requestBody !== undefined,
+        });
         const content = op.requestBody?.content;
         if (!content) continue;
         const media = Object.keys(content)[0];
@@ -59,6 +91,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
           required: resolved?.required ?? [],
           freeForm: resolved?.additionalProperties === true,
           acceptsArray: resolved?.type === 'array' || (resolved?.oneOf ?? []).some((o: { type?: string }) => o.type === 'array'),
+          properties: resolved?.properties ?? {},
         });
       }
     }
@@ -138,5 +171,190 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
         expect([op.path, JSON.stringify(wrong), [400, 401, 404, expected].includes(res.status)]).toEqual([op.path, JSON.stringify(wrong), true]);
       }
     }
+  });
+  const expectProblem = (res: { status: number; headers: Headers; body: any }, label: unknown[], status?: number) => {
+    expect([...label, res.status < 500, res.headers.get('content-type')]).toEqual([...label, true, expect.stringMatching(/^application\/problem\+json/)]);
+    if (status !== undefined) expect([...label, res.status]).toEqual([...label, status]);
+    expect([...label, typeof res.body.type, typeof res.body.detail]).toEqual([...label, 'string', 'string']);
+  };
+
+  it('JSON nested 10,000 deep (array or object, at the top or in a property) is 400 json-too-deep; nothing written', async () => {
+    const before = await counts();
+    for (const op of operations.filter((o) => o.jsonBody)) {
+      const field = Object.keys(op.properties)[0] ?? 'context';
+      const bodies = {
+        'top-level array': deepArray(10000),
+        'top-level object': deepObject(10000),
+        'array in a property': `{"${field}": ${deepArray(10000)}}`,
+        'object in a property': `{"${field}": ${deepObject(10000)}}`,
+      };
+      for (const [shape, body] of Object.entries(bodies)) {
+        const res = await send(op, body, 'application/json');
+        expectProblem(res, [op.method, op.path, shape], 400);
+        expect([op.method, op.path, shape, res.body.type]).toEqual([op.method, op.path, shape, '/problems/json-too-deep']);
+      }
+    }
+    expect(await counts()).toEqual(before);
+  });
+
+  /** A body putting `bad` in every string the property's schema allows, and the path each lands at. */
+  const poisoned = (op: Operation, bad: string): { body: Record<string, unknown>; paths: string[] } => {
+    const body: Record<string, unknown> = {};
+    const paths: string[] = [];
+    const entries = Object.entries(op.properties);
+    if (entries.length === 0) {
+      // A free-form body (a context): a string attribute, and a string nested in an attribute.
+      body['key'] = 'u1';
+      body['plan'] = bad;
+      body['nested'] = { list: ['ok', bad] };
+      paths.push('plan', 'nested.list[1]');
+    }
+    for (const [name, schema] of entries) {
+      const ref = schema.$ref ?? schema.items?.$ref;
+      if (schema.type === 'string') {
+        body[name] = bad;
+        paths.push(name);
+      } else if (schema.type === 'array' && ref) {
+        const item = schemas[ref.split('/').pop()];
+        const inner = Object.entries<any>(item.properties ?? {}).find(([, s]) => s.type === 'string')?.[0] ?? 'name';
+        body[name] = [{ [inner]: bad }];
+        paths.push(`${name}[0].${inner}`);
+      } else if (schema.type === 'array') {
+        body[name] = [bad];
+        paths.push(`${name}[0]`);
+      } else if (schema.type === 'object' || (schema.type === undefined && ref === undefined)) {
+        body[name] = { inner: bad };
+        paths.push(`${name}.inner`);
+      }
+    }
+    return { body, paths };
+  };
+
+  it('NUL and lone surrogates in every string field, nested too, are 422 naming each field; nothing written', async () => {
+    const before = await counts();
+    for (const op of operations.filter((o) => o.jsonBody)) {
+      for (const [what, bad] of [['NUL', NUL], ['lone surrogate', LONE_SURROGATE]]) {
+        const { body, paths } = poisoned(op, bad);
+        if (paths.length === 0) continue; // no string field (booleans only): the field-name case below covers it
+        // JSON.stringify writes a lone surrogate as the escape \ud800, as an attacker would send it.
+        const res = await send(op, JSON.stringify(body), 'application/json');
+        expectProblem(res, [op.method, op.path, what], 422);
+        for (const path of paths) expect([op.path, what, path, res.body.errors?.[path]]).toEqual([op.path, what, path, expect.stringMatching(/NUL/)]);
+      }
+      const badKey = await send(op, '{"na\\u0000me": "x"}', 'application/json');
+      expectProblem(badKey, [op.method, op.path, 'NUL in a field name'], 422);
+    }
+    // The form-encoded token endpoint answers RFC 6749 errors, never a 500.
+    const form = allOperations.find((o) => o.template === '/oauth/token')!;
+    for (const field of ['grant_type', 'client_id', 'client_secret', 'scope']) {
+      const values: Record<string, string> = { grant_type: 'client_credentials', client_id: 'c', client_secret: 's', scope: 'flags:read', [field]: NUL };
+      const res = await http(`${f.url}${form.template}`, {
+        method: 'POST',
+        body: new URLSearchParams(values).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect([field, res.status >= 400 && res.status < 500]).toEqual([field, true]);
+    }
+    expect(await counts()).toEqual(before);
+  });
+
+  it('control characters or a broken encoding in any path parameter are a 4xx problem, on every method; nothing written', async () => {
+    const before = await counts();
+    const withParams = allOperations.filter((o) => o.pathParams.length > 0);
+    expect(withParams.length).toBeGreaterThanOrEqual(15);
+    for (const op of withParams) {
+      for (const param of op.pathParams) {
+        for (const bad of ['%00', 'f1%00', '%01', '%7F', '%ED%A0%80', '%E0%A4%A']) {
+          const res = await http(`${f.url}${fill(op.template, { [param]: bad })}`, {
+            method: op.method,
+            ...(op.hasBody ? { json: {} } : {}),
+            headers: { authorization: `Bearer ${root.idToken}`, 'x-tenant-id': root.tenantId },
+          });
+          expectProblem(res, [op.method, op.template, param, bad], 400);
+        }
+      }
+    }
+    expect(await counts()).toEqual(before);
+  });
+
+  it('NUL or repetition in every query parameter is a 422 naming it; bracket nesting is never a 5xx', async () => {
+    const withQuery = allOperations.filter((o) => o.queryParams.length > 0);
+    expect(withQuery.length).toBeGreaterThanOrEqual(5);
+    const get = (op: AnyOperation, query: string) =>
+      http(`${f.url}${fill(op.template)}?${query}`, { method: op.method, headers: { authorization: `Bearer ${root.idToken}`, 'x-tenant-id': root.tenantId } });
+    for (const op of withQuery) {
+      for (const name of op.queryParams) {
+        const res = await get(op, `${name}=a%00b`);
+        expectProblem(res, [op.method, op.template, name, 'NUL'], 422);
+        expect([op.template, name, res.body.errors?.[name]]).toEqual([op.template, name, expect.stringMatching(/NUL/)]);
+        const repeated = await get(op, `${name}=1&${name}=2`);
+        expectProblem(repeated, [op.method, op.template, name, 'repeated'], 422);
+        // Express 5 parses no brackets: `name[a][a]...` is another, unknown parameter (422 where a
+        // DTO declares the query, ignored by a handler reading one named parameter). 1,000 levels:
+        // a 30 kB URL is refused by Node's HTTP parser itself (431, 16 kB of headers).
+        const nested = await get(op, `${name}${'[a]'.repeat(1000)}=1`);
+        if (nested.status >= 300) expectProblem(nested, [op.method, op.template, name, 'nested'], 422);
+        else expect([op.template, name, nested.status]).toEqual([op.template, name, 200]);
+      }
+    }
+  });
+
+  it('a forged or tampered cursor is 400 on every list; the cursors the API issues still page', async () => {
+    const auth = { token: root.idToken, tenant: root.tenantId };
+    // Two of everything listed, so each list has a next page at limit=1.
+    await f.call('POST', '/api/projects', { ...auth, json: { name: 'p2' } });
+    await f.call('POST', '/api/flags', { ...auth, json: { key: 'f2', name: 'f', type: 'boolean', defaultValue: true } });
+    await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c2', scopes: ['flags:read'] } });
+    const invitee = await f.signUp();
+    await f.call('POST', `/api/tenants/${root.tenantId}/users`, { ...auth, json: { email: invitee.email, role: 'viewer' } });
+
+    const cursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const uuid = '0b6e4b4e-8a43-4d6f-9a3e-2f1c4a5b6c7d';
+    const forged = {
+      'not base64 JSON': '!!!',
+      'random bytes': Buffer.from([0xff, 0x00, 0x13]).toString('base64url'),
+      'an object': cursor({ at: '2026-01-01T00:00:00.000Z', id: uuid }),
+      'not a date': cursor(['yesterday', uuid]),
+      'an impossible date': cursor(['2026-02-30T00:00:00.000Z', uuid]),
+      'year zero': cursor(['0000-01-01T00:00:00.000Z', uuid]),
+      'an expanded year': cursor(['+275760-09-13T00:00:00.000Z', uuid]),
+      'a date without time': cursor(['2026-01-01', uuid]),
+      'not an id': cursor(['2026-01-01T00:00:00.000Z', "x' OR 1=1 --"]),
+      'NUL in the id': cursor(['2026-01-01T00:00:00.000Z', `${uuid}\u0000`]),
+      'NUL in the date': cursor(['2026-01-01T00:00:00.000Z\u0000', uuid]),
+      'three parts': cursor(['2026-01-01T00:00:00.000Z', uuid, 'x']),
+      'numbers': cursor([1, 2]),
+    };
+    const lists = allOperations.filter((o) => o.method === 'GET' && o.queryParams.includes('cursor'));
+    expect(lists.map((o) => o.template).sort()).toEqual(['/admin/users', '/api/flags', '/api/oauth/clients', '/api/projects', '/api/tenants/{tenantId}/users']);
+    for (const op of lists) {
+      for (const [what, c] of Object.entries(forged)) {
+        const res = await f.call('GET', `${fill(op.template)}?cursor=${encodeURIComponent(c)}`, auth);
+        expectProblem(res, [op.template, what], 400);
+      }
+      const first = await f.call('GET', `${fill(op.template)}?limit=1`, auth);
+      const next = /<([^>]+)>; rel="next"/.exec(first.headers.get('link') ?? '')?.[1];
+      expect([op.template, first.status, typeof next]).toEqual([op.template, 200, 'string']);
+      const second = await f.call('GET', next!, auth);
+      expect([op.template, second.status, second.body.length]).toEqual([op.template, 200, 1]);
+      expect(second.body[0]).not.toEqual(first.body[0]);
+    }
+  });
+
+  it('null in every field of every body is a 4xx problem, never a 500; PATCH /api/projects/{id} all null is 422', async () => {
+    const before = await counts();
+    for (const op of operations.filter((o) => o.jsonBody && Object.keys(o.properties).length > 0)) {
+      const body = Object.fromEntries(Object.keys(op.properties).map((k) => [k, null]));
+      const res = await send(op, JSON.stringify(body), 'application/json');
+      expectProblem(res, [op.method, op.path]);
+    }
+    const patch = await f.call('PATCH', `/api/projects/${params['id']}`, {
+      token: root.idToken,
+      tenant: root.tenantId,
+      json: { name: null, description: null, color: null },
+    });
+    expectProblem(patch, ['PATCH /api/projects/{id}'], 422);
+    expect(patch.body.errors).toEqual({ name: 'must not be null', description: 'must not be null', color: 'must not be null' });
+    expect(await counts()).toEqual(before);
   });
 });

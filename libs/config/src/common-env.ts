@@ -7,6 +7,7 @@ export const commonEnv = {
   HOST: str({ default: '127.0.0.1', desc: 'bind address' }),
   DATABASE_URL: url({ default: 'postgres://postgres@127.0.0.1:5432/flagship' }),
   DATABASE_POOL_SIZE: num({ default: 10 }),
+  DATABASE_QUERY_TIMEOUT_MS: num({ default: 5000, desc: 'statement timeout; requests fail fast (503) while Postgres does not answer' }),
   REDIS_URL: url({ default: 'redis://127.0.0.1:6379' }),
   REDIS_KEY_PREFIX: str({ default: 'ff:', desc: 'prefix of every Redis key and channel (tests give each file its own)' }),
   SHUTDOWN_GRACE_MS: num({ default: 10000 }),

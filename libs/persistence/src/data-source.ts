@@ -13,7 +13,15 @@ export interface DataSourceOptions {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   entities?: MixedList<Function | string | EntitySchema>;
   applicationName?: string;
+  /**
+   * Longest a statement may run (Postgres' statement_timeout) and, a second more, how long the
+   * client waits for any answer (a server gone silent); 0 = no limit, for migrations. Default 5 s:
+   * a request must fail fast (503) while the database is unreachable, not hang.
+   */
+  queryTimeoutMs?: number;
 }
+
+export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
 
 /** One DataSource factory for every app, the migrate command and the tests. `synchronize` is never on. */
 export function createDataSource(options: DataSourceOptions): DataSource {
@@ -29,16 +37,26 @@ export function createDataSource(options: DataSourceOptions): DataSource {
     poolSize: options.poolSize ?? 10,
     extra: {
       application_name: options.applicationName ?? 'flagship',
+      // Also bounds the wait for a free connection when the pool is exhausted (pg-pool).
       connectionTimeoutMillis: 2000,
-      // A query that hangs (a dropped connection) must not hold a request forever.
-      query_timeout: 15000,
+      // Notices a peer that vanished without closing the connection.
+      keepAlive: true,
+      ...timeouts(options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS),
     },
   });
 }
 
+function timeouts(ms: number): Record<string, number> {
+  if (ms <= 0) return {};
+  // statement_timeout makes the server give up (and free its locks); query_timeout makes the client
+  // give up on a server that no longer answers at all.
+  return { statement_timeout: ms, query_timeout: ms + 1000 };
+}
+
 /** Applies every pending migration; returns the names applied. */
 export async function runMigrations(url: string): Promise<string[]> {
-  const ds = createDataSource({ url, poolSize: 1, applicationName: 'flagship-migrate' });
+  // No statement timeout: building an index on a big table may take minutes.
+  const ds = createDataSource({ url, poolSize: 1, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
   await ds.initialize();
   try {
     const applied = await ds.runMigrations({ transaction: 'each' });

@@ -4,3 +4,4 @@ export * from './problem-details.filter';
 export * from './validation';
 export * from './consumes';
 export * from './api-errors';
+export * from './dependency-failure';

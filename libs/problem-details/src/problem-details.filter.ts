@@ -1,7 +1,21 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Inject, Logger, Optional } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ProblemException, type ProblemBody } from './problem.exception';
 import { CommonProblems, problemTypeForStatus } from './problem-types';
+import { DEPENDENCY_OUTAGE_LISTENER, DEPENDENCY_RETRY_AFTER_S, type DependencyFailure, dependencyFailureOf, type DependencyOutageListener } from './dependency-failure';
+
+const DEPENDENCY_NAMES: Record<string, string> = { postgres: 'The database', redis: 'Redis' };
+
+/** The 503 for a store that cannot be reached: the client may retry the same request later. */
+export function dependencyUnavailable(failure: DependencyFailure): ProblemException {
+  const what = failure.dependency ? DEPENDENCY_NAMES[failure.dependency] : 'A service this request needs';
+  return new ProblemException(
+    CommonProblems['service-unavailable'],
+    `${what} cannot be reached right now; retry in a few seconds.`,
+    {},
+    { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
+  );
+}
 
 /** Errors raised by body-parser before a handler runs; `type` says which. */
 interface BodyParserError {
@@ -53,6 +67,8 @@ export function toProblem(err: unknown, req?: Pick<Request, 'method' | 'original
     }
     return new ProblemException(problemTypeForStatus(status), status >= 500 && status !== 503 ? 'The server failed to answer.' : detail, extensions);
   }
+  const failure = dependencyFailureOf(err);
+  if (failure) return dependencyUnavailable(failure);
   return new ProblemException(CommonProblems['internal-error'], 'The server failed to answer; the error is logged under this request id.');
 }
 
@@ -72,11 +88,16 @@ export function writeProblem(res: Response, problem: ProblemException, instance:
 export class ProblemDetailsFilter implements ExceptionFilter {
   private readonly logger = new Logger('ProblemDetails');
 
+  constructor(@Optional() @Inject(DEPENDENCY_OUTAGE_LISTENER) private readonly outages?: DependencyOutageListener) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<Request>();
     const res = ctx.getResponse<Response>();
     const problem = toProblem(exception, req);
+    // An outage is logged once by the listener, not as one stack trace per request it fails.
+    const failure = problem.problem.slug === 'service-unavailable' ? dependencyFailureOf(exception) : undefined;
+    if (failure) this.outages?.onDependencyFailure(failure);
     if (problem.problem.status >= 500 && problem.problem.status !== 503) {
       // Unexpected: log the real error (the pino logger redacts secrets); the body says nothing of it.
       this.logger.error({ err: exception, requestId: requestIdOf(req) }, 'unhandled error');

@@ -39,6 +39,7 @@ export const problemTypeUri = (slug: string): string => `/problems/${slug}`;
 export const CommonProblems = registerProblemTypes({
   'bad-request': { status: HttpStatus.BAD_REQUEST, title: 'Bad request' },
   'malformed-json': { status: HttpStatus.BAD_REQUEST, title: 'Malformed JSON body' },
+  'json-too-deep': { status: HttpStatus.BAD_REQUEST, title: 'JSON body nested too deeply' },
   unauthorized: { status: HttpStatus.UNAUTHORIZED, title: 'Authentication required' },
   forbidden: { status: HttpStatus.FORBIDDEN, title: 'Forbidden' },
   'not-found': { status: HttpStatus.NOT_FOUND, title: 'Resource not found' },
@@ -51,6 +52,7 @@ export const CommonProblems = registerProblemTypes({
   'rate-limited': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'Rate limit exceeded' },
   'internal-error': { status: HttpStatus.INTERNAL_SERVER_ERROR, title: 'Internal server error' },
   'not-ready': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'Service unavailable' },
+  'service-unavailable': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'A dependency is unavailable' },
 });
 
 /** Fallback slug for an HttpException that carries no problem type of its own. */

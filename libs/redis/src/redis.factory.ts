@@ -20,6 +20,9 @@ export function createRedis(options: RedisConnectionOptions): Redis {
     maxRetriesPerRequest: options.subscriber ? null : 1,
     enableOfflineQueue: options.subscriber ?? false,
     connectTimeout: 2000,
+    // A Redis that stops answering without closing the socket must not hold a request either
+    // (no app runs blocking commands on this client). Subscribers wait for messages by design.
+    ...(options.subscriber ? {} : { commandTimeout: 2000 }),
     retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
   };
   const client = new Redis(options.url, base);

@@ -370,6 +370,7 @@ describe('Idempotency-Key while Redis is down', () => {
     const before = count('things');
     const keyed = await send(svc, 'POST', '/things', { ...who(), 'idempotency-key': randomUUID() }, { name: 'a' });
     expectProblem(keyed, 503, 'idempotency-unavailable');
+    expect(keyed.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(count('things')).toBe(before);
     const plain = await send(svc, 'POST', '/things', who(), { name: 'a' });
     expect(plain.status).toBe(201);

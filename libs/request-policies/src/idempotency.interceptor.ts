@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor, StreamableFile } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { from, lastValueFrom, type Observable } from 'rxjs';
-import { ProblemException, requestIdOf, toProblem } from '@flagship/problem-details';
+import { DEPENDENCY_RETRY_AFTER_S, ProblemException, requestIdOf, toProblem } from '@flagship/problem-details';
 import { IDEMPOTENT_METHODS, isValidIdempotencyKey, requestFingerprint } from './idempotency-key';
 import { IdempotencyService, type StoredResponse } from './idempotency.service';
 import { RedisUnavailableError } from './redis-script';
@@ -56,6 +56,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw new ProblemException(
         RequestPolicyProblems['idempotency-unavailable'],
         'Requests with an Idempotency-Key cannot be served right now; retry later with the same key, or send the request without one.',
+        {},
+        { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
       );
     }
     if (!claim.claimed) {

@@ -2,8 +2,9 @@ import type { DynamicModule, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
-import type { Request } from 'express';
-import { toProblem } from '@flagship/problem-details';
+import type { NextFunction, Request, Response } from 'express';
+import { CommonProblems, ProblemException, toProblem } from '@flagship/problem-details';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { HttpMetrics } from './metrics';
 import { assignRequestId } from './request-id';
 
@@ -37,8 +38,9 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
     next();
   });
   app.use(app.get(HttpMetrics).middleware());
+  app.use(refuseUnsafePath);
   const limit = options.bodyLimit ?? '1mb';
-  app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'] });
+  app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson });
   app.useBodyParser('urlencoded', { limit, extended: false });
   // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds
   // them into a generic 400.
@@ -47,6 +49,34 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   if (options.handleSignals ?? true) installGracefulShutdown(app, options.shutdownGraceMs ?? 10000);
   await app.listen(options.port, options.host);
   return app;
+}
+
+/** body-parser's hook between reading and parsing: JSON nested too deeply is refused unparsed. */
+function refuseDeepJson(_req: unknown, _res: unknown, raw: Buffer): void {
+  if (raw.length > MAX_JSON_DEPTH && exceedsJsonDepth(raw.toString('utf8'))) {
+    throw new ProblemException(CommonProblems['json-too-deep'], `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`);
+  }
+}
+
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/**
+ * A path whose percent-decoded form holds a control character (`/api/flags/%00`) or does not decode
+ * names no resource: 400 here, before any guard, handler or query sees it (Postgres refuses NUL).
+ */
+export function refuseUnsafePath(req: Request, _res: Response, next: NextFunction): void {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (!path.includes('%')) return next();
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return next(new ProblemException(CommonProblems['bad-request'], 'The request path holds an invalid percent-encoding.'));
+  }
+  if (CONTROL_CHARACTER.test(decoded)) return next(new ProblemException(CommonProblems['bad-request'], 'The request path holds a control character.'));
+  next();
 }
 
 /**

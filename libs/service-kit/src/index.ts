@@ -9,3 +9,5 @@ export * from './test-app';
 export * from './caller-context';
 export * from './pagination';
 export * from './public-route';
+export * from './outage-log';
+export * from './json-depth';

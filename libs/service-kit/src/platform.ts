@@ -30,6 +30,7 @@ export function platformModules(config: CommonConfig, options: PlatformOptions):
         PersistenceModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,
+          queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
           entities: [...SHARED_ENTITIES, ...(options.entities ?? [])],
           applicationName: options.serviceName,
         }),

@@ -2,10 +2,13 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
-import { ContentTypeGuard, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
+import { ContentTypeGuard, DEPENDENCY_OUTAGE_LISTENER, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
 import { HealthController, READINESS_CHECK_TYPES } from './health.controller';
 import { HttpMetrics } from './metrics';
+import { OUTAGE_PROBE_MS, OutageLog } from './outage-log';
 import type { ReadinessCheck } from './readiness';
+
+const SYNTHETIC_ERROR = /^failed with status code \d+$/;
 
 export interface ServiceKitOptions {
   serviceName: string;
@@ -44,6 +47,10 @@ export class ServiceKitModule {
               censor: '[redacted]',
             },
             autoLogging: { ignore: (req) => ['/healthz', '/readyz', '/metrics'].includes(req.url ?? '') },
+            // For a 5xx pino-http invents an Error('failed with status code N') whose stack points
+            // into pino-http: one useless stack per request during an outage. The status is in
+            // `res`; real errors are logged by the problem-details filter (outages once, by OutageLog).
+            customErrorObject: (_req, _res, err, val) => (SYNTHETIC_ERROR.test(err.message) ? { ...val, err: undefined } : val),
             serializers: {
               req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
             },
@@ -55,11 +62,14 @@ export class ServiceKitModule {
       providers: [
         { provide: HttpMetrics, useValue: new HttpMetrics(options.serviceName, options.defaultMetrics ?? true) },
         { provide: READINESS_CHECK_TYPES, useValue: options.readiness },
+        { provide: OUTAGE_PROBE_MS, useValue: 1000 },
+        OutageLog,
+        { provide: DEPENDENCY_OUTAGE_LISTENER, useExisting: OutageLog },
         { provide: APP_FILTER, useClass: ProblemDetailsFilter },
         { provide: APP_PIPE, useClass: StrictValidationPipe },
         { provide: APP_GUARD, useClass: ContentTypeGuard },
       ],
-      exports: [HttpMetrics],
+      exports: [HttpMetrics, OutageLog],
     };
   }
 }

@@ -2,10 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { MIGRATIONS, runMigrations } from '@flagship/persistence';
 
-const ADMIN_URL = process.env['TEST_DATABASE_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const TEST_DATABASE_ADMIN_URL = process.env['TEST_DATABASE_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 function urlFor(database: string): string {
-  const u = new URL(ADMIN_URL);
+  const u = new URL(TEST_DATABASE_ADMIN_URL);
   u.pathname = `/${database}`;
   return u.toString();
 }
@@ -20,7 +20,7 @@ function templateName(): string {
 }
 
 async function withAdmin<T>(work: (c: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: ADMIN_URL });
+  const client = new Client({ connectionString: TEST_DATABASE_ADMIN_URL });
   await client.connect();
   try {
     return await work(client);

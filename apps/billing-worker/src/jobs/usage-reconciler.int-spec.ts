@@ -154,15 +154,13 @@ describe('usage reconciler (real Postgres, started apps)', () => {
   });
 
   it('survives Postgres going away: logs the failure once, keeps answering, and settles once Postgres is back', async () => {
-    const url = new URL(te.db.url);
-    const proxy = new TcpProxy(url.hostname, Number(url.port || 5432));
-    await proxy.start();
-    url.port = String(proxy.port);
+    const proxy = await TcpProxy.start(te.db.url);
+    const url = new URL(proxy.rewrite(te.db.url));
     const errors = jest.spyOn(Logger.prototype, 'error');
     const recovered = jest.spyOn(Logger.prototype, 'log');
     try {
       const app = await startWorker({ DATABASE_URL: url.toString(), RECONCILE_PENDING_AFTER_S: '1', RECONCILE_INTERVAL_S: '1' });
-      await proxy.stop();
+      await proxy.cut();
       const id = await reserve(TENANTS[1], 1_234, 5);
       const reservedBefore = (await balances())[TENANTS[1]].reserved;
       // Several failing ticks: the app keeps running and counts them, but logs the outage once.
@@ -173,7 +171,7 @@ describe('usage reconciler (real Postgres, started apps)', () => {
       expect(reconcilerErrors).toHaveLength(1);
       expect((await rowsById([id]))[0].status).toBe('pending');
 
-      await proxy.start();
+      await proxy.restore();
       await waitFor(async () => (await rowsById([id]))[0].status === 'abandoned', 20_000, 200);
       expect((await balances())[TENANTS[1]].reserved).toBe(reservedBefore - 1_234);
       expect(recovered.mock.calls.some((c) => c[0] === 'job usage-reconciler recovered')).toBe(true);

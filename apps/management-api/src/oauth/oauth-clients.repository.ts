@@ -27,6 +27,9 @@ export abstract class OAuthClientsRepository {
 /** Ids we issue are short; anything else names no client and need not reach Postgres. */
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** The shape of every client id this API issues (anything else names no client). */
+export const isClientId = (id: string): boolean => CLIENT_ID.test(id);
+
 @Injectable()
 export class TypeOrmOAuthClientsRepository extends OAuthClientsRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {

@@ -2,12 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { hashSecret } from '@flagship/config';
 import { isScope, SCOPES } from '@flagship/domain';
 import { REVOCATION_RECORDER, type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
-import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
+import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
 import { newClientId, newClientSecret } from './client-credentials';
 import type { OAuthClientEntity } from './oauth-client.entity';
 import { OAuthClientProblems } from './oauth-clients.errors';
-import { OAuthClientsRepository } from './oauth-clients.repository';
+import { isClientId, OAuthClientsRepository } from './oauth-clients.repository';
 import { OAUTH_FEATURE_OPTIONS, type ResolvedOAuthFeatureOptions } from './oauth-feature.options';
 
 export interface OAuthClientView {
@@ -92,9 +92,7 @@ export class OAuthClientsService {
 
   /** Up to `limit + 1` clients (one more tells the controller a next page exists), never a secret. */
   async list(tenantId: string, page: { limit: number; cursor?: string }): Promise<OAuthClientView[]> {
-    const after = decodeCursor(page.cursor);
-    // A well-formed cursor whose time is not one must not reach Postgres as a cast error (500).
-    if (after && Number.isNaN(Date.parse(after.at))) throw new ProblemException(CommonProblems['bad-request'], 'The cursor is not one this API issued.');
+    const after = decodeCursor(page.cursor, isClientId);
     return (await this.clients.list(tenantId, page.limit, after)).map(toOAuthClientView);
   }
 

@@ -10,15 +10,22 @@ describe('parseEvaluateRequest', () => {
   });
 
   it('tells malformed JSON from a body that does not validate', () => {
-    expect(parseEvaluateRequest('{')).toMatchObject({ ok: false, malformed: true });
-    expect(parseEvaluateRequest('')).toMatchObject({ ok: false, malformed: false });
-    expect(parseEvaluateRequest('1')).toMatchObject({ ok: false, malformed: false, errors: { body: 'must be a JSON object' } });
+    expect(parseEvaluateRequest('{')).toMatchObject({ ok: false, problem: expect.objectContaining({ slug: 'malformed-json' }) });
+    expect(parseEvaluateRequest('')).toMatchObject({ ok: false, problem: expect.objectContaining({ slug: 'bad-request' }) });
+    expect(parseEvaluateRequest('1')).toMatchObject({ ok: false, problem: expect.objectContaining({ slug: 'bad-request' }), errors: { body: 'must be a JSON object' } });
+  });
+
+  it('refuses JSON nested deeper than 64 levels before parsing it', () => {
+    const deep = `{"type": "json", "defaultValue": ${'['.repeat(10000)}${']'.repeat(10000)}, "context": {}}`;
+    expect(parseEvaluateRequest(deep)).toMatchObject({ ok: false, problem: expect.objectContaining({ slug: 'json-too-deep' }) });
+    const atLimit = `{"type": "json", "defaultValue": ${'['.repeat(63)}${']'.repeat(63)}, "context": {}}`;
+    expect(parseEvaluateRequest(atLimit)).toMatchObject({ ok: true });
   });
 
   it('names every field at fault', () => {
     expect(parseEvaluateRequest('{"type": "boolean", "defaultValue": "yes", "context": null, "userId": "u"}')).toEqual({
       ok: false,
-      malformed: false,
+      problem: expect.objectContaining({ slug: 'bad-request' }),
       detail: expect.any(String),
       errors: { defaultValue: 'must be a value of type boolean', context: 'must be a JSON object', userId: 'is not an allowed field' },
     });

@@ -7,7 +7,8 @@ import {
   type JsonValue,
   valueMatchesType,
 } from '@flagship/flag-evaluation';
-import { CommonProblems } from '@flagship/problem-details';
+import { CommonProblems, type ProblemType } from '@flagship/problem-details';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { type Exchange, isPlainObject } from '@flagship/lean-http';
 import { notReady } from '../ofrep/ofrep.handler';
 import { evaluationError } from '../ofrep/ofrep-responses';
@@ -19,7 +20,7 @@ export interface EvaluateRequest {
   context: EvaluationContext;
 }
 
-type Parsed = { ok: true; request: EvaluateRequest } | { ok: false; malformed: boolean; detail: string; errors?: Record<string, string> };
+type Parsed = { ok: true; request: EvaluateRequest } | { ok: false; problem: ProblemType; detail: string; errors?: Record<string, string> };
 
 const ALLOWED_FIELDS = new Set(['defaultValue', 'type', 'context']);
 
@@ -29,15 +30,18 @@ const ALLOWED_FIELDS = new Set(['defaultValue', 'type', 'context']);
  * problem with `errors` per field.
  */
 export function parseEvaluateRequest(text: string): Parsed {
-  if (text === '') return { ok: false, malformed: false, detail: 'A JSON body {defaultValue, type, context} is required.' };
+  const invalid = CommonProblems['bad-request'];
+  if (text === '') return { ok: false, problem: invalid, detail: 'A JSON body {defaultValue, type, context} is required.' };
+  // Bounded before parsing, as every app's body parser does: the evaluator recurses into values.
+  if (exceedsJsonDepth(text)) return { ok: false, problem: CommonProblems['json-too-deep'], detail: `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.` };
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    return { ok: false, malformed: true, detail: 'The request body is not valid JSON.' };
+    return { ok: false, problem: CommonProblems['malformed-json'], detail: 'The request body is not valid JSON.' };
   }
   if (!isPlainObject(body)) {
-    return { ok: false, malformed: false, detail: 'The request body must be a JSON object.', errors: { body: 'must be a JSON object' } };
+    return { ok: false, problem: invalid, detail: 'The request body must be a JSON object.', errors: { body: 'must be a JSON object' } };
   }
   const errors: Record<string, string> = {};
   for (const field of Object.keys(body)) if (!ALLOWED_FIELDS.has(field)) errors[field] = 'is not an allowed field';
@@ -48,7 +52,7 @@ export function parseEvaluateRequest(text: string): Parsed {
   else if (type !== undefined && !valueMatchesType(type, body.defaultValue)) errors.defaultValue = `must be a value of type ${type}`;
   if (body.context === undefined) errors.context = 'is required';
   else if (!isPlainObject(body.context)) errors.context = 'must be a JSON object';
-  if (Object.keys(errors).length > 0) return { ok: false, malformed: false, detail: 'The request body is invalid.', errors };
+  if (Object.keys(errors).length > 0) return { ok: false, problem: invalid, detail: 'The request body is invalid.', errors };
   return { ok: true, request: { defaultValue: body.defaultValue as JsonValue, type: type as FlagType, context: body.context as EvaluationContext } };
 }
 
@@ -67,10 +71,7 @@ export class EvaluateHandler {
 
   evaluate(x: Exchange, key: string, text: string): void {
     const parsed = parseEvaluateRequest(text);
-    if (!parsed.ok) {
-      const type = parsed.malformed ? CommonProblems['malformed-json'] : CommonProblems['bad-request'];
-      return x.problem(type, parsed.detail, parsed.errors ? { errors: parsed.errors } : undefined);
-    }
+    if (!parsed.ok) return x.problem(parsed.problem, parsed.detail, parsed.errors ? { errors: parsed.errors } : undefined);
     const { defaultValue, type, context } = parsed.request;
     const snapshot = this.source.snapshot;
     if (snapshot === null) return notReady(x);

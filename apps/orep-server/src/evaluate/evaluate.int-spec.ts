@@ -92,6 +92,9 @@ describe('POST /v1/flags/{flagKey}/evaluate', () => {
 
   it.each([
     ['not JSON', '{"type": ', 'malformed-json', undefined],
+    ['nested 10,000 levels deep (array)', `{"type": "json", "defaultValue": ${'['.repeat(10000)}${']'.repeat(10000)}, "context": {}}`, 'json-too-deep', undefined],
+    ['nested 10,000 levels deep (object)', `{"type": "json", "defaultValue": {}, "context": {"a": ${'{"a":'.repeat(10000)}1${'}'.repeat(10000)}}}`, 'json-too-deep', undefined],
+    ['nested 10,000 levels deep at the top', `${'['.repeat(10000)}${']'.repeat(10000)}`, 'json-too-deep', undefined],
     ['not an object', '[]', 'bad-request', { body: 'must be a JSON object' }],
     ['empty', '', 'bad-request', undefined],
     ['fields missing or wrong', '{"type": "bool", "extra": 1}', 'bad-request', { type: expect.any(String), defaultValue: 'is required', context: 'is required', extra: 'is not an allowed field' }],

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation';
 import { CommonProblems } from '@flagship/problem-details';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { type Exchange, etagMatches, isPlainObject } from '@flagship/lean-http';
 import type { FlagSource } from '../sources/flag-source';
 import { evaluationError, failure, OfrepResponses } from './ofrep-responses';
@@ -15,6 +16,8 @@ type ParsedRequest = { ok: true; context: EvaluationContext } | { ok: false; err
 export function parseOfrepRequest(text: string): ParsedRequest {
   let body: unknown = {};
   if (text !== '') {
+    // Bounded before parsing, as every app's body parser does: the evaluator recurses into values.
+    if (exceedsJsonDepth(text)) return { ok: false, errorCode: 'PARSE_ERROR', details: `the request body nests deeper than ${MAX_JSON_DEPTH} levels` };
     try {
       body = JSON.parse(text);
     } catch {

@@ -249,6 +249,9 @@ describe('OFREP', () => {
     it.each([
       ['PARSE_ERROR', '{"context": ', 'not valid JSON'],
       ['PARSE_ERROR', '[1, 2]', 'JSON object'],
+      ['PARSE_ERROR', `${'['.repeat(10000)}${']'.repeat(10000)}`, 'deeper than 64'],
+      ['PARSE_ERROR', `{"context": {"targetingKey": "u", "a": ${'{"a":'.repeat(10000)}1${'}'.repeat(10000)}}}`, 'deeper than 64'],
+      ['PARSE_ERROR', `{"context": {"targetingKey": "u", "list": ${'['.repeat(10000)}${']'.repeat(10000)}}}`, 'deeper than 64'],
       ['INVALID_CONTEXT', '{"context": "user-1"}', 'context'],
       ['INVALID_CONTEXT', '{"context": {"targetingKey": 42}}', 'targetingKey'],
       ['TARGETING_KEY_MISSING', '{"context": {"country": "FR"}}', 'targetingKey'],
@@ -359,6 +362,7 @@ describe('OFREP', () => {
     it('400 for the request as a whole: PARSE_ERROR, INVALID_CONTEXT, TARGETING_KEY_MISSING', async () => {
       const cases: Array<[string, string]> = [
         ['nope', 'PARSE_ERROR'],
+        [`{"context": {"targetingKey": "u", "a": ${'['.repeat(10000)}${']'.repeat(10000)}}}`, 'PARSE_ERROR'],
         ['{"context": []}', 'INVALID_CONTEXT'],
         ['{"context": {}}', 'TARGETING_KEY_MISSING'],
       ];

@@ -80,9 +80,7 @@ describe('Postgres source', () => {
   beforeAll(async () => {
     redis = await DisposableRedis.start();
     te = await createTestEnvironment({ REDIS_URL: redis.url });
-    const dbUrl = new URL(te.db.url);
-    proxy = new TcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432));
-    await proxy.start();
+    proxy = await TcpProxy.start(te.db.url);
     db = new Client({ connectionString: te.db.url });
     await db.connect();
     for (const id of [TENANT, OTHER_TENANT]) {
@@ -187,7 +185,7 @@ describe('Postgres source', () => {
     });
 
     it('keeps serving while Postgres is unreachable, and applies what it was told when Postgres returns', async () => {
-      await proxy.stop();
+      await proxy.cut();
       await waitFor(async () => (await readiness(app)).checks.postgres?.status === 'down', 10000, 50);
       expect((await readiness(app)).status).toBe(200);
       expect(await valueOf(app, 'limit')).toBe(3);
@@ -199,13 +197,13 @@ describe('Postgres source', () => {
       const during = await readiness(app);
       expect(during.checks.snapshot.lastError?.message).toMatch(/Postgres/);
 
-      await proxy.start();
+      await proxy.restore();
       await waitFor(async () => (await valueOf(app, 'limit')) === 4, 15000, 50);
       await waitFor(async () => (await readiness(app)).checks.snapshot.lastError === undefined, 5000, 50);
     });
 
     it('with both down keeps serving, and with both back has caught up', async () => {
-      await proxy.stop();
+      await proxy.cut();
       await redis.stop();
       await waitFor(async () => {
         const r = await readiness(app);
@@ -219,7 +217,7 @@ describe('Postgres source', () => {
       // Redis first: its reconnection asks for a re-sync that fails until Postgres is back, then succeeds.
       await redis.start();
       await new Promise((r) => setTimeout(r, 500));
-      await proxy.start();
+      await proxy.restore();
       await waitFor(async () => (await valueOf(app, 'limit')) === 5, 15000, 50);
       expect(await valueOf(app, 'marker')).toBe('not found');
       const after = await readiness(app);
