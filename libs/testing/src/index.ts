@@ -3,3 +3,6 @@ export * from './test-redis';
 export * from './test-app';
 export * from './processes';
 export * from './http';
+export * from './fake-stripe';
+export * from './stripe-form';
+export * from './fake-secrets-manager';
