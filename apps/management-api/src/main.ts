@@ -7,13 +7,7 @@ import { setupOpenApi } from './openapi';
 
 void runMain(async () => {
   const config = loadManagementApiConfig(process.env);
-  // Secrets (OAUTH_SIGNING_KEY) from the environment, or from AWS Secrets Manager, re-read so rotation needs no restart.
-  const secrets = await SecretStore.create({
-    env: process.env,
-    secretId: config.SECRETS_MANAGER_SECRET_ID || undefined,
-    refreshSeconds: config.SECRETS_REFRESH_S,
-    region: config.AWS_REGION,
-    endpoint: config.AWS_ENDPOINT_URL || undefined,
-  });
+  // Secrets (OAUTH_SIGNING_KEY, the Stripe secrets) from the environment, or from AWS Secrets Manager, re-read so rotation needs no restart.
+  const secrets = await SecretStore.forConfig(config, process.env);
   await startService(config, AppModule.forConfig(config, secrets), { configure: setupOpenApi });
 });

@@ -42,6 +42,20 @@ export class SecretStore {
     return store;
   }
 
+  /** The store an app's main.ts opens from its validated config (the common settings of CONTRACT.md section 1). */
+  static forConfig(
+    config: { SECRETS_MANAGER_SECRET_ID: string; SECRETS_REFRESH_S: number; AWS_REGION: string; AWS_ENDPOINT_URL: string },
+    env: NodeJS.ProcessEnv,
+  ): Promise<SecretStore> {
+    return SecretStore.create({
+      env,
+      secretId: config.SECRETS_MANAGER_SECRET_ID || undefined,
+      refreshSeconds: config.SECRETS_REFRESH_S,
+      region: config.AWS_REGION,
+      endpoint: config.AWS_ENDPOINT_URL || undefined,
+    });
+  }
+
   /** Secrets from the given environment only (no Secrets Manager): synchronous, for tests and defaults. */
   static fromEnv(env: NodeJS.ProcessEnv): SecretStore {
     return new SecretStore({ env });

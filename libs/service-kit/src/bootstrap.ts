@@ -5,6 +5,7 @@ import { Logger } from 'nestjs-pino';
 import type { Request } from 'express';
 import { toProblem } from '@flagship/problem-details';
 import { HttpMetrics } from './metrics';
+import { rawBodyMiddleware } from './raw-body';
 import { assignRequestId } from './request-id';
 
 export interface BootstrapOptions {
@@ -14,6 +15,8 @@ export interface BootstrapOptions {
   shutdownGraceMs?: number;
   /** Largest accepted body; CONTRACT.md section 4 says 1 MiB. */
   bodyLimit?: string;
+  /** Routes whose handler gets the body as the raw bytes received (a Buffer), e.g. a webhook verifying a signature. */
+  rawBodyPaths?: string[];
   /** Called before listen: OpenAPI, app-specific middleware... */
   configure?: (app: NestExpressApplication) => void | Promise<void>;
   /** Tests handle their own shutdown. */
@@ -38,6 +41,8 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   });
   app.use(app.get(HttpMetrics).middleware());
   const limit = options.bodyLimit ?? '1mb';
+  // Before the parsers, which then skip these routes (the body is marked read).
+  for (const path of options.rawBodyPaths ?? []) app.use(path, rawBodyMiddleware(1024 * 1024));
   app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'] });
   app.useBodyParser('urlencoded', { limit, extended: false });
   // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds

@@ -84,6 +84,8 @@ export class FakeStripe {
   /** Events are created but not delivered while false (a worker that was down). */
   deliverWebhooks = true;
   mode: FakeStripeMode = 'up';
+  /** Added before every API answer (a slow Stripe; lets a test stop a worker mid-batch). */
+  delayMs = 0;
 
   readonly requests: FakeStripeRequest[] = [];
   readonly meterEvents: FakeMeterEvent[] = [];
@@ -751,6 +753,7 @@ export class FakeStripe {
       res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(8).toString('hex')}`, 'stripe-version': Stripe.API_VERSION, ...headers });
       res.end(typeof payload === 'string' ? payload : JSON.stringify(payload));
     };
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const record: FakeStripeRequest = { method, path: url.pathname, params: {}, status: 0 };
     this.requests.push(record);
     if (this.mode === 'error') {
