@@ -33,6 +33,31 @@ const env = {
   ...process.env,
 };
 
+// No Stripe configured: the fake Stripe of libs/testing, so checkout and portal links work locally
+// (its pages at /checkout/... and /portal/... complete the flow and send webhooks to billing-worker).
+let fakeStripe;
+if (!env.STRIPE_SECRET_KEY) {
+  const worker = APPS.find((a) => a.name === 'billing-worker');
+  fakeStripe = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'tools/dev/fake-stripe.ts'], {
+    env: { ...env, TS_NODE_PROJECT: 'tsconfig.json', FAKE_STRIPE_PORT: env.FAKE_STRIPE_PORT ?? '12111', FAKE_STRIPE_WEBHOOK_URL: `http://127.0.0.1:${worker.port}/webhooks/stripe` },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const settings = await new Promise((resolve) => {
+    let out = '';
+    fakeStripe.stdout.on('data', (c) => {
+      out += c;
+      const m = /^fake stripe settings (.*)$/m.exec(out);
+      if (m) resolve(JSON.parse(m[1]));
+    });
+    fakeStripe.on('exit', () => resolve(undefined));
+  });
+  if (!settings) {
+    console.error('the fake Stripe did not start');
+    process.exit(1);
+  }
+  Object.assign(env, settings);
+}
+
 const children = APPS.map(({ name }) => {
   const child = spawn(process.execPath, [entry(name)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   for (const stream of [child.stdout, child.stderr]) {
@@ -57,6 +82,7 @@ function stop(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  if (fakeStripe?.exitCode === null) fakeStripe.kill('SIGTERM');
   Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null))).then(() => process.exit(code));
   setTimeout(() => process.exit(code), 15000).unref();
 }
@@ -81,4 +107,5 @@ console.log('\nFlagship is running:');
 for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}${ok ? '' : '  (not healthy yet)'}`);
 console.log(`  API docs        http://127.0.0.1:3000/docs`);
 console.log(`  orep token      ${env.OREP_AUTH_TOKEN}`);
+if (fakeStripe) console.log(`  fake Stripe     ${env.STRIPE_API_BASE} (checkout and portal pages; webhooks to billing-worker)`);
 console.log('Ctrl-C stops them all.\n');

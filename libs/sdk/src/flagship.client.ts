@@ -4,6 +4,7 @@ import { DEFAULT_RETRY_SETTINGS } from './retry-policy';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { ProjectsResource } from './resources/projects.resource';
+import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
 
 export const SDK_VERSION = '0.1.0';
@@ -59,6 +60,8 @@ export class FlagshipClient {
   readonly projects: ProjectsResource;
   readonly tenants: TenantsResource;
   readonly environments: EnvironmentsResource;
+  /** Plan checkout, customer portal, credit purchases (Stripe). */
+  readonly subscription: SubscriptionResource;
 
   constructor(options: FlagshipClientOptions) {
     if (typeof options?.baseUrl !== 'string') throw new TypeError('FlagshipClient: baseUrl is required.');
@@ -90,5 +93,6 @@ export class FlagshipClient {
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
     this.environments = new EnvironmentsResource(http);
+    this.subscription = new SubscriptionResource(http);
   }
 }

@@ -7,4 +7,5 @@ export type { FlagsResource } from './resources/flags.resource';
 export type { ProjectsResource } from './resources/projects.resource';
 export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';
+export type { BillingSession, CheckoutUrls, PlanId, Subscription, SubscriptionResource } from './resources/subscription.resource';
 export * from './sdk.types';
