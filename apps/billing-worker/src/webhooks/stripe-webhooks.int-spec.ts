@@ -194,6 +194,35 @@ describe('billing-worker: Stripe webhooks and subscription sync', () => {
     expect(genuine.status).toBe(200);
   });
 
+  it('refuses a signed body that is not a Stripe event, and an oversize body, with 4xx problems, never 500', async () => {
+    const post = (body: string) =>
+      http(`${worker.url}/webhooks/stripe`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': FakeStripe.sign(body, WEBHOOK_SECRET) }, body });
+    for (const body of ['not json', '[]', '{"id":"evt_1","type":"x"}', JSON.stringify({ id: "evt_'; DROP", type: 'x', created: 1, data: { object: {} } }), '{"a":"\u0000"}']) {
+      const res = await post(body);
+      expect([body, res.status]).toEqual([body, 400]);
+      expect(res.body).toMatchObject({ status: 400 });
+    }
+    const big = JSON.stringify({ id: 'evt_big', type: 'x', created: 1, data: { object: { pad: 'x'.repeat(1100 * 1024) } } });
+    expect((await post(big)).status).toBe(413);
+    expect((await db.query(`SELECT id FROM stripe_events WHERE id IN ('evt_1', 'evt_big')`)).rows).toEqual([]);
+  });
+
+  it('a failed renewal: the invoice goes to the ledger as payment_failed, the subscription past_due, the plan held', async () => {
+    const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Declined');
+    const subId = await subscribe(customerId, tenantId, plans.premium);
+    await waitFor(async () => (await billingState(db, tenantId)).plan === 'premium');
+    const invoice = fake.failPayment(subId);
+    await fake.settled();
+    const state = await waitFor(async () => {
+      const s = await billingState(db, tenantId);
+      return s.status === 'past_due' ? s : undefined;
+    });
+    expect(state.plan).toBe('premium');
+    expect(state.entitlements).toEqual([{ product_key: 'core', tier: 'enterprise', source: 'plan' }]);
+    const ledger = await waitFor(async () => (await db.query(`SELECT kind, amount, stripe_subscription_id FROM billing_ledger WHERE stripe_object_id = $1`, [invoice['id']])).rows[0]);
+    expect(ledger).toEqual({ kind: 'invoice_payment_failed', amount: '4900', stripe_subscription_id: subId });
+  });
+
   it('events delivered out of order leave the final state right (subscriptions are re-read from Stripe)', async () => {
     const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Shuffled');
     const subId = await subscribe(customerId, tenantId, plans.standard);

@@ -24,12 +24,28 @@ export class WebhookSignatureVerifier {
     if (secrets.length === 0) throw new ProblemException(WebhookProblems['webhook-not-configured'], 'No webhook signing secret is configured.', {}, { 'Retry-After': '60' });
     if (!header) throw new ProblemException(WebhookProblems['bad-signature'], 'The Stripe-Signature header is missing.');
     for (const secret of secrets) {
+      let event: Stripe.Event;
       try {
-        return this.verifier.webhooks.constructEvent(raw, header, secret, TOLERANCE_S);
+        event = this.verifier.webhooks.constructEvent(raw, header, secret, TOLERANCE_S);
       } catch (err) {
-        if (!(err instanceof Stripe.errors.StripeSignatureVerificationError)) throw err;
+        if (err instanceof Stripe.errors.StripeSignatureVerificationError) continue;
+        // Signed, but not JSON: not something Stripe sends.
+        throw new ProblemException(WebhookProblems['malformed-event'], 'The signed body is not a JSON event.');
       }
+      if (!isEvent(event)) throw new ProblemException(WebhookProblems['malformed-event'], 'The signed body is not a Stripe event (id, type, created, data.object).');
+      return event;
     }
     throw new ProblemException(WebhookProblems['bad-signature'], 'The Stripe-Signature header does not match the body.');
   }
+}
+
+function isEvent(e: unknown): e is Stripe.Event {
+  const v = e as { id?: unknown; type?: unknown; created?: unknown; data?: { object?: unknown } } | null;
+  return (
+    typeof v === 'object' && v !== null &&
+    typeof v.id === 'string' && /^evt_[A-Za-z0-9]{1,250}$/.test(v.id) &&
+    typeof v.type === 'string' && v.type.length <= 200 &&
+    Number.isSafeInteger(v.created) &&
+    typeof v.data?.object === 'object' && v.data.object !== null
+  );
 }
