@@ -25,7 +25,7 @@ describe('JobRunner', () => {
       intervalMs: 10_000,
       run: async () => {
         starts.push(Date.now());
-        if (fail) throw new Stripe.errors.StripeConnectionError({ type: 'StripeConnectionError', message: 'down' });
+        if (fail) throw new Stripe.errors.StripeConnectionError({ message: 'down' });
         return false;
       },
     };

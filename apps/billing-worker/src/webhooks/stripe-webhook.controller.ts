@@ -1,9 +1,9 @@
 import { Controller, Headers, HttpCode, Logger, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { ProblemException } from '@flagship/problem-details';
-import { CommonProblems } from '@flagship/problem-details';
+import { CommonProblems, ProblemException } from '@flagship/problem-details';
 import { BillingJobs } from '../jobs/billing-jobs';
 import { StripeEventsRepository } from './stripe-events.repository';
+import { WebhookProblems } from './webhook.errors';
 import { WebhookSignatureVerifier } from './webhook-signature';
 
 /**
@@ -36,7 +36,14 @@ export class StripeWebhookController {
       }
       throw err;
     }
-    const fresh = await this.inbox.store(event, 'webhook');
+    let fresh: boolean;
+    try {
+      fresh = await this.inbox.store(event, 'webhook');
+    } catch (err) {
+      // Postgres' jsonb refuses \u0000 in strings: a signed body we cannot keep is refused, not a 500.
+      if ((err as { code?: string }).code === '22P05') throw new ProblemException(WebhookProblems['malformed-event'], 'The event holds text Postgres cannot store (NUL).');
+      throw err;
+    }
     if (fresh) this.jobs.wake('webhook-inbox');
     return { received: true, duplicate: !fresh };
   }

@@ -202,9 +202,11 @@ describe('billing-worker: Stripe webhooks and subscription sync', () => {
       expect([body, res.status]).toEqual([body, 400]);
       expect(res.body).toMatchObject({ status: 400 });
     }
+    const nul = JSON.stringify({ id: 'evt_nul', type: 'customer.updated', created: 1, data: { object: { name: 'a\u0000b' } } });
+    expect((await post(nul)).status).toBe(400);
     const big = JSON.stringify({ id: 'evt_big', type: 'x', created: 1, data: { object: { pad: 'x'.repeat(1100 * 1024) } } });
     expect((await post(big)).status).toBe(413);
-    expect((await db.query(`SELECT id FROM stripe_events WHERE id IN ('evt_1', 'evt_big')`)).rows).toEqual([]);
+    expect((await db.query(`SELECT id FROM stripe_events WHERE id IN ('evt_1', 'evt_big', 'evt_nul')`)).rows).toEqual([]);
   });
 
   it('a failed renewal: the invoice goes to the ledger as payment_failed, the subscription past_due, the plan held', async () => {
