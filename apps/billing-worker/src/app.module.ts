@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { BillingRepository, type SecretReader, StripeApi, stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
 import { platformModules } from '@flagship/service-kit';
+import { BillingMetrics } from './billing.metrics';
 import type { BillingWorkerConfig } from './env.schema';
 import { BillingJobs } from './jobs/billing-jobs';
 import { UsageMeterRepository } from './metering/usage-meter.repository';
@@ -33,6 +34,7 @@ export class AppModule {
           provide: STRIPE_API,
           useValue: new StripeApi(secrets, { apiBase: config.STRIPE_API_BASE, timeoutMs: config.STRIPE_TIMEOUT_MS, maxNetworkRetries: config.STRIPE_MAX_NETWORK_RETRIES }),
         },
+        BillingMetrics,
         BillingRepository,
         BillingSyncRepository,
         BillingSyncService,

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BillingRepository, ensureStripeCustomer, isDuplicateMeterEvent, type StripeApi } from '@flagship/billing';
 import { APP_CONFIG } from '@flagship/config';
 import { DATA_SOURCE, type DataSource, withTransaction } from '@flagship/persistence';
+import { BillingMetrics } from '../billing.metrics';
 import type { BillingWorkerConfig } from '../env.schema';
 import { STRIPE_API } from '../stripe/stripe.tokens';
 import { BillingSyncRepository } from '../webhooks/billing-sync.repository';
@@ -30,6 +31,7 @@ export class UsageMeterService {
     private readonly rows: UsageMeterRepository,
     private readonly billing: BillingRepository,
     private readonly tenants: BillingSyncRepository,
+    private readonly metrics: BillingMetrics,
   ) {}
 
   /** Reports one batch; answers how many rows were reported (0: nothing to do). Throws after committing what Stripe accepted. */
@@ -59,8 +61,10 @@ export class UsageMeterService {
             timestamp,
             payload: { stripe_customer_id: customer, value: String(row.debit), product_key: row.productKey },
           });
+          this.metrics.meterEvents.inc({ outcome: 'accepted' });
         } catch (err) {
           if (!isDuplicateMeterEvent(err)) throw err;
+          this.metrics.meterEvents.inc({ outcome: 'duplicate' });
         }
         accepted.push(row.id);
       };

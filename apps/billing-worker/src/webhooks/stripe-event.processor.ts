@@ -3,6 +3,7 @@ import type Stripe from 'stripe';
 import { isStripeUnavailable } from '@flagship/billing';
 import { DATA_SOURCE, type DataSource, withTransaction } from '@flagship/persistence';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
+import { BillingMetrics } from '../billing.metrics';
 import { BillingSyncService } from './billing-sync.service';
 import { type StoredEvent, StripeEventsRepository } from './stripe-events.repository';
 
@@ -35,6 +36,7 @@ export class StripeEventProcessor {
     @Inject(PUBSUB) private readonly pubsub: PubSub,
     private readonly inbox: StripeEventsRepository,
     private readonly sync: BillingSyncService,
+    private readonly metrics: BillingMetrics,
   ) {}
 
   /** Processes one due event; false when none is due. */
@@ -53,12 +55,14 @@ export class StripeEventProcessor {
       // The transaction rolled back; the row is ours no longer. Find which one failed from the error's context.
       const failed = (err as { stripeEventId?: string }).stripeEventId;
       if (failed) {
+        this.metrics.events.inc({ type: (err as { stripeEventType?: string }).stripeEventType ?? 'unknown', outcome: 'failed' });
         const delay = isStripeUnavailable(err) ? 1000 : Math.min(3600_000, 5000 * 2 ** Math.min(10, ((err as { attempts?: number }).attempts ?? 0)));
         await this.inbox.recordFailure(failed, err instanceof Error ? err.message : String(err), delay).catch(() => undefined);
       }
       throw err;
     }
     if (!claimed) return false;
+    this.metrics.events.inc({ type: claimed.type, outcome: 'processed' });
     for (const tenantId of new Set(tenants)) {
       // After commit, so the gateway re-reads what is now true.
       await this.pubsub.publish(CHANNELS.tenantChanged, { tenantId }).catch((err: unknown) => this.log.warn(`tenant-changed not published: ${String(err)}`));
@@ -88,7 +92,7 @@ export class StripeEventProcessor {
           return [];
       }
     } catch (err) {
-      throw Object.assign(err instanceof Error ? err : new Error(String(err)), { stripeEventId: ev.id, attempts: ev.attempts });
+      throw Object.assign(err instanceof Error ? err : new Error(String(err)), { stripeEventId: ev.id, stripeEventType: ev.type, attempts: ev.attempts });
     }
   }
 }

@@ -1,6 +1,7 @@
 import { Controller, Headers, HttpCode, Logger, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { CommonProblems, ProblemException } from '@flagship/problem-details';
+import { BillingMetrics } from '../billing.metrics';
 import { BillingJobs } from '../jobs/billing-jobs';
 import { StripeEventsRepository } from './stripe-events.repository';
 import { WebhookProblems } from './webhook.errors';
@@ -19,6 +20,7 @@ export class StripeWebhookController {
     private readonly verifier: WebhookSignatureVerifier,
     private readonly inbox: StripeEventsRepository,
     private readonly jobs: BillingJobs,
+    private readonly metrics: BillingMetrics,
   ) {}
 
   @Post('stripe')
@@ -30,6 +32,7 @@ export class StripeWebhookController {
     try {
       event = this.verifier.verify(raw, signature);
     } catch (err) {
+      this.metrics.webhooks.inc({ outcome: err instanceof ProblemException ? err.problem.slug : 'error' });
       if (err instanceof ProblemException && err.problem.slug === 'bad-signature') {
         // Logged without the body or the header: a forged request is noted, nothing of it replayed.
         this.log.warn({ requestId: req.headers['x-request-id'], bytes: raw.length, remote: req.socket.remoteAddress }, `stripe webhook refused: ${err.detail}`);
@@ -44,6 +47,7 @@ export class StripeWebhookController {
       if ((err as { code?: string }).code === '22P05') throw new ProblemException(WebhookProblems['malformed-event'], 'The event holds text Postgres cannot store (NUL).');
       throw err;
     }
+    this.metrics.webhooks.inc({ outcome: fresh ? 'stored' : 'duplicate' });
     if (fresh) this.jobs.wake('webhook-inbox');
     return { received: true, duplicate: !fresh };
   }
