@@ -1,9 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, IsUrl, Max, MaxLength, Min, ValidateIf } from 'class-validator';
+import { IsIn, IsInt, IsString, IsUrl, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { PLAN_IDS, type PlanId } from '@flagship/billing';
 
 /** http(s) URLs, localhost included (Stripe redirects the browser there). */
 export const REDIRECT_URL = { require_protocol: true, require_tld: false, protocols: ['http', 'https'] };
+
+/** isURL lets control characters (NUL included) through in a path; a redirect address has none. */
+// eslint-disable-next-line no-control-regex
+export const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
 
 export class CheckoutDto {
   @ApiProperty({ enum: ['subscription', 'credits'], description: 'subscription: a plan; credits: a one-time purchase of AI gateway credits' })
@@ -26,12 +30,14 @@ export class CheckoutDto {
   @IsString()
   @MaxLength(2000)
   @IsUrl(REDIRECT_URL)
+  @Matches(NO_CONTROL_CHARS, { message: 'must not contain control characters' })
   successUrl: string;
 
   @ApiProperty({ example: 'https://app.example.com/billing' })
   @IsString()
   @MaxLength(2000)
   @IsUrl(REDIRECT_URL)
+  @Matches(NO_CONTROL_CHARS, { message: 'must not contain control characters' })
   cancelUrl: string;
 }
 

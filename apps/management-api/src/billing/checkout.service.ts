@@ -44,6 +44,8 @@ export class CheckoutService {
             customer: customer.stripeCustomerId,
             client_reference_id: tenant.id,
             line_items: [{ price: priceId, quantity: 1 }],
+            // The free plan's price is 0: no card asked for it; paid plans still collect one.
+            payment_method_collection: 'if_required',
             success_url: dto.successUrl,
             cancel_url: dto.cancelUrl,
             metadata: { tenantId: tenant.id, productKey: PLAN_PRODUCT_KEY, kind: 'subscription', planId: plan },

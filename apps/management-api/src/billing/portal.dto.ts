@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, IsUrl, Matches, MaxLength } from 'class-validator';
-import { REDIRECT_URL } from './checkout.dto';
+import { NO_CONTROL_CHARS, REDIRECT_URL } from './checkout.dto';
 
 export class PortalDto {
   @ApiProperty({ example: 'https://app.example.com/billing' })
   @IsString()
   @MaxLength(2000)
   @IsUrl(REDIRECT_URL)
+  @Matches(NO_CONTROL_CHARS, { message: 'must not contain control characters' })
   returnUrl: string;
 
   @ApiPropertyOptional({ example: 'core', description: 'scopes the Stripe customer (one per tenant and product key); default core' })

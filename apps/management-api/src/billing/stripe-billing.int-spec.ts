@@ -54,6 +54,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
     expect(res.body.url).toMatch(new RegExp(`^${fake.url}/checkout/cs_test_`));
     const session = [...fake.checkoutSessions.values()].pop()!;
     expect(session).toMatchObject({ mode: 'subscription', client_reference_id: alice.tenantId, success_url: body.successUrl, cancel_url: body.cancelUrl });
+    expect(fake.requests.find((r) => r.path === '/v1/checkout/sessions')?.params['payment_method_collection']).toBe('if_required');
     expect((session['_line_items'] as Array<{ price: { id: string }; quantity: number }>).map((li) => [li.price.id, li.quantity])).toEqual([[prices.premium.id, 1]]);
     const customer = await stripe.customers.retrieve(session['customer'] as string);
     expect((customer as Stripe.Customer).metadata).toEqual({ tenantId: alice.tenantId, productKey: 'core' });
@@ -93,6 +94,9 @@ describe('management-api billing: checkout, portal, subscription', () => {
       { ...body, cancelUrl: 42 },
       { ...body, extra: true },
       { ...body, type: 'gift' },
+      { ...body, successUrl: 'http://localhost/\u0000' },
+      { type: 'credits', amount: '2500', successUrl: body.successUrl, cancelUrl: body.cancelUrl },
+      { ...body, planId: ['premium'] },
     ];
     for (const json of cases) {
       const res = await checkout(alice, json);
