@@ -6,7 +6,6 @@ import { PLAN_IDS, type PlanId } from '@flagship/billing';
 export const REDIRECT_URL = { require_protocol: true, require_tld: false, protocols: ['http', 'https'] };
 
 /** isURL lets control characters (NUL included) through in a path; a redirect address has none. */
-// eslint-disable-next-line no-control-regex
 export const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
 
 export class CheckoutDto {
