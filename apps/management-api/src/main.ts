@@ -7,7 +7,7 @@ import { setupOpenApi } from './openapi';
 
 void runMain(async () => {
   const config = loadManagementApiConfig(process.env);
-  // Secrets (OAUTH_SIGNING_KEY, the Stripe secrets) from the environment, or from AWS Secrets Manager, re-read so rotation needs no restart.
-  const secrets = await SecretStore.forConfig(config, process.env);
+  // Secrets (OAUTH_SIGNING_KEY) from the environment, or from AWS Secrets Manager, re-read so rotation needs no restart.
+  const secrets = await SecretStore.forApp(process.env, config);
   await startService(config, AppModule.forConfig(config, secrets), { configure: setupOpenApi });
 });

@@ -42,10 +42,10 @@ export class SecretStore {
     return store;
   }
 
-  /** The store an app's main.ts opens from its validated config (the common settings of CONTRACT.md section 1). */
-  static forConfig(
-    config: { SECRETS_MANAGER_SECRET_ID: string; SECRETS_REFRESH_S: number; AWS_REGION: string; AWS_ENDPOINT_URL: string },
+  /** What every app's main.ts does: the environment, or the Secrets Manager secret its common settings name. */
+  static forApp(
     env: NodeJS.ProcessEnv,
+    config: { SECRETS_MANAGER_SECRET_ID: string; SECRETS_REFRESH_S: number; AWS_REGION: string; AWS_ENDPOINT_URL: string },
   ): Promise<SecretStore> {
     return SecretStore.create({
       env,
