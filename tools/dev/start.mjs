@@ -46,6 +46,7 @@ function stop(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  if (fakeStripe?.exitCode === null) fakeStripe.kill('SIGTERM');
   Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null))).then(() => process.exit(code));
   setTimeout(() => process.exit(code), 15000).unref();
 }
@@ -98,6 +99,32 @@ if (!env.PROVIDER_INHOUSE_URL) {
   }
   Object.assign(env, { PROVIDER_INHOUSE_URL: fakeUpstream, PROVIDER_INHOUSE_API_KEY: apiKey });
 }
+// No Stripe configured: the fake Stripe of libs/testing, so checkout and portal links work locally
+// (its pages at /checkout/... and /portal/... complete the flow and send webhooks to billing-worker).
+let fakeStripe = false;
+if (!env.STRIPE_SECRET_KEY) {
+  const worker = APPS.find((a) => a.name === 'billing-worker');
+  const marker = /^fake stripe settings (.*)$/;
+  let ready;
+  const settled = new Promise((resolve) => (ready = resolve));
+  children.push(
+    launch('fake-stripe', ['-r', 'ts-node/register/transpile-only', 'tools/dev/fake-stripe.ts'], {
+      extraEnv: { TS_NODE_PROJECT: 'tsconfig.json', FAKE_STRIPE_PORT: env.FAKE_STRIPE_PORT ?? '12111', FAKE_STRIPE_WEBHOOK_URL: `http://127.0.0.1:${worker.port}/webhooks/stripe` },
+      onLine: (line) => {
+        const m = marker.exec(line);
+        if (m) ready(JSON.parse(m[1]));
+      },
+    }),
+  );
+  const settings = await Promise.race([settled, new Promise((r) => setTimeout(() => r(undefined), 30000))]);
+  if (!settings) {
+    console.error('the fake Stripe did not start within 30 s');
+    stop(1);
+    await new Promise(() => {});
+  }
+  Object.assign(env, settings);
+  fakeStripe = true;
+}
 children.push(...APPS.map(({ name }) => launch(name, [entry(name)])));
 
 async function healthy(port) {
@@ -121,4 +148,5 @@ console.log(`  orep token      ${env.OREP_AUTH_TOKEN}`);
 console.log(`  inhouse model   ${fakeUpstream ? `${fakeUpstream}: the fake upstream (echo answers), as PROVIDER_INHOUSE_URL is unset` : env.PROVIDER_INHOUSE_URL}`);
 console.log(`  demo client     id ${demoClient[1]}  secret ${demoClient[2]}`);
 console.log('                  (an OAuth client of the demo tenant: core enterprise, 10 credits; README "The AI gateway locally")');
+if (fakeStripe) console.log(`  fake Stripe     ${env.STRIPE_API_BASE} (checkout and portal pages; webhooks to billing-worker)`);
 console.log('Ctrl-C stops them all.\n');

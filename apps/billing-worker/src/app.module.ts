@@ -1,11 +1,53 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { BillingRepository, type SecretReader, StripeApi, stripeSecretsFromConfig } from '@flagship/billing';
+import { SecretStore } from '@flagship/config';
 import { platformModules } from '@flagship/service-kit';
+import { BillingMetrics } from './billing.metrics';
 import type { BillingWorkerConfig } from './env.schema';
+import { BillingJobs } from './jobs/billing-jobs';
 import { JobsModule } from './jobs/jobs.module';
+import { UsageMeterRepository } from './metering/usage-meter.repository';
+import { UsageMeterService } from './metering/usage-meter.service';
+import { PortalConfigurationService } from './stripe/portal-configuration.service';
+import { StripeEventsCatchUpService } from './stripe/stripe-events-catch-up.service';
+import { BILLING_SECRETS, STRIPE_API } from './stripe/stripe.tokens';
+import { BillingSyncRepository } from './webhooks/billing-sync.repository';
+import { BillingSyncService } from './webhooks/billing-sync.service';
+import { StripeEventProcessor } from './webhooks/stripe-event.processor';
+import { StripeEventsRepository } from './webhooks/stripe-events.repository';
+import { StripeWebhookController } from './webhooks/stripe-webhook.controller';
+import { WebhookSignatureVerifier } from './webhooks/webhook-signature';
+
+/** Paths whose body the worker needs as raw bytes (see main.ts and startService's rawBodyPaths). */
+export const RAW_BODY_PATHS = ['/webhooks/stripe'];
 
 @Module({})
 export class AppModule {
-  static forConfig(config: BillingWorkerConfig): DynamicModule {
-    return { module: AppModule, imports: [...platformModules(config, { serviceName: 'billing-worker' }), JobsModule] };
+  /** `secrets`: the Stripe key, webhook secrets and price ids (env, or AWS Secrets Manager via main.ts). */
+  static forConfig(config: BillingWorkerConfig, secrets: SecretReader = SecretStore.fromEnv(stripeSecretsFromConfig(config))): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [...platformModules(config, { serviceName: 'billing-worker' }), JobsModule],
+      controllers: [StripeWebhookController],
+      providers: [
+        { provide: BILLING_SECRETS, useValue: secrets },
+        {
+          provide: STRIPE_API,
+          useValue: new StripeApi(secrets, { apiBase: config.STRIPE_API_BASE, timeoutMs: config.STRIPE_TIMEOUT_MS, maxNetworkRetries: config.STRIPE_MAX_NETWORK_RETRIES }),
+        },
+        BillingMetrics,
+        BillingRepository,
+        BillingSyncRepository,
+        BillingSyncService,
+        StripeEventsRepository,
+        StripeEventProcessor,
+        WebhookSignatureVerifier,
+        UsageMeterRepository,
+        UsageMeterService,
+        StripeEventsCatchUpService,
+        PortalConfigurationService,
+        BillingJobs,
+      ],
+    };
   }
 }

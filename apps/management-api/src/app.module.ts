@@ -1,11 +1,13 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { IdempotencyInterceptor, RateLimitGuard, RequestPoliciesModule } from '@flagship/request-policies';
+import { stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
 import type { SecretSource } from '@flagship/oauth';
 import { platformModules } from '@flagship/service-kit';
 import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
+import { StripeBillingModule } from './billing/stripe-billing.module';
 import { AuthenticationGuard } from './auth/authentication.guard';
 import { AuthorizationGuard } from './auth/authorization.guard';
 import { CreditsModule } from './billing/credits.module';
@@ -42,8 +44,11 @@ const ENTITIES = [
 
 @Module({})
 export class AppModule {
-  /** `secrets`: where OAUTH_SIGNING_KEY is read (env, or AWS Secrets Manager via main.ts). */
-  static forConfig(config: ManagementApiConfig, secrets: SecretSource = SecretStore.fromEnv({ OAUTH_SIGNING_KEY: config.OAUTH_SIGNING_KEY })): DynamicModule {
+  /** `secrets`: where OAUTH_SIGNING_KEY and the Stripe secrets are read (env, or AWS Secrets Manager via main.ts). */
+  static forConfig(
+    config: ManagementApiConfig,
+    secrets: SecretSource = SecretStore.fromEnv({ OAUTH_SIGNING_KEY: config.OAUTH_SIGNING_KEY, ...stripeSecretsFromConfig(config) }),
+  ): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -63,6 +68,7 @@ export class AppModule {
         SandboxModule,
         CreditsModule,
         UsageModule,
+        StripeBillingModule.forConfig(config, secrets),
       ],
       // Global guards run in this order: who is calling, may they act in this tenant, are they
       // within their rate limit (which needs the tenant's plan); then idempotency wraps the handler.

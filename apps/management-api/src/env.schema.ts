@@ -1,3 +1,4 @@
+import { stripeEnv } from '@flagship/billing';
 import { ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
 
 /** The management API's settings (CONTRACT.md sections 1 to 4). */
@@ -21,6 +22,8 @@ export const managementApiEnv = {
   RATE_LIMIT_PREMIUM: num({ default: 12000 }),
   RATE_LIMIT_IP_PER_MINUTE: num({ default: 60 }),
   SANDBOX_DAYS: num({ default: 14 }),
+  ...stripeEnv,
+  BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
 
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');

@@ -5,6 +5,7 @@ import { BillingResource } from './resources/billing.resource';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { ProjectsResource } from './resources/projects.resource';
+import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
 import { UsageResource } from './resources/usage.resource';
 
@@ -63,6 +64,8 @@ export class FlagshipClient {
   readonly environments: EnvironmentsResource;
   readonly billing: BillingResource;
   readonly usage: UsageResource;
+  /** Plan checkout, customer portal, credit purchases (Stripe). */
+  readonly subscription: SubscriptionResource;
 
   constructor(options: FlagshipClientOptions) {
     if (typeof options?.baseUrl !== 'string') throw new TypeError('FlagshipClient: baseUrl is required.');
@@ -96,5 +99,6 @@ export class FlagshipClient {
     this.environments = new EnvironmentsResource(http);
     this.billing = new BillingResource(http);
     this.usage = new UsageResource(http);
+    this.subscription = new SubscriptionResource(http);
   }
 }

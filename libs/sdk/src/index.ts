@@ -9,4 +9,5 @@ export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';
 export type { BillingResource, CreditBalance } from './resources/billing.resource';
 export type { UsageFilter, UsageResource, UsageRow, UsageStatus, UsageSummary, UsageTotals } from './resources/usage.resource';
+export type { BillingSession, CheckoutUrls, PlanId, Subscription, SubscriptionResource } from './resources/subscription.resource';
 export * from './sdk.types';

@@ -615,6 +615,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a plan checkout (or, with a live subscription, a portal plan-change confirmation), or a credit purchase */
+        post: operations["StripeBilling_checkout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open the Stripe customer portal for the tenant's customer of a product key (default core) */
+        post: operations["StripeBilling_portal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/billing/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's plan subscription, as last synced from Stripe */
+        get: operations["StripeBilling_subscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dev/idp/accounts": {
         parameters: {
             query?: never;
@@ -1318,6 +1369,55 @@ export interface components {
             /** @description per product key and model, ordered by both */
             byProductAndModel: components["schemas"]["UsageGroupDto"][];
         };
+        CheckoutDto: {
+            /**
+             * @description subscription: a plan; credits: a one-time purchase of AI gateway credits
+             * @enum {string}
+             */
+            type: "subscription" | "credits";
+            /**
+             * @description required when type is subscription
+             * @enum {string}
+             */
+            planId?: "free" | "standard" | "premium";
+            /** @description credits only: the price paid, in cents (USD); billing-worker grants BILLING_MICRO_CREDITS_PER_CENT micro-credits per cent paid */
+            amount?: number;
+            /** @example https://app.example.com/billing/done */
+            successUrl: string;
+            /** @example https://app.example.com/billing */
+            cancelUrl: string;
+        };
+        BillingSessionDto: {
+            /** @description the hosted Stripe page (Checkout, or the customer portal) to send the browser to */
+            url: string;
+        };
+        PortalDto: {
+            /** @example https://app.example.com/billing */
+            returnUrl: string;
+            /**
+             * @description scopes the Stripe customer (one per tenant and product key); default core
+             * @example core
+             */
+            productKey?: string;
+        };
+        SubscriptionDto: {
+            /** @description the Stripe subscription id; null while the tenant has none (the free plan) */
+            id: string | null;
+            /** @enum {string} */
+            plan: "free" | "standard" | "premium";
+            /**
+             * @description Stripe's subscription status (active, trialing, past_due, canceled, ...)
+             * @example active
+             */
+            status: string;
+            /** Format: date-time */
+            currentPeriodStart: string | null;
+            /** Format: date-time */
+            currentPeriodEnd: string | null;
+            cancelAtPeriodEnd: boolean;
+            /** @example core */
+            productKey: string;
+        };
         CreateDevAccountDto: {
             /** @example ada@example.com */
             email: string;
@@ -1334,7 +1434,7 @@ export interface components {
             /** @example google.com */
             providerName?: string;
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/json-too-deep (400), /problems/malformed-json (400), /problems/member-exists (409), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/json-too-deep (400), /problems/malformed-json (400), /problems/member-exists (409), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -5616,6 +5716,216 @@ export interface operations {
                 headers: {
                     /** @description seconds to wait before retrying */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    StripeBilling_checkout: {
+        parameters: {
+            query?: never;
+            header: {
+                "idempotency-key": string;
+                /** @description recommended; also passed on to Stripe */
+                "Idempotency-Key"?: string;
+                "X-Tenant-ID": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckoutDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingSessionDto"];
+                };
+            };
+            /** @description X-Tenant-ID missing */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no or bad bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not an admin of the tenant (billing is for tenant admins), or a client token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description already subscribed to the chosen plan */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Stripe refused the request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Stripe unavailable or billing not configured; Retry-After says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    StripeBilling_portal: {
+        parameters: {
+            query?: never;
+            header: {
+                "idempotency-key": string;
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PortalDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingSessionDto"];
+                };
+            };
+            /** @description no or bad bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not an admin of the tenant (billing is for tenant admins), or a client token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid body or unknown product key */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Stripe refused the request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Stripe unavailable or billing not configured; Retry-After says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    StripeBilling_subscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionDto"];
+                };
+            };
+            /** @description no or bad bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not an admin of the tenant (billing is for tenant admins), or a client token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Stripe unavailable or billing not configured; Retry-After says when to try again */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -6,6 +6,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { CommonProblems, ProblemException, toProblem } from '@flagship/problem-details';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { HttpMetrics } from './metrics';
+import { rawBodyMiddleware } from './raw-body';
 import { assignRequestId } from './request-id';
 
 export interface BootstrapOptions {
@@ -15,6 +16,8 @@ export interface BootstrapOptions {
   shutdownGraceMs?: number;
   /** Largest accepted body; CONTRACT.md section 4 says 1 MiB. */
   bodyLimit?: string;
+  /** Routes whose handler gets the body as the raw bytes received (a Buffer), e.g. a webhook verifying a signature. */
+  rawBodyPaths?: string[];
   /** Called before listen: OpenAPI, app-specific middleware... */
   configure?: (app: NestExpressApplication) => void | Promise<void>;
   /** Tests handle their own shutdown. */
@@ -40,6 +43,8 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   app.use(app.get(HttpMetrics).middleware());
   app.use(refuseUnsafePath);
   const limit = options.bodyLimit ?? '1mb';
+  // Before the parsers, which then skip these routes (the body is marked read).
+  for (const path of options.rawBodyPaths ?? []) app.use(path, rawBodyMiddleware(1024 * 1024));
   app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson });
   app.useBodyParser('urlencoded', { limit, extended: false });
   // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds

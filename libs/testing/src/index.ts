@@ -6,3 +6,6 @@ export * from './http';
 export * from './tcp-proxy';
 export * from './openapi-artefacts';
 export * from './fake-model-upstream';
+export * from './fake-stripe';
+export * from './stripe-form';
+export * from './fake-secrets-manager';

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { SecretSource } from '@flagship/oauth';
 import { bootstrapService, type RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, freePort, http, type HttpResult, type TcpProxy, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
@@ -23,8 +24,15 @@ export class ManagementApiFixture {
     readonly svc: RunningApp,
   ) {}
 
-  /** `through`: proxies the app reaches Postgres and Redis by, for tests that cut them (outages). */
-  static async start(extraEnv: NodeJS.ProcessEnv = {}, through: { postgres?: TcpProxy; redis?: TcpProxy } = {}): Promise<ManagementApiFixture> {
+  /**
+   * `through`: proxies the app reaches Postgres and Redis by, for tests that cut them (outages).
+   * `secrets`: where secrets are read instead of the environment (a SecretStore on a fake Secrets Manager, say).
+   */
+  static async start(
+    extraEnv: NodeJS.ProcessEnv = {},
+    through: { postgres?: TcpProxy; redis?: TcpProxy } = {},
+    secrets?: SecretSource,
+  ): Promise<ManagementApiFixture> {
     // Many sign-ups come from one test address: the per-address limit is lifted unless a test sets it.
     const te = await createTestEnvironment({ IDP_MODE: 'dev', PLATFORM_ADMIN_EMAILS: PLATFORM_ADMIN, RATE_LIMIT_IP_PER_MINUTE: '100000', ...extraEnv });
     // The dev IdP's issuer is the API's own address, known only once it listens: PUBLIC_BASE_URL is fixed up front.
@@ -33,7 +41,7 @@ export class ManagementApiFixture {
     if (through.postgres) env['DATABASE_URL'] = through.postgres.rewrite(te.db.url);
     if (through.redis) env['REDIS_URL'] = through.redis.rewrite(te.redis.url);
     const config = loadManagementApiConfig(env);
-    const app = await bootstrapService(AppModule.forConfig(config), { port, host: '127.0.0.1', handleSignals: false });
+    const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false });
     const svc: RunningApp = { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
     te.env = env;
     return new ManagementApiFixture(te, svc);

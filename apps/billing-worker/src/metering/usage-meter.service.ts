@@ -1,0 +1,92 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BillingRepository, ensureStripeCustomer, isDuplicateMeterEvent, type StripeApi } from '@flagship/billing';
+import { APP_CONFIG } from '@flagship/config';
+import { TransactionRunner } from '@flagship/persistence';
+import { BillingMetrics } from '../billing.metrics';
+import type { BillingWorkerConfig } from '../env.schema';
+import { STRIPE_API } from '../stripe/stripe.tokens';
+import { BillingSyncRepository } from '../webhooks/billing-sync.repository';
+import { type UnmeteredRow, UsageMeterRepository } from './usage-meter.repository';
+
+/** Stripe takes meter events from the last 35 days; older rows are reported as of this margin inside it. */
+const OLDEST_TIMESTAMP_S = 35 * 86400 - 3600;
+
+/**
+ * Reports billable gateway usage to Stripe meter events, exactly once per ledger row:
+ * - rows are claimed `FOR UPDATE SKIP LOCKED` and held until the batch commits, so two replicas
+ *   never send the same row at the same time;
+ * - the row id is the event's `identifier`, so a row sent again after a crash (sent, not yet marked)
+ *   is refused by Stripe as a duplicate, and that refusal counts as delivered;
+ * - a row is marked only after Stripe accepted it; when Stripe fails mid-batch the accepted part is
+ *   committed and the rest waits for the next run (the job backs off).
+ */
+@Injectable()
+export class UsageMeterService {
+  private readonly log = new Logger(UsageMeterService.name);
+
+  constructor(
+    private readonly transactions: TransactionRunner,
+    @Inject(STRIPE_API) private readonly stripe: StripeApi,
+    @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
+    private readonly rows: UsageMeterRepository,
+    private readonly billing: BillingRepository,
+    private readonly tenants: BillingSyncRepository,
+    private readonly metrics: BillingMetrics,
+  ) {}
+
+  /** Reports one batch; answers how many rows were reported (0: nothing to do). Throws after committing what Stripe accepted. */
+  async reportBatch(): Promise<number> {
+    let failure: unknown;
+    const reported = await this.transactions.run(async (m) => {
+      const batch = await this.rows.claim(m, this.config.METER_BATCH_SIZE);
+      if (batch.length === 0) return 0;
+      const stripe = this.stripe.client();
+      const customers = new Map<string, string>();
+      const accepted: string[] = [];
+      const queue = [...batch];
+      const send = async (row: UnmeteredRow) => {
+        const key = `${row.tenantId}:${row.productKey}`;
+        let customer = customers.get(key);
+        if (!customer) {
+          const tenant = await this.tenants.tenant(row.tenantId, m);
+          if (!tenant) return;
+          customer = (await ensureStripeCustomer(stripe, this.billing, tenant, row.productKey)).stripeCustomerId;
+          customers.set(key, customer);
+        }
+        const timestamp = Math.max(Math.floor(row.completedAt.getTime() / 1000), Math.floor(Date.now() / 1000) - OLDEST_TIMESTAMP_S);
+        try {
+          await stripe.billing.meterEvents.create({
+            event_name: this.config.METER_EVENT_NAME,
+            identifier: row.id,
+            timestamp,
+            payload: { stripe_customer_id: customer, value: String(row.debit), product_key: row.productKey },
+          });
+          this.metrics.meterEvents.inc({ outcome: 'accepted' });
+        } catch (err) {
+          if (!isDuplicateMeterEvent(err)) throw err;
+          this.metrics.meterEvents.inc({ outcome: 'duplicate' });
+        }
+        accepted.push(row.id);
+      };
+      const workers = Array.from({ length: Math.max(1, this.config.METER_CONCURRENCY) }, async () => {
+        while (failure === undefined) {
+          const row = queue.shift();
+          if (!row) return;
+          try {
+            await send(row);
+          } catch (err) {
+            failure ??= err;
+          }
+        }
+      });
+      await Promise.all(workers);
+      await this.rows.markReported(m, accepted);
+      return accepted.length;
+    });
+    if (failure !== undefined) {
+      this.log.warn(`meter batch stopped after ${reported} rows`);
+      throw failure;
+    }
+    return reported;
+  }
+}

@@ -1,0 +1,76 @@
+import type { INestApplication } from '@nestjs/common';
+import { Client } from 'pg';
+import type Stripe from 'stripe';
+import type { SecretReader } from '@flagship/billing';
+import { bootstrapService } from '@flagship/service-kit';
+import { FakeStripe, freePort } from '@flagship/testing';
+import { AppModule, RAW_BODY_PATHS } from '../app.module';
+import { loadBillingWorkerConfig } from '../env.schema';
+
+export const WEBHOOK_SECRET = 'whsec_test_billing_worker';
+
+export interface Plans {
+  free: Stripe.Price;
+  standard: Stripe.Price;
+  premium: Stripe.Price;
+}
+
+/** Three plan prices on the fake, each on its own product, as an operator would set them up. */
+export async function createPlans(stripe: Stripe): Promise<Plans> {
+  const price = async (name: string, amount: number) => {
+    const product = await stripe.products.create({ name });
+    return stripe.prices.create({ product: product.id, currency: 'usd', unit_amount: amount, recurring: { interval: 'month' } });
+  };
+  return { free: await price('Free', 0), standard: await price('Standard', 1900), premium: await price('Premium', 4900) };
+}
+
+export function stripeEnv(fake: FakeStripe, plans: Plans): NodeJS.ProcessEnv {
+  return {
+    STRIPE_SECRET_KEY: [...fake.apiKeys][0],
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_PRICE_FREE: plans.free.id,
+    STRIPE_PRICE_STANDARD: plans.standard.id,
+    STRIPE_PRICE_PREMIUM: plans.premium.id,
+    STRIPE_API_BASE: fake.url,
+    STRIPE_MAX_NETWORK_RETRIES: '0',
+    STRIPE_TIMEOUT_MS: '3000',
+    WEBHOOK_INBOX_POLL_MS: '100',
+    METER_POLL_MS: '100',
+    STRIPE_BACKOFF_MAX_MS: '300',
+  };
+}
+
+/** One billing-worker replica in this process, started as main.ts starts it (raw body on the webhook route). */
+export async function startWorker(env: NodeJS.ProcessEnv, secrets?: SecretReader): Promise<{ app: INestApplication; url: string; close: () => Promise<void> }> {
+  const config = loadBillingWorkerConfig(env);
+  const port = await freePort();
+  const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false, rawBodyPaths: RAW_BODY_PATHS });
+  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
+
+/** A tenant and its Stripe customer for `core`, as management-api creates them before a checkout. */
+export async function createTenantWithCustomer(db: Client, stripe: Stripe, name = 'Acme'): Promise<{ tenantId: string; customerId: string }> {
+  const { rows } = await db.query<{ id: string }>(`INSERT INTO tenants (name, primary_email) VALUES ($1, $2) RETURNING id`, [name, `${name.toLowerCase()}@example.test`]);
+  const tenantId = rows[0].id;
+  const customer = await stripe.customers.create({ name, metadata: { tenantId, productKey: 'core' } });
+  await db.query(`INSERT INTO billing_customers (tenant_id, product_key, stripe_customer_id) VALUES ($1, 'core', $2)`, [tenantId, customer.id]);
+  return { tenantId, customerId: customer.id };
+}
+
+/** What the tenant's row, subscription and plan entitlement say now. */
+export async function billingState(db: Client, tenantId: string) {
+  const t = await db.query(`SELECT plan, subscription_status FROM tenants WHERE id = $1`, [tenantId]);
+  const s = await db.query(
+    `SELECT stripe_subscription_id, plan, status, cancel_at_period_end, current_period_end FROM billing_subscriptions WHERE tenant_id = $1 ORDER BY stripe_created DESC, stripe_subscription_id DESC`,
+    [tenantId],
+  );
+  const e = await db.query(`SELECT product_key, tier, source FROM entitlements WHERE tenant_id = $1 ORDER BY product_key`, [tenantId]);
+  const c = await db.query(`SELECT balance FROM credit_balances WHERE tenant_id = $1`, [tenantId]);
+  return {
+    plan: t.rows[0].plan as string,
+    status: t.rows[0].subscription_status as string,
+    subscriptions: s.rows as Array<{ stripe_subscription_id: string; plan: string | null; status: string; cancel_at_period_end: boolean; current_period_end: Date | null }>,
+    entitlements: e.rows as Array<{ product_key: string; tier: string; source: string }>,
+    balance: c.rows[0] ? Number(c.rows[0].balance) : 0,
+  };
+}

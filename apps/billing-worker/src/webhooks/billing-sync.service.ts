@@ -1,0 +1,149 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type Stripe from 'stripe';
+import type { Tx as EntityManager } from '@flagship/persistence';
+import {
+  BillingRepository,
+  LIVE_SUBSCRIPTION_STATUSES,
+  PLAN_ENTITLEMENTS,
+  PLAN_IDS,
+  PLAN_PRODUCT_KEY,
+  planOfPrice,
+  type BillingCustomer,
+  type SecretReader,
+  type StripeApi,
+} from '@flagship/billing';
+import { APP_CONFIG } from '@flagship/config';
+import type { BillingWorkerConfig } from '../env.schema';
+import { BILLING_SECRETS, STRIPE_API } from '../stripe/stripe.tokens';
+import { BillingSyncRepository } from './billing-sync.repository';
+
+const toDate = (s: number | null | undefined): Date | null => (typeof s === 'number' ? new Date(s * 1000) : null);
+const idOf = (v: unknown): string | null => (typeof v === 'string' ? v : v && typeof v === 'object' && typeof (v as { id?: unknown }).id === 'string' ? (v as { id: string }).id : null);
+
+/**
+ * The effects of Stripe events, each inside the caller's transaction (the one that marks the event
+ * processed). Subscriptions are re-read from Stripe rather than taken from the event: Stripe
+ * delivers out of order, and the newest read is the truth. Answers the tenants whose state changed.
+ */
+@Injectable()
+export class BillingSyncService {
+  private readonly log = new Logger(BillingSyncService.name);
+
+  constructor(
+    @Inject(STRIPE_API) private readonly stripe: StripeApi,
+    @Inject(BILLING_SECRETS) private readonly secrets: SecretReader,
+    @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
+    private readonly billing: BillingRepository,
+    private readonly sync: BillingSyncRepository,
+  ) {}
+
+  /** Whose Stripe customer this is; our own mapping only (a customer we did not create is ignored). */
+  private customer(m: EntityManager, customerId: string | null): Promise<BillingCustomer | null> {
+    return customerId ? this.billing.customerByStripeId(customerId, m) : Promise.resolve(null);
+  }
+
+  async syncSubscription(m: EntityManager, subscriptionId: string): Promise<string[]> {
+    // Two events of one subscription processed at once on two replicas: the later reader writes last.
+    await this.sync.lock(m, `subscription:${subscriptionId}`);
+    let sub: Stripe.Subscription;
+    try {
+      sub = await this.stripe.client().subscriptions.retrieve(subscriptionId);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'resource_missing') {
+        this.log.warn(`subscription ${subscriptionId} no longer exists at Stripe`);
+        return [];
+      }
+      throw err;
+    }
+    const owner = await this.customer(m, idOf(sub.customer));
+    if (!owner) {
+      this.log.warn(`subscription ${sub.id}: customer ${idOf(sub.customer) ?? '?'} belongs to no tenant; ignored`);
+      return [];
+    }
+    const item = sub.items.data[0];
+    if (sub.items.data.length > 1) this.log.warn(`subscription ${sub.id} has ${sub.items.data.length} items; the plan is read from the first`);
+    const priceId = item?.price.id ?? null;
+    await this.billing.upsertSubscription(m, {
+      stripeSubscriptionId: sub.id,
+      tenantId: owner.tenantId,
+      productKey: owner.productKey,
+      stripeCustomerId: owner.stripeCustomerId,
+      stripeItemId: item?.id ?? null,
+      priceId,
+      plan: planOfPrice(this.secrets, priceId) ?? null,
+      status: sub.status,
+      // Since API version 2025-03-31 the period lives on the items.
+      currentPeriodStart: toDate(item?.current_period_start),
+      currentPeriodEnd: toDate(item?.current_period_end),
+      cancelAtPeriodEnd: sub.cancel_at_period_end,
+      stripeCreated: sub.created,
+    });
+    if (owner.productKey === PLAN_PRODUCT_KEY) await this.refreshTenantPlan(m, owner.tenantId);
+    return [owner.tenantId];
+  }
+
+  /** Plan, status and plan entitlements from the tenant's current plan subscription. */
+  private async refreshTenantPlan(m: EntityManager, tenantId: string): Promise<void> {
+    const current = await this.billing.currentSubscription(tenantId, PLAN_PRODUCT_KEY, m);
+    const live = current !== null && (LIVE_SUBSCRIPTION_STATUSES as readonly string[]).includes(current.status);
+    const plan = live && current.plan ? current.plan : 'free';
+    await this.sync.setPlan(m, tenantId, plan, current?.status ?? 'active');
+    const granted = new Map(PLAN_ENTITLEMENTS[plan].map((e) => [e.productKey, e.tier]));
+    const governed = new Set(PLAN_IDS.flatMap((p) => PLAN_ENTITLEMENTS[p].map((e) => e.productKey)));
+    for (const productKey of governed) {
+      const tier = granted.get(productKey);
+      if (tier) await this.sync.grantPlanEntitlement(m, tenantId, productKey, tier);
+      else await this.sync.revokePlanEntitlement(m, tenantId, productKey);
+    }
+  }
+
+  async checkoutCompleted(m: EntityManager, session: Stripe.Checkout.Session): Promise<string[]> {
+    if (session.mode === 'subscription') {
+      const subId = idOf(session.subscription);
+      return subId ? this.syncSubscription(m, subId) : [];
+    }
+    if (session.mode !== 'payment' || session.metadata?.['kind'] !== 'credits') return [];
+    if (session.payment_status !== 'paid') return []; // async payment methods: checkout.session.async_payment_succeeded follows
+    const owner = await this.customer(m, idOf(session.customer));
+    if (!owner) {
+      this.log.warn(`checkout ${session.id}: customer belongs to no tenant; no credits granted`);
+      return [];
+    }
+    const amount = session.amount_total ?? 0;
+    const credits = amount * this.config.BILLING_MICRO_CREDITS_PER_CENT;
+    const fresh = await this.sync.addLedgerEntry(m, {
+      tenantId: owner.tenantId,
+      productKey: owner.productKey,
+      kind: 'credit_purchase',
+      stripeObjectId: session.id,
+      stripeSubscriptionId: null,
+      amount,
+      currency: session.currency ?? 'usd',
+      credits,
+      occurredAt: new Date(session.created * 1000),
+    });
+    // Once per checkout session, whichever event (completed, async_payment_succeeded, a catch-up) gets here first.
+    if (!fresh) return [];
+    await this.sync.addCredits(m, owner.tenantId, credits, `stripe checkout ${session.id}`);
+    return [owner.tenantId];
+  }
+
+  async invoice(m: EntityManager, invoice: Stripe.Invoice, kind: 'invoice_paid' | 'invoice_payment_failed'): Promise<string[]> {
+    const owner = await this.customer(m, idOf(invoice.customer));
+    if (!owner) return [];
+    // Since API version 2025-03-31 an invoice names its subscription under parent.subscription_details.
+    const subscriptionId = idOf(invoice.parent?.subscription_details?.subscription);
+    await this.sync.addLedgerEntry(m, {
+      tenantId: owner.tenantId,
+      productKey: owner.productKey,
+      kind,
+      stripeObjectId: invoice.id as string,
+      stripeSubscriptionId: subscriptionId,
+      amount: kind === 'invoice_paid' ? invoice.amount_paid : invoice.amount_due,
+      currency: invoice.currency,
+      credits: 0,
+      occurredAt: new Date(invoice.created * 1000),
+    });
+    return subscriptionId ? this.syncSubscription(m, subscriptionId) : [owner.tenantId];
+  }
+}

@@ -1,0 +1,53 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+
+export interface StoredEvent {
+  id: string;
+  type: string;
+  payload: { id: string; type: string; created: number; data: { object: Record<string, unknown> } };
+  attempts: number;
+}
+
+/** The webhook inbox: one row per Stripe event id, so a redelivered or caught-up event is stored once. */
+@Injectable()
+export class StripeEventsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  /** True when the event is new. */
+  async store(event: { id: string; type: string; created: number }, source: 'webhook' | 'catch_up'): Promise<boolean> {
+    const rows: unknown[] = await this.ds.query(
+      `INSERT INTO stripe_events (id, type, stripe_created, payload, source) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [event.id, event.type, event.created, JSON.stringify(event), source],
+    );
+    return rows.length > 0;
+  }
+
+  /** The oldest due unprocessed event, locked for this transaction; other replicas skip it. */
+  async claimNext(m: EntityManager): Promise<StoredEvent | null> {
+    const rows: StoredEvent[] = await m.query(
+      `SELECT id, type, payload, attempts FROM stripe_events
+       WHERE processed_at IS NULL AND next_attempt_at <= now()
+       ORDER BY stripe_created, received_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    );
+    return rows[0] ?? null;
+  }
+
+  /** In the transaction of the event's effect: processed exactly when the effect commits. */
+  async markProcessed(m: EntityManager, id: string, note: string | null = null): Promise<void> {
+    await m.query(`UPDATE stripe_events SET processed_at = now(), attempts = attempts + 1, last_error = $2 WHERE id = $1`, [id, note]);
+  }
+
+  async recordFailure(id: string, error: string, retryInMs: number): Promise<void> {
+    await this.ds.query(
+      `UPDATE stripe_events SET attempts = attempts + 1, last_error = $2, next_attempt_at = now() + ($3::text || ' milliseconds')::interval
+       WHERE id = $1 AND processed_at IS NULL`,
+      [id, error.slice(0, 500), retryInMs],
+    );
+  }
+
+  async unprocessedCount(): Promise<number> {
+    const rows: Array<{ n: string }> = await this.ds.query(`SELECT count(*) AS n FROM stripe_events WHERE processed_at IS NULL`);
+    return Number(rows[0].n);
+  }
+}

@@ -1,0 +1,61 @@
+import { Body, Controller, Get, Headers, HttpCode, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { TenantEntity } from '@flagship/persistence';
+import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import { BillingSessionDto, CheckoutDto } from './checkout.dto';
+import { CheckoutService } from './checkout.service';
+import { PortalDto } from './portal.dto';
+import { PortalService } from './portal.service';
+import { BillingErrorResponses } from './stripe-billing.errors';
+import { SubscriptionDto } from './subscription.dto';
+import { SubscriptionService } from './subscription.service';
+
+/** Checkout, customer portal and plan subscription (the seed's Billing section); tenant admins only. */
+@ApiTags('billing')
+@ApiBearerAuth('bearer')
+@Controller('api/billing')
+export class StripeBillingController {
+  constructor(
+    private readonly checkouts: CheckoutService,
+    private readonly portals: PortalService,
+    private readonly subscriptions: SubscriptionService,
+  ) {}
+
+  @Post('checkout')
+  @HttpCode(200)
+  @TenantAccess({ role: 'admin', headerRequired: true })
+  @ApiHeader({ name: 'X-Tenant-ID', required: true })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'recommended; also passed on to Stripe' })
+  @ApiOperation({ summary: 'Start a plan checkout (or, with a live subscription, a portal plan-change confirmation), or a credit purchase' })
+  @ApiOkResponse({ type: BillingSessionDto })
+  @BillingErrorResponses(
+    { status: 400, description: 'X-Tenant-ID missing' },
+    { status: 409, description: 'already subscribed to the chosen plan' },
+    { status: 422, description: 'invalid body' },
+    { status: 502, description: 'Stripe refused the request' },
+  )
+  checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @Headers('idempotency-key') idempotencyKey?: string) {
+    return this.checkouts.checkout(tenant, dto, idempotencyKey);
+  }
+
+  @Post('portal')
+  @HttpCode(200)
+  @TenantAccess({ role: 'admin' })
+  @ApiHeader({ name: 'X-Tenant-ID', required: false })
+  @ApiOperation({ summary: "Open the Stripe customer portal for the tenant's customer of a product key (default core)" })
+  @ApiOkResponse({ type: BillingSessionDto })
+  @BillingErrorResponses({ status: 422, description: 'invalid body or unknown product key' }, { status: 502, description: 'Stripe refused the request' })
+  portal(@CurrentTenant() tenant: TenantEntity, @Body() dto: PortalDto, @Headers('idempotency-key') idempotencyKey?: string) {
+    return this.portals.portal(tenant, dto, idempotencyKey);
+  }
+
+  @Get('subscription')
+  @TenantAccess({ role: 'admin' })
+  @ApiHeader({ name: 'X-Tenant-ID', required: false })
+  @ApiOperation({ summary: "The tenant's plan subscription, as last synced from Stripe" })
+  @ApiOkResponse({ type: SubscriptionDto })
+  @BillingErrorResponses()
+  subscription(@CurrentTenant() tenant: TenantEntity) {
+    return this.subscriptions.get(tenant);
+  }
+}

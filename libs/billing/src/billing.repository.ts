@@ -1,0 +1,120 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager } from 'typeorm';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { PlanId } from './plans';
+
+export interface BillingCustomer {
+  tenantId: string;
+  productKey: string;
+  stripeCustomerId: string;
+}
+
+export interface BillingSubscription {
+  stripeSubscriptionId: string;
+  tenantId: string;
+  productKey: string;
+  stripeCustomerId: string;
+  stripeItemId: string | null;
+  priceId: string | null;
+  plan: PlanId | null;
+  status: string;
+  currentPeriodStart: Date | null;
+  currentPeriodEnd: Date | null;
+  cancelAtPeriodEnd: boolean;
+  stripeCreated: number;
+}
+
+const SUBSCRIPTION_COLUMNS = `stripe_subscription_id, tenant_id, product_key, stripe_customer_id, stripe_item_id, price_id, plan, status,
+  current_period_start, current_period_end, cancel_at_period_end, stripe_created`;
+
+function toSubscription(r: Record<string, unknown>): BillingSubscription {
+  return {
+    stripeSubscriptionId: r['stripe_subscription_id'] as string,
+    tenantId: r['tenant_id'] as string,
+    productKey: r['product_key'] as string,
+    stripeCustomerId: r['stripe_customer_id'] as string,
+    stripeItemId: (r['stripe_item_id'] as string | null) ?? null,
+    priceId: (r['price_id'] as string | null) ?? null,
+    plan: (r['plan'] as PlanId | null) ?? null,
+    status: r['status'] as string,
+    currentPeriodStart: (r['current_period_start'] as Date | null) ?? null,
+    currentPeriodEnd: (r['current_period_end'] as Date | null) ?? null,
+    cancelAtPeriodEnd: r['cancel_at_period_end'] as boolean,
+    stripeCreated: Number(r['stripe_created']),
+  };
+}
+
+/** Stripe customers and plan subscriptions as billing-worker last read them; tenant-owned reads take the tenant id first. */
+@Injectable()
+export class BillingRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  async customer(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingCustomer | null> {
+    const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
+      `SELECT tenant_id, product_key, stripe_customer_id FROM billing_customers WHERE tenant_id = $1 AND product_key = $2`,
+      [tenantId, productKey],
+    );
+    return rows[0] ? { tenantId: rows[0]['tenant_id'] as string, productKey: rows[0]['product_key'] as string, stripeCustomerId: rows[0]['stripe_customer_id'] as string } : null;
+  }
+
+  /** Whose customer this is (webhooks name customers, not tenants). */
+  async customerByStripeId(stripeCustomerId: string, m?: EntityManager): Promise<BillingCustomer | null> {
+    const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
+      `SELECT tenant_id, product_key, stripe_customer_id FROM billing_customers WHERE stripe_customer_id = $1`,
+      [stripeCustomerId],
+    );
+    return rows[0] ? { tenantId: rows[0]['tenant_id'] as string, productKey: rows[0]['product_key'] as string, stripeCustomerId } : null;
+  }
+
+  /** Records the customer unless one exists for the tenant and product already; answers the one that holds. */
+  async insertCustomer(tenantId: string, productKey: string, stripeCustomerId: string): Promise<BillingCustomer> {
+    await this.ds.query(
+      `INSERT INTO billing_customers (tenant_id, product_key, stripe_customer_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+      [tenantId, productKey, stripeCustomerId],
+    );
+    const held = await this.customer(tenantId, productKey);
+    if (!held) throw new Error('billing customer vanished after insert');
+    return held;
+  }
+
+  /** The tenant's plan subscription for a product: the newest live one, else the newest. */
+  async currentSubscription(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingSubscription | null> {
+    const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
+      `SELECT ${SUBSCRIPTION_COLUMNS} FROM billing_subscriptions WHERE tenant_id = $1 AND product_key = $2
+       ORDER BY (status IN ('active', 'trialing', 'past_due')) DESC, stripe_created DESC, stripe_subscription_id DESC LIMIT 1`,
+      [tenantId, productKey],
+    );
+    return rows[0] ? toSubscription(rows[0]) : null;
+  }
+
+  async upsertSubscription(m: EntityManager, s: BillingSubscription): Promise<void> {
+    await m.query(
+      `INSERT INTO billing_subscriptions (${SUBSCRIPTION_COLUMNS}, synced_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
+       ON CONFLICT (stripe_subscription_id) DO UPDATE SET stripe_item_id = EXCLUDED.stripe_item_id, price_id = EXCLUDED.price_id, plan = EXCLUDED.plan,
+         status = EXCLUDED.status, current_period_start = EXCLUDED.current_period_start, current_period_end = EXCLUDED.current_period_end,
+         cancel_at_period_end = EXCLUDED.cancel_at_period_end, synced_at = now()
+       WHERE billing_subscriptions.tenant_id = EXCLUDED.tenant_id`,
+      [s.stripeSubscriptionId, s.tenantId, s.productKey, s.stripeCustomerId, s.stripeItemId, s.priceId, s.plan, s.status, s.currentPeriodStart, s.currentPeriodEnd, s.cancelAtPeriodEnd, s.stripeCreated],
+    );
+  }
+
+  async state(key: string): Promise<string | null> {
+    const rows: Array<{ value: string }> = await this.ds.query(`SELECT value FROM billing_state WHERE key = $1`, [key]);
+    return rows[0]?.value ?? null;
+  }
+
+  async setState(key: string, value: string, m?: EntityManager): Promise<void> {
+    await (m ?? this.ds).query(
+      `INSERT INTO billing_state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+      [key, value],
+    );
+  }
+}
+
+/** billing_state keys. */
+export const BILLING_STATE = {
+  /** The portal configuration billing-worker keeps allowing every plan price. */
+  portalConfigurationId: 'portal_configuration_id',
+  /** Stripe `created` of the newest event the catch-up has seen. */
+  eventsWatermark: 'events_watermark',
+} as const;

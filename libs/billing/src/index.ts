@@ -1,0 +1,5 @@
+export * from './stripe.env';
+export * from './stripe-api';
+export * from './plans';
+export * from './billing.repository';
+export * from './customers';

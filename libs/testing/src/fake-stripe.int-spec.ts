@@ -1,0 +1,136 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import Stripe from 'stripe';
+import { FakeStripe } from './fake-stripe';
+import { waitFor } from './processes';
+
+/** The fake Stripe through the real stripe SDK: what our services rely on behaves as Stripe documents. */
+describe('FakeStripe through stripe-node', () => {
+  let fake: FakeStripe;
+  let stripe: Stripe;
+  let hook: Server;
+  const received: Array<{ body: string; signature: string }> = [];
+  const secret = 'whsec_test_fake';
+
+  beforeAll(async () => {
+    hook = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['stripe-signature']) });
+        res.end('{}');
+      });
+    });
+    hook.listen(0, '127.0.0.1');
+    await once(hook, 'listening');
+    fake = await FakeStripe.start({ webhookUrl: `http://127.0.0.1:${(hook.address() as { port: number }).port}/`, webhookSecret: secret });
+    stripe = fake.client();
+  });
+
+  afterAll(async () => {
+    await fake.close();
+    hook.close();
+  });
+
+  async function plan(amount: number) {
+    const product = await stripe.products.create({ name: `plan ${amount}` });
+    return stripe.prices.create({ product: product.id, currency: 'usd', unit_amount: amount, recurring: { interval: 'month' } });
+  }
+
+  it('answers Stripe error shapes the SDK turns into its typed errors', async () => {
+    const missing = await stripe.customers.retrieve('cus_nope').catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
+    expect(missing).toMatchObject({ statusCode: 404, code: 'resource_missing', param: 'id' });
+    const badKey = await new Stripe('sk_test_wrong', { ...fake.clientOptions(), maxNetworkRetries: 0 }).customers.create({}).catch((e: unknown) => e);
+    expect(badKey).toBeInstanceOf(Stripe.errors.StripeAuthenticationError);
+  });
+
+  it('replays a request with the same Idempotency-Key and refuses the key with other parameters', async () => {
+    const a = await stripe.customers.create({ email: 'a@x.test' }, { idempotencyKey: 'k1' });
+    const b = await stripe.customers.create({ email: 'a@x.test' }, { idempotencyKey: 'k1' });
+    expect(b.id).toBe(a.id);
+    expect(b.lastResponse.headers['idempotent-replayed']).toBe('true');
+    const other = await stripe.customers.create({ email: 'b@x.test' }, { idempotencyKey: 'k1' }).catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(Stripe.errors.StripeIdempotencyError);
+  });
+
+  it('completes a subscription checkout into a single-item subscription with period dates on the item, and signed events', async () => {
+    const price = await plan(1500);
+    const customer = await stripe.customers.create({ metadata: { tenantId: 't1' } });
+    const session = await stripe.checkout.sessions.create({
+      mode: 'subscription',
+      customer: customer.id,
+      line_items: [{ price: price.id, quantity: 1 }],
+      success_url: 'https://app.test/ok',
+      subscription_data: { metadata: { tenantId: 't1' } },
+    });
+    expect(session.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/checkout\/cs_test_/);
+    fake.completeCheckout(session.id);
+    const done = await stripe.checkout.sessions.retrieve(session.id);
+    expect(done.status).toBe('complete');
+    const sub = await stripe.subscriptions.retrieve(done.subscription as string);
+    expect(sub.items.data).toHaveLength(1);
+    expect(sub.items.data[0].current_period_end).toBeGreaterThan(sub.items.data[0].current_period_start);
+    expect(sub.metadata).toEqual({ tenantId: 't1' });
+    const invoice = await stripe.invoices.retrieve(sub.latest_invoice as string);
+    expect(invoice.parent?.subscription_details?.subscription).toBe(sub.id);
+    await fake.settled();
+    const completed = received.find((r) => JSON.parse(r.body).type === 'checkout.session.completed');
+    expect(completed).toBeDefined();
+    const event = stripe.webhooks.constructEvent(completed!.body, completed!.signature, secret);
+    expect((event.data.object as Stripe.Checkout.Session).id).toBe(session.id);
+    expect(() => stripe.webhooks.constructEvent(completed!.body, completed!.signature, 'whsec_other')).toThrow(Stripe.errors.StripeSignatureVerificationError);
+    const listed = await stripe.events.list({ types: ['customer.subscription.*'], limit: 100 });
+    expect(listed.data.map((e) => e.type)).toContain('customer.subscription.created');
+  });
+
+  it('enforces the portal rules: payment_method_update for subscription_update, listed prices, single-item subscriptions', async () => {
+    const a = await plan(1000);
+    const b = await plan(2000);
+    const c = await plan(3000);
+    await expect(
+      stripe.billingPortal.configurations.create({ features: { subscription_update: { enabled: true, default_allowed_updates: ['price'], products: [{ product: a.product as string, prices: [a.id] }] } } }),
+    ).rejects.toThrow(/payment_method_update/);
+    const config = await stripe.billingPortal.configurations.create({
+      features: {
+        payment_method_update: { enabled: true },
+        subscription_update: { enabled: true, default_allowed_updates: ['price'], products: [{ product: a.product as string, prices: [a.id] }, { product: b.product as string, prices: [b.id] }] },
+      },
+    });
+    const customer = await stripe.customers.create({});
+    const session = await stripe.checkout.sessions.create({ mode: 'subscription', customer: customer.id, line_items: [{ price: a.id, quantity: 1 }], success_url: 'https://app.test/ok' });
+    fake.completeCheckout(session.id);
+    const sub = await stripe.subscriptions.retrieve((await stripe.checkout.sessions.retrieve(session.id)).subscription as string);
+    const flow = (price: string) => ({
+      customer: customer.id,
+      configuration: config.id,
+      flow_data: { type: 'subscription_update_confirm' as const, subscription_update_confirm: { subscription: sub.id, items: [{ id: sub.items.data[0].id, price, quantity: 1 }] } },
+    });
+    await expect(stripe.billingPortal.sessions.create(flow(c.id))).rejects.toThrow(/not one of the prices/);
+    const ps = await stripe.billingPortal.sessions.create(flow(b.id));
+    fake.confirmPortalFlow(ps.id);
+    expect((await stripe.subscriptions.retrieve(sub.id)).items.data[0].price.id).toBe(b.id);
+    await stripe.subscriptions.update(sub.id, { items: [{ price: c.id }] });
+    await expect(stripe.billingPortal.sessions.create(flow(a.id))).rejects.toThrow(/single item/);
+  });
+
+  it('deduplicates meter events by identifier and refuses timestamps older than 35 days', async () => {
+    const customer = await stripe.customers.create({});
+    const ev = { event_name: 'ai_usage', identifier: 'row-1', payload: { stripe_customer_id: customer.id, value: '42' } };
+    await stripe.billing.meterEvents.create(ev);
+    const dup = await stripe.billing.meterEvents.create(ev).catch((e: unknown) => e);
+    expect(dup).toMatchObject({ statusCode: 400, code: 'resource_already_exists' });
+    const old = await stripe.billing.meterEvents.create({ ...ev, identifier: 'row-2', timestamp: Math.floor(Date.now() / 1000) - 36 * 86400 }).catch((e: unknown) => e);
+    expect(old).toMatchObject({ statusCode: 400, param: 'timestamp' });
+    expect(fake.meterEvents.filter((e) => e.identifier === 'row-1')).toHaveLength(1);
+  });
+
+  it('can be down: 500 api_error, or connections refused, and comes back', async () => {
+    await fake.setMode('error');
+    await expect(stripe.customers.create({})).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);
+    await fake.setMode('refuse');
+    await expect(stripe.customers.create({})).rejects.toBeInstanceOf(Stripe.errors.StripeConnectionError);
+    await fake.setMode('up');
+    await waitFor(async () => (await stripe.customers.create({})).id.startsWith('cus_'));
+  });
+});

@@ -1,0 +1,843 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import Stripe from 'stripe';
+import { type FormValue, parseStripeForm } from './stripe-form';
+
+/**
+ * A local Stripe API speaking Stripe's own protocol, for tests and `npm start`: form-encoded
+ * requests, Stripe's JSON objects, list envelopes and error shapes, `Idempotency-Key` replay,
+ * events delivered to a webhook URL signed like Stripe signs them. Drive it with the real `stripe`
+ * SDK (`new Stripe(key, fake.clientOptions())`).
+ *
+ * The shapes follow the API version of stripe-node 18 and later: a subscription's period dates
+ * live on its items, an invoice names its subscription under `parent.subscription_details`.
+ */
+type Obj = Record<string, unknown>;
+type Params = Record<string, FormValue>;
+
+export interface FakeStripeRequest {
+  method: string;
+  path: string;
+  params: Params;
+  idempotencyKey?: string;
+  status: number;
+}
+
+export interface FakeMeterEvent {
+  event_name: string;
+  identifier: string;
+  payload: Record<string, string>;
+  timestamp: number;
+  created: number;
+}
+
+export interface FakeWebhookDelivery {
+  eventId: string;
+  type: string;
+  status: number | 'error';
+}
+
+/** `up`; `error`: every API call answers 500 api_error; `refuse`: the port refuses connections. */
+export type FakeStripeMode = 'up' | 'error' | 'refuse';
+
+class StripeError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly code?: string,
+    readonly param?: string,
+  ) {
+    super(message);
+  }
+}
+
+const DAY = 86400;
+const RESOURCE_WORDS = new Set(['customers', 'products', 'prices', 'checkout', 'sessions', 'billing_portal', 'configurations', 'subscriptions', 'invoices', 'events', 'billing', 'meter_events']);
+const now = (): number => Math.floor(Date.now() / 1000);
+const str = (v: FormValue | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+const obj = (v: FormValue | undefined): Record<string, FormValue> => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
+const arr = (v: FormValue | undefined): FormValue[] => (Array.isArray(v) ? v.filter((x) => x !== undefined) : v && typeof v === 'object' ? Object.values(v) : []);
+const bool = (v: FormValue | undefined): boolean | undefined => (v === 'true' ? true : v === 'false' ? false : undefined);
+const strings = (v: FormValue | undefined): Record<string, string> =>
+  Object.fromEntries(Object.entries(obj(v)).filter((e): e is [string, string] => typeof e[1] === 'string'));
+
+function required(params: Params, name: string): string {
+  const v = str(params[name]);
+  if (v === undefined || v === '') throw new StripeError(400, 'invalid_request_error', `Missing required param: ${name}.`, 'parameter_missing', name);
+  return v;
+}
+
+function integer(v: FormValue | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v)) throw new StripeError(400, 'invalid_request_error', `Invalid integer: ${String(v)}`, 'parameter_invalid_integer', name);
+  return Number(v);
+}
+
+export class FakeStripe {
+  readonly apiKeys = new Set<string>();
+  /** Signing secrets, the first signs (a rotation puts the new one first). */
+  webhookSecrets: string[] = [];
+  webhookUrl: string | undefined;
+  /** Events are created but not delivered while false (a worker that was down). */
+  deliverWebhooks = true;
+  mode: FakeStripeMode = 'up';
+  /** Added before every API answer (a slow Stripe; lets a test stop a worker mid-batch). */
+  delayMs = 0;
+
+  readonly requests: FakeStripeRequest[] = [];
+  readonly meterEvents: FakeMeterEvent[] = [];
+  readonly deliveries: FakeWebhookDelivery[] = [];
+  readonly events: Obj[] = [];
+
+  readonly customers = new Map<string, Obj>();
+  readonly products = new Map<string, Obj>();
+  readonly prices = new Map<string, Obj>();
+  readonly checkoutSessions = new Map<string, Obj>();
+  readonly portalSessions = new Map<string, Obj>();
+  readonly portalConfigurations = new Map<string, Obj>();
+  readonly subscriptions = new Map<string, Obj>();
+  readonly invoices = new Map<string, Obj>();
+  private readonly idempotency = new Map<string, { fingerprint: string; status: number; body: string }>();
+  private readonly sockets = new Set<Socket>();
+  private pendingDeliveries = new Set<Promise<void>>();
+  private server: Server;
+
+  private constructor(
+    readonly port: number,
+    readonly host: string,
+  ) {
+    this.server = this.makeServer();
+  }
+
+  /** Starts on `port` (0: a free one). */
+  static async start(options: { port?: number; host?: string; apiKey?: string; webhookUrl?: string; webhookSecret?: string } = {}): Promise<FakeStripe> {
+    const host = options.host ?? '127.0.0.1';
+    const fake = new FakeStripe(options.port ?? 0, host);
+    await fake.listen(options.port ?? 0);
+    fake.apiKeys.add(options.apiKey ?? 'sk_test_fake');
+    fake.webhookUrl = options.webhookUrl;
+    if (options.webhookSecret) fake.webhookSecrets = [options.webhookSecret];
+    return fake;
+  }
+
+  private boundPort = 0;
+
+  private async listen(port: number): Promise<void> {
+    this.server.listen(port, this.host);
+    await once(this.server, 'listening');
+    this.boundPort = (this.server.address() as { port: number }).port;
+  }
+
+  get url(): string {
+    return `http://${this.host}:${this.boundPort}`;
+  }
+
+  /** Options for `new Stripe(key, ...)`: this fake instead of api.stripe.com. */
+  clientOptions(): { host: string; port: number; protocol: 'http' } {
+    return { host: this.host, port: this.boundPort, protocol: 'http' };
+  }
+
+  /** A real stripe-node client pointed here. */
+  client(apiKey = [...this.apiKeys][0]): Stripe {
+    return new Stripe(apiKey, { ...this.clientOptions(), maxNetworkRetries: 0 });
+  }
+
+  /** Stripe down (`error`: 500s; `refuse`: connections refused) or back up. */
+  async setMode(mode: FakeStripeMode): Promise<void> {
+    if (mode === this.mode) return;
+    const wasRefusing = this.mode === 'refuse';
+    this.mode = mode;
+    if (mode === 'refuse') {
+      for (const s of this.sockets) s.destroy();
+      await new Promise<void>((r) => this.server.close(() => r()));
+    } else if (wasRefusing) {
+      this.server = this.makeServer();
+      await this.listen(this.boundPort);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pendingDeliveries]);
+    if (this.mode === 'refuse') return;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+
+  /** Waits until every webhook delivery started so far has been answered. */
+  async settled(): Promise<void> {
+    while (this.pendingDeliveries.size > 0) await Promise.allSettled([...this.pendingDeliveries]);
+  }
+
+  // ---- test controls: what a customer does on Stripe's pages ----
+
+  /** The customer pays on the hosted Checkout page: Stripe's objects and events follow. */
+  completeCheckout(sessionId: string): Obj {
+    const session = this.checkoutSessions.get(sessionId);
+    if (!session) throw new Error(`no checkout session ${sessionId}`);
+    if (session['status'] !== 'open') throw new Error(`checkout session ${sessionId} is ${String(session['status'])}`);
+    let customerId = session['customer'] as string | null;
+    if (!customerId) {
+      const c = this.createCustomer({ email: (session['customer_email'] as string | null) ?? undefined });
+      customerId = c['id'] as string;
+      session['customer'] = customerId;
+    }
+    const lineItems = session['_line_items'] as Array<{ price: Obj; quantity: number }>;
+    session['status'] = 'complete';
+    if (session['mode'] === 'subscription') {
+      const sub = this.createSubscription(customerId, lineItems, obj(session['_subscription_metadata'] as FormValue));
+      session['subscription'] = sub['id'];
+      session['payment_status'] = (session['amount_total'] as number) > 0 ? 'paid' : 'no_payment_required';
+      this.emit('customer.subscription.created', sub);
+      const invoice = this.createInvoice(sub, 'paid');
+      session['invoice'] = invoice['id'];
+      this.emit('invoice.paid', invoice);
+    } else {
+      session['payment_status'] = 'paid';
+      session['payment_intent'] = `pi_${randomBytes(12).toString('hex')}`;
+    }
+    this.emit('checkout.session.completed', this.view(session));
+    return this.view(session);
+  }
+
+  /** The customer confirms a portal session's `subscription_update_confirm` flow. */
+  confirmPortalFlow(portalSessionId: string): Obj {
+    const ps = this.portalSessions.get(portalSessionId);
+    if (!ps) throw new Error(`no portal session ${portalSessionId}`);
+    const flow = ps['flow'] as Obj | null;
+    if (!flow || flow['type'] !== 'subscription_update_confirm') throw new Error('the portal session has no subscription_update_confirm flow');
+    const confirm = flow['subscription_update_confirm'] as { subscription: string; items: Array<{ id: string; price: string; quantity?: number }> };
+    const sub = this.subscriptions.get(confirm.subscription);
+    if (!sub) throw new Error('subscription gone');
+    this.updateSubscription(sub, { items: confirm.items.map((i) => ({ id: i.id, price: i.price, quantity: String(i.quantity ?? 1) })) });
+    return sub;
+  }
+
+  /** The renewal charge fails: the invoice fails and the subscription goes past_due. */
+  failPayment(subscriptionId: string): Obj {
+    const sub = this.subscriptions.get(subscriptionId);
+    if (!sub) throw new Error(`no subscription ${subscriptionId}`);
+    const invoice = this.createInvoice(sub, 'open');
+    this.emit('invoice.payment_failed', invoice);
+    const before = sub['status'];
+    sub['status'] = 'past_due';
+    this.emit('customer.subscription.updated', sub, { status: before });
+    return invoice;
+  }
+
+  /** Re-sends an event already sent (Stripe redelivers at least once). */
+  redeliver(eventId: string): Promise<void> {
+    const event = this.events.find((e) => e['id'] === eventId);
+    if (!event) throw new Error(`no event ${eventId}`);
+    return this.deliver(event);
+  }
+
+  eventsOfType(type: string): Obj[] {
+    return this.events.filter((e) => e['type'] === type);
+  }
+
+  // ---- objects ----
+
+  private id(prefix: string): string {
+    return `${prefix}_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`;
+  }
+
+  /** The public view of a stored object (internal fields start with `_`). */
+  private view(o: Obj): Obj {
+    return Object.fromEntries(Object.entries(o).filter(([k]) => !k.startsWith('_')));
+  }
+
+  private createCustomer(p: { email?: string; name?: string; metadata?: Record<string, string> }): Obj {
+    const c: Obj = { id: this.id('cus'), object: 'customer', created: now(), email: p.email ?? null, name: p.name ?? null, metadata: p.metadata ?? {}, livemode: false, deleted: undefined };
+    delete c['deleted'];
+    this.customers.set(c['id'] as string, c);
+    this.emit('customer.created', c);
+    return c;
+  }
+
+  private priceView(priceId: string): Obj {
+    const price = this.prices.get(priceId);
+    if (!price) throw new StripeError(400, 'invalid_request_error', `No such price: '${priceId}'`, 'resource_missing', 'price');
+    return price;
+  }
+
+  private createSubscription(customerId: string, lineItems: Array<{ price: Obj; quantity: number }>, metadata: Record<string, FormValue>): Obj {
+    const start = now();
+    const id = this.id('sub');
+    const sub: Obj = {
+      id,
+      object: 'subscription',
+      customer: customerId,
+      status: 'active',
+      cancel_at_period_end: false,
+      cancel_at: null,
+      canceled_at: null,
+      ended_at: null,
+      created: start,
+      start_date: start,
+      livemode: false,
+      metadata: strings(metadata),
+      items: {
+        object: 'list',
+        has_more: false,
+        url: `/v1/subscription_items?subscription=${id}`,
+        data: lineItems.map((li) => ({
+          id: this.id('si'),
+          object: 'subscription_item',
+          subscription: id,
+          price: li.price,
+          quantity: li.quantity,
+          current_period_start: start,
+          current_period_end: start + 30 * DAY,
+          created: start,
+          metadata: {},
+        })),
+      },
+      latest_invoice: null,
+    };
+    this.subscriptions.set(id, sub);
+    return sub;
+  }
+
+  private createInvoice(sub: Obj, status: 'paid' | 'open'): Obj {
+    const items = (sub['items'] as { data: Array<{ price: Obj; quantity: number; current_period_start: number; current_period_end: number }> }).data;
+    const amount = items.reduce((s, i) => s + Number(i.price['unit_amount'] ?? 0) * i.quantity, 0);
+    const invoice: Obj = {
+      id: this.id('in'),
+      object: 'invoice',
+      customer: sub['customer'],
+      status,
+      currency: (items[0]?.price['currency'] as string) ?? 'usd',
+      amount_due: amount,
+      amount_paid: status === 'paid' ? amount : 0,
+      amount_remaining: status === 'paid' ? 0 : amount,
+      billing_reason: 'subscription_cycle',
+      created: now(),
+      period_start: items[0]?.current_period_start ?? now(),
+      period_end: items[0]?.current_period_end ?? now(),
+      livemode: false,
+      parent: { type: 'subscription_details', quote_details: null, subscription_details: { subscription: sub['id'], metadata: sub['metadata'] } },
+      lines: {
+        object: 'list',
+        has_more: false,
+        data: items.map((i) => ({ id: this.id('il'), object: 'line_item', amount: Number(i.price['unit_amount'] ?? 0) * i.quantity, pricing: { price_details: { price: i.price['id'] } } })),
+      },
+    };
+    this.invoices.set(invoice['id'] as string, invoice);
+    sub['latest_invoice'] = invoice['id'];
+    return invoice;
+  }
+
+  private updateSubscription(sub: Obj, p: Params): Obj {
+    if (sub['status'] === 'canceled') {
+      throw new StripeError(400, 'invalid_request_error', 'A canceled subscription can only update its cancellation_details and metadata.', 'resource_missing');
+    }
+    const before: Obj = {};
+    const items = (sub['items'] as { data: Obj[] }).data;
+    const changes = arr(p['items']);
+    if (changes.length > 0) before['items'] = { object: 'list', data: items.map((i) => ({ ...i })) };
+    for (const c of changes) {
+      const change = obj(c);
+      const itemId = str(change['id']);
+      const priceId = str(change['price']);
+      const quantity = integer(change['quantity'], 'quantity');
+      if (itemId) {
+        const item = items.find((i) => i['id'] === itemId);
+        if (!item) throw new StripeError(400, 'invalid_request_error', `No such subscription item: '${itemId}'`, 'resource_missing', 'items');
+        if (bool(change['deleted'])) {
+          items.splice(items.indexOf(item), 1);
+          continue;
+        }
+        if (priceId) item['price'] = this.priceView(priceId);
+        if (quantity !== undefined) item['quantity'] = quantity;
+      } else if (priceId) {
+        const start = now();
+        items.push({ id: this.id('si'), object: 'subscription_item', subscription: sub['id'], price: this.priceView(priceId), quantity: quantity ?? 1, current_period_start: start, current_period_end: start + 30 * DAY, created: start, metadata: {} });
+      }
+    }
+    const cape = bool(p['cancel_at_period_end']);
+    if (cape !== undefined && cape !== sub['cancel_at_period_end']) {
+      before['cancel_at_period_end'] = sub['cancel_at_period_end'];
+      sub['cancel_at_period_end'] = cape;
+      sub['cancel_at'] = cape ? ((items[0]?.['current_period_end'] as number) ?? null) : null;
+      sub['canceled_at'] = cape ? now() : null;
+    }
+    if (p['metadata'] !== undefined) {
+      before['metadata'] = sub['metadata'];
+      sub['metadata'] = { ...(sub['metadata'] as Obj), ...strings(p['metadata']) };
+    }
+    if (Object.keys(before).length > 0) this.emit('customer.subscription.updated', sub, before);
+    return sub;
+  }
+
+  private portalConfiguration(p: Params, existing?: Obj): Obj {
+    const f = obj(p['features']);
+    const prev = (existing?.['features'] as Obj | undefined) ?? {};
+    // Each feature: the stored one (or Stripe's default), with what this request sends applied.
+    const feature = (name: string, fallback: Obj): { out: Obj; given: Record<string, FormValue> } => {
+      const given = obj(f[name]);
+      const out: Obj = { ...((prev[name] as Obj | undefined) ?? fallback) };
+      const enabled = bool(given['enabled']);
+      if (enabled !== undefined) out['enabled'] = enabled;
+      return { out, given };
+    };
+    const pm = feature('payment_method_update', { enabled: false });
+    const su = feature('subscription_update', { enabled: false, default_allowed_updates: [], products: [], proration_behavior: 'create_prorations' });
+    const sc = feature('subscription_cancel', { enabled: false, mode: 'at_period_end' });
+    const ih = feature('invoice_history', { enabled: false });
+    const subscriptionUpdate = su.out;
+    if (su.given['products'] !== undefined) {
+      subscriptionUpdate['products'] = arr(su.given['products']).map((x) => {
+        const product = obj(x);
+        const productId = str(product['product']) ?? '';
+        if (!this.products.has(productId)) throw new StripeError(400, 'invalid_request_error', `No such product: '${productId}'`, 'resource_missing', 'features[subscription_update][products]');
+        const prices = arr(product['prices']).map((v) => String(v));
+        for (const priceId of prices) {
+          const price = this.priceView(priceId);
+          if (price['product'] !== productId) throw new StripeError(400, 'invalid_request_error', `The price ${priceId} does not belong to product ${productId}.`, undefined, 'features[subscription_update][products]');
+          if (!price['recurring']) throw new StripeError(400, 'invalid_request_error', `The price ${priceId} is not recurring.`, undefined, 'features[subscription_update][products]');
+        }
+        return { product: productId, prices, adjustable_quantity: { enabled: false, maximum: null, minimum: 1 } };
+      });
+    }
+    if (su.given['default_allowed_updates'] !== undefined) subscriptionUpdate['default_allowed_updates'] = arr(su.given['default_allowed_updates']).map(String);
+    if (str(su.given['proration_behavior'])) subscriptionUpdate['proration_behavior'] = str(su.given['proration_behavior']);
+    if (str(sc.given['mode'])) sc.out['mode'] = str(sc.given['mode']);
+    const features = { payment_method_update: pm.out, subscription_update: subscriptionUpdate, subscription_cancel: sc.out, invoice_history: ih.out };
+    // Stripe's rule: plan switching in the portal needs the customer able to update a payment method.
+    if (subscriptionUpdate['enabled'] && !features.payment_method_update['enabled']) {
+      throw new StripeError(400, 'invalid_request_error', 'features[payment_method_update][enabled] must be true when features[subscription_update][enabled] is true.', undefined, 'features[subscription_update][enabled]');
+    }
+    if (subscriptionUpdate['enabled'] && ((subscriptionUpdate['products'] as unknown[]).length === 0 || (subscriptionUpdate['default_allowed_updates'] as unknown[]).length === 0)) {
+      throw new StripeError(400, 'invalid_request_error', 'features[subscription_update] needs products and default_allowed_updates when enabled.', undefined, 'features[subscription_update]');
+    }
+    const bp = obj(p['business_profile']);
+    return {
+      id: existing?.['id'] ?? this.id('bpc'),
+      object: 'billing_portal.configuration',
+      active: bool(p['active']) ?? existing?.['active'] ?? true,
+      is_default: existing?.['is_default'] ?? this.portalConfigurations.size === 0,
+      created: existing?.['created'] ?? now(),
+      updated: now(),
+      livemode: false,
+      default_return_url: str(p['default_return_url']) ?? existing?.['default_return_url'] ?? null,
+      business_profile: { headline: null, privacy_policy_url: null, terms_of_service_url: null, ...((existing?.['business_profile'] as Obj) ?? {}), ...strings(bp) },
+      metadata: { ...((existing?.['metadata'] as Obj) ?? {}), ...strings(p['metadata']) },
+      features,
+    };
+  }
+
+  // ---- the API ----
+
+  private async handle(method: string, path: string, query: URLSearchParams, params: Params): Promise<[number, unknown]> {
+    const seg = path.split('/').filter((s) => s !== '');
+    const isId = (s: string, i: number) => i >= 2 && !RESOURCE_WORDS.has(s);
+    const route = `${method} /${seg.map((s, i) => (isId(s, i) ? ':id' : s)).join('/')}`;
+    const id = seg.find(isId) ?? '';
+    const q: Params = method === 'GET' || method === 'DELETE' ? parseStripeForm(query.toString()) : params;
+    const get = <T>(map: Map<string, T>, kind: string): T => {
+      const v = map.get(id);
+      if (v === undefined) throw new StripeError(404, 'invalid_request_error', `No such ${kind}: '${id}'`, 'resource_missing', 'id');
+      return v;
+    };
+    switch (route) {
+      case 'POST /v1/customers':
+        return [200, this.createCustomer({ email: str(params['email']), name: str(params['name']), metadata: strings(params['metadata']) })];
+      case 'GET /v1/customers/:id':
+        return [200, get(this.customers, 'customer')];
+      case 'POST /v1/customers/:id': {
+        const c = get(this.customers, 'customer');
+        if (params['metadata'] !== undefined) c['metadata'] = { ...(c['metadata'] as Obj), ...strings(params['metadata']) };
+        if (str(params['email'])) c['email'] = str(params['email']);
+        return [200, c];
+      }
+      case 'GET /v1/customers':
+        return [200, this.list([...this.customers.values()].filter((c) => !str(q['email']) || c['email'] === str(q['email'])), q, '/v1/customers')];
+      case 'POST /v1/products': {
+        const p: Obj = { id: str(params['id']) ?? this.id('prod'), object: 'product', name: required(params, 'name'), active: true, created: now(), livemode: false, metadata: strings(params['metadata']) };
+        if (this.products.has(p['id'] as string)) throw new StripeError(400, 'invalid_request_error', `Product already exists.`, 'resource_already_exists', 'id');
+        this.products.set(p['id'] as string, p);
+        return [200, p];
+      }
+      case 'GET /v1/products/:id':
+        return [200, get(this.products, 'product')];
+      case 'POST /v1/prices': {
+        const product = required(params, 'product');
+        if (!this.products.has(product)) throw new StripeError(400, 'invalid_request_error', `No such product: '${product}'`, 'resource_missing', 'product');
+        const recurring = obj(params['recurring']);
+        const p: Obj = {
+          id: this.id('price'),
+          object: 'price',
+          product,
+          active: true,
+          currency: required(params, 'currency'),
+          unit_amount: integer(params['unit_amount'], 'unit_amount') ?? 0,
+          type: str(recurring['interval']) ? 'recurring' : 'one_time',
+          recurring: str(recurring['interval']) ? { interval: str(recurring['interval']), interval_count: 1, usage_type: str(recurring['usage_type']) ?? 'licensed', meter: str(recurring['meter']) ?? null } : null,
+          lookup_key: str(params['lookup_key']) ?? null,
+          nickname: str(params['nickname']) ?? null,
+          metadata: strings(params['metadata']),
+          created: now(),
+          livemode: false,
+        };
+        this.prices.set(p['id'] as string, p);
+        return [200, p];
+      }
+      case 'GET /v1/prices/:id':
+        return [200, get(this.prices, 'price')];
+      case 'GET /v1/prices':
+        return [200, this.list([...this.prices.values()], q, '/v1/prices')];
+      case 'POST /v1/checkout/sessions':
+        return [200, this.view(this.createCheckoutSession(params))];
+      case 'GET /v1/checkout/sessions/:id':
+        return [200, this.view(get(this.checkoutSessions, 'checkout.session'))];
+      case 'POST /v1/billing_portal/sessions':
+        return [200, this.createPortalSession(params)];
+      case 'POST /v1/billing_portal/configurations': {
+        const c = this.portalConfiguration(params);
+        this.portalConfigurations.set(c['id'] as string, c);
+        return [200, c];
+      }
+      case 'POST /v1/billing_portal/configurations/:id': {
+        const c = this.portalConfiguration(params, get(this.portalConfigurations, 'billing_portal.configuration'));
+        this.portalConfigurations.set(c['id'] as string, c);
+        return [200, c];
+      }
+      case 'GET /v1/billing_portal/configurations/:id':
+        return [200, get(this.portalConfigurations, 'billing_portal.configuration')];
+      case 'GET /v1/billing_portal/configurations': {
+        const active = bool(q['active']);
+        const isDefault = bool(q['is_default']);
+        return [200, this.list([...this.portalConfigurations.values()].filter((c) => (active === undefined || c['active'] === active) && (isDefault === undefined || c['is_default'] === isDefault)), q, '/v1/billing_portal/configurations')];
+      }
+      case 'GET /v1/subscriptions/:id':
+        return [200, get(this.subscriptions, 'subscription')];
+      case 'GET /v1/subscriptions': {
+        const status = str(q['status']);
+        return [200, this.list([...this.subscriptions.values()].filter((s) => (!str(q['customer']) || s['customer'] === str(q['customer'])) && (status === 'all' || (status ? s['status'] === status : s['status'] !== 'canceled'))), q, '/v1/subscriptions')];
+      }
+      case 'POST /v1/subscriptions/:id':
+        return [200, this.updateSubscription(get(this.subscriptions, 'subscription'), params)];
+      case 'DELETE /v1/subscriptions/:id': {
+        const sub = get(this.subscriptions, 'subscription');
+        if (sub['status'] === 'canceled') throw new StripeError(404, 'invalid_request_error', `No such subscription: '${id}'`, 'resource_missing', 'id');
+        const before = { status: sub['status'] };
+        sub['status'] = 'canceled';
+        sub['canceled_at'] = now();
+        sub['ended_at'] = now();
+        this.emit('customer.subscription.deleted', sub, before);
+        return [200, sub];
+      }
+      case 'GET /v1/invoices/:id':
+        return [200, get(this.invoices, 'invoice')];
+      case 'GET /v1/invoices':
+        return [200, this.list([...this.invoices.values()].filter((i) => !str(q['customer']) || i['customer'] === str(q['customer'])), q, '/v1/invoices')];
+      case 'GET /v1/events/:id':
+        return [200, get(new Map(this.events.map((e) => [e['id'] as string, e])), 'event')];
+      case 'GET /v1/events': {
+        const created = obj(q['created']);
+        const gte = integer(created['gte'], 'created[gte]') ?? integer(str(q['created']), 'created');
+        const types = [...arr(q['types']).map(String), ...(str(q['type']) ? [str(q['type']) as string] : [])];
+        const match = (t: string) => types.length === 0 || types.some((p) => (p.endsWith('*') ? t.startsWith(p.slice(0, -1)) : t === p));
+        return [200, this.list(this.events.filter((e) => (gte === undefined || (e['created'] as number) >= gte) && match(e['type'] as string)), q, '/v1/events')];
+      }
+      case 'POST /v1/billing/meter_events':
+        return [200, this.createMeterEvent(params)];
+      default:
+        throw new StripeError(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`);
+    }
+  }
+
+  private createCheckoutSession(params: Params): Obj {
+    const mode = required(params, 'mode');
+    if (!['subscription', 'payment', 'setup'].includes(mode)) throw new StripeError(400, 'invalid_request_error', `Invalid mode: must be one of payment, setup, or subscription`, undefined, 'mode');
+    const successUrl = required(params, 'success_url');
+    const customer = str(params['customer']);
+    if (customer && !this.customers.has(customer)) throw new StripeError(400, 'invalid_request_error', `No such customer: '${customer}'`, 'resource_missing', 'customer');
+    const lineItems = arr(params['line_items']).map((x, i) => {
+      const li = obj(x);
+      const quantity = integer(li['quantity'], `line_items[${i}][quantity]`) ?? 1;
+      const priceId = str(li['price']);
+      if (priceId) {
+        const price = this.priceView(priceId);
+        if (mode === 'subscription' && !price['recurring']) throw new StripeError(400, 'invalid_request_error', 'You must use a recurring price in subscription mode.', undefined, `line_items[${i}][price]`);
+        if (mode === 'payment' && price['recurring']) throw new StripeError(400, 'invalid_request_error', 'You specified `payment` mode but passed a recurring price.', undefined, `line_items[${i}][price]`);
+        return { price, quantity };
+      }
+      const pd = obj(li['price_data']);
+      const unitAmount = integer(pd['unit_amount'], `line_items[${i}][price_data][unit_amount]`);
+      const name = str(obj(pd['product_data'])['name']);
+      if (unitAmount === undefined || !str(pd['currency']) || !name) throw new StripeError(400, 'invalid_request_error', `Missing required param: line_items[${i}][price_data].`, 'parameter_missing', `line_items[${i}][price_data]`);
+      const product: Obj = { id: this.id('prod'), object: 'product', name, active: true, created: now(), livemode: false, metadata: {} };
+      this.products.set(product['id'] as string, product);
+      const price: Obj = { id: this.id('price'), object: 'price', product: product['id'], active: false, currency: str(pd['currency']), unit_amount: unitAmount, type: 'one_time', recurring: null, metadata: {}, created: now(), livemode: false };
+      this.prices.set(price['id'] as string, price);
+      return { price, quantity };
+    });
+    if (lineItems.length === 0 && mode !== 'setup') throw new StripeError(400, 'invalid_request_error', 'Missing required param: line_items.', 'parameter_missing', 'line_items');
+    const amount = lineItems.reduce((s, li) => s + Number(li.price['unit_amount'] ?? 0) * li.quantity, 0);
+    if (mode === 'payment' && amount < 50) throw new StripeError(400, 'invalid_request_error', 'The Checkout Session\'s total amount due must add up to at least $0.50 usd', 'amount_too_small', 'line_items');
+    const id = `cs_test_${randomBytes(24).toString('base64url').replace(/[-_]/g, 'a')}`;
+    const session: Obj = {
+      id,
+      object: 'checkout.session',
+      mode,
+      status: 'open',
+      payment_status: 'unpaid',
+      url: `${this.url}/checkout/${id}`,
+      success_url: successUrl,
+      cancel_url: str(params['cancel_url']) ?? null,
+      customer: customer ?? null,
+      customer_email: str(params['customer_email']) ?? null,
+      client_reference_id: str(params['client_reference_id']) ?? null,
+      metadata: strings(params['metadata']),
+      subscription: null,
+      invoice: null,
+      payment_intent: null,
+      amount_subtotal: amount,
+      amount_total: amount,
+      currency: (lineItems[0]?.price['currency'] as string) ?? null,
+      created: now(),
+      expires_at: now() + DAY,
+      livemode: false,
+      _line_items: lineItems,
+      _subscription_metadata: obj(obj(params['subscription_data'])['metadata']),
+    };
+    this.checkoutSessions.set(id, session);
+    return session;
+  }
+
+  private createPortalSession(params: Params): Obj {
+    const customer = required(params, 'customer');
+    if (!this.customers.has(customer)) throw new StripeError(400, 'invalid_request_error', `No such customer: '${customer}'`, 'resource_missing', 'customer');
+    const configId = str(params['configuration']);
+    const config = configId ? this.portalConfigurations.get(configId) : [...this.portalConfigurations.values()].find((c) => c['is_default']);
+    if (configId && !config) throw new StripeError(400, 'invalid_request_error', `No such configuration: '${configId}'`, 'resource_missing', 'configuration');
+    if (!config) throw new StripeError(400, 'invalid_request_error', 'You can’t create a portal session in test mode until you save your customer portal settings.');
+    const flowData = obj(params['flow_data']);
+    let flow: Obj | null = null;
+    if (str(flowData['type'])) {
+      const type = str(flowData['type']);
+      if (type !== 'subscription_update_confirm') throw new StripeError(400, 'invalid_request_error', `The fake supports flow_data[type]=subscription_update_confirm only, not ${type}.`, undefined, 'flow_data[type]');
+      const confirm = obj(flowData['subscription_update_confirm']);
+      const subId = str(confirm['subscription']) ?? '';
+      const sub = this.subscriptions.get(subId);
+      if (!sub || sub['customer'] !== customer) throw new StripeError(400, 'invalid_request_error', `No such subscription: '${subId}'`, 'resource_missing', 'flow_data[subscription_update_confirm][subscription]');
+      if (sub['status'] === 'canceled') throw new StripeError(400, 'invalid_request_error', 'The subscription is canceled.', undefined, 'flow_data[subscription_update_confirm][subscription]');
+      const subItems = (sub['items'] as { data: Obj[] }).data;
+      // Stripe's rules for this flow: single-item subscriptions only, and only prices the portal configuration lists.
+      if (subItems.length !== 1) throw new StripeError(400, 'invalid_request_error', 'subscription_update_confirm flows are only supported for subscriptions with a single item.', undefined, 'flow_data[subscription_update_confirm][subscription]');
+      const items = arr(confirm['items']).map((x) => obj(x));
+      if (items.length !== 1) throw new StripeError(400, 'invalid_request_error', 'flow_data[subscription_update_confirm][items] must name exactly one item.', undefined, 'flow_data[subscription_update_confirm][items]');
+      const su = (config['features'] as { subscription_update: { enabled: boolean; products: Array<{ prices: string[] }> } }).subscription_update;
+      const priceId = str(items[0]['price']) ?? '';
+      if (!su.enabled || !su.products.some((p) => p.prices.includes(priceId))) {
+        throw new StripeError(400, 'invalid_request_error', `The price ${priceId} is not one of the prices the portal configuration allows for subscription updates.`, undefined, 'flow_data[subscription_update_confirm][items][0][price]');
+      }
+      if (str(items[0]['id']) !== subItems[0]['id']) throw new StripeError(400, 'invalid_request_error', `No such subscription item: '${str(items[0]['id']) ?? ''}'`, 'resource_missing', 'flow_data[subscription_update_confirm][items][0][id]');
+      this.priceView(priceId);
+      const after = obj(flowData['after_completion']);
+      flow = {
+        type,
+        subscription_update_confirm: { subscription: subId, items: [{ id: str(items[0]['id']), price: priceId, quantity: integer(items[0]['quantity'], 'quantity') ?? 1 }], discounts: null },
+        after_completion: { type: str(after['type']) ?? 'portal_homepage', redirect: str(obj(after['redirect'])['return_url']) ? { return_url: str(obj(after['redirect'])['return_url']) } : null, hosted_confirmation: null },
+        subscription_cancel: null,
+        subscription_update: null,
+      };
+    }
+    const id = this.id('bps');
+    const session: Obj = { id, object: 'billing_portal.session', customer, configuration: config['id'], flow, return_url: str(params['return_url']) ?? null, url: `${this.url}/portal/${id}`, created: now(), livemode: false, locale: null, on_behalf_of: null };
+    this.portalSessions.set(id, session);
+    return session;
+  }
+
+  private createMeterEvent(params: Params): Obj {
+    const eventName = required(params, 'event_name');
+    const payload = strings(params['payload']);
+    if (!payload['stripe_customer_id']) throw new StripeError(400, 'invalid_request_error', 'Missing required param: payload[stripe_customer_id].', 'parameter_missing', 'payload');
+    if (payload['value'] !== undefined && !/^\d+(\.\d+)?$/.test(payload['value'])) throw new StripeError(400, 'invalid_request_error', 'payload[value] must be a number.', undefined, 'payload[value]');
+    const ts = integer(params['timestamp'], 'timestamp') ?? now();
+    // Stripe accepts events from the last 35 calendar days up to 5 minutes ahead.
+    if (ts < now() - 35 * DAY || ts > now() + 300) {
+      throw new StripeError(400, 'invalid_request_error', 'Timestamp must be within the past 35 calendar days or up to 5 minutes in the future.', undefined, 'timestamp');
+    }
+    const identifier = str(params['identifier']) ?? randomBytes(16).toString('hex');
+    if (identifier.length > 100) throw new StripeError(400, 'invalid_request_error', 'identifier is too long (max 100).', undefined, 'identifier');
+    if (this.meterEvents.some((e) => e.identifier === identifier)) {
+      throw new StripeError(400, 'invalid_request_error', `An event already exists with identifier ${identifier}.`, 'resource_already_exists', 'identifier');
+    }
+    const event: FakeMeterEvent = { event_name: eventName, identifier, payload, timestamp: ts, created: now() };
+    this.meterEvents.push(event);
+    return { object: 'billing.meter_event', livemode: false, ...event };
+  }
+
+  private list(items: Obj[], q: Params, url: string): Obj {
+    const limit = Math.min(100, Math.max(1, integer(q['limit'], 'limit') ?? 10));
+    // Newest first, as Stripe lists.
+    let sorted = [...items].reverse();
+    const after = str(q['starting_after']);
+    if (after) {
+      const i = sorted.findIndex((x) => x['id'] === after);
+      sorted = i < 0 ? [] : sorted.slice(i + 1);
+    }
+    return { object: 'list', url, has_more: sorted.length > limit, data: sorted.slice(0, limit).map((o) => this.view(o)) };
+  }
+
+  // ---- events and webhooks ----
+
+  private emit(type: string, object: Obj, previous?: Obj): void {
+    const last = this.events[this.events.length - 1];
+    const event: Obj = {
+      id: this.id('evt'),
+      object: 'event',
+      api_version: Stripe.API_VERSION,
+      // Strictly increasing `created` per fake keeps catch-up windows testable.
+      created: Math.max(now(), (last?.['created'] as number | undefined) ?? 0),
+      type,
+      livemode: false,
+      pending_webhooks: this.webhookUrl ? 1 : 0,
+      request: { id: null, idempotency_key: null },
+      data: { object: JSON.parse(JSON.stringify(this.view(object))) as Obj, ...(previous ? { previous_attributes: JSON.parse(JSON.stringify(previous)) as Obj } : {}) },
+    };
+    this.events.push(event);
+    if (this.deliverWebhooks) void this.deliver(event);
+  }
+
+  /** Signs `payload` the way Stripe does (`t=...,v1=...`), with stripe-node's own helper. */
+  static sign(payload: string, secret: string, timestamp = now()): string {
+    return new Stripe('sk_test_unused').webhooks.generateTestHeaderString({ payload, secret, timestamp });
+  }
+
+  private deliver(event: Obj): Promise<void> {
+    const url = this.webhookUrl;
+    const secret = this.webhookSecrets[0];
+    if (!url || !secret) return Promise.resolve();
+    const payload = JSON.stringify(event, null, 2);
+    const p = (async () => {
+      let status: number | 'error';
+      try {
+        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': FakeStripe.sign(payload, secret), 'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)' }, body: payload });
+        await res.arrayBuffer();
+        status = res.status;
+      } catch {
+        status = 'error';
+      }
+      this.deliveries.push({ eventId: event['id'] as string, type: event['type'] as string, status });
+    })();
+    this.pendingDeliveries.add(p);
+    void p.finally(() => this.pendingDeliveries.delete(p));
+    return p;
+  }
+
+  // ---- HTTP ----
+
+  private makeServer(): Server {
+    const server = createServer((req, res) => void this.onRequest(req, res));
+    server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    return server;
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const method = req.method ?? 'GET';
+    if (!url.pathname.startsWith('/v1/')) return this.page(method, url, body, res);
+    const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(8).toString('hex')}`, 'stripe-version': Stripe.API_VERSION, ...headers });
+      res.end(typeof payload === 'string' ? payload : JSON.stringify(payload));
+    };
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    const record: FakeStripeRequest = { method, path: url.pathname, params: {}, status: 0 };
+    this.requests.push(record);
+    if (this.mode === 'error') {
+      record.status = 500;
+      return send(500, { error: { type: 'api_error', message: 'An unknown error occurred (the fake Stripe is switched to failing).' } });
+    }
+    const auth = req.headers['authorization'] ?? '';
+    const key = auth.startsWith('Bearer ') ? auth.slice(7) : '';
+    if (!this.apiKeys.has(key)) {
+      record.status = 401;
+      return send(401, { error: { type: 'invalid_request_error', message: `Invalid API Key provided: ${key.slice(0, 8)}${'*'.repeat(Math.max(0, key.length - 12))}${key.slice(-4)}` } });
+    }
+    let params: Params;
+    try {
+      params = parseStripeForm(body);
+    } catch (err) {
+      record.status = 400;
+      return send(400, { error: { type: 'invalid_request_error', message: (err as Error).message } });
+    }
+    record.params = params;
+    const idemKey = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : undefined;
+    record.idempotencyKey = idemKey;
+    if (idemKey && method === 'POST') {
+      const fingerprint = createHash('sha256').update(`${method} ${url.pathname}\n${body}`).digest('hex');
+      const prior = this.idempotency.get(`${key}:${idemKey}`);
+      if (prior) {
+        if (prior.fingerprint !== fingerprint) {
+          record.status = 400;
+          return send(400, { error: { type: 'idempotency_error', message: `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${idemKey}' if you meant to execute a different request.` } });
+        }
+        record.status = prior.status;
+        return send(prior.status, prior.body, { 'idempotent-replayed': 'true', 'original-request': 'req_replayed' });
+      }
+    }
+    let status: number;
+    let out: unknown;
+    try {
+      [status, out] = await this.handle(method, url.pathname, url.searchParams, params);
+    } catch (err) {
+      if (!(err instanceof StripeError)) throw err;
+      status = err.status;
+      out = { error: { type: err.type, message: err.message, ...(err.code ? { code: err.code } : {}), ...(err.param ? { param: err.param } : {}) } };
+    }
+    const text = JSON.stringify(out);
+    // Stripe stores the result of any request that got as far as executing (not 5xx).
+    if (idemKey && method === 'POST' && status < 500) this.idempotency.set(`${key}:${idemKey}`, { fingerprint: createHash('sha256').update(`${method} ${url.pathname}\n${body}`).digest('hex'), status, body: text });
+    record.status = status;
+    send(status, text, idemKey ? { 'idempotency-key': idemKey } : {});
+  }
+
+  /** The hosted pages, so a checkout or portal link opened in a browser works locally. */
+  private page(method: string, url: URL, body: string, res: ServerResponse): void {
+    const [, kind, id, action] = url.pathname.split('/');
+    const html = (status: number, content: string) => {
+      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(`<!doctype html><html><head><title>Fake Stripe</title></head><body>${content}</body></html>`);
+    };
+    const redirect = (to: string) => {
+      res.writeHead(303, { location: to });
+      res.end();
+    };
+    const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+    try {
+      if (kind === 'checkout' && this.checkoutSessions.has(id)) {
+        const s = this.checkoutSessions.get(id) as Obj;
+        if (method === 'POST' && action === 'complete') {
+          this.completeCheckout(id);
+          return redirect(String(s['success_url']).replace('{CHECKOUT_SESSION_ID}', id));
+        }
+        return html(200, `<h1>Fake Stripe Checkout</h1><p>${esc(String(s['mode']))}: ${Number(s['amount_total']) / 100} ${esc(String(s['currency'] ?? ''))}</p><form method="post" action="/checkout/${esc(id)}/complete"><button>Pay</button></form>${s['cancel_url'] ? `<a href="${esc(String(s['cancel_url']))}">Cancel</a>` : ''}`);
+      }
+      if (kind === 'portal' && this.portalSessions.has(id)) {
+        const s = this.portalSessions.get(id) as Obj;
+        const flow = s['flow'] as { after_completion?: { redirect?: { return_url?: string } | null } } | null;
+        if (method === 'POST' && action === 'confirm') {
+          this.confirmPortalFlow(id);
+          return redirect(flow?.after_completion?.redirect?.return_url ?? String(s['return_url'] ?? '/'));
+        }
+        return html(200, `<h1>Fake Stripe customer portal</h1>${flow ? `<form method="post" action="/portal/${esc(id)}/confirm"><button>Confirm plan change</button></form>` : '<p>Nothing to do here.</p>'}${s['return_url'] ? `<a href="${esc(String(s['return_url']))}">Return</a>` : ''}`);
+      }
+    } catch (err) {
+      return html(400, `<p>${esc((err as Error).message)}</p>`);
+    }
+    void body;
+    html(404, '<p>Not found</p>');
+  }
+}
