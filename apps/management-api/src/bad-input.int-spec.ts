@@ -326,7 +326,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
       'numbers': cursor([1, 2]),
     };
     const lists = allOperations.filter((o) => o.method === 'GET' && o.queryParams.includes('cursor'));
-    expect(lists.map((o) => o.template).sort()).toEqual(['/admin/users', '/api/flags', '/api/oauth/clients', '/api/projects', '/api/tenants/{tenantId}/users']);
+    expect(lists.map((o) => o.template).sort()).toEqual(['/admin/users', '/api/flags', '/api/oauth/clients', '/api/projects', '/api/tenants/{tenantId}/users', '/api/usage']);
     for (const op of lists) {
       for (const [what, c] of Object.entries(forged)) {
         const res = await f.call('GET', `${fill(op.template)}?cursor=${encodeURIComponent(c)}`, auth);

@@ -3,7 +3,7 @@ import { ApiResponse } from '@nestjs/swagger';
 import { allProblemTypes } from './problem-types';
 
 /** The error statuses the management API answers with; each maps to one documented meaning. */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 502 | 503;
 
 const MEANING: Record<ErrorStatus, string> = {
   400: 'Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header',
@@ -16,7 +16,8 @@ const MEANING: Record<ErrorStatus, string> = {
   415: 'Unsupported Content-Type',
   422: 'Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body',
   429: 'Rate limit exceeded; retry after `Retry-After` seconds',
-  503: 'A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds',
+  502: 'An outside service (the payment provider) refused the request',
+  503: 'A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds',
 };
 
 /** What a request body can be refused for (CONTRACT.md section 4), Idempotency-Key included. */

@@ -1,18 +1,19 @@
 import { Body, Controller, Get, Headers, HttpCode, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { TenantEntity } from '@flagship/persistence';
+import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { BillingSessionDto, CheckoutDto } from './checkout.dto';
 import { CheckoutService } from './checkout.service';
 import { PortalDto } from './portal.dto';
 import { PortalService } from './portal.service';
-import { BillingErrorResponses } from './stripe-billing.errors';
 import { SubscriptionDto } from './subscription.dto';
 import { SubscriptionService } from './subscription.service';
 
 /** Checkout, customer portal and plan subscription (the seed's Billing section); tenant admins only. */
 @ApiTags('billing')
 @ApiBearerAuth('bearer')
+@ApiErrors(401, 403, 429, 503)
 @Controller('api/billing')
 export class StripeBillingController {
   constructor(
@@ -28,12 +29,7 @@ export class StripeBillingController {
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'recommended; also passed on to Stripe' })
   @ApiOperation({ summary: 'Start a plan checkout (or, with a live subscription, a portal plan-change confirmation), or a credit purchase' })
   @ApiOkResponse({ type: BillingSessionDto })
-  @BillingErrorResponses(
-    { status: 400, description: 'X-Tenant-ID missing' },
-    { status: 409, description: 'already subscribed to the chosen plan' },
-    { status: 422, description: 'invalid body' },
-    { status: 502, description: 'Stripe refused the request' },
-  )
+  @ApiErrors(...BODY_ERRORS, 502)
   checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @Headers('idempotency-key') idempotencyKey?: string) {
     return this.checkouts.checkout(tenant, dto, idempotencyKey);
   }
@@ -44,7 +40,7 @@ export class StripeBillingController {
   @ApiHeader({ name: 'X-Tenant-ID', required: false })
   @ApiOperation({ summary: "Open the Stripe customer portal for the tenant's customer of a product key (default core)" })
   @ApiOkResponse({ type: BillingSessionDto })
-  @BillingErrorResponses({ status: 422, description: 'invalid body or unknown product key' }, { status: 502, description: 'Stripe refused the request' })
+  @ApiErrors(...BODY_ERRORS, 502)
   portal(@CurrentTenant() tenant: TenantEntity, @Body() dto: PortalDto, @Headers('idempotency-key') idempotencyKey?: string) {
     return this.portals.portal(tenant, dto, idempotencyKey);
   }
@@ -54,7 +50,6 @@ export class StripeBillingController {
   @ApiHeader({ name: 'X-Tenant-ID', required: false })
   @ApiOperation({ summary: "The tenant's plan subscription, as last synced from Stripe" })
   @ApiOkResponse({ type: SubscriptionDto })
-  @BillingErrorResponses()
   subscription(@CurrentTenant() tenant: TenantEntity) {
     return this.subscriptions.get(tenant);
   }

@@ -1,5 +1,4 @@
-import { applyDecorators, HttpStatus } from '@nestjs/common';
-import { ApiResponse } from '@nestjs/swagger';
+import { HttpStatus } from '@nestjs/common';
 import { ProblemException, registerProblemTypes } from '@flagship/problem-details';
 import { isStripeUnavailable } from '@flagship/billing';
 import Stripe from 'stripe';
@@ -29,17 +28,4 @@ export function stripeProblem(err: unknown, log: (message: string) => void): unk
     return new ProblemException(StripeBillingProblems['payment-provider-error'], 'Stripe refused the billing request.');
   }
   return err;
-}
-
-/** The error answers every billing route documents. */
-export function BillingErrorResponses(...extra: Array<{ status: number; description: string }>): MethodDecorator {
-  const problem = { $ref: '#/components/schemas/Problem' };
-  return applyDecorators(
-    ...[
-      { status: 401, description: 'no or bad bearer token' },
-      { status: 403, description: 'not an admin of the tenant (billing is for tenant admins), or a client token' },
-      ...extra,
-      { status: 503, description: 'Stripe unavailable or billing not configured; Retry-After says when to try again' },
-    ].map((r) => ApiResponse({ status: r.status, description: r.description, content: { 'application/problem+json': { schema: problem } } })),
-  );
 }
