@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { bootstrapService, type RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, freePort, http, type HttpResult, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
+import { configureManagementApi } from '../configure';
 import { loadManagementApiConfig } from '../env.schema';
 
 export const PLATFORM_ADMIN = 'root@flagship.test';
@@ -30,7 +31,7 @@ export class ManagementApiFixture {
     const port = await freePort();
     const env = { ...te.env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` };
     const config = loadManagementApiConfig(env);
-    const app = await bootstrapService(AppModule.forConfig(config), { port, host: '127.0.0.1', handleSignals: false });
+    const app = await bootstrapService(AppModule.forConfig(config), { port, host: '127.0.0.1', handleSignals: false, configure: configureManagementApi });
     const svc: RunningApp = { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
     te.env = env;
     return new ManagementApiFixture(te, svc);
