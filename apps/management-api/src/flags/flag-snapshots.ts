@@ -75,8 +75,9 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  async onModuleDestroy(): Promise<void> {
-    await this.unsubscribe?.().catch(() => undefined);
+  onModuleDestroy(): void {
+    // Not awaited: with Redis down, UNSUBSCRIBE waits in ioredis' queue until the connection closes.
+    this.unsubscribe?.().catch(() => undefined);
   }
 
   /** The set when it can answer now without waiting (the hot path); undefined otherwise. */

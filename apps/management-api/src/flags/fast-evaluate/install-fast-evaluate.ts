@@ -31,7 +31,7 @@ export function installFastEvaluate(app: INestApplication): void {
   });
   server.once('close', () => {
     metrics.close();
-    void principals.close();
+    principals.close();
   });
   let express: RequestListener | undefined;
   const router = installLeanRouter(server, (fallback) => {
