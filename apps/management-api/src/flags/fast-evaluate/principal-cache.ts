@@ -88,8 +88,23 @@ export class PrincipalCache {
     const tenant = standIn.tenant;
     if (caller === undefined || tenant === undefined) throw new Error('the guards resolved no caller or tenant for a @TenantAccess route');
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-    const entry: Entry = { caller, tenant, expiresAt: now + PRINCIPAL_TTL_MS };
+    const entry: Entry = { caller, tenant, expiresAt: Math.min(now + PRINCIPAL_TTL_MS, tokenExpiry(auth) ?? Infinity) };
     this.entries.set(key, entry);
     return entry;
+  }
+}
+
+/**
+ * When the bearer token (a JWT the guards just verified) expires, in ms: a cached caller must not
+ * outlive its token. Undefined when it names no expiry.
+ */
+function tokenExpiry(authorization: string | undefined): number | undefined {
+  const payload = authorization?.split('.')[1];
+  if (payload === undefined) return undefined;
+  try {
+    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown }).exp;
+    return typeof exp === 'number' ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
   }
 }
