@@ -2,9 +2,9 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import { Logger } from '@nestjs/common';
 import type { Request } from 'express';
 import type { EvaluationContext } from '@flagship/flag-evaluation';
-import type { Exchange } from '@flagship/lean-http';
+import { type Exchange, TurnBatcher } from '@flagship/lean-http';
 import { CommonProblems, ProblemException, StrictValidationPipe, toProblem } from '@flagship/problem-details';
-import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, RequestPolicyProblems } from '@flagship/request-policies';
+import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, type RateLimitSubject, RequestPolicyProblems } from '@flagship/request-policies';
 import type { CallerContext } from '@flagship/service-kit';
 import { EvaluateFlagDto } from '../flags.dto';
 import type { FlagsService } from '../flags.service';
@@ -23,13 +23,17 @@ const OBJECT_OR_ARRAY = /^[\s]*[{[]/;
 export class FastEvaluateHandler {
   private readonly logger = new Logger('FastEvaluate');
   private readonly pipe = new StrictValidationPipe();
+  /** The rate-limit checks of one event-loop turn go to Redis in one pipeline. */
+  private readonly limiter: TurnBatcher<RateLimitSubject, RateLimitDecision | undefined>;
 
   constructor(
     private readonly flags: FlagsService,
     private readonly principals: PrincipalCache,
     private readonly limits: RateLimitService,
     private readonly routes: { byKey: GuardedRoute; inProject: GuardedRoute },
-  ) {}
+  ) {
+    this.limiter = new TurnBatcher((subjects) => limits.consumeMany(subjects));
+  }
 
   /** `POST /api/flags/:flagKey/evaluate`: `{ userId?, attributes?, environment? }`. */
   async byKey(x: Exchange, flagKey: string, text: string): Promise<void> {
@@ -69,7 +73,7 @@ export class FastEvaluateHandler {
   /** As RateLimitGuard: the tenant's budget; Redis away serves uncounted and without headers. */
   private async rateLimit(x: Exchange, caller: CallerContext): Promise<OutgoingHttpHeaders | undefined> {
     const standIn = { caller, ip: x.req.socket.remoteAddress } as unknown as Request;
-    const decision: RateLimitDecision | undefined = await this.limits.consume(this.limits.subjectOf(standIn));
+    const decision = await this.limiter.add(this.limits.subjectOf(standIn));
     if (decision === undefined) return undefined;
     const all = rateLimitHeaders(decision);
     const { 'Retry-After': retryAfter, ...headers } = all;
