@@ -22,6 +22,8 @@ export interface Principal {
 
 interface Entry extends Principal {
   expiresAt: number;
+  /** From here on, a request still served from the entry starts its refresh. */
+  refreshAt: number;
 }
 
 /** The route whose metadata (@TenantAccess) the guards read. */
@@ -36,13 +38,15 @@ export interface GuardedRoute {
  * The evaluate routes answered outside Nest keep Nest's exact authentication and authorization: the
  * app's own guards run, with the route's own metadata, on a stand-in request. What they resolved
  * (the caller, its tenant and plan) is kept for PRINCIPAL_TTL_MS per Authorization header and
- * X-Tenant-ID, so a busy client costs the guards' queries once per period, not once per call.
+ * X-Tenant-ID (and route), so a busy client costs the guards' queries once per period, not once
+ * per call, and never waits for them: the entry is refreshed in the background from half its life.
  * Refusals are not kept: each is decided again. An announced client revocation or tenant change
  * drops everything at once (rare, and the cache refills in one query per caller).
  */
 export class PrincipalCache {
   private readonly logger = new Logger('PrincipalCache');
   private readonly entries = new Map<string, Entry>();
+  private readonly pending = new Map<string, Promise<Principal>>();
   private readonly unsubscribes: Array<Promise<() => Promise<void>>> = [];
 
   constructor(private readonly guards: readonly CanActivate[]) {}
@@ -61,20 +65,47 @@ export class PrincipalCache {
     for (const sub of this.unsubscribes) sub.then((off) => off(), () => undefined).catch(() => undefined);
   }
 
-  clear(): void {
-    this.entries.clear();
-  }
-
   /** The principal of this request, or throws the guards' problem (401, 403, 503...). */
-  async resolve(req: IncomingMessage, route: GuardedRoute): Promise<Principal> {
+  resolve(req: IncomingMessage, route: GuardedRoute): Promise<Principal> | Principal {
     const auth = req.headers.authorization;
     const tenantHeader = req.headers['x-tenant-id'];
-    const key = `${auth ?? ''}\n${typeof tenantHeader === 'string' ? tenantHeader : ''}`;
+    const key = `${route.handler.name}\n${auth ?? ''}\n${typeof tenantHeader === 'string' ? tenantHeader : ''}`;
     const hit = this.entries.get(key);
     const now = Date.now();
-    if (hit !== undefined && hit.expiresAt > now) return hit;
+    if (hit !== undefined && hit.expiresAt > now) {
+      // Refreshed ahead, in the background, so a busy caller never waits for the guards; a refusal
+      // then drops the entry and the next request gets it.
+      if (hit.refreshAt <= now && this.pending.get(key) === undefined) {
+        this.load(key, req, route, auth).catch(() => {
+          if (this.entries.get(key) === hit) this.entries.delete(key);
+        });
+      }
+      return hit;
+    }
     if (hit !== undefined) this.entries.delete(key);
+    // Concurrent requests of one caller share one run of the guards.
+    return this.pending.get(key) ?? this.load(key, req, route, auth);
+  }
 
+  private load(key: string, req: IncomingMessage, route: GuardedRoute, auth: string | undefined): Promise<Principal> {
+    const loading = this.runGuards(req, route).then((principal) => {
+      const now = Date.now();
+      const expiresAt = Math.min(now + PRINCIPAL_TTL_MS, tokenExpiry(auth) ?? Infinity);
+      const entry: Entry = { ...principal, expiresAt, refreshAt: now + PRINCIPAL_TTL_MS / 2 };
+      this.entries.delete(key);
+      if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+      this.entries.set(key, entry);
+      return entry;
+    });
+    this.pending.set(key, loading);
+    const done = (): void => {
+      if (this.pending.get(key) === loading) this.pending.delete(key);
+    };
+    loading.then(done, done);
+    return loading;
+  }
+
+  private async runGuards(req: IncomingMessage, route: GuardedRoute): Promise<Principal> {
     // Only what the guards read: headers, the address, no params (the tenant comes from the header).
     const standIn = { headers: req.headers, params: {}, ip: req.socket.remoteAddress, method: req.method, url: req.url } as unknown as AuthenticatedRequest;
     const context = {
@@ -87,10 +118,7 @@ export class PrincipalCache {
     const caller = callerOf(standIn as Request);
     const tenant = standIn.tenant;
     if (caller === undefined || tenant === undefined) throw new Error('the guards resolved no caller or tenant for a @TenantAccess route');
-    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-    const entry: Entry = { caller, tenant, expiresAt: Math.min(now + PRINCIPAL_TTL_MS, tokenExpiry(auth) ?? Infinity) };
-    this.entries.set(key, entry);
-    return entry;
+    return { caller, tenant };
   }
 }
 
