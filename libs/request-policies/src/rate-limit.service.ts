@@ -132,21 +132,54 @@ export class RateLimitService {
         SLIDING_WINDOW.run(this.redis, [subject.key], [subject.limit, this.options.windowMs, nowMs === undefined ? '' : Math.floor(nowMs)]),
       );
     } catch (err) {
-      // Any failure fails open, a reply error (a bug) included: it is logged, never a 500.
-      this.skipRedisUntil = Date.now() + REDIS_RETRY_PAUSE_MS;
-      if (!this.redisDown) {
-        this.redisDown = true;
-        const reason = err instanceof RedisUnavailableError ? err.message : `unexpected reply: ${(err as Error).message}`;
-        this.logger.warn(`rate limits are not enforced while Redis is unavailable (${reason}); serving requests uncounted`);
-      }
+      this.failed(err);
       return undefined;
     }
+    this.succeeded();
+    return this.decision(subject, reply);
+  }
+
+  /**
+   * `consume` for many requests in one Redis round trip (a pipeline), as the hot paths batch the
+   * requests of one event-loop turn. Each decision is the one `consume` would give in that order.
+   */
+  async consumeMany(subjects: ReadonlyArray<Pick<RateLimitSubject, 'key' | 'limit'>>): Promise<Array<RateLimitDecision | undefined>> {
+    if (Date.now() < this.skipRedisUntil) return subjects.map(() => undefined);
+    let replies: unknown[];
+    try {
+      replies = await withRedis(this.redis, this.options.redisTimeoutMs, () =>
+        SLIDING_WINDOW.runMany(this.redis, subjects.map((s) => ({ keys: [s.key], args: [s.limit, this.options.windowMs, ''] }))),
+      );
+    } catch (err) {
+      this.failed(err);
+      return subjects.map(() => undefined);
+    }
+    const failure = replies.find((r) => r instanceof Error);
+    if (failure !== undefined) this.failed(failure);
+    else this.succeeded();
+    return subjects.map((s, i) => (replies[i] instanceof Error ? undefined : this.decision(s, replies[i])));
+  }
+
+  private decision(subject: Pick<RateLimitSubject, 'limit'>, reply: unknown): RateLimitDecision {
+    const [allowed, remaining, resetMs, retryAfterMs] = (reply as Array<number | string>).map(Number);
+    return { allowed: allowed === 1, limit: subject.limit, windowMs: this.options.windowMs, remaining, resetMs, retryAfterMs };
+  }
+
+  /** Any failure fails open, a reply error (a bug) included: it is logged, never a 500. */
+  private failed(err: unknown): void {
+    this.skipRedisUntil = Date.now() + REDIS_RETRY_PAUSE_MS;
+    if (!this.redisDown) {
+      this.redisDown = true;
+      const reason = err instanceof RedisUnavailableError ? err.message : `unexpected reply: ${(err as Error).message}`;
+      this.logger.warn(`rate limits are not enforced while Redis is unavailable (${reason}); serving requests uncounted`);
+    }
+  }
+
+  private succeeded(): void {
     if (this.redisDown) {
       this.redisDown = false;
       this.logger.log('Redis is back; rate limits are enforced again');
     }
-    const [allowed, remaining, resetMs, retryAfterMs] = (reply as Array<number | string>).map(Number);
-    return { allowed: allowed === 1, limit: subject.limit, windowMs: this.options.windowMs, remaining, resetMs, retryAfterMs };
   }
 }
 

@@ -41,6 +41,24 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
+  /**
+   * Several runs in one pipeline: one round trip however many there are. A run that fails gives its
+   * error in its place; one that found the script missing (NOSCRIPT) is run again with EVAL.
+   */
+  async runMany(redis: Redis, calls: ReadonlyArray<{ keys: string[]; args: Array<string | number> }>): Promise<Array<unknown>> {
+    const replies = await redis
+      .pipeline(calls.map((c) => ['evalsha', this.sha, c.keys.length, ...c.keys, ...c.args]))
+      .exec();
+    if (replies === null) throw new Error('the pipeline was aborted');
+    return Promise.all(
+      replies.map(([err, value], i) => {
+        if (err === null) return value;
+        if (err.message.startsWith('NOSCRIPT')) return redis.eval(this.source, calls[i]!.keys.length, ...calls[i]!.keys, ...calls[i]!.args).catch((e: unknown) => e);
+        return err;
+      }),
+    );
+  }
+
   async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);

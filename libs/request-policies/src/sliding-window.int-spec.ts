@@ -30,6 +30,21 @@ describe('sliding-window counter in Redis', () => {
     redis?.disconnect();
   });
 
+  it('decides a batch in one pipeline as one call each would, in order, across subjects', async () => {
+    const a = subject(2);
+    const b = subject(5);
+    const decisions = await service.consumeMany([a, b, a, a, b]);
+    expect(decisions.map((d) => [d?.allowed, d?.limit, d?.remaining])).toEqual([
+      [true, 2, 1],
+      [true, 5, 4],
+      [true, 2, 0],
+      [false, 2, 0],
+      [true, 5, 3],
+    ]);
+    // The same budget as consume spends from.
+    expect(await service.consume(b)).toMatchObject({ allowed: true, remaining: 2 });
+  });
+
   it('allows the limit within a window, then refuses until the spent window has decayed enough', async () => {
     const s = subject(3);
     const at = async (offset: number) => (await service.consume(s, T0 + offset))!;

@@ -144,6 +144,12 @@ export class FlagsRepository {
     return rows.map((r) => r.key);
   }
 
+  /** key -> project of every flag of the tenant (evaluations on a project's path check it from memory). */
+  async projectIds(tenantId: string): Promise<Map<string, string | null>> {
+    const rows: Array<{ key: string; project_id: string | null }> = await this.ds.manager.query('SELECT key, project_id FROM flags WHERE tenant_id = $1', [tenantId]);
+    return new Map(rows.map((r) => [r.key, r.project_id]));
+  }
+
   async environmentsOf(tenantId: string, flagId: string, m?: EntityManager): Promise<string[]> {
     const rows: Array<{ environment_key: string }> = await (m ?? this.ds.manager).query(
       'SELECT environment_key FROM flag_environments WHERE tenant_id = $1 AND flag_id = $2 ORDER BY environment_key',

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
-import type Redis from 'ioredis';
+import { Injectable } from '@nestjs/common';
 import type { FlagType, JsonValue } from '@flagship/domain';
 import {
   checkFlagDefinition,
@@ -13,10 +12,10 @@ import {
 } from '@flagship/flag-evaluation';
 import { flagDefinitionFromRow, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
-import { REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
+import { EvaluationCounter } from './evaluation-counter';
 import { FlagEvents } from './flag-events';
 import { FlagSnapshots } from './flag-snapshots';
 import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
@@ -93,8 +92,7 @@ export class FlagsService {
     private readonly environments: EnvironmentsService,
     private readonly snapshots: FlagSnapshots,
     private readonly events: FlagEvents,
-    @Inject(REDIS) private readonly redis: Redis,
-    @Inject(REDIS_KEYS) private readonly keys: RedisKeys,
+    private readonly counter: EvaluationCounter,
   ) {}
 
   async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
@@ -310,16 +308,17 @@ export class FlagsService {
     return flag.variations.map((v) => ({ id: v.id, name: v.name, value: v.value, description: v.description ?? '', weight: v.weight }));
   }
 
-  /** Evaluates from the cached compiled snapshot: no query per call once warm. */
+  /**
+   * Evaluates from the tenant-environment's compiled set held in memory (FlagSnapshots): no query
+   * per call once warm. A held set also proves the environment exists, so it is not looked up again.
+   */
   async evaluate(tenantId: string, env: string | undefined, key: string, context: EvaluationContext, projectId?: string): Promise<EvaluationResultDto> {
-    const set = await this.snapshots.get(tenantId, await this.environments.resolve(tenantId, env));
-    const result = set.evaluate(key, context);
+    const environment = env === undefined || env === '' ? 'production' : env;
+    const view = this.snapshots.peek(tenantId, environment) ?? (await this.snapshots.view(tenantId, await this.environments.resolve(tenantId, env)));
+    const result = view.set.evaluate(key, context);
     if (!result) throw this.notFound(key);
-    if (projectId !== undefined) {
-      const flag = await this.repo.findByKey(tenantId, key);
-      if (!flag || flag.projectId !== projectId) throw this.notFound(key);
-    }
-    this.countEvaluation(tenantId, key);
+    if (projectId !== undefined && view.projects.get(key) !== projectId) throw this.notFound(key);
+    this.counter.count(tenantId, key);
     return toEvaluationDto(key, result);
   }
 
@@ -330,16 +329,6 @@ export class FlagsService {
 
   auditTrail(tenantId: string, key: string) {
     return this.repo.auditTrail(tenantId, key);
-  }
-
-  /** Evaluations per tenant and the distinct flags evaluated, for sandbox indicators; never blocks the answer. */
-  private countEvaluation(tenantId: string, key: string): void {
-    this.redis
-      .multi()
-      .incr(this.keys.tenant(tenantId, 'evaluations'))
-      .sadd(this.keys.tenant(tenantId, 'evaluated-flags'), key)
-      .exec()
-      .catch(() => undefined);
   }
 
   private buildVariations(dto: CreateFlagDto, errors: Record<string, string>): Variation[] {

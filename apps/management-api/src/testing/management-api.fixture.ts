@@ -3,6 +3,7 @@ import type { SecretSource } from '@flagship/oauth';
 import { bootstrapService, type RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, freePort, http, type HttpResult, type TcpProxy, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
+import { configureManagementApi } from '../configure';
 import { loadManagementApiConfig } from '../env.schema';
 
 export const PLATFORM_ADMIN = 'root@flagship.test';
@@ -41,7 +42,7 @@ export class ManagementApiFixture {
     if (through.postgres) env['DATABASE_URL'] = through.postgres.rewrite(te.db.url);
     if (through.redis) env['REDIS_URL'] = through.redis.rewrite(te.redis.url);
     const config = loadManagementApiConfig(env);
-    const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false });
+    const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false, configure: configureManagementApi });
     const svc: RunningApp = { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
     te.env = env;
     return new ManagementApiFixture(te, svc);

@@ -1,0 +1,9 @@
+import type { INestApplication } from '@nestjs/common';
+import { installFastEvaluate } from './flags/fast-evaluate/install-fast-evaluate';
+import { setupOpenApi } from './openapi';
+
+/** bootstrapService's `configure` hook, shared by main.ts and the test fixture so both serve alike. */
+export function configureManagementApi(app: INestApplication): void {
+  setupOpenApi(app);
+  installFastEvaluate(app);
+}

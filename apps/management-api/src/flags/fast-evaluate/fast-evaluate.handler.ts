@@ -1,0 +1,114 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import { Logger } from '@nestjs/common';
+import type { Request } from 'express';
+import type { EvaluationContext } from '@flagship/flag-evaluation';
+import { type Exchange, TurnBatcher } from '@flagship/lean-http';
+import { CommonProblems, ProblemException, StrictValidationPipe, toProblem } from '@flagship/problem-details';
+import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, type RateLimitSubject, RequestPolicyProblems } from '@flagship/request-policies';
+import type { CallerContext } from '@flagship/service-kit';
+import { EvaluateFlagDto } from '../flags.dto';
+import type { FlagsService } from '../flags.service';
+import type { GuardedRoute, PrincipalCache } from './principal-cache';
+
+/** What body-parser's strict JSON accepts at the top level (anything else is its parse failure). */
+const OBJECT_OR_ARRAY = /^[\s]*[{[]/;
+
+/**
+ * The two evaluate routes answered on the lean HTTP layer, step for step as Nest answers them:
+ * JSON body, authentication and tenant access (the app's guards, their result cached), the
+ * tenant's rate limit with its RateLimit-* headers (also on the errors that follow it), the
+ * strict validation pipe, then the evaluation from memory. Answers and problem bodies are the
+ * ones the Nest controller gives.
+ */
+export class FastEvaluateHandler {
+  private readonly logger = new Logger('FastEvaluate');
+  private readonly pipe = new StrictValidationPipe();
+  /** The rate-limit checks of one event-loop turn go to Redis in one pipeline. */
+  private readonly limiter: TurnBatcher<RateLimitSubject, RateLimitDecision | undefined>;
+
+  constructor(
+    private readonly flags: FlagsService,
+    private readonly principals: PrincipalCache,
+    private readonly limits: RateLimitService,
+    private readonly routes: { byKey: GuardedRoute; inProject: GuardedRoute },
+  ) {
+    this.limiter = new TurnBatcher((subjects) => limits.consumeMany(subjects));
+  }
+
+  /** `POST /api/flags/:flagKey/evaluate`: `{ userId?, attributes?, environment? }`. */
+  async byKey(x: Exchange, flagKey: string, text: string): Promise<void> {
+    let headers: OutgoingHttpHeaders | undefined;
+    try {
+      const body = parseBody(text);
+      const principal = await this.principals.resolve(x.req, this.routes.byKey);
+      headers = await this.rateLimit(x, principal.caller);
+      const dto = (await this.pipe.transform(body, { type: 'body', metatype: EvaluateFlagDto, data: undefined })) as EvaluateFlagDto;
+      const context: EvaluationContext = { ...(dto.attributes ?? {}) };
+      if (dto.userId !== undefined) {
+        context['key'] = dto.userId;
+        context['userId'] = dto.userId;
+      }
+      const result = await this.flags.evaluate(principal.tenant.id, dto.environment ?? headerOf(x, 'x-environment'), flagKey, context);
+      x.json(200, JSON.stringify(result), headers);
+    } catch (err) {
+      this.fail(x, err, headers);
+    }
+  }
+
+  /** `POST /api/flags/projects/:projectId/flags/:flagKey/evaluate`: the body is the context. */
+  async inProject(x: Exchange, projectId: string, flagKey: string, text: string): Promise<void> {
+    let headers: OutgoingHttpHeaders | undefined;
+    try {
+      const body = parseBody(text);
+      const principal = await this.principals.resolve(x.req, this.routes.inProject);
+      headers = await this.rateLimit(x, principal.caller);
+      const context = (await this.pipe.transform(body, { type: 'body', metatype: Object, data: undefined })) as EvaluationContext;
+      const result = await this.flags.evaluate(principal.tenant.id, headerOf(x, 'x-environment'), flagKey, context, projectId);
+      x.json(200, JSON.stringify(result), headers);
+    } catch (err) {
+      this.fail(x, err, headers);
+    }
+  }
+
+  /** As RateLimitGuard: the tenant's budget; Redis away serves uncounted and without headers. */
+  private async rateLimit(x: Exchange, caller: CallerContext): Promise<OutgoingHttpHeaders | undefined> {
+    const standIn = { caller, ip: x.req.socket.remoteAddress } as unknown as Request;
+    const decision = await this.limiter.add(this.limits.subjectOf(standIn));
+    if (decision === undefined) return undefined;
+    const all = rateLimitHeaders(decision);
+    const { 'Retry-After': retryAfter, ...headers } = all;
+    if (!decision.allowed) {
+      throw new ProblemException(
+        RequestPolicyProblems['rate-limited'],
+        `Rate limit of ${decision.limit} requests per ${decision.windowMs === 60_000 ? 'minute' : `${decision.windowMs / 1000} s`} exceeded; try again later (in ${retryAfter} s).`,
+        {},
+        { 'Retry-After': retryAfter! },
+      );
+    }
+    return headers;
+  }
+
+  private fail(x: Exchange, err: unknown, headers: OutgoingHttpHeaders | undefined): void {
+    const problem = toProblem(err);
+    if (problem.problem.status >= 500 && problem.problem.status !== 503) {
+      this.logger.error({ err, requestId: x.requestId }, 'unhandled error');
+    }
+    x.problem(problem.problem, problem.detail, problem.extensions, { ...headers, ...problem.headers });
+  }
+}
+
+function headerOf(x: Exchange, name: string): string | undefined {
+  const v = x.req.headers[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** As body-parser (strict): no body is undefined; JSON other than an object or array is malformed. */
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  if (!OBJECT_OR_ARRAY.test(text)) throw new ProblemException(CommonProblems['malformed-json'], 'The request body is not valid JSON.');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ProblemException(CommonProblems['malformed-json'], 'The request body is not valid JSON.');
+  }
+}
