@@ -307,6 +307,15 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c2', scopes: ['flags:read'] } });
     const invitee = await f.signUp();
     await f.call('POST', `/api/tenants/${root.tenantId}/users`, { ...auth, json: { email: invitee.email, role: 'viewer' } });
+    // The usage ledger has no API that writes it (the gateway does): two rows as the gateway writes them.
+    const db = new Client({ connectionString: f.te.db.url });
+    await db.connect();
+    await db.query(
+      `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, completed_at)
+       SELECT $1, 'ffc_bad_input', 'core', 'inhouse', 'fake-chat-1', 'chat.completions', 'succeeded', now() FROM generate_series(1, 2)`,
+      [root.tenantId],
+    );
+    await db.end();
 
     const cursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
     const uuid = '0b6e4b4e-8a43-4d6f-9a3e-2f1c4a5b6c7d';

@@ -1535,7 +1535,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -1689,7 +1689,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -1810,7 +1810,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -1882,7 +1882,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -1965,7 +1965,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2068,7 +2068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2189,7 +2189,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2312,7 +2312,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2403,7 +2403,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2462,7 +2462,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2570,7 +2570,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2662,7 +2662,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2781,7 +2781,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2862,7 +2862,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -2981,7 +2981,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3100,7 +3100,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3219,7 +3219,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3299,7 +3299,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3419,7 +3419,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3511,7 +3511,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3630,7 +3630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3711,7 +3711,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3832,7 +3832,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -3900,7 +3900,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4017,7 +4017,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4114,7 +4114,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4236,7 +4236,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4365,7 +4365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4440,7 +4440,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4564,7 +4564,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4692,7 +4692,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4776,7 +4776,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4849,7 +4849,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -4984,7 +4984,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5108,7 +5108,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5183,7 +5183,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5258,7 +5258,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5337,7 +5337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5407,7 +5407,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5477,7 +5477,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5539,7 +5539,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5632,7 +5632,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5711,7 +5711,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (Postgres, Redis) is unreachable; retry after `Retry-After` seconds */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
                     /** @description seconds to wait before retrying */
@@ -5750,7 +5750,7 @@ export interface operations {
                     "application/json": components["schemas"]["BillingSessionDto"];
                 };
             };
-            /** @description X-Tenant-ID missing */
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5759,7 +5759,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description no or bad bearer token */
+            /** @description No bearer token, or an invalid, expired or revoked one */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5768,7 +5768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description not an admin of the tenant (billing is for tenant admins), or a client token */
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5777,7 +5777,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description already subscribed to the chosen plan */
+            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5786,8 +5786,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description invalid body */
-            422: {
+            /** @description Request body over 1 MiB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5795,7 +5795,36 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Stripe refused the request */
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An outside service (the payment provider) refused the request */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5804,9 +5833,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Stripe unavailable or billing not configured; Retry-After says when to try again */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5839,7 +5870,16 @@ export interface operations {
                     "application/json": components["schemas"]["BillingSessionDto"];
                 };
             };
-            /** @description no or bad bearer token */
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5848,7 +5888,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description not an admin of the tenant (billing is for tenant admins), or a client token */
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5857,8 +5897,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description invalid body or unknown product key */
-            422: {
+            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5866,7 +5906,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Stripe refused the request */
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An outside service (the payment provider) refused the request */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -5875,9 +5953,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Stripe unavailable or billing not configured; Retry-After says when to try again */
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5905,7 +5985,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubscriptionDto"];
                 };
             };
-            /** @description no or bad bearer token */
+            /** @description No bearer token, or an invalid, expired or revoked one */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5914,7 +5994,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description not an admin of the tenant (billing is for tenant admins), or a client token */
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5923,9 +6003,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Stripe unavailable or billing not configured; Retry-After says when to try again */
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
             503: {
                 headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

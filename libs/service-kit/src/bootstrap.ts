@@ -66,22 +66,27 @@ function refuseDeepJson(_req: unknown, _res: unknown, raw: Buffer): void {
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /**
- * A path whose percent-decoded form holds a control character (`/api/flags/%00`) or does not decode
- * names no resource: 400 here, before any guard, handler or query sees it (Postgres refuses NUL).
+ * Why a request path names no resource, or undefined when it may: its percent-decoded form holds a
+ * control character (`/api/flags/%00`; Postgres refuses NUL) or it does not decode. Shared by the
+ * Express middleware below and routes answered on the lean HTTP layer.
  */
-export function refuseUnsafePath(req: Request, _res: Response, next: NextFunction): void {
-  const url = req.url ?? '/';
+export function unsafePathReason(url: string): string | undefined {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
-  if (!path.includes('%')) return next();
+  if (!path.includes('%')) return undefined;
   let decoded: string;
   try {
     decoded = decodeURIComponent(path);
   } catch {
-    return next(new ProblemException(CommonProblems['bad-request'], 'The request path holds an invalid percent-encoding.'));
+    return 'The request path holds an invalid percent-encoding.';
   }
-  if (CONTROL_CHARACTER.test(decoded)) return next(new ProblemException(CommonProblems['bad-request'], 'The request path holds a control character.'));
-  next();
+  return CONTROL_CHARACTER.test(decoded) ? 'The request path holds a control character.' : undefined;
+}
+
+/** 400 for an unsafe path (unsafePathReason), before any guard, handler or query sees it. */
+export function refuseUnsafePath(req: Request, _res: Response, next: NextFunction): void {
+  const reason = unsafePathReason(req.url ?? '/');
+  next(reason === undefined ? undefined : new ProblemException(CommonProblems['bad-request'], reason));
 }
 
 /**

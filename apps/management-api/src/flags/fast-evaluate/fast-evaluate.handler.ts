@@ -5,7 +5,7 @@ import type { EvaluationContext } from '@flagship/flag-evaluation';
 import { type Exchange, TurnBatcher } from '@flagship/lean-http';
 import { CommonProblems, ProblemException, StrictValidationPipe, toProblem } from '@flagship/problem-details';
 import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, type RateLimitSubject, RequestPolicyProblems } from '@flagship/request-policies';
-import type { CallerContext } from '@flagship/service-kit';
+import { type CallerContext, exceedsJsonDepth, MAX_JSON_DEPTH, unsafePathReason } from '@flagship/service-kit';
 import { EvaluateFlagDto } from '../flags.dto';
 import type { FlagsService } from '../flags.service';
 import type { GuardedRoute, PrincipalCache } from './principal-cache';
@@ -39,7 +39,7 @@ export class FastEvaluateHandler {
   async byKey(x: Exchange, flagKey: string, text: string): Promise<void> {
     let headers: OutgoingHttpHeaders | undefined;
     try {
-      const body = parseBody(text);
+      const body = parseBody(x, text);
       const principal = await this.principals.resolve(x.req, this.routes.byKey);
       headers = await this.rateLimit(x, principal.caller);
       const dto = (await this.pipe.transform(body, { type: 'body', metatype: EvaluateFlagDto, data: undefined })) as EvaluateFlagDto;
@@ -59,7 +59,7 @@ export class FastEvaluateHandler {
   async inProject(x: Exchange, projectId: string, flagKey: string, text: string): Promise<void> {
     let headers: OutgoingHttpHeaders | undefined;
     try {
-      const body = parseBody(text);
+      const body = parseBody(x, text);
       const principal = await this.principals.resolve(x.req, this.routes.inProject);
       headers = await this.rateLimit(x, principal.caller);
       const context = (await this.pipe.transform(body, { type: 'body', metatype: Object, data: undefined })) as EvaluationContext;
@@ -102,9 +102,18 @@ function headerOf(x: Exchange, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-/** As body-parser (strict): no body is undefined; JSON other than an object or array is malformed. */
-function parseBody(text: string): unknown {
+/**
+ * What the Express app does before a controller runs: an unsafe path is 400 (refuseUnsafePath), then
+ * body-parser (strict): no body is undefined, JSON other than an object or array is malformed, and
+ * nesting deeper than MAX_JSON_DEPTH is json-too-deep.
+ */
+function parseBody(x: Exchange, text: string): unknown {
+  const unsafe = unsafePathReason(x.req.url ?? '/');
+  if (unsafe !== undefined) throw new ProblemException(CommonProblems['bad-request'], unsafe);
   if (text === '') return undefined;
+  if (text.length > MAX_JSON_DEPTH && exceedsJsonDepth(text)) {
+    throw new ProblemException(CommonProblems['json-too-deep'], `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`);
+  }
   if (!OBJECT_OR_ARRAY.test(text)) throw new ProblemException(CommonProblems['malformed-json'], 'The request body is not valid JSON.');
   try {
     return JSON.parse(text) as unknown;
