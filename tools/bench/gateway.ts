@@ -151,7 +151,9 @@ async function accessToken(te: TestEnvironment, issuer: string, port: number): P
 
 async function startGateway(te: TestEnvironment, issuer: string, upstream: string): Promise<{ url: string; pid: number }> {
   const port = await freePort();
-  const p = launch('ai-gateway', [mainOf('ai-gateway')], {
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the gateway under load.
+  const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+  const p = launch('ai-gateway', [...nodeArgs, mainOf('ai-gateway')], {
     ...te.env,
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',

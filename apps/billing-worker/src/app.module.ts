@@ -4,8 +4,14 @@ import { SecretStore } from '@flagship/config';
 import { platformModules } from '@flagship/service-kit';
 import { BillingMetrics } from './billing.metrics';
 import type { BillingWorkerConfig } from './env.schema';
-import { BillingJobs } from './jobs/billing-jobs';
+import { JOB_MAX_BACKOFF_MS, JOBS } from './jobs/job';
+import { JobScheduler } from './jobs/job-scheduler';
 import { JobsModule } from './jobs/jobs.module';
+import { portalConfigurationJob } from './jobs/portal-configuration.job';
+import { stripeEventsCatchUpJob } from './jobs/stripe-events-catch-up.job';
+import { usageMeterJob } from './jobs/usage-meter.job';
+import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
+import { webhookInboxJob } from './jobs/webhook-inbox.job';
 import { UsageMeterRepository } from './metering/usage-meter.repository';
 import { UsageMeterService } from './metering/usage-meter.service';
 import { PortalConfigurationService } from './stripe/portal-configuration.service';
@@ -46,7 +52,19 @@ export class AppModule {
         UsageMeterService,
         StripeEventsCatchUpService,
         PortalConfigurationService,
-        BillingJobs,
+        {
+          provide: JOBS,
+          // The reconciler always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
+          useFactory: (reconciler: UsageReconcilerJob, processor: StripeEventProcessor, meter: UsageMeterService, catchUp: StripeEventsCatchUpService, portal: PortalConfigurationService) => [
+            reconciler,
+            ...(config.BILLING_JOBS_ENABLED
+              ? [webhookInboxJob(processor, config), usageMeterJob(meter, config), stripeEventsCatchUpJob(catchUp, config), portalConfigurationJob(portal, config)]
+              : []),
+          ],
+          inject: [UsageReconcilerJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService],
+        },
+        { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
+        JobScheduler,
       ],
     };
   }

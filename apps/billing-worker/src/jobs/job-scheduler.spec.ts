@@ -48,8 +48,9 @@ class RecordingJob implements Job {
 
 describe('JobScheduler', () => {
   const schedulers: JobScheduler[] = [];
-  const start = (...jobs: Job[]) => {
-    const s = new JobScheduler(jobs, new HttpMetrics('billing-worker-test', false));
+  const start = (...jobs: Job[]) => startWithBackoff(60_000, ...jobs);
+  const startWithBackoff = (maxBackoffMs: number, ...jobs: Job[]) => {
+    const s = new JobScheduler(jobs, new HttpMetrics('billing-worker-test', false), maxBackoffMs);
     schedulers.push(s);
     s.onApplicationBootstrap();
     return s;
@@ -71,15 +72,15 @@ describe('JobScheduler', () => {
     for (let i = 1; i < job.starts.length; i++) expect(job.starts[i] - job.starts[i - 1]).toBeGreaterThanOrEqual(22);
   });
 
-  it('logs a run of failures once, goes on trying every interval, and logs the recovery', async () => {
+  it('logs a run of failures once, goes on trying, and logs the recovery', async () => {
     const errors = jest.spyOn(Logger.prototype, 'error');
     const logs = jest.spyOn(Logger.prototype, 'log');
     const job = new RecordingJob(5, 1, 4);
-    start(job);
+    startWithBackoff(5, job);
     await until(() => logs.mock.calls.some((c) => c[0] === 'job recording recovered'));
     expect(job.failures).toBe(0);
     expect(job.passes).toBeGreaterThanOrEqual(5);
-    expect(errors.mock.calls.map((c) => c[0])).toEqual(['job recording failed, retrying every 0.005 s until it succeeds: connect ECONNREFUSED 127.0.0.1:5432']);
+    expect(errors.mock.calls.map((c) => c[0])).toEqual(['job recording failed, retrying with backoff until it succeeds: connect ECONNREFUSED 127.0.0.1:5432']);
     expect(logs.mock.calls.filter((c) => c[0] === 'job recording recovered')).toHaveLength(1);
   });
 
@@ -96,12 +97,47 @@ describe('JobScheduler', () => {
 
   it('counts passes by outcome in the app\'s metrics', async () => {
     const metrics = new HttpMetrics('billing-worker-test', false);
-    const s = new JobScheduler([new RecordingJob(1, 1, 1)], metrics);
+    const s = new JobScheduler([new RecordingJob(1, 1, 1)], metrics, 60_000);
     schedulers.push(s);
     s.onApplicationBootstrap();
     await until(async () => /outcome="ok"/.test(await metrics.registry.metrics()));
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/billing_worker_job_runs_total\{job="recording",outcome="error",service="billing-worker-test"\} 1\n/);
     expect(text).toMatch(/billing_worker_job_runs_total\{job="recording",outcome="ok",service="billing-worker-test"\} [1-9]/);
+  });
+
+  it('runs again at once while a pass says there is more work, waits its interval when idle, and wakes early on demand', async () => {
+    let runs = 0;
+    const job: Job = { name: 'batches', intervalMs: 60_000, run: async () => ++runs < 5 };
+    const s = start(job);
+    await until(() => runs === 5); // four passes with work back to back, then idle for a minute
+    await sleep(30);
+    expect(runs).toBe(5);
+    s.wake('batches');
+    await until(() => runs === 6);
+  });
+
+  it('backs off after failures (1 s doubling, capped by the longest backoff) and resets after a success', async () => {
+    const starts: number[] = [];
+    let failing = true;
+    const job: Job = {
+      name: 'flaky',
+      intervalMs: 60_000,
+      run: async () => {
+        starts.push(Date.now());
+        if (failing) throw new Error('connect ECONNREFUSED 127.0.0.1:12111');
+      },
+    };
+    const s = new JobScheduler([job], new HttpMetrics('billing-worker-test', false), 1500);
+    schedulers.push(s);
+    s.onApplicationBootstrap();
+    await until(() => starts.length === 3, 5_000);
+    // at 0, then after 1000 ms, then after min(2000, 1500) ms
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(950);
+    expect(starts[2]! - starts[1]!).toBeGreaterThanOrEqual(1450);
+    expect(starts[2]! - starts[1]!).toBeLessThan(1990);
+    failing = false;
+    s.wake('flaky');
+    await until(() => starts.length === 4);
   });
 });

@@ -1,17 +1,10 @@
 import { Module } from '@nestjs/common';
-import { JOBS } from './job';
-import { JobScheduler } from './job-scheduler';
 import { UsageReconcilerJob } from './usage-reconciler.job';
 import { UsageReconcilerRepository } from './usage-reconciler.repository';
 
-/** Background jobs of billing-worker; a new job is a provider here and one more entry in JOBS. */
+/** The usage reconciler's parts; AppModule lists it with the Stripe jobs for the one JobScheduler. */
 @Module({
-  providers: [
-    UsageReconcilerRepository,
-    UsageReconcilerJob,
-    { provide: JOBS, useFactory: (reconciler: UsageReconcilerJob) => [reconciler], inject: [UsageReconcilerJob] },
-    JobScheduler,
-  ],
+  providers: [UsageReconcilerRepository, UsageReconcilerJob],
   exports: [UsageReconcilerJob],
 })
 export class JobsModule {}

@@ -1,6 +1,6 @@
 import type { BillingWorkerConfig } from '../env.schema';
 import type { PortalConfigurationService } from '../stripe/portal-configuration.service';
-import type { Job } from './job-runner';
+import type { Job } from './job';
 
 /** At start-up and daily: the portal configuration allows every plan price. */
 export function portalConfigurationJob(portal: PortalConfigurationService, config: BillingWorkerConfig): Job {

@@ -1,6 +1,6 @@
 import type { BillingWorkerConfig } from '../env.schema';
 import type { StripeEventsCatchUpService } from '../stripe/stripe-events-catch-up.service';
-import type { Job } from './job-runner';
+import type { Job } from './job';
 
 /** At start-up and every STRIPE_CATCH_UP_INTERVAL_S: store the events webhooks missed. */
 export function stripeEventsCatchUpJob(catchUp: StripeEventsCatchUpService, config: BillingWorkerConfig): Job {

@@ -2,7 +2,7 @@ import { Controller, Headers, HttpCode, Logger, Post, Req } from '@nestjs/common
 import type { Request } from 'express';
 import { CommonProblems, ProblemException } from '@flagship/problem-details';
 import { BillingMetrics } from '../billing.metrics';
-import { BillingJobs } from '../jobs/billing-jobs';
+import { JobScheduler } from '../jobs/job-scheduler';
 import { StripeEventsRepository } from './stripe-events.repository';
 import { WebhookProblems } from './webhook.errors';
 import { WebhookSignatureVerifier } from './webhook-signature';
@@ -19,7 +19,7 @@ export class StripeWebhookController {
   constructor(
     private readonly verifier: WebhookSignatureVerifier,
     private readonly inbox: StripeEventsRepository,
-    private readonly jobs: BillingJobs,
+    private readonly jobs: JobScheduler,
     private readonly metrics: BillingMetrics,
   ) {}
 
