@@ -23,6 +23,11 @@ export const aiGatewayEnv = {
   GATEWAY_RATE_LIMIT_RPM: num({ default: 6000, desc: 'requests per OAuth client per minute' }),
   GATEWAY_RATE_LIMIT_TPM: num({ default: 2_000_000, desc: 'tokens (estimated input + max output) per OAuth client per minute' }),
   GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS: num({ default: 1024, desc: 'output tokens reserved for a chat request that sets no max_tokens' }),
+  GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: str({
+    choices: ['on', 'off'],
+    default: 'off',
+    desc: "Postgres' synchronous_commit for the gateway's ledger writes; see README 'Pipeline and money'",
+  }),
   GATEWAY_TENANT_CACHE_MS: num({ default: 60_000, desc: 'tenants and entitlements cached this long at most (changes arrive at once through Redis)' }),
 };
 
