@@ -57,7 +57,10 @@ export function SessionProvider({ children, initial }: { children: ReactNode; in
       signOut: (n) => {
         setNotice(n ?? null);
         // From storage, not this render's session: the 401 handler keeps the first render's callbacks.
-        setLastEmail(n ? (load()?.email ?? '') : '');
+        // Several requests may fail at once: only the first, which still finds the session, sets it.
+        const ended = load();
+        if (!n) setLastEmail('');
+        else if (ended) setLastEmail(ended.email);
         save(null);
       },
       setTenant: (id) => session && save({ ...session, tenantId: id }),

@@ -1,4 +1,4 @@
-import { useMemo, useState } from 'react';
+import { startTransition, useEffect, useMemo, useState } from 'react';
 import { Input, Label, SearchField } from 'react-aria-components';
 import { Link } from 'wouter';
 import { formatValue } from '../api';
@@ -6,6 +6,21 @@ import { FlagSwitch } from '../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useFlags } from '../queries';
 import { useSignedIn } from '../session';
+
+/** Rows rendered at once; the rest follow in interruptible transitions, so a long list never freezes the page. */
+const FIRST_ROWS = 60;
+const MORE_ROWS = 120;
+
+/** How many of `total` rows to render now: the first at once, then more after each paint. */
+function useProgressiveCount(total: number): number {
+  const [count, setCount] = useState(FIRST_ROWS);
+  useEffect(() => {
+    if (count >= total) return;
+    const t = setTimeout(() => startTransition(() => setCount((c) => c + MORE_ROWS)), 0);
+    return () => clearTimeout(t);
+  }, [count, total]);
+  return Math.min(count, total);
+}
 
 export function Flags() {
   const { scope, environment } = useSignedIn();
@@ -17,6 +32,7 @@ export function Flags() {
     if (q === '') return flags.data;
     return flags.data.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
   }, [flags.data, search]);
+  const rendered = useProgressiveCount(shown.length);
 
   return (
     <section aria-labelledby="flags-title">
@@ -56,7 +72,7 @@ export function Flags() {
             </tr>
           </thead>
           <tbody>
-            {shown.map((f) => (
+            {shown.slice(0, rendered).map((f) => (
               <tr key={f.key}>
                 <td>
                   <Link href={`/flags/${encodeURIComponent(f.key)}`}>{f.name}</Link>
@@ -76,6 +92,11 @@ export function Flags() {
             ))}
           </tbody>
         </table>
+      )}
+      {rendered < shown.length && (
+        <p className="state" role="status">
+          Showing {rendered} of {shown.length} flags…
+        </p>
       )}
     </section>
   );
