@@ -3,7 +3,7 @@ import { useEffect, useState, type ReactNode } from 'react';
 import { Button } from 'react-aria-components';
 import { Link, Route, Router, Switch } from 'wouter';
 import { isApiError } from './api';
-import { ChoiceSelect } from './components/TypeSelect';
+import { ChoiceSelect } from './components/ChoiceSelect';
 import { CreateFlag } from './pages/CreateFlag';
 import { FlagDetail } from './pages/FlagDetail';
 import { Flags } from './pages/Flags';

@@ -4,7 +4,7 @@ import { Button, FieldError, Form, Input, Label, Radio, RadioGroup, TextArea, Te
 import { useLocation } from 'wouter';
 import { FLAG_TYPES, isApiError, request, type Flag, type FlagType, type JsonValue } from '../api';
 import { ErrorState } from '../components/States';
-import { ChoiceSelect } from '../components/TypeSelect';
+import { ChoiceSelect } from '../components/ChoiceSelect';
 import { useSignedIn } from '../session';
 
 const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
