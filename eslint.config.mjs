@@ -31,7 +31,7 @@ export default tseslint.config(
   { ignores: ['**/dist', '**/node_modules', '**/tmp', '**/coverage', '.nx/**', 'openapi/**'] },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     plugins: { '@nx': nx },
     rules: {
       '@nx/enforce-module-boundaries': ['error', MODULE_BOUNDARIES],

@@ -144,6 +144,7 @@ const results = await Promise.all(APPS.map(async (a) => [a, await healthy(a.port
 console.log('\nFlagship is running:');
 for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}${ok ? '' : '  (not healthy yet)'}`);
 console.log(`  API docs        http://127.0.0.1:3000/docs`);
+console.log(`  web console     http://127.0.0.1:3000/console/`);
 console.log(`  orep token      ${env.OREP_AUTH_TOKEN}`);
 console.log(`  inhouse model   ${fakeUpstream ? `${fakeUpstream}: the fake upstream (echo answers), as PROVIDER_INHOUSE_URL is unset` : env.PROVIDER_INHOUSE_URL}`);
 console.log(`  demo client     id ${demoClient[1]}  secret ${demoClient[2]}`);

@@ -1,4 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
+import { installConsole } from './console/console-static';
+import type { ManagementApiConfig } from './env.schema';
 import { installFastEvaluate } from './flags/fast-evaluate/install-fast-evaluate';
 import { setupOpenApi } from './openapi';
 
@@ -6,4 +9,5 @@ import { setupOpenApi } from './openapi';
 export function configureManagementApi(app: INestApplication): void {
   setupOpenApi(app);
   installFastEvaluate(app);
+  installConsole(app, app.get<ManagementApiConfig>(APP_CONFIG).CONSOLE_DIR);
 }

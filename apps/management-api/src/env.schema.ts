@@ -6,6 +6,7 @@ export const managementApiEnv = {
   ...commonEnv,
   ...portEnv(3000),
   PUBLIC_BASE_URL: str({ default: '', desc: 'the address clients reach this API at; default http://HOST:PORT' }),
+  CONSOLE_DIR: str({ default: 'dist/apps/console', desc: 'the built web console (nx run console:build), served at /console' }),
   IDP_MODE: str({ choices: ['dev', 'oidc'], devDefault: 'dev', desc: 'dev: the embedded identity provider (never in production)' }),
   IDP_ISSUER: str({ default: '', desc: 'issuer of user ID tokens (oidc mode)' }),
   IDP_AUDIENCE: str({ default: 'flagship-dev', desc: 'audience of user ID tokens (Firebase: the project id)' }),

@@ -1,0 +1,78 @@
+// The console's only way to the server: management-api's public REST API on the same origin.
+
+// The API's resource types are the SDK's (libs/sdk), so the console and the SDK cannot drift apart.
+import type { Flag, FlagType, JsonValue } from '@flagship/sdk';
+export type { Environment, EvaluationResult, Flag, FlagType, JsonValue, Rule } from '@flagship/sdk';
+
+export const FLAG_TYPES: readonly FlagType[] = ['boolean', 'string', 'number', 'json'];
+export interface TenantRef { tenant_id: string; tenant_name: string; role: string }
+export interface Bootstrap {
+  data: { user: { uid: string; email: string }; tenants: TenantRef[]; active_tenant_id: string; active_tenant_role: string };
+}
+
+/** An RFC 9457 problem from the API, with what the console shows: title, detail and the request id to quote. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail: string | undefined,
+    readonly requestId: string | undefined,
+    readonly retryAfterSeconds: number | undefined,
+    readonly fieldErrors: Record<string, string> = {},
+  ) {
+    super(detail ? `${title}: ${detail}` : title);
+  }
+}
+
+export interface RequestScope { token?: string; tenantId?: string; environment?: string }
+
+export interface ApiResponse<T> { body: T; etag: string | null }
+
+export async function request<T>(method: string, path: string, scope: RequestScope, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  const h: Record<string, string> = { Accept: 'application/json', ...headers };
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  if (scope.token) h['Authorization'] = `Bearer ${scope.token}`;
+  if (scope.tenantId) h['X-Tenant-ID'] = scope.tenantId;
+  if (scope.environment) h['X-Environment'] = scope.environment;
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  } catch {
+    throw new ApiError(0, 'The server cannot be reached', 'Check your connection and try again.', undefined, undefined);
+  }
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  if (text !== '') {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+  }
+  if (!res.ok) throw toApiError(res, parsed);
+  return { body: parsed as T, etag: res.headers.get('ETag') };
+}
+
+function toApiError(res: Response, parsed: unknown): ApiError {
+  const p = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const retry = Number(res.headers.get('Retry-After'));
+  const errors = typeof p['errors'] === 'object' && p['errors'] !== null ? (p['errors'] as Record<string, string>) : {};
+  return new ApiError(
+    res.status,
+    str(p['title']) ?? res.statusText ?? `HTTP ${res.status}`,
+    str(p['detail']),
+    str(p['instance']) ?? res.headers.get('X-Request-Id') ?? undefined,
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+    errors,
+  );
+}
+
+export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+
+/** The flag's ETag as GET sends it: the list carries the same version, so a row's switch needs no extra read. */
+export const etagOfFlag = (f: Pick<Flag, 'version'>): string => `"${f.version}"`;
+
+export function formatValue(v: JsonValue | null | undefined): string {
+  return v === undefined ? '—' : JSON.stringify(v);
+}

@@ -1,0 +1,103 @@
+import { startTransition, useEffect, useMemo, useState } from 'react';
+import { Input, Label, SearchField } from 'react-aria-components';
+import { Link } from 'wouter';
+import { formatValue } from '../api';
+import { FlagSwitch } from '../components/FlagSwitch';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { useFlags } from '../queries';
+import { useSignedIn } from '../session';
+
+/** Rows rendered at once; the rest follow in interruptible transitions, so a long list never freezes the page. */
+const FIRST_ROWS = 60;
+const MORE_ROWS = 120;
+
+/** How many of `total` rows to render now: the first at once, then more after each paint. */
+function useProgressiveCount(total: number): number {
+  const [count, setCount] = useState(FIRST_ROWS);
+  useEffect(() => {
+    if (count >= total) return;
+    const t = setTimeout(() => startTransition(() => setCount((c) => c + MORE_ROWS)), 0);
+    return () => clearTimeout(t);
+  }, [count, total]);
+  return Math.min(count, total);
+}
+
+export function Flags() {
+  const { scope, environment } = useSignedIn();
+  const flags = useFlags(scope);
+  const [search, setSearch] = useState('');
+  const shown = useMemo(() => {
+    const q = search.trim().toLowerCase();
+    if (!flags.data) return [];
+    if (q === '') return flags.data;
+    return flags.data.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
+  }, [flags.data, search]);
+  const rendered = useProgressiveCount(shown.length);
+
+  return (
+    <section aria-labelledby="flags-title">
+      <div className="page-head">
+        <h1 id="flags-title">Flags in {environment}</h1>
+        <Link href="/flags/new" className="button primary">
+          Create flag
+        </Link>
+      </div>
+      <SearchField value={search} onChange={setSearch} className="react-aria-SearchField search">
+        <Label>Search flags</Label>
+        <Input placeholder="key, name or tag" />
+      </SearchField>
+      {flags.isPending && <Loading what="flags" />}
+      {flags.isError && <ErrorState error={flags.error} onRetry={() => void flags.refetch()} />}
+      {flags.isSuccess && flags.data.length === 0 && (
+        <Empty>
+          <p>No flags yet in this tenant.</p>
+          <Link href="/flags/new">Create your first flag</Link>
+        </Empty>
+      )}
+      {flags.isSuccess && flags.data.length > 0 && shown.length === 0 && (
+        <Empty>
+          <p>No flag matches “{search}”.</p>
+        </Empty>
+      )}
+      {shown.length > 0 && (
+        <table className="flags">
+          <caption className="visually-hidden">Flags in {environment}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Flag</th>
+              <th scope="col">Type</th>
+              <th scope="col">Default</th>
+              <th scope="col">Tags</th>
+              <th scope="col">Status</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.slice(0, rendered).map((f) => (
+              <tr key={f.key}>
+                <td>
+                  <Link href={`/flags/${encodeURIComponent(f.key)}`}>{f.name}</Link>
+                  <div className="muted">
+                    <code>{f.key}</code>
+                  </div>
+                </td>
+                <td>{f.type}</td>
+                <td>
+                  <code>{formatValue(f.defaultValue)}</code>
+                </td>
+                <td>{f.tags.join(', ')}</td>
+                <td>
+                  <FlagSwitch flag={f} scope={scope} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {rendered < shown.length && (
+        <p className="state" role="status">
+          Showing {rendered} of {shown.length} flags…
+        </p>
+      )}
+    </section>
+  );
+}

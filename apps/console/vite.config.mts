@@ -1,0 +1,26 @@
+import { fileURLToPath } from 'node:url';
+import react from '@vitejs/plugin-react';
+import { defineConfig } from 'vitest/config';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+// Served by management-api at /console (apps/management-api/src/console); hashed names under assets/
+// are what lets it cache them for a year.
+export default defineConfig({
+  root: here,
+  base: '/console/',
+  plugins: [react()],
+  build: {
+    outDir: fileURLToPath(new URL('../../dist/apps/console', import.meta.url)),
+    emptyOutDir: true,
+    // Read by e2e/bundle-size.spec.ts to hold the initial JavaScript to its budget.
+    manifest: true,
+    sourcemap: false,
+    target: 'es2022',
+  },
+  test: {
+    environment: 'jsdom',
+    include: ['src/**/*.test.tsx'],
+    setupFiles: ['src/test-setup.ts'],
+  },
+});
