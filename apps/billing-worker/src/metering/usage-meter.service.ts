@@ -41,18 +41,20 @@ export class UsageMeterService {
       const batch = await this.rows.claim(m, this.config.METER_BATCH_SIZE);
       if (batch.length === 0) return 0;
       const stripe = this.stripe.client();
-      const customers = new Map<string, string>();
+      // Each tenant's customer first, one after the other: the queries run on this transaction's one
+      // connection, which takes one query at a time (the sends below run concurrently).
+      const customers = new Map<string, string | undefined>();
+      for (const row of batch) {
+        const key = `${row.tenantId}:${row.productKey}`;
+        if (customers.has(key)) continue;
+        const tenant = await this.tenants.tenant(row.tenantId, m);
+        customers.set(key, tenant ? (await ensureStripeCustomer(stripe, this.billing, tenant, row.productKey)).stripeCustomerId : undefined);
+      }
       const accepted: string[] = [];
       const queue = [...batch];
       const send = async (row: UnmeteredRow) => {
-        const key = `${row.tenantId}:${row.productKey}`;
-        let customer = customers.get(key);
-        if (!customer) {
-          const tenant = await this.tenants.tenant(row.tenantId, m);
-          if (!tenant) return;
-          customer = (await ensureStripeCustomer(stripe, this.billing, tenant, row.productKey)).stripeCustomerId;
-          customers.set(key, customer);
-        }
+        const customer = customers.get(`${row.tenantId}:${row.productKey}`);
+        if (!customer) return;
         const timestamp = Math.max(Math.floor(row.completedAt.getTime() / 1000), Math.floor(Date.now() / 1000) - OLDEST_TIMESTAMP_S);
         try {
           await stripe.billing.meterEvents.create({
