@@ -53,6 +53,35 @@ function stop(code = 0) {
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
 
+const LEVELS = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' };
+const QUIET_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'name', 'msg', 'context', 'req', 'res', 'responseTime', 'err']);
+
+/**
+ * One log line as a person reads it in a terminal: the apps log JSON (pino, for machines in
+ * production), shown here as `12:00:01.234 INFO  [management-api] Context: message key=value`, a
+ * request as `POST /oauth/token -> 200 (113 ms)`, an error with its stack. Lines that are not JSON
+ * pass through as they are. `LOG_FORMAT=json npm start` keeps the raw JSON.
+ */
+function readable(name, line) {
+  if (env.LOG_FORMAT === 'json' || !line.startsWith('{')) return `[${name}] ${line}`;
+  let o;
+  try {
+    o = JSON.parse(line);
+  } catch {
+    return `[${name}] ${line}`;
+  }
+  if (typeof o !== 'object' || o === null || !('level' in o)) return `[${name}] ${line}`;
+  const time = new Date(o.time ?? Date.now()).toISOString().slice(11, 23);
+  let text = o.msg ?? '';
+  if (o.req && o.res) text = `${o.req.method} ${o.req.url} -> ${o.res.statusCode} (${o.responseTime} ms)${o.req.id ? ` id=${o.req.id}` : ''}`;
+  const extras = Object.entries(o)
+    .filter(([k]) => !QUIET_FIELDS.has(k))
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
+  const err = o.err ? `\n    ${String(o.err.stack ?? o.err.message ?? JSON.stringify(o.err)).replace(/\n/g, '\n    ')}` : '';
+  return `${time} ${LEVELS[o.level] ?? o.level} [${name}] ${o.context ? `${o.context}: ` : ''}${text}${extras ? `  ${extras}` : ''}${err}`;
+}
+
 /** Starts a process whose output lines are prefixed with its name; when one dies, all stop. */
 function launch(name, args, { extraEnv = {}, onLine = () => {} } = {}) {
   const child = spawn(process.execPath, args, { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -62,7 +91,7 @@ function launch(name, args, { extraEnv = {}, onLine = () => {} } = {}) {
       const lines = (rest + chunk).split('\n');
       rest = lines.pop();
       for (const line of lines) {
-        process.stdout.write(`[${name}] ${line}\n`);
+        process.stdout.write(`${readable(name, line)}\n`);
         onLine(line);
       }
     });
