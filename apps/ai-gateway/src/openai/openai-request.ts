@@ -1,3 +1,4 @@
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { GatewayError } from '../gateway.errors';
 import type { ModelEntry } from '../models/model-catalogue';
 import type { Endpoint } from '../providers/provider.types';
@@ -14,8 +15,6 @@ export interface GatewayRequest {
 }
 
 const ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
-/** Deeper JSON than any OpenAI request needs is refused before it is parsed (CONTRACT.md section 4: 64 levels). */
-const MAX_DEPTH = 64;
 
 const bad = (message: string, param: string | null): GatewayError => new GatewayError(400, 'invalid_request', message, param);
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -32,7 +31,8 @@ export function parseGatewayRequest(
   defaultMaxOutputTokens: number,
 ): GatewayRequest {
   if (text === '') throw bad('The request body is empty; send a JSON object.', null);
-  if (tooDeep(text)) throw bad(`The JSON body is nested deeper than ${MAX_DEPTH} levels.`, null);
+  // Deeper JSON than any OpenAI request needs is refused before it is parsed (CONTRACT.md section 4).
+  if (exceedsJsonDepth(text)) throw bad(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels.`, null);
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -111,21 +111,4 @@ function inputChars(input: unknown): number {
     else throw bad('input must be a string or a non-empty array of strings (or of token arrays).', 'input');
   }
   return chars;
-}
-
-/** Whether brackets outside strings nest deeper than MAX_DEPTH; one pass, no parse. */
-function tooDeep(text: string): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > MAX_DEPTH) return true;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return false;
 }
