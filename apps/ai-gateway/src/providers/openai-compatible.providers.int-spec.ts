@@ -172,8 +172,9 @@ describe('OpenAiCompatibleProviders', () => {
 
     it('stops retrying when the next wait would pass the total time-out', async () => {
       inhouse.behave({ failure: { kind: 'status', status: 503 } });
-      // A wait of 200 to 600 ms would meet the 300 ms deadline and end as 504: the upstream's 503 comes back at once instead.
-      await expect(layer({ retryBaseMs: 400, totalTimeoutMs: 300 }).json(req())).rejects.toMatchObject({ status: 503 });
+      // A wait of 2.5 to 7.5 s would meet the 2 s deadline and end as 504: the upstream's 503 comes back at once instead.
+      // (The deadline leaves a loaded machine room for the first attempt; 300 ms was once exceeded in CI.)
+      await expect(layer({ retryBaseMs: 5000, totalTimeoutMs: 2000 }).json(req())).rejects.toMatchObject({ status: 503 });
       expect(inhouse.calls.chat).toBe(1);
     });
   });
