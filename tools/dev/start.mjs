@@ -46,12 +46,17 @@ function stop(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-  if (fakeStripe?.exitCode === null) fakeStripe.kill('SIGTERM');
   Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null))).then(() => process.exit(code));
   setTimeout(() => process.exit(code), 15000).unref();
 }
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
+// `npm start` under `timeout` or a supervisor: npm exits on SIGTERM without passing it on, which
+// would leave this script and every app running, re-parented. Seeing the parent change is the cue.
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid) stop(0);
+}, 500).unref();
 
 const LEVELS = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' };
 const QUIET_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'name', 'msg', 'context', 'req', 'res', 'responseTime', 'err']);
