@@ -302,6 +302,25 @@ describe('chart options', () => {
     expect(checksum(renderChart(CHART).documents)).not.toBe(checksum(renderChart(CHART, { values: { logLevel: 'debug' } }).documents));
   });
 
+  it('the schema check refuses objects the API server would refuse, naming the field', () => {
+    const deployment = () => structuredClone(ofKind(targets[0], 'Deployment')[0]);
+    const portAsString = deployment();
+    portAsString['spec'].template.spec.containers[0].ports[0].containerPort = '3000';
+    const noContainers = deployment();
+    delete noContainers['spec'].template.spec.containers;
+    const badPolicy = deployment();
+    badPolicy['spec'].template.spec.restartPolicy = 'Sometimes';
+    const unknownKind = { apiVersion: 'apps/v1', kind: 'Deploymnt', metadata: { name: 'x' } };
+    const badName = { ...deployment(), metadata: { name: 'Flagship_API' } };
+    expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName] })).toEqual([
+      expect.stringContaining('containers/0/ports/0/containerPort must be integer'),
+      expect.stringContaining('spec/template/spec must have required property containers'),
+      expect.stringContaining('restartPolicy must be equal to one of the allowed values'),
+      'broken: no Kubernetes schema for apps/v1 Deploymnt',
+      expect.stringContaining('the name is not a DNS label'),
+    ]);
+  });
+
   it('the checks name what is wrong (each of these renders, and must not deploy)', () => {
     const render = (values: Record<string, unknown>) => ({ name: 'what-if', objects: renderChart(CHART, { values }).documents });
     const startup = (set: ManifestSet) => workloads(set).flatMap((w) => startupProblems(set, w, contractOf(w.app)).problems);
