@@ -185,6 +185,19 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     expect([gateway.env['OAUTH_ISSUER'], gateway.env['OAUTH_AUDIENCE']]).toEqual([api.env['OAUTH_ISSUER'], api.env['OAUTH_AUDIENCE']]);
   });
 
+  it('management-api (checkout, portal) and billing-worker (webhooks, sync) use one Stripe account and the same plan prices', () => {
+    const stripeOf = (app: string) => {
+      const w = all.find((x) => x.app === app)!;
+      const key = w.container['env'].find((e: Obj) => e.name === 'STRIPE_SECRET_KEY')?.valueFrom?.secretKeyRef;
+      const prices = ['STRIPE_PRICE_FREE', 'STRIPE_PRICE_STANDARD', 'STRIPE_PRICE_PREMIUM'].map((n) => w.env[n]);
+      return { key: key && { name: key.name, key: key.key }, prices };
+    };
+    const api = stripeOf('management-api');
+    expect(api.key).toBeDefined();
+    expect(api.prices.every((p) => /^price_\w+$/.test(p ?? ''))).toBe(true);
+    expect(stripeOf('billing-worker')).toEqual(api);
+  });
+
   if (target.production) {
     it('is production: NODE_ENV=production everywhere and never the dev identity provider', () => {
       for (const w of all) expect([w.component, w.env['NODE_ENV']]).toEqual([w.component, 'production']);
