@@ -32,8 +32,8 @@ function imageLayout(app: string): string {
   const dir = mkdtempSync(join(tmpdir(), `image-${app}-`));
   cpSync(join(root, 'dist/apps', app), join(dir, 'dist'), { recursive: true });
   writeFileSync(join(dir, 'dist/main.js'), `require('./apps/${app}/src/main.js');\n`);
-  if (existsSync(join(dir, `dist/apps/${app}/src/migrate.js`))) {
-    writeFileSync(join(dir, 'dist/migrate.js'), `require('./apps/${app}/src/migrate.js');\n`);
+  for (const script of ['migrate', 'seed']) {
+    if (existsSync(join(dir, `dist/apps/${app}/src/${script}.js`))) writeFileSync(join(dir, `dist/${script}.js`), `require('./apps/${app}/src/${script}.js');\n`);
   }
   // IMAGE_NODE_MODULES: a production-only node_modules laid out as the Dockerfile's prod-deps stage
   // leaves it, to run the commands without the devDependencies; by default the repository's.
@@ -53,7 +53,8 @@ describe('docker recipe', () => {
   it('builds every app of compose through the one Dockerfile, with commands that exist in the build', () => {
     // The fakes' services build the Dockerfile's `fakes` target, checked in tools/k8s/docker.e2e-spec.ts.
     const built = Object.entries(compose.services).filter(([, s]) => s.build?.args?.['APP']);
-    expect(built.map(([, s]) => s.build!.args!['APP']).sort()).toEqual([...APPS, 'management-api'].sort());
+    // migrate and seed: management-api's image with another command.
+    expect(built.map(([, s]) => s.build!.args!['APP']).sort()).toEqual([...APPS, 'management-api', 'management-api'].sort());
     for (const [name, svc] of built) {
       expect(svc.build!.dockerfile).toBe('docker/Dockerfile');
       const app = svc.build!.args!['APP'];

@@ -71,23 +71,27 @@ describe('docker/Dockerfile', () => {
 });
 
 describe('docker/compose.yaml', () => {
-  it('brings up the whole stack: Postgres, Redis, the migration, every app and the fakes', () => {
-    expect(Object.keys(services).sort()).toEqual(['postgres', 'redis', 'migrate', ...APPS, ...FAKES].sort());
+  it('brings up the whole stack: Postgres, Redis, the migration and the demo seed, every app and the fakes', () => {
+    expect(Object.keys(services).sort()).toEqual(['postgres', 'redis', 'migrate', 'seed', ...APPS, ...FAKES].sort());
     expect(services['migrate'].command).toEqual(['node', 'dist/migrate.js']);
+    expect(services['seed'].command).toEqual(['node', 'dist/seed.js']);
+    expect(Object.keys(services['seed'].depends_on ?? {})).toContain('migrate');
+    // The seed starts management-api's module tree: it gets the same environment.
+    expect(envOf('seed')).toEqual(envOf('management-api'));
     for (const app of APPS) {
       const depends = Object.keys(services[app].depends_on ?? {});
       expect([app, depends.includes('migrate'), depends.includes('redis')]).toEqual([app, true, true]);
     }
   });
 
-  it('builds each app and the migration through the one Dockerfile by APP, and the fakes by its `fakes` target', () => {
+  it('builds each app, the migration and the seed through the one Dockerfile by APP, and the fakes by its `fakes` target', () => {
     for (const [name, svc] of Object.entries(services).filter(([, s]) => s.build)) {
       expect([name, svc.build!.dockerfile, svc.build!.context]).toEqual([name, 'docker/Dockerfile', '..']);
       const app = svc.build!.args?.['APP'];
       if (FAKES.includes(name)) {
         expect([name, svc.build!.target, app]).toEqual([name, 'fakes', undefined]);
       } else {
-        expect([name, app]).toEqual([name, name === 'migrate' ? 'management-api' : name]);
+        expect([name, app]).toEqual([name, ['migrate', 'seed'].includes(name) ? 'management-api' : name]);
         expect(JSON.parse(readFileSync(join(ROOT, 'apps', app!, 'project.json'), 'utf8')).targets.build).toBeDefined();
       }
     }
