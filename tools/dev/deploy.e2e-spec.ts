@@ -160,6 +160,14 @@ describe('each image command, run as a process', () => {
     expect(output()).toContain('schema up to date');
   });
 
+  it("the seed command (compose's seed service) creates the demo tenant and prints the demo client", async () => {
+    const dir = imageLayout('management-api');
+    layouts.push(dir);
+    const { child, output } = run(dir, ['dist/seed.js'], te.env);
+    const [code] = await once(child, 'exit');
+    expect([code, output()]).toEqual([0, expect.stringMatching(/^demo-oauth-client \S+ \S+$/m)]);
+  });
+
   it.each([
     ['orep-server', {}, 'OREP_AUTH_TOKEN is required'],
     ['management-api', { PORT: 'abc' }, 'PORT is invalid'],

@@ -145,6 +145,7 @@ describe('docker/compose.yaml', () => {
     expect(services['fake-stripe'].ports).toContain(`${publicUrl.port}:${stripe['FAKE_STRIPE_PORT']}`);
     // Inside the container network: bound to every interface, or the other containers cannot reach them.
     expect([model['FAKE_UPSTREAM_HOST'], stripe['FAKE_STRIPE_HOST']]).toEqual(['0.0.0.0', '0.0.0.0']);
+    for (const fake of FAKES) expect([fake, services[fake].read_only, services[fake].cap_drop]).toEqual([fake, true, ['ALL']]);
     expect(Object.keys(services['ai-gateway'].depends_on ?? {})).toContain('fake-model');
     expect(Object.keys(services['billing-worker'].depends_on ?? {})).toContain('fake-stripe');
   });
