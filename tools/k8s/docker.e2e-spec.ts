@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -189,6 +189,15 @@ describe('the fakes, as the image runs them', () => {
     const line = await waitFor(async () => ready.exec(out) ?? (child.exitCode !== null ? Promise.reject(new Error(`${service} exited: ${out}`)) : undefined), 15000);
     return { line, child };
   }
+
+  it('the compiled fakes load only Node modules, their own files and production dependencies (the image has no others)', () => {
+    const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const files = readdirSync(join(dir, 'dist'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    expect(files.sort()).toEqual(expect.arrayContaining(['tools/dev/fake-stripe.js', 'tools/dev/fake-upstream.js']));
+    const loaded = files.flatMap((f) => [...readFileSync(join(dir, 'dist', f), 'utf8').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]));
+    const outside = loaded.filter((m) => !m.startsWith('node:') && !m.startsWith('.') && !(m.split('/')[0] in dependencies));
+    expect(outside).toEqual([]);
+  });
 
   it('fake-model: serves the models to the key ai-gateway is given, as compose runs it', async () => {
     const port = await freePort();
