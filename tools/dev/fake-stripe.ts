@@ -1,34 +1,46 @@
 /**
  * The fake Stripe API (libs/testing) as a process, so checkout and portal links work locally:
- * `npm start` runs it when STRIPE_SECRET_KEY is unset.
+ * `npm start` runs it when STRIPE_SECRET_KEY is unset, docker/compose.yaml as its `fake-stripe`
+ * service (the image's `fakes` target runs the compiled file, dist/tools/dev/fake-stripe.js).
  *
  *   TS_NODE_PROJECT=tsconfig.json node -r ts-node/register/transpile-only tools/dev/fake-stripe.ts
  *
- * Creates the three plan prices and a portal-ready setup, delivers events signed with
- * FAKE_STRIPE_WEBHOOK_SECRET to FAKE_STRIPE_WEBHOOK_URL, and prints one line
- * `fake stripe settings {json}` with the STRIPE_* variables the apps need. Its state lives in memory:
- * a restart forgets customers and subscriptions the database still names.
+ * Settings: FAKE_STRIPE_PORT (default 0: any free port), FAKE_STRIPE_HOST (bind address, default
+ * 127.0.0.1; 0.0.0.0 in a container), FAKE_STRIPE_API_KEY (default sk_test_local_fake),
+ * FAKE_STRIPE_WEBHOOK_URL and FAKE_STRIPE_WEBHOOK_SECRET (events are signed with it and delivered
+ * there), FAKE_STRIPE_PUBLIC_URL (the base of the Checkout and portal links a browser opens; default
+ * the address it listens on), FAKE_STRIPE_API_URL (the STRIPE_API_BASE it reports, the address the
+ * apps call; default the same). The three plan prices have fixed ids, `price_free`,
+ * `price_standard` and `price_premium`, so a configuration can name them without a seeding step.
+ * Prints one line `fake stripe settings {json}` with the STRIPE_* variables the apps need. Its state
+ * lives in memory: a restart forgets customers and subscriptions the database still names.
  */
 import { FakeStripe } from '../../libs/testing/src/fake-stripe';
 
+/** Plan prices: [plan, monthly amount in cents]; the id is `price_<plan>`. */
+const PLANS: Array<[string, number]> = [
+  ['free', 0],
+  ['standard', 1900],
+  ['premium', 4900],
+];
+
 async function main(): Promise<void> {
   const env = process.env;
-  const apiKey = 'sk_test_local_fake';
+  const apiKey = env.FAKE_STRIPE_API_KEY || 'sk_test_local_fake';
   const webhookSecret = env.FAKE_STRIPE_WEBHOOK_SECRET || 'whsec_local_fake';
-  const fake = await FakeStripe.start({ port: Number(env.FAKE_STRIPE_PORT ?? 0), apiKey, webhookUrl: env.FAKE_STRIPE_WEBHOOK_URL, webhookSecret });
-  const stripe = fake.client();
-  const price = async (name: string, cents: number) => {
-    const product = await stripe.products.create({ name: `Flagship ${name}` });
-    return (await stripe.prices.create({ product: product.id, currency: 'usd', unit_amount: cents, recurring: { interval: 'month' } })).id;
-  };
-  const settings = {
-    STRIPE_API_BASE: fake.url,
-    STRIPE_SECRET_KEY: apiKey,
-    STRIPE_WEBHOOK_SECRET: webhookSecret,
-    STRIPE_PRICE_FREE: await price('Free', 0),
-    STRIPE_PRICE_STANDARD: await price('Standard', 1900),
-    STRIPE_PRICE_PREMIUM: await price('Premium', 4900),
-  };
+  const fake = await FakeStripe.start({
+    port: Number(env.FAKE_STRIPE_PORT ?? 0),
+    host: env.FAKE_STRIPE_HOST || '127.0.0.1',
+    publicUrl: env.FAKE_STRIPE_PUBLIC_URL || undefined,
+    apiKey,
+    webhookUrl: env.FAKE_STRIPE_WEBHOOK_URL || undefined,
+    webhookSecret,
+  });
+  const settings: Record<string, string> = { STRIPE_API_BASE: env.FAKE_STRIPE_API_URL || fake.url, STRIPE_SECRET_KEY: apiKey, STRIPE_WEBHOOK_SECRET: webhookSecret };
+  for (const [plan, cents] of PLANS) {
+    const price = fake.addPrice({ id: `price_${plan}`, productName: `Flagship ${plan[0].toUpperCase()}${plan.slice(1)}`, unitAmount: cents });
+    settings[`STRIPE_PRICE_${plan.toUpperCase()}`] = price['id'] as string;
+  }
   process.stdout.write(`fake stripe settings ${JSON.stringify(settings)}\n`);
   const stop = (): void => {
     void fake.close().then(() => process.exit(0));

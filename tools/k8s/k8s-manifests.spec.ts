@@ -185,6 +185,19 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     expect([gateway.env['OAUTH_ISSUER'], gateway.env['OAUTH_AUDIENCE']]).toEqual([api.env['OAUTH_ISSUER'], api.env['OAUTH_AUDIENCE']]);
   });
 
+  it('management-api (checkout, portal) and billing-worker (webhooks, sync) use one Stripe account and the same plan prices', () => {
+    const stripeOf = (app: string) => {
+      const w = all.find((x) => x.app === app)!;
+      const key = w.container['env'].find((e: Obj) => e.name === 'STRIPE_SECRET_KEY')?.valueFrom?.secretKeyRef;
+      const prices = ['STRIPE_PRICE_FREE', 'STRIPE_PRICE_STANDARD', 'STRIPE_PRICE_PREMIUM'].map((n) => w.env[n]);
+      return { key: key && { name: key.name, key: key.key }, prices };
+    };
+    const api = stripeOf('management-api');
+    expect(api.key).toBeDefined();
+    expect(api.prices.every((p) => /^price_\w+$/.test(p ?? ''))).toBe(true);
+    expect(stripeOf('billing-worker')).toEqual(api);
+  });
+
   if (target.production) {
     it('is production: NODE_ENV=production everywhere and never the dev identity provider', () => {
       for (const w of all) expect([w.component, w.env['NODE_ENV']]).toEqual([w.component, 'production']);
@@ -300,6 +313,25 @@ describe('chart options', () => {
   it('a changed ConfigMap rolls the pods (checksum annotation)', () => {
     const checksum = (objects: Obj[]) => ofKind({ name: '', objects }, 'Deployment')[0]['spec'].template.metadata.annotations['checksum/config'];
     expect(checksum(renderChart(CHART).documents)).not.toBe(checksum(renderChart(CHART, { values: { logLevel: 'debug' } }).documents));
+  });
+
+  it('the schema check refuses objects the API server would refuse, naming the field', () => {
+    const deployment = () => structuredClone(ofKind(targets[0], 'Deployment')[0]);
+    const portAsString = deployment();
+    portAsString['spec'].template.spec.containers[0].ports[0].containerPort = '3000';
+    const noContainers = deployment();
+    delete noContainers['spec'].template.spec.containers;
+    const badPolicy = deployment();
+    badPolicy['spec'].template.spec.restartPolicy = 'Sometimes';
+    const unknownKind = { apiVersion: 'apps/v1', kind: 'Deploymnt', metadata: { name: 'x' } };
+    const badName = { ...deployment(), metadata: { name: 'Flagship_API' } };
+    expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName] })).toEqual([
+      expect.stringContaining('containers/0/ports/0/containerPort must be integer'),
+      expect.stringContaining('spec/template/spec must have required property containers'),
+      expect.stringContaining('restartPolicy must be equal to one of the allowed values'),
+      'broken: no Kubernetes schema for apps/v1 Deploymnt',
+      expect.stringContaining('the name is not a DNS label'),
+    ]);
   });
 
   it('the checks name what is wrong (each of these renders, and must not deploy)', () => {

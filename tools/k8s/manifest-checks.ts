@@ -26,21 +26,6 @@ export interface Workload {
   problems: string[];
 }
 
-/** Variables CONTRACT.md announces for apps other helpers are building; see unknownVariables. */
-export const ANNOUNCED: Record<string, string[]> = {
-  'ai-gateway': [
-    'OAUTH_ISSUER',
-    'OAUTH_AUDIENCE',
-    'PROVIDER_INHOUSE_URL',
-    'PROVIDER_INHOUSE_API_KEY',
-    'PROVIDER_HOSTED_URL',
-    'PROVIDER_HOSTED_API_KEY',
-    'PROVIDER_HOSTED_PRODUCTS',
-    'PROVIDER_HOSTED_EMERGENCY',
-  ],
-  'billing-worker': ['STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_PRICE_FREE', 'STRIPE_PRICE_STANDARD', 'STRIPE_PRICE_PREMIUM'],
-};
-
 export const ofKind = (set: ManifestSet, kind: string): Obj[] => set.objects.filter((o) => o['kind'] === kind);
 const id = (o: Obj) => `${o['kind']}/${o['metadata']?.name}`;
 
@@ -171,14 +156,11 @@ export function startupProblems(set: ManifestSet, w: Workload, contract: AppCont
 
 /**
  * Variables the manifests give an app that its schema does not read (a typo, or a variable that
- * moved); a secret the app's code reads by name (SecretStore) counts as read. CONTRACT.md's announced variables are tolerated for an app only while its schema knows
- * none of them (its feature is not merged yet); after that, a misnamed one shows up here.
+ * moved); a secret the app's code reads by name (SecretStore) counts as read.
  */
 export function unknownVariables(set: ManifestSet, w: Workload, contract: AppContract): string[] {
-  const announced = ANNOUNCED[w.app] ?? [];
-  const pending = !announced.some((n) => n in contract.specs);
   return Object.keys(w.env)
-    .filter((n) => !(n in contract.specs) && !(pending && announced.includes(n)) && !(w.fromSecret.has(n) && contract.mentions(n)))
+    .filter((n) => !(n in contract.specs) && !(w.fromSecret.has(n) && contract.mentions(n)))
     .map((n) => `${set.name}: ${w.component} (${w.app}) is given ${n}, which apps/${w.app}/src/env.schema.ts does not read`);
 }
 

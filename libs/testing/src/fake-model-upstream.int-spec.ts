@@ -145,3 +145,16 @@ describe('FakeModelUpstream, through the openai SDK', () => {
     expect((await fetch(`${fake.url}/nowhere`)).status).toBe(404);
   });
 });
+
+describe('FakeModelUpstream bound for a container network', () => {
+  it('listens on the host it is given and reports the loopback address to call', async () => {
+    const fake = await FakeModelUpstream.start({ host: '0.0.0.0', apiKey: 'k' });
+    try {
+      expect(fake.url).toBe(`http://127.0.0.1:${fake.port}/v1`);
+      const client = new OpenAI({ baseURL: fake.url, apiKey: 'k', maxRetries: 0, timeout: 5000 });
+      expect((await client.models.list()).data.map((m) => m.id)).toEqual(['fake-chat-1', 'fake-embed-1']);
+    } finally {
+      await fake.close();
+    }
+  });
+});

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { dialHost } from './http';
 
 /**
  * A local stand-in for an OpenAI-compatible model server (the gateway's `inhouse` or `hosted`
@@ -49,6 +50,8 @@ export interface FakeModelUpstreamOptions {
   apiKey?: string;
   models?: string[];
   port?: number;
+  /** The bind address: loopback by default; 0.0.0.0 in a container, for the other containers. */
+  host?: string;
 }
 
 const DEFAULT_BEHAVIOUR: FakeBehaviour = {
@@ -132,6 +135,7 @@ export class FakeModelUpstream {
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    readonly host: string,
     options: FakeModelUpstreamOptions,
   ) {
     this.apiKey = options.apiKey;
@@ -142,9 +146,10 @@ export class FakeModelUpstream {
     const server = createServer();
     // Many keep-alive connections from load tests: no idle cut before the client's.
     server.keepAliveTimeout = 65_000;
-    server.listen(options.port ?? 0, '127.0.0.1');
+    const host = options.host ?? '127.0.0.1';
+    server.listen(options.port ?? 0, host);
     await once(server, 'listening');
-    const self = new FakeModelUpstream(server, (server.address() as { port: number }).port, options);
+    const self = new FakeModelUpstream(server, (server.address() as { port: number }).port, host, options);
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       self.handle(req, res).catch(() => res.destroy());
     });
@@ -155,9 +160,9 @@ export class FakeModelUpstream {
     return self;
   }
 
-  /** OpenAI's base URL shape: `http://127.0.0.1:<port>/v1`. */
+  /** OpenAI's base URL shape, from this machine: `http://127.0.0.1:<port>/v1`. */
   get url(): string {
-    return `http://127.0.0.1:${this.port}/v1`;
+    return `http://${dialHost(this.host)}:${this.port}/v1`;
   }
 
   get totalCalls(): number {

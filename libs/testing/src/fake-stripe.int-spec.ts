@@ -114,6 +114,16 @@ describe('FakeStripe through stripe-node', () => {
     await expect(stripe.billingPortal.sessions.create(flow(a.id))).rejects.toThrow(/single item/);
   });
 
+  it('addPrice: a recurring price under a chosen id, usable in a checkout; a taken id is refused', async () => {
+    const p = fake.addPrice({ id: 'price_fixed_test', productName: 'Fixed', unitAmount: 1900 });
+    const price = await stripe.prices.retrieve('price_fixed_test');
+    expect([price.id, price.unit_amount, price.recurring?.interval, price.product]).toEqual(['price_fixed_test', 1900, 'month', p['product']]);
+    expect((await stripe.products.retrieve(price.product as string)).name).toBe('Fixed');
+    const session = await stripe.checkout.sessions.create({ mode: 'subscription', line_items: [{ price: 'price_fixed_test', quantity: 1 }], success_url: 'https://app.test/ok' });
+    expect(session.amount_total).toBe(1900);
+    expect(() => fake.addPrice({ id: 'price_fixed_test', productName: 'Again', unitAmount: 1 })).toThrow(/exists/);
+  });
+
   it('deduplicates meter events by identifier and refuses timestamps older than 35 days', async () => {
     const customer = await stripe.customers.create({});
     const ev = { event_name: 'ai_usage', identifier: 'row-1', payload: { stripe_customer_id: customer.id, value: '42' } };
@@ -132,5 +142,27 @@ describe('FakeStripe through stripe-node', () => {
     await expect(stripe.customers.create({})).rejects.toBeInstanceOf(Stripe.errors.StripeConnectionError);
     await fake.setMode('up');
     await waitFor(async () => (await stripe.customers.create({})).id.startsWith('cus_'));
+  });
+});
+
+describe('FakeStripe bound for a container network', () => {
+  it('listens on every interface when told, is called on loopback, and links its pages at the public URL', async () => {
+    const fake = await FakeStripe.start({ host: '0.0.0.0', publicUrl: 'http://localhost:12111/' });
+    try {
+      expect(fake.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const stripe = fake.client();
+      fake.addPrice({ id: 'price_standard', productName: 'Standard', unitAmount: 1900 });
+      const session = await stripe.checkout.sessions.create({ mode: 'subscription', line_items: [{ price: 'price_standard' }], success_url: 'https://app.test/ok' });
+      expect(session.url).toBe(`http://localhost:12111/checkout/${session.id}`);
+      const customer = await stripe.customers.create({});
+      await stripe.billingPortal.configurations.create({ features: { payment_method_update: { enabled: true } } });
+      const portal = await stripe.billingPortal.sessions.create({ customer: customer.id });
+      expect(portal.url).toBe(`http://localhost:12111/portal/${portal.id}`);
+      // The page the link names is served (here through loopback, where the published port leads).
+      const page = await fetch(`${fake.url}/checkout/${session.id}`);
+      expect([page.status, await page.text()]).toEqual([200, expect.stringContaining('Fake Stripe Checkout')]);
+    } finally {
+      await fake.close();
+    }
   });
 });

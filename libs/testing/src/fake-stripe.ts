@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Stripe from 'stripe';
+import { dialHost } from './http';
 import { type FormValue, parseStripeForm } from './stripe-form';
 
 /**
@@ -108,14 +109,20 @@ export class FakeStripe {
   private constructor(
     readonly port: number,
     readonly host: string,
+    private readonly publicBase: string | undefined,
   ) {
     this.server = this.makeServer();
   }
 
-  /** Starts on `port` (0: a free one). */
-  static async start(options: { port?: number; host?: string; apiKey?: string; webhookUrl?: string; webhookSecret?: string } = {}): Promise<FakeStripe> {
+  /**
+   * Starts on `port` (0: a free one), bound to `host` (default loopback; 0.0.0.0 in a container).
+   * `publicUrl`: where a browser reaches the hosted Checkout and portal pages, when that is not the
+   * address the API is called at (a container network: the apps call http://fake-stripe:12111, the
+   * browser opens http://localhost:12111).
+   */
+  static async start(options: { port?: number; host?: string; publicUrl?: string; apiKey?: string; webhookUrl?: string; webhookSecret?: string } = {}): Promise<FakeStripe> {
     const host = options.host ?? '127.0.0.1';
-    const fake = new FakeStripe(options.port ?? 0, host);
+    const fake = new FakeStripe(options.port ?? 0, host, options.publicUrl?.replace(/\/+$/, ''));
     await fake.listen(options.port ?? 0);
     fake.apiKeys.add(options.apiKey ?? 'sk_test_fake');
     fake.webhookUrl = options.webhookUrl;
@@ -131,13 +138,19 @@ export class FakeStripe {
     this.boundPort = (this.server.address() as { port: number }).port;
   }
 
+  /** The API's address from this machine. */
   get url(): string {
-    return `http://${this.host}:${this.boundPort}`;
+    return `http://${dialHost(this.host)}:${this.boundPort}`;
+  }
+
+  /** The base of the Checkout and portal page links (`url` unless `publicUrl` was given). */
+  get publicUrl(): string {
+    return this.publicBase ?? this.url;
   }
 
   /** Options for `new Stripe(key, ...)`: this fake instead of api.stripe.com. */
   clientOptions(): { host: string; port: number; protocol: 'http' } {
-    return { host: this.host, port: this.boundPort, protocol: 'http' };
+    return { host: dialHost(this.host), port: this.boundPort, protocol: 'http' };
   }
 
   /** A real stripe-node client pointed here. */
@@ -227,6 +240,17 @@ export class FakeStripe {
     return invoice;
   }
 
+  /**
+   * A recurring price with a chosen id, and its product: Stripe's API picks price ids itself, so a
+   * local stack that names its plan prices in configuration (`price_standard`) needs them made so,
+   * without a seeding step. Refused when the id is taken.
+   */
+  addPrice(p: { id: string; productName: string; unitAmount: number; currency?: string; interval?: 'month' | 'year' }): Obj {
+    if (this.prices.has(p.id)) throw new Error(`price ${p.id} exists`);
+    const product = this.createProduct({ name: p.productName });
+    return this.createPrice({ product: product['id'] as string, currency: p.currency ?? 'usd', unit_amount: String(p.unitAmount), recurring: { interval: p.interval ?? 'month' } }, p.id);
+  }
+
   /** Re-sends an event already sent (Stripe redelivers at least once). */
   redeliver(eventId: string): Promise<void> {
     const event = this.events.find((e) => e['id'] === eventId);
@@ -255,6 +279,37 @@ export class FakeStripe {
     this.customers.set(c['id'] as string, c);
     this.emit('customer.created', c);
     return c;
+  }
+
+  private createProduct(params: Params): Obj {
+    const p: Obj = { id: str(params['id']) ?? this.id('prod'), object: 'product', name: required(params, 'name'), active: true, created: now(), livemode: false, metadata: strings(params['metadata']) };
+    if (this.products.has(p['id'] as string)) throw new StripeError(400, 'invalid_request_error', `Product already exists.`, 'resource_already_exists', 'id');
+    this.products.set(p['id'] as string, p);
+    return p;
+  }
+
+  /** `id`: only through addPrice; the API always makes one. */
+  private createPrice(params: Params, id?: string): Obj {
+    const product = required(params, 'product');
+    if (!this.products.has(product)) throw new StripeError(400, 'invalid_request_error', `No such product: '${product}'`, 'resource_missing', 'product');
+    const recurring = obj(params['recurring']);
+    const p: Obj = {
+      id: id ?? this.id('price'),
+      object: 'price',
+      product,
+      active: true,
+      currency: required(params, 'currency'),
+      unit_amount: integer(params['unit_amount'], 'unit_amount') ?? 0,
+      type: str(recurring['interval']) ? 'recurring' : 'one_time',
+      recurring: str(recurring['interval']) ? { interval: str(recurring['interval']), interval_count: 1, usage_type: str(recurring['usage_type']) ?? 'licensed', meter: str(recurring['meter']) ?? null } : null,
+      lookup_key: str(params['lookup_key']) ?? null,
+      nickname: str(params['nickname']) ?? null,
+      metadata: strings(params['metadata']),
+      created: now(),
+      livemode: false,
+    };
+    this.prices.set(p['id'] as string, p);
+    return p;
   }
 
   private priceView(priceId: string): Obj {
@@ -455,36 +510,12 @@ export class FakeStripe {
       }
       case 'GET /v1/customers':
         return [200, this.list([...this.customers.values()].filter((c) => !str(q['email']) || c['email'] === str(q['email'])), q, '/v1/customers')];
-      case 'POST /v1/products': {
-        const p: Obj = { id: str(params['id']) ?? this.id('prod'), object: 'product', name: required(params, 'name'), active: true, created: now(), livemode: false, metadata: strings(params['metadata']) };
-        if (this.products.has(p['id'] as string)) throw new StripeError(400, 'invalid_request_error', `Product already exists.`, 'resource_already_exists', 'id');
-        this.products.set(p['id'] as string, p);
-        return [200, p];
-      }
+      case 'POST /v1/products':
+        return [200, this.createProduct(params)];
       case 'GET /v1/products/:id':
         return [200, get(this.products, 'product')];
-      case 'POST /v1/prices': {
-        const product = required(params, 'product');
-        if (!this.products.has(product)) throw new StripeError(400, 'invalid_request_error', `No such product: '${product}'`, 'resource_missing', 'product');
-        const recurring = obj(params['recurring']);
-        const p: Obj = {
-          id: this.id('price'),
-          object: 'price',
-          product,
-          active: true,
-          currency: required(params, 'currency'),
-          unit_amount: integer(params['unit_amount'], 'unit_amount') ?? 0,
-          type: str(recurring['interval']) ? 'recurring' : 'one_time',
-          recurring: str(recurring['interval']) ? { interval: str(recurring['interval']), interval_count: 1, usage_type: str(recurring['usage_type']) ?? 'licensed', meter: str(recurring['meter']) ?? null } : null,
-          lookup_key: str(params['lookup_key']) ?? null,
-          nickname: str(params['nickname']) ?? null,
-          metadata: strings(params['metadata']),
-          created: now(),
-          livemode: false,
-        };
-        this.prices.set(p['id'] as string, p);
-        return [200, p];
-      }
+      case 'POST /v1/prices':
+        return [200, this.createPrice(params)];
       case 'GET /v1/prices/:id':
         return [200, get(this.prices, 'price')];
       case 'GET /v1/prices':
@@ -586,7 +617,7 @@ export class FakeStripe {
       mode,
       status: 'open',
       payment_status: 'unpaid',
-      url: `${this.url}/checkout/${id}`,
+      url: `${this.publicUrl}/checkout/${id}`,
       success_url: successUrl,
       cancel_url: str(params['cancel_url']) ?? null,
       customer: customer ?? null,
@@ -648,7 +679,7 @@ export class FakeStripe {
       };
     }
     const id = this.id('bps');
-    const session: Obj = { id, object: 'billing_portal.session', customer, configuration: config['id'], flow, return_url: str(params['return_url']) ?? null, url: `${this.url}/portal/${id}`, created: now(), livemode: false, locale: null, on_behalf_of: null };
+    const session: Obj = { id, object: 'billing_portal.session', customer, configuration: config['id'], flow, return_url: str(params['return_url']) ?? null, url: `${this.publicUrl}/portal/${id}`, created: now(), livemode: false, locale: null, on_behalf_of: null };
     this.portalSessions.set(id, session);
     return session;
   }

@@ -21,3 +21,11 @@ export async function http<T = any>(url: string, init: RequestInit & { json?: un
   if (/json/.test(type) && text !== '') parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
+
+/**
+ * The address a client on this machine dials for a server bound to `host`: a wildcard bind (0.0.0.0
+ * or ::, as in a container) is reached through loopback.
+ */
+export function dialHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+}
