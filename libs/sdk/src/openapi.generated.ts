@@ -4265,11 +4265,23 @@ export interface operations {
             content: {
                 "application/json": {
                     flags?: {
-                        [key: string]: Record<string, never>;
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        [key: string]: unknown;
+                    }[];
+                    segments?: {
+                        [key: string]: unknown;
+                    } | {
+                        [key: string]: unknown;
+                    }[];
+                    flagValues?: {
+                        [key: string]: unknown;
                     };
-                    segments?: Record<string, never>;
-                    flagValues?: Record<string, never>;
-                } | Record<string, never>[];
+                } | {
+                    [key: string]: unknown;
+                }[];
             };
         };
         responses: {
