@@ -163,4 +163,33 @@ describe('billing-worker: billing meter, metered price and usage subscriptions',
     expect(live[0].id).not.toBe(subs[0].id);
     expect((await billingState(db, tenantId)).subscriptions).toEqual([]);
   });
+
+  it('Stripe down from start-up: no meter, price, subscription or event until it answers, then each once', async () => {
+    for (const w of workers.splice(0)) await w.close();
+    // A Stripe account of its own (no meter yet), down from the start.
+    const down = await FakeStripe.start({ apiKey: 'sk_test_down', webhookSecret: WEBHOOK_SECRET });
+    try {
+      const downPlans = await createPlans(down.client());
+      await down.setMode('error');
+      const w = await startWorker({ ...te.env, ...stripeEnv(down, downPlans), METER_POLL_MS: '50' });
+      workers.push(w);
+      const { rows } = await db.query<{ id: string }>(`INSERT INTO tenants (name, primary_email) VALUES ('Down', 'down@example.test') RETURNING id`);
+      const ids = await usage(rows[0].id, 20);
+      await new Promise((r) => setTimeout(r, 800));
+      expect(await unreported(ids)).toBe(20);
+      expect(down.meters.size).toBe(0);
+      expect(down.meterEvents).toHaveLength(0);
+      expect(down.requests.filter((r) => r.status === 500).length).toBeGreaterThan(0);
+      await down.setMode('up');
+      await waitFor(async () => (await unreported(ids)) === 0, 20000);
+      expect(down.meters.size).toBe(1);
+      expect([...down.prices.values()].filter((p) => p['lookup_key'] === `flagship-usage-${EVENT}`)).toHaveLength(1);
+      const customer = (await db.query(`SELECT stripe_customer_id, usage_subscription_id FROM billing_customers WHERE tenant_id = $1`, [rows[0].id])).rows[0];
+      expect([...down.subscriptions.values()].filter((sub) => sub['customer'] === customer.stripe_customer_id).map((sub) => sub['id'])).toEqual([customer.usage_subscription_id]);
+      expect(down.meterEvents.map((e) => e.identifier).sort()).toEqual([...ids].sort());
+    } finally {
+      for (const w of workers.splice(0)) await w.close();
+      await down.close();
+    }
+  });
 });
