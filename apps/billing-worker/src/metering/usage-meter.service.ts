@@ -41,12 +41,12 @@ export class UsageMeterService {
   /** Reports one batch; answers how many rows were reported (0: nothing to do). Throws after committing what Stripe accepted. */
   async reportBatch(): Promise<number> {
     let failure: unknown;
-    // The meter and its price first: events sent before the meter exists would never be billed.
-    await this.pricing.pricing();
     const reported = await this.transactions.run(async (m) => {
       const batch = await this.rows.claim(m, this.config.METER_BATCH_SIZE);
       if (batch.length === 0) return 0;
       const stripe = this.stripe.client();
+      // The meter and its price first: events sent before the meter exists would never be billed.
+      await this.pricing.pricing();
       // Each tenant's customer and its usage subscription first, one after the other: the queries run
       // on this transaction's one connection, which takes one query at a time (the sends below run
       // concurrently). In a stable order, so two replicas' subscription locks never cross.
