@@ -164,6 +164,23 @@ describe('billing-worker: billing meter, metered price and usage subscriptions',
     expect((await billingState(db, tenantId)).subscriptions).toEqual([]);
   });
 
+  it("Stripe down at a customer's first report: no event goes out without its usage subscription, and both follow once Stripe answers", async () => {
+    const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Metered Down');
+    await fake.setMode('error');
+    let ids: string[];
+    try {
+      ids = await usage(tenantId, 10);
+      await new Promise((r) => setTimeout(r, 800));
+      expect(await unreported(ids)).toBe(10);
+      expect(fake.requests.some((r) => r.path === '/v1/subscriptions' && r.status === 500)).toBe(true);
+    } finally {
+      await fake.setMode('up');
+    }
+    await waitFor(async () => (await unreported(ids)) === 0, 20000);
+    expect(await usageSubscriptions(customerId)).toHaveLength(1);
+    expect(fake.meterEvents.filter((e) => e.payload['stripe_customer_id'] === customerId)).toHaveLength(10);
+  });
+
   it('Stripe down from start-up: no meter, price, subscription or event until it answers, then each once', async () => {
     for (const w of workers.splice(0)) await w.close();
     // A Stripe account of its own (no meter yet), down from the start.
