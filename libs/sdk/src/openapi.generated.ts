@@ -5740,7 +5740,6 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                "idempotency-key": string;
                 /** @description recommended; also passed on to Stripe */
                 "Idempotency-Key"?: string;
                 "X-Tenant-ID": string;
@@ -5861,8 +5860,9 @@ export interface operations {
     StripeBilling_portal: {
         parameters: {
             query?: never;
-            header: {
-                "idempotency-key": string;
+            header?: {
+                /** @description also passed on to Stripe */
+                "Idempotency-Key"?: string;
                 "X-Tenant-ID"?: string;
             };
             path?: never;

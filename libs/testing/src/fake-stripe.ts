@@ -877,6 +877,10 @@ export class FakeStripe {
     record.params = params;
     const idemKey = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : undefined;
     record.idempotencyKey = idemKey;
+    if (idemKey !== undefined && idemKey.length > 255) {
+      record.status = 400;
+      return send(400, { error: { type: 'invalid_request_error', message: 'Idempotency-Key must be at most 255 characters long.' } });
+    }
     if (idemKey && method === 'POST') {
       const fingerprint = createHash('sha256').update(`${method} ${url.pathname}\n${body}`).digest('hex');
       const prior = this.idempotency.get(`${key}:${idemKey}`);
