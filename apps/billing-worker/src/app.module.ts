@@ -10,10 +10,12 @@ import { JobsModule } from './jobs/jobs.module';
 import { portalConfigurationJob } from './jobs/portal-configuration.job';
 import { stripeEventsCatchUpJob } from './jobs/stripe-events-catch-up.job';
 import { usageMeterJob } from './jobs/usage-meter.job';
+import { usagePricingJob } from './jobs/usage-pricing.job';
 import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
 import { webhookInboxJob } from './jobs/webhook-inbox.job';
 import { UsageMeterRepository } from './metering/usage-meter.repository';
 import { UsageMeterService } from './metering/usage-meter.service';
+import { UsagePricingService } from './metering/usage-pricing.service';
 import { PortalConfigurationService } from './stripe/portal-configuration.service';
 import { StripeEventsCatchUpService } from './stripe/stripe-events-catch-up.service';
 import { BILLING_SECRETS, STRIPE_API } from './stripe/stripe.tokens';
@@ -50,18 +52,32 @@ export class AppModule {
         WebhookSignatureVerifier,
         UsageMeterRepository,
         UsageMeterService,
+        UsagePricingService,
         StripeEventsCatchUpService,
         PortalConfigurationService,
         {
           provide: JOBS,
           // The reconciler always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
-          useFactory: (reconciler: UsageReconcilerJob, processor: StripeEventProcessor, meter: UsageMeterService, catchUp: StripeEventsCatchUpService, portal: PortalConfigurationService) => [
+          useFactory: (
+            reconciler: UsageReconcilerJob,
+            processor: StripeEventProcessor,
+            meter: UsageMeterService,
+            catchUp: StripeEventsCatchUpService,
+            portal: PortalConfigurationService,
+            pricing: UsagePricingService,
+          ) => [
             reconciler,
             ...(config.BILLING_JOBS_ENABLED
-              ? [webhookInboxJob(processor, config), usageMeterJob(meter, config), stripeEventsCatchUpJob(catchUp, config), portalConfigurationJob(portal, config)]
+              ? [
+                  webhookInboxJob(processor, config),
+                  usageMeterJob(meter, config),
+                  stripeEventsCatchUpJob(catchUp, config),
+                  portalConfigurationJob(portal, config),
+                  usagePricingJob(pricing, config),
+                ]
               : []),
           ],
-          inject: [UsageReconcilerJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService],
+          inject: [UsageReconcilerJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService],
         },
         { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
         JobScheduler,

@@ -17,6 +17,12 @@ export const billingWorkerEnv = {
   BILLING_JOBS_ENABLED: bool({ default: true, desc: 'run the inbox, metering, catch-up and portal jobs (off: webhooks are only stored)' }),
   WEBHOOK_INBOX_POLL_MS: num({ default: 1000, desc: 'how often the webhook inbox is polled besides being woken by each delivery' }),
   METER_EVENT_NAME: str({ default: 'flagship_ai_usage', desc: 'event_name of the Stripe meter billable gateway usage is reported to' }),
+  METER_PRICE_UNIT_AMOUNT_DECIMAL: str({
+    default: '0.0001',
+    desc: 'cents per unit of metered value (a ledger debit in micro-credits) on the metered price; 0.0001 = $1 per 1,000,000, the price of one credit',
+  }),
+  METER_PRICE_CURRENCY: str({ default: 'usd', desc: 'currency of the metered usage price' }),
+  USAGE_PRICING_INTERVAL_S: num({ default: 86400, desc: 'how often the billing meter and its metered price are checked to exist' }),
   METER_BATCH_SIZE: num({ default: 100 }),
   METER_CONCURRENCY: num({ default: 8, desc: 'meter events in flight at once within a batch' }),
   METER_POLL_MS: num({ default: 2000 }),

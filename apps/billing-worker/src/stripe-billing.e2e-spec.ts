@@ -1,22 +1,26 @@
 /**
- * Billing end to end with the BUILT apps as processes (`npx nx run management-api:build` and
- * `npx nx run billing-worker:build` first): management-api creates the Stripe sessions, the
+ * Billing end to end with the BUILT apps as processes (`npx nx run-many -t build -p
+ * management-api,billing-worker,ai-gateway` first): management-api creates the Stripe sessions, the
  * customer pays or confirms on the fake Stripe's hosted pages (as a browser would), Stripe's signed
- * webhooks reach billing-worker, and the plan shows in management-api. The SDK drives the API.
- * Then usage metering through a billing-worker killed with SIGKILL mid-batch.
+ * webhooks reach billing-worker, and the plan shows in management-api. The SDK drives the API. A
+ * credit purchase lets the gateway (driven by the `openai` SDK, the fake model upstream behind it)
+ * answer a tenant it refused with 402. Then usage metering through a billing-worker killed with
+ * SIGKILL mid-batch.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import OpenAI, { APIError } from 'openai';
 import { Client } from 'pg';
 import type Stripe from 'stripe';
 import { FlagshipClient } from '@flagship/sdk';
-import { createTestEnvironment, FakeStripe, freePort, http, type TestEnvironment, waitFor } from '@flagship/testing';
+import { createTestEnvironment, FakeModelUpstream, FakeStripe, freePort, http, type TestEnvironment, waitFor } from '@flagship/testing';
 
 const DIST = join(__dirname, '../../../dist/apps');
 const API_JS = join(DIST, 'management-api/apps/management-api/src/main.js');
 const WORKER_JS = join(DIST, 'billing-worker/apps/billing-worker/src/main.js');
+const GATEWAY_JS = join(DIST, 'ai-gateway/apps/ai-gateway/src/main.js');
 const SECRET = 'whsec_e2e';
 
 interface Proc {
@@ -61,8 +65,11 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
   let env: NodeJS.ProcessEnv;
   let api: Proc;
   let worker: Proc;
+  let gateway: Proc;
+  let model: FakeModelUpstream;
   let db: Client;
   let admin: FlagshipClient;
+  let idToken: string;
   let tenantId: string;
   const urls = { successUrl: 'http://localhost:5173/billing/done', cancelUrl: 'http://localhost:5173/billing' };
 
@@ -90,10 +97,13 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     api = await start(API_JS, env);
     worker = await start(WORKER_JS, env);
     fake.webhookUrl = `${worker.url}/webhooks/stripe`;
+    model = await FakeModelUpstream.start();
+    // Tokens are management-api's (its issuer is its own address); the model provider is the fake upstream.
+    gateway = await start(GATEWAY_JS, { ...env, OAUTH_ISSUER: api.url, OAUTH_AUDIENCE: 'flagship-api', PROVIDER_INHOUSE_URL: model.url, PROVIDER_MAX_RETRIES: '0' });
     db = new Client({ connectionString: te.db.url });
     await db.connect();
     const email = `owner-${Date.now()}@flagship.test`;
-    const idToken = (await http<{ idToken: string }>(`${api.url}/dev/idp/accounts`, { method: 'POST', json: { email, password: 'correct-horse-1' } })).body.idToken;
+    idToken = (await http<{ idToken: string }>(`${api.url}/dev/idp/accounts`, { method: 'POST', json: { email, password: 'correct-horse-1' } })).body.idToken;
     const signup = await http<{ data: { canonical_tenant_id: string } }>(`${api.url}/api/v1/auth/signup`, { method: 'POST', json: { idToken, email, password: 'correct-horse-1' } });
     tenantId = signup.body.data.canonical_tenant_id;
     admin = new FlagshipClient({ baseUrl: api.url, tenantId, auth: { idToken }, maxRetries: 0 });
@@ -103,6 +113,8 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     await fake?.settled();
     await api?.stop();
     await worker?.stop();
+    await gateway?.stop();
+    await model?.close();
     await fake?.close();
     await db?.end();
     await te?.teardown();
@@ -161,10 +173,51 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     expect(portal.url.startsWith(`${fake.url}/portal/`)).toBe(true);
   });
 
-  it('credits bought through Checkout land on the balance once', async () => {
+  it('a credit purchase turns a 402 at the gateway into a 200, and lands on the balance once', async () => {
+    const balance = async () => Number((await db.query(`SELECT balance FROM credit_balances WHERE tenant_id = $1`, [tenantId])).rows[0]?.balance ?? 0);
+    // A backend of the tenant, as product backends call the gateway: an OAuth client of management-api, its token, the openai SDK.
+    const created = await http<{ clientId: string; clientSecret: string }>(`${api.url}/api/oauth/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
+      json: { name: 'backend', scopes: ['flags:read'] },
+    });
+    expect(created.status).toBe(201);
+    const token = await http<{ access_token: string }>(`${api.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: created.body.clientSecret }).toString(),
+    });
+    expect(token.status).toBe(200);
+    const openai = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: token.body.access_token, defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 10_000 });
+    const chat = { model: 'fake-chat-1', messages: [{ role: 'user' as const, content: 'hello there' }] };
+
+    // Entitled (the premium plan grants enterprise for core) but without credit: 402 before the model is called.
+    expect(await balance()).toBe(0);
+    model.reset();
+    const refused = await openai.chat.completions.create(chat).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(APIError);
+    expect((refused as APIError).status).toBe(402);
+    expect((refused as APIError).code).toBe('insufficient_credits');
+    expect(model.totalCalls).toBe(0);
+
+    // POST /api/billing/checkout type credits, paid on the fake Checkout page, the signed webhook processed by billing-worker.
     const { url } = await admin.subscription.buyCredits(1000, urls);
+    expect(url.startsWith(`${fake.url}/checkout/`)).toBe(true);
     await press(url, 'complete');
-    await waitFor(async () => Number((await db.query(`SELECT balance FROM credit_balances WHERE tenant_id = $1`, [tenantId])).rows[0]?.balance ?? 0) === 1000 * 10000, 15000);
+    await waitFor(async () => (await balance()) === 1000 * 10000, 15000);
+
+    const answered = await openai.chat.completions.create(chat);
+    expect(answered.choices[0]!.message.content).toBe('echo: hello there');
+    expect(model.calls.chat).toBe(1);
+
+    // The checkout's event delivered again changes nothing: the credits were granted once.
+    const completed = fake.eventsOfType('checkout.session.completed').at(-1)!;
+    await fake.redeliver(completed['id'] as string);
+    await waitFor(async () => Number((await db.query(`SELECT count(*) AS n FROM stripe_events WHERE processed_at IS NULL`)).rows[0].n) === 0, 15000);
+    expect(Number((await db.query(`SELECT count(*) AS n FROM billing_ledger WHERE tenant_id = $1 AND kind = 'credit_purchase'`, [tenantId])).rows[0].n)).toBe(1);
+    // The one answered call is debited, once: bought credits less a few micro-credits.
+    await waitFor(async () => (await balance()) < 1000 * 10000, 15000);
+    expect(await balance()).toBeGreaterThan(1000 * 10000 - 1000);
   });
 
   it('meter events after a billing-worker killed (SIGKILL) mid-batch: none lost, none doubled in Stripe', async () => {
@@ -197,5 +250,14 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     expect(events).toHaveLength(300);
     expect(new Set(events.map((e) => e.identifier)).size).toBe(300);
     expect(events.reduce((s, e) => s + Number(e.payload['value']), 0)).toBe((300 * 301) / 2);
+    // Invoiceable: the customer has one usage subscription on the metered price, apart from its single-item plan subscription.
+    const customer = (await db.query(`SELECT stripe_customer_id FROM billing_customers WHERE tenant_id = $1 AND product_key = 'core'`, [tenantId])).rows[0].stripe_customer_id as string;
+    const subs = (await stripe.subscriptions.list({ customer })).data;
+    const metered = subs.filter((s) => s.items.data.every((i) => i.price.recurring?.usage_type === 'metered'));
+    expect(metered).toHaveLength(1);
+    expect(metered[0].items.data).toHaveLength(1);
+    const plans = subs.filter((s) => !metered.includes(s));
+    expect(plans).toHaveLength(1);
+    expect(plans[0].items.data).toHaveLength(1);
   });
 });

@@ -77,6 +77,24 @@ export class BillingRepository {
     return held;
   }
 
+  /** The usage subscription (on the metered price) of the tenant's customer for a product; null when none is recorded. */
+  async usageSubscriptionId(tenantId: string, productKey: string, m?: EntityManager): Promise<string | null> {
+    const rows: Array<{ usage_subscription_id: string | null }> = await (m ?? this.ds).query(
+      `SELECT usage_subscription_id FROM billing_customers WHERE tenant_id = $1 AND product_key = $2`,
+      [tenantId, productKey],
+    );
+    return rows[0]?.usage_subscription_id ?? null;
+  }
+
+  async setUsageSubscriptionId(m: EntityManager, tenantId: string, productKey: string, subscriptionId: string): Promise<void> {
+    await m.query(`UPDATE billing_customers SET usage_subscription_id = $3 WHERE tenant_id = $1 AND product_key = $2`, [tenantId, productKey, subscriptionId]);
+  }
+
+  /** Forgets an ended usage subscription, so the next report subscribes the customer again. */
+  async clearUsageSubscriptionId(m: EntityManager, tenantId: string, subscriptionId: string): Promise<void> {
+    await m.query(`UPDATE billing_customers SET usage_subscription_id = NULL WHERE tenant_id = $1 AND usage_subscription_id = $2`, [tenantId, subscriptionId]);
+  }
+
   /** The tenant's plan subscription for a product: the newest live one, else the newest. */
   async currentSubscription(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingSubscription | null> {
     const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
@@ -115,6 +133,9 @@ export class BillingRepository {
 export const BILLING_STATE = {
   /** The portal configuration billing-worker keeps allowing every plan price. */
   portalConfigurationId: 'portal_configuration_id',
+  /** The billing meter metered gateway usage is reported to, and the metered price on it. */
+  usageMeterId: 'usage_meter_id',
+  usagePriceId: 'usage_price_id',
   /** Stripe `created` of the newest event the catch-up has seen. */
   eventsWatermark: 'events_watermark',
 } as const;

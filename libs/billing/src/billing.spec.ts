@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { planOfPrice, planPriceId, planPrices } from './plans';
-import { isDuplicateMeterEvent, isStripeUnavailable, StripeApi, StripeNotConfiguredError } from './stripe-api';
+import { isDuplicateMeterEvent, isStripeUnavailable, scopedIdempotencyKey, StripeApi, StripeNotConfiguredError } from './stripe-api';
 import { stripeSecretsFromConfig } from './stripe.env';
 
 const secrets = (values: Record<string, string>) => ({ get: (name: string) => values[name] });
@@ -54,5 +54,18 @@ describe('StripeApi', () => {
     expect(isDuplicateMeterEvent(dup)).toBe(true);
     expect(isDuplicateMeterEvent(other)).toBe(false);
     expect(isDuplicateMeterEvent(new Error('already exists with identifier'))).toBe(false);
+  });
+});
+
+describe('scopedIdempotencyKey', () => {
+  it("scopes a caller's key, hashes one that would pass Stripe's 255 characters, and passes none on when there is none", () => {
+    expect(scopedIdempotencyKey('flagship-portal-t1', 'order-42')).toEqual({ idempotencyKey: 'flagship-portal-t1-order-42' });
+    expect(scopedIdempotencyKey('flagship-portal-t1', undefined)).toEqual({});
+    const long = scopedIdempotencyKey('flagship-portal-t1', 'x'.repeat(255)).idempotencyKey!;
+    expect(long).toMatch(/^flagship-portal-t1-sha256-[0-9a-f]{64}$/);
+    expect(scopedIdempotencyKey('flagship-portal-t1', 'x'.repeat(255)).idempotencyKey).toBe(long);
+    expect(scopedIdempotencyKey('flagship-portal-t1', 'y'.repeat(255)).idempotencyKey).not.toBe(long);
+    const edge = 'z'.repeat(255 - 'flagship-portal-t1-'.length);
+    expect(scopedIdempotencyKey('flagship-portal-t1', edge).idempotencyKey).toBe(`flagship-portal-t1-${edge}`);
   });
 });

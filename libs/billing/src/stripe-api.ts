@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
 
 /** Where secrets are read: SecretStore from @flagship/config fits. */
@@ -61,6 +62,20 @@ export function isStripeUnavailable(err: unknown): boolean {
     err instanceof Stripe.errors.StripeAuthenticationError ||
     (err instanceof Stripe.errors.StripeError && (err.statusCode ?? 0) >= 500)
   );
+}
+
+/** Stripe's longest idempotency key. */
+const STRIPE_IDEMPOTENCY_KEY_MAX = 255;
+
+/**
+ * The request options passing a caller's Idempotency-Key on to Stripe under `scope` (Stripe's keys
+ * are account-wide, so the scope names the operation and tenant). A key that would make the whole
+ * longer than Stripe takes is replaced by its SHA-256: the same caller key still maps to one Stripe key.
+ */
+export function scopedIdempotencyKey(scope: string, callerKey: string | undefined): { idempotencyKey?: string } {
+  if (!callerKey) return {};
+  const key = `${scope}-${callerKey}`;
+  return { idempotencyKey: key.length <= STRIPE_IDEMPOTENCY_KEY_MAX ? key : `${scope}-sha256-${createHash('sha256').update(callerKey).digest('hex')}` };
 }
 
 /** A meter event refused because its identifier was already accepted: it was delivered. */

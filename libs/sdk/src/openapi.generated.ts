@@ -4265,11 +4265,23 @@ export interface operations {
             content: {
                 "application/json": {
                     flags?: {
-                        [key: string]: Record<string, never>;
+                        [key: string]: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        [key: string]: unknown;
+                    }[];
+                    segments?: {
+                        [key: string]: unknown;
+                    } | {
+                        [key: string]: unknown;
+                    }[];
+                    flagValues?: {
+                        [key: string]: unknown;
                     };
-                    segments?: Record<string, never>;
-                    flagValues?: Record<string, never>;
-                } | Record<string, never>[];
+                } | {
+                    [key: string]: unknown;
+                }[];
             };
         };
         responses: {
@@ -5728,7 +5740,6 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                "idempotency-key": string;
                 /** @description recommended; also passed on to Stripe */
                 "Idempotency-Key"?: string;
                 "X-Tenant-ID": string;
@@ -5849,8 +5860,9 @@ export interface operations {
     StripeBilling_portal: {
         parameters: {
             query?: never;
-            header: {
-                "idempotency-key": string;
+            header?: {
+                /** @description also passed on to Stripe */
+                "Idempotency-Key"?: string;
                 "X-Tenant-ID"?: string;
             };
             path?: never;

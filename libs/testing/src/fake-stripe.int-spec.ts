@@ -135,6 +135,48 @@ describe('FakeStripe through stripe-node', () => {
     expect(fake.meterEvents.filter((e) => e.identifier === 'row-1')).toHaveLength(1);
   });
 
+  it('billing meters, metered prices on them and subscriptions to those prices follow the rules Stripe documents', async () => {
+    const meterParams = {
+      display_name: 'Tokens',
+      event_name: 'tokens_used',
+      default_aggregation: { formula: 'sum' as const },
+      customer_mapping: { type: 'by_id' as const, event_payload_key: 'stripe_customer_id' },
+      value_settings: { event_payload_key: 'value' },
+    };
+    const meter = await stripe.billing.meters.create(meterParams);
+    expect(meter).toMatchObject({ object: 'billing.meter', status: 'active', event_name: 'tokens_used', value_settings: { event_payload_key: 'value' } });
+    // One active meter per event name.
+    await expect(stripe.billing.meters.create(meterParams)).rejects.toMatchObject({ statusCode: 400, param: 'event_name' });
+    expect((await stripe.billing.meters.list({ status: 'active' })).data.map((m) => m.id)).toContain(meter.id);
+    expect((await stripe.billing.meters.retrieve(meter.id)).event_name).toBe('tokens_used');
+
+    const product = await stripe.products.create({ name: 'Usage' });
+    const metered = { product: product.id, currency: 'usd', unit_amount_decimal: Stripe.Decimal.from('0.0001'), lookup_key: 'usage-v1' };
+    // A metered price needs a meter.
+    await expect(stripe.prices.create({ ...metered, recurring: { interval: 'month', usage_type: 'metered' } })).rejects.toMatchObject({ param: 'recurring[meter]' });
+    const price = await stripe.prices.create({ ...metered, recurring: { interval: 'month', usage_type: 'metered', meter: meter.id } });
+    expect(price.recurring).toMatchObject({ usage_type: 'metered', meter: meter.id });
+    expect(price.unit_amount).toBeNull();
+    expect(String(price.unit_amount_decimal)).toBe('0.0001');
+    // A lookup key is held by one price; another takes it over only with transfer_lookup_key.
+    await expect(stripe.prices.create({ ...metered, recurring: { interval: 'month', usage_type: 'metered', meter: meter.id } })).rejects.toMatchObject({ param: 'lookup_key' });
+    const next = await stripe.prices.create({ ...metered, transfer_lookup_key: true, recurring: { interval: 'month', usage_type: 'metered', meter: meter.id } });
+    expect((await stripe.prices.list({ lookup_keys: ['usage-v1'] })).data.map((p) => p.id)).toEqual([next.id]);
+
+    const customer = await stripe.customers.create({});
+    await expect(stripe.subscriptions.create({ customer: customer.id, items: [{ price: next.id, quantity: 1 }] })).rejects.toMatchObject({ param: 'items[0][quantity]' });
+    const sub = await stripe.subscriptions.create({ customer: customer.id, items: [{ price: next.id }], metadata: { kind: 'usage' } });
+    expect(sub).toMatchObject({ status: 'active', metadata: { kind: 'usage' } });
+    expect(sub.items.data).toHaveLength(1);
+    expect(sub.items.data[0].quantity).toBeUndefined();
+    expect((await stripe.subscriptions.list({ customer: customer.id, price: next.id })).data.map((s) => s.id)).toEqual([sub.id]);
+    expect((await stripe.subscriptions.list({ customer: customer.id, price: price.id })).data).toEqual([]);
+    // Billed in arrears: the invoice opening the period is for nothing, and paid.
+    const [invoice] = fake.eventsOfType('invoice.paid').filter((e) => (e['data'] as { object: { customer: string } }).object.customer === customer.id);
+    expect((invoice['data'] as { object: { amount_due: number } }).object.amount_due).toBe(0);
+    expect(fake.eventsOfType('customer.subscription.created').some((e) => (e['data'] as { object: { id: string } }).object.id === sub.id)).toBe(true);
+  });
+
   it('can be down: 500 api_error, or connections refused, and comes back', async () => {
     await fake.setMode('error');
     await expect(stripe.customers.create({})).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);

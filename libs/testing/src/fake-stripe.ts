@@ -56,7 +56,7 @@ class StripeError extends Error {
 }
 
 const DAY = 86400;
-const RESOURCE_WORDS = new Set(['customers', 'products', 'prices', 'checkout', 'sessions', 'billing_portal', 'configurations', 'subscriptions', 'invoices', 'events', 'billing', 'meter_events']);
+const RESOURCE_WORDS = new Set(['customers', 'products', 'prices', 'checkout', 'sessions', 'billing_portal', 'configurations', 'subscriptions', 'invoices', 'events', 'billing', 'meter_events', 'meters']);
 const now = (): number => Math.floor(Date.now() / 1000);
 const str = (v: FormValue | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
 const obj = (v: FormValue | undefined): Record<string, FormValue> => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
@@ -100,6 +100,7 @@ export class FakeStripe {
   readonly portalSessions = new Map<string, Obj>();
   readonly portalConfigurations = new Map<string, Obj>();
   readonly subscriptions = new Map<string, Obj>();
+  readonly meters = new Map<string, Obj>();
   readonly invoices = new Map<string, Obj>();
   private readonly idempotency = new Map<string, { fingerprint: string; status: number; body: string }>();
   private readonly sockets = new Set<Socket>();
@@ -318,7 +319,7 @@ export class FakeStripe {
     return price;
   }
 
-  private createSubscription(customerId: string, lineItems: Array<{ price: Obj; quantity: number }>, metadata: Record<string, FormValue>): Obj {
+  private createSubscription(customerId: string, lineItems: Array<{ price: Obj; quantity?: number }>, metadata: Record<string, FormValue>): Obj {
     const start = now();
     const id = this.id('sub');
     const sub: Obj = {
@@ -343,7 +344,8 @@ export class FakeStripe {
           object: 'subscription_item',
           subscription: id,
           price: li.price,
-          quantity: li.quantity,
+          // A metered item has no quantity: its meter's events make the amount.
+          ...(li.quantity === undefined ? {} : { quantity: li.quantity }),
           current_period_start: start,
           current_period_end: start + 30 * DAY,
           created: start,
@@ -357,8 +359,9 @@ export class FakeStripe {
   }
 
   private createInvoice(sub: Obj, status: 'paid' | 'open'): Obj {
-    const items = (sub['items'] as { data: Array<{ price: Obj; quantity: number; current_period_start: number; current_period_end: number }> }).data;
-    const amount = items.reduce((s, i) => s + Number(i.price['unit_amount'] ?? 0) * i.quantity, 0);
+    const items = (sub['items'] as { data: Array<{ price: Obj; quantity?: number; current_period_start: number; current_period_end: number }> }).data;
+    // Metered items are billed in arrears from meter events: nothing on the invoice that opens the period.
+    const amount = items.reduce((s, i) => s + Number(i.price['unit_amount'] ?? 0) * (i.quantity ?? 0), 0);
     const invoice: Obj = {
       id: this.id('in'),
       object: 'invoice',
@@ -377,7 +380,7 @@ export class FakeStripe {
       lines: {
         object: 'list',
         has_more: false,
-        data: items.map((i) => ({ id: this.id('il'), object: 'line_item', amount: Number(i.price['unit_amount'] ?? 0) * i.quantity, pricing: { price_details: { price: i.price['id'] } } })),
+        data: items.map((i) => ({ id: this.id('il'), object: 'line_item', amount: Number(i.price['unit_amount'] ?? 0) * (i.quantity ?? 0), pricing: { price_details: { price: i.price['id'] } } })),
       },
     };
     this.invoices.set(invoice['id'] as string, invoice);
@@ -518,8 +521,21 @@ export class FakeStripe {
         return [200, this.createPrice(params)];
       case 'GET /v1/prices/:id':
         return [200, get(this.prices, 'price')];
-      case 'GET /v1/prices':
-        return [200, this.list([...this.prices.values()], q, '/v1/prices')];
+      case 'GET /v1/prices': {
+        const lookupKeys = arr(q['lookup_keys']).map(String);
+        const active = bool(q['active']);
+        const match = (p: Obj) =>
+          (lookupKeys.length === 0 || lookupKeys.includes(p['lookup_key'] as string)) && (active === undefined || p['active'] === active) && (!str(q['product']) || p['product'] === str(q['product']));
+        return [200, this.list([...this.prices.values()].filter(match), q, '/v1/prices')];
+      }
+      case 'POST /v1/billing/meters':
+        return [200, this.createMeter(params)];
+      case 'GET /v1/billing/meters/:id':
+        return [200, get(this.meters, 'billing.meter')];
+      case 'GET /v1/billing/meters': {
+        const status = str(q['status']);
+        return [200, this.list([...this.meters.values()].filter((m) => !status || m['status'] === status), q, '/v1/billing/meters')];
+      }
       case 'POST /v1/checkout/sessions':
         return [200, this.view(this.createCheckoutSession(params))];
       case 'GET /v1/checkout/sessions/:id':
@@ -543,11 +559,22 @@ export class FakeStripe {
         const isDefault = bool(q['is_default']);
         return [200, this.list([...this.portalConfigurations.values()].filter((c) => (active === undefined || c['active'] === active) && (isDefault === undefined || c['is_default'] === isDefault)), q, '/v1/billing_portal/configurations')];
       }
+      case 'POST /v1/subscriptions':
+        return [200, this.createSubscriptionFromApi(params)];
       case 'GET /v1/subscriptions/:id':
         return [200, get(this.subscriptions, 'subscription')];
       case 'GET /v1/subscriptions': {
         const status = str(q['status']);
-        return [200, this.list([...this.subscriptions.values()].filter((s) => (!str(q['customer']) || s['customer'] === str(q['customer'])) && (status === 'all' || (status ? s['status'] === status : s['status'] !== 'canceled'))), q, '/v1/subscriptions')];
+        const price = str(q['price']);
+        const hasPrice = (s: Obj) => !price || (s['items'] as { data: Array<{ price: Obj }> }).data.some((i) => i.price['id'] === price);
+        return [
+          200,
+          this.list(
+            [...this.subscriptions.values()].filter((s) => (!str(q['customer']) || s['customer'] === str(q['customer'])) && hasPrice(s) && (status === 'all' || (status ? s['status'] === status : s['status'] !== 'canceled'))),
+            q,
+            '/v1/subscriptions',
+          ),
+        ];
       }
       case 'POST /v1/subscriptions/:id':
         return [200, this.updateSubscription(get(this.subscriptions, 'subscription'), params)];
@@ -579,6 +606,100 @@ export class FakeStripe {
       default:
         throw new StripeError(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`);
     }
+  }
+
+  private createPrice(params: Params): Obj {
+    const product = required(params, 'product');
+    if (!this.products.has(product)) throw new StripeError(400, 'invalid_request_error', `No such product: '${product}'`, 'resource_missing', 'product');
+    const recurring = obj(params['recurring']);
+    const interval = str(recurring['interval']);
+    const usageType = str(recurring['usage_type']) ?? 'licensed';
+    const meter = str(recurring['meter']) ?? null;
+    if (interval && usageType === 'metered') {
+      // Since API version 2025-03-31 a metered price must be backed by an active billing meter.
+      if (!meter) throw new StripeError(400, 'invalid_request_error', 'Metered prices must be backed by a meter: pass recurring[meter].', 'parameter_missing', 'recurring[meter]');
+      if (this.meters.get(meter)?.['status'] !== 'active') throw new StripeError(400, 'invalid_request_error', `No such billing meter: '${meter}'`, 'resource_missing', 'recurring[meter]');
+    }
+    const unitAmountDecimal = str(params['unit_amount_decimal']);
+    if (unitAmountDecimal !== undefined && !/^\d+(\.\d{1,12})?$/.test(unitAmountDecimal)) throw new StripeError(400, 'invalid_request_error', 'Invalid decimal: unit_amount_decimal', undefined, 'unit_amount_decimal');
+    const unitAmount = integer(params['unit_amount'], 'unit_amount') ?? 0;
+    const lookupKey = str(params['lookup_key']) ?? null;
+    const holder = lookupKey ? [...this.prices.values()].find((p) => p['lookup_key'] === lookupKey) : undefined;
+    if (holder) {
+      if (!bool(params['transfer_lookup_key'])) throw new StripeError(400, 'invalid_request_error', `A price (\`${String(holder['id'])}\`) already uses that lookup key.`, undefined, 'lookup_key');
+      holder['lookup_key'] = null;
+    }
+    const p: Obj = {
+      id: this.id('price'),
+      object: 'price',
+      product,
+      active: true,
+      currency: required(params, 'currency'),
+      billing_scheme: 'per_unit',
+      // A fraction of a cent is only in unit_amount_decimal; unit_amount is then null, as at Stripe.
+      unit_amount: unitAmountDecimal === undefined ? unitAmount : Number.isInteger(Number(unitAmountDecimal)) ? Number(unitAmountDecimal) : null,
+      unit_amount_decimal: unitAmountDecimal ?? String(unitAmount),
+      type: interval ? 'recurring' : 'one_time',
+      recurring: interval ? { interval, interval_count: 1, usage_type: usageType, meter, trial_period_days: null } : null,
+      lookup_key: lookupKey,
+      nickname: str(params['nickname']) ?? null,
+      metadata: strings(params['metadata']),
+      created: now(),
+      livemode: false,
+    };
+    this.prices.set(p['id'] as string, p);
+    return p;
+  }
+
+  private createMeter(params: Params): Obj {
+    const eventName = required(params, 'event_name');
+    const displayName = required(params, 'display_name');
+    const formula = str(obj(params['default_aggregation'])['formula']);
+    if (!formula || !['sum', 'count', 'last'].includes(formula)) throw new StripeError(400, 'invalid_request_error', 'Missing or invalid default_aggregation[formula]: one of count, last, sum.', 'parameter_missing', 'default_aggregation[formula]');
+    // Stripe's rule: one active meter per event name.
+    if ([...this.meters.values()].some((m) => m['event_name'] === eventName && m['status'] === 'active')) {
+      throw new StripeError(400, 'invalid_request_error', `An active meter with event_name ${eventName} already exists.`, 'resource_already_exists', 'event_name');
+    }
+    const cm = obj(params['customer_mapping']);
+    const vs = obj(params['value_settings']);
+    const at = now();
+    const meter: Obj = {
+      id: `mtr_test_${randomBytes(12).toString('hex')}`,
+      object: 'billing.meter',
+      created: at,
+      updated: at,
+      livemode: false,
+      display_name: displayName,
+      event_name: eventName,
+      event_time_window: str(params['event_time_window']) ?? null,
+      status: 'active',
+      status_transitions: { deactivated_at: null },
+      default_aggregation: { formula },
+      customer_mapping: { type: str(cm['type']) ?? 'by_id', event_payload_key: str(cm['event_payload_key']) ?? 'stripe_customer_id' },
+      value_settings: { event_payload_key: str(vs['event_payload_key']) ?? 'value' },
+    };
+    this.meters.set(meter['id'] as string, meter);
+    return meter;
+  }
+
+  /** `POST /v1/subscriptions`: a customer subscribed to prices without Checkout (the first invoice is paid at once, as for a $0 or metered one). */
+  private createSubscriptionFromApi(params: Params): Obj {
+    const customer = required(params, 'customer');
+    if (!this.customers.has(customer)) throw new StripeError(400, 'invalid_request_error', `No such customer: '${customer}'`, 'resource_missing', 'customer');
+    const items = arr(params['items']).map((x, i) => {
+      const item = obj(x);
+      const price = this.priceView(str(item['price']) ?? '');
+      if (!price['recurring']) throw new StripeError(400, 'invalid_request_error', 'A subscription item needs a recurring price.', undefined, `items[${i}][price]`);
+      const quantity = integer(item['quantity'], `items[${i}][quantity]`);
+      const metered = (price['recurring'] as Obj)['usage_type'] === 'metered';
+      if (metered && quantity !== undefined) throw new StripeError(400, 'invalid_request_error', 'Quantity should not be specified where usage_type is `metered`.', undefined, `items[${i}][quantity]`);
+      return { price, quantity: metered ? undefined : (quantity ?? 1) };
+    });
+    if (items.length === 0) throw new StripeError(400, 'invalid_request_error', 'Missing required param: items.', 'parameter_missing', 'items');
+    const sub = this.createSubscription(customer, items, obj(params['metadata']));
+    this.emit('customer.subscription.created', sub);
+    this.emit('invoice.paid', this.createInvoice(sub, 'paid'));
+    return sub;
   }
 
   private createCheckoutSession(params: Params): Obj {
@@ -807,6 +928,10 @@ export class FakeStripe {
     record.params = params;
     const idemKey = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : undefined;
     record.idempotencyKey = idemKey;
+    if (idemKey !== undefined && idemKey.length > 255) {
+      record.status = 400;
+      return send(400, { error: { type: 'invalid_request_error', message: 'Idempotency-Key must be at most 255 characters long.' } });
+    }
     if (idemKey && method === 'POST') {
       const fingerprint = createHash('sha256').update(`${method} ${url.pathname}\n${body}`).digest('hex');
       const prior = this.idempotency.get(`${key}:${idemKey}`);

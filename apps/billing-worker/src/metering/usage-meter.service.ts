@@ -7,6 +7,7 @@ import type { BillingWorkerConfig } from '../env.schema';
 import { STRIPE_API } from '../stripe/stripe.tokens';
 import { BillingSyncRepository } from '../webhooks/billing-sync.repository';
 import { type UnmeteredRow, UsageMeterRepository } from './usage-meter.repository';
+import { METER_PAYLOAD_KEYS, UsagePricingService } from './usage-pricing.service';
 
 /** Stripe takes meter events from the last 35 days; older rows are reported as of this margin inside it. */
 const OLDEST_TIMESTAMP_S = 35 * 86400 - 3600;
@@ -18,7 +19,9 @@ const OLDEST_TIMESTAMP_S = 35 * 86400 - 3600;
  * - the row id is the event's `identifier`, so a row sent again after a crash (sent, not yet marked)
  *   is refused by Stripe as a duplicate, and that refusal counts as delivered;
  * - a row is marked only after Stripe accepted it; when Stripe fails mid-batch the accepted part is
- *   committed and the rest waits for the next run (the job backs off).
+ *   committed and the rest waits for the next run (the job backs off);
+ * - events go only to a meter that exists, for customers subscribed to its metered price (each
+ *   customer's usage subscription is made sure of before its first event), so they are invoiced.
  */
 @Injectable()
 export class UsageMeterService {
@@ -32,6 +35,7 @@ export class UsageMeterService {
     private readonly billing: BillingRepository,
     private readonly tenants: BillingSyncRepository,
     private readonly metrics: BillingMetrics,
+    private readonly pricing: UsagePricingService,
   ) {}
 
   /** Reports one batch; answers how many rows were reported (0: nothing to do). Throws after committing what Stripe accepted. */
@@ -41,14 +45,22 @@ export class UsageMeterService {
       const batch = await this.rows.claim(m, this.config.METER_BATCH_SIZE);
       if (batch.length === 0) return 0;
       const stripe = this.stripe.client();
-      // Each tenant's customer first, one after the other: the queries run on this transaction's one
-      // connection, which takes one query at a time (the sends below run concurrently).
+      // The meter and its price first: events sent before the meter exists would never be billed.
+      await this.pricing.pricing();
+      // Each tenant's customer and its usage subscription first, one after the other: the queries run
+      // on this transaction's one connection, which takes one query at a time (the sends below run
+      // concurrently). In a stable order, so two replicas' subscription locks never cross.
       const customers = new Map<string, string | undefined>();
-      for (const row of batch) {
-        const key = `${row.tenantId}:${row.productKey}`;
-        if (customers.has(key)) continue;
+      const owners = [...new Map(batch.map((r) => [`${r.tenantId}:${r.productKey}`, r])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      for (const [key, row] of owners) {
         const tenant = await this.tenants.tenant(row.tenantId, m);
-        customers.set(key, tenant ? (await ensureStripeCustomer(stripe, this.billing, tenant, row.productKey)).stripeCustomerId : undefined);
+        if (!tenant) {
+          customers.set(key, undefined);
+          continue;
+        }
+        const customer = await ensureStripeCustomer(stripe, this.billing, tenant, row.productKey);
+        await this.pricing.ensureSubscription(stripe, m, customer);
+        customers.set(key, customer.stripeCustomerId);
       }
       const accepted: string[] = [];
       const queue = [...batch];
@@ -61,7 +73,7 @@ export class UsageMeterService {
             event_name: this.config.METER_EVENT_NAME,
             identifier: row.id,
             timestamp,
-            payload: { stripe_customer_id: customer, value: String(row.debit), product_key: row.productKey },
+            payload: { [METER_PAYLOAD_KEYS.customer]: customer, [METER_PAYLOAD_KEYS.value]: String(row.debit), product_key: row.productKey },
           });
           this.metrics.meterEvents.inc({ outcome: 'accepted' });
         } catch (err) {

@@ -14,6 +14,7 @@ import {
 } from '@flagship/billing';
 import { APP_CONFIG } from '@flagship/config';
 import type { BillingWorkerConfig } from '../env.schema';
+import { isUsageSubscription, UsagePricingService } from '../metering/usage-pricing.service';
 import { BILLING_SECRETS, STRIPE_API } from '../stripe/stripe.tokens';
 import { BillingSyncRepository } from './billing-sync.repository';
 
@@ -35,6 +36,7 @@ export class BillingSyncService {
     @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
     private readonly billing: BillingRepository,
     private readonly sync: BillingSyncRepository,
+    private readonly usagePricing: UsagePricingService,
   ) {}
 
   /** Whose Stripe customer this is; our own mapping only (a customer we did not create is ignored). */
@@ -58,6 +60,11 @@ export class BillingSyncService {
     const owner = await this.customer(m, idOf(sub.customer));
     if (!owner) {
       this.log.warn(`subscription ${sub.id}: customer ${idOf(sub.customer) ?? '?'} belongs to no tenant; ignored`);
+      return [];
+    }
+    // A usage subscription (metered price) is no plan: it never sets the tenant's plan or entitlements.
+    if (isUsageSubscription(sub)) {
+      await this.usagePricing.subscriptionChanged(m, owner.tenantId, sub);
       return [];
     }
     const item = sub.items.data[0];

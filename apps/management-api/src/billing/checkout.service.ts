@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type Stripe from 'stripe';
-import { BILLING_STATE, BillingRepository, ensureStripeCustomer, LIVE_SUBSCRIPTION_STATUSES, PLAN_PRODUCT_KEY, planPriceId } from '@flagship/billing';
+import { BILLING_STATE, BillingRepository, ensureStripeCustomer, LIVE_SUBSCRIPTION_STATUSES, PLAN_PRODUCT_KEY, planPriceId, scopedIdempotencyKey } from '@flagship/billing';
 import type { TenantEntity } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import type { BillingSessionDto, CheckoutDto } from './checkout.dto';
@@ -25,7 +25,7 @@ export class CheckoutService {
 
   async checkout(tenant: TenantEntity, dto: CheckoutDto, idempotencyKey?: string): Promise<BillingSessionDto> {
     // The caller's key, scoped to the tenant and the operation (Stripe's keys are account-wide).
-    const stripeKey = idempotencyKey ? { idempotencyKey: `flagship-checkout-${tenant.id}-${idempotencyKey}` } : {};
+    const stripeKey = scopedIdempotencyKey(`flagship-checkout-${tenant.id}`, idempotencyKey);
     try {
       const stripe = this.options.stripe.client();
       const customer = await ensureStripeCustomer(stripe, this.billing, tenant, PLAN_PRODUCT_KEY);

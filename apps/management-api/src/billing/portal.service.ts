@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { BILLING_STATE, BillingRepository, ensureStripeCustomer, PLAN_PRODUCT_KEY } from '@flagship/billing';
+import { BILLING_STATE, BillingRepository, ensureStripeCustomer, PLAN_PRODUCT_KEY, scopedIdempotencyKey } from '@flagship/billing';
 import type { TenantEntity } from '@flagship/persistence';
 import { validationProblem } from '@flagship/problem-details';
 import type { BillingSessionDto } from './checkout.dto';
@@ -26,7 +26,7 @@ export class PortalService {
       const configuration = (await this.billing.state(BILLING_STATE.portalConfigurationId)) ?? undefined;
       const session = await stripe.billingPortal.sessions.create(
         { customer: customer.stripeCustomerId, return_url: dto.returnUrl, ...(configuration ? { configuration } : {}) },
-        idempotencyKey ? { idempotencyKey: `flagship-portal-${tenant.id}-${idempotencyKey}` } : {},
+        scopedIdempotencyKey(`flagship-portal-${tenant.id}`, idempotencyKey),
       );
       return { url: session.url };
     } catch (err) {

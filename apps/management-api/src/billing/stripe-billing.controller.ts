@@ -1,5 +1,6 @@
-import { Body, Controller, Get, Headers, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, createParamDecorator, type ExecutionContext, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
@@ -9,6 +10,15 @@ import { PortalDto } from './portal.dto';
 import { PortalService } from './portal.service';
 import { SubscriptionDto } from './subscription.dto';
 import { SubscriptionService } from './subscription.service';
+
+/**
+ * The caller's Idempotency-Key (the global idempotency interceptor has checked its form). Not
+ * `@Headers()`: Swagger would document that as a required header of its own.
+ */
+const IdempotencyKey = createParamDecorator((_: unknown, ctx: ExecutionContext): string | undefined => {
+  const value = ctx.switchToHttp().getRequest<Request>().headers['idempotency-key'];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+});
 
 /** Checkout, customer portal and plan subscription (the seed's Billing section); tenant admins only. */
 @ApiTags('billing')
@@ -30,7 +40,7 @@ export class StripeBillingController {
   @ApiOperation({ summary: 'Start a plan checkout (or, with a live subscription, a portal plan-change confirmation), or a credit purchase' })
   @ApiOkResponse({ type: BillingSessionDto })
   @ApiErrors(...BODY_ERRORS, 502)
-  checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @Headers('idempotency-key') idempotencyKey?: string) {
+  checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @IdempotencyKey() idempotencyKey?: string) {
     return this.checkouts.checkout(tenant, dto, idempotencyKey);
   }
 
@@ -38,10 +48,11 @@ export class StripeBillingController {
   @HttpCode(200)
   @TenantAccess({ role: 'admin' })
   @ApiHeader({ name: 'X-Tenant-ID', required: false })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'also passed on to Stripe' })
   @ApiOperation({ summary: "Open the Stripe customer portal for the tenant's customer of a product key (default core)" })
   @ApiOkResponse({ type: BillingSessionDto })
   @ApiErrors(...BODY_ERRORS, 502)
-  portal(@CurrentTenant() tenant: TenantEntity, @Body() dto: PortalDto, @Headers('idempotency-key') idempotencyKey?: string) {
+  portal(@CurrentTenant() tenant: TenantEntity, @Body() dto: PortalDto, @IdempotencyKey() idempotencyKey?: string) {
     return this.portals.portal(tenant, dto, idempotencyKey);
   }
 

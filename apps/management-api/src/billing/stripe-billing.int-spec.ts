@@ -75,6 +75,22 @@ describe('management-api billing: checkout, portal, subscription', () => {
     expect(sent[0].idempotencyKey).toBe(`flagship-checkout-${alice.tenantId}-order-42`);
   });
 
+  it('a caller key as long as allowed (255) reaches Stripe hashed within its 255 (a retry gets the same session), and the document marks the header optional', async () => {
+    const long = 'k'.repeat(255);
+    const first = await checkout(alice, body, { 'idempotency-key': long });
+    expect(first.status).toBe(200);
+    const sent = fake.requests.filter((r) => r.path === '/v1/checkout/sessions' && r.method === 'POST' && r.idempotencyKey?.startsWith(`flagship-checkout-${alice.tenantId}-sha256-`));
+    expect(sent).toHaveLength(1);
+    expect(sent[0].idempotencyKey!.length).toBeLessThanOrEqual(255);
+    expect((await checkout(alice, body, { 'idempotency-key': long })).body.url).toBe(first.body.url);
+    // No required header of its own: the key is optional on both routes.
+    const doc = (await f.call('GET', '/openapi.json')).body as { paths: Record<string, { post: { parameters: Array<{ name: string; required?: boolean }> } }> };
+    for (const path of ['/api/billing/checkout', '/api/billing/portal']) {
+      const keys = doc.paths[path].post.parameters.filter((p) => p.name.toLowerCase() === 'idempotency-key');
+      expect(keys).toEqual([expect.objectContaining({ name: 'Idempotency-Key', required: false })]);
+    }
+  });
+
   it('credits: a one-time Checkout session in payment mode for the amount', async () => {
     const res = await checkout(alice, { type: 'credits', amount: 2500, successUrl: body.successUrl, cancelUrl: body.cancelUrl });
     expect(res.status).toBe(200);

@@ -21,6 +21,9 @@ function withEtag(res: Response, row: FlagRow): FlagDto {
   return toFlagDto(row);
 }
 
+/** A LaunchDarkly flag or segment in the import body: an object with any fields. */
+const LD_OBJECT = { type: 'object', additionalProperties: true } as const;
+
 @ApiTags('flags')
 @ApiBearerAuth('bearer')
 @ApiErrors(401, 403, 404, 429, 503)
@@ -73,7 +76,20 @@ export class FlagsController {
       'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written.',
   })
   @ApiBody({
-    schema: { oneOf: [{ type: 'object', properties: { flags: { type: 'object', additionalProperties: { type: 'object' } }, segments: { type: 'object' }, flagValues: { type: 'object' } } }, { type: 'array', items: { type: 'object' } }] },
+    // Flags are LaunchDarkly's own objects, with fields of their own: open objects, not empty ones.
+    schema: {
+      oneOf: [
+        {
+          type: 'object',
+          properties: {
+            flags: { oneOf: [{ type: 'object', additionalProperties: LD_OBJECT }, { type: 'array', items: LD_OBJECT }] },
+            segments: { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', items: LD_OBJECT }] },
+            flagValues: { type: 'object', additionalProperties: true },
+          },
+        },
+        { type: 'array', items: LD_OBJECT },
+      ],
+    },
     examples: {
       sdkData: {
         value: { flags: { 'new-checkout': { key: 'new-checkout', on: true, variations: [true, false], offVariation: 1, fallthrough: { rollout: { variations: [{ variation: 0, weight: 25000 }, { variation: 1, weight: 75000 }], seed: 61 } }, targets: [], rules: [], prerequisites: [], salt: 'a1b2' } } },
