@@ -18,8 +18,9 @@ export const billingWorkerEnv = {
   WEBHOOK_INBOX_POLL_MS: num({ default: 1000, desc: 'how often the webhook inbox is polled besides being woken by each delivery' }),
   METER_EVENT_NAME: str({ default: 'flagship_ai_usage', desc: 'event_name of the Stripe meter billable gateway usage is reported to' }),
   METER_PRICE_UNIT_AMOUNT_DECIMAL: str({
-    default: '0.0001',
-    desc: 'cents per unit of metered value (a ledger debit in micro-credits) on the metered price; 0.0001 = $1 per 1,000,000, the price of one credit',
+    default: '0',
+    desc:
+      'cents per unit of metered value (a ledger debit in micro-credits) on the metered price. 0 (default): usage is prepaid, the gateway debits credits bought through checkout, and invoices list it at no charge so it is never paid twice; 0.0001 = $1 per 1,000,000 (the price of one credit) bills usage in arrears on top',
   }),
   METER_PRICE_CURRENCY: str({ default: 'usd', desc: 'currency of the metered usage price' }),
   USAGE_PRICING_INTERVAL_S: num({ default: 86400, desc: 'how often the billing meter and its metered price are checked to exist' }),

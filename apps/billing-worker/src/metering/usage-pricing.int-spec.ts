@@ -76,7 +76,8 @@ describe('billing-worker: billing meter, metered price and usage subscriptions',
     const [price] = await meteredPrices();
     expect(price.recurring).toMatchObject({ usage_type: 'metered', meter: meter.id, interval: 'month' });
     expect(price.lookup_key).toBe(`flagship-usage-${EVENT}`);
-    expect(String(price.unit_amount_decimal)).toBe('0.0001');
+    // Usage is prepaid through credits: the invoice lists it at no charge (METER_PRICE_UNIT_AMOUNT_DECIMAL).
+    expect(String(price.unit_amount_decimal)).toBe('0');
     const state = await db.query(`SELECT key, value FROM billing_state WHERE key IN ('usage_meter_id', 'usage_price_id') ORDER BY key`);
     expect(state.rows).toEqual([
       { key: 'usage_meter_id', value: meter.id },
