@@ -289,30 +289,6 @@ export class FakeStripe {
     return p;
   }
 
-  /** `id`: only through addPrice; the API always makes one. */
-  private createPrice(params: Params, id?: string): Obj {
-    const product = required(params, 'product');
-    if (!this.products.has(product)) throw new StripeError(400, 'invalid_request_error', `No such product: '${product}'`, 'resource_missing', 'product');
-    const recurring = obj(params['recurring']);
-    const p: Obj = {
-      id: id ?? this.id('price'),
-      object: 'price',
-      product,
-      active: true,
-      currency: required(params, 'currency'),
-      unit_amount: integer(params['unit_amount'], 'unit_amount') ?? 0,
-      type: str(recurring['interval']) ? 'recurring' : 'one_time',
-      recurring: str(recurring['interval']) ? { interval: str(recurring['interval']), interval_count: 1, usage_type: str(recurring['usage_type']) ?? 'licensed', meter: str(recurring['meter']) ?? null } : null,
-      lookup_key: str(params['lookup_key']) ?? null,
-      nickname: str(params['nickname']) ?? null,
-      metadata: strings(params['metadata']),
-      created: now(),
-      livemode: false,
-    };
-    this.prices.set(p['id'] as string, p);
-    return p;
-  }
-
   private priceView(priceId: string): Obj {
     const price = this.prices.get(priceId);
     if (!price) throw new StripeError(400, 'invalid_request_error', `No such price: '${priceId}'`, 'resource_missing', 'price');
@@ -608,7 +584,8 @@ export class FakeStripe {
     }
   }
 
-  private createPrice(params: Params): Obj {
+  /** `id`: only through addPrice; the API always makes one. */
+  private createPrice(params: Params, id?: string): Obj {
     const product = required(params, 'product');
     if (!this.products.has(product)) throw new StripeError(400, 'invalid_request_error', `No such product: '${product}'`, 'resource_missing', 'product');
     const recurring = obj(params['recurring']);
@@ -630,7 +607,7 @@ export class FakeStripe {
       holder['lookup_key'] = null;
     }
     const p: Obj = {
-      id: this.id('price'),
+      id: id ?? this.id('price'),
       object: 'price',
       product,
       active: true,
