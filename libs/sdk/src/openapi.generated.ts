@@ -1981,8 +1981,7 @@ export interface operations {
     Auth_signup: {
         parameters: {
             query?: never;
-            header: {
-                "x-tenant-id": string;
+            header?: {
                 /** @description tenant to make active, when the user is a member */
                 "X-Tenant-ID"?: string;
             };
@@ -2084,8 +2083,7 @@ export interface operations {
     Auth_login: {
         parameters: {
             query?: never;
-            header: {
-                "x-tenant-id": string;
+            header?: {
                 /** @description tenant to make active, when the user is a member */
                 "X-Tenant-ID"?: string;
             };
@@ -2205,8 +2203,7 @@ export interface operations {
     Auth_signin: {
         parameters: {
             query?: never;
-            header: {
-                "x-tenant-id": string;
+            header?: {
                 /** @description tenant to make active, when the user is a member */
                 "X-Tenant-ID"?: string;
             };

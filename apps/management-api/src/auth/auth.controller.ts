@@ -1,8 +1,8 @@
-import { Body, Controller, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { RateLimit } from '@flagship/request-policies';
-import { Public } from './auth.decorators';
+import { OptionalHeader, Public } from './auth.decorators';
 import { FederatedSigninDto, ForgotPasswordAcceptedDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
 import { AuthService } from './auth.service';
 
@@ -23,7 +23,7 @@ export class AuthController {
   @ApiErrors(401)
   @ApiHeader(TENANT_HEADER)
   @ApiCreatedResponse({ type: SignInBootstrapDto })
-  signup(@Body() dto: SignupDto, @Headers('x-tenant-id') tenantId?: string) {
+  signup(@Body() dto: SignupDto, @OptionalHeader('x-tenant-id') tenantId?: string) {
     return this.auth.signup(dto, tenantId);
   }
 
@@ -33,7 +33,7 @@ export class AuthController {
   @HttpCode(200)
   @ApiHeader(TENANT_HEADER)
   @ApiOkResponse({ type: SignInBootstrapDto })
-  login(@Body() dto: LoginDto, @Headers('x-tenant-id') tenantId?: string) {
+  login(@Body() dto: LoginDto, @OptionalHeader('x-tenant-id') tenantId?: string) {
     return this.auth.login(dto.idToken, tenantId);
   }
 
@@ -43,7 +43,7 @@ export class AuthController {
   @HttpCode(200)
   @ApiHeader(TENANT_HEADER)
   @ApiOkResponse({ type: SignInBootstrapDto })
-  signin(@Param('provider') provider: string, @Body() dto: FederatedSigninDto, @Headers('x-tenant-id') tenantId?: string) {
+  signin(@Param('provider') provider: string, @Body() dto: FederatedSigninDto, @OptionalHeader('x-tenant-id') tenantId?: string) {
     return this.auth.federatedSignin(provider, dto, tenantId);
   }
 

@@ -55,3 +55,12 @@ export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionCon
   if (!tenant) throw new Error('CurrentTenant used on a route without @TenantAccess');
   return tenant;
 });
+
+/**
+ * A request header's value, or undefined when absent or empty. Not `@Headers(name)`: Swagger
+ * documents that as a required header of its own (lower-cased), beside the route's `@ApiHeader`.
+ */
+export const OptionalHeader = createParamDecorator((name: string, ctx: ExecutionContext): string | undefined => {
+  const value = ctx.switchToHttp().getRequest<Request>().headers[name.toLowerCase()];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+});

@@ -1,24 +1,14 @@
-import { Body, Controller, createParamDecorator, type ExecutionContext, Get, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
-import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import { CurrentTenant, OptionalHeader, TenantAccess } from '../auth/auth.decorators';
 import { BillingSessionDto, CheckoutDto } from './checkout.dto';
 import { CheckoutService } from './checkout.service';
 import { PortalDto } from './portal.dto';
 import { PortalService } from './portal.service';
 import { SubscriptionDto } from './subscription.dto';
 import { SubscriptionService } from './subscription.service';
-
-/**
- * The caller's Idempotency-Key (the global idempotency interceptor has checked its form). Not
- * `@Headers()`: Swagger would document that as a required header of its own.
- */
-const IdempotencyKey = createParamDecorator((_: unknown, ctx: ExecutionContext): string | undefined => {
-  const value = ctx.switchToHttp().getRequest<Request>().headers['idempotency-key'];
-  return typeof value === 'string' && value !== '' ? value : undefined;
-});
 
 /** Checkout, customer portal and plan subscription (the seed's Billing section); tenant admins only. */
 @ApiTags('billing')
@@ -40,7 +30,7 @@ export class StripeBillingController {
   @ApiOperation({ summary: 'Start a plan checkout (or, with a live subscription, a portal plan-change confirmation), or a credit purchase' })
   @ApiOkResponse({ type: BillingSessionDto })
   @ApiErrors(...BODY_ERRORS, 502)
-  checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @IdempotencyKey() idempotencyKey?: string) {
+  checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @OptionalHeader('idempotency-key') idempotencyKey?: string) {
     return this.checkouts.checkout(tenant, dto, idempotencyKey);
   }
 
@@ -52,7 +42,7 @@ export class StripeBillingController {
   @ApiOperation({ summary: "Open the Stripe customer portal for the tenant's customer of a product key (default core)" })
   @ApiOkResponse({ type: BillingSessionDto })
   @ApiErrors(...BODY_ERRORS, 502)
-  portal(@CurrentTenant() tenant: TenantEntity, @Body() dto: PortalDto, @IdempotencyKey() idempotencyKey?: string) {
+  portal(@CurrentTenant() tenant: TenantEntity, @Body() dto: PortalDto, @OptionalHeader('idempotency-key') idempotencyKey?: string) {
     return this.portals.portal(tenant, dto, idempotencyKey);
   }
 
