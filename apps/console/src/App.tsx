@@ -125,8 +125,8 @@ function Shell({ children }: { children: ReactNode }) {
       <SandboxBanner />
       <ReadOnlyContext.Provider value={readOnly}>
         <main id="main">{children}</main>
+        <Tour />
       </ReadOnlyContext.Provider>
-      <Tour />
     </>
   );
 }

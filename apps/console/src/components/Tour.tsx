@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Button } from 'react-aria-components';
 import { request } from '../api';
+import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
 import { TOUR_KEY, useTour, type TourStatus } from '../tenant-queries';
 import { ErrorState } from './States';
@@ -21,14 +22,16 @@ export const TOUR_STEPS = [
 export function Tour() {
   const { scope } = useSignedIn();
   const qc = useQueryClient();
-  const q = useTour(scope);
+  // A read-only tenant could not record the tour's completion: it would come back on every visit.
+  const readOnly = useReadOnly();
+  const q = useTour(scope, !readOnly);
   const [step, setStep] = useState(0);
   const done = useMutation({
     mutationFn: async () => (await request<TourStatus>('PUT', `/v1/users/me/product-tours/${TOUR_KEY}`, { ...scope, environment: undefined }, { completed: true })).body,
     onSuccess: (s) => qc.setQueryData(['tour', scope.tenantId, TOUR_KEY], s),
   });
   // A tour that cannot be read is not worth an error on every screen: it just does not show.
-  if (!q.data || q.data.completed) return null;
+  if (readOnly || !q.data || q.data.completed) return null;
   const s = TOUR_STEPS[step] ?? TOUR_STEPS[0];
   const last = step === TOUR_STEPS.length - 1;
   return (

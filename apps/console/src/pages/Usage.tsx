@@ -231,7 +231,7 @@ export function Usage() {
               </Button>
             </div>
             <p role="status" className="muted">
-              {csv.isPending ? 'Preparing the CSV…' : csv.data !== undefined ? `Exported ${csv.data} rows.` : ''}
+              {csv.isPending ? 'Preparing the CSV…' : csv.data !== undefined ? `Exported ${csv.data} ${csv.data === 1 ? 'row' : 'rows'}.` : ''}
             </p>
             {csv.error && <ErrorState error={csv.error} />}
             <table data-testid="ledger">
