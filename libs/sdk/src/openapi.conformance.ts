@@ -60,6 +60,8 @@ export type TenantsConform = [
   Check<Reads<'Tenants_addUser', 201, sdk.TenantUser>>,
   Check<Writes<'Tenants_create', sdk.CreateTenantInput>>,
   Check<Writes<'Tenants_addUser', sdk.AddTenantUserInput>>,
+  Check<Reads<'Tenants_changeRole', 200, sdk.TenantUser>>,
+  Check<Writes<'Tenants_changeRole', sdk.UpdateTenantUserInput>>,
 ];
 
 export type EnvironmentsConform = [
