@@ -192,14 +192,33 @@ async function stop(child: ChildProcess | undefined) {
     const idToken = (await http<{ idToken: string }>(`${base}/dev/idp/token`, { method: 'POST', json: { email: other, password } })).body.idToken;
     expect((await http(`${base}/api/v1/auth/signup`, { method: 'POST', json: { idToken, email: other, password } })).status).toBe(201);
     await nav('Team', 'Team');
-    await page.getByRole('cell', { name: email }).waitFor();
+    await page.getByRole('button', { name: `Role of ${email}` }).waitFor();
     await page.getByRole('textbox', { name: 'Member email' }).fill(other);
-    await page.getByRole('button', { name: /Role/ }).click();
+    await page.getByRole('button', { name: / Role$/ }).click();
     await page.getByRole('option', { name: 'editor' }).click();
-    await page.getByRole('button', { name: 'Add member' }).click();
-    await page.getByRole('row', { name: new RegExp(other) }).getByRole('cell', { name: 'editor' }).waitFor();
+    await page.getByRole('button', { name: 'Invite member' }).click();
+    const otherRole = page.getByRole('button', { name: `Role of ${other}` });
+    await waitFor(async () => (await otherRole.textContent())?.includes('editor') === true, 10000, 100);
+    const members = async () => (await http<{ email: string; role: string }[]>(`${base}/api/tenants/${s.tenantId}/users`, { headers })).body.map((m) => `${m.role} ${m.email}`).sort();
+    expect(await members()).toEqual([`admin ${email}`, `editor ${other}`]);
+    // Change the role in the row.
+    await otherRole.click();
+    await page.getByRole('option', { name: 'viewer' }).click();
+    await waitFor(async () => (await members()).includes(`viewer ${other}`), 10000, 100);
+    await waitFor(async () => (await otherRole.textContent())?.includes('viewer') === true, 10000, 100);
+    // The only admin cannot step down: the API's 409 is shown with its request id.
+    await page.getByRole('button', { name: `Role of ${email}` }).click();
+    await page.getByRole('option', { name: 'editor' }).click();
+    const refused = page.getByRole('row', { name: new RegExp(email) }).getByRole('alert');
+    await refused.getByText('A tenant keeps at least one admin').waitFor();
+    expect(await refused.textContent()).toContain('Request id');
     await shot('13-team');
     await accessible('team');
+    // Remove the teammate, after confirming.
+    await page.getByRole('button', { name: `Remove ${other}` }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Remove member' }).click();
+    await otherRole.waitFor({ state: 'detached' });
+    expect(await members()).toEqual([`admin ${email}`]);
 
     // OAuth clients: create one allowed the internal `insights` product; its secret is shown once.
     await nav('OAuth clients', 'OAuth clients');
@@ -281,7 +300,9 @@ async function stop(child: ChildProcess | undefined) {
     await shot('17-billing');
     await accessible('billing');
 
-    expect(pageErrors).toEqual([]);
+    // The one 409 above is the browser's log of the refused step-down, not an error of the console.
+    expect(pageErrors.filter((e) => !/409 \(Conflict\)/.test(e))).toEqual([]);
+    pageErrors.length = 0;
   }, 180000);
 
   it('an expired sandbox is shown read-only: a clear message and its controls disabled', async () => {

@@ -94,7 +94,7 @@ describe('OAuth clients', () => {
     });
     renderSignedIn(<OAuthClients />);
     await userEvent.click(await screen.findByRole('button', { name: 'Delete Checkout backend' }));
-    const dialog = await screen.findByRole('alertdialog', { name: 'Delete Checkout backend?' });
+    const dialog = await screen.findByRole('alertdialog', { name: /Delete Checkout backend\?/ });
     await userEvent.click(within(dialog).getByRole('button', { name: 'Delete client' }));
     await screen.findByText('No OAuth clients yet.');
     await waitFor(() => expect(sent.filter((r) => r.method === 'DELETE').map((r) => r.url)).toEqual(['/api/oauth/clients/ffc_abc']));

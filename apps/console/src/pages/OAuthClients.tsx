@@ -1,7 +1,8 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Button, Checkbox, CheckboxGroup, Dialog, DialogTrigger, FieldError, Form, Heading, Input, Label, Modal, TextField } from 'react-aria-components';
+import { Button, Checkbox, CheckboxGroup, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
 import { isApiError, request } from '../api';
+import { ConfirmButton } from '../components/Confirm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -146,33 +147,15 @@ function ClientRow({ client, onSecret }: { client: OAuthClient; onSecret: (c: OA
           <Button aria-label={`Rotate secret of ${client.name}`} isDisabled={rotate.isPending || !!readOnly} onPress={() => rotate.mutate()}>
             Rotate secret
           </Button>
-          <DialogTrigger>
-            <Button aria-label={`Delete ${client.name}`} isDisabled={remove.isPending || !!readOnly}>
-              Delete
-            </Button>
-            <Modal className="modal" isDismissable>
-              <Dialog role="alertdialog" className="dialog">
-                {({ close }) => (
-                  <>
-                    <Heading slot="title">Delete {client.name}?</Heading>
-                    <p>Tokens already issued to this client stop working within seconds. This cannot be undone.</p>
-                    <div className="actions">
-                      <Button
-                        className="danger"
-                        onPress={() => {
-                          remove.mutate();
-                          close();
-                        }}
-                      >
-                        Delete client
-                      </Button>
-                      <Button onPress={close}>Cancel</Button>
-                    </div>
-                  </>
-                )}
-              </Dialog>
-            </Modal>
-          </DialogTrigger>
+          <ConfirmButton
+            label={`Delete ${client.name}`}
+            title={`Delete ${client.name}? Tokens already issued to it stop working within seconds.`}
+            confirm="Delete client"
+            isDisabled={remove.isPending || !!readOnly}
+            onConfirm={() => remove.mutate()}
+          >
+            Delete
+          </ConfirmButton>
         </div>
         {error && <ErrorState error={error} />}
       </td>

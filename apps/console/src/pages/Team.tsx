@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
 import { isApiError, request } from '../api';
 import { ChoiceSelect } from '../components/ChoiceSelect';
+import { ConfirmButton } from '../components/Confirm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -13,6 +14,49 @@ const ROLE_HELP: Record<TenantRole, string> = {
   editor: 'flags and projects',
   viewer: 'read only',
 };
+
+/** One member: their role, changeable, and removal (admins only; the API keeps the last admin). */
+function MemberRow({ member }: { member: TenantUser }) {
+  const { scope, tenantId, email } = useSignedIn();
+  const readOnly = useReadOnly();
+  const qc = useQueryClient();
+  const path = `/api/tenants/${encodeURIComponent(tenantId)}/users/${encodeURIComponent(member.userId)}`;
+  const tenantScope = { ...scope, environment: undefined };
+  const done = () => void qc.invalidateQueries({ queryKey: ['members', tenantId] });
+  const role = useMutation({ mutationFn: async (r: TenantRole) => (await request<TenantUser>('PATCH', path, tenantScope, { role: r })).body, onSuccess: done });
+  const remove = useMutation({ mutationFn: async () => (await request<unknown>('DELETE', path, tenantScope)).body, onSuccess: done });
+  const error = role.error ?? remove.error;
+  const who = member.email === email ? `${member.email} (you)` : member.email;
+  return (
+    <tr>
+      <td>
+        {member.displayName && member.displayName !== member.email ? `${member.displayName} ` : ''}
+        <span className="muted">{who}</span>
+      </td>
+      <td>
+        {readOnly ? (
+          member.role
+        ) : (
+          <ChoiceSelect label={`Role of ${member.email}`} className="select compact" value={member.role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={(r) => r !== member.role && role.mutate(r)} />
+        )}
+      </td>
+      <td>{member.lastAccessedAt ? new Date(member.lastAccessedAt).toLocaleString() : 'never'}</td>
+      <td>{new Date(member.createdAt).toLocaleDateString()}</td>
+      <td>
+        <ConfirmButton
+          label={`Remove ${member.email}`}
+          title={`Remove ${member.email} from this tenant? They lose access at once; an invitation not yet used is withdrawn.`}
+          confirm="Remove member"
+          isDisabled={remove.isPending || !!readOnly}
+          onConfirm={() => remove.mutate()}
+        >
+          Remove
+        </ConfirmButton>
+        {error && <ErrorState error={error} />}
+      </td>
+    </tr>
+  );
+}
 
 export function Team() {
   const { scope, tenantId, tenants } = useSignedIn();
@@ -49,28 +93,23 @@ export function Team() {
               <th scope="col">Role</th>
               <th scope="col">Last active</th>
               <th scope="col">Joined</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
             {q.data.map((u) => (
-              <tr key={u.userId}>
-                <td>
-                  {u.displayName && u.displayName !== u.email ? `${u.displayName} ` : ''}
-                  <span className="muted">{u.email}</span>
-                </td>
-                <td>{u.role}</td>
-                <td>{u.lastAccessedAt ? new Date(u.lastAccessedAt).toLocaleString() : 'never'}</td>
-                <td>{new Date(u.createdAt).toLocaleDateString()}</td>
-              </tr>
+              <MemberRow key={u.userId} member={u} />
             ))}
           </tbody>
         </table>
       )}
       <div className="panel">
-        <h2>Add a member</h2>
-        <p className="muted">The person needs an account already; they see this tenant in their tenant switcher at their next sign-in.</p>
+        <h2>Invite a member</h2>
+        <p className="muted">Someone with an account sees this tenant at their next sign-in; someone without one joins when they first sign in with that e-mail. Remove a member to withdraw an unused invitation.</p>
         <Form
-          aria-label="Add a member"
+          aria-label="Invite a member"
           validationErrors={isApiError(add.error) ? add.error.fieldErrors : undefined}
           onSubmit={(e) => {
             e.preventDefault();
@@ -85,7 +124,7 @@ export function Team() {
           <ChoiceSelect label="Role" value={role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={setRole} />
           <div className="actions">
             <Button type="submit" className="primary" isDisabled={add.isPending || !!readOnly}>
-              Add member
+              Invite member
             </Button>
           </div>
         </Form>
