@@ -15,7 +15,7 @@ import AxeBuilder from '@axe-core/playwright';
 import OpenAI from 'openai';
 import { Client } from 'pg';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { createTestEnvironment, FakeModelUpstream, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, FakeModelUpstream, FakeStripe, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
 
 const ROOT = join(__dirname, '../../..');
 const mainOf = (app: string) => join(ROOT, `dist/apps/${app}/apps/${app}/src/main.js`);
@@ -56,6 +56,7 @@ async function stop(child: ChildProcess | undefined) {
 (HAVE_CHROMIUM ? describe : describe.skip)('console tenant pages in Chromium', () => {
   let te: TestEnvironment;
   let fake: FakeModelUpstream;
+  let stripe: FakeStripe;
   let api: ChildProcess;
   let gateway: ChildProcess;
   let base: string;
@@ -95,13 +96,26 @@ async function stop(child: ChildProcess | undefined) {
     mkdirSync(SHOTS, { recursive: true });
     te = await createTestEnvironment();
     fake = await FakeModelUpstream.start();
+    // Stripe is an outside service: its local fake, with the three plan prices, as `npm start` sets it up.
+    stripe = await FakeStripe.start({ apiKey: 'sk_test_console' });
+    const stripeClient = stripe.client();
+    const price = async (name: string, cents: number) =>
+      (await stripeClient.prices.create({ product: (await stripeClient.products.create({ name })).id, currency: 'usd', unit_amount: cents, recurring: { interval: 'month' } })).id;
+    const stripeEnv = {
+      STRIPE_API_BASE: stripe.url,
+      STRIPE_SECRET_KEY: 'sk_test_console',
+      STRIPE_WEBHOOK_SECRET: 'whsec_console',
+      STRIPE_PRICE_FREE: await price('Free', 0),
+      STRIPE_PRICE_STANDARD: await price('Standard', 1900),
+      STRIPE_PRICE_PREMIUM: await price('Premium', 4900),
+    };
     const [apiPort, gatewayPort] = [await freePort(), await freePort()];
     base = `http://127.0.0.1:${apiPort}`;
     gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     // The console's user is a platform admin: only those may allow an internal suite product key.
     api = await start(
       'management-api',
-      { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000', PLATFORM_ADMIN_EMAILS: email },
+      { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000', PLATFORM_ADMIN_EMAILS: email, ...stripeEnv },
       apiPort,
     );
     gateway = await start('ai-gateway', { ...te.env, NODE_ENV: 'development', OAUTH_ISSUER: base, PROVIDER_INHOUSE_URL: fake.url }, gatewayPort);
@@ -114,7 +128,8 @@ async function stop(child: ChildProcess | undefined) {
     });
     await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
     page = browser.pages()[0] ?? (await browser.newPage());
-    page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()));
+    // The console's own errors (the fake Stripe's pages ask for a favicon it does not have).
+    page.on('console', (m) => m.type() === 'error' && !m.location().url.startsWith(stripe.url) && pageErrors.push(`${m.text()} ${m.location().url}`));
     page.on('pageerror', (e) => pageErrors.push(String(e)));
   }, 90000);
 
@@ -124,6 +139,7 @@ async function stop(child: ChildProcess | undefined) {
     await stop(gateway);
     await stop(api);
     await fake?.close();
+    await stripe?.close();
     await te?.teardown();
   });
 
@@ -295,14 +311,25 @@ async function stop(child: ChildProcess | undefined) {
     // Billing: plan and subscription status, credits, and the plan and credit actions.
     await nav('Billing', 'Plan and billing');
     expect(await page.getByTestId('plan').textContent()).toBe('free');
-    await page.getByRole('button', { name: 'Switch to Premium' }).waitFor();
-    await page.getByRole('button', { name: 'Buy credits' }).waitFor();
     await shot('17-billing');
     await accessible('billing');
+    // Upgrade and credit purchase follow the URL the API answers with, to (the fake) Stripe Checkout and back.
+    await page.getByRole('button', { name: 'Switch to Premium' }).click();
+    await page.waitForURL(`${stripe.url}/checkout/**`);
+    await page.getByRole('heading', { name: 'Fake Stripe Checkout' }).waitFor();
+    expect(await page.textContent('body')).toContain('subscription');
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.getByRole('heading', { name: 'Plan and billing', level: 1 }).waitFor();
+    await page.getByRole('textbox', { name: 'Amount (USD)' }).fill('25');
+    await page.getByRole('button', { name: 'Buy credits' }).click();
+    await page.waitForURL(`${stripe.url}/checkout/**`);
+    expect(await page.textContent('body')).toContain('payment: 25 usd');
+    await page.goBack();
+    await page.getByRole('heading', { name: 'Plan and billing', level: 1 }).waitFor();
 
     // The one 409 above is the browser's log of the refused step-down, not an error of the console.
-    expect(pageErrors.filter((e) => !/409 \(Conflict\)/.test(e))).toEqual([]);
-    pageErrors.length = 0;
+    const errors = pageErrors.splice(0);
+    expect(errors.filter((e) => !/409 \(Conflict\)/.test(e))).toEqual([]);
   }, 180000);
 
   it('an expired sandbox is shown read-only: a clear message and its controls disabled', async () => {
