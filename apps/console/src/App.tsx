@@ -72,11 +72,11 @@ function NavLink({ href, children }: { href: string; children: ReactNode }) {
   );
 }
 
-/** The reason the active tenant is read-only (an expired sandbox), or null. */
-function useTenantReadOnly(): string | null {
+/** Whether the active tenant is a sandbox, and the reason it is read-only (expired), or null. */
+function useTenantSandbox(): { isSandbox: boolean; readOnly: string | null } {
   const { scope } = useSignedIn();
   const { isSandbox, status } = useSandbox(scope);
-  return isSandbox && status.data && !status.data.active ? 'This sandbox has expired: it is read-only.' : null;
+  return { isSandbox, readOnly: isSandbox && status.data && !status.data.active ? 'This sandbox has expired: it is read-only.' : null };
 }
 
 /**
@@ -97,7 +97,7 @@ function ReadOnlyScope({ children }: { children: ReactNode }) {
 
 function Shell({ children }: { children: ReactNode }) {
   const { session, signOut } = useSession();
-  const readOnly = useTenantReadOnly();
+  const { isSandbox, readOnly } = useTenantSandbox();
   return (
     <>
       <a href="#main" className="skip-link">
@@ -120,7 +120,7 @@ function Shell({ children }: { children: ReactNode }) {
         <NavLink href="/oauth-clients">OAuth clients</NavLink>
         <NavLink href="/usage">AI usage</NavLink>
         <NavLink href="/billing">Billing</NavLink>
-        <NavLink href="/sandbox">Sandbox</NavLink>
+        {isSandbox && <NavLink href="/sandbox">Sandbox</NavLink>}
       </nav>
       <SandboxBanner />
       <ReadOnlyContext.Provider value={readOnly}>
