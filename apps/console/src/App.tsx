@@ -1,15 +1,28 @@
 import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { useEffect, useState, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, useState, type ReactNode } from 'react';
 import { Button } from 'react-aria-components';
-import { Link, Route, Router, Switch } from 'wouter';
+import { Link, Route, Router, Switch, useLocation } from 'wouter';
 import { isApiError } from './api';
 import { ChoiceSelect } from './components/ChoiceSelect';
+import { SandboxBanner, SandboxPage } from './components/Sandbox';
+import { Loading } from './components/States';
+import { Tour } from './components/Tour';
 import { CreateFlag } from './pages/CreateFlag';
 import { FlagDetail } from './pages/FlagDetail';
 import { Flags } from './pages/Flags';
+import { Environments } from './pages/Environments';
+import { OAuthClients } from './pages/OAuthClients';
+import { Projects } from './pages/Projects';
 import { SignIn } from './pages/SignIn';
+import { Team } from './pages/Team';
+import { ReadOnlyContext, useReadOnly } from './read-only';
+import { useSandbox } from './tenant-queries';
 import { useEnvironments } from './queries';
 import { SessionProvider, useSession, useSignedIn } from './session';
+
+// Usage (with recharts) and billing load on demand: the initial JavaScript stays within its budget.
+const Usage = lazy(() => import('./pages/Usage'));
+const Billing = lazy(() => import('./pages/Billing'));
 
 const EXPIRED = 'Your session has ended. Sign in again to continue.';
 
@@ -48,8 +61,43 @@ function Switchers() {
   );
 }
 
+/** A main-navigation link that says which page is open (aria-current), for screen readers and the eye alike. */
+function NavLink({ href, children }: { href: string; children: ReactNode }) {
+  const [location] = useLocation();
+  const current = href === '/' ? location === '/' || (location.startsWith('/flags/') && location !== '/flags/new') : location === href || location.startsWith(`${href}/`);
+  return (
+    <Link href={href} aria-current={current ? 'page' : undefined}>
+      {children}
+    </Link>
+  );
+}
+
+/** Whether the active tenant is a sandbox, and the reason it is read-only (expired), or null. */
+function useTenantSandbox(): { isSandbox: boolean; readOnly: string | null } {
+  const { scope } = useSignedIn();
+  const { isSandbox, status } = useSandbox(scope);
+  return { isSandbox, readOnly: isSandbox && status.data && !status.data.active ? 'This sandbox has expired: it is read-only.' : null };
+}
+
+/**
+ * Pages that do not read useReadOnly() themselves (the flag pages) get their controls disabled by a
+ * disabled fieldset while the tenant is read-only: native controls, and react-aria's, which render
+ * native ones, cannot be used inside it.
+ */
+function ReadOnlyScope({ children }: { children: ReactNode }) {
+  const readOnly = useReadOnly();
+  if (!readOnly) return <>{children}</>;
+  return (
+    <fieldset disabled className="read-only">
+      <legend className="visually-hidden">{readOnly}</legend>
+      {children}
+    </fieldset>
+  );
+}
+
 function Shell({ children }: { children: ReactNode }) {
   const { session, signOut } = useSession();
+  const { isSandbox, readOnly } = useTenantSandbox();
   return (
     <>
       <a href="#main" className="skip-link">
@@ -59,15 +107,26 @@ function Shell({ children }: { children: ReactNode }) {
         <Link href="/" className="brand">
           Flagship
         </Link>
-        <nav aria-label="Main">
-          <Link href="/">Flags</Link>
-          <Link href="/flags/new">Create flag</Link>
-        </nav>
         <Switchers />
         <span className="muted who">{session?.email}</span>
         <Button onPress={() => signOut()}>Sign out</Button>
       </header>
-      <main id="main">{children}</main>
+      <nav aria-label="Main" className="mainnav">
+        <NavLink href="/">Flags</NavLink>
+        <NavLink href="/flags/new">Create flag</NavLink>
+        <NavLink href="/projects">Projects</NavLink>
+        <NavLink href="/environments">Environments</NavLink>
+        <NavLink href="/team">Team</NavLink>
+        <NavLink href="/oauth-clients">OAuth clients</NavLink>
+        <NavLink href="/usage">AI usage</NavLink>
+        <NavLink href="/billing">Billing</NavLink>
+        {isSandbox && <NavLink href="/sandbox">Sandbox</NavLink>}
+      </nav>
+      <SandboxBanner />
+      <ReadOnlyContext.Provider value={readOnly}>
+        <main id="main">{children}</main>
+        <Tour />
+      </ReadOnlyContext.Provider>
     </>
   );
 }
@@ -79,12 +138,47 @@ function Routes() {
     <Shell>
       <Switch>
         <Route path="/">
-          <Flags />
+          <ReadOnlyScope>
+            <Flags />
+          </ReadOnlyScope>
         </Route>
         <Route path="/flags/new">
-          <CreateFlag />
+          <ReadOnlyScope>
+            <CreateFlag />
+          </ReadOnlyScope>
         </Route>
-        <Route path="/flags/:key">{(p) => <FlagDetail key={p.key} flagKey={decodeURIComponent(p.key)} />}</Route>
+        <Route path="/projects">
+          <Projects />
+        </Route>
+        <Route path="/environments">
+          <Environments />
+        </Route>
+        <Route path="/team">
+          <Team />
+        </Route>
+        <Route path="/oauth-clients">
+          <OAuthClients />
+        </Route>
+        <Route path="/usage">
+          <Suspense fallback={<Loading what="AI usage" />}>
+            <Usage />
+          </Suspense>
+        </Route>
+        <Route path="/billing">
+          <Suspense fallback={<Loading what="billing" />}>
+            <Billing />
+          </Suspense>
+        </Route>
+        <Route path="/sandbox">
+          <SandboxPage />
+        </Route>
+        <Route path="/flags/:key">
+          {(p) => (
+            <ReadOnlyScope>
+              <FlagDetail key={p.key} flagKey={decodeURIComponent(p.key)} />
+            </ReadOnlyScope>
+          )}
+        </Route>
         <Route>
           <p role="alert">This page does not exist.</p>
         </Route>

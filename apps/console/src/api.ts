@@ -26,7 +26,7 @@ export class ApiError extends Error {
 
 export interface RequestScope { token?: string; tenantId?: string; environment?: string }
 
-export interface ApiResponse<T> { body: T; etag: string | null }
+export interface ApiResponse<T> { body: T; etag: string | null; headers?: Headers }
 
 export async function request<T>(method: string, path: string, scope: RequestScope, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
   const h: Record<string, string> = { Accept: 'application/json', ...headers };
@@ -50,7 +50,7 @@ export async function request<T>(method: string, path: string, scope: RequestSco
     }
   }
   if (!res.ok) throw toApiError(res, parsed);
-  return { body: parsed as T, etag: res.headers.get('ETag') };
+  return { body: parsed as T, etag: res.headers.get('ETag'), headers: res.headers };
 }
 
 function toApiError(res: Response, parsed: unknown): ApiError {
@@ -75,4 +75,25 @@ export const etagOfFlag = (f: Pick<Flag, 'version'>): string => `"${f.version}"`
 
 export function formatValue(v: JsonValue | null | undefined): string {
   return v === undefined ? '—' : JSON.stringify(v);
+}
+
+/** The next page's path of a paginated list (`Link: <...>; rel="next"`, CONTRACT.md section 4), same origin only. */
+export function nextPageOf(headers: Headers | undefined): string | undefined {
+  const link = headers?.get('Link');
+  const m = link ? /<([^>]+)>\s*;\s*rel="?next"?/.exec(link) : null;
+  if (!m?.[1]) return undefined;
+  const url = new URL(m[1], 'http://same-origin.invalid');
+  return `${url.pathname}${url.search}`;
+}
+
+/** Every page of a list, following rel="next" up to `maxItems`. */
+export async function requestAll<T>(path: string, scope: RequestScope, maxItems = 50_000): Promise<T[]> {
+  const all: T[] = [];
+  let next: string | undefined = path;
+  while (next && all.length < maxItems) {
+    const page: ApiResponse<T[]> = await request<T[]>('GET', next, scope);
+    all.push(...page.body);
+    next = nextPageOf(page.headers);
+  }
+  return all;
 }

@@ -6,23 +6,13 @@ import type { ReactElement } from 'react';
 import { vi } from 'vitest';
 import type { Flag } from './api';
 import { createQueryClient } from './App';
+import { SessionProvider } from './session';
 
 export interface Sent { method: string; url: string; headers: Record<string, string>; body: unknown }
 
 /** Answers each request with the next scripted response and records the request. */
-export function scriptServer(responses: { status: number; body: unknown; headers?: Record<string, string> }[]) {
-  const sent: Sent[] = [];
-  vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
-    sent.push({ method: init.method ?? 'GET', url, headers: (init.headers ?? {}) as Record<string, string>, body: init.body ? JSON.parse(String(init.body)) : undefined });
-    const next = responses.shift();
-    if (!next) throw new Error(`unexpected request ${init.method} ${url}`);
-    const problem = next.status >= 400;
-    return new Response(JSON.stringify(next.body), {
-      status: next.status,
-      headers: { 'Content-Type': problem ? 'application/problem+json' : 'application/json', ...next.headers },
-    });
-  });
-  return sent;
+export function scriptServer(responses: Answer[]) {
+  return routeServer(() => responses.shift());
 }
 
 export function renderWithQueries(ui: ReactElement, onUnauthorized = () => {}) {
@@ -57,4 +47,35 @@ export function aFlag(over: Partial<Flag> = {}): Flag {
     updatedAt: '2026-11-22T10:00:00.000Z',
     ...over,
   };
+}
+
+export interface Answer { status: number; body: unknown; headers?: Record<string, string> }
+
+/** Answers each request by what it asks for (for screens whose queries run in parallel) and records it. */
+export function routeServer(answer: (req: Sent) => Answer | undefined) {
+  const sent: Sent[] = [];
+  vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
+    const req: Sent = { method: init.method ?? 'GET', url, headers: (init.headers ?? {}) as Record<string, string>, body: init.body ? JSON.parse(String(init.body)) : undefined };
+    sent.push(req);
+    const a = answer(req);
+    if (!a) throw new Error(`unexpected request ${req.method} ${url}`);
+    return new Response(a.status === 204 ? null : JSON.stringify(a.body), {
+      status: a.status,
+      headers: { 'Content-Type': a.status >= 400 ? 'application/problem+json' : 'application/json', ...a.headers },
+    });
+  });
+  return sent;
+}
+
+export const SIGNED_IN = {
+  token: 'id-token',
+  email: 'ada@flagship.test',
+  tenants: [{ tenant_id: 't-1', tenant_name: 'Ada', role: 'admin' }],
+  tenantId: 't-1',
+  environment: 'production',
+};
+
+/** A screen behind sign-in, with the app's query client and a session. */
+export function renderSignedIn(ui: ReactElement, onUnauthorized = () => {}) {
+  return renderWithQueries(<SessionProvider initial={SIGNED_IN}>{ui}</SessionProvider>, onUnauthorized);
 }

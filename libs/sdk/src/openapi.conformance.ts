@@ -64,7 +64,9 @@ export type TenantsCovered =
   | Op<'Tenants_list', [Reads<'Tenants_list', 200, sdk.Tenant[]>]>
   | Op<'Tenants_create', [Reads<'Tenants_create', 201, sdk.Tenant>, Writes<'Tenants_create', sdk.CreateTenantInput>]>
   | Op<'Tenants_users', [Reads<'Tenants_users', 200, sdk.TenantUser[]>]>
-  | Op<'Tenants_addUser', [Reads<'Tenants_addUser', 201, sdk.TenantUser>, Writes<'Tenants_addUser', sdk.AddTenantUserInput>]>;
+  | Op<'Tenants_addUser', [Reads<'Tenants_addUser', 201, sdk.TenantUser>, Writes<'Tenants_addUser', sdk.AddTenantUserInput>]>
+  | Op<'Tenants_changeRole', [Reads<'Tenants_changeRole', 200, sdk.TenantUser>, Writes<'Tenants_changeRole', sdk.UpdateTenantUserInput>]>
+  | Op<'Tenants_removeUser', [Empty<'Tenants_removeUser', 204>]>;
 
 export type EnvironmentsCovered =
   | Op<'Environments_list', [Reads<'Environments_list', 200, sdk.Environment[]>]>

@@ -333,6 +333,11 @@ describe('FlagshipClient against management-api', () => {
       const members = await client.tenants.users(acme.id);
       expect(members.map((m) => `${m.role} ${m.email}`).sort()).toEqual([`admin ${ada.email}`, 'editor grace@acme.test']);
       expect((await collect(client.tenants.allUsers(acme.id, { pageSize: 1 }))).map((m) => m.userId)).toEqual(members.map((m) => m.userId));
+      expect(await client.tenants.updateUser(acme.id, grace.userId, { role: 'viewer' })).toMatchObject({ userId: grace.userId, role: 'viewer' });
+      const me = members.find((m) => m.email === ada.email)!;
+      await expect(client.tenants.removeUser(acme.id, me.userId)).rejects.toMatchObject({ status: 409 });
+      await client.tenants.removeUser(acme.id, grace.userId);
+      expect((await client.tenants.users(acme.id)).map((m) => m.email)).toEqual([ada.email]);
 
       // X-Tenant-ID per call: the new tenant has no flags of its own.
       expect(await client.flags.list({}, { tenantId: acme.id })).toEqual([]);

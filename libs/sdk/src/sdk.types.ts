@@ -279,6 +279,10 @@ export interface TenantUser {
   createdAt: Timestamp;
 }
 
+export interface UpdateTenantUserInput {
+  role: TenantRole;
+}
+
 export interface AddTenantUserInput {
   email: string;
   role: TenantRole;

@@ -1,12 +1,12 @@
-import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import type { Request, Response } from 'express';
 import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import type { TenantEntity } from '@flagship/persistence';
 import { Caller, CurrentTenant, CurrentUser, TenantAccess, UsersOnly } from '../auth/auth.decorators';
 import type { UserEntity } from '../users/user.entity';
-import { AddTenantUserDto, CreateTenantDto, TenantDto, TenantUserDto } from './tenants.dto';
+import { AddTenantUserDto, CreateTenantDto, TenantDto, TenantUserDto, UpdateTenantUserDto } from './tenants.dto';
 import { TenantsService, toTenantUserDto } from './tenants.service';
 
 @ApiTags('tenants')
@@ -50,5 +50,24 @@ export class TenantsController {
   @ApiCreatedResponse({ type: TenantUserDto })
   addUser(@CurrentTenant() tenant: TenantEntity, @Body() dto: AddTenantUserDto) {
     return this.tenants.addUser(tenant.id, dto);
+  }
+
+  @Patch(':tenantId/users/:userId')
+  @TenantAccess({ role: 'admin', tenantFrom: 'path' })
+  @ApiOperation({ summary: "Change a member's role (the last admin cannot step down: 409)" })
+  @ApiErrors(...BODY_ERRORS, 404, 409)
+  @ApiOkResponse({ type: TenantUserDto })
+  changeRole(@CurrentTenant() tenant: TenantEntity, @Param('userId') userId: string, @Body() dto: UpdateTenantUserDto) {
+    return this.tenants.changeRole(tenant.id, userId, dto.role);
+  }
+
+  @Delete(':tenantId/users/:userId')
+  @TenantAccess({ role: 'admin', tenantFrom: 'path' })
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Remove a member, or withdraw the invitation of one who never signed in (never the last admin: 409)' })
+  @ApiErrors(404, 409)
+  @ApiNoContentResponse()
+  removeUser(@CurrentTenant() tenant: TenantEntity, @Param('userId') userId: string): Promise<void> {
+    return this.tenants.removeUser(tenant.id, userId);
   }
 }

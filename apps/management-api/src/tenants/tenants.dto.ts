@@ -37,6 +37,12 @@ export class AddTenantUserDto {
   role: TenantRole;
 }
 
+export class UpdateTenantUserDto {
+  @ApiProperty({ enum: TENANT_ROLES })
+  @IsIn(TENANT_ROLES as unknown as string[], { message: `must be one of ${TENANT_ROLES.join(', ')}` })
+  role: TenantRole;
+}
+
 export class TenantSubscriptionDto {
   @ApiProperty({ example: 'free' }) plan: string;
   @ApiProperty({ example: 'active' }) status: string;

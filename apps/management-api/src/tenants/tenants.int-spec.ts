@@ -77,6 +77,52 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
     expect(editorLists.status).toBe(200);
   });
 
+  it('changes roles and removes members (invitations too), admins only, never leaving a tenant without an admin', async () => {
+    const team = (await f.call('POST', '/api/tenants', { token: alice.idToken, json: { name: 'Team', primaryEmail: 'alice@flagship.test' } })).body.id as string;
+    const users = `/api/tenants/${team}/users`;
+    const add = async (email: string, role: string) => (await f.call('POST', users, { token: alice.idToken, json: { email, role } })).body.userId as string;
+    const carol = await f.signUp('carol@flagship.test');
+    expect(await add('carol@flagship.test', 'viewer')).toBe(carol.userId);
+    const invited = await add('dave-invited@flagship.test', 'viewer');
+
+    // A viewer may not add; promoted to admin she may, and the change is seen at once.
+    expect((await f.call('POST', users, { token: carol.idToken, json: { email: 'e@flagship.test', role: 'viewer' } })).status).toBe(403);
+    const promoted = await f.call('PATCH', `${users}/${carol.userId}`, { token: alice.idToken, json: { role: 'admin' } });
+    expect(promoted.status).toBe(200);
+    expect(promoted.body).toMatchObject({ userId: carol.userId, email: 'carol@flagship.test', role: 'admin' });
+    expect((await f.call('POST', users, { token: carol.idToken, json: { email: 'e@flagship.test', role: 'viewer' } })).status).toBe(201);
+
+    // Bad input: 422 for the role, 404 for someone who is not a member (or not a user id at all).
+    const bad = await f.call('PATCH', `${users}/${carol.userId}`, { token: alice.idToken, json: { role: 'owner' } });
+    expect([bad.status, Object.keys(bad.body.errors)]).toEqual([422, ['role']]);
+    for (const who of [bob.userId, 'not-a-uuid', '00000000-0000-4000-8000-000000000000']) {
+      const res = await f.call('PATCH', `${users}/${who}`, { token: alice.idToken, json: { role: 'viewer' } });
+      expect([who, res.status, res.body.type]).toEqual([who, 404, '/problems/member-not-found']);
+      expect((await f.call('DELETE', `${users}/${who}`, { token: alice.idToken })).status).toBe(404);
+    }
+
+    // Withdraw the invitation of someone who never signed in.
+    expect((await f.call('DELETE', `${users}/${invited}`, { token: alice.idToken })).status).toBe(204);
+    expect((await f.call('DELETE', `${users}/${invited}`, { token: alice.idToken })).status).toBe(404);
+    const listed = (await f.call('GET', users, { token: alice.idToken })).body as { userId: string }[];
+    expect(listed.map((u) => u.userId)).not.toContain(invited);
+
+    // Alice steps down (Carol is admin), then Carol, the last admin, can neither step down nor leave.
+    expect((await f.call('PATCH', `${users}/${alice.userId}`, { token: carol.idToken, json: { role: 'editor' } })).body.role).toBe('editor');
+    const stepDown = await f.call('PATCH', `${users}/${carol.userId}`, { token: carol.idToken, json: { role: 'viewer' } });
+    expect([stepDown.status, stepDown.body.type]).toEqual([409, '/problems/last-admin']);
+    expect((await f.call('DELETE', `${users}/${carol.userId}`, { token: carol.idToken })).status).toBe(409);
+    // Alice, an editor now, may no longer change roles; a non-member gets 403.
+    expect((await f.call('PATCH', `${users}/${carol.userId}`, { token: alice.idToken, json: { role: 'viewer' } })).status).toBe(403);
+    expect((await f.call('DELETE', `${users}/${alice.userId}`, { token: bob.idToken })).status).toBe(403);
+
+    // Removed, Alice no longer sees the tenant.
+    expect((await f.call('DELETE', `${users}/${alice.userId}`, { token: carol.idToken })).status).toBe(204);
+    expect((await f.call('GET', users, { token: alice.idToken })).status).toBe(403);
+    const hers = (await f.call('GET', '/api/tenants', { token: alice.idToken })).body as { id: string }[];
+    expect(hers.map((t) => t.id)).not.toContain(team);
+  });
+
   it('a viewer cannot add users', async () => {
     await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'vic@flagship.test', role: 'viewer' } });
     const vic = await f.signUp('vic@flagship.test');

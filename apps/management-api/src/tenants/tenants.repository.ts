@@ -110,6 +110,22 @@ export class TenantsRepository {
     return rows.map((r) => ({ membership: r, user: (r as MembershipEntity & { user: UserEntity }).user }));
   }
 
+  /** Every membership of the tenant, locked until the transaction ends: role changes see a stable admin count. */
+  async lockMemberships(m: EntityManager, tenantId: string): Promise<MembershipEntity[]> {
+    return m.getRepository(MembershipEntity).createQueryBuilder('ms').where('ms.tenant_id = :tenantId', { tenantId }).setLock('pessimistic_write').getMany();
+  }
+
+  async setRole(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<MemberRow> {
+    await m.getRepository(MembershipEntity).update({ tenantId, userId }, { role });
+    const membership = (await m.getRepository(MembershipEntity).findOneBy({ tenantId, userId }))!;
+    const user = (await m.getRepository(UserEntity).findOneBy({ id: userId }))!;
+    return { membership, user };
+  }
+
+  async removeMember(m: EntityManager, tenantId: string, userId: string): Promise<void> {
+    await m.getRepository(MembershipEntity).delete({ tenantId, userId });
+  }
+
   async touchMembership(tenantId: string, userId: string): Promise<void> {
     await this.ds.getRepository(MembershipEntity).update({ tenantId, userId }, { lastAccessedAt: new Date() });
   }

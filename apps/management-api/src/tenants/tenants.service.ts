@@ -3,6 +3,7 @@ import type { Plan, Tenant, TenantRole, TenantUser, SubscriptionStatus } from '@
 import { APP_CONFIG } from '@flagship/config';
 import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
+import { isUuid } from '@flagship/domain';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { UsersRepository } from '../users/users.repository';
@@ -96,6 +97,30 @@ export class TenantsService {
 
   async listUsers(tenantId: string, page: PageQueryDto & { limit: number }): Promise<MemberRow[]> {
     return this.tenants.members(tenantId, page.limit, decodeCursor(page.cursor));
+  }
+
+  /** A member's new role; the last admin cannot step down (409), so a tenant is never left without one. */
+  changeRole(tenantId: string, userId: string, role: TenantRole): Promise<TenantUser> {
+    return this.transactions.run(async (m) => {
+      this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, role, 'demoted');
+      return toTenantUserDto(await this.tenants.setRole(m, tenantId, userId, role));
+    });
+  }
+
+  /** Removes a member (or withdraws the invitation of someone who never signed in); never the last admin. */
+  removeUser(tenantId: string, userId: string): Promise<void> {
+    return this.transactions.run(async (m) => {
+      this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, null, 'removed');
+      await this.tenants.removeMember(m, tenantId, userId);
+    });
+  }
+
+  private checkLastAdmin(members: { userId: string; role: TenantRole }[], userId: string, next: TenantRole | null, verb: string): void {
+    const target = isUuid(userId) ? members.find((ms) => ms.userId === userId) : undefined;
+    if (!target) throw new ProblemException(TenantProblems['member-not-found'], `User ${userId} is not a member of this tenant.`);
+    if (target.role === 'admin' && next !== 'admin' && members.filter((ms) => ms.role === 'admin').length === 1) {
+      throw new ProblemException(TenantProblems['last-admin'], `This is the tenant's only admin and cannot be ${verb}; make another member admin first.`);
+    }
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { HttpTransport } from '../http-transport';
-import type { AddTenantUserInput, CreateTenantInput, PageQuery, PaginateOptions, RequestOptions, Tenant, TenantUser } from '../sdk.types';
+import type { AddTenantUserInput, CreateTenantInput, PageQuery, PaginateOptions, RequestOptions, Tenant, TenantUser, UpdateTenantUserInput } from '../sdk.types';
 import { paginate } from './paginate';
 
 const usersPath = (tenantId: string): string => `/api/tenants/${encodeURIComponent(tenantId)}/users`;
@@ -30,5 +30,15 @@ export class TenantsResource {
   /** Adds a person by e-mail with a role (tenant admins only); someone not yet signed up joins on first sign-in. */
   async addUser(tenantId: string, input: AddTenantUserInput, options?: RequestOptions): Promise<TenantUser> {
     return (await this.http.request<TenantUser>({ method: 'POST', path: usersPath(tenantId), body: input, options })).body;
+  }
+
+  /** A member's new role (tenant admins only); the tenant's last admin cannot step down (ApiError 409 last-admin). */
+  async updateUser(tenantId: string, userId: string, input: UpdateTenantUserInput, options?: RequestOptions): Promise<TenantUser> {
+    return (await this.http.request<TenantUser>({ method: 'PATCH', path: `${usersPath(tenantId)}/${encodeURIComponent(userId)}`, body: input, options })).body;
+  }
+
+  /** Removes a member, or withdraws the invitation of one who never signed in (tenant admins only; never the last admin: ApiError 409). */
+  async removeUser(tenantId: string, userId: string, options?: RequestOptions): Promise<void> {
+    await this.http.request<void>({ method: 'DELETE', path: `${usersPath(tenantId)}/${encodeURIComponent(userId)}`, options });
   }
 }

@@ -1,0 +1,205 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Button, Checkbox, CheckboxGroup, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
+import { isApiError, request } from '../api';
+import { ConfirmButton } from '../components/Confirm';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { useReadOnly } from '../read-only';
+import { useSignedIn } from '../session';
+import { PRODUCT_KEYS, SCOPES, useOAuthClients, type OAuthClient, type OAuthClientWithSecret } from '../tenant-queries';
+
+/**
+ * A client secret as the API returns it once (create or rotate): shown with a copy button and a
+ * warning, and kept only in this component's state, so dismissing it forgets it for good.
+ */
+export function SecretOnce({ client, onDone }: { client: OAuthClientWithSecret; onDone: () => void }) {
+  const [copied, setCopied] = useState<'yes' | 'failed' | null>(null);
+  return (
+    <div className="panel secret" role="region" aria-labelledby="secret-title">
+      <h2 id="secret-title">Secret of {client.name}</h2>
+      <p className="notice" role="note">
+        <strong>Copy this secret now.</strong> It is shown only once: Flagship keeps only a hash of it. Store it in a secrets manager, never in frontend
+        code; if it is lost, rotate it.
+      </p>
+      <dl className="settings">
+        <dt>Client id</dt>
+        <dd>
+          <code data-testid="client-id">{client.clientId}</code>
+        </dd>
+        <dt>Client secret</dt>
+        <dd>
+          <code data-testid="client-secret">{client.clientSecret}</code>
+        </dd>
+      </dl>
+      <div className="actions">
+        <Button
+          className="primary"
+          onPress={() => {
+            navigator.clipboard.writeText(client.clientSecret).then(
+              () => setCopied('yes'),
+              () => setCopied('failed'),
+            );
+          }}
+        >
+          Copy secret
+        </Button>
+        <Button onPress={onDone}>I have stored the secret</Button>
+      </div>
+      <p role="status" className="muted">
+        {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'failed' ? 'The browser refused the clipboard: select the secret and copy it.' : ''}
+      </p>
+    </div>
+  );
+}
+
+function CreateClient({ onCreated }: { onCreated: (c: OAuthClientWithSecret) => void }) {
+  const { scope } = useSignedIn();
+  const readOnly = useReadOnly();
+  const qc = useQueryClient();
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<string[]>(['flags:read', 'flags:evaluate']);
+  const [productKeys, setProductKeys] = useState<string[]>(['core']);
+  const m = useMutation({
+    mutationFn: async () =>
+      (await request<OAuthClientWithSecret>('POST', '/api/oauth/clients', { ...scope, environment: undefined }, { name: name.trim(), scopes, productKeys })).body,
+    onSuccess: (c) => {
+      setName('');
+      void qc.invalidateQueries({ queryKey: ['oauth-clients', scope.tenantId] });
+      onCreated(c);
+    },
+  });
+  return (
+    <div className="panel">
+      <h2>Create an OAuth client</h2>
+      <Form
+        aria-label="Create an OAuth client"
+        validationErrors={isApiError(m.error) ? m.error.fieldErrors : undefined}
+        onSubmit={(e) => {
+          e.preventDefault();
+          m.mutate();
+        }}
+      >
+        <TextField name="name" isRequired value={name} onChange={setName} isDisabled={!!readOnly} validate={(v) => (v.trim() === '' ? 'Enter a name.' : null)}>
+          <Label>Client name</Label>
+          <Input />
+          <FieldError />
+        </TextField>
+        <CheckboxGroup value={scopes} onChange={setScopes} isDisabled={!!readOnly} className="checks">
+          <Label>Scopes</Label>
+          {SCOPES.map((s) => (
+            <Checkbox key={s} value={s}>
+              <span className="box" aria-hidden="true" />
+              {s}
+            </Checkbox>
+          ))}
+        </CheckboxGroup>
+        <CheckboxGroup value={productKeys} onChange={setProductKeys} isDisabled={!!readOnly} className="checks">
+          <Label>Product keys (gateway)</Label>
+          {PRODUCT_KEYS.map((k) => (
+            <Checkbox key={k} value={k}>
+              <span className="box" aria-hidden="true" />
+              {k}
+              {k !== 'core' && <span className="muted"> (internal, platform admins only)</span>}
+            </Checkbox>
+          ))}
+        </CheckboxGroup>
+        <div className="actions">
+          <Button type="submit" className="primary" isDisabled={m.isPending || !!readOnly}>
+            Create client
+          </Button>
+        </div>
+      </Form>
+      {m.error && <ErrorState error={m.error} />}
+    </div>
+  );
+}
+
+function ClientRow({ client, onSecret }: { client: OAuthClient; onSecret: (c: OAuthClientWithSecret) => void }) {
+  const { scope } = useSignedIn();
+  const readOnly = useReadOnly();
+  const qc = useQueryClient();
+  const tenantScope = { ...scope, environment: undefined };
+  const path = `/api/oauth/clients/${encodeURIComponent(client.clientId)}`;
+  const rotate = useMutation({
+    mutationFn: async () => (await request<OAuthClientWithSecret>('POST', `${path}/rotate-secret`, tenantScope)).body,
+    onSuccess: (c) => {
+      void qc.invalidateQueries({ queryKey: ['oauth-clients', scope.tenantId] });
+      onSecret(c);
+    },
+  });
+  const remove = useMutation({
+    mutationFn: async () => (await request<unknown>('DELETE', path, tenantScope)).body,
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['oauth-clients', scope.tenantId] }),
+  });
+  const error = rotate.error ?? remove.error;
+  return (
+    <tr>
+      <td>
+        {client.name}
+        <br />
+        <code className="muted">{client.clientId}</code>
+      </td>
+      <td>{client.scopes.join(', ') || '—'}</td>
+      <td>{client.productKeys.join(', ') || '—'}</td>
+      <td>{new Date(client.secretRotatedAt ?? client.createdAt).toLocaleString()}</td>
+      <td>
+        <div className="actions">
+          <Button aria-label={`Rotate secret of ${client.name}`} isDisabled={rotate.isPending || !!readOnly} onPress={() => rotate.mutate()}>
+            Rotate secret
+          </Button>
+          <ConfirmButton
+            label={`Delete ${client.name}`}
+            title={`Delete ${client.name}? Tokens already issued to it stop working within seconds.`}
+            confirm="Delete client"
+            isDisabled={remove.isPending || !!readOnly}
+            onConfirm={() => remove.mutate()}
+          >
+            Delete
+          </ConfirmButton>
+        </div>
+        {error && <ErrorState error={error} />}
+      </td>
+    </tr>
+  );
+}
+
+export function OAuthClients() {
+  const { scope } = useSignedIn();
+  const q = useOAuthClients(scope);
+  const [secret, setSecret] = useState<OAuthClientWithSecret | null>(null);
+  return (
+    <section aria-labelledby="clients-title">
+      <h1 id="clients-title">OAuth clients</h1>
+      <p className="muted">
+        Machine access for your backends: exchange the client id and secret at <code>POST /oauth/token</code> (client credentials) for an access token to the
+        API and the AI gateway.
+      </p>
+      {secret && <SecretOnce client={secret} onDone={() => setSecret(null)} />}
+      {q.isPending && <Loading what="OAuth clients" />}
+      {q.error && <ErrorState error={q.error} onRetry={() => void q.refetch()} hint="OAuth clients need the admin role in this tenant." />}
+      {q.data && q.data.length === 0 && <Empty>No OAuth clients yet.</Empty>}
+      {q.data && q.data.length > 0 && (
+        <table>
+          <caption className="visually-hidden">OAuth clients of this tenant</caption>
+          <thead>
+            <tr>
+              <th scope="col">Client</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">Product keys</th>
+              <th scope="col">Secret set</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {q.data.map((c) => (
+              <ClientRow key={c.clientId} client={c} onSecret={setSecret} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      <CreateClient onCreated={setSecret} />
+    </section>
+  );
+}

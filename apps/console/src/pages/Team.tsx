@@ -1,0 +1,135 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
+import { isApiError, request } from '../api';
+import { ChoiceSelect } from '../components/ChoiceSelect';
+import { ConfirmButton } from '../components/Confirm';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { useReadOnly } from '../read-only';
+import { useSignedIn } from '../session';
+import { ROLES, useMembers, type TenantRole, type TenantUser } from '../tenant-queries';
+
+const ROLE_HELP: Record<TenantRole, string> = {
+  admin: 'everything: billing, team, OAuth clients',
+  editor: 'flags and projects',
+  viewer: 'read only',
+};
+
+/** One member: their role, changeable, and removal (admins only; the API keeps the last admin). */
+function MemberRow({ member }: { member: TenantUser }) {
+  const { scope, tenantId, email } = useSignedIn();
+  const readOnly = useReadOnly();
+  const qc = useQueryClient();
+  const path = `/api/tenants/${encodeURIComponent(tenantId)}/users/${encodeURIComponent(member.userId)}`;
+  const tenantScope = { ...scope, environment: undefined };
+  const done = () => void qc.invalidateQueries({ queryKey: ['members', tenantId] });
+  const role = useMutation({ mutationFn: async (r: TenantRole) => (await request<TenantUser>('PATCH', path, tenantScope, { role: r })).body, onSuccess: done });
+  const remove = useMutation({ mutationFn: async () => (await request<unknown>('DELETE', path, tenantScope)).body, onSuccess: done });
+  const error = role.error ?? remove.error;
+  const who = member.email === email ? `${member.email} (you)` : member.email;
+  return (
+    <tr>
+      <td>
+        {member.displayName && member.displayName !== member.email ? `${member.displayName} ` : ''}
+        <span className="muted">{who}</span>
+      </td>
+      <td>
+        {readOnly ? (
+          member.role
+        ) : (
+          <ChoiceSelect label={`Role of ${member.email}`} className="select compact" value={member.role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={(r) => r !== member.role && role.mutate(r)} />
+        )}
+      </td>
+      <td>{member.lastAccessedAt ? new Date(member.lastAccessedAt).toLocaleString() : 'never'}</td>
+      <td>{new Date(member.createdAt).toLocaleDateString()}</td>
+      <td>
+        <ConfirmButton
+          label={`Remove ${member.email}`}
+          title={`Remove ${member.email} from this tenant? They lose access at once; an invitation not yet used is withdrawn.`}
+          confirm="Remove member"
+          isDisabled={remove.isPending || !!readOnly}
+          onConfirm={() => remove.mutate()}
+        >
+          Remove
+        </ConfirmButton>
+        {error && <ErrorState error={error} />}
+      </td>
+    </tr>
+  );
+}
+
+export function Team() {
+  const { scope, tenantId, tenants } = useSignedIn();
+  const readOnly = useReadOnly();
+  const qc = useQueryClient();
+  const q = useMembers(scope);
+  const myRole = tenants.find((t) => t.tenant_id === tenantId)?.role;
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<TenantRole>('viewer');
+  const add = useMutation({
+    mutationFn: async () =>
+      (await request<TenantUser>('POST', `/api/tenants/${encodeURIComponent(tenantId)}/users`, { ...scope, environment: undefined }, { email: email.trim(), role })).body,
+    onSuccess: () => {
+      setEmail('');
+      void qc.invalidateQueries({ queryKey: ['members', tenantId] });
+    },
+  });
+  return (
+    <section aria-labelledby="team-title">
+      <h1 id="team-title">Team</h1>
+      <p className="muted">
+        Roles: {ROLES.map((r) => `${r} (${ROLE_HELP[r]})`).join('; ')}.
+        {myRole && ` Your role here: ${myRole}.`}
+      </p>
+      {q.isPending && <Loading what="members" />}
+      {q.error && <ErrorState error={q.error} onRetry={() => void q.refetch()} hint="Seeing the team needs the admin role in this tenant." />}
+      {q.data && q.data.length === 0 && <Empty>No members.</Empty>}
+      {q.data && q.data.length > 0 && (
+        <table>
+          <caption className="visually-hidden">Members of this tenant</caption>
+          <thead>
+            <tr>
+              <th scope="col">Member</th>
+              <th scope="col">Role</th>
+              <th scope="col">Last active</th>
+              <th scope="col">Joined</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {q.data.map((u) => (
+              <MemberRow key={u.userId} member={u} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div className="panel">
+        <h2>Invite a member</h2>
+        <p className="muted">Someone with an account sees this tenant at their next sign-in; someone without one joins when they first sign in with that e-mail. Remove a member to withdraw an unused invitation.</p>
+        <Form
+          aria-label="Invite a member"
+          validationErrors={isApiError(add.error) ? add.error.fieldErrors : undefined}
+          onSubmit={(e) => {
+            e.preventDefault();
+            add.mutate();
+          }}
+        >
+          <TextField name="email" type="email" isRequired value={email} onChange={setEmail} isDisabled={!!readOnly}>
+            <Label>Member email</Label>
+            <Input />
+            <FieldError />
+          </TextField>
+          <ChoiceSelect label="Role" value={role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={setRole} />
+          <div className="actions">
+            <Button type="submit" className="primary" isDisabled={add.isPending || !!readOnly}>
+              Invite member
+            </Button>
+          </div>
+        </Form>
+        {add.error && <ErrorState error={add.error} />}
+      </div>
+    </section>
+  );
+}

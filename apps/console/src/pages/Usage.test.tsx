@@ -1,0 +1,140 @@
+import { screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { renderSignedIn, routeServer } from '../testing';
+import type { UsageRow } from '../tenant-queries';
+import { byDay, toCsv, Usage } from './Usage';
+
+function aRow(over: Partial<UsageRow> = {}): UsageRow {
+  return {
+    id: 'u-1',
+    clientId: 'ffc_abc',
+    productKey: 'core',
+    provider: 'inhouse',
+    requestedProvider: null,
+    model: 'fake-chat-1',
+    endpoint: 'chat.completions',
+    stream: false,
+    status: 'succeeded',
+    reserved: 20,
+    debit: 11,
+    zeroRated: false,
+    zeroRatedReason: null,
+    inputTokens: 3,
+    outputTokens: 4,
+    usageEstimated: false,
+    errorCode: null,
+    latencyMs: 12,
+    requestId: 'req-1',
+    createdAt: '2026-11-22T10:00:00.000Z',
+    completedAt: '2026-11-22T10:00:00.050Z',
+    ...over,
+  };
+}
+
+const summary = { from: null, to: null, totals: { requests: 2, inputTokens: 6, outputTokens: 8, debit: 22 }, byProductAndModel: [{ productKey: 'core', model: 'fake-chat-1', requests: 2, inputTokens: 6, outputTokens: 8, debit: 22 }] };
+
+describe('AI usage', () => {
+  let csvs: string[];
+  beforeEach(() => {
+    // jsdom has neither a layout (recharts measures its box) nor object URLs (the CSV download).
+    vi.stubGlobal(
+      'ResizeObserver',
+      class {
+        observe() {}
+        unobserve() {}
+        disconnect() {}
+      },
+    );
+    csvs = [];
+    URL.createObjectURL = vi.fn((b: Blob) => {
+      const reader = new FileReader();
+      reader.onload = () => csvs.push(String(reader.result));
+      reader.readAsText(b);
+      return 'blob:usage';
+    });
+    URL.revokeObjectURL = vi.fn();
+    HTMLAnchorElement.prototype.click = vi.fn();
+  });
+  afterEach(() => vi.unstubAllGlobals());
+
+  it('sends the filters to both usage endpoints and exports every page of the filtered ledger as CSV', async () => {
+    const page1 = [aRow({ id: 'u-2', requestId: 'req-2', createdAt: '2026-11-22T11:00:00.000Z' })];
+    const page2 = [aRow({ id: 'u-1', requestId: 'req-1', model: 'fake=chat', errorCode: 'provider_error, "late"', status: 'failed' })];
+    const sent = routeServer((req) => {
+      if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 2_500_000, reserved: 11 } };
+      if (req.url.startsWith('/api/usage/summary')) return { status: 200, body: summary };
+      if (req.url.startsWith('/api/usage?')) {
+        const u = new URL(req.url, 'http://x');
+        if (u.searchParams.get('cursor') === 'c2') return { status: 200, body: page2 };
+        return { status: 200, body: page1, headers: { Link: `</api/usage?${u.searchParams.toString()}&cursor=c2>; rel="next"` } };
+      }
+      return undefined;
+    });
+    renderSignedIn(<Usage />);
+    expect(await screen.findByTestId('credit-balance')).toHaveTextContent('2.5');
+    await screen.findByRole('table', { name: 'By product and model' });
+
+    await userEvent.type(screen.getByLabelText('From'), '2026-11-01');
+    await userEvent.type(screen.getByLabelText('To (exclusive)'), '2026-12-01');
+    await userEvent.click(screen.getByRole('button', { name: /Product/ }));
+    await userEvent.click(await screen.findByRole('option', { name: 'core' }));
+    await userEvent.click(screen.getByRole('button', { name: /Status/ }));
+    await userEvent.click(await screen.findByRole('option', { name: 'failed' }));
+    await userEvent.type(screen.getByRole('textbox', { name: 'Model' }), 'fake-chat-1');
+    await userEvent.click(screen.getByRole('button', { name: 'Apply filters' }));
+
+    const expected = 'from=2026-11-01&to=2026-12-01&productKey=core&status=failed&model=fake-chat-1';
+    await waitFor(() => expect(sent.map((r) => r.url)).toContain(`/api/usage/summary?${expected}`));
+    expect(sent.map((r) => r.url)).toContain(`/api/usage?limit=1000&${expected}`);
+    expect(sent.find((r) => r.url.startsWith('/api/usage'))?.headers).toMatchObject({ 'X-Tenant-ID': 't-1', Authorization: 'Bearer id-token' });
+
+    await userEvent.click(await screen.findByRole('button', { name: 'Export CSV' }));
+    await screen.findByText('Exported 2 rows.');
+    expect(sent.map((r) => r.url)).toContain(`/api/usage?limit=1000&${expected}&cursor=c2`);
+    await waitFor(() => expect(csvs).toHaveLength(1));
+    const lines = csvs[0]!.trimEnd().split('\r\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^createdAt,completedAt,id,requestId,clientId,productKey,provider,model,/);
+    expect(lines[1]).toContain(',req-2,');
+    expect(lines[2]).toContain(',failed,');
+    expect(lines[2]).toContain('"provider_error, ""late"""');
+    const ledger = screen.getByTestId('ledger');
+    expect(within(ledger).getByText('req-2')).toBeInTheDocument();
+  }, 20_000);
+
+  it('shows an empty state, and a 429 with when to retry', async () => {
+    let limited = false;
+    routeServer((req) => {
+      if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 0, reserved: 0 } };
+      if (req.url.startsWith('/api/usage/summary')) return { status: 200, body: { ...summary, totals: { requests: 0, inputTokens: 0, outputTokens: 0, debit: 0 }, byProductAndModel: [] } };
+      if (req.url.startsWith('/api/usage?')) {
+        if (!req.url.includes('model=')) return { status: 200, body: [] };
+        limited = true;
+        return { status: 429, body: { title: 'Too Many Requests', status: 429, detail: 'Rate limit exceeded; try again later.', instance: 'req-429' }, headers: { 'Retry-After': '7' } };
+      }
+      return undefined;
+    });
+    renderSignedIn(<Usage />);
+    await screen.findByText('No AI gateway requests match these filters.');
+    await userEvent.type(screen.getByRole('textbox', { name: 'Model' }), 'x');
+    await userEvent.click(screen.getByRole('button', { name: 'Apply filters' }));
+    // The query client retries a 429 once after Retry-After (7 s, too long here); the alert comes after.
+    const alert = await screen.findByRole('alert', {}, { timeout: 10_000 });
+    expect(limited).toBe(true);
+    expect(alert).toHaveTextContent('Try again in 7 seconds');
+    expect(alert).toHaveTextContent('req-429');
+  }, 15_000);
+
+  it('CSV cells are quoted and formula-safe; the chart counts requests per day per product and model', () => {
+    const csv = toCsv([aRow({ model: '=cmd()', errorCode: 'a\nb' })]);
+    expect(csv).toContain(",'=cmd(),");
+    expect(csv).toContain('"a\nb"');
+    const chart = byDay([aRow(), aRow({ id: 'u-2' }), aRow({ id: 'u-3', productKey: 'insights', createdAt: '2026-11-23T01:00:00.000Z' })]);
+    expect(chart.series).toEqual(['core · fake-chat-1', 'insights · fake-chat-1']);
+    expect(chart.data).toEqual([
+      { day: '2026-11-22', 'core · fake-chat-1': 2 },
+      { day: '2026-11-23', 'insights · fake-chat-1': 1 },
+    ]);
+  });
+});

@@ -1,0 +1,282 @@
+// Loaded on demand (React.lazy in App.tsx): recharts stays out of the initial JavaScript.
+import { useMutation } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
+import { Button, Form, Input, Label, TextField } from 'react-aria-components';
+import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { requestAll } from '../api';
+import { ChoiceSelect } from '../components/ChoiceSelect';
+import { Empty, ErrorState, Loading } from '../components/States';
+import { useSignedIn } from '../session';
+import { credits, PRODUCT_KEYS, usageQuery, useCredits, useUsage, type UsageFilter, type UsageRow } from '../tenant-queries';
+
+const STATUSES = ['pending', 'succeeded', 'failed', 'abandoned'] as const;
+const COLOURS = ['#2450c7', '#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#1098ad', '#5c940d', '#e67700'];
+
+const CSV_COLUMNS: (keyof UsageRow)[] = [
+  'createdAt',
+  'completedAt',
+  'id',
+  'requestId',
+  'clientId',
+  'productKey',
+  'provider',
+  'model',
+  'endpoint',
+  'stream',
+  'status',
+  'inputTokens',
+  'outputTokens',
+  'usageEstimated',
+  'reserved',
+  'debit',
+  'zeroRated',
+  'zeroRatedReason',
+  'errorCode',
+  'latencyMs',
+];
+
+/** RFC 4180 CSV of ledger rows (quotes doubled; a field starting with = + - @ is prefixed so spreadsheets do not run it). */
+export function toCsv(rows: UsageRow[]): string {
+  const cell = (v: unknown): string => {
+    if (v === null || v === undefined) return '';
+    let s = String(v);
+    if (/^[=+\-@]/.test(s)) s = `'${s}`;
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return [CSV_COLUMNS.join(','), ...rows.map((r) => CSV_COLUMNS.map((c) => cell(r[c])).join(','))].join('\r\n') + '\r\n';
+}
+
+/** Requests per day, one series per product key and model, for the chart. */
+export function byDay(rows: UsageRow[]): { series: string[]; data: Record<string, string | number>[] } {
+  const days = new Map<string, Record<string, string | number>>();
+  const series = new Set<string>();
+  for (const r of rows) {
+    const day = r.createdAt.slice(0, 10);
+    const name = `${r.productKey} · ${r.model}`;
+    series.add(name);
+    const d = days.get(day) ?? { day };
+    d[name] = Number(d[name] ?? 0) + 1;
+    days.set(day, d);
+  }
+  return { series: [...series].sort(), data: [...days.values()].sort((a, b) => String(a['day']).localeCompare(String(b['day']))) };
+}
+
+function download(name: string, text: string) {
+  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+type Draft = Required<Record<keyof UsageFilter, string>>;
+const EMPTY: Draft = { from: '', to: '', productKey: '', status: '', model: '' };
+
+function Filters({ initial, onApply }: { initial: Draft; onApply: (d: Draft) => void }) {
+  const [d, setD] = useState<Draft>(initial);
+  const set = (k: keyof Draft) => (v: string) => setD((x) => ({ ...x, [k]: v }));
+  return (
+    <Form
+      aria-label="Usage filters"
+      className="react-aria-Form filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onApply(d);
+      }}
+    >
+      <TextField value={d.from} onChange={set('from')} type="date">
+        <Label>From</Label>
+        <Input />
+      </TextField>
+      <TextField value={d.to} onChange={set('to')} type="date">
+        <Label>To (exclusive)</Label>
+        <Input />
+      </TextField>
+      <ChoiceSelect label="Product" value={d.productKey || 'any'} options={[{ id: 'any', name: 'any' }, ...PRODUCT_KEYS.map((k) => ({ id: k, name: k }))]} onChange={(v) => set('productKey')(v === 'any' ? '' : v)} />
+      <ChoiceSelect label="Status" value={d.status || 'any'} options={[{ id: 'any', name: 'any' }, ...STATUSES.map((k) => ({ id: k, name: k }))]} onChange={(v) => set('status')(v === 'any' ? '' : v)} />
+      <TextField value={d.model} onChange={set('model')}>
+        <Label>Model</Label>
+        <Input />
+      </TextField>
+      <div className="actions">
+        <Button type="submit" className="primary">
+          Apply filters
+        </Button>
+        <Button
+          onPress={() => {
+            setD(EMPTY);
+            onApply(EMPTY);
+          }}
+        >
+          Clear
+        </Button>
+      </div>
+    </Form>
+  );
+}
+
+export function Usage() {
+  const { scope, tenantId } = useSignedIn();
+  const [filter, setFilter] = useState<Draft>(EMPTY);
+  const f: UsageFilter = { ...filter, status: (filter.status || undefined) as UsageFilter['status'] };
+  const { rows, summary } = useUsage(scope, f);
+  const balance = useCredits(scope);
+  const chart = useMemo(() => byDay(rows.data ?? []), [rows.data]);
+  const csv = useMutation({
+    mutationFn: async () => {
+      const qs = usageQuery(f);
+      const all = await requestAll<UsageRow>(`/api/usage?limit=1000${qs ? `&${qs}` : ''}`, { ...scope, environment: undefined });
+      download(`usage-${tenantId}${filter.from ? `-from-${filter.from}` : ''}${filter.to ? `-to-${filter.to}` : ''}.csv`, toCsv(all));
+      return all.length;
+    },
+  });
+  return (
+    <section aria-labelledby="usage-title">
+      <h1 id="usage-title">AI usage</h1>
+      <div className="cards">
+        {balance.isPending && <Loading what="credit balance" />}
+        {balance.error && <ErrorState error={balance.error} />}
+        {balance.data && (
+          <>
+            <div className="card">
+              <span className="muted">Credit balance</span>
+              <strong data-testid="credit-balance">{credits(balance.data.balance)}</strong>
+            </div>
+            <div className="card">
+              <span className="muted">Held by requests in flight</span>
+              <strong data-testid="credit-reserved">{credits(balance.data.reserved)}</strong>
+            </div>
+          </>
+        )}
+        {summary.data && (
+          <>
+            <div className="card">
+              <span className="muted">Requests (filter)</span>
+              <strong data-testid="usage-requests">{summary.data.totals.requests.toLocaleString()}</strong>
+            </div>
+            <div className="card">
+              <span className="muted">Tokens in / out</span>
+              <strong>
+                {summary.data.totals.inputTokens.toLocaleString()} / {summary.data.totals.outputTokens.toLocaleString()}
+              </strong>
+            </div>
+            <div className="card">
+              <span className="muted">Debited credits</span>
+              <strong>{credits(summary.data.totals.debit)}</strong>
+            </div>
+          </>
+        )}
+      </div>
+      <div className="panel">
+        <h2>Filters</h2>
+        <Filters initial={filter} onApply={setFilter} />
+      </div>
+      {(rows.isPending || summary.isPending) && <Loading what="usage" />}
+      {rows.error && <ErrorState error={rows.error} onRetry={() => void rows.refetch()} hint="AI usage is shown to admins of the tenant." />}
+      {rows.data && rows.data.length === 0 && <Empty>No AI gateway requests match these filters.</Empty>}
+      {rows.data && rows.data.length > 0 && (
+        <>
+          <div className="panel">
+            <h2 id="chart-title">Requests per day by product and model</h2>
+            <figure className="chart" aria-labelledby="chart-title">
+              <ResponsiveContainer width="100%" height={260}>
+                <BarChart data={chart.data} accessibilityLayer>
+                  <CartesianGrid strokeDasharray="3 3" />
+                  <XAxis dataKey="day" />
+                  <YAxis allowDecimals={false} />
+                  <Tooltip />
+                  <Legend />
+                  {chart.series.map((s, i) => (
+                    <Bar key={s} dataKey={s} stackId="requests" fill={COLOURS[i % COLOURS.length]} isAnimationActive={false} />
+                  ))}
+                </BarChart>
+              </ResponsiveContainer>
+            </figure>
+            {summary.data && (
+              <table>
+                <caption>By product and model</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Product</th>
+                    <th scope="col">Model</th>
+                    <th scope="col">Requests</th>
+                    <th scope="col">Input tokens</th>
+                    <th scope="col">Output tokens</th>
+                    <th scope="col">Debited credits</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {summary.data.byProductAndModel.map((g) => (
+                    <tr key={`${g.productKey}/${g.model}`}>
+                      <td>{g.productKey}</td>
+                      <td>{g.model}</td>
+                      <td>{g.requests}</td>
+                      <td>{g.inputTokens}</td>
+                      <td>{g.outputTokens}</td>
+                      <td>{credits(g.debit)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </div>
+          <div className="panel">
+            <div className="page-head">
+              <h2>Ledger</h2>
+              <Button onPress={() => csv.mutate()} isDisabled={csv.isPending}>
+                Export CSV
+              </Button>
+            </div>
+            <p role="status" className="muted">
+              {csv.isPending ? 'Preparing the CSV…' : csv.data !== undefined ? `Exported ${csv.data} ${csv.data === 1 ? 'row' : 'rows'}.` : ''}
+            </p>
+            {csv.error && <ErrorState error={csv.error} />}
+            <table data-testid="ledger">
+              <caption className="visually-hidden">Ledger rows, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Time</th>
+                  <th scope="col">Product</th>
+                  <th scope="col">Model</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Tokens in / out</th>
+                  <th scope="col">Debit</th>
+                  <th scope="col">Client</th>
+                  <th scope="col">Request id</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.data.map((r) => (
+                  <tr key={r.id}>
+                    <td>{new Date(r.createdAt).toLocaleString()}</td>
+                    <td>{r.productKey}</td>
+                    <td>{r.model}</td>
+                    <td>
+                      {r.status}
+                      {r.errorCode ? ` (${r.errorCode})` : ''}
+                    </td>
+                    <td>
+                      {r.inputTokens} / {r.outputTokens}
+                    </td>
+                    <td>{r.zeroRated ? `0 (zero-rated${r.zeroRatedReason ? `: ${r.zeroRatedReason}` : ''})` : credits(r.debit)}</td>
+                    <td>
+                      <code>{r.clientId}</code>
+                    </td>
+                    <td>
+                      <code>{r.requestId ?? '—'}</code>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+export default Usage;

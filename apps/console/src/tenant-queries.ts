@@ -1,0 +1,135 @@
+// Server state of the tenant pages (projects, team, OAuth clients, sandbox, tours, usage, billing):
+// each a query on management-api's public REST API, keyed by tenant so a switch never shows another's.
+import { useQuery } from '@tanstack/react-query';
+import type { CreditBalance, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
+import { request, requestAll, type RequestScope } from './api';
+
+export type { CreditBalance, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
+
+/** OAuth client as `/api/oauth/clients` answers (CONTRACT.md section 3); the secret only on create and rotate. */
+export interface OAuthClient {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  productKeys: string[];
+  createdAt: string;
+  createdBy: string | null;
+  secretRotatedAt: string | null;
+}
+export type OAuthClientWithSecret = OAuthClient & { clientSecret: string };
+
+export interface TourStatus { completed: boolean; completed_at: string | null }
+export interface SandboxStatus { active: boolean; expiresAt: string }
+export interface SandboxIndicators { flagsUsed: number; evaluations: number }
+export interface SandboxDemoData { flags: string[]; users: string[] }
+
+export const SCOPES = ['flags:read', 'flags:write', 'flags:evaluate', 'projects:read', 'projects:write'] as const;
+/** CONTRACT.md section 7: the own product, then the internal suite (only platform admins may allow those). */
+export const PRODUCT_KEYS = ['core', 'insights', 'helpdesk', 'forms', 'studio'] as const;
+export const ROLES: readonly TenantRole[] = ['admin', 'editor', 'viewer'];
+export const TOUR_KEY = 'console-intro';
+
+/** Micro-credits as credits, for people: 1 credit = 1,000,000 micro-credits. */
+export const credits = (micro: number): string => (micro / 1_000_000).toLocaleString(undefined, { maximumFractionDigits: 6 });
+
+const tenantOnly = (scope: RequestScope): RequestScope => ({ ...scope, environment: undefined });
+
+export function useProjects(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['projects', scope.tenantId],
+    queryFn: () => requestAll<Project>('/api/projects?limit=1000', tenantOnly(scope)),
+  });
+}
+
+export function useTenants(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['tenants', scope.token],
+    queryFn: async () => (await request<Tenant[]>('GET', '/api/tenants', { token: scope.token })).body,
+    staleTime: 60_000,
+  });
+}
+
+export function useMembers(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['members', scope.tenantId],
+    queryFn: () => requestAll<TenantUser>(`/api/tenants/${encodeURIComponent(scope.tenantId ?? '')}/users?limit=1000`, tenantOnly(scope)),
+  });
+}
+
+export function useOAuthClients(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['oauth-clients', scope.tenantId],
+    queryFn: () => requestAll<OAuthClient>('/api/oauth/clients?limit=1000', tenantOnly(scope)),
+  });
+}
+
+export function useTour(scope: RequestScope, enabled = true) {
+  return useQuery({
+    queryKey: ['tour', scope.tenantId, TOUR_KEY],
+    queryFn: async () => (await request<TourStatus>('GET', `/v1/users/me/product-tours/${TOUR_KEY}`, tenantOnly(scope))).body,
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+/** The active tenant's sandbox state: null when the tenant is no sandbox. */
+export function useSandbox(scope: RequestScope) {
+  const tenants = useTenants(scope);
+  const tenant = tenants.data?.find((t) => t.id === scope.tenantId);
+  const isSandbox = tenant?.isSandbox === true;
+  const status = useQuery({
+    queryKey: ['sandbox', scope.tenantId],
+    queryFn: async () => (await request<SandboxStatus>('GET', '/api/sandbox/status', tenantOnly(scope))).body,
+    enabled: isSandbox,
+    staleTime: 60_000,
+  });
+  return { isSandbox, status };
+}
+
+export function useSandboxDetails(scope: RequestScope, enabled: boolean) {
+  const indicators = useQuery({
+    queryKey: ['sandbox-indicators', scope.tenantId],
+    queryFn: async () => (await request<SandboxIndicators>('GET', '/api/sandbox/indicators', tenantOnly(scope))).body,
+    enabled,
+  });
+  const demo = useQuery({
+    queryKey: ['sandbox-demo', scope.tenantId],
+    queryFn: async () => (await request<SandboxDemoData>('GET', '/api/sandbox/demo-data', tenantOnly(scope))).body,
+    enabled,
+  });
+  return { indicators, demo };
+}
+
+/** `from`/`to`/`productKey`/`status`/`model` as the usage endpoints take them, empty ones left out. */
+export function usageQuery(f: UsageFilter): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(f)) if (typeof v === 'string' && v !== '') q.set(k, v);
+  return q.toString();
+}
+
+export function useUsage(scope: RequestScope, f: UsageFilter) {
+  const qs = usageQuery(f);
+  const rows = useQuery({
+    queryKey: ['usage', scope.tenantId, qs],
+    queryFn: async () => (await request<UsageRow[]>('GET', `/api/usage?limit=1000${qs ? `&${qs}` : ''}`, tenantOnly(scope))).body,
+  });
+  const summary = useQuery({
+    queryKey: ['usage-summary', scope.tenantId, qs],
+    queryFn: async () => (await request<UsageSummary>('GET', `/api/usage/summary${qs ? `?${qs}` : ''}`, tenantOnly(scope))).body,
+  });
+  return { rows, summary };
+}
+
+export function useCredits(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['credits', scope.tenantId],
+    queryFn: async () => (await request<CreditBalance>('GET', '/api/billing/credits', tenantOnly(scope))).body,
+  });
+}
+
+export function useSubscription(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['subscription', scope.tenantId],
+    queryFn: async () => (await request<Subscription>('GET', '/api/billing/subscription', tenantOnly(scope))).body,
+  });
+}
