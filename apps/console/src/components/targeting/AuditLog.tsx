@@ -1,0 +1,61 @@
+import { useQuery } from '@tanstack/react-query';
+import { formatValue, request, type JsonValue, type RequestScope } from '../../api';
+import { Empty, ErrorState, Loading } from '../States';
+import { FieldDiff } from './ConflictPanel';
+import { auditQueryKey } from './FlagEditor';
+
+/** One entry of GET /api/flags/{flagKey}/audit: an update's `changes` hold {from, to} per field; a create's, the values sent. */
+export interface FlagAuditEntry {
+  action: string;
+  actor: string;
+  environment: string | null;
+  changes: Record<string, unknown>;
+  at: string;
+}
+
+const isFromTo = (v: unknown): v is { from: unknown; to: unknown } => typeof v === 'object' && v !== null && !Array.isArray(v) && 'to' in v && Object.keys(v).every((k) => k === 'from' || k === 'to');
+
+const ACTIONS: Record<string, string> = { create: 'Created', update: 'Updated', delete: 'Deleted', import: 'Imported' };
+
+/** The flag's audit trail, newest first, each change as a field diff. */
+export function AuditLog({ flagKey, scope }: { flagKey: string; scope: RequestScope }) {
+  const q = useQuery({
+    queryKey: auditQueryKey(scope, flagKey),
+    queryFn: async () => (await request<FlagAuditEntry[]>('GET', `/api/flags/${encodeURIComponent(flagKey)}/audit`, scope)).body,
+  });
+  return (
+    <section className="panel" aria-labelledby="audit-title">
+      <h2 id="audit-title">Audit log</h2>
+      {q.isPending && <Loading what="the audit log" />}
+      {q.isError && <ErrorState error={q.error} onRetry={() => void q.refetch()} />}
+      {q.isSuccess && q.data.length === 0 && (
+        <Empty>
+          <p>No changes recorded.</p>
+        </Empty>
+      )}
+      {q.isSuccess && q.data.length > 0 && (
+        <ol className="audit" reversed>
+          {[...q.data].reverse().map((e, i) => (
+            <li key={`${e.at}-${i}`}>
+              <article aria-label={`${ACTIONS[e.action] ?? e.action} ${new Date(e.at).toLocaleString()}`}>
+                <p>
+                  <strong>{ACTIONS[e.action] ?? e.action}</strong> {e.environment ? `in ${e.environment}` : '(all environments)'} by <code>{e.actor}</code>,{' '}
+                  <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>
+                </p>
+                {Object.entries(e.changes).map(([field, c]) =>
+                  isFromTo(c) ? (
+                    <FieldDiff key={field} change={{ field, from: c.from, to: c.to }} />
+                  ) : (
+                    <p key={field} className="audit-set">
+                      {field}: <code>{formatValue(c as JsonValue)}</code>
+                    </p>
+                  ),
+                )}
+              </article>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}
