@@ -6,6 +6,7 @@ import { useFlags } from '../../queries';
 import { Empty, ErrorState } from '../States';
 import { checkDraft } from './checks';
 import { ConflictPanel } from './ConflictPanel';
+import { Problems } from './Problems';
 import { changedFields, draftOf, FIELD_LABELS, flagChanges, rebase, type EditableField, type FlagDraft } from './draft';
 import { newClause, RuleEditor } from './RuleEditor';
 import { FallthroughSection, OffValueSection, PrerequisitesSection, SettingsSection, TargetsSection, VariationsSection } from './Sections';
@@ -153,6 +154,7 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
           {invalidFields.length > 0 && ` A value does not fit the flag's type.`}
           {check.warnings.length > 0 && ` ${check.warnings.length} warning${check.warnings.length > 1 ? 's' : ''}: values that never match.`}
         </p>
+        {check.errors.length > 0 && <Problems errors={check.errors} />}
         <Button className="react-aria-Button primary" isDisabled={blocked} onPress={() => save.mutate()}>
           {save.isPending ? 'Saving…' : 'Save changes'}
         </Button>
