@@ -38,7 +38,7 @@ export function FlagDetail({ flagKey }: { flagKey: string }) {
       {/* Keyed by environment: another environment's targeting is another draft. */}
       <FlagEditor key={flag.environment} flag={flag} scope={scope} />
       <Playground flag={flag} scope={scope} />
-      <AuditLog flagKey={flag.key} scope={scope} />
+      <AuditLog flagKey={flag.key} version={flag.version} scope={scope} />
     </article>
   );
 }

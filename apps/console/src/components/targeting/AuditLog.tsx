@@ -17,10 +17,14 @@ const isFromTo = (v: unknown): v is { from: unknown; to: unknown } => typeof v =
 
 const ACTIONS: Record<string, string> = { create: 'Created', update: 'Updated', delete: 'Deleted', import: 'Imported' };
 
-/** The flag's audit trail, newest first, each change as a field diff. */
-export function AuditLog({ flagKey, scope }: { flagKey: string; scope: RequestScope }) {
+/**
+ * The flag's audit trail, newest first, each change as a field diff. Read again whenever the flag's
+ * version moves (a save, the on/off switch), so the newest change is always listed.
+ */
+export function AuditLog({ flagKey, version, scope }: { flagKey: string; version: string; scope: RequestScope }) {
   const q = useQuery({
-    queryKey: auditQueryKey(scope, flagKey),
+    queryKey: [...auditQueryKey(scope, flagKey), version],
+    placeholderData: (previous) => previous,
     queryFn: async () => (await request<FlagAuditEntry[]>('GET', `/api/flags/${encodeURIComponent(flagKey)}/audit`, scope)).body,
   });
   return (

@@ -220,10 +220,10 @@ export function TargetsSection({ draft, update, check }: { draft: FlagDraft; upd
       <div className="form-grid">
         {draft.variations.map((v) => (
           <TextField key={v.id} value={texts[v.id] ?? keysOf(v.id).join('\n')} onChange={(t) => set(v.id, t)}>
-            <Label>Context keys served {v.name}</Label>
+            <Label>Targets served {v.name}</Label>
             <TextArea rows={2} className="react-aria-TextArea code" />
             <Text slot="description" className="muted">
-              One per line or comma-separated.
+              Context keys, one per line or comma-separated.
             </Text>
           </TextField>
         ))}
