@@ -1244,9 +1244,9 @@ export interface components {
             variations?: components["schemas"]["VariationDto"][];
             enabled?: boolean;
             /** @description served when off; null resets to the type default */
-            offValue?: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+            offValue?: (string | number | boolean | components["schemas"]["JsonValue"][] | {
                 [key: string]: components["schemas"]["JsonValue"];
-            };
+            }) | null;
             targets?: components["schemas"]["TargetDto"][];
             rules?: components["schemas"]["RuleDto"][];
             prerequisites?: components["schemas"]["PrerequisiteDto"][];
