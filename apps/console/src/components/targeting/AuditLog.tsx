@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { formatValue, request, type JsonValue, type RequestScope } from '../../api';
 import { Empty, ErrorState, Loading } from '../States';
 import { FieldDiff } from './ConflictPanel';
+import { sameJson } from './draft';
 import { auditQueryKey } from './FlagEditor';
 
 /** One entry of GET /api/flags/{flagKey}/audit: an update's `changes` hold {from, to} per field; a create's, the values sent. */
@@ -46,15 +47,18 @@ export function AuditLog({ flagKey, version, scope }: { flagKey: string; version
                   <strong>{ACTIONS[e.action] ?? e.action}</strong> {e.environment ? `in ${e.environment}` : '(all environments)'} by <code>{e.actor}</code>,{' '}
                   <time dateTime={e.at}>{new Date(e.at).toLocaleString()}</time>
                 </p>
-                {Object.entries(e.changes).map(([field, c]) =>
-                  isFromTo(c) ? (
-                    <FieldDiff key={field} change={{ field, from: c.from, to: c.to }} />
-                  ) : (
-                    <p key={field} className="audit-set">
-                      {field}: <code>{formatValue(c as JsonValue)}</code>
-                    </p>
-                  ),
-                )}
+                {Object.entries(e.changes)
+                  // Older records list fields a PATCH did not change (null -> null).
+                  .filter(([, c]) => !(isFromTo(c) && sameJson(c.from, c.to)))
+                  .map(([field, c]) =>
+                    isFromTo(c) ? (
+                      <FieldDiff key={field} change={{ field, from: c.from, to: c.to }} />
+                    ) : (
+                      <p key={field} className="audit-set">
+                        {field}: <code>{formatValue(c as JsonValue)}</code>
+                      </p>
+                    ),
+                  )}
               </article>
             </li>
           ))}

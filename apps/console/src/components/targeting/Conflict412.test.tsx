@@ -26,6 +26,9 @@ describe('saving over a newer version (412)', () => {
       { path: 'f.b', from: 'x' },
       { path: 'f.a[2]', to: 4 },
     ]);
+    // An empty list filled (or emptied) is the items, not a removed "[]".
+    expect(diffJson([], [{ id: 'r' }], 'rules')).toEqual([{ path: 'rules[0].id', to: 'r' }]);
+    expect(diffJson({ t: [1] }, { t: [] })).toEqual([{ path: 't[0]', from: 1 }]);
     const draft = { ...draftOf(mine), name: 'Checkout', description: 'mine' };
     const r = rebase(draftOf(mine), draft, theirs);
     expect(r.draft).toMatchObject({ name: 'Checkout', description: 'mine', rules: theirs.rules });

@@ -93,7 +93,7 @@ describe('the rule builder', () => {
     // Settings and one per variation (2) come first; then the rules' own descriptions.
     expect(descriptions()).toEqual(['third', 'first']);
     await userEvent.click(screen.getByRole('button', { name: 'Add clause to rule 1' }));
-    expect(screen.getByText(/must be an attribute name/)).toBeInTheDocument();
+    expect(within(screen.getByRole('group', { name: 'Rule 1 clause 2' })).getByText(/must be an attribute name/)).toBeInTheDocument();
     expect(screen.getByRole('button', { name: 'Save changes' })).toBeDisabled();
     await userEvent.click(screen.getByRole('button', { name: 'Remove rule 1 clause 2' }));
     expect(screen.getByRole('button', { name: 'Save changes' })).toBeEnabled();

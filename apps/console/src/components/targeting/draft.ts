@@ -93,6 +93,11 @@ export function diffJson(from: unknown, to: unknown, root = ''): PathChange[] {
   const b = new Map<string, JsonValue>();
   flatten(from, root, a);
   flatten(to, root, b);
+  // An empty list or object that the other side fills is said by the paths under it.
+  const filled = (m: Map<string, JsonValue>, path: string, v: JsonValue) =>
+    typeof v === 'object' && v !== null && [...m.keys()].some((k) => k.startsWith(`${path}[`) || k.startsWith(`${path}.`));
+  for (const [path, v] of [...a]) if (filled(b, path, v)) a.delete(path);
+  for (const [path, v] of [...b]) if (filled(a, path, v)) b.delete(path);
   const out: PathChange[] = [];
   for (const [path, v] of a) {
     if (!b.has(path)) out.push({ path, from: v });
