@@ -166,6 +166,12 @@ if (!HAVE_CHROMIUM) {
     ]);
     expect(saved.body.warnings).toEqual([]);
 
+    // The off value: the "true" variation (saved alone, so later saves must keep it).
+    await choose(page, /Served when off/, 'true (true)');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText(/^Saved: Off value\./).waitFor();
+    expect((await http(`${base}/api/flags/new-checkout`, { headers: api })).body.offValue).toBe(true);
+
     // Switch it on.
     const sw = page.getByRole('switch', { name: 'Enabled in production' });
     await sw.click({ force: true });
@@ -202,7 +208,7 @@ if (!HAVE_CHROMIUM) {
     await audit.getByText('rules[0].rollout.variations[1].weight').waitFor();
     await audit.getByRole('table', { name: 'On/off' }).waitFor();
     const auditApi = await http(`${base}/api/flags/new-checkout/audit`, { headers: api });
-    expect(auditApi.body.map((e: { action: string }) => e.action)).toEqual(['create', 'update', 'update']);
+    expect(auditApi.body.map((e: { action: string }) => e.action)).toEqual(['create', 'update', 'update', 'update']);
     await audit.scrollIntoViewIfNeeded();
     await shot('06-audit-log');
     await accessible('flag detail with rule, playground and audit log');
@@ -226,7 +232,7 @@ if (!HAVE_CHROMIUM) {
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByText(/^Saved: Name\./).waitFor();
     const merged = await http(`${base}/api/flags/new-checkout`, { headers: api });
-    expect(merged.body).toMatchObject({ name: 'New checkout flow', description: 'Edited elsewhere', targets: [{ variationId: trueId, values: ['vip-1'] }] });
+    expect(merged.body).toMatchObject({ name: 'New checkout flow', description: 'Edited elsewhere', targets: [{ variationId: trueId, values: ['vip-1'] }], offValue: true, enabled: true });
     expect(merged.body.rules).toHaveLength(1);
 
     // 1,000 flags: the list renders them without a stall, and the tag filter narrows them at once.
