@@ -133,7 +133,9 @@ if (!HAVE_CHROMIUM) {
     expect(patched.status).toBe(200);
     await page.reload();
     await page.getByRole('heading', { name: 'Rules' }).waitFor();
-    await page.getByText('Norway first:').waitFor();
+    // The rule as the flag editor shows it: its description and clause in the rule's fields.
+    expect(await page.getByRole('group', { name: 'Rule 1', exact: true }).getByRole('textbox', { name: 'Description' }).inputValue()).toBe('Norway first');
+    expect(await page.getByRole('group', { name: 'Rule 1 clause 1' }).getByRole('textbox', { name: 'Attribute' }).inputValue()).toBe('country');
 
     // The list: search, then switch the flag on in production.
     await page.getByRole('link', { name: 'Flags', exact: true }).click();

@@ -1,3 +1,4 @@
+import { useEffect, useRef } from 'react';
 import { Button } from 'react-aria-components';
 import { formatValue, type Flag } from '../../api';
 import { diffJson, FIELD_LABELS, flagChanges, type EditableField, type FieldChange, type FlagDraft, changedFields } from './draft';
@@ -46,9 +47,14 @@ export function ConflictPanel({ base, server, baseDraft, draft, onReapply, onDis
   const theirs = flagChanges(base, server);
   const mine = Object.keys(changedFields(baseDraft, draft)) as EditableField[];
   const both = mine.filter((f) => theirs.some((c) => c.field === f));
+  // Below the form: bring it into view (and keyboard focus to it) when it appears.
+  const title = useRef<HTMLHeadingElement>(null);
+  useEffect(() => title.current?.focus(), []);
   return (
     <section role="alert" className="state error conflict" aria-labelledby="conflict-title">
-      <h2 id="conflict-title">The flag changed on the server</h2>
+      <h2 id="conflict-title" tabIndex={-1} ref={title}>
+        The flag changed on the server
+      </h2>
       <p>
         Someone saved this flag after you opened it (version {base.version} → {server.version}), so your changes were not saved. Here is what changed on the server:
       </p>
