@@ -14,14 +14,20 @@ const MORE_ROWS = 120;
 /** The tag filter's "no filter" choice (a key no tag can be: tags are trimmed). */
 const ALL_TAGS = ' all';
 
-/** How many of `total` rows to render now: the first at once, then more after each paint. */
-function useProgressiveCount(total: number): number {
-  const [count, setCount] = useState(FIRST_ROWS);
+/**
+ * How many of `total` rows to render now: the first at once, then more after each paint. Another
+ * filter (`filter` changes) starts again from the first rows, so widening a filter back to 1,000 rows
+ * never commits them in one go; a change of the data (a switch flipped) keeps what is shown.
+ */
+function useProgressiveCount(total: number, filter: string): number {
+  const [state, setState] = useState({ filter, count: FIRST_ROWS });
+  const count = state.filter === filter ? state.count : FIRST_ROWS;
+  if (state.filter !== filter) setState({ filter, count: FIRST_ROWS });
   useEffect(() => {
     if (count >= total) return;
-    const t = setTimeout(() => startTransition(() => setCount((c) => c + MORE_ROWS)), 0);
+    const t = setTimeout(() => startTransition(() => setState((s) => (s.filter === filter ? { filter, count: s.count + MORE_ROWS } : s))), 0);
     return () => clearTimeout(t);
-  }, [count, total]);
+  }, [count, total, filter]);
   return Math.min(count, total);
 }
 
@@ -38,7 +44,7 @@ export function Flags() {
     if (q === '') return tagged;
     return tagged.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
   }, [flags.data, search, tag]);
-  const rendered = useProgressiveCount(shown.length);
+  const rendered = useProgressiveCount(shown.length, `${tag}\n${search}`);
 
   return (
     <section aria-labelledby="flags-title">
