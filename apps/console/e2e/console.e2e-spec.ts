@@ -6,20 +6,16 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { CHROMIUM, HAVE_CHROMIUM, launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
 
 const ROOT = join(__dirname, '../../..');
 const MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
 const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const SESSION_KEY = 'flagship.console.session';
 
 if (!HAVE_CHROMIUM) {
   console.warn(`console e2e skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
@@ -32,19 +28,11 @@ if (!HAVE_CHROMIUM) {
   let profile: string;
   let browser: BrowserContext;
   let page: Page;
-  const pageErrors: string[] = [];
+  let pageErrors: string[];
 
-  async function shot(name: string, fullPage = true) {
-    // caret 'initial': Playwright would otherwise inject a <style>, which the console's CSP rightly refuses.
-    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage, caret: 'initial' });
-  }
-
+  const shot = (name: string, fullPage = true) => screenshot(page, join(SHOTS, `${name}.png`), fullPage);
   /** axe-core on the screen as it is: no serious or critical violation. */
-  async function accessible(screen: string) {
-    const result = await new AxeBuilder({ page }).analyze();
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join('; ')}`);
-    expect(bad).toEqual([]);
-  }
+  const accessible = async (screen: string) => expect(await seriousViolations(page, screen)).toEqual([]);
 
   beforeAll(async () => {
     for (const built of [MAIN, join(CONSOLE_DIR, 'index.html')]) {
@@ -60,17 +48,7 @@ if (!HAVE_CHROMIUM) {
       stdio: 'ignore',
     });
     await waitFor(async () => (await http(`${base}/healthz`)).status === 200, 20000, 100);
-    profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-      viewport: { width: 1280, height: 860 },
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    // A CSP violation or an uncaught error shows up here: the console must run under its strict policy.
-    page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()));
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    ({ browser, page, profile, pageErrors } = await launchChromium({ width: 1280, height: 860 }));
   }, 60000);
 
   afterAll(async () => {

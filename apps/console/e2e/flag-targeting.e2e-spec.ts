@@ -8,20 +8,16 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { CHROMIUM, HAVE_CHROMIUM, launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
 
 const ROOT = join(__dirname, '../../..');
 const main = (app: string) => join(ROOT, 'dist/apps', app, 'apps', app, 'src/main.js');
 const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const SESSION_KEY = 'flagship.console.session';
 const OREP_TOKEN = 'console-e2e-orep-token';
 
 if (!HAVE_CHROMIUM) {
@@ -36,7 +32,7 @@ if (!HAVE_CHROMIUM) {
   let profile: string;
   let browser: BrowserContext;
   let page: Page;
-  const pageErrors: string[] = [];
+  let pageErrors: string[];
 
   const start = async (app: string, env: NodeJS.ProcessEnv, port: number) => {
     const child = spawn(process.execPath, [main(app)], { cwd: ROOT, env: { ...te.env, NODE_ENV: 'development', ...env }, stdio: 'ignore' });
@@ -44,16 +40,8 @@ if (!HAVE_CHROMIUM) {
     await waitFor(async () => (await http(`http://127.0.0.1:${port}/healthz`)).status === 200, 20000, 100);
   };
 
-  async function shot(name: string, fullPage = true) {
-    // caret 'initial': Playwright would otherwise inject a <style>, which the console's CSP rightly refuses.
-    await page.screenshot({ path: join(SHOTS, `targeting-${name}.png`), fullPage, caret: 'initial' });
-  }
-
-  async function accessible(screen: string) {
-    const result = await new AxeBuilder({ page }).analyze();
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join('; ')}`);
-    expect(bad).toEqual([]);
-  }
+  const shot = (name: string, fullPage = true) => screenshot(page, join(SHOTS, `targeting-${name}.png`), fullPage);
+  const accessible = async (screen: string) => expect(await seriousViolations(page, screen)).toEqual([]);
 
   /** A react-aria Select: open it by its label, pick the option. */
   async function choose(scope: Page | Locator, label: RegExp, option: string) {
@@ -70,16 +58,7 @@ if (!HAVE_CHROMIUM) {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     await start('management-api', { IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000', RATE_LIMIT_FREE: '100000' }, port);
-    profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-      viewport: { width: 1280, height: 900 },
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()));
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    ({ browser, page, profile, pageErrors } = await launchChromium({ width: 1280, height: 900 }));
   }, 60000);
 
   afterAll(async () => {
