@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -38,4 +38,25 @@ export async function seriousViolations(page: Page, screen: string): Promise<str
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join('; ')}`);
+}
+
+/** Long tasks (over 50 ms of blocked main thread) from the next page load on, as the browser reports them; read with `longTasks`. */
+export async function watchLongTasks(page: Page): Promise<void> {
+  await page.addInitScript(
+    'window.__longTasks = []; new PerformanceObserver((l) => l.getEntries().forEach((e) => window.__longTasks.push(Math.round(e.duration)))).observe({ type: "longtask", buffered: true });',
+  );
+}
+export const longTasks = async (page: Page): Promise<number[]> => (await page.evaluate('window.__longTasks')) as number[];
+
+/** Reload, then time the first of `rows` and all `expected` of them. */
+export async function timeReload(page: Page, rows: Locator, expected: number): Promise<{ firstRowsMs: number; allRowsMs: number }> {
+  const started = Date.now();
+  await page.reload();
+  await rows.first().waitFor();
+  const firstRowsMs = Date.now() - started;
+  await rows.nth(expected - 1).waitFor({ timeout: 20000 });
+  const allRowsMs = Date.now() - started;
+  const count = await rows.count();
+  if (count !== expected) throw new Error(`${count} rows, not ${expected}`);
+  return { firstRowsMs, allRowsMs };
 }

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
+import { CHROMIUM, HAVE_CHROMIUM, launchChromium, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
 
 const ROOT = join(__dirname, '../../..');
 const main = (app: string) => join(ROOT, 'dist/apps', app, 'apps', app, 'src/main.js');
@@ -222,17 +222,10 @@ if (!HAVE_CHROMIUM) {
       }),
     );
     expect((await http(`${base}/api/flags/import`, { method: 'POST', headers: api, json: { flags } })).status).toBe(200);
-    await page.addInitScript(
-      'window.__longTasks = []; new PerformanceObserver((l) => l.getEntries().forEach((e) => window.__longTasks.push(Math.round(e.duration)))).observe({ type: "longtask", buffered: true });',
-    );
+    await watchLongTasks(page);
     await page.getByRole('link', { name: 'Flags', exact: true }).click();
-    const started = Date.now();
-    await page.reload();
-    await page.getByRole('switch', { name: 'Enabled in production' }).first().waitFor();
-    const firstRowsMs = Date.now() - started;
     const switches = page.getByRole('switch', { name: 'Enabled in production' });
-    await waitFor(async () => (await switches.count()) === 1000, 20000, 50);
-    const allRowsMs = Date.now() - started;
+    const { firstRowsMs, allRowsMs } = await timeReload(page, switches, 1000);
     const filterStarted = Date.now();
     await choose(page, /Tag/, 'web');
     await waitFor(async () => (await switches.count()) === 1, 10000, 10);
@@ -244,12 +237,12 @@ if (!HAVE_CHROMIUM) {
     await choose(page, /Tag/, 'All tags');
     await waitFor(async () => (await switches.count()) === 1000, 20000, 10);
     const unfilterMs = Date.now() - unfilterStarted;
-    const longTasks = (await page.evaluate('window.__longTasks')) as number[];
+    const tasks = await longTasks(page);
     console.log(
-      `flag targeting e2e, 1,000 flags: first rows ${firstRowsMs} ms, all rows ${allRowsMs} ms; tag filter to 1 row ${filterMs} ms, back to 1,000 rows ${unfilterMs} ms; longest main-thread task ${Math.max(0, ...longTasks)} ms (${longTasks.length} over 50 ms)`,
+      `flag targeting e2e, 1,000 flags: first rows ${firstRowsMs} ms, all rows ${allRowsMs} ms; tag filter to 1 row ${filterMs} ms, back to 1,000 rows ${unfilterMs} ms; longest main-thread task ${Math.max(0, ...tasks)} ms (${tasks.length} over 50 ms)`,
     );
     expect(firstRowsMs).toBeLessThan(3000);
-    expect(Math.max(0, ...longTasks)).toBeLessThan(1000);
+    expect(Math.max(0, ...tasks)).toBeLessThan(1000);
     await shot('09-flags-1000', false);
 
     // The one 412 is the browser's log of the refused save above, which the console handled.
