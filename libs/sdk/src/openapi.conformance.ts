@@ -38,6 +38,7 @@ export type FlagsConform = [
   Check<Reads<'Flags_evaluate', 200, sdk.EvaluationResult>>,
   Check<Reads<'Flags_evaluateInProject', 200, sdk.EvaluationResult>>,
   Check<Reads<'Flags_export', 200, sdk.FlagExport>>,
+  Check<Reads<'Flags_audit', 200, sdk.FlagAuditEntry[]>>,
   Check<Writes<'Flags_create', sdk.CreateFlagInput>>,
   Check<Writes<'Flags_createInProject', Omit<sdk.CreateFlagInput, 'projectId'>>>,
   Check<Writes<'Flags_update', sdk.UpdateFlagInput>>,

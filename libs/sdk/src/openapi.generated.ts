@@ -1271,13 +1271,13 @@ export interface components {
             environment?: string;
         };
         FlagAuditEntryDto: {
-            /** @example updated */
-            action: string;
+            /** @enum {string} */
+            action: "create" | "update" | "import" | "delete";
             /** @description the caller: user:{id} or client:{clientId} */
             actor: string;
             /** @description the environment changed; null for global fields */
             environment: string | null;
-            /** @description field -> new value */
+            /** @description update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty */
             changes: {
                 [key: string]: unknown;
             };
