@@ -1,18 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
-import { formatValue, request, type JsonValue, type RequestScope } from '../../api';
+import { formatValue, request, type FlagAuditEntry, type JsonValue, type RequestScope } from '../../api';
 import { Empty, ErrorState, Loading } from '../States';
 import { FieldDiff } from './ConflictPanel';
 import { sameJson } from './draft';
 import { auditQueryKey } from './FlagEditor';
-
-/** One entry of GET /api/flags/{flagKey}/audit: an update's `changes` hold {from, to} per field; a create's, the values sent. */
-export interface FlagAuditEntry {
-  action: string;
-  actor: string;
-  environment: string | null;
-  changes: Record<string, unknown>;
-  at: string;
-}
 
 const isFromTo = (v: unknown): v is { from: unknown; to: unknown } => typeof v === 'object' && v !== null && !Array.isArray(v) && 'to' in v && Object.keys(v).every((k) => k === 'from' || k === 'to');
 
