@@ -145,6 +145,18 @@ if (!HAVE_CHROMIUM) {
     ]);
     expect(saved.body.warnings).toEqual([]);
 
+    // By keyboard: Enter on "Add rule" adds a second rule, Space on its Remove button takes it away
+    // again; the focused button shows its focus ring (react-aria's data-focus-visible).
+    const addRule = page.getByRole('button', { name: 'Add rule' });
+    await addRule.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('group', { name: 'Rule 2', exact: true }).waitFor();
+    expect(await addRule.getAttribute('data-focus-visible')).toBe('true');
+    await page.getByRole('button', { name: 'Remove rule 2', exact: true }).focus();
+    await page.keyboard.press('Space');
+    await page.getByText('No unsaved changes.').waitFor();
+    expect(await page.getByRole('group', { name: 'Rule 2', exact: true }).count()).toBe(0);
+
     // The off value: the "true" variation (saved alone, so later saves must keep it).
     await choose(page, /Served when off/, 'true (true)');
     await page.getByRole('button', { name: 'Save changes' }).click();
