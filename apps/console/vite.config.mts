@@ -10,6 +10,13 @@ export default defineConfig({
   root: here,
   base: '/console/',
   plugins: [react()],
+  // The flag editor checks drafts with the evaluator's own validator (pure TypeScript, no Node APIs on that path).
+  resolve: {
+    alias: {
+      '@flagship/flag-evaluation': fileURLToPath(new URL('../../libs/flag-evaluation/src/index.ts', import.meta.url)),
+      '@flagship/domain': fileURLToPath(new URL('../../libs/domain/src/index.ts', import.meta.url)),
+    },
+  },
   build: {
     outDir: fileURLToPath(new URL('../../dist/apps/console', import.meta.url)),
     emptyOutDir: true,

@@ -2,7 +2,7 @@
 
 // The API's resource types are the SDK's (libs/sdk), so the console and the SDK cannot drift apart.
 import type { Flag, FlagType, JsonValue } from '@flagship/sdk';
-export type { Environment, EvaluationResult, Flag, FlagType, JsonValue, Rule } from '@flagship/sdk';
+export type { Clause, ClauseOperator, Environment, EvaluationResult, Flag, FlagAuditEntry, FlagType, FlagVariation, JsonValue, Prerequisite, Rule, Target } from '@flagship/sdk';
 
 export const FLAG_TYPES: readonly FlagType[] = ['boolean', 'string', 'number', 'json'];
 export interface TenantRef { tenant_id: string; tenant_name: string; role: string }

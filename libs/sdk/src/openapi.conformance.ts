@@ -52,6 +52,7 @@ export type FlagsCovered =
   | Op<'Flags_evaluate', [Reads<'Flags_evaluate', 200, sdk.EvaluationResult>, Writes<'Flags_evaluate', sdk.EvaluateInput>]>
   | Op<'Flags_evaluateInProject', [Reads<'Flags_evaluateInProject', 200, sdk.EvaluationResult>]>
   | Op<'Flags_export', [Reads<'Flags_export', 200, sdk.FlagExport>]>
+  | Op<'Flags_audit', [Reads<'Flags_audit', 200, sdk.FlagAuditEntry[]>]>
   | Op<'Flags_importLaunchDarkly', [Reads<'Flags_importLaunchDarkly', 200, sdk.ImportFlagsResult>, Writes<'Flags_importLaunchDarkly', sdk.LaunchDarklySdkData>]>;
 
 export type ProjectsCovered =
@@ -110,13 +111,12 @@ type NotInSdk =
   | 'Admin_grantEntitlement'
   | 'Admin_grantCredits'
   | 'Admin_patchTenant'
-  // Console features: product tours, the sandbox, a flag's audit trail.
+  // Console features: product tours, the sandbox.
   | 'ProductTours_get'
   | 'ProductTours_put'
   | 'Sandbox_status'
   | 'Sandbox_indicators'
   | 'Sandbox_demoData'
-  | 'Flags_audit'
   // The development identity provider (IDP_MODE=dev only).
   | 'DevIdp_createAccount'
   | 'DevIdp_token'

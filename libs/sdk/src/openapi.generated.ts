@@ -1266,9 +1266,9 @@ export interface components {
             variations?: components["schemas"]["VariationDto"][];
             enabled?: boolean;
             /** @description served when off; null resets to the type default */
-            offValue?: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+            offValue?: (string | number | boolean | components["schemas"]["JsonValue"][] | {
                 [key: string]: components["schemas"]["JsonValue"];
-            };
+            }) | null;
             targets?: components["schemas"]["TargetDto"][];
             rules?: components["schemas"]["RuleDto"][];
             prerequisites?: components["schemas"]["PrerequisiteDto"][];
@@ -1293,13 +1293,13 @@ export interface components {
             environment?: string;
         };
         FlagAuditEntryDto: {
-            /** @example updated */
-            action: string;
+            /** @enum {string} */
+            action: "create" | "update" | "import" | "delete";
             /** @description the caller: user:{id} or client:{clientId} */
             actor: string;
             /** @description the environment changed; null for global fields */
             environment: string | null;
-            /** @description field -> new value */
+            /** @description update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty */
             changes: {
                 [key: string]: unknown;
             };

@@ -200,6 +200,15 @@ describe('FlagshipClient against management-api', () => {
       expect((await client.flags.get('dark-mode')).flag.name).toBe('Dark mode (beta)');
     });
 
+    it("reads a flag's audit trail: the update names only the field it changed, from and to; the refused (412) one is not there", async () => {
+      const trail = await client.flags.audit('dark-mode');
+      expect(trail.map((e) => e.action)).toEqual(['create', 'update']);
+      expect(trail[0]).toMatchObject({ environment: null, changes: { key: 'dark-mode', name: 'Dark mode' } });
+      expect(trail[1]).toEqual({ action: 'update', actor: expect.stringMatching(/^user:/), environment: null, changes: { name: { from: 'Dark mode', to: 'Dark mode (beta)' } }, at: expect.any(String) });
+      // A flag never created (or deleted: its trail stays) answers what is recorded.
+      expect(await client.flags.audit('no-such-flag')).toEqual([]);
+    });
+
     it('evaluates: RULE_MATCH after a patch adding a rule, in project scope too, and per environment', async () => {
       const { flag, etag } = await client.flags.get('banner-colour');
       const green = flag.variations.find((v) => v.name === 'green')!;

@@ -144,6 +144,23 @@ export interface ImportFlagsResult {
   flags: Flag[];
 }
 
+export type FlagAuditAction = 'create' | 'update' | 'import' | 'delete';
+
+/** One change to a flag, from its audit trail (oldest first). */
+export interface FlagAuditEntry {
+  action: FlagAuditAction;
+  /** `user:{id}` or `client:{clientId}`. */
+  actor: string;
+  /** The environment whose targeting changed; null when only global fields did. */
+  environment: string | null;
+  /**
+   * update: field -> `{from, to}`, only the fields the request changed; create: the fields sent;
+   * import: the imported variations and targeting; delete: empty.
+   */
+  changes: Record<string, unknown>;
+  at: Timestamp;
+}
+
 /** A flag and the ETag to send back as `ifMatch` for an update that must not overwrite another. */
 export interface VersionedFlag {
   flag: Flag;

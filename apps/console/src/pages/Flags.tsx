@@ -2,6 +2,7 @@ import { startTransition, useEffect, useMemo, useState } from 'react';
 import { Input, Label, SearchField } from 'react-aria-components';
 import { Link } from 'wouter';
 import { formatValue } from '../api';
+import { ChoiceSelect } from '../components/ChoiceSelect';
 import { FlagSwitch } from '../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useFlags } from '../queries';
@@ -10,15 +11,23 @@ import { useSignedIn } from '../session';
 /** Rows rendered at once; the rest follow in interruptible transitions, so a long list never freezes the page. */
 const FIRST_ROWS = 60;
 const MORE_ROWS = 120;
+/** The tag filter's "no filter" choice (a key no tag can be: tags are trimmed). */
+const ALL_TAGS = ' all';
 
-/** How many of `total` rows to render now: the first at once, then more after each paint. */
-function useProgressiveCount(total: number): number {
-  const [count, setCount] = useState(FIRST_ROWS);
+/**
+ * How many of `total` rows to render now: the first at once, then more after each paint. Another
+ * filter (`filter` changes) starts again from the first rows, so widening a filter back to 1,000 rows
+ * never commits them in one go; a change of the data (a switch flipped) keeps what is shown.
+ */
+function useProgressiveCount(total: number, filter: string): number {
+  const [state, setState] = useState({ filter, count: FIRST_ROWS });
+  const count = state.filter === filter ? state.count : FIRST_ROWS;
+  if (state.filter !== filter) setState({ filter, count: FIRST_ROWS });
   useEffect(() => {
     if (count >= total) return;
-    const t = setTimeout(() => startTransition(() => setCount((c) => c + MORE_ROWS)), 0);
+    const t = setTimeout(() => startTransition(() => setState((s) => (s.filter === filter ? { filter, count: s.count + MORE_ROWS } : s))), 0);
     return () => clearTimeout(t);
-  }, [count, total]);
+  }, [count, total, filter]);
   return Math.min(count, total);
 }
 
@@ -26,13 +35,16 @@ export function Flags() {
   const { scope, environment } = useSignedIn();
   const flags = useFlags(scope);
   const [search, setSearch] = useState('');
+  const [tag, setTag] = useState(ALL_TAGS);
+  const tags = useMemo(() => [...new Set((flags.data ?? []).flatMap((f) => f.tags))].sort((a, b) => a.localeCompare(b)), [flags.data]);
   const shown = useMemo(() => {
     const q = search.trim().toLowerCase();
     if (!flags.data) return [];
-    if (q === '') return flags.data;
-    return flags.data.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
-  }, [flags.data, search]);
-  const rendered = useProgressiveCount(shown.length);
+    const tagged = tag === ALL_TAGS ? flags.data : flags.data.filter((f) => f.tags.includes(tag));
+    if (q === '') return tagged;
+    return tagged.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
+  }, [flags.data, search, tag]);
+  const rendered = useProgressiveCount(shown.length, `${tag}\n${search}`);
 
   return (
     <section aria-labelledby="flags-title">
@@ -42,10 +54,13 @@ export function Flags() {
           Create flag
         </Link>
       </div>
-      <SearchField value={search} onChange={setSearch} className="react-aria-SearchField search">
-        <Label>Search flags</Label>
-        <Input placeholder="key, name or tag" />
-      </SearchField>
+      <div className="filters">
+        <SearchField value={search} onChange={setSearch} className="react-aria-SearchField search">
+          <Label>Search flags</Label>
+          <Input placeholder="key, name or tag" />
+        </SearchField>
+        <ChoiceSelect label="Tag" value={tag} options={[{ id: ALL_TAGS, name: 'All tags' }, ...tags.map((t) => ({ id: t, name: t }))]} onChange={(t) => startTransition(() => setTag(t))} />
+      </div>
       {flags.isPending && <Loading what="flags" />}
       {flags.isError && <ErrorState error={flags.error} onRetry={() => void flags.refetch()} />}
       {flags.isSuccess && flags.data.length === 0 && (
@@ -56,7 +71,10 @@ export function Flags() {
       )}
       {flags.isSuccess && flags.data.length > 0 && shown.length === 0 && (
         <Empty>
-          <p>No flag matches “{search}”.</p>
+          <p>
+            No flag matches{search.trim() !== '' && ` “${search}”`}
+            {tag !== ALL_TAGS && ` with tag “${tag}”`}.
+          </p>
         </Empty>
       )}
       {shown.length > 0 && (

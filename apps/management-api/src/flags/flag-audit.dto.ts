@@ -1,10 +1,17 @@
 import { ApiProperty } from '@nestjs/swagger';
 
+export const FLAG_AUDIT_ACTIONS = ['create', 'update', 'import', 'delete'] as const;
+
 /** One change to a flag, as `GET /api/flags/{flagKey}/audit` lists it. */
 export class FlagAuditEntryDto {
-  @ApiProperty({ example: 'updated' }) action: string;
+  @ApiProperty({ enum: FLAG_AUDIT_ACTIONS }) action: string;
   @ApiProperty({ description: 'the caller: user:{id} or client:{clientId}' }) actor: string;
   @ApiProperty({ nullable: true, type: String, description: 'the environment changed; null for global fields' }) environment: string | null;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'field -> new value' }) changes: Record<string, unknown>;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty',
+  })
+  changes: Record<string, unknown>;
   @ApiProperty() at: string;
 }

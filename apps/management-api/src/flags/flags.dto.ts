@@ -25,6 +25,18 @@ import { PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-target
 
 const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
 
+/**
+ * Any JSON value or null, the null declared on the property (so the API's null check lets it
+ * through) and taken out of the branches (so no two parts of the schema both claim a null).
+ */
+const NULLABLE_JSON_VALUE = {
+  oneOf: JSON_VALUE.oneOf.map((branch) => {
+    const { nullable: _null, ...rest } = branch as typeof branch & { nullable?: boolean };
+    return rest;
+  }),
+  nullable: true,
+};
+
 /** A variation as sent when creating a flag (seed: `flag_variations`). */
 export class FlagVariationInputDto {
   @ApiProperty({ example: 'on' })
@@ -152,7 +164,7 @@ export class UpdateFlagDto {
   @IsBoolean()
   enabled?: boolean;
 
-  @ApiPropertyOptional({ ...JSON_VALUE, description: 'served when off; null resets to the type default' })
+  @ApiPropertyOptional({ ...NULLABLE_JSON_VALUE, description: 'served when off; null resets to the type default' })
   @Allow()
   offValue?: JsonValue | null;
 

@@ -117,6 +117,18 @@ describe('flags (real HTTP, Postgres, Redis)', () => {
     expect(audit.body[1]).toMatchObject({ actor: `user:${owner.userId}`, environment: 'production', changes: { enabled: { from: false, to: true } } });
   });
 
+  it('PATCH leaves the off value and salt alone unless it sends them (null resets them)', async () => {
+    const created = await create({ key: 'kept-fields', name: 'k', type: 'string', defaultValue: 'a', flag_variations: [{ name: 'a', value: 'a' }, { name: 'b', value: 'b' }] });
+    expect(created.status).toBe(201);
+    const patch = (json: unknown) => f.call('PATCH', '/api/flags/kept-fields', { ...as(owner), json });
+    expect((await patch({ offValue: 'b', salt: 'saltyA' })).body).toMatchObject({ offValue: 'b', salt: 'saltyA' });
+    expect((await patch({ enabled: true })).body).toMatchObject({ enabled: true, offValue: 'b', salt: 'saltyA' });
+    expect((await patch({ rules: [] })).body).toMatchObject({ offValue: 'b', salt: 'saltyA' });
+    expect((await patch({ offValue: null })).body).toMatchObject({ offValue: null, salt: 'saltyA' });
+    const audit = (await f.call('GET', '/api/flags/kept-fields/audit', as(owner))).body as Array<{ changes: Record<string, unknown> }>;
+    expect(audit.slice(1).map((a) => Object.keys(a.changes).sort())).toEqual([['offValue', 'salt'], ['enabled'], ['rules'], ['offValue']]);
+  });
+
   it('evaluates with the seed\'s result and LaunchDarkly reasons', async () => {
     const ev = (json: unknown, flag = 'new-checkout', headers?: Record<string, string>) => f.call('POST', `/api/flags/${flag}/evaluate`, { ...as(owner, { headers }), json });
     const rule = await ev({ userId: 'u1', attributes: { country: 'NO' } });

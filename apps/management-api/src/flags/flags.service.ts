@@ -139,7 +139,9 @@ export class FlagsService {
     const environment = await this.environments.resolve(tenantId, env);
     const given = dto as Record<string, unknown>;
     const globalChanged = GLOBAL_FIELDS.filter((f) => f in given && given[f] !== undefined);
-    const envChanged = ENV_FIELDS.filter((f) => f in given && (given[f] !== undefined || f === 'offValue' || f === 'salt'));
+    // The DTO instance holds every declared field, undefined when not sent: only what was sent
+    // changes (null included, which resets offValue and salt), so a PATCH of rules keeps the off value.
+    const envChanged = ENV_FIELDS.filter((f) => given[f] !== undefined);
     const environments = await this.transactions.run(async (m) => {
       const row = await this.repo.lockRow(m, tenantId, key, environment);
       if (!row) throw this.notFound(key);

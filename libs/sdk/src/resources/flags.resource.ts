@@ -5,6 +5,7 @@ import type {
   EvaluateInput,
   EvaluationResult,
   Flag,
+  FlagAuditEntry,
   FlagExport,
   FlagVariation,
   ImportFlagsResult,
@@ -67,6 +68,11 @@ export class FlagsResource {
 
   async variations(flagKey: string, options?: RequestOptions): Promise<FlagVariation[]> {
     return (await this.http.request<FlagVariation[]>({ method: 'GET', path: `/api/flags/${key(flagKey)}/variations`, flagKey, options })).body;
+  }
+
+  /** The flag's audit trail, oldest first: who changed what, with each update's fields as `{from, to}`. */
+  async audit(flagKey: string, options?: RequestOptions): Promise<FlagAuditEntry[]> {
+    return (await this.http.request<FlagAuditEntry[]>({ method: 'GET', path: `/api/flags/${key(flagKey)}/audit`, flagKey, options })).body;
   }
 
   async evaluate(flagKey: string, input: EvaluateInput, options?: RequestOptions): Promise<EvaluationResult> {
