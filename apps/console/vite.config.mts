@@ -29,5 +29,7 @@ export default defineConfig({
     environment: 'jsdom',
     include: ['src/**/*.test.tsx'],
     setupFiles: ['src/test-setup.ts'],
+    // react-aria components under jsdom take seconds per test on a loaded 2-core CI machine.
+    testTimeout: 30_000,
   },
 });
