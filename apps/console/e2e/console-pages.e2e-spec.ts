@@ -363,6 +363,12 @@ async function stop(child: ChildProcess | undefined) {
     const sw = page.getByRole('switch', { name: 'Enabled in production' }).first();
     await sw.waitFor();
     expect(await sw.isDisabled()).toBe(true);
+    // Reading stays possible: the search still filters; creating is not offered.
+    expect(await page.getByRole('link', { name: 'Create flag', exact: true }).count()).toBe(1); // the nav's only
+    await page.getByRole('searchbox', { name: 'Search flags' }).fill('beta');
+    await page.getByRole('row', { name: /Maintenance banner/ }).waitFor({ state: 'detached' });
+    await page.getByRole('row', { name: /Beta program/ }).waitFor();
+    await page.getByRole('searchbox', { name: 'Search flags' }).fill('');
     await shot('18-sandbox-expired-flags');
     await accessible('expired sandbox flags');
 

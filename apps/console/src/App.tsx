@@ -80,7 +80,7 @@ function useTenantSandbox(): { isSandbox: boolean; readOnly: string | null } {
 }
 
 /**
- * Pages that do not read useReadOnly() themselves (the flag pages) get their controls disabled by a
+ * Pages that do not read useReadOnly() themselves (flag creation and detail) get their controls disabled by a
  * disabled fieldset while the tenant is read-only: native controls, and react-aria's, which render
  * native ones, cannot be used inside it.
  */
@@ -138,9 +138,7 @@ function Routes() {
     <Shell>
       <Switch>
         <Route path="/">
-          <ReadOnlyScope>
-            <Flags />
-          </ReadOnlyScope>
+          <Flags />
         </Route>
         <Route path="/flags/new">
           <ReadOnlyScope>

@@ -2,12 +2,14 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Switch } from 'react-aria-components';
 import { etagOfFlag, isApiError, request, type Flag, type RequestScope } from '../api';
 import { ErrorState } from './States';
+import { useReadOnly } from '../read-only';
 
 /**
  * A flag's on/off switch in one environment: PATCH with If-Match, so a change made elsewhere since
  * the flag was read is a 412 that the user sees, never silently overwritten.
  */
 export function FlagSwitch({ flag, scope }: { flag: Flag; scope: RequestScope }) {
+  const readOnly = useReadOnly();
   const qc = useQueryClient();
   const environment = flag.environment;
   const m = useMutation({
@@ -25,7 +27,7 @@ export function FlagSwitch({ flag, scope }: { flag: Flag; scope: RequestScope })
   const on = m.isPending && m.variables !== undefined ? m.variables : flag.enabled;
   return (
     <div className="flag-switch">
-      <Switch aria-label={`Enabled in ${environment}`} isSelected={on} isDisabled={m.isPending} onChange={(v) => m.mutate(v)}>
+      <Switch aria-label={`Enabled in ${environment}`} isSelected={on} isDisabled={m.isPending || readOnly !== null} onChange={(v) => m.mutate(v)}>
         <div className="indicator" aria-hidden="true" />
         <span aria-hidden="true">{on ? 'On' : 'Off'}</span>
       </Switch>

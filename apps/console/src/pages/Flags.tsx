@@ -7,6 +7,7 @@ import { FlagSwitch } from '../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useFlags } from '../queries';
 import { useSignedIn } from '../session';
+import { useReadOnly } from '../read-only';
 
 /** Rows rendered at once; the rest follow in interruptible transitions, so a long list never freezes the page. */
 const FIRST_ROWS = 60;
@@ -45,14 +46,18 @@ export function Flags() {
     return tagged.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
   }, [flags.data, search, tag]);
   const rendered = useProgressiveCount(shown.length, `${tag}\n${search}`);
+  // An expired sandbox: flags can be searched and read, not switched or created.
+  const readOnly = useReadOnly();
 
   return (
     <section aria-labelledby="flags-title">
       <div className="page-head">
         <h1 id="flags-title">Flags in {environment}</h1>
-        <Link href="/flags/new" className="button primary">
-          Create flag
-        </Link>
+        {readOnly === null && (
+          <Link href="/flags/new" className="button primary">
+            Create flag
+          </Link>
+        )}
       </div>
       <div className="filters">
         <SearchField value={search} onChange={setSearch} className="react-aria-SearchField search">
