@@ -9,7 +9,13 @@ type Release = Pick<Reservation, 'id' | 'tenantId'>;
  * provider used, latency, whether the usage was estimated), the reservation released and the real
  * cost debited, batched per event-loop turn like the reservation. A settlement that cannot be written
  * (Postgres down) is retried a few times, then left `pending` for billing-worker's reconciler, which
- * releases the reservation; the client's answer never waits for it.
+ * releases the reservation; the client's answer never waits for it. Settlements gather for
+ * `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they are written: at a steady rate each request
+ * otherwise settled in a statement of its own, taking its tenant's balance row lock (and a Postgres
+ * round trip) once more per request, right when the next request's reservation wanted it; gathered
+ * for 20 ms, p50 and p99 at 200 req/s fell in 4 of 5 interleaved rounds (tools/bench). The row stays
+ * `pending` and the estimate held that much longer; a crash meanwhile leaves it to the reconciler,
+ * as before.
  * Also the way back for a reservation whose request was refused after all (a 429 from the rate limit
  * checked at the same time): its pending row is deleted and its estimate released, the same way.
  */
@@ -19,8 +25,12 @@ export class SettleStep {
   private readonly releases: TurnBatcher<Release, boolean>;
   private readonly inFlight = new Set<Promise<unknown>>();
 
+  private window: Promise<void> | undefined;
+
   constructor(
     repository: UsageLedgerRepository,
+    /** How long settlements gather before they are written together (0: the same event-loop turn's only). */
+    private readonly gatherMs = 0,
     private readonly retries = 3,
     private readonly retryDelayMs = 500,
   ) {
@@ -30,7 +40,19 @@ export class SettleStep {
 
   /** Resolves once written (or given up on); never rejects. */
   settle(settlement: Settlement): Promise<void> {
-    return this.track(this.write(this.settlements, settlement, 'settle', 0));
+    return this.track(this.gathered().then(() => this.write(this.settlements, settlement, 'settle', 0)));
+  }
+
+  /** Resolves when the current gathering window closes; every settlement waiting on it is then added in one turn. */
+  private gathered(): Promise<void> {
+    if (this.gatherMs <= 0) return Promise.resolve();
+    this.window ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.window = undefined;
+        resolve();
+      }, this.gatherMs),
+    );
+    return this.window;
   }
 
   /**
