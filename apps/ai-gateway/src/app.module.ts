@@ -15,7 +15,16 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        ...platformModules({ ...config, DATABASE_URL: withSynchronousCommit(config.DATABASE_URL, config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT) }, { serviceName: 'ai-gateway' }),
+        ...platformModules(
+          { ...config, DATABASE_URL: withSynchronousCommit(config.DATABASE_URL, config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT) },
+          {
+            serviceName: 'ai-gateway',
+            // Keeps async hooks off (see ServiceKitOptions.requestLogging), as orep-server does: Nest
+            // serves only health and metrics here, which are not access-logged anyway, while with them
+            // on every await of every /v1 request paid for the hooks.
+            requestLogging: false,
+          },
+        ),
         // Verifies only: the keys come from Postgres, revocations from Redis.
         OAuthModule.forRoot({ issuer: config.OAUTH_ISSUER, audience: config.OAUTH_AUDIENCE }),
         ProvidersModule.forRoot(providerOptionsFromEnv(config, secrets)),

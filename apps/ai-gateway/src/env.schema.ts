@@ -28,6 +28,10 @@ export const aiGatewayEnv = {
     default: 'off',
     desc: "Postgres' synchronous_commit for the gateway's ledger writes; see README 'Pipeline and money'",
   }),
+  GATEWAY_SETTLE_GATHER_MS: num({
+    default: 20,
+    desc: 'settlements (the ledger row completed, the real cost debited) gather this long and are written in one statement; the answer never waits for them',
+  }),
   GATEWAY_TENANT_CACHE_MS: num({ default: 60_000, desc: 'tenants and entitlements cached this long at most (changes arrive at once through Redis)' }),
 };
 

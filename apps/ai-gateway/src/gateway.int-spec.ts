@@ -232,12 +232,17 @@ describe('ai-gateway through the openai SDK', () => {
       expect(await ledgerRows(ds, broke)).toEqual([]);
     });
 
-    it('429 rate_limited with retry-after and the x-ratelimit headers', async () => {
-      const client = await sdk(billable);
+    it('429 rate_limited with retry-after and the x-ratelimit headers; the reservation made meanwhile is taken back', async () => {
+      const limited = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const client = await sdk(limited);
       const err = await expectError(client.chat.completions.create({ ...chat, max_tokens: 60_000 }), RateLimitError, 429, 'rate_limited');
       expect(Number(err.headers?.get('retry-after'))).toBeGreaterThan(0);
       expect(err.headers?.get('x-ratelimit-remaining-tokens')).toBe('0');
       expect(fake.calls.chat).toBe(0);
+      // The rate limit and the reservation run at the same time: a refused request leaves no row and holds no credit.
+      await settled();
+      expect(await ledgerRows(ds, limited)).toEqual([]);
+      expect(await balanceOf(ds, limited)).toEqual({ balance: 1_000_000, reserved: 0 });
     });
 
     it('503 provider_unavailable, 502 provider_error, 504 provider_timeout; each leaves a failed row with debit 0', async () => {

@@ -2,6 +2,14 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 
 type Labels = 'product' | 'provider' | 'model';
 
+interface Children {
+  requests: Counter.Internal;
+  input: Counter.Internal;
+  output: Counter.Internal;
+  debits: Counter.Internal;
+  upstream: Histogram.Internal<Labels>;
+}
+
 /**
  * The gateway's own Prometheus series, in the app's registry (service-kit's HttpMetrics), by product,
  * provider and model (models are the configured catalogue, products the canonical keys: the label
@@ -13,6 +21,12 @@ export class GatewayMetrics {
   private readonly debits: Counter<Labels>;
   private readonly upstream: Histogram<Labels>;
   private readonly overhead: Histogram<'endpoint'>;
+  /**
+   * The series of each label set, looked up once: prom-client validates and hashes the labels on
+   * every inc/observe given them, which was about 2% of the gateway's CPU per request.
+   */
+  private readonly children = new Map<string, Children>();
+  private readonly overheadByEndpoint = new Map<string, Histogram.Internal<'endpoint'>>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -48,14 +62,33 @@ export class GatewayMetrics {
     debit: number,
     upstreamMs: number,
   ): void {
-    this.requests.inc({ ...labels, endpoint, outcome });
-    if (usage.inputTokens > 0) this.tokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
-    if (usage.outputTokens > 0) this.tokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
-    if (debit > 0) this.debits.inc(labels, debit);
-    this.upstream.observe(labels, upstreamMs / 1000);
+    const key = `${labels.product}\u0000${labels.provider}\u0000${labels.model}\u0000${endpoint}\u0000${outcome}`;
+    let c = this.children.get(key);
+    if (c === undefined) {
+      c = {
+        requests: this.requests.labels({ ...labels, endpoint, outcome }),
+        input: this.tokens.labels({ ...labels, direction: 'input' }),
+        output: this.tokens.labels({ ...labels, direction: 'output' }),
+        debits: this.debits.labels(labels),
+        upstream: this.upstream.labels(labels),
+      };
+      // The label sets are few (the catalogue's models, the canonical products, a handful of outcomes).
+      if (this.children.size >= 10_000) this.children.clear();
+      this.children.set(key, c);
+    }
+    c.requests.inc();
+    if (usage.inputTokens > 0) c.input.inc(usage.inputTokens);
+    if (usage.outputTokens > 0) c.output.inc(usage.outputTokens);
+    if (debit > 0) c.debits.inc(debit);
+    c.upstream.observe(upstreamMs / 1000);
   }
 
   overheadMs(endpoint: string, ms: number): void {
-    this.overhead.observe({ endpoint }, ms / 1000);
+    let h = this.overheadByEndpoint.get(endpoint);
+    if (h === undefined) {
+      h = this.overhead.labels({ endpoint });
+      this.overheadByEndpoint.set(endpoint, h);
+    }
+    h.observe(ms / 1000);
   }
 }

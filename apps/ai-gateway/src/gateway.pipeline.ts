@@ -41,7 +41,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     httpMetrics: HttpMetrics,
   ) {
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS);
-    this.settleStep = new SettleStep(ledger);
+    this.settleStep = new SettleStep(ledger, config.GATEWAY_SETTLE_GATHER_MS);
     this.handler = new GatewayHandler(
       {
         token: new TokenStep(verifier),

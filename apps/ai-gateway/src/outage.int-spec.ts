@@ -70,9 +70,14 @@ describe('ai-gateway with a dependency down', () => {
 
   const recovers = () => waitFor(async () => (await client.chat.completions.create(chat).then(() => true, () => false)) || undefined, 20_000, 200);
 
-  it('Redis down: 503 with retry-after, then served again once it is back', async () => {
+  it('Redis down: 503 with retry-after, no row, nothing held (the reservation made meanwhile is taken back); then served again', async () => {
+    await gw.pipeline.drain();
+    const rowsBefore = (await ledgerRows(ds, tenant)).length;
     await redisProxy.cut();
     await expect503();
+    await gw.pipeline.drain();
+    expect(await ledgerRows(ds, tenant)).toHaveLength(rowsBefore);
+    expect((await balanceOf(ds, tenant)).reserved).toBe(0);
     await redisProxy.restore();
     await recovers();
   });

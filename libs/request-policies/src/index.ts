@@ -8,3 +8,4 @@ export * from './rate-limit.guard';
 export * from './idempotency-key';
 export * from './idempotency.service';
 export * from './idempotency.interceptor';
+export * from './redis-script';

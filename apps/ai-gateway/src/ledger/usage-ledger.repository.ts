@@ -112,6 +112,33 @@ moved_balances AS (
 SELECT id FROM done`;
 
 /**
+ * Takes back reservations whose requests were refused after all (the rate limit, checked in Redis
+ * while the reservation was being made, said 429, or Redis was down): their `pending` rows are
+ * deleted, as though never written (a refused request leaves no row), and their estimates leave
+ * `reserved`; balances locked in tenant id order, as in RESERVE. A row no longer pending (the
+ * reconciler got there first, and released it) is left alone.
+ */
+const RELEASE = `
+WITH gone AS (
+  DELETE FROM usage_ledger u
+   USING unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
+   WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.status = 'pending'
+  RETURNING u.id, u.tenant_id, u.reserved
+),
+moved AS (
+  SELECT tenant_id, sum(reserved) AS released FROM gone GROUP BY tenant_id HAVING sum(reserved) > 0
+),
+locked AS (
+  SELECT c.tenant_id FROM credit_balances c WHERE c.tenant_id IN (SELECT tenant_id FROM moved) ORDER BY c.tenant_id FOR UPDATE
+),
+moved_balances AS (
+  UPDATE credit_balances c SET reserved = c.reserved - m.released, updated_at = now()
+    FROM moved m JOIN locked l ON l.tenant_id = m.tenant_id
+   WHERE c.tenant_id = m.tenant_id
+)
+SELECT id FROM gone`;
+
+/**
  * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
  * row. Both statements run as named prepared statements on TypeORM's own pg pool: planning RESERVE
  * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
@@ -144,6 +171,13 @@ export class UsageLedgerRepository {
     ]);
     const admitted = new Set(rows.map((r) => r.id));
     return batch.map((r) => admitted.has(r.id));
+  }
+
+  /** For each reservation, in order: whether its row was still pending and is now gone, its estimate released. */
+  async release(batch: ReadonlyArray<Pick<Reservation, 'id' | 'tenantId'>>): Promise<boolean[]> {
+    const rows = await this.run('gateway_release', RELEASE, [batch.map((r) => r.id), batch.map((r) => r.tenantId)]);
+    const gone = new Set(rows.map((r) => r.id));
+    return batch.map((r) => gone.has(r.id));
   }
 
   /** For each settlement, in order: whether its row was still pending and is now complete. */

@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type Redis from 'ioredis';
 import { TurnBatcher } from '@flagship/lean-http';
 import type { RedisKeys } from '@flagship/redis';
+import { LuaScript } from '@flagship/request-policies';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 
 export interface RateLimits {
@@ -12,10 +13,25 @@ export interface RateLimits {
 const WINDOW_MS = 60_000;
 
 /**
+ * One batch's counts in one command: for each request, KEYS[2i-1] (requests) += 1 and KEYS[2i]
+ * (tokens) += ARGV[i+1], both kept for ARGV[1] ms; answers the counts after, two per request.
+ * Four commands per request in a pipeline cost the gateway about 5% of its CPU in ioredis alone.
+ */
+const TAKE = new LuaScript(`
+local out = {}
+for i = 1, #KEYS, 2 do
+  out[i] = redis.call('INCR', KEYS[i])
+  out[i + 1] = redis.call('INCRBY', KEYS[i + 1], ARGV[(i + 1) / 2 + 1])
+  redis.call('PEXPIRE', KEYS[i], ARGV[1])
+  redis.call('PEXPIRE', KEYS[i + 1], ARGV[1])
+end
+return out`);
+
+/**
  * Step 6: requests and tokens per OAuth client per minute, counted in Redis so every replica shares
- * the budget (a fixed one-minute window: two counters, one pipelined round trip). Tokens are the
+ * the budget (a fixed one-minute window: two counters). Tokens are the
  * request's estimate (input text plus the output it may produce), counted when it is admitted. The
- * counts of one event-loop turn's requests go to Redis in one pipeline.
+ * counts of one event-loop turn's requests go to Redis in one script call (TAKE).
  * OpenAI's `x-ratelimit-*` headers go on every answer from here on; over either limit: 429
  * `rate_limited` with `retry-after`.
  */
@@ -28,15 +44,20 @@ export class RateLimitStep {
     private readonly limits: RateLimits,
     private readonly now: () => number = Date.now,
   ) {
-    this.batcher = new TurnBatcher(async (batch) => {
-      const pipeline = redis.pipeline();
-      for (const b of batch) {
-        pipeline.incr(b.requestsKey).incrby(b.tokensKey, b.tokens).pexpire(b.requestsKey, WINDOW_MS * 2).pexpire(b.tokensKey, WINDOW_MS * 2);
-      }
-      const results = await pipeline.exec();
-      if (results === null || results.some(([err]) => err !== null)) throw new Error('the rate-limit counters could not be updated');
-      return batch.map((_, i) => [Number(results[i * 4]![1]), Number(results[i * 4 + 1]![1])] as [number, number]);
-    }, 500);
+    this.batcher = new TurnBatcher(
+      async (batch) => {
+        const keys: string[] = [];
+        const args: number[] = [WINDOW_MS * 2];
+        for (const b of batch) {
+          keys.push(b.requestsKey, b.tokensKey);
+          args.push(b.tokens);
+        }
+        const counts = (await TAKE.run(redis, keys, args)) as number[];
+        if (!Array.isArray(counts) || counts.length !== keys.length) throw new Error('the rate-limit counters could not be updated');
+        return batch.map((_, i) => [Number(counts[2 * i]), Number(counts[2 * i + 1])] as [number, number]);
+      },
+      500,
+    );
   }
 
   async take(clientId: string, tokens: number): Promise<OutgoingHttpHeaders> {

@@ -1,32 +1,71 @@
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/lean-http';
-import type { Settlement, UsageLedgerRepository } from '../ledger/usage-ledger.repository';
+import type { Reservation, Settlement, UsageLedgerRepository } from '../ledger/usage-ledger.repository';
+
+type Release = Pick<Reservation, 'id' | 'tenantId'>;
 
 /**
  * The last step, after the provider: the row completed (`succeeded` or `failed`, tokens, debit,
  * provider used, latency, whether the usage was estimated), the reservation released and the real
  * cost debited, batched per event-loop turn like the reservation. A settlement that cannot be written
  * (Postgres down) is retried a few times, then left `pending` for billing-worker's reconciler, which
- * releases the reservation; the client's answer never waits for it.
+ * releases the reservation; the client's answer never waits for it. Settlements gather for
+ * `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they are written: at a steady rate each request
+ * otherwise settled in a statement of its own, taking its tenant's balance row lock (and a Postgres
+ * round trip) once more per request, right when the next request's reservation wanted it; gathered
+ * for 20 ms, p50 and p99 at 200 req/s fell in 4 of 5 interleaved rounds (tools/bench). The row stays
+ * `pending` and the estimate held that much longer; a crash meanwhile leaves it to the reconciler,
+ * as before.
+ * Also the way back for a reservation whose request was refused after all (a 429 from the rate limit
+ * checked at the same time): its pending row is deleted and its estimate released, the same way.
  */
 export class SettleStep {
   private readonly logger = new Logger('SettleStep');
-  private readonly batcher: TurnBatcher<Settlement, boolean>;
+  private readonly settlements: TurnBatcher<Settlement, boolean>;
+  private readonly releases: TurnBatcher<Release, boolean>;
   private readonly inFlight = new Set<Promise<unknown>>();
+
+  private window: Promise<void> | undefined;
 
   constructor(
     repository: UsageLedgerRepository,
+    /** How long settlements gather before they are written together (0: the same event-loop turn's only). */
+    private readonly gatherMs = 0,
     private readonly retries = 3,
     private readonly retryDelayMs = 500,
   ) {
-    this.batcher = new TurnBatcher((batch) => repository.settle(batch), 500);
+    this.settlements = new TurnBatcher((batch) => repository.settle(batch), 500);
+    this.releases = new TurnBatcher((batch) => repository.release(batch), 500);
   }
 
   /** Resolves once written (or given up on); never rejects. */
   settle(settlement: Settlement): Promise<void> {
-    const done = this.write(settlement, 0).finally(() => this.inFlight.delete(done));
-    this.inFlight.add(done);
-    return done;
+    return this.track(this.gathered().then(() => this.write(this.settlements, settlement, 'settle', 0)));
+  }
+
+  /** Resolves when the current gathering window closes; every settlement waiting on it is then added in one turn. */
+  private gathered(): Promise<void> {
+    if (this.gatherMs <= 0) return Promise.resolve();
+    this.window ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.window = undefined;
+        resolve();
+      }, this.gatherMs),
+    );
+    return this.window;
+  }
+
+  /**
+   * Takes back a reservation (once it is made: a refused or failed one needs nothing) whose request
+   * was refused before the provider; never rejects, and drain() waits for it from now on.
+   */
+  release(reservation: Promise<Release>): Promise<void> {
+    return this.track(
+      reservation.then(
+        (r) => this.write(this.releases, { id: r.id, tenantId: r.tenantId }, 'release', 0),
+        () => undefined,
+      ),
+    );
   }
 
   /** For shutdown and tests: every settlement handed in so far has been written or given up on. */
@@ -34,17 +73,23 @@ export class SettleStep {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
-  private async write(settlement: Settlement, attempt: number): Promise<void> {
+  private track(work: Promise<void>): Promise<void> {
+    const done = work.finally(() => this.inFlight.delete(done));
+    this.inFlight.add(done);
+    return done;
+  }
+
+  private async write<T extends { id: string }>(batcher: TurnBatcher<T, boolean>, item: T, what: 'settle' | 'release', attempt: number): Promise<void> {
     try {
-      const completed = await this.batcher.add(settlement);
-      if (!completed) this.logger.warn({ id: settlement.id }, 'ledger row was no longer pending (settled by the reconciler)');
+      const completed = await batcher.add(item);
+      if (!completed) this.logger.warn({ id: item.id }, 'ledger row was no longer pending (settled by the reconciler)');
     } catch (err) {
       if (attempt >= this.retries) {
-        this.logger.error({ err, id: settlement.id }, 'cannot settle the ledger row; the reconciler will release its reservation');
+        this.logger.error({ err, id: item.id }, `cannot ${what} the ledger row; the reconciler will release its reservation`);
         return;
       }
       await new Promise((r) => setTimeout(r, this.retryDelayMs * (attempt + 1)));
-      await this.write(settlement, attempt + 1);
+      await this.write(batcher, item, what, attempt + 1);
     }
   }
 }
