@@ -1,8 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Plan, Tenant, TenantRole, TenantUser, SubscriptionStatus } from '@flagship/domain';
 import { APP_CONFIG } from '@flagship/config';
 import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { UsersRepository } from '../users/users.repository';
@@ -42,6 +43,7 @@ export function toTenantUserDto(r: MemberRow): TenantUser {
 
 @Injectable()
 export class TenantsService {
+  private readonly logger = new Logger('TenantsService');
   private hooks: TenantCreatedHook[] = [];
 
   constructor(
@@ -49,6 +51,7 @@ export class TenantsService {
     private readonly tenants: TenantsRepository,
     private readonly users: UsersRepository,
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
+    @Inject(PUBSUB) private readonly pubsub: PubSub,
   ) {}
 
   /** Features that must act when a tenant is born register here (kept out of this module's imports). */
@@ -104,18 +107,32 @@ export class TenantsService {
    */
   async addUser(tenantId: string, dto: AddTenantUserDto): Promise<TenantUser> {
     try {
-      return await this.transactions.run(async (m) => {
+      const added = await this.transactions.run(async (m) => {
         const user =
           (await this.users.findByEmail(dto.email, m)) ??
           (await this.users.create(m, { idpSubject: pendingSubject(dto.email), email: dto.email, displayName: '', signInProvider: null }));
         const membership = await this.tenants.addMember(m, tenantId, user.id, dto.role as TenantRole);
         return toTenantUserDto({ user, membership });
       });
+      // Which tenant a request without X-Tenant-ID acts in may change with it (a first admin role).
+      await this.announceMembershipChanged(tenantId, added.userId);
+      return added;
     } catch (err) {
       if (isUniqueViolation(err)) {
         throw new ProblemException(TenantProblems['member-exists'], `${dto.email} is already a member of this tenant.`);
       }
       throw err;
     }
+  }
+
+  /**
+   * Tells every replica that this person's access to the tenant changed, so what they cached of it
+   * (the evaluate routes' callers) goes at once. The change is committed either way: a lost
+   * message only delays it until the cache's TTL (EVALUATE_CALLER_CACHE_MS).
+   */
+  async announceMembershipChanged(tenantId: string, userId: string): Promise<void> {
+    await this.pubsub.publish(CHANNELS.membershipChanged, { tenantId, userId }).catch((err: Error) => {
+      this.logger.warn({ err, tenantId, userId }, 'membership change saved but not announced; replicas see it when their cached callers expire');
+    });
   }
 }
