@@ -9,6 +9,7 @@ import { type CallerContext, exceedsJsonDepth, MAX_JSON_DEPTH, unsafePathReason 
 import { EvaluateFlagDto } from '../flags.dto';
 import type { FlagsService } from '../flags.service';
 import type { GuardedRoute, PrincipalCache } from './principal-cache';
+import { RateLimitAhead } from './rate-limit-ahead';
 
 /** What body-parser's strict JSON accepts at the top level (anything else is its parse failure). */
 const OBJECT_OR_ARRAY = /^[\s]*[{[]/;
@@ -23,8 +24,8 @@ const OBJECT_OR_ARRAY = /^[\s]*[{[]/;
 export class FastEvaluateHandler {
   private readonly logger = new Logger('FastEvaluate');
   private readonly pipe = new StrictValidationPipe();
-  /** The rate-limit checks of one event-loop turn go to Redis in one pipeline. */
-  private readonly limiter: TurnBatcher<RateLimitSubject, RateLimitDecision | undefined>;
+  /** The rate-limit checks of one event-loop turn go to Redis in one pipeline; most answer ahead of it. */
+  private readonly limiter: RateLimitAhead;
 
   constructor(
     private readonly flags: FlagsService,
@@ -32,7 +33,8 @@ export class FastEvaluateHandler {
     private readonly limits: RateLimitService,
     private readonly routes: { byKey: GuardedRoute; inProject: GuardedRoute },
   ) {
-    this.limiter = new TurnBatcher((subjects) => limits.consumeMany(subjects));
+    const batch = new TurnBatcher<RateLimitSubject, RateLimitDecision | undefined>((subjects) => limits.consumeMany(subjects));
+    this.limiter = new RateLimitAhead((subject) => batch.add(subject));
   }
 
   /** `POST /api/flags/:flagKey/evaluate`: `{ userId?, attributes?, environment? }`. */
@@ -70,10 +72,10 @@ export class FastEvaluateHandler {
     }
   }
 
-  /** As RateLimitGuard: the tenant's budget; Redis away serves uncounted and without headers. */
+  /** As RateLimitGuard: the tenant's budget (see RateLimitAhead); Redis away serves uncounted and without headers. */
   private async rateLimit(x: Exchange, caller: CallerContext): Promise<OutgoingHttpHeaders | undefined> {
     const standIn = { caller, ip: x.req.socket.remoteAddress } as unknown as Request;
-    const decision = await this.limiter.add(this.limits.subjectOf(standIn));
+    const decision = await this.limiter.decide(this.limits.subjectOf(standIn));
     if (decision === undefined) return undefined;
     const all = rateLimitHeaders(decision);
     const { 'Retry-After': retryAfter, ...headers } = all;
