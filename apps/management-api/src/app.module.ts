@@ -52,7 +52,13 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        ...platformModules(config, { serviceName: 'management-api', entities: [...ENTITIES, ...OAUTH_FEATURE_ENTITIES] }),
+        ...platformModules(config, {
+          serviceName: 'management-api',
+          entities: [...ENTITIES, ...OAUTH_FEATURE_ENTITIES],
+          // Evaluations answer from the flags in memory through a Redis outage (rate limits uncounted,
+          // changes reconciled from Postgres): the replica stays in service, /readyz says degraded.
+          degradedWithout: ['redis'],
+        }),
         RequestPoliciesModule.forRoot({
           limits: { free: config.RATE_LIMIT_FREE, standard: config.RATE_LIMIT_STANDARD, premium: config.RATE_LIMIT_PREMIUM },
           ipLimitPerMinute: config.RATE_LIMIT_IP_PER_MINUTE,

@@ -23,6 +23,10 @@ export const managementApiEnv = {
   RATE_LIMIT_PREMIUM: num({ default: 12000 }),
   RATE_LIMIT_IP_PER_MINUTE: num({ default: 60 }),
   SANDBOX_DAYS: num({ default: 14 }),
+  EVALUATE_CALLER_CACHE_MS: num({
+    default: 2000,
+    desc: 'how long the evaluate routes reuse a caller\'s resolved access; membership and client changes announced on Redis drop it at once, this bounds an unannounced one (at most 5000 keeps the 5 s revocation promise)',
+  }),
   ...stripeEnv,
   BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
@@ -37,6 +41,7 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (raw.IDP_MODE === 'oidc' && (raw.IDP_ISSUER === '' || raw.IDP_JWKS_URI === '')) {
     throw new ConfigError('invalid configuration: IDP_ISSUER and IDP_JWKS_URI are required when IDP_MODE=oidc');
   }
+  if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
   return {
     ...raw,

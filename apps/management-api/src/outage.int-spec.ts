@@ -5,6 +5,8 @@
  * it, then does the same to Redis. Plain writers see each answer; a writer using the SDK (which
  * sends an Idempotency-Key on every POST) must get every call through by retrying the 503s. Then
  * each store is partitioned (connections open, nothing answered): requests must still end fast.
+ * Readiness: Postgres down is 503; Redis down is 200 `degraded` naming Redis (evaluations and plain
+ * writes still answer, so the replica stays in service), and `ok` again once it is back.
  */
 import { Client } from 'pg';
 import { ApiError, FlagshipClient, type RetryEvent } from '@flagship/sdk';
@@ -24,6 +26,13 @@ interface Answer {
 type Phase = 'steady' | 'postgres-down' | 'postgres-back' | 'redis-down' | 'redis-back';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A /readyz answer in one word: `ok`, `degraded: <checks down>` (200), or `not-ready: <checks down>` (503). */
+function readiness(res: { status: number; body: { status?: string; error?: Record<string, unknown>; checks?: Record<string, { status: string }> } }): string {
+  if (res.status === 200 && res.body.status === 'ok') return 'ok';
+  const down = res.status === 200 ? Object.keys(res.body.error ?? {}) : Object.entries(res.body.checks ?? {}).filter(([, c]) => c.status === 'down').map(([name]) => name);
+  return `${res.status === 200 ? res.body.status : 'not-ready'}: ${down.sort().join(', ')}`;
+}
 
 describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real outages through proxies)', () => {
   let pgProxy: TcpProxy;
@@ -51,7 +60,7 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     let phase: Phase = 'steady';
     let stop = false;
     const answers: Answer[] = [];
-    const probes: Array<{ phase: Phase; readyz: number; healthz: number }> = [];
+    const probes: Array<{ phase: Phase; readyz: number; ready: string; healthz: number }> = [];
 
     // Plain writers: no Idempotency-Key, each answer recorded as it comes.
     const writer = async (w: number) => {
@@ -103,12 +112,12 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
 
     const probe = async () => {
       const [readyz, healthz] = await Promise.all([http(`${f.url}/readyz`), http(`${f.url}/healthz`)]);
-      probes.push({ phase, readyz: readyz.status, healthz: healthz.status });
+      probes.push({ phase, readyz: readyz.status, ready: readiness(readyz), healthz: healthz.status });
     };
     const recovered = async () => {
       const deadline = Date.now() + 15000;
       while (Date.now() < deadline) {
-        if ((await http(`${f.url}/readyz`)).status === 200) return true;
+        if (readiness(await http(`${f.url}/readyz`)) === 'ok') return true;
         await sleep(100);
       }
       return false;
@@ -151,11 +160,12 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     // Plain writes need no Redis: served uncounted by the rate limiter while it is down.
     expect(answers.filter((a) => a.phase === 'redis-down' && a.status === 201).length).toBeGreaterThan(0);
 
-    // Liveness never looked at the stores; readiness said each was down, and recovered.
+    // Liveness never looked at the stores; readiness said each was down (Postgres: not ready;
+    // Redis: still ready, degraded), and recovered.
     expect(probes).toEqual([
-      { phase: 'postgres-down', readyz: 503, healthz: 200 },
-      { phase: 'redis-down', readyz: 503, healthz: 200 },
-      { phase: 'redis-back', readyz: 200, healthz: 200 },
+      { phase: 'postgres-down', readyz: 503, ready: 'not-ready: postgres', healthz: 200 },
+      { phase: 'redis-down', readyz: 200, ready: 'degraded: redis', healthz: 200 },
+      { phase: 'redis-back', readyz: 200, ready: 'ok', healthz: 200 },
     ]);
 
     // The SDK retried the 503s (Postgres' and the Idempotency-Key store's) and got every call through.
@@ -188,8 +198,8 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     };
     const waitReady = async () => {
       const deadline = Date.now() + 15000;
-      while (Date.now() < deadline && (await http(`${f.url}/readyz`)).status !== 200) await sleep(100);
-      return (await http(`${f.url}/readyz`)).status;
+      while (Date.now() < deadline && readiness(await http(`${f.url}/readyz`)) !== 'ok') await sleep(100);
+      return readiness(await http(`${f.url}/readyz`));
     };
     const fast503 = { status: 503, retryAfter: expect.stringMatching(/^[1-9]\d*$/), type: '/problems/service-unavailable', ms: expect.any(Number) };
 
@@ -199,9 +209,9 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     // At worst a wait for a pooled connection (2 s, all four are stuck) and then the client-side
     // query timeout on the one it gets (1 s statement timeout + 1 s): about 4 s, never a hang.
     expect(Math.max(...during.map((r) => r.ms))).toBeLessThan(5000);
-    expect([(await http(`${f.url}/readyz`)).status, (await http(`${f.url}/healthz`)).status]).toEqual([503, 200]);
+    expect([readiness(await http(`${f.url}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['not-ready: postgres', 200]);
     await pgProxy.restore();
-    expect(await waitReady()).toBe(200);
+    expect(await waitReady()).toBe('ok');
     expect((await timed('/api/projects')).status).toBe(201);
 
     redisProxy.stall();
@@ -210,9 +220,9 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     const plain = await timed('/api/projects');
     expect(plain.status).toBe(201);
     expect(Math.max(keyed.ms, plain.ms)).toBeLessThan(3500);
-    expect([(await http(`${f.url}/readyz`)).status, (await http(`${f.url}/healthz`)).status]).toEqual([503, 200]);
+    expect([readiness(await http(`${f.url}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['degraded: redis', 200]);
     await redisProxy.restore();
-    expect(await waitReady()).toBe(200);
+    expect(await waitReady()).toBe('ok');
     expect((await timed('/api/projects', { 'idempotency-key': 'partitioned-2' })).status).toBe(201);
   }, 60000);
 });

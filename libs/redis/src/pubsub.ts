@@ -30,6 +30,13 @@ export class PubSub {
       }
       for (const h of set) h(message);
     });
+    // Every channel with handlers is subscribed again whenever the connection is ready (SUBSCRIBE is
+    // idempotent): ioredis' own resubscription after a drop can miss channels, and a lost channel is
+    // silent (seen under load: revocation and membership announcements stopped arriving).
+    this.subscriber.on('ready', () => {
+      const channels = [...this.handlers.keys()];
+      if (channels.length > 0) this.subscriber.subscribe(...channels).catch(() => undefined);
+    });
   }
 
   async publish(channel: string, message: unknown): Promise<number> {

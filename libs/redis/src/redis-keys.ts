@@ -31,4 +31,10 @@ export const CHANNELS = {
    * (management-api's admin routes, billing-worker); the gateway drops its cached copy.
    */
   tenantChanged: 'tenant-changed',
+  /**
+   * A person's membership of a tenant was added, removed or its role changed: `{ tenantId, userId }`.
+   * Published by whoever writes memberships; management-api's replicas drop what they cached of
+   * that person's access (the evaluate routes' callers), so a removal is refused at once.
+   */
+  membershipChanged: 'membership-changed',
 } as const;

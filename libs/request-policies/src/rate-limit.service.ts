@@ -34,8 +34,9 @@ export interface RateLimitDecision {
  * agree on window boundaries.
  *
  * KEYS[1] the subject's hash {w: window index, c: current count, p: previous count}
- * ARGV limit, window ms, now ms ('' = Redis time)
- * returns {allowed 0|1, remaining, reset ms, retry-after ms}
+ * ARGV limit, window ms, now ms ('' = Redis time), n requests (default 1)
+ * returns {allowed: how many of the n were allowed (the first ones; 0|1 for one), remaining after
+ * them, reset ms, retry-after ms for the refused ones}
  */
 const SLIDING_WINDOW = new LuaScript(`
 local limit = tonumber(ARGV[1])
@@ -67,16 +68,17 @@ if elapsed < 0 then elapsed = 0 end
 -- p * (window - elapsed) / window + c requests.
 local capacity = limit * window
 local function used() return p * (window - elapsed) + c * window end
+local n = tonumber(ARGV[4]) or 1
 local allowed = 0
-if used() + window <= capacity then
+while allowed < n and used() + window <= capacity do
   c = c + 1
-  allowed = 1
+  allowed = allowed + 1
 end
 redis.call('HSET', KEYS[1], 'w', idx, 'c', c, 'p', p)
 redis.call('PEXPIRE', KEYS[1], window * 2)
 local reset = window - elapsed
 local retry = 0
-if allowed == 0 then
+if allowed < n then
   -- Solving p * (window - e) / window + c + 1 <= limit for the elapsed time e, kept as one
   -- integer division so no rounding error adds a millisecond.
   if c + 1 <= limit then
@@ -142,13 +144,30 @@ export class RateLimitService {
   /**
    * `consume` for many requests in one Redis round trip (a pipeline), as the hot paths batch the
    * requests of one event-loop turn. Each decision is the one `consume` would give in that order.
+   * The requests of one subject (a busy tenant's whole batch, typically) are one script run that
+   * counts them all: refusals change nothing, so its first allowed ones are what one run each gives.
    */
   async consumeMany(subjects: ReadonlyArray<Pick<RateLimitSubject, 'key' | 'limit'>>): Promise<Array<RateLimitDecision | undefined>> {
     if (Date.now() < this.skipRedisUntil) return subjects.map(() => undefined);
+    const runs = new Map<string, { subject: Pick<RateLimitSubject, 'key' | 'limit'>; n: number }>();
+    /** Each request's run (by key and limit) and its place among the run's requests. */
+    const places = subjects.map((s) => {
+      const id = `${s.limit}\n${s.key}`;
+      const run = runs.get(id) ?? { subject: s, n: 0 };
+      runs.set(id, run);
+      return { id, at: run.n++ };
+    });
+    const ids = [...runs.keys()];
     let replies: unknown[];
     try {
       replies = await withRedis(this.redis, this.options.redisTimeoutMs, () =>
-        SLIDING_WINDOW.runMany(this.redis, subjects.map((s) => ({ keys: [s.key], args: [s.limit, this.options.windowMs, ''] }))),
+        SLIDING_WINDOW.runMany(
+          this.redis,
+          ids.map((id) => {
+            const { subject, n } = runs.get(id)!;
+            return { keys: [subject.key], args: [subject.limit, this.options.windowMs, '', n] };
+          }),
+        ),
       );
     } catch (err) {
       this.failed(err);
@@ -157,7 +176,22 @@ export class RateLimitService {
     const failure = replies.find((r) => r instanceof Error);
     if (failure !== undefined) this.failed(failure);
     else this.succeeded();
-    return subjects.map((s, i) => (replies[i] instanceof Error ? undefined : this.decision(s, replies[i])));
+    const byId = new Map(ids.map((id, i) => [id, replies[i]]));
+    return subjects.map((s, i) => {
+      const { id, at } = places[i]!;
+      const reply = byId.get(id);
+      if (reply instanceof Error) return undefined;
+      const [allowedCount, remaining, resetMs, retryAfterMs] = (reply as Array<number | string>).map(Number) as [number, number, number, number];
+      const allowed = at < allowedCount;
+      return {
+        allowed,
+        limit: s.limit,
+        windowMs: this.options.windowMs,
+        remaining: allowed ? remaining + (allowedCount - 1 - at) : remaining,
+        resetMs,
+        retryAfterMs: allowed ? 0 : retryAfterMs,
+      };
+    });
   }
 
   private decision(subject: Pick<RateLimitSubject, 'limit'>, reply: unknown): RateLimitDecision {

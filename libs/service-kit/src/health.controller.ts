@@ -8,6 +8,11 @@ import { HttpMetrics } from './metrics';
 import { Public } from './public-route';
 
 export const READINESS_CHECK_TYPES = Symbol('READINESS_CHECK_TYPES');
+/** Names of the checks whose outage leaves the app serving (see ServiceKitOptions.degradedWithout). */
+export const DEGRADED_WITHOUT = Symbol('DEGRADED_WITHOUT');
+
+/** /readyz when only checks the app can serve without are down: 200, so the replica stays in service. */
+export type DegradedHealthCheckResult = Omit<HealthCheckResult, 'status'> & { status: 'degraded' };
 
 @ApiExcludeController()
 @Public()
@@ -21,6 +26,7 @@ export class HealthController {
     private readonly moduleRef: ModuleRef,
     private readonly metrics: HttpMetrics,
     @Inject(READINESS_CHECK_TYPES) private readonly checkTypes: Array<Type<ReadinessCheck>>,
+    @Inject(DEGRADED_WITHOUT) private readonly degradedWithout: readonly string[],
   ) {}
 
   /** Liveness: the process answers. It never looks at dependencies, so an outage restarts nothing. */
@@ -29,10 +35,14 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: every dependency answers; otherwise a 503 problem naming what is down. */
+  /**
+   * Readiness: every dependency answers; otherwise a 503 problem naming what is down. When only
+   * checks the app serves without are down, 200 with status `degraded` and them under `error`:
+   * taking the replica out of service would turn that outage into an outage of what it still serves.
+   */
   @Get('readyz')
   @HealthCheck()
-  async readiness(): Promise<HealthCheckResult> {
+  async readiness(): Promise<HealthCheckResult | DegradedHealthCheckResult> {
     this.checks ??= this.checkTypes.map((t) => this.moduleRef.get(t, { strict: false }));
     try {
       return await this.health.check(
@@ -49,6 +59,8 @@ export class HealthController {
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       const result = err.getResponse() as HealthCheckResult;
+      const downNames = Object.keys(result.error ?? {});
+      if (downNames.length > 0 && downNames.every((name) => this.degradedWithout.includes(name))) return { ...result, status: 'degraded' };
       const down = Object.entries(result.error ?? {}).map(([name, v]) => `${name} (${String((v as { message?: unknown }).message ?? 'down')})`);
       throw new ProblemException(CommonProblems['not-ready'], `Not ready: ${down.join(', ')} unreachable.`, { checks: result.details });
     }

@@ -16,6 +16,8 @@ export interface PlatformOptions {
   entities?: Function[];
   /** Postgres and Redis are checked by default; an app may replace or add checks. */
   readiness?: Array<Type<ReadinessCheck>>;
+  /** See ServiceKitOptions.degradedWithout. */
+  degradedWithout?: readonly string[];
   /** Leave out Postgres and Redis (orep-server serving from a file). */
   withoutStores?: boolean;
   /** See ServiceKitOptions.requestLogging. */
@@ -43,6 +45,7 @@ export function platformModules(config: CommonConfig, options: PlatformOptions):
       readiness: options.readiness ?? (options.withoutStores ? [] : [PostgresReadiness, RedisReadiness]),
       defaultMetrics: config.NODE_ENV !== 'test',
       requestLogging: options.requestLogging,
+      degradedWithout: options.degradedWithout,
     }),
     ...stores,
     { module: ConfigHolderModule, global: true, providers: [{ provide: APP_CONFIG, useValue: config }], exports: [APP_CONFIG] },

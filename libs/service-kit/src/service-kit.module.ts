@@ -3,7 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
 import { ContentTypeGuard, DEPENDENCY_OUTAGE_LISTENER, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
-import { HealthController, READINESS_CHECK_TYPES } from './health.controller';
+import { DEGRADED_WITHOUT, HealthController, READINESS_CHECK_TYPES } from './health.controller';
 import { HttpMetrics } from './metrics';
 import { OUTAGE_PROBE_MS, OutageLog } from './outage-log';
 import type { ReadinessCheck } from './readiness';
@@ -15,6 +15,11 @@ export interface ServiceKitOptions {
   logLevel: string;
   /** Providers (from the app's modules) that /readyz checks. */
   readiness: Array<Type<ReadinessCheck>>;
+  /**
+   * Names of readiness checks the app keeps serving without (management-api evaluates from memory
+   * with Redis down): while only these are down, /readyz answers 200 with status `degraded`.
+   */
+  degradedWithout?: readonly string[];
   /** Node's default process metrics; off in tests that boot several apps in one process. */
   defaultMetrics?: boolean;
   /**
@@ -62,6 +67,7 @@ export class ServiceKitModule {
       providers: [
         { provide: HttpMetrics, useValue: new HttpMetrics(options.serviceName, options.defaultMetrics ?? true) },
         { provide: READINESS_CHECK_TYPES, useValue: options.readiness },
+        { provide: DEGRADED_WITHOUT, useValue: options.degradedWithout ?? [] },
         { provide: OUTAGE_PROBE_MS, useValue: 1000 },
         OutageLog,
         { provide: DEPENDENCY_OUTAGE_LISTENER, useExisting: OutageLog },

@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Plan, Tenant, TenantRole, TenantUser, SubscriptionStatus } from '@flagship/domain';
 import { APP_CONFIG } from '@flagship/config';
 import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { isUuid } from '@flagship/domain';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { UsersRepository } from '../users/users.repository';
@@ -43,6 +44,7 @@ export function toTenantUserDto(r: MemberRow): TenantUser {
 
 @Injectable()
 export class TenantsService {
+  private readonly logger = new Logger('TenantsService');
   private hooks: TenantCreatedHook[] = [];
 
   constructor(
@@ -50,6 +52,7 @@ export class TenantsService {
     private readonly tenants: TenantsRepository,
     private readonly users: UsersRepository,
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
+    @Inject(PUBSUB) private readonly pubsub: PubSub,
   ) {}
 
   /** Features that must act when a tenant is born register here (kept out of this module's imports). */
@@ -99,20 +102,26 @@ export class TenantsService {
     return this.tenants.members(tenantId, page.limit, decodeCursor(page.cursor));
   }
 
-  /** A member's new role; the last admin cannot step down (409), so a tenant is never left without one. */
-  changeRole(tenantId: string, userId: string, role: TenantRole): Promise<TenantUser> {
-    return this.transactions.run(async (m) => {
+  /**
+   * A member's new role; the last admin cannot step down (409), so a tenant is never left without
+   * one. Every replica hears of it, so cached callers (the evaluate routes) lose a role at once.
+   */
+  async changeRole(tenantId: string, userId: string, role: TenantRole): Promise<TenantUser> {
+    const changed = await this.transactions.run(async (m) => {
       this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, role, 'demoted');
       return toTenantUserDto(await this.tenants.setRole(m, tenantId, userId, role));
     });
+    await this.announceMembershipChanged(tenantId, userId);
+    return changed;
   }
 
-  /** Removes a member (or withdraws the invitation of someone who never signed in); never the last admin. */
-  removeUser(tenantId: string, userId: string): Promise<void> {
-    return this.transactions.run(async (m) => {
+  /** Removes a member (or withdraws the invitation of someone who never signed in); never the last admin. Announced like a role change. */
+  async removeUser(tenantId: string, userId: string): Promise<void> {
+    await this.transactions.run(async (m) => {
       this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, null, 'removed');
       await this.tenants.removeMember(m, tenantId, userId);
     });
+    await this.announceMembershipChanged(tenantId, userId);
   }
 
   private checkLastAdmin(members: { userId: string; role: TenantRole }[], userId: string, next: TenantRole | null, verb: string): void {
@@ -129,18 +138,32 @@ export class TenantsService {
    */
   async addUser(tenantId: string, dto: AddTenantUserDto): Promise<TenantUser> {
     try {
-      return await this.transactions.run(async (m) => {
+      const added = await this.transactions.run(async (m) => {
         const user =
           (await this.users.findByEmail(dto.email, m)) ??
           (await this.users.create(m, { idpSubject: pendingSubject(dto.email), email: dto.email, displayName: '', signInProvider: null }));
         const membership = await this.tenants.addMember(m, tenantId, user.id, dto.role as TenantRole);
         return toTenantUserDto({ user, membership });
       });
+      // Which tenant a request without X-Tenant-ID acts in may change with it (a first admin role).
+      await this.announceMembershipChanged(tenantId, added.userId);
+      return added;
     } catch (err) {
       if (isUniqueViolation(err)) {
         throw new ProblemException(TenantProblems['member-exists'], `${dto.email} is already a member of this tenant.`);
       }
       throw err;
     }
+  }
+
+  /**
+   * Tells every replica that this person's access to the tenant changed, so what they cached of it
+   * (the evaluate routes' callers) goes at once. The change is committed either way: a lost
+   * message only delays it until the cache's TTL (EVALUATE_CALLER_CACHE_MS).
+   */
+  async announceMembershipChanged(tenantId: string, userId: string): Promise<void> {
+    await this.pubsub.publish(CHANNELS.membershipChanged, { tenantId, userId }).catch((err: Error) => {
+      this.logger.warn({ err, tenantId, userId }, 'membership change saved but not announced; replicas see it when their cached callers expire');
+    });
   }
 }

@@ -1,11 +1,13 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
 import { BufferedMetrics, installLeanRouter, LeanRouter } from '@flagship/lean-http';
 import { PUBSUB, type PubSub } from '@flagship/redis';
 import { RateLimitService } from '@flagship/request-policies';
 import { HttpMetrics } from '@flagship/service-kit';
 import { AuthenticationGuard } from '../../auth/authentication.guard';
 import { AuthorizationGuard } from '../../auth/authorization.guard';
+import type { ManagementApiConfig } from '../../env.schema';
 import { FlagsController } from '../flags.controller';
 import { FlagsService } from '../flags.service';
 import { FastEvaluateHandler } from './fast-evaluate.handler';
@@ -23,7 +25,7 @@ const BODY_LIMIT = 1024 * 1024;
 export function installFastEvaluate(app: INestApplication): void {
   const server = app.getHttpServer() as Server;
   const metrics = new BufferedMetrics(app.get(HttpMetrics));
-  const principals = new PrincipalCache([app.get(AuthenticationGuard), app.get(AuthorizationGuard)]);
+  const principals = new PrincipalCache([app.get(AuthenticationGuard), app.get(AuthorizationGuard)], app.get<ManagementApiConfig>(APP_CONFIG).EVALUATE_CALLER_CACHE_MS);
   principals.listen(app.get<PubSub>(PUBSUB));
   const handler = new FastEvaluateHandler(app.get(FlagsService), principals, app.get(RateLimitService), {
     byKey: { handler: FlagsController.prototype.evaluate, controller: FlagsController },

@@ -6,12 +6,6 @@ import { CHANNELS, type PubSub } from '@flagship/redis';
 import { callerOf, type CallerContext } from '@flagship/service-kit';
 import type { AuthenticatedRequest } from '../../auth/auth.decorators';
 
-/**
- * How long a caller's resolved identity, membership, role and tenant plan are reused. Revocation
- * promises a removed member or client is refused within 5 s on every replica; this bounds it at 2 s
- * even when no announcement arrives (Redis away, or a membership change, which announces nothing).
- */
-export const PRINCIPAL_TTL_MS = 2000;
 const MAX_ENTRIES = 10_000;
 
 /** Who is calling and in which tenant, as the app's guards resolved it. */
@@ -37,11 +31,16 @@ export interface GuardedRoute {
 /**
  * The evaluate routes answered outside Nest keep Nest's exact authentication and authorization: the
  * app's own guards run, with the route's own metadata, on a stand-in request. What they resolved
- * (the caller, its tenant and plan) is kept for PRINCIPAL_TTL_MS per Authorization header and
- * X-Tenant-ID (and route), so a busy client costs the guards' queries once per period, not once
- * per call, and never waits for them: the entry is refreshed in the background from half its life.
- * Refusals are not kept: each is decided again. An announced client revocation or tenant change
- * drops everything at once (rare, and the cache refills in one query per caller).
+ * (the caller, its membership, role, tenant and plan) is kept for `ttlMs` (EVALUATE_CALLER_CACHE_MS)
+ * per Authorization header and X-Tenant-ID (and route), so a busy client costs the guards' queries
+ * once per period, not once per call, and never waits for them: the entry is refreshed in the
+ * background from half its life. Refusals are not kept: each is decided again.
+ *
+ * Revocation promises a removed member or client is refused within 5 s on every replica. Announced
+ * changes do it at once: a membership change drops that person's entries; a client revocation or a
+ * tenant change drops everything (rare, and the cache refills in one query per caller); so does a
+ * reconnect of the subscriber, as announcements may have been missed. The TTL bounds what is never
+ * announced (Redis away, a membership edited outside the app).
  */
 export class PrincipalCache {
   private readonly logger = new Logger('PrincipalCache');
@@ -49,15 +48,37 @@ export class PrincipalCache {
   private readonly pending = new Map<string, Promise<Principal>>();
   private readonly unsubscribes: Array<Promise<() => Promise<void>>> = [];
 
-  constructor(private readonly guards: readonly CanActivate[]) {}
+  constructor(
+    private readonly guards: readonly CanActivate[],
+    private readonly ttlMs: number,
+  ) {}
 
-  /** Drops every cached principal when a client is revoked or a tenant (its plan) changes. */
   listen(pubsub: PubSub): void {
-    for (const channel of [CHANNELS.clientRevoked, CHANNELS.tenantChanged]) {
-      const sub = pubsub.subscribe(channel, () => this.entries.clear());
-      sub.catch((err: Error) => this.logger.warn(`${channel} subscription failed: ${err.message}; cached callers expire after ${PRINCIPAL_TTL_MS} ms`));
+    const handlers: Array<[string, (message: unknown) => void]> = [
+      [CHANNELS.clientRevoked, () => this.clear()],
+      [CHANNELS.tenantChanged, () => this.clear()],
+      [CHANNELS.membershipChanged, (m) => this.forgetUser((m as { userId?: unknown } | null)?.userId)],
+    ];
+    for (const [channel, handler] of handlers) {
+      const sub = pubsub.subscribe(channel, handler);
+      sub.catch((err: Error) => this.logger.warn(`${channel} subscription failed: ${err.message}; cached callers expire after ${this.ttlMs} ms`));
       this.unsubscribes.push(sub);
     }
+    pubsub.onReconnect(() => this.clear());
+  }
+
+  /** Entries being loaded are dropped too: their guards may have read the state before the change. */
+  private clear(): void {
+    this.entries.clear();
+    this.pending.clear();
+  }
+
+  /** A membership of this person changed: their entries go (all of them, if the message names nobody). */
+  private forgetUser(userId: unknown): void {
+    if (typeof userId !== 'string') return this.clear();
+    const callerId = `user:${userId}`;
+    for (const [key, e] of this.entries) if (e.caller.callerId === callerId) this.entries.delete(key);
+    this.pending.clear();
   }
 
   /** Not awaited: with Redis down, UNSUBSCRIBE waits in ioredis' queue until the connection closes. */
@@ -90,8 +111,10 @@ export class PrincipalCache {
   private load(key: string, req: IncomingMessage, route: GuardedRoute, auth: string | undefined): Promise<Principal> {
     const loading = this.runGuards(req, route).then((principal) => {
       const now = Date.now();
-      const expiresAt = Math.min(now + PRINCIPAL_TTL_MS, tokenExpiry(auth) ?? Infinity);
-      const entry: Entry = { ...principal, expiresAt, refreshAt: now + PRINCIPAL_TTL_MS / 2 };
+      const expiresAt = Math.min(now + this.ttlMs, tokenExpiry(auth) ?? Infinity);
+      const entry: Entry = { ...principal, expiresAt, refreshAt: now + this.ttlMs / 2 };
+      // Dropped by an announcement while loading: answer the requests that waited, keep nothing.
+      if (this.pending.get(key) !== loading) return entry;
       this.entries.delete(key);
       if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
       this.entries.set(key, entry);
