@@ -230,6 +230,19 @@ async function stop(child: ChildProcess | undefined) {
     expect(await refused.textContent()).toContain('Request id');
     await shot('13-team');
     await accessible('team');
+    // Someone without an account is invited: marked so, and the invitation can be withdrawn.
+    const newcomer = `newcomer-${Date.now()}@flagship.test`;
+    await page.getByRole('textbox', { name: 'Member email' }).fill(newcomer);
+    await page.getByRole('button', { name: 'Invite member' }).click();
+    const invitedRow = page.getByRole('row', { name: new RegExp(newcomer) });
+    await invitedRow.getByText('Invited').waitFor();
+    expect(await invitedRow.textContent()).toContain('not signed in yet');
+    await page.getByRole('button', { name: `Withdraw the invitation of ${newcomer}` }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Withdraw invitation' }).click();
+    await invitedRow.waitFor({ state: 'detached' });
+    // The signed-in admin's own last access in this tenant is recorded (the "Last active" column).
+    const mine = await http<{ email: string; status: string; lastAccessedAt: string | null }[]>(`${base}/api/tenants/${s.tenantId}/users`, { headers });
+    expect(mine.body.find((m) => m.email === email)).toMatchObject({ status: 'active', lastAccessedAt: expect.any(String) });
     // Remove the teammate, after confirming.
     await page.getByRole('button', { name: `Remove ${other}` }).click();
     await page.getByRole('alertdialog').getByRole('button', { name: 'Remove member' }).click();

@@ -58,6 +58,8 @@ export interface TenantUser {
   email: string;
   displayName: string;
   role: TenantRole;
+  /** `invited`: added by e-mail and not signed in yet (removing them withdraws the invitation). */
+  status: 'active' | 'invited';
   lastAccessedAt: Timestamp | null;
   createdAt: Timestamp;
 }

@@ -941,6 +941,12 @@ export interface components {
             displayName: string;
             /** @enum {string} */
             role: "admin" | "editor" | "viewer";
+            /**
+             * @description invited: added by e-mail, not signed in yet (removing them withdraws the invitation)
+             * @enum {string}
+             */
+            status: "active" | "invited";
+            /** @description last request in this tenant (updated at most once a minute) */
             lastAccessedAt: string | null;
             createdAt: string;
         };

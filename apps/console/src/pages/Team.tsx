@@ -32,6 +32,7 @@ function MemberRow({ member }: { member: TenantUser }) {
       <td>
         {member.displayName && member.displayName !== member.email ? `${member.displayName} ` : ''}
         <span className="muted">{who}</span>
+        {member.status === 'invited' && <span className="badge invited">Invited</span>}
       </td>
       <td>
         {readOnly ? (
@@ -40,17 +41,21 @@ function MemberRow({ member }: { member: TenantUser }) {
           <ChoiceSelect label={`Role of ${member.email}`} className="select compact" value={member.role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={(r) => r !== member.role && role.mutate(r)} />
         )}
       </td>
-      <td>{member.lastAccessedAt ? new Date(member.lastAccessedAt).toLocaleString() : 'never'}</td>
+      <td>{member.lastAccessedAt ? new Date(member.lastAccessedAt).toLocaleString() : member.status === 'invited' ? 'not signed in yet' : 'never'}</td>
       <td>{new Date(member.createdAt).toLocaleDateString()}</td>
       <td>
         <ConfirmButton
-          label={`Remove ${member.email}`}
-          title={`Remove ${member.email} from this tenant? They lose access at once; an invitation not yet used is withdrawn.`}
-          confirm="Remove member"
+          label={member.status === 'invited' ? `Withdraw the invitation of ${member.email}` : `Remove ${member.email}`}
+          title={
+            member.status === 'invited'
+              ? `Withdraw the invitation of ${member.email}? They will not join this tenant when they sign in.`
+              : `Remove ${member.email} from this tenant? They lose access at once.`
+          }
+          confirm={member.status === 'invited' ? 'Withdraw invitation' : 'Remove member'}
           isDisabled={remove.isPending || !!readOnly}
           onConfirm={() => remove.mutate()}
         >
-          Remove
+          {member.status === 'invited' ? 'Withdraw' : 'Remove'}
         </ConfirmButton>
         {error && <ErrorState error={error} />}
       </td>
@@ -107,7 +112,7 @@ export function Team() {
       )}
       <div className="panel">
         <h2>Invite a member</h2>
-        <p className="muted">Someone with an account sees this tenant at their next sign-in; someone without one joins when they first sign in with that e-mail. Remove a member to withdraw an unused invitation.</p>
+        <p className="muted">Someone with an account sees this tenant at their next sign-in; someone without one is listed as invited and joins when they first sign in with that e-mail (Withdraw cancels it).</p>
         <Form
           aria-label="Invite a member"
           validationErrors={isApiError(add.error) ? add.error.fieldErrors : undefined}

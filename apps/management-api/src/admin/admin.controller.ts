@@ -4,7 +4,7 @@ import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import type { Request, Response } from 'express';
 import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, PlatformAdminOnly, UsersOnly } from '../auth/auth.decorators';
-import { pendingSubject } from '../users/user.entity';
+import { isPendingUser } from '../users/user.entity';
 import { AdminTenantDto, AdminUserDto, CreditBalanceDto, EntitlementDto, GrantCreditsDto, GrantEntitlementDto, PatchTenantAdminDto } from './admin.dto';
 import { AdminService } from './admin.service';
 
@@ -29,7 +29,7 @@ export class AdminController {
       email: u.email,
       displayName: u.displayName,
       signInProvider: u.signInProvider,
-      pending: u.idpSubject === pendingSubject(u.email),
+      pending: isPendingUser(u),
       lastAccessedAt: u.lastAccessedAt?.toISOString() ?? null,
       createdAt: u.createdAt.toISOString(),
     }));

@@ -9,6 +9,8 @@ import { canonicalOf } from './auth.service';
 import { type AuthenticatedRequest, PLATFORM_ADMIN_ONLY, TENANT_ACCESS, type TenantAccessRule, USERS_ONLY } from './auth.decorators';
 import { AuthProblems } from './auth.errors';
 
+const MEMBERSHIP_TOUCH_EVERY_MS = 60_000;
+
 /**
  * Resolves the active tenant of @TenantAccess routes and checks the caller may act there:
  * users by membership role, clients by their token's tenant and scopes (CONTRACT.md sections 2, 3).
@@ -73,6 +75,7 @@ export class AuthorizationGuard implements CanActivate {
       if (!canonical) throw new ProblemException(AuthProblems['tenant-access-denied'], 'You belong to no tenant.');
       tenant = canonical.tenant;
       role = canonical.role;
+      this.touch(tenant.id, userId, canonical.lastAccessedAt);
     } else {
       const membership = await this.tenants.membershipWithTenant(requested, userId);
       tenant = membership?.tenant ?? null;
@@ -84,11 +87,18 @@ export class AuthorizationGuard implements CanActivate {
         throw new ProblemException(AuthProblems['tenant-access-denied'], 'You are not a member of this tenant.');
       }
       role = membership.role;
+      this.touch(tenant.id, userId, membership.lastAccessedAt);
     }
     if (!roleAtLeast(role, rule.role)) {
       throw new ProblemException(AuthProblems['role-required'], `This needs the ${rule.role} role; you are ${role} here.`, { requiredRole: rule.role });
     }
     caller.role = role;
     return tenant;
+  }
+
+  /** The member's last access in this tenant (the team page's "last active"), written at most once a minute, off the request's path. */
+  private touch(tenantId: string, userId: string, last: Date | null): void {
+    if (last && Date.now() - last.getTime() < MEMBERSHIP_TOUCH_EVERY_MS) return;
+    void this.tenants.touchMembership(tenantId, userId).catch(() => undefined);
   }
 }

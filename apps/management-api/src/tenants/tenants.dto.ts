@@ -63,6 +63,8 @@ export class TenantUserDto {
   @ApiProperty() email: string;
   @ApiProperty() displayName: string;
   @ApiProperty({ enum: TENANT_ROLES }) role: TenantRole;
-  @ApiProperty({ nullable: true, type: String }) lastAccessedAt: string | null;
+  @ApiProperty({ enum: ['active', 'invited'], description: 'invited: added by e-mail, not signed in yet (removing them withdraws the invitation)' })
+  status: 'active' | 'invited';
+  @ApiProperty({ nullable: true, type: String, description: 'last request in this tenant (updated at most once a minute)' }) lastAccessedAt: string | null;
   @ApiProperty() createdAt: string;
 }

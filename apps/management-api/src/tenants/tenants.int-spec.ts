@@ -1,4 +1,5 @@
 import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from '../testing/management-api.fixture';
+import { waitFor } from '@flagship/testing';
 
 describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
@@ -62,7 +63,7 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
   it('adds users by e-mail (invited users bind on first sign-in), admins only', async () => {
     const added = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'grace@flagship.test', role: 'editor' } });
     expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ email: 'grace@flagship.test', role: 'editor', displayName: '', lastAccessedAt: null });
+    expect(added.body).toMatchObject({ email: 'grace@flagship.test', role: 'editor', displayName: '', status: 'invited', lastAccessedAt: null });
     const dup = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'GRACE@flagship.test', role: 'viewer' } });
     expect(dup.status).toBe(409);
     const badRole = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'x@flagship.test', role: 'owner' } });
@@ -75,6 +76,10 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
     expect([editorAdds.status, editorAdds.body.type]).toEqual([403, '/problems/role-required']);
     const editorLists = await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: grace.idToken });
     expect(editorLists.status).toBe(200);
+    // Signed in, she is active, and her requests in the tenant are recorded as her last access there.
+    const graceRow = async () => (await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken })).body.find((u: { email: string }) => u.email === 'grace@flagship.test');
+    await waitFor(async () => (await graceRow()).lastAccessedAt !== null, 5000, 50);
+    expect(await graceRow()).toMatchObject({ status: 'active', lastAccessedAt: expect.any(String) });
   });
 
   it('changes roles and removes members (invitations too), admins only, never leaving a tenant without an admin', async () => {

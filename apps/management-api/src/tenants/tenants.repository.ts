@@ -11,6 +11,8 @@ export interface TenantWithRole {
   tenant: TenantEntity;
   role: TenantRole;
   joinedAt: Date;
+  /** When the member last acted in this tenant (touched at most once a minute), or null. */
+  lastAccessedAt: Date | null;
 }
 
 export interface MemberRow {
@@ -50,7 +52,7 @@ export class TenantsRepository {
     if (!TenantsRepository.isTenantId(tenantId)) return null;
     // Plain SQL: this runs on every tenant-scoped request (see tools/bench/evaluate-endpoint.ts).
     const rows: Array<Record<string, unknown>> = await this.ds.query(
-      `SELECT ms.role, ms.created_at AS joined_at, t.id, t.name, t.primary_email, t.contact_name, t.is_sandbox, t.sandbox_expires_at,
+      `SELECT ms.role, ms.created_at AS joined_at, ms.last_accessed_at AS member_last_accessed_at, t.id, t.name, t.primary_email, t.contact_name, t.is_sandbox, t.sandbox_expires_at,
               t.plan, t.subscription_status, t.zero_rated, t.hosted_provider_allowed, t.created_at, t.updated_at
        FROM memberships ms JOIN tenants t ON t.id = ms.tenant_id
        WHERE ms.tenant_id = $1 AND ms.user_id = $2`,
@@ -72,7 +74,7 @@ export class TenantsRepository {
       createdAt: r['created_at'] as Date,
       updatedAt: r['updated_at'] as Date,
     });
-    return { tenant, role: r['role'] as TenantRole, joinedAt: r['joined_at'] as Date };
+    return { tenant, role: r['role'] as TenantRole, joinedAt: r['joined_at'] as Date, lastAccessedAt: (r['member_last_accessed_at'] as Date | null) ?? null };
   }
 
   /** Inserts (never upserts): an existing membership is a unique violation the service turns into 409. */
@@ -92,7 +94,7 @@ export class TenantsRepository {
       .orderBy('ms.created_at', 'ASC')
       .addOrderBy('ms.tenant_id', 'ASC')
       .getMany();
-    return rows.map((r) => ({ tenant: (r as MembershipEntity & { tenant: TenantEntity }).tenant, role: r.role, joinedAt: r.createdAt }));
+    return rows.map((r) => ({ tenant: (r as MembershipEntity & { tenant: TenantEntity }).tenant, role: r.role, joinedAt: r.createdAt, lastAccessedAt: r.lastAccessedAt }));
   }
 
   /** Members of one tenant, keyset-paginated by (membership created_at, user id). */

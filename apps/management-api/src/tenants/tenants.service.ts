@@ -8,7 +8,7 @@ import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { UsersRepository } from '../users/users.repository';
-import { pendingSubject, type UserEntity } from '../users/user.entity';
+import { isPendingUser, pendingSubject, type UserEntity } from '../users/user.entity';
 import type { AddTenantUserDto, CreateTenantDto } from './tenants.dto';
 import { TenantProblems } from './tenants.errors';
 import { type MemberRow, TenantsRepository } from './tenants.repository';
@@ -37,6 +37,7 @@ export function toTenantUserDto(r: MemberRow): TenantUser {
     email: r.user.email,
     displayName: r.user.displayName,
     role: r.membership.role,
+    status: isPendingUser(r.user) ? 'invited' : 'active',
     lastAccessedAt: r.membership.lastAccessedAt?.toISOString() ?? null,
     createdAt: r.membership.createdAt.toISOString(),
   };

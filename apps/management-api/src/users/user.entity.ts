@@ -29,3 +29,5 @@ export class UserEntity {
 }
 
 export const pendingSubject = (email: string): string => `pending:${email.toLowerCase()}`;
+/** A user added by e-mail who has not signed in yet. */
+export const isPendingUser = (u: Pick<UserEntity, 'idpSubject' | 'email'>): boolean => u.idpSubject === pendingSubject(u.email);
