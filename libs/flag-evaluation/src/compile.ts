@@ -24,6 +24,13 @@ import {
  * them, as in LaunchDarkly.
  */
 
+/**
+ * The id of the rule that carries a flag's LaunchDarkly fallthrough for one environment (the
+ * import puts it last, with no clauses): it answers reason FALLTHROUGH, with no rule id, as
+ * LaunchDarkly would. Our own fallthrough is the variations' weights, shared by every environment.
+ */
+export const FALLTHROUGH_RULE_ID = 'fallthrough';
+
 export interface CompiledRollout {
   readonly attr: AttributeRef;
   /** `{flagKey}.{salt}.` or `{seed}.`: the hash input is this plus the bucketed value. */
@@ -227,7 +234,8 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
   };
 
   const rules: CompiledRule[] = [];
-  asArray(flag.rules, bad).forEach((rule, ruleIndex) => {
+  const ruleList = asArray(flag.rules, bad);
+  ruleList.forEach((rule, ruleIndex) => {
     if (!isPlainObject(rule) || !Array.isArray(rule.clauses)) {
       bad();
       return;
@@ -238,7 +246,10 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
       if (compiled === undefined) bad();
       else clauses.push(compiled);
     }
+    // LaunchDarkly's per-environment fallthrough, as the import carries it: answered as one.
+    const isFallthrough = rule.id === FALLTHROUGH_RULE_ID && clauses.length === 0 && ruleIndex === ruleList.length - 1;
     const match = (): Mutable<EvaluationResult> => {
+      if (isFallthrough) return { value: null, enabled: true, reason: 'FALLTHROUGH' };
       const r: Mutable<EvaluationResult> = { value: null, enabled: true, reason: 'RULE_MATCH' };
       if (typeof rule.id === 'string') r.ruleId = rule.id;
       r.ruleIndex = ruleIndex;

@@ -105,6 +105,17 @@ describe('reasons', () => {
     });
   });
 
+  it("LaunchDarkly's imported fallthrough (a last rule `fallthrough` without clauses) answers FALLTHROUGH, not RULE_MATCH", () => {
+    const imported = stringFlag({ rules: [countryRule('r-fr', ['FR'], 'red'), { id: 'fallthrough', clauses: [], variationId: 'blue' }] });
+    expect(evaluateFlag(imported, { key: 'u', country: 'DE' })).toEqual({ value: 'blue', enabled: true, reason: 'FALLTHROUGH', variationId: 'blue' });
+    expect(evaluateFlag(imported, { key: 'u', country: 'FR' })).toMatchObject({ reason: 'RULE_MATCH', ruleId: 'r-fr' });
+    // Only as the last rule and without clauses: anywhere else it is an ordinary rule.
+    const notLast = stringFlag({ rules: [{ id: 'fallthrough', clauses: [], variationId: 'blue' }, countryRule('r-fr', ['FR'], 'red')] });
+    expect(evaluateFlag(notLast, { key: 'u' })).toMatchObject({ reason: 'RULE_MATCH', ruleId: 'fallthrough', ruleIndex: 0 });
+    const withClauses = stringFlag({ rules: [{ ...countryRule('fallthrough', ['DE'], 'blue') }] });
+    expect(evaluateFlag(withClauses, { key: 'u', country: 'DE' })).toMatchObject({ reason: 'RULE_MATCH', ruleId: 'fallthrough' });
+  });
+
   it('FALLTHROUGH serves defaultValue without a variationId when no weight is positive', () => {
     expect(evaluateFlag(stringFlag(), { key: 'u' })).toEqual({ value: 'grey', enabled: true, reason: 'FALLTHROUGH' });
   });

@@ -21,7 +21,7 @@ export type {
   WeightedVariation,
 } from './types';
 export { FLAG_TYPES, OPERATORS } from './types';
-export { CompiledFlag, compileFlag } from './compile';
+export { CompiledFlag, compileFlag, FALLTHROUGH_RULE_ID } from './compile';
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef } from './operators';

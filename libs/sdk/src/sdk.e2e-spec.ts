@@ -285,7 +285,7 @@ describe('FlagshipClient against management-api', () => {
       expect((await client.flags.get('ld-checkout', { environment: 'staging' })).flag.warnings).toHaveLength(1);
       expect(await client.flags.evaluate('ld-checkout', { userId: 'vip-1' }, { environment: 'staging' })).toMatchObject({ value: true, reason: 'TARGET_MATCH' });
       // userKeyA's bucket with seed 61 is 0.098: inside the first 10 %.
-      expect(await client.flags.evaluate('ld-checkout', { userId: 'userKeyA', attributes: { age: 30 } }, { environment: 'staging' })).toMatchObject({ value: true, ruleId: 'fallthrough' });
+      expect(await client.flags.evaluate('ld-checkout', { userId: 'userKeyA', attributes: { age: 30 } }, { environment: 'staging' })).toMatchObject({ value: true, reason: 'FALLTHROUGH' });
 
       const err = await failure(client.flags.import([{ key: 'ld-segmented', variations: [true, false], fallthrough: { variation: 0 }, rules: [{ clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 0 }] }]));
       expect(err).toBeInstanceOf(ApiError);

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { FLAG_KEY_PATTERN, type FlagType, type JsonValue } from '@flagship/domain';
-import { ATTR_INVALID, type Clause, OPERATORS, parseAttributeRef, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
+import { ATTR_INVALID, type Clause, FALLTHROUGH_RULE_ID, OPERATORS, parseAttributeRef, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
 
 /**
  * LaunchDarkly's server-side SDK data (SDK data files, the relay proxy's `/sdk/latest-all`) mapped
@@ -15,8 +15,6 @@ import { ATTR_INVALID, type Clause, OPERATORS, parseAttributeRef, type Prerequis
 /** LaunchDarkly's rollout weights are out of this many. */
 export const LD_WEIGHT_SCALE = 100_000;
 
-/** Id of the rule that carries LaunchDarkly's fallthrough (our fallthrough is the variations' weights, shared by every environment). */
-export const FALLTHROUGH_RULE_ID = 'fallthrough';
 
 /** Fields of a LaunchDarkly flag that do not change what it serves; accepted and not stored. */
 const IGNORED_FLAG_FIELDS = [

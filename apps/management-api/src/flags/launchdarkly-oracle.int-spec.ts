@@ -235,10 +235,10 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
         // With no variation served (off without offVariation), LaunchDarkly's index is null and ours
         // names the variation holding that value, if any: the value must agree and the reason be the same.
         const sameIndex = ld.variationIndex === null ? res.body.reason === ld.reason.kind : index === ld.variationIndex;
-        // Reasons agree too; LaunchDarkly's fallthrough is imported as the last rule, `fallthrough`.
+        // Reasons agree too (LaunchDarkly's fallthrough, imported as the last rule `fallthrough`, answers FALLTHROUGH).
         const expectedReason =
           ld.reason.kind === 'FALLTHROUGH'
-            ? { reason: 'RULE_MATCH', ruleId: 'fallthrough' }
+            ? { reason: 'FALLTHROUGH', ruleId: undefined, ruleIndex: undefined }
             : ld.reason.kind === 'RULE_MATCH'
               ? { reason: 'RULE_MATCH', ruleId: ld.reason.ruleId, ruleIndex: ld.reason.ruleIndex }
               : { reason: ld.reason.kind };
