@@ -1,9 +1,9 @@
-import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
 import { RateLimit } from '@flagship/request-policies';
 import { OptionalHeader, Public } from './auth.decorators';
-import { FederatedSigninDto, ForgotPasswordAcceptedDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignupDto } from './auth.dto';
+import { FederatedSigninDto, ForgotPasswordAcceptedDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignInConfigDto, SignupDto } from './auth.dto';
 import { AuthService } from './auth.service';
 
 const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tenant to make active, when the user is a member' };
@@ -17,6 +17,13 @@ const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tena
 @Controller('api/v1/auth')
 export class AuthController {
   constructor(private readonly auth: AuthService) {}
+
+  @Get('config')
+  @ApiOperation({ summary: 'How a frontend signs users in: the identity provider mode, and in oidc mode the provider, client and bootstrap route' })
+  @ApiOkResponse({ type: SignInConfigDto })
+  config(): SignInConfigDto {
+    return this.auth.signInConfig();
+  }
 
   @Post('signup')
   @ApiOperation({ summary: 'Sign up with an ID token: creates the user and a personal tenant' })
