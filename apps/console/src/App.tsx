@@ -13,7 +13,7 @@ import { Flags } from './pages/Flags';
 import { Environments } from './pages/Environments';
 import { OAuthClients } from './pages/OAuthClients';
 import { Projects } from './pages/Projects';
-import { SignIn } from './pages/SignIn';
+import { OidcCallback, SignIn } from './pages/SignIn';
 import { Team } from './pages/Team';
 import { ReadOnlyContext, useReadOnly } from './read-only';
 import { useSandbox } from './tenant-queries';
@@ -133,7 +133,8 @@ function Shell({ children }: { children: ReactNode }) {
 
 function Routes() {
   const { session } = useSession();
-  if (!session) return <SignIn />;
+  const [location] = useLocation();
+  if (!session) return location === '/auth/callback' ? <OidcCallback /> : <SignIn />;
   return (
     <Shell>
       <Switch>
