@@ -19,9 +19,11 @@ export interface SignInConfig {
 }
 export type OidcConfig = Required<SignInConfig>;
 
+export const SIGN_IN_CONFIG_KEY = 'auth-config';
+
 export function useSignInConfig() {
   return useQuery({
-    queryKey: ['auth-config'],
+    queryKey: [SIGN_IN_CONFIG_KEY],
     queryFn: async () => (await request<SignInConfig>('GET', '/api/v1/auth/config', {})).body,
     staleTime: Infinity,
   });
