@@ -4,8 +4,14 @@ import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-co
 import { Link, useLocation } from 'wouter';
 import { request, type Bootstrap } from '../api';
 import { ErrorState, Loading } from '../components/States';
-import { authorizationUrl, completeSignIn, isOidc, OidcSignInError, type OidcConfig, useSignInConfig } from '../oidc';
+import { isOidc, OidcSignInError, type OidcConfig, useSignInConfig } from '../oidc';
 import { useSession } from '../session';
+
+/** The OIDC flow (oauth4webapi) loads on demand; a failed load is a sign-in that cannot start. */
+const flow = () =>
+  import('../oidc-flow').catch(() => {
+    throw new OidcSignInError('Part of the console could not be loaded. Reload the page and try again.');
+  });
 
 interface Credentials { email: string; password: string; mode: 'signin' | 'signup' }
 
@@ -58,7 +64,7 @@ function SignInProblem({ children, back }: { children: ReactNode; back?: boolean
 }
 
 function OidcSignIn({ cfg, redirect }: { cfg: OidcConfig; redirect: (url: string) => void }) {
-  const start = useMutation({ mutationFn: async () => redirect((await authorizationUrl(cfg)).href) });
+  const start = useMutation({ mutationFn: async () => redirect((await (await flow()).authorizationUrl(cfg)).href) });
   return (
     <>
       <div className="actions">
@@ -84,7 +90,7 @@ export function OidcCallback() {
   const [callback] = useState(() => new URL(window.location.href));
   const started = useRef(false);
   const done = useMutation({
-    mutationFn: (cfg: OidcConfig) => completeSignIn(cfg, callback),
+    mutationFn: async (cfg: OidcConfig) => (await flow()).completeSignIn(cfg, callback),
     onSuccess: ({ idToken, data }) => {
       navigate('/', { replace: true });
       signIn({ token: idToken, email: data.user.email, tenants: data.tenants, tenantId: data.active_tenant_id });
