@@ -2079,51 +2079,6 @@ export interface operations {
                     "application/json": components["schemas"]["SignInConfigDto"];
                 };
             };
-            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body over 1 MiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unsupported Content-Type */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ValidationProblem"];
-                };
-            };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */
             429: {
                 headers: {

@@ -13,7 +13,7 @@ const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tena
 @Public()
 // Unauthenticated: limited per client address (CONTRACT.md section 4: 60 per minute).
 @RateLimit({ per: 'ip' })
-@ApiErrors(...BODY_ERRORS, 429, 503)
+@ApiErrors(429, 503)
 @Controller('api/v1/auth')
 export class AuthController {
   constructor(private readonly auth: AuthService) {}
@@ -27,7 +27,7 @@ export class AuthController {
 
   @Post('signup')
   @ApiOperation({ summary: 'Sign up with an ID token: creates the user and a personal tenant' })
-  @ApiErrors(401)
+  @ApiErrors(...BODY_ERRORS, 401)
   @ApiHeader(TENANT_HEADER)
   @ApiCreatedResponse({ type: SignInBootstrapDto })
   signup(@Body() dto: SignupDto, @OptionalHeader('x-tenant-id') tenantId?: string) {
@@ -36,7 +36,7 @@ export class AuthController {
 
   @Post('login')
   @ApiOperation({ summary: 'Log in with an ID token: the user\'s tenants and active tenant' })
-  @ApiErrors(401, 403, 404)
+  @ApiErrors(...BODY_ERRORS, 401, 403, 404)
   @HttpCode(200)
   @ApiHeader(TENANT_HEADER)
   @ApiOkResponse({ type: SignInBootstrapDto })
@@ -46,7 +46,7 @@ export class AuthController {
 
   @Post('signin/:provider')
   @ApiOperation({ summary: 'Sign in through a federated provider; creates the user on first sign-in' })
-  @ApiErrors(401, 403, 404)
+  @ApiErrors(...BODY_ERRORS, 401, 403, 404)
   @HttpCode(200)
   @ApiHeader(TENANT_HEADER)
   @ApiOkResponse({ type: SignInBootstrapDto })
@@ -56,6 +56,7 @@ export class AuthController {
 
   @Post('forgot-password')
   @ApiOperation({ summary: 'Start a password reset (always 202: no account enumeration)' })
+  @ApiErrors(...BODY_ERRORS)
   @HttpCode(202)
   @ApiAcceptedResponse({ type: ForgotPasswordAcceptedDto, description: 'always, whether or not the account exists' })
   async forgotPassword(@Body() dto: ForgotPasswordDto): Promise<ForgotPasswordAcceptedDto> {
