@@ -1,5 +1,5 @@
 import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { lazy, Suspense, useEffect, useState, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState, type ReactNode } from 'react';
 import { Button } from 'react-aria-components';
 import { Link, Route, Router, Switch, useLocation } from 'wouter';
 import { isApiError } from './api';
@@ -13,7 +13,8 @@ import { Flags } from './pages/Flags';
 import { Environments } from './pages/Environments';
 import { OAuthClients } from './pages/OAuthClients';
 import { Projects } from './pages/Projects';
-import { SignIn } from './pages/SignIn';
+import { SIGN_IN_CONFIG_KEY } from './oidc';
+import { OidcCallback, SignIn } from './pages/SignIn';
 import { Team } from './pages/Team';
 import { ReadOnlyContext, useReadOnly } from './read-only';
 import { useSandbox } from './tenant-queries';
@@ -133,7 +134,8 @@ function Shell({ children }: { children: ReactNode }) {
 
 function Routes() {
   const { session } = useSession();
-  if (!session) return <SignIn />;
+  const [location] = useLocation();
+  if (!session) return location === '/auth/callback' ? <OidcCallback /> : <SignIn />;
   return (
     <Shell>
       <Switch>
@@ -188,9 +190,15 @@ function Routes() {
 function WithQueries({ children }: { children: ReactNode }) {
   const { session, signOut } = useSession();
   const [client] = useState(() => createQueryClient(() => signOut(EXPIRED)));
-  // Nothing one user saw stays cached for the next.
+  // Nothing one user saw stays cached for the next: cleared when a session ends. The sign-in page's
+  // own query (how to sign in) is no user's data, and is in flight as the page opens: it stays.
+  const signedIn = useRef(session !== null);
   useEffect(() => {
-    if (!session) client.clear();
+    if (signedIn.current && !session) {
+      client.removeQueries({ predicate: (q) => q.queryKey[0] !== SIGN_IN_CONFIG_KEY });
+      client.getMutationCache().clear();
+    }
+    signedIn.current = session !== null;
   }, [session, client]);
   return <QueryClientProvider client={client}>{children}</QueryClientProvider>;
 }

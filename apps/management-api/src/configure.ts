@@ -9,5 +9,7 @@ import { setupOpenApi } from './openapi';
 export function configureManagementApi(app: INestApplication): void {
   setupOpenApi(app);
   installFastEvaluate(app);
-  installConsole(app, app.get<ManagementApiConfig>(APP_CONFIG).CONSOLE_DIR);
+  const config = app.get<ManagementApiConfig>(APP_CONFIG);
+  // In oidc mode the console's browser calls the provider (discovery, token endpoint): its origin only.
+  installConsole(app, config.CONSOLE_DIR, config.IDP_MODE === 'oidc' ? [new URL(config.idpIssuer).origin] : []);
 }

@@ -1,5 +1,6 @@
 import { stripeEnv } from '@flagship/billing';
 import { ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
+import { segmentOf } from './auth/provider-segments';
 
 /** The management API's settings (CONTRACT.md sections 1 to 4). */
 export const managementApiEnv = {
@@ -11,6 +12,10 @@ export const managementApiEnv = {
   IDP_ISSUER: str({ default: '', desc: 'issuer of user ID tokens (oidc mode)' }),
   IDP_AUDIENCE: str({ default: 'flagship-dev', desc: 'audience of user ID tokens (Firebase: the project id)' }),
   IDP_JWKS_URI: str({ default: '', desc: 'JWKS of the identity provider (oidc mode)' }),
+  IDP_CLIENT_ID: str({ default: '', desc: 'the console\'s public OIDC client at the provider (oidc mode; its ID tokens carry this audience, accepted besides IDP_AUDIENCE); empty = no console sign-in' }),
+  IDP_SCOPES: str({ default: 'openid email profile', desc: 'scopes the console asks for (oidc mode); openid and email are needed' }),
+  IDP_PROVIDER_NAME: str({ default: 'oidc', desc: 'the providerName the console sends to POST /api/v1/auth/signin/{segment}; its segment follows from it (oidc.acme -> oidc)' }),
+  IDP_DISPLAY_NAME: str({ default: '', desc: 'the provider as the console\'s button names it ("Sign in with ..."); default the issuer\'s host' }),
   PLATFORM_ADMIN_EMAILS: str({ default: '', desc: 'comma-separated e-mails of platform admins' }),
   OAUTH_ISSUER: str({ default: '', desc: 'iss of access tokens; default PUBLIC_BASE_URL' }),
   OAUTH_AUDIENCE: str({ default: 'flagship-api' }),
@@ -41,12 +46,21 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (raw.IDP_MODE === 'oidc' && (raw.IDP_ISSUER === '' || raw.IDP_JWKS_URI === '')) {
     throw new ConfigError('invalid configuration: IDP_ISSUER and IDP_JWKS_URI are required when IDP_MODE=oidc');
   }
+  if (raw.IDP_MODE === 'oidc' && !/^https?:\/\/[^/]/.test(raw.IDP_ISSUER)) throw new ConfigError('invalid configuration: IDP_ISSUER must be an http(s) URL');
+  const idpSegment = segmentOf(raw.IDP_PROVIDER_NAME);
+  if (idpSegment === undefined) throw new ConfigError(`invalid configuration: IDP_PROVIDER_NAME "${raw.IDP_PROVIDER_NAME}" names no federated sign-in provider (oidc, oidc.<name>, google.com, ...)`);
+  const scopes = raw.IDP_SCOPES.split(/\s+/).filter((s) => s !== '');
+  if (raw.IDP_MODE === 'oidc' && raw.IDP_CLIENT_ID !== '' && !scopes.includes('openid')) throw new ConfigError('invalid configuration: IDP_SCOPES must include openid');
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
   return {
     ...raw,
     publicBaseUrl,
     idpIssuer: raw.IDP_MODE === 'dev' ? `${publicBaseUrl}/dev/idp` : raw.IDP_ISSUER,
+    // The console's ID tokens are for its own client; tokens of other frontends (Firebase: the project id) for IDP_AUDIENCE.
+    idpAudiences: [...new Set([raw.IDP_AUDIENCE, raw.IDP_MODE === 'oidc' ? raw.IDP_CLIENT_ID : ''].filter((a) => a !== ''))],
+    idpSegment,
+    idpScopes: scopes,
     oauthIssuer: raw.OAUTH_ISSUER || publicBaseUrl,
     platformAdminEmails: list(raw.PLATFORM_ADMIN_EMAILS.toLowerCase()),
     internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),

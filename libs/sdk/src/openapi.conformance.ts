@@ -106,6 +106,8 @@ type NotInSdk =
   | 'Auth_login'
   | 'Auth_signin'
   | 'Auth_forgotPassword'
+  // How a browser frontend signs in (dev form or the OIDC authorization-code flow): read by the console before any session exists.
+  | 'Auth_config'
   // Platform administration.
   | 'Admin_users'
   | 'Admin_grantEntitlement'

@@ -110,6 +110,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How a frontend signs users in: the identity provider mode, and in oidc mode the provider, client and bootstrap route */
+        get: operations["Auth_config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/signup": {
         parameters: {
             query?: never;
@@ -841,6 +858,51 @@ export interface components {
             createdBy: string | null;
             /** Format: date-time */
             secretRotatedAt: string | null;
+        };
+        SignInConfigDto: {
+            /**
+             * @description dev: e-mail and password at the embedded identity provider; oidc: the provider below
+             * @enum {string}
+             */
+            mode: "dev" | "oidc";
+            /**
+             * @description oidc: the issuer (its discovery document is {issuer}/.well-known/openid-configuration)
+             * @example https://id.example.com
+             */
+            issuer?: string;
+            /**
+             * @description oidc: the console's public client id (PKCE, no secret); absent when the console has no client
+             * @example flagship-console
+             */
+            clientId?: string;
+            /**
+             * @example [
+             *       "openid",
+             *       "email",
+             *       "profile"
+             *     ]
+             */
+            scopes?: string[];
+            /**
+             * @description oidc: the redirect URI to register at the provider
+             * @example https://flags.example.com/console/auth/callback
+             */
+            redirectUri?: string;
+            /**
+             * @description oidc: the path segment of POST /api/v1/auth/signin/{provider}
+             * @example oidc
+             */
+            provider?: string;
+            /**
+             * @description oidc: the providerName to send with the ID token
+             * @example oidc.acme
+             */
+            providerName?: string;
+            /**
+             * @description oidc: the provider as the sign-in button names it
+             * @example Acme ID
+             */
+            displayName?: string;
         };
         SignupDto: {
             /**
@@ -1980,6 +2042,47 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Auth_config: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInConfigDto"];
                 };
             };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */

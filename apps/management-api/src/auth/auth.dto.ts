@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsEmail, IsJWT, IsString, MaxLength, MinLength } from 'class-validator';
 
 const ID_TOKEN = { description: 'ID token from the identity provider', example: 'eyJhbGciOi...' };
@@ -79,4 +79,31 @@ export class SignInBootstrapDto {
 export class ForgotPasswordAcceptedDto {
   @ApiProperty({ enum: [true] }) success: true;
   @ApiProperty() message: string;
+}
+
+/** How the console signs users in: the dev identity provider's form, or the authorization-code flow with PKCE. */
+export class SignInConfigDto {
+  @ApiProperty({ enum: ['dev', 'oidc'], description: 'dev: e-mail and password at the embedded identity provider; oidc: the provider below' })
+  mode: 'dev' | 'oidc';
+
+  @ApiPropertyOptional({ example: 'https://id.example.com', description: 'oidc: the issuer (its discovery document is {issuer}/.well-known/openid-configuration)' })
+  issuer?: string;
+
+  @ApiPropertyOptional({ example: 'flagship-console', description: 'oidc: the console\'s public client id (PKCE, no secret); absent when the console has no client' })
+  clientId?: string;
+
+  @ApiPropertyOptional({ type: [String], example: ['openid', 'email', 'profile'] })
+  scopes?: string[];
+
+  @ApiPropertyOptional({ example: 'https://flags.example.com/console/auth/callback', description: 'oidc: the redirect URI to register at the provider' })
+  redirectUri?: string;
+
+  @ApiPropertyOptional({ example: 'oidc', description: 'oidc: the path segment of POST /api/v1/auth/signin/{provider}' })
+  provider?: string;
+
+  @ApiPropertyOptional({ example: 'oidc.acme', description: 'oidc: the providerName to send with the ID token' })
+  providerName?: string;
+
+  @ApiPropertyOptional({ example: 'Acme ID', description: 'oidc: the provider as the sign-in button names it' })
+  displayName?: string;
 }

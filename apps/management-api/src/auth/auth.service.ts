@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
 import type { Plan, SignInBootstrapResponse, SubscriptionStatus, TenantRole } from '@flagship/domain';
 import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
@@ -7,19 +8,12 @@ import { TenantsService } from '../tenants/tenants.service';
 import { UsersRepository } from '../users/users.repository';
 import { pendingSubject, type UserEntity } from '../users/user.entity';
 import { AuthProblems } from './auth.errors';
-import type { FederatedSigninDto, SignupDto } from './auth.dto';
+import { CONSOLE_CALLBACK_PATH } from '../console/console-static';
+import type { ManagementApiConfig } from '../env.schema';
+import type { FederatedSigninDto, SignInConfigDto, SignupDto } from './auth.dto';
 import { IdentityProviderAdapter } from './identity-provider.adapter';
 import { type IdentityClaims, IdTokenVerifier } from './id-token.verifier';
-
-/** Path segments of federated sign-in and the provider names (Firebase's) each one accepts. */
-export const PROVIDER_SEGMENTS: Readonly<Record<string, (providerName: string) => boolean>> = {
-  google: (p) => p === 'google.com' || p === 'google',
-  github: (p) => p === 'github.com' || p === 'github',
-  microsoft: (p) => p === 'microsoft.com' || p === 'microsoft',
-  apple: (p) => p === 'apple.com' || p === 'apple',
-  oidc: (p) => p.startsWith('oidc.') || p === 'oidc',
-  saml: (p) => p.startsWith('saml.') || p === 'saml',
-};
+import { PROVIDER_SEGMENTS } from './provider-segments';
 
 /**
  * The sign-in bootstrap (seed section 5): verify the identity provider's ID token, create or find
@@ -34,7 +28,25 @@ export class AuthService {
     private readonly tenants: TenantsRepository,
     private readonly tenantsService: TenantsService,
     private readonly idp: IdentityProviderAdapter,
+    @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
   ) {}
+
+  /** What the console needs to start a sign-in; in oidc mode without a console client, only the mode. */
+  signInConfig(): SignInConfigDto {
+    const c = this.config;
+    if (c.IDP_MODE !== 'oidc') return { mode: 'dev' };
+    if (c.IDP_CLIENT_ID === '') return { mode: 'oidc', issuer: c.idpIssuer };
+    return {
+      mode: 'oidc',
+      issuer: c.idpIssuer,
+      clientId: c.IDP_CLIENT_ID,
+      scopes: c.idpScopes,
+      redirectUri: `${c.publicBaseUrl}${CONSOLE_CALLBACK_PATH}`,
+      provider: c.idpSegment,
+      providerName: c.IDP_PROVIDER_NAME,
+      displayName: c.IDP_DISPLAY_NAME || new URL(c.idpIssuer).host,
+    };
+  }
 
   async signup(dto: SignupDto, requestedTenant?: string): Promise<SignInBootstrapResponse> {
     const claims = await this.idTokens.verify(dto.idToken);

@@ -52,7 +52,7 @@ export class IdTokenVerifier {
     try {
       const { payload } = await jwtVerify(token, this.keys, {
         issuer: this.config.idpIssuer,
-        audience: this.config.IDP_AUDIENCE,
+        audience: this.config.idpAudiences,
         algorithms: ['RS256', 'ES256'],
         clockTolerance: 5,
       });

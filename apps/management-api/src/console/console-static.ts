@@ -6,6 +6,8 @@ import { static as serveStatic } from 'express';
 
 /** Where the console is served: same origin as the API, so no CORS and no token in a URL. */
 export const CONSOLE_PATH = '/console';
+/** The console's route that receives the identity provider's answer (code and state) in oidc mode. */
+export const CONSOLE_CALLBACK_PATH = `${CONSOLE_PATH}/auth/callback`;
 
 /**
  * The console loads only its own files and talks only to this origin. React sets styles through the
@@ -15,13 +17,17 @@ export const CONSOLE_PATH = '/console';
  */
 const REACT_ARIA_PRESS_STYLE = "'sha256-38RhXrc7EdReTKsOm23ZPOCUgniTUUcjky8QOOrQx6o='";
 
-export const CONSOLE_CSP = [
+/**
+ * The policy, with the origins the console may call besides its own: in oidc mode the identity
+ * provider's (discovery and the token endpoint are called from the browser), and no other.
+ */
+export const consoleCsp = (connectOrigins: readonly string[] = []): string => [
   "default-src 'none'",
   "script-src 'self'",
   `style-src 'self' ${REACT_ARIA_PRESS_STYLE}`,
   "img-src 'self' data:",
   "font-src 'self'",
-  "connect-src 'self'",
+  ["connect-src 'self'", ...connectOrigins].join(' '),
   "manifest-src 'self'",
   "base-uri 'none'",
   "form-action 'self'",
@@ -29,8 +35,10 @@ export const CONSOLE_CSP = [
   "object-src 'none'",
 ].join('; ');
 
-function securityHeaders(res: Response): void {
-  res.setHeader('Content-Security-Policy', CONSOLE_CSP);
+export const CONSOLE_CSP = consoleCsp();
+
+function securityHeaders(res: Response, csp: string): void {
+  res.setHeader('Content-Security-Policy', csp);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Frame-Options', 'DENY');
@@ -42,7 +50,8 @@ function securityHeaders(res: Response): void {
  * immutable for a year; index.html is revalidated every time so a deploy is seen at once; any other
  * GET under /console that names no file is a client route and gets index.html.
  */
-export function installConsole(app: INestApplication, dir: string): void {
+export function installConsole(app: INestApplication, dir: string, connectOrigins: readonly string[] = []): void {
+  const csp = consoleCsp(connectOrigins);
   const root = resolve(dir);
   const index = join(root, 'index.html');
   const files = serveStatic(root, {
@@ -51,13 +60,13 @@ export function installConsole(app: INestApplication, dir: string): void {
     fallthrough: true,
     dotfiles: 'ignore',
     setHeaders: (res: Response, path: string) => {
-      securityHeaders(res);
+      securityHeaders(res, csp);
       res.setHeader('Cache-Control', path.startsWith(join(root, 'assets')) ? 'public, max-age=31536000, immutable' : 'no-cache');
     },
   });
   const sendIndex = (res: Response, next: NextFunction) => {
     if (!existsSync(index)) return next();
-    securityHeaders(res);
+    securityHeaders(res, csp);
     res.setHeader('Cache-Control', 'no-cache');
     res.sendFile(index, (err) => err && next(err));
   };

@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { ManagementApiFixture } from '../testing/management-api.fixture';
+import { CONSOLE_CSP } from '../console/console-static';
+import { loadManagementApiConfig } from '../env.schema';
+
+// How the console learns to sign in (GET /api/v1/auth/config), and what oidc mode changes: the
+// console's CSP lets the browser reach the provider's origin and no other, and ID tokens issued to
+// the console's client (aud = IDP_CLIENT_ID) are accepted by the federated sign-in bootstrap.
+describe('sign-in config', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'console-oidc-'));
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><title>Flagship console</title>');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  describe('dev mode', () => {
+    let f: ManagementApiFixture;
+    beforeAll(async () => {
+      f = await ManagementApiFixture.start({ CONSOLE_DIR: dir });
+    });
+    afterAll(() => f.stop());
+
+    it('answers mode dev and nothing else; the CSP names no other origin', async () => {
+      const res = await f.call('GET', '/api/v1/auth/config');
+      expect([res.status, res.body]).toEqual([200, { mode: 'dev' }]);
+      const page = await f.call('GET', '/console/');
+      expect(page.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+      expect(CONSOLE_CSP).toContain("connect-src 'self';");
+    });
+  });
+
+  describe('oidc mode', () => {
+    let f: ManagementApiFixture;
+    let idp: Server;
+    let issuer: string;
+    let sign: (claims: Record<string, unknown>) => Promise<string>;
+
+    beforeAll(async () => {
+      // A provider's JWKS on loopback: the verifier fetches it as it would Google's or Okta's.
+      const { publicKey, privateKey } = await generateKeyPair('RS256');
+      const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+      idp = createServer((req, res) => {
+        if (req.url !== '/jwks') return res.writeHead(404).end();
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+      });
+      await new Promise<void>((r) => idp.listen(0, '127.0.0.1', r));
+      issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}/realms/acme`;
+      sign = (claims) =>
+        new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer(issuer).setIssuedAt().setExpirationTime('5m').sign(privateKey);
+      f = await ManagementApiFixture.start({
+        IDP_MODE: 'oidc',
+        IDP_ISSUER: issuer,
+        IDP_JWKS_URI: `${issuer.replace('/realms/acme', '')}/jwks`,
+        IDP_CLIENT_ID: 'flagship-console',
+        IDP_PROVIDER_NAME: 'oidc.acme',
+        IDP_DISPLAY_NAME: 'Acme ID',
+        CONSOLE_DIR: dir,
+      });
+    });
+    afterAll(async () => {
+      await f?.stop();
+      await new Promise((r) => idp?.close(r));
+    });
+
+    it('tells the console the provider, its public client, the scopes, the redirect URI and the bootstrap route', async () => {
+      const res = await f.call('GET', '/api/v1/auth/config');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        mode: 'oidc',
+        issuer,
+        clientId: 'flagship-console',
+        scopes: ['openid', 'email', 'profile'],
+        redirectUri: `${f.url}/console/auth/callback`,
+        provider: 'oidc',
+        providerName: 'oidc.acme',
+        displayName: 'Acme ID',
+      });
+    });
+
+    it("lets the console's browser reach the provider's origin, and only that origin", async () => {
+      const res = await f.call('GET', '/console/');
+      expect(res.status).toBe(200);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      const connect = csp.split('; ').find((d) => d.startsWith('connect-src'));
+      expect(connect).toBe(`connect-src 'self' ${new URL(issuer).origin}`);
+      // Everything else as strict as in dev mode.
+      expect(csp.replace(` ${new URL(issuer).origin}`, '')).toBe(CONSOLE_CSP);
+    });
+
+    it("accepts an ID token issued to the console's client at the federated sign-in bootstrap, refuses another audience", async () => {
+      const idToken = await sign({ sub: 'acme-1', email: 'oidc-user@flagship.test', name: 'Oidc User', aud: 'flagship-console' });
+      const res = await f.call('POST', '/api/v1/auth/signin/oidc', { json: { idToken, providerName: 'oidc.acme' } });
+      expect(res.status).toBe(200);
+      expect(res.body.data.user.email).toBe('oidc-user@flagship.test');
+      const stranger = await sign({ sub: 'acme-2', email: 'other@flagship.test', aud: 'another-client' });
+      expect((await f.call('POST', '/api/v1/auth/signin/oidc', { json: { idToken: stranger, providerName: 'oidc.acme' } })).status).toBe(401);
+    });
+  });
+
+  it('refuses at start-up a provider name that no sign-in route accepts, or an issuer that is no URL', () => {
+    const base = { DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', IDP_MODE: 'oidc', IDP_ISSUER: 'https://id.example.com', IDP_JWKS_URI: 'https://id.example.com/jwks' };
+    expect(() => loadManagementApiConfig({ ...base, IDP_PROVIDER_NAME: 'myspace' })).toThrow(/IDP_PROVIDER_NAME/);
+    expect(() => loadManagementApiConfig({ ...base, IDP_ISSUER: 'id.example.com' })).toThrow(/IDP_ISSUER/);
+    expect(loadManagementApiConfig({ ...base, IDP_CLIENT_ID: 'console' }).idpAudiences).toEqual(['flagship-dev', 'console']);
+  });
+});
