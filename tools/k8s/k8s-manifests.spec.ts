@@ -263,6 +263,13 @@ describe('values.schema.json', () => {
 });
 
 describe('chart options', () => {
+  it("the console's OIDC client (idp.clientId, idp.displayName) reaches management-api only when set", () => {
+    const env = (values?: Record<string, unknown>) =>
+      workloads({ name: 'idp', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production], ...(values ? { values } : {}) }).documents }).find((w) => w.component === 'management-api')!.env;
+    expect(env()).not.toHaveProperty('IDP_CLIENT_ID');
+    expect(env({ idp: { clientId: 'console-spa', displayName: 'Acme SSO' } })).toMatchObject({ IDP_CLIENT_ID: 'console-spa', IDP_DISPLAY_NAME: 'Acme SSO' });
+  });
+
   it('AWS Secrets Manager: the apps get SECRETS_MANAGER_SECRET_ID and the ServiceAccount its IAM role', () => {
     const set = { name: 'production', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production] }).documents };
     const sa = ofKind(set, 'ServiceAccount');

@@ -68,6 +68,12 @@ IDP_MODE: {{ $v.idp.mode | quote }}
 IDP_ISSUER: {{ $v.idp.issuer | quote }}
 IDP_AUDIENCE: {{ $v.idp.audience | quote }}
 IDP_JWKS_URI: {{ $v.idp.jwksUri | quote }}
+{{- if $v.idp.clientId }}
+IDP_CLIENT_ID: {{ $v.idp.clientId | quote }}
+{{- end }}
+{{- if $v.idp.displayName }}
+IDP_DISPLAY_NAME: {{ $v.idp.displayName | quote }}
+{{- end }}
 {{- end }}
 {{- if or (eq .app "management-api") (eq .app "ai-gateway") }}
 OAUTH_ISSUER: {{ $v.oauth.issuer | quote }}
