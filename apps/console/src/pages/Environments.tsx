@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
-import { isApiError, request, type Environment } from '../api';
+import { request, type Environment } from '../api';
+import { MutationForm, TextInput } from '../components/MutationForm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useEnvironments } from '../queries';
 import { useReadOnly } from '../read-only';
@@ -56,31 +56,10 @@ export function Environments() {
       )}
       <div className="panel">
         <h2>Add an environment</h2>
-        <Form
-          aria-label="Add an environment"
-          validationErrors={isApiError(m.error) ? m.error.fieldErrors : undefined}
-          onSubmit={(e) => {
-            e.preventDefault();
-            m.mutate();
-          }}
-        >
-          <TextField name="key" isRequired value={key} onChange={setKey} isDisabled={!!readOnly} validate={(v) => (v === '' || ENV_KEY.test(v) ? null : 'Lowercase letters, digits and dashes; up to 63.')}>
-            <Label>Environment key</Label>
-            <Input />
-            <FieldError />
-          </TextField>
-          <TextField name="name" isRequired value={name} onChange={setName} isDisabled={!!readOnly}>
-            <Label>Environment name</Label>
-            <Input />
-            <FieldError />
-          </TextField>
-          <div className="actions">
-            <Button type="submit" className="primary" isDisabled={m.isPending || !!readOnly}>
-              Add environment
-            </Button>
-          </div>
-        </Form>
-        {m.error && <ErrorState error={m.error} />}
+        <MutationForm label="Add an environment" mutation={m} submit="Add environment" disabled={!!readOnly}>
+          <TextInput label="Environment key" name="key" value={key} onChange={setKey} isDisabled={!!readOnly} validate={(v) => (v === '' || ENV_KEY.test(v) ? null : 'Lowercase letters, digits and dashes; up to 63.')} />
+          <TextInput label="Environment name" name="name" value={name} onChange={setName} isDisabled={!!readOnly} />
+        </MutationForm>
       </div>
     </section>
   );

@@ -1,8 +1,9 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
-import { Button, Checkbox, CheckboxGroup, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
-import { isApiError, request } from '../api';
+import { type ReactNode, useState } from 'react';
+import { Button, Checkbox, CheckboxGroup, Label } from 'react-aria-components';
+import { request } from '../api';
 import { ConfirmButton } from '../components/Confirm';
+import { MutationForm, TextInput } from '../components/MutationForm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -52,6 +53,36 @@ export function SecretOnce({ client, onDone }: { client: OAuthClientWithSecret; 
   );
 }
 
+/** A labelled group of checkboxes, one per option. */
+function CheckList({
+  label,
+  options,
+  value,
+  onChange,
+  isDisabled,
+  note,
+}: {
+  label: string;
+  options: readonly string[];
+  value: string[];
+  onChange: (v: string[]) => void;
+  isDisabled: boolean;
+  note?: (option: string) => ReactNode;
+}) {
+  return (
+    <CheckboxGroup value={value} onChange={onChange} isDisabled={isDisabled} className="checks">
+      <Label>{label}</Label>
+      {options.map((o) => (
+        <Checkbox key={o} value={o}>
+          <span className="box" aria-hidden="true" />
+          {o}
+          {note?.(o)}
+        </Checkbox>
+      ))}
+    </CheckboxGroup>
+  );
+}
+
 function CreateClient({ onCreated }: { onCreated: (c: OAuthClientWithSecret) => void }) {
   const { scope } = useSignedIn();
   const readOnly = useReadOnly();
@@ -71,45 +102,18 @@ function CreateClient({ onCreated }: { onCreated: (c: OAuthClientWithSecret) => 
   return (
     <div className="panel">
       <h2>Create an OAuth client</h2>
-      <Form
-        aria-label="Create an OAuth client"
-        validationErrors={isApiError(m.error) ? m.error.fieldErrors : undefined}
-        onSubmit={(e) => {
-          e.preventDefault();
-          m.mutate();
-        }}
-      >
-        <TextField name="name" isRequired value={name} onChange={setName} isDisabled={!!readOnly} validate={(v) => (v.trim() === '' ? 'Enter a name.' : null)}>
-          <Label>Client name</Label>
-          <Input />
-          <FieldError />
-        </TextField>
-        <CheckboxGroup value={scopes} onChange={setScopes} isDisabled={!!readOnly} className="checks">
-          <Label>Scopes</Label>
-          {SCOPES.map((s) => (
-            <Checkbox key={s} value={s}>
-              <span className="box" aria-hidden="true" />
-              {s}
-            </Checkbox>
-          ))}
-        </CheckboxGroup>
-        <CheckboxGroup value={productKeys} onChange={setProductKeys} isDisabled={!!readOnly} className="checks">
-          <Label>Product keys (gateway)</Label>
-          {PRODUCT_KEYS.map((k) => (
-            <Checkbox key={k} value={k}>
-              <span className="box" aria-hidden="true" />
-              {k}
-              {k !== 'core' && <span className="muted"> (internal, platform admins only)</span>}
-            </Checkbox>
-          ))}
-        </CheckboxGroup>
-        <div className="actions">
-          <Button type="submit" className="primary" isDisabled={m.isPending || !!readOnly}>
-            Create client
-          </Button>
-        </div>
-      </Form>
-      {m.error && <ErrorState error={m.error} />}
+      <MutationForm label="Create an OAuth client" mutation={m} submit="Create client" disabled={!!readOnly}>
+        <TextInput label="Client name" name="name" value={name} onChange={setName} isDisabled={!!readOnly} validate={(v) => (v.trim() === '' ? 'Enter a name.' : null)} />
+        <CheckList label="Scopes" options={SCOPES} value={scopes} onChange={setScopes} isDisabled={!!readOnly} />
+        <CheckList
+          label="Product keys (gateway)"
+          options={PRODUCT_KEYS}
+          value={productKeys}
+          onChange={setProductKeys}
+          isDisabled={!!readOnly}
+          note={(k) => k !== 'core' && <span className="muted"> (internal, platform admins only)</span>}
+        />
+      </MutationForm>
     </div>
   );
 }

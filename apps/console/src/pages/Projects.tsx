@@ -1,7 +1,8 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
-import { isApiError, request } from '../api';
+import { Button } from 'react-aria-components';
+import { request } from '../api';
+import { MutationForm, TextInput } from '../components/MutationForm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -34,20 +35,15 @@ function ProjectForm({ initial, submitLabel, onSaved, onCancel }: { initial?: Pr
   });
   const idPrefix = initial ? `edit-${initial.id}` : 'new';
   return (
-    <Form
+    <MutationForm
       className="react-aria-Form inline-form"
-      aria-label={initial ? `Edit project ${initial.name}` : 'Create a project'}
-      validationErrors={isApiError(m.error) ? m.error.fieldErrors : undefined}
-      onSubmit={(e) => {
-        e.preventDefault();
-        m.mutate();
-      }}
+      label={initial ? `Edit project ${initial.name}` : 'Create a project'}
+      mutation={m}
+      submit={submitLabel}
+      disabled={!!readOnly}
+      actions={onCancel && <Button onPress={onCancel}>Cancel</Button>}
     >
-      <TextField name="name" isRequired value={name} onChange={setName} isDisabled={!!readOnly} validate={(v) => (v.trim() === '' ? 'Enter a name.' : null)}>
-        <Label>Project name</Label>
-        <Input />
-        <FieldError />
-      </TextField>
+      <TextInput label="Project name" name="name" value={name} onChange={setName} isDisabled={!!readOnly} validate={(v) => (v.trim() === '' ? 'Enter a name.' : null)} />
       <div className="react-aria-TextField">
         <label htmlFor={`${idPrefix}-color`} className="react-aria-Label">
           Colour
@@ -57,14 +53,7 @@ function ProjectForm({ initial, submitLabel, onSaved, onCancel }: { initial?: Pr
           <code>{HEX.test(color) ? color : '—'}</code>
         </div>
       </div>
-      <div className="actions">
-        <Button type="submit" className="primary" isDisabled={m.isPending || !!readOnly}>
-          {submitLabel}
-        </Button>
-        {onCancel && <Button onPress={onCancel}>Cancel</Button>}
-      </div>
-      {m.error && <ErrorState error={m.error} />}
-    </Form>
+    </MutationForm>
   );
 }
 

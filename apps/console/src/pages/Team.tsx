@@ -1,9 +1,9 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
-import { isApiError, request } from '../api';
+import { request } from '../api';
 import { ChoiceSelect } from '../components/ChoiceSelect';
 import { ConfirmButton } from '../components/Confirm';
+import { MutationForm, TextInput } from '../components/MutationForm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -113,27 +113,10 @@ export function Team() {
       <div className="panel">
         <h2>Invite a member</h2>
         <p className="muted">Someone with an account sees this tenant at their next sign-in; someone without one is listed as invited and joins when they first sign in with that e-mail (Withdraw cancels it).</p>
-        <Form
-          aria-label="Invite a member"
-          validationErrors={isApiError(add.error) ? add.error.fieldErrors : undefined}
-          onSubmit={(e) => {
-            e.preventDefault();
-            add.mutate();
-          }}
-        >
-          <TextField name="email" type="email" isRequired value={email} onChange={setEmail} isDisabled={!!readOnly}>
-            <Label>Member email</Label>
-            <Input />
-            <FieldError />
-          </TextField>
+        <MutationForm label="Invite a member" mutation={add} submit="Invite member" disabled={!!readOnly}>
+          <TextInput label="Member email" name="email" type="email" value={email} onChange={setEmail} isDisabled={!!readOnly} />
           <ChoiceSelect label="Role" value={role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={setRole} />
-          <div className="actions">
-            <Button type="submit" className="primary" isDisabled={add.isPending || !!readOnly}>
-              Invite member
-            </Button>
-          </div>
-        </Form>
-        {add.error && <ErrorState error={add.error} />}
+        </MutationForm>
       </div>
     </section>
   );
