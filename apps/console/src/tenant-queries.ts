@@ -3,20 +3,11 @@
 import { useQuery } from '@tanstack/react-query';
 import type { CreditBalance, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
 import { request, requestAll, type RequestScope } from './api';
+import type { OAuthClient, OAuthClientWithSecret } from '@flagship/domain';
 
+export type { OAuthClient, OAuthClientWithSecret };
 export type { CreditBalance, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
 
-/** OAuth client as `/api/oauth/clients` answers (CONTRACT.md section 3); the secret only on create and rotate. */
-export interface OAuthClient {
-  clientId: string;
-  name: string;
-  scopes: string[];
-  productKeys: string[];
-  createdAt: string;
-  createdBy: string | null;
-  secretRotatedAt: string | null;
-}
-export type OAuthClientWithSecret = OAuthClient & { clientSecret: string };
 
 export interface TourStatus { completed: boolean; completed_at: string | null }
 export interface SandboxStatus { active: boolean; expiresAt: string }

@@ -102,3 +102,19 @@ export interface SignInBootstrapResponse {
     canonical_role: TenantRole;
   };
 }
+
+/** An OAuth client as `/api/oauth/clients` answers (CONTRACT.md section 3); never its secret's hash. */
+export interface OAuthClient {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  productKeys: string[];
+  createdAt: Timestamp;
+  createdBy: string | null;
+  secretRotatedAt: Timestamp | null;
+}
+
+/** What create and rotate answer: the secret, shown this once. */
+export interface OAuthClientWithSecret extends OAuthClient {
+  clientSecret: string;
+}

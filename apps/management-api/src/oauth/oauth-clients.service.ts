@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { hashSecret } from '@flagship/config';
-import { isScope, SCOPES } from '@flagship/domain';
+import { isScope, type OAuthClient, type OAuthClientWithSecret, SCOPES } from '@flagship/domain';
 import { REVOCATION_RECORDER, type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
@@ -10,19 +10,9 @@ import { OAuthClientProblems } from './oauth-clients.errors';
 import { isClientId, OAuthClientsRepository } from './oauth-clients.repository';
 import { OAUTH_FEATURE_OPTIONS, type ResolvedOAuthFeatureOptions } from './oauth-feature.options';
 
-export interface OAuthClientView {
-  clientId: string;
-  name: string;
-  scopes: string[];
-  productKeys: string[];
-  createdAt: string;
-  createdBy: string | null;
-  secretRotatedAt: string | null;
-}
-
-export interface OAuthClientWithSecret extends OAuthClientView {
-  clientSecret: string;
-}
+/** The API's view of a client (libs/domain, shared with the console). */
+export type OAuthClientView = OAuthClient;
+export type { OAuthClientWithSecret };
 
 export interface CreateOAuthClientInput {
   name: string;
