@@ -8,3 +8,4 @@ export * from './tokens';
 export * from './entities/entitlement.entity';
 export * from './entities/credit-balance.entity';
 export * from './flag-definition-row';
+export * from './usage-ledger-row';

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { commonEnv, loadConfig, portEnv, SecretStore } from '@flagship/config';
 import { AccessTokenIssuer, OAuthModule } from '@flagship/oauth';
+import type { UsageLedgerRow } from '@flagship/persistence';
 import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
 import type { TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
@@ -65,26 +66,8 @@ export async function createTenant(ds: Sql, setup: TenantSetup = {}): Promise<st
   return id;
 }
 
-export interface LedgerRow {
-  id: string;
-  status: string;
-  product_key: string;
-  provider: string;
-  requested_provider: string | null;
-  model: string;
-  endpoint: string;
-  stream: boolean;
-  reserved: string;
-  debit: string;
-  zero_rated: boolean;
-  zero_rated_reason: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  usage_estimated: boolean;
-  error_code: string | null;
-  latency_ms: number | null;
-  request_id: string | null;
-}
+/** A tenant's ledger rows as Postgres holds them. */
+export type LedgerRow = UsageLedgerRow;
 
 export async function ledgerRows(ds: Sql, tenantId: string): Promise<LedgerRow[]> {
   return ds.query<LedgerRow[]>(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);

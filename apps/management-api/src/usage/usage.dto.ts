@@ -1,10 +1,9 @@
 import { ApiProperty, ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { USAGE_STATUSES, type UsageStatus } from '@flagship/persistence';
 import { PageQueryDto } from '@flagship/service-kit';
 
-/** The ledger's row states (migration 1763800200000-usage-ledger). */
-export const USAGE_STATUSES = ['pending', 'succeeded', 'failed', 'abandoned'] as const;
-export type UsageStatus = (typeof USAGE_STATUSES)[number];
+export { USAGE_STATUSES, type UsageStatus };
 
 /**
  * A date (midnight UTC) or a date-time with `Z` or an offset: a time without a zone would be read in

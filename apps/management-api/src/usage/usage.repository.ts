@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE } from '@flagship/persistence';
+import { DATA_SOURCE, type UsageLedgerRow, type UsageStatus } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
-import type { UsageStatus } from './usage.dto';
 
 /** A validated filter: instants already parsed, every field optional. */
 export interface UsageFilter {
@@ -11,30 +10,6 @@ export interface UsageFilter {
   productKey?: string;
   status?: UsageStatus;
   model?: string;
-}
-
-export interface UsageLedgerRow {
-  id: string;
-  client_id: string;
-  product_key: string;
-  provider: string;
-  requested_provider: string | null;
-  model: string;
-  endpoint: string;
-  stream: boolean;
-  status: UsageStatus;
-  reserved: string;
-  debit: string;
-  zero_rated: boolean;
-  zero_rated_reason: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  usage_estimated: boolean;
-  error_code: string | null;
-  latency_ms: number | null;
-  request_id: string | null;
-  created_at: Date;
-  completed_at: Date | null;
 }
 
 export interface UsageGroupRow {

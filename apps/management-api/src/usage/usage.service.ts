@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { isUuid } from '@flagship/domain';
+import type { UsageLedgerRow } from '@flagship/persistence';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
 import type { UsageFilterDto, UsageStatus } from './usage.dto';
-import { type UsageFilter, type UsageGroupRow, type UsageLedgerRow, UsageRepository } from './usage.repository';
+import { type UsageFilter, type UsageGroupRow, UsageRepository } from './usage.repository';
 
 export interface UsageRowView {
   id: string;
