@@ -2,11 +2,10 @@ import type { DynamicModule, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
-import type { NextFunction, Request, Response } from 'express';
+import { type NextFunction, raw, type Request, type Response } from 'express';
 import { CommonProblems, ProblemException, toProblem } from '@flagship/problem-details';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { HttpMetrics } from './metrics';
-import { rawBodyMiddleware } from './raw-body';
 import { assignRequestId } from './request-id';
 
 export interface BootstrapOptions {
@@ -43,8 +42,9 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   app.use(app.get(HttpMetrics).middleware());
   app.use(refuseUnsafePath);
   const limit = options.bodyLimit ?? '1mb';
-  // Before the parsers, which then skip these routes (the body is marked read).
-  for (const path of options.rawBodyPaths ?? []) app.use(path, rawBodyMiddleware(1024 * 1024));
+  // body-parser's raw(): the exact bytes as a Buffer in req.body, whatever the content type (for a
+  // signature over them). Before the JSON and form parsers, which then skip these routes (body read).
+  for (const path of options.rawBodyPaths ?? []) app.use(path, raw({ type: () => true, limit: '1mb' }));
   app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson });
   app.useBodyParser('urlencoded', { limit, extended: false });
   // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds
