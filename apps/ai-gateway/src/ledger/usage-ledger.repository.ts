@@ -79,6 +79,29 @@ SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoin
 RETURNING id`;
 
 /**
+ * RESERVE for a batch of one billable request, the usual case below a few hundred requests a second:
+ * the same admission (credit left, checked on the row's latest version under its lock, as UPDATE
+ * re-reads a row another transaction changed) and the same row, without the batch's unnest, window
+ * and CTEs, which cost about 0.1 ms of the request's wait each time (measured here: 0.30 ms against
+ * 0.18 ms a statement, one connection, after warm-up).
+ */
+const RESERVE_ONE = `
+WITH held AS (
+  UPDATE credit_balances SET reserved = reserved + $9::bigint, updated_at = now()
+   WHERE tenant_id = $2::uuid AND balance - reserved > 0
+  RETURNING tenant_id
+)
+INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)
+SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10 FROM held
+RETURNING id`;
+
+/** RESERVE for a batch of one zero-rated request: nothing held, the row always written. */
+const RESERVE_ONE_ZERO_RATED = `
+INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)
+VALUES ($1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', 0, true, $9, $10)
+RETURNING id`;
+
+/**
  * Completes a batch of rows still `pending` (a row the reconciler already marked `abandoned` had its
  * reservation released there, so it is left alone), releases their reservations and debits their
  * cost, in ONE statement; balances are locked in tenant id order, as in RESERVE.
@@ -140,7 +163,7 @@ SELECT id FROM gone`;
 
 /**
  * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
- * row. Both statements run as named prepared statements on TypeORM's own pg pool: planning RESERVE
+ * row. The statements run as named prepared statements on TypeORM's own pg pool: planning RESERVE
  * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
  * planned once per connection, not once per batch.
  */
@@ -156,6 +179,15 @@ export class UsageLedgerRepository {
 
   /** For each reservation, in order: whether it was admitted (row written, credit held). */
   async reserve(batch: readonly Reservation[]): Promise<boolean[]> {
+    if (batch.length === 1) {
+      const r = batch[0]!;
+      const common = [r.id, r.tenantId, r.clientId, r.productKey, r.provider, r.model, r.endpoint, r.stream];
+      const rows =
+        r.zeroRatedReason === null
+          ? await this.run('gateway_reserve_one', RESERVE_ONE, [...common, r.estimate, r.requestId])
+          : await this.run('gateway_reserve_one_zero_rated', RESERVE_ONE_ZERO_RATED, [...common, r.zeroRatedReason, r.requestId]);
+      return [rows.length === 1];
+    }
     const rows = await this.run('gateway_reserve', RESERVE, [
       batch.map((r) => r.id),
       batch.map((r) => r.tenantId),
