@@ -35,10 +35,71 @@ interface Upstream {
   models: string[];
 }
 
-/** One request's deadline and abort, shared by its attempts, retries and fallback. */
-interface Call {
-  controller: AbortController;
-  deadline: number;
+/** An abort's reason, as undici's `abort()` wants it (an Error) and as failureOf reads it back. */
+class CallAborted extends Error {
+  constructor(readonly reason: typeof CLIENT_GONE | typeof TIMED_OUT) {
+    super(reason === TIMED_OUT ? "the request's time is spent" : 'the client went away');
+  }
+}
+
+/**
+ * One request's deadline and abort, shared by its attempts, retries and fallback. Not an
+ * AbortController: a non-streamed call (the usual one) is stopped through what is under way at the
+ * time (undici's own `abort` of the request, or a retry's wait), so no AbortSignal, listener or
+ * event is made for it; a stream, read through undici's `request()`, gets a signal on first use.
+ */
+class Call {
+  reason: typeof CLIENT_GONE | typeof TIMED_OUT | undefined;
+  private stopCurrent: ((err: Error) => void) | undefined;
+  private controller: AbortController | undefined;
+
+  constructor(readonly deadline: number) {}
+
+  get aborted(): boolean {
+    return this.reason !== undefined;
+  }
+
+  abort(reason: typeof CLIENT_GONE | typeof TIMED_OUT): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    const stop = this.stopCurrent;
+    this.stopCurrent = undefined;
+    stop?.(new CallAborted(reason));
+  }
+
+  /** What abort() stops from now on (undefined: nothing); stopped at once when the call is already aborted. */
+  running(stop: ((err: Error) => void) | undefined): void {
+    if (stop !== undefined && this.reason !== undefined) stop(new CallAborted(this.reason));
+    else this.stopCurrent = stop;
+  }
+
+  /** For APIs that take an AbortSignal (streams); aborted already when the call is. */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.reason !== undefined) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+}
+
+/** What an attempt resolves with: a whole answer (json) or undici's streamed one (stream). */
+type Answer = WholeAnswer | Dispatcher.ResponseData;
+
+const isResponseData = (a: Answer): a is Dispatcher.ResponseData => !Buffer.isBuffer(a.body);
+
+/** A whole answer read through undici's dispatch(): status and body, with no stream in between. */
+interface WholeAnswer {
+  statusCode: number;
+  body: Buffer;
+}
+
+/** The answer broke after its status arrived: the provider may have run the request, so it is never retried. */
+class BodyBroken extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the answer broke off');
+  }
 }
 
 /** A failed attempt: the error to report, and whether another attempt may follow. */
@@ -123,14 +184,13 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   async json(request: UpstreamRequest): Promise<JsonResult> {
     const body = Buffer.from(JSON.stringify(request.body));
     return this.withCall(request, async (call) => {
-      const { upstream, response, sentAt } = await this.open(request, call, body);
-      const answer = await this.readAll(upstream, response, call);
+      const { upstream, response, sentAt } = await this.open(request, call, (u) => this.whole(u, request, call, body));
       const ok = response.statusCode < 300;
       return {
         provider: upstream.key,
         status: response.statusCode,
-        body: answer,
-        usage: ok ? jsonUsage(request.endpoint, request.body, answer) : { inputTokens: 0, outputTokens: 0, estimated: false },
+        body: response.body,
+        usage: ok ? jsonUsage(request.endpoint, request.body, response.body) : { inputTokens: 0, outputTokens: 0, estimated: false },
         upstreamMs: performance.now() - sentAt,
       };
     });
@@ -144,7 +204,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
     const relay = new SseRelay(givenOptions.include_usage === true);
     const inputText = requestText(request.endpoint, request.body);
     return this.withCall(request, async (call) => {
-      const { upstream, response, sentAt } = await this.open(request, call, body);
+      const { upstream, response, sentAt } = await this.open(request, call, (u) => this.streamed(u, request, call, body));
       if (response.statusCode !== 200) {
         const answer = await this.readAll(upstream, response, call);
         return {
@@ -162,7 +222,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
           const out = relay.push(bytes as Buffer);
           if (out) sink.chunk(out);
         }
-        if (call.controller.signal.reason === CLIENT_GONE) outcome = 'client_gone';
+        if (call.reason === CLIENT_GONE) outcome = 'client_gone';
         else if (relay.sawError) outcome = 'upstream_broken';
         else if (relay.sawDone) outcome = 'completed';
         else if (relay.sawFinish) {
@@ -174,7 +234,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
           outcome = 'upstream_broken';
         }
       } catch (err) {
-        const reason: unknown = call.controller.signal.reason;
+        const reason = call.reason;
         if (reason === CLIENT_GONE) outcome = 'client_gone';
         else {
           const timedOut = reason === TIMED_OUT || TIMEOUTS.has(errorCode(err) ?? '');
@@ -200,12 +260,11 @@ export class OpenAiCompatibleProviders implements ProviderClient {
 
   /** Sets up the request's deadline and ties it to the client's signal; always cleans up. */
   private async withCall<T>(request: UpstreamRequest, body: (call: Call) => Promise<T>): Promise<T> {
-    const controller = new AbortController();
-    const call: Call = { controller, deadline: performance.now() + this.options.totalTimeoutMs };
-    const onClientGone = (): void => controller.abort(CLIENT_GONE);
+    const call = new Call(performance.now() + this.options.totalTimeoutMs);
+    const onClientGone = (): void => call.abort(CLIENT_GONE);
     if (request.signal.aborted) onClientGone();
     else request.signal.addEventListener('abort', onClientGone, { once: true });
-    const timer = setTimeout(() => controller.abort(TIMED_OUT), this.options.totalTimeoutMs);
+    const timer = setTimeout(() => call.abort(TIMED_OUT), this.options.totalTimeoutMs);
     try {
       return await body(call);
     } finally {
@@ -218,11 +277,11 @@ export class OpenAiCompatibleProviders implements ProviderClient {
    * Gets an answer's status and headers from the first allowed provider that gives one (a 2xx or a
    * 4xx), retrying and falling back as allowed; throws the last provider's ProviderError otherwise.
    */
-  private async open(
+  private async open<R extends Answer>(
     request: UpstreamRequest,
     call: Call,
-    body: Buffer,
-  ): Promise<{ upstream: Upstream; response: Dispatcher.ResponseData; sentAt: number }> {
+    send: (upstream: Upstream) => Promise<R>,
+  ): Promise<{ upstream: Upstream; response: R; sentAt: number }> {
     let last: ProviderError | undefined;
     for (const key of request.providers) {
       const upstream = this.upstreams[key];
@@ -231,24 +290,23 @@ export class OpenAiCompatibleProviders implements ProviderClient {
         continue;
       }
       try {
-        return await this.attempts(upstream, request, call, body);
+        return await this.attempts(upstream, call, send);
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         last = err;
         // The client left or the whole request's time is spent: no other provider can help.
-        if (call.controller.signal.aborted) break;
+        if (call.aborted) break;
       }
     }
     throw last ?? new ProviderError('provider_unavailable', 503, 'No provider was allowed for this request.', request.providers[0] ?? 'inhouse');
   }
 
   /** One provider: an attempt, then retries while they are allowed, the circuit lets them and time remains. */
-  private async attempts(
+  private async attempts<R extends Answer>(
     upstream: Upstream,
-    request: UpstreamRequest,
     call: Call,
-    body: Buffer,
-  ): Promise<{ upstream: Upstream; response: Dispatcher.ResponseData; sentAt: number }> {
+    send: (upstream: Upstream) => Promise<R>,
+  ): Promise<{ upstream: Upstream; response: R; sentAt: number }> {
     let last: ProviderError | undefined;
     for (let attempt = 0; ; attempt++) {
       if (!upstream.breaker.tryPass()) {
@@ -257,7 +315,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
       }
       const sentAt = performance.now();
       try {
-        const response = await this.attempt(upstream, request, call, body);
+        const response = await this.attempt(upstream, call, send);
         upstream.breaker.onSuccess();
         return { upstream, response, sentAt };
       } catch (err) {
@@ -270,13 +328,35 @@ export class OpenAiCompatibleProviders implements ProviderClient {
         const wait = this.retryBaseMs * 2 ** attempt * (0.5 + Math.random());
         if (performance.now() + wait >= call.deadline) throw err.error;
         await this.sleep(wait, call);
-        if (call.controller.signal.aborted) throw this.abortError(upstream.key, call);
+        if (call.aborted) throw this.abortError(upstream.key, call);
       }
     }
   }
 
-  /** Sends once; resolves with a 2xx or 4xx answer (body unread), throws AttemptFailure otherwise. */
-  private async attempt(upstream: Upstream, request: UpstreamRequest, call: Call, body: Buffer): Promise<Dispatcher.ResponseData> {
+  /** Sends once; resolves with a 2xx or 4xx answer, throws AttemptFailure otherwise. */
+  private async attempt<R extends Answer>(upstream: Upstream, call: Call, send: (upstream: Upstream) => Promise<R>): Promise<R> {
+    let response: R;
+    try {
+      response = await send(upstream);
+    } catch (err) {
+      if (err instanceof BodyBroken) {
+        // The status came and the provider may have run the request: its fault, never retried.
+        const failure = this.failureOf(upstream.key, err.cause, call);
+        throw new AttemptFailure(failure.error, false, failure.providerFault);
+      }
+      throw this.failureOf(upstream.key, err, call);
+    }
+    const status = response.statusCode;
+    if (status < 500) return response;
+    // A streamed answer is drained so the connection goes back to the pool (a whole one was read).
+    if (isResponseData(response)) await response.body.dump().catch(() => undefined);
+    const retryable = status === 502 || status === 503;
+    if (status === 503) throw new AttemptFailure(new ProviderError('provider_unavailable', 503, `The ${upstream.key} provider is unavailable (503).`, upstream.key), true, true);
+    if (status === 504) throw new AttemptFailure(new ProviderError('provider_timeout', 504, `The ${upstream.key} provider timed out (504).`, upstream.key), false, true);
+    throw new AttemptFailure(new ProviderError('provider_error', 502, `The ${upstream.key} provider failed (${status}).`, upstream.key), retryable, true);
+  }
+
+  private headers(upstream: Upstream, request: UpstreamRequest): Record<string, string> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: request.stream ? 'text/event-stream' : 'application/json',
@@ -285,31 +365,52 @@ export class OpenAiCompatibleProviders implements ProviderClient {
     // Read per request, so a rotated key (Secrets Manager) is used at once.
     const key = this.options.secrets.get(upstream.apiKeySecret);
     if (key) headers.authorization = `Bearer ${key}`;
-    let response: Dispatcher.ResponseData;
-    try {
-      // First-byte and idle time-outs are the pool's (the same for every request, so undici refreshes one
-      // timer rather than making one per request); the request's deadline aborts through the signal.
-      response = await upstream.pool!.request({
-        method: 'POST',
-        path: upstream.pathPrefix + PATHS[request.endpoint],
-        headers,
-        body,
-        signal: call.controller.signal,
-      });
-    } catch (err) {
-      throw this.failureOf(upstream.key, err, call);
-    }
-    const status = response.statusCode;
-    if (status < 500) return response;
-    // Drain so the connection goes back to the pool.
-    await response.body.dump().catch(() => undefined);
-    const retryable = status === 502 || status === 503;
-    if (status === 503) throw new AttemptFailure(new ProviderError('provider_unavailable', 503, `The ${upstream.key} provider is unavailable (503).`, upstream.key), true, true);
-    if (status === 504) throw new AttemptFailure(new ProviderError('provider_timeout', 504, `The ${upstream.key} provider timed out (504).`, upstream.key), false, true);
-    throw new AttemptFailure(new ProviderError('provider_error', 502, `The ${upstream.key} provider failed (${status}).`, upstream.key), retryable, true);
+    return headers;
   }
 
-  /** A whole non-streamed answer; failures while reading it are the provider's (not retried: it may have run). */
+  /**
+   * A non-streamed answer, whole, through undici's dispatch(): the handler gathers the chunks, so no
+   * Readable, AbortSignal or listener is made per request (most of `request()`'s cost here). First-byte
+   * and idle time-outs are the pool's; the call's deadline and the client's departure abort through
+   * the handler's `abort`. Rejects with the cause before the status, with BodyBroken after it.
+   */
+  private whole(upstream: Upstream, request: UpstreamRequest, call: Call, body: Buffer): Promise<WholeAnswer> {
+    return new Promise<WholeAnswer>((resolve, reject) => {
+      let statusCode = 0;
+      const chunks: Buffer[] = [];
+      upstream.pool!.dispatch(
+        { method: 'POST', path: upstream.pathPrefix + PATHS[request.endpoint], headers: this.headers(upstream, request), body },
+        {
+          onConnect: (abort: (err?: Error) => void) => call.running(abort),
+          onHeaders: (status: number) => {
+            statusCode = status;
+            return true;
+          },
+          onData: (chunk: Buffer) => {
+            chunks.push(chunk);
+            return true;
+          },
+          onComplete: () => {
+            call.running(undefined);
+            resolve({ statusCode, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
+          },
+          onError: (err: Error) => {
+            call.running(undefined);
+            reject(statusCode === 0 ? err : new BodyBroken(err));
+          },
+        },
+      );
+    });
+  }
+
+  /** A streamed answer: status and headers now, the body (unread) as undici's Readable. */
+  private async streamed(upstream: Upstream, request: UpstreamRequest, call: Call, body: Buffer): Promise<Dispatcher.ResponseData> {
+    // First-byte and idle time-outs are the pool's (the same for every request, so undici refreshes one
+    // timer rather than making one per request); the request's deadline aborts through the signal.
+    return upstream.pool!.request({ method: 'POST', path: upstream.pathPrefix + PATHS[request.endpoint], headers: this.headers(upstream, request), body, signal: call.signal });
+  }
+
+  /** The rest of a streamed answer that is not relayed (an upstream 4xx); failures while reading it are the provider's (not retried: it may have run). */
   private async readAll(upstream: Upstream, response: Dispatcher.ResponseData, call: Call): Promise<Buffer> {
     try {
       return Buffer.from(await response.body.arrayBuffer());
@@ -321,7 +422,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   }
 
   private failureOf(key: ProviderKey, err: unknown, call: Call): AttemptFailure {
-    if (call.controller.signal.aborted) return new AttemptFailure(this.abortError(key, call), false, call.controller.signal.reason === TIMED_OUT);
+    if (call.aborted) return new AttemptFailure(this.abortError(key, call), false, call.reason === TIMED_OUT);
     const code = errorCode(err) ?? '';
     if (UNREACHABLE.has(code)) return new AttemptFailure(new ProviderError('provider_unavailable', 503, `The ${key} provider is unreachable.`, key), true, true);
     if (CONNECTION_BROKEN.has(code)) {
@@ -333,21 +434,21 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   }
 
   private abortError(key: ProviderKey, call: Call): ProviderError {
-    return call.controller.signal.reason === TIMED_OUT
+    return call.reason === TIMED_OUT
       ? new ProviderError('provider_timeout', 504, `The ${key} provider did not answer within the request's time.`, key)
       : new ProviderError('provider_error', 502, 'The client went away before the provider answered.', key);
   }
 
   private sleep(ms: number, call: Call): Promise<void> {
     return new Promise((resolve) => {
-      const signal = call.controller.signal;
-      const done = (): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
+      const timer = setTimeout(() => {
+        call.running(undefined);
         resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
+      }, ms);
+      call.running(() => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
   }
 
