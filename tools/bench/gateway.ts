@@ -21,7 +21,10 @@
  * and our added latency over direct at 200 requests/s. Targets (issue 10): added p50 <= 1 ms and
  * p99 <= 5 ms; our max throughput >= 5 x Portkey's.
  *
- * BENCH_CASES=direct,gateway,portkey picks cases (default all three).
+ * BENCH_CASES=direct,gateway,portkey picks cases (default all three). For comparing two versions of
+ * the gateway on a noisy machine, BENCH_BASELINE_MAIN=<another build's main.js> (and/or
+ * BENCH_BASELINE_ENV="K=V ...") adds a case `baseline gateway`, started the same way and measured in
+ * the same interleaved rounds, so drift in the machine's speed falls on both.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -155,11 +158,21 @@ function withPgOptions(url: string, options: string): string {
   return u.toString();
 }
 
-async function startGateway(te: TestEnvironment, issuer: string, upstream: string): Promise<{ url: string; pid: number }> {
+/** "K=V K2=V2" as an environment. */
+const envOf = (kvs: string | undefined): NodeJS.ProcessEnv =>
+  Object.fromEntries((kvs ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+
+async function startGateway(
+  te: TestEnvironment,
+  issuer: string,
+  upstream: string,
+  main = mainOf('ai-gateway'),
+  extraEnv: NodeJS.ProcessEnv = envOf(process.env['BENCH_GATEWAY_ENV']),
+): Promise<{ url: string; pid: number }> {
   const port = await freePort();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the gateway under load.
   const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-  const p = launch('ai-gateway', [...nodeArgs, mainOf('ai-gateway')], {
+  const p = launch('ai-gateway', [...nodeArgs, main], {
     ...te.env,
     // BENCH_GATEWAY_DB_OPTIONS, e.g. "-c synchronous_commit=off", compares Postgres settings.
     ...(process.env['BENCH_GATEWAY_DB_OPTIONS'] ? { DATABASE_URL: withPgOptions(te.env['DATABASE_URL']!, process.env['BENCH_GATEWAY_DB_OPTIONS']) } : {}),
@@ -173,6 +186,8 @@ async function startGateway(te: TestEnvironment, issuer: string, upstream: strin
     // Rate limits are checked (Redis) but must not refuse the load.
     GATEWAY_RATE_LIMIT_RPM: String(1e9),
     GATEWAY_RATE_LIMIT_TPM: String(1e12),
+    // BENCH_GATEWAY_ENV, e.g. "GATEWAY_RESERVE_IN_FLIGHT=0 GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=on", compares settings.
+    ...extraEnv,
   });
   const url = `http://127.0.0.1:${port}`;
   await ready(p, async () => (await fetch(`${url}/readyz`)).ok);
@@ -199,6 +214,8 @@ interface Case {
   /** The process serving the case (the upstream for direct calls): its CPU time per request is steadier than req/s on a shared machine. */
   pid: number;
   cpuUs: number[];
+  /** The same, at the fixed rate. */
+  cpuFixedUs: number[];
   max: number[];
   p50: number[];
   p99: number[];
@@ -250,6 +267,7 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
   const intervalNs = 1e9 / FIXED_RATE;
   const total = Math.round(seconds * FIXED_RATE);
   const t0 = process.hrtime.bigint();
+  const cpuBefore = cpuSeconds(c.pid);
   try {
     for (let i = 0; i < total; i++) {
       const due = t0 + BigInt(Math.round(i * intervalNs));
@@ -268,6 +286,7 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
       );
     }
     await Promise.all(pending);
+    c.cpuFixedUs.push(((cpuSeconds(c.pid) - cpuBefore) * 1e6) / total);
   } finally {
     await pool.close();
   }
@@ -313,6 +332,7 @@ async function main(): Promise<void> {
       url,
       pid,
       cpuUs: [],
+      cpuFixedUs: [],
       headers: { 'content-type': 'application/json', ...headers },
       max: [],
       p50: [],
@@ -329,6 +349,10 @@ async function main(): Promise<void> {
       const gw = await startGateway(te, issuer, upstream);
       ours = make('through our gateway (full pipeline)', `${gw.url}/v1/chat/completions`, gw.pid, { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' });
       cases.push(ours);
+      if (process.env['BENCH_BASELINE_MAIN'] || process.env['BENCH_BASELINE_ENV']) {
+        const base = await startGateway(te, issuer, upstream, process.env['BENCH_BASELINE_MAIN'] || undefined, envOf(process.env['BENCH_BASELINE_ENV']));
+        cases.push(make('baseline gateway', `${base.url}/v1/chat/completions`, base.pid, { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' }));
+      }
     }
     if (CASES.includes('portkey')) {
       const portkey = await startPortkey();
@@ -384,15 +408,15 @@ async function main(): Promise<void> {
       `${SECONDS} s per measurement x ${ROUNDS} interleaved rounds (median shown) after ${WARMUP_SECONDS} s warm-up\n`,
   );
   console.log(
-    `${'case'.padEnd(38)} ${'max req/s'.padStart(10)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)} ${'failed'.padStart(7)}   rounds max req/s`,
+    `${'case'.padEnd(38)} ${'max req/s'.padStart(10)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)} ${'at 200/s'.padStart(9)} ${'failed'.padStart(7)}   rounds max req/s`,
   );
   for (const c of cases) {
     console.log(
       `${c.name.padEnd(38)} ${fmt(median(c.max)).padStart(10)} ${ms(median(c.p50)).padStart(8)} ${ms(median(c.p99)).padStart(8)} ` +
-        `${Math.min(...c.cpuUs).toFixed(0).padStart(11)} ${String(c.failures).padStart(7)}   ${c.max.map(fmt).join(' / ')}`,
+        `${Math.min(...c.cpuUs).toFixed(0).padStart(11)} ${median(c.cpuFixedUs).toFixed(0).padStart(9)} ${String(c.failures).padStart(7)}   ${c.max.map(fmt).join(' / ')}`,
     );
   }
-  console.log('(CPU µs/req: the serving process only, lowest round, at 32 connections; direct = the upstream itself)');
+  console.log('(CPU µs/req: the serving process only (direct: the upstream itself); at 32 connections the lowest round, at 200/s the median)');
   if (ledger) console.log(`\n${ledger}`);
   if (overhead) console.log(`x-gateway-overhead-ms (the gateway's own time, 200 sequential requests): p50 ${ms(overhead.p50)}, p99 ${ms(overhead.p99)}`);
   const direct = cases.find((c) => c.name.startsWith('direct'));
