@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SecretStore } from '@flagship/config';
 import { FakeModelUpstream, freePort } from '@flagship/testing';
 import { OpenAiCompatibleProviders } from './openai-compatible.providers';
@@ -137,6 +140,48 @@ describe('OpenAiCompatibleProviders', () => {
       expect(inhouse.calls.chat).toBe(1);
       const bad = await layer().json(req({ body: { model: 'm' } }));
       expect(bad.status).toBe(400);
+    });
+
+    it('an answer that breaks off after its status is 502 provider_error, counts against the circuit, and is never retried (the provider may have run it)', async () => {
+      let calls = 0;
+      const half = createServer((r, res) => {
+        calls++;
+        r.resume();
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+        res.write('{"id":"chatcmpl-half","object":"chat.completion",');
+        setTimeout(() => res.socket?.destroy(), 5);
+      });
+      half.listen(0, '127.0.0.1');
+      await once(half, 'listening');
+      try {
+        const url = `http://127.0.0.1:${(half.address() as AddressInfo).port}/v1`;
+        // Retries allowed and the circuit far from open: still one call.
+        await expect(layer({}, { inhouse: url }).json(req())).rejects.toMatchObject({ status: 502, code: 'provider_error' });
+        expect(calls).toBe(1);
+        const p = layer({ breakerFailures: 1 }, { inhouse: url });
+        await expect(p.json(req())).rejects.toMatchObject({ status: 502, code: 'provider_error' });
+        expect(p.circuits().inhouse).toBe('open');
+      } finally {
+        half.closeAllConnections();
+        half.close();
+      }
+    });
+
+    it('a client that goes away stops the call at once: 502, not counted against the circuit, the upstream asked once', async () => {
+      inhouse.behave({ firstByteDelayMs: 400 });
+      const client = new AbortController();
+      const p = layer({ breakerFailures: 1 });
+      const started = performance.now();
+      const call = p.json(req({ signal: client.signal }));
+      setTimeout(() => client.abort(), 50);
+      await expect(call).rejects.toMatchObject({ status: 502, code: 'provider_error', message: 'The client went away before the provider answered.' });
+      expect(performance.now() - started).toBeLessThan(300);
+      expect(inhouse.calls.chat).toBe(1);
+      expect(p.circuits().inhouse).toBe('closed');
+      // An already-gone client is never sent upstream at all.
+      client.abort();
+      await expect(p.json(req({ signal: client.signal }))).rejects.toMatchObject({ status: 502, code: 'provider_error' });
+      expect(inhouse.calls.chat).toBe(1);
     });
   });
 
