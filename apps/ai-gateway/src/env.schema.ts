@@ -32,10 +32,6 @@ export const aiGatewayEnv = {
     default: 20,
     desc: 'settlements (the ledger row completed, the real cost debited) gather this long and are written in one statement; the answer never waits for them',
   }),
-  GATEWAY_RESERVE_IN_FLIGHT: num({
-    default: 1,
-    desc: 'reservation statements under way at once per process; requests arriving meanwhile reserve together in the next one (0: no limit)',
-  }),
   GATEWAY_TENANT_CACHE_MS: num({ default: 60_000, desc: 'tenants and entitlements cached this long at most (changes arrive at once through Redis)' }),
 };
 

@@ -15,8 +15,8 @@ export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
   private readonly batcher: TurnBatcher<Reservation, boolean>;
 
-  constructor(repository: UsageLedgerRepository, inFlight = 1) {
-    this.batcher = new TurnBatcher((batch) => repository.reserve(batch), 500, inFlight > 0 ? inFlight : Number.POSITIVE_INFINITY);
+  constructor(repository: UsageLedgerRepository) {
+    this.batcher = new TurnBatcher((batch) => repository.reserve(batch), 500);
   }
 
   async reserve(request: Omit<Reservation, 'id'>): Promise<Reservation> {
