@@ -186,7 +186,7 @@ async function startGateway(
     // Rate limits are checked (Redis) but must not refuse the load.
     GATEWAY_RATE_LIMIT_RPM: String(1e9),
     GATEWAY_RATE_LIMIT_TPM: String(1e12),
-    // BENCH_GATEWAY_ENV, e.g. "GATEWAY_RESERVE_IN_FLIGHT=0 GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=on", compares settings.
+    // BENCH_GATEWAY_ENV, e.g. "GATEWAY_SETTLE_GATHER_MS=0 GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=on", compares settings.
     ...extraEnv,
   });
   const url = `http://127.0.0.1:${port}`;
