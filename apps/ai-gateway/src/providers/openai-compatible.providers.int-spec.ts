@@ -167,6 +167,27 @@ describe('OpenAiCompatibleProviders', () => {
       }
     });
 
+    it('a 503 whose body breaks off is judged by its status: retried, then 503 provider_unavailable', async () => {
+      let calls = 0;
+      const half = createServer((r, res) => {
+        calls++;
+        r.resume();
+        res.writeHead(503, { 'content-type': 'application/json', 'content-length': '1000' });
+        res.write('{"error":');
+        setTimeout(() => res.socket?.destroy(), 5);
+      });
+      half.listen(0, '127.0.0.1');
+      await once(half, 'listening');
+      try {
+        const url = `http://127.0.0.1:${(half.address() as AddressInfo).port}/v1`;
+        await expect(layer({}, { inhouse: url }).json(req())).rejects.toMatchObject({ status: 503, code: 'provider_unavailable' });
+        expect(calls).toBe(3);
+      } finally {
+        half.closeAllConnections();
+        half.close();
+      }
+    });
+
     it('a client that goes away stops the call at once: 502, not counted against the circuit, the upstream asked once', async () => {
       inhouse.behave({ firstByteDelayMs: 400 });
       const client = new AbortController();

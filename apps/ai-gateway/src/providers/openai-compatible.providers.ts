@@ -35,9 +35,9 @@ interface Upstream {
   models: string[];
 }
 
-/** An abort's reason, as undici's `abort()` wants it (an Error) and as failureOf reads it back. */
+/** What undici's `abort()` is given (it wants an Error); failureOf reads the reason from the Call. */
 class CallAborted extends Error {
-  constructor(readonly reason: typeof CLIENT_GONE | typeof TIMED_OUT) {
+  constructor(reason: typeof CLIENT_GONE | typeof TIMED_OUT) {
     super(reason === TIMED_OUT ? "the request's time is spent" : 'the client went away');
   }
 }
@@ -372,7 +372,8 @@ export class OpenAiCompatibleProviders implements ProviderClient {
    * A non-streamed answer, whole, through undici's dispatch(): the handler gathers the chunks, so no
    * Readable, AbortSignal or listener is made per request (most of `request()`'s cost here). First-byte
    * and idle time-outs are the pool's; the call's deadline and the client's departure abort through
-   * the handler's `abort`. Rejects with the cause before the status, with BodyBroken after it.
+   * the handler's `abort`. Rejects with the cause before the status, with BodyBroken after it
+   * (but for a 5xx, whose body is never used).
    */
   private whole(upstream: Upstream, request: UpstreamRequest, call: Call, body: Buffer): Promise<WholeAnswer> {
     return new Promise<WholeAnswer>((resolve, reject) => {
@@ -396,7 +397,9 @@ export class OpenAiCompatibleProviders implements ProviderClient {
           },
           onError: (err: Error) => {
             call.running(undefined);
-            reject(statusCode === 0 ? err : new BodyBroken(err));
+            // A 5xx is judged by its status alone (retried or not), as before its body is read.
+            if (statusCode >= 500 && !call.aborted) resolve({ statusCode, body: Buffer.alloc(0) });
+            else reject(statusCode === 0 ? err : new BodyBroken(err));
           },
         },
       );
