@@ -386,4 +386,30 @@ describe('Idempotency-Key while Redis is down', () => {
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     expect(replayed.body).toEqual(back.body);
   });
+
+  it('takes back a claim Redis stored after the request had given up on it, so a retry runs instead of 409 until the TTL', async () => {
+    // Writes wait 1.5 s: the claim's SET goes out, the request gives up after 500 ms (503), and
+    // Redis stores the claim a second later, with the in-flight TTL (60 s) and nothing running under it.
+    const admin = new Redis(redis.url);
+    try {
+      const headers = { ...who(), 'idempotency-key': randomUUID() };
+      const before = count('things');
+      await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+      const first = await send(svc, 'POST', '/things', headers, { name: 'late' });
+      expectProblem(first, 503, 'idempotency-unavailable');
+      expect(count('things')).toBe(before);
+      // The retries a client makes: 409s while the stored claim stands, then the request runs once.
+      const statuses: number[] = [];
+      const ran = await waitFor(async () => {
+        const res = await send(svc, 'POST', '/things', headers, { name: 'late' });
+        statuses.push(res.status);
+        return res.status === 201 ? res : undefined;
+      }, 5000, 100);
+      expect(ran.status).toBe(201);
+      expect(count('things')).toBe(before + 1);
+      expect(statuses.every((st) => st === 503 || st === 409 || st === 201)).toBe(true);
+    } finally {
+      admin.disconnect();
+    }
+  });
 });

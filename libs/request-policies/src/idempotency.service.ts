@@ -50,6 +50,9 @@ end
 return 1
 `);
 
+/** How often claims Redis may hold without having said so are retried for release. */
+const UNCONFIRMED_SWEEP_MS = 250;
+
 /**
  * The Idempotency-Key store in Redis: one key per (tenant, caller, Idempotency-Key) holding either
  * an in-flight claim (SET NX, short TTL renewed while the handler runs) or the finished response
@@ -59,6 +62,15 @@ return 1
 export class IdempotencyService {
   private readonly logger = new Logger('Idempotency');
   private redisDown = false;
+  /**
+   * Claims that may be in Redis though it never said so: the SET went out, then the connection
+   * broke or the answer came too late. Such a claim would answer 409 to every retry of its key until
+   * its TTL ran out, though nothing runs under it; each is released (only while still ours) as soon
+   * as Redis answers again. Keyed by store key and token.
+   */
+  private readonly unconfirmed = new Map<string, { storeKey: string; token: string; until: number }>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping = false;
 
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
@@ -95,6 +107,9 @@ export class IdempotencyService {
         if (raw !== null) return { claimed: false, record: JSON.parse(raw) as IdempotencyRecord } as const;
       }
       throw new RedisUnavailableError('the key changed hands three times in a row');
+    }).catch((err: unknown) => {
+      if (err instanceof RedisUnavailableError) this.takeBackLater(storeKey, token);
+      throw err;
     });
     this.recovered();
     return result;
@@ -136,6 +151,39 @@ export class IdempotencyService {
     }, Math.max(10, Math.floor(ttl / 3)));
     timer.unref();
     return () => clearInterval(timer);
+  }
+
+  private takeBackLater(storeKey: string, token: string): void {
+    // Bounded: past this many, the rest lapse with their TTL as before.
+    if (this.unconfirmed.size >= 10_000) return;
+    this.unconfirmed.set(`${storeKey}\u0000${token}`, { storeKey, token, until: Date.now() + this.options.idempotencyInFlightTtlMs });
+    this.sweeper ??= setInterval(() => void this.sweep(), UNCONFIRMED_SWEEP_MS).unref();
+  }
+
+  /** Releases the unconfirmed claims while Redis answers; stops at the first failure, until the next sweep. */
+  private async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      for (const [id, c] of this.unconfirmed) {
+        if (Date.now() >= c.until) {
+          this.unconfirmed.delete(id); // lapsed by itself
+          continue;
+        }
+        try {
+          await this.guarded(() => RELEASE_OR_RENEW.run(this.redis, [c.storeKey], [c.token, '']));
+          this.unconfirmed.delete(id);
+        } catch {
+          return;
+        }
+      }
+    } finally {
+      this.sweeping = false;
+      if (this.unconfirmed.size === 0 && this.sweeper !== undefined) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+      }
+    }
   }
 
   private async guarded<T>(work: () => Promise<T>): Promise<T> {
