@@ -142,50 +142,42 @@ describe('OpenAiCompatibleProviders', () => {
       expect(bad.status).toBe(400);
     });
 
-    it('an answer that breaks off after its status is 502 provider_error, counts against the circuit, and is never retried (the provider may have run it)', async () => {
+    /** An upstream that answers `status` with a Content-Length of 1000, sends `start`, and cuts the connection. */
+    async function withBrokenAnswers(status: number, start: string, test: (url: string, calls: () => number) => Promise<void>): Promise<void> {
       let calls = 0;
       const half = createServer((r, res) => {
         calls++;
         r.resume();
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-        res.write('{"id":"chatcmpl-half","object":"chat.completion",');
+        res.writeHead(status, { 'content-type': 'application/json', 'content-length': '1000' });
+        res.write(start);
         setTimeout(() => res.socket?.destroy(), 5);
       });
       half.listen(0, '127.0.0.1');
       await once(half, 'listening');
       try {
-        const url = `http://127.0.0.1:${(half.address() as AddressInfo).port}/v1`;
+        await test(`http://127.0.0.1:${(half.address() as AddressInfo).port}/v1`, () => calls);
+      } finally {
+        half.closeAllConnections();
+        half.close();
+      }
+    }
+
+    it('an answer that breaks off after its status is 502 provider_error, counts against the circuit, and is never retried (the provider may have run it)', async () => {
+      await withBrokenAnswers(200, '{"id":"chatcmpl-half","object":"chat.completion",', async (url, calls) => {
         // Retries allowed and the circuit far from open: still one call.
         await expect(layer({}, { inhouse: url }).json(req())).rejects.toMatchObject({ status: 502, code: 'provider_error' });
-        expect(calls).toBe(1);
+        expect(calls()).toBe(1);
         const p = layer({ breakerFailures: 1 }, { inhouse: url });
         await expect(p.json(req())).rejects.toMatchObject({ status: 502, code: 'provider_error' });
         expect(p.circuits().inhouse).toBe('open');
-      } finally {
-        half.closeAllConnections();
-        half.close();
-      }
+      });
     });
 
     it('a 503 whose body breaks off is judged by its status: retried, then 503 provider_unavailable', async () => {
-      let calls = 0;
-      const half = createServer((r, res) => {
-        calls++;
-        r.resume();
-        res.writeHead(503, { 'content-type': 'application/json', 'content-length': '1000' });
-        res.write('{"error":');
-        setTimeout(() => res.socket?.destroy(), 5);
-      });
-      half.listen(0, '127.0.0.1');
-      await once(half, 'listening');
-      try {
-        const url = `http://127.0.0.1:${(half.address() as AddressInfo).port}/v1`;
+      await withBrokenAnswers(503, '{"error":', async (url, calls) => {
         await expect(layer({}, { inhouse: url }).json(req())).rejects.toMatchObject({ status: 503, code: 'provider_unavailable' });
-        expect(calls).toBe(3);
-      } finally {
-        half.closeAllConnections();
-        half.close();
-      }
+        expect(calls()).toBe(3);
+      });
     });
 
     it('a client that goes away stops the call at once: 502, not counted against the circuit, the upstream asked once', async () => {
