@@ -66,9 +66,9 @@ export class IdempotencyService {
    * Claims that may be in Redis though it never said so: the SET went out, then the connection
    * broke or the answer came too late. Such a claim would answer 409 to every retry of its key until
    * its TTL ran out, though nothing runs under it; each is released (only while still ours) as soon
-   * as Redis answers again. Keyed by store key and token.
+   * as Redis answers again. Keyed by the claim's token (a fresh UUID each).
    */
-  private readonly unconfirmed = new Map<string, { storeKey: string; token: string; until: number }>();
+  private readonly unconfirmed = new Map<string, { storeKey: string; until: number }>();
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
 
@@ -134,7 +134,7 @@ export class IdempotencyService {
   /** Gives the key back so a retry runs afresh (after a 5xx). Best effort: the claim expires anyway. */
   async release(storeKey: string, token: string): Promise<void> {
     try {
-      await this.guarded(() => RELEASE_OR_RENEW.run(this.redis, [storeKey], [token, '']));
+      await this.releaseClaim(storeKey, token);
     } catch (err) {
       this.logger.warn(`could not release idempotency claim ${storeKey} (${(err as Error).message}); it expires in ${this.options.idempotencyInFlightTtlMs} ms`);
     }
@@ -156,7 +156,7 @@ export class IdempotencyService {
   private takeBackLater(storeKey: string, token: string): void {
     // Bounded: past this many, the rest lapse with their TTL as before.
     if (this.unconfirmed.size >= 10_000) return;
-    this.unconfirmed.set(`${storeKey}\u0000${token}`, { storeKey, token, until: Date.now() + this.options.idempotencyInFlightTtlMs });
+    this.unconfirmed.set(token, { storeKey, until: Date.now() + this.options.idempotencyInFlightTtlMs });
     this.sweeper ??= setInterval(() => void this.sweep(), UNCONFIRMED_SWEEP_MS).unref();
   }
 
@@ -165,14 +165,14 @@ export class IdempotencyService {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      for (const [id, c] of this.unconfirmed) {
+      for (const [token, c] of this.unconfirmed) {
         if (Date.now() >= c.until) {
-          this.unconfirmed.delete(id); // lapsed by itself
+          this.unconfirmed.delete(token); // lapsed by itself
           continue;
         }
         try {
-          await this.guarded(() => RELEASE_OR_RENEW.run(this.redis, [c.storeKey], [c.token, '']));
-          this.unconfirmed.delete(id);
+          await this.releaseClaim(c.storeKey, token);
+          this.unconfirmed.delete(token);
         } catch {
           return;
         }
@@ -184,6 +184,11 @@ export class IdempotencyService {
         this.sweeper = undefined;
       }
     }
+  }
+
+  /** Deletes the claim if it is still ours and in flight; throws while Redis is unavailable. */
+  private releaseClaim(storeKey: string, token: string): Promise<unknown> {
+    return this.guarded(() => RELEASE_OR_RENEW.run(this.redis, [storeKey], [token, '']));
   }
 
   private async guarded<T>(work: () => Promise<T>): Promise<T> {
