@@ -37,6 +37,10 @@ export interface Settlement {
   errorCode: string | null;
 }
 
+/** The pending row's columns, the same for the batch and the single statements below. */
+const INSERT_PENDING =
+  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)';
+
 /**
  * Reserves credit and writes `pending` rows for a batch of requests, in ONE statement: the balances
  * of the batch's billable tenants are locked (in tenant id order, so two replicas never deadlock), a
@@ -73,7 +77,7 @@ held AS (
     FROM (SELECT tenant_id, sum(estimate) AS total FROM admitted WHERE zero_rated_reason IS NULL GROUP BY tenant_id) s
    WHERE c.tenant_id = s.tenant_id
 )
-INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)
+${INSERT_PENDING}
 SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id
   FROM admitted
 RETURNING id`;
@@ -91,13 +95,13 @@ WITH held AS (
    WHERE tenant_id = $2::uuid AND balance - reserved > 0
   RETURNING tenant_id
 )
-INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)
+${INSERT_PENDING}
 SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10 FROM held
 RETURNING id`;
 
 /** RESERVE for a batch of one zero-rated request: nothing held, the row always written. */
 const RESERVE_ONE_ZERO_RATED = `
-INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)
+${INSERT_PENDING}
 VALUES ($1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', 0, true, $9, $10)
 RETURNING id`;
 
