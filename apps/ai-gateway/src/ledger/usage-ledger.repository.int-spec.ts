@@ -3,7 +3,37 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
 import { balanceOf, createTenant, ledgerRows } from '../testing/gateway.fixture';
-import { type Reservation, UsageLedgerRepository } from './usage-ledger.repository';
+import { RELEASE, type Reservation, SETTLE, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
+
+let db: TestDatabase;
+let ds: DataSource;
+let repo: UsageLedgerRepository;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  ds = createDataSource({ url: db.url, poolSize: 4 });
+  await ds.initialize();
+  repo = new UsageLedgerRepository(ds);
+});
+
+afterAll(async () => {
+  await ds?.destroy();
+  await db?.drop();
+});
+
+const reservation = (tenantId: string, estimate: number, zeroRatedReason: string | null = null): Reservation => ({
+  id: randomUUID(),
+  tenantId,
+  clientId: 'ffc_ledgerSpec',
+  productKey: 'core',
+  provider: 'inhouse',
+  model: 'fake-chat-1',
+  endpoint: 'chat.completions',
+  stream: false,
+  estimate,
+  zeroRatedReason,
+  requestId: `req-${randomUUID()}`,
+});
 
 /**
  * A batch of one reserves through its own short statement (RESERVE_ONE), larger batches through the
@@ -11,35 +41,6 @@ import { type Reservation, UsageLedgerRepository } from './usage-ledger.reposito
  * zero-rated requests, tenants with and without credit, arrives.
  */
 describe('UsageLedgerRepository.reserve (real Postgres)', () => {
-  let db: TestDatabase;
-  let ds: DataSource;
-  let repo: UsageLedgerRepository;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    ds = createDataSource({ url: db.url, poolSize: 4 });
-    await ds.initialize();
-    repo = new UsageLedgerRepository(ds);
-  });
-
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
-
-  const reservation = (tenantId: string, estimate: number, zeroRatedReason: string | null = null): Reservation => ({
-    id: randomUUID(),
-    tenantId,
-    clientId: 'ffc_ledgerSpec',
-    productKey: 'core',
-    provider: 'inhouse',
-    model: 'fake-chat-1',
-    endpoint: 'chat.completions',
-    stream: false,
-    estimate,
-    zeroRatedReason,
-    requestId: `req-${randomUUID()}`,
-  });
 
   /** Each reservation alone (batches of one), or all together (one batch). */
   const shapes: Array<[string, (rs: Reservation[]) => Promise<boolean[]>]> = [
@@ -83,5 +84,105 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => repo.reserve([reservation(tenant, 3)])));
     expect(results.flat().filter(Boolean)).toHaveLength(4);
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 10, reserved: 12 });
+  });
+});
+
+/**
+ * Settling and releasing find their rows by primary key: reading them through
+ * usage_ledger_pending_idx (every pending row, plus an entry for each row settled since the last
+ * vacuum) made each settlement's cost grow with the traffic since the last vacuum.
+ */
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
+  const settlement = (r: Reservation, debit: number): Settlement => ({
+    id: r.id,
+    tenantId: r.tenantId,
+    status: 'succeeded',
+    inputTokens: 7,
+    outputTokens: 5,
+    debit,
+    provider: 'inhouse',
+    latencyMs: 3,
+    usageEstimated: false,
+    errorCode: null,
+  });
+
+  it('completes pending rows, debits their cost and releases their holds; a row the reconciler abandoned is left alone', async () => {
+    const tenant = await createTenant(ds, { balance: 1000 });
+    const [a, b, c] = [reservation(tenant, 100), reservation(tenant, 100), reservation(tenant, 100)];
+    expect(await repo.reserve([a, b, c])).toEqual([true, true, true]);
+    // The reconciler's way out of pending: abandoned, completed, its hold released.
+    await ds.query(`UPDATE usage_ledger SET status = 'abandoned', completed_at = now() WHERE id = $1`, [c.id]);
+    await ds.query(`UPDATE credit_balances SET reserved = reserved - 100 WHERE tenant_id = $1`, [tenant]);
+
+    expect(await repo.settle([settlement(a, 40), settlement(c, 40)])).toEqual([true, false]);
+    expect(await repo.release([{ id: b.id, tenantId: b.tenantId }])).toEqual([true]);
+
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 960, reserved: 0 });
+    const rows = await ledgerRows(ds, tenant);
+    expect(rows.map((r) => [r.id, r.status, r.debit])).toEqual(
+      expect.arrayContaining([[a.id, 'succeeded', '40'], [c.id, 'abandoned', '0']]),
+    );
+    expect(rows).toHaveLength(2);
+    expect(rows.find((r) => r.id === a.id)?.completed_at).not.toBeNull();
+    // Settling or releasing again changes nothing.
+    expect(await repo.settle([settlement(a, 40)])).toEqual([false]);
+    expect(await repo.release([{ id: a.id, tenantId: tenant }])).toEqual([false]);
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 960, reserved: 0 });
+  });
+
+  it("refuses a row that is pending with a completed_at, or completed without one (SETTLE's 'still pending' relies on it)", async () => {
+    const tenant = await createTenant(ds);
+    const insert = (status: string, completedAt: string | null) =>
+      ds.query(
+        `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, completed_at)
+         VALUES ($1, 'ffc_ledgerSpec', 'core', 'inhouse', 'fake-chat-1', 'chat.completions', $2, $3)`,
+        [tenant, status, completedAt],
+      );
+    await expect(insert('succeeded', null)).rejects.toThrow(/usage_ledger_completed_iff_settled/);
+    await expect(insert('pending', new Date().toISOString())).rejects.toThrow(/usage_ledger_completed_iff_settled/);
+    await expect(insert('failed', new Date().toISOString())).resolves.toBeDefined();
+  });
+
+  it('plans each statement as a primary-key lookup per row, even with thousands of settled rows in the pending index', async () => {
+    const tenant = await createTenant(ds, { balance: 1_000_000_000 });
+    // 5,000 rows written pending and then settled (their pending-index entries stay until vacuum), as under traffic.
+    await ds.query('ALTER TABLE usage_ledger SET (autovacuum_enabled = false)');
+    await ds.query(
+      `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint)
+       SELECT $1, 'ffc_ledgerSpec', 'core', 'inhouse', 'fake-chat-1', 'chat.completions' FROM generate_series(1, 5000)`,
+      [tenant],
+    );
+    await ds.query(`UPDATE usage_ledger SET status = 'succeeded', completed_at = now() WHERE tenant_id = $1`, [tenant]);
+    await ds.query('ANALYZE usage_ledger');
+    const pending = [reservation(tenant, 10), reservation(tenant, 10), reservation(tenant, 10)];
+    expect(await repo.reserve(pending)).toEqual([true, true, true]);
+
+    // EXPLAIN of the very text the repository runs, with a batch's values, planned as the repository has it planned (unnamed):
+    // how each plan reads usage_ledger, as "<node type> <index>".
+    const readsOfLedger = async (text: string, values: unknown[]): Promise<string[]> => {
+      const [row] = await ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+      const reads: string[] = [];
+      const walk = (n: PlanNode): void => {
+        if (n['Relation Name'] === 'usage_ledger' && n['Node Type'] !== 'ModifyTable') reads.push(`${n['Node Type']} ${n['Index Name'] ?? ''}`.trim());
+        for (const child of n.Plans ?? []) walk(child);
+      };
+      walk(row!['QUERY PLAN'][0]!.Plan);
+      return reads;
+    };
+    const settleReads = await readsOfLedger(SETTLE, [
+      pending.map((r) => r.id), pending.map((r) => r.tenantId), pending.map(() => 'succeeded'), pending.map(() => 1), pending.map(() => 1),
+      pending.map(() => 5), pending.map(() => 'inhouse'), pending.map(() => 3), pending.map(() => false), pending.map(() => null),
+    ]);
+    const releaseReads = await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId)]);
+    expect(settleReads).toEqual(['Index Scan usage_ledger_pkey']);
+    expect(releaseReads).toEqual(['Index Scan usage_ledger_pkey']);
+    await ds.query('ALTER TABLE usage_ledger RESET (autovacuum_enabled)');
   });
 });

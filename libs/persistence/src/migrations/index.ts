@@ -3,6 +3,14 @@ import { IdentityAndFlags1763800100000 } from './1763800100000-identity-and-flag
 import { UsageLedger1763800200000 } from './1763800200000-usage-ledger';
 import { Billing1763800300000 } from './1763800300000-billing';
 import { UsageSubscriptions1763800400000 } from './1763800400000-usage-subscriptions';
+import { UsageLedgerCompletedIffSettled1763800500000 } from './1763800500000-usage-ledger-completed-iff-settled';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
-export const MIGRATIONS = [Init1763800000000, IdentityAndFlags1763800100000, UsageLedger1763800200000, Billing1763800300000, UsageSubscriptions1763800400000];
+export const MIGRATIONS = [
+  Init1763800000000,
+  IdentityAndFlags1763800100000,
+  UsageLedger1763800200000,
+  Billing1763800300000,
+  UsageSubscriptions1763800400000,
+  UsageLedgerCompletedIffSettled1763800500000,
+];
