@@ -21,7 +21,8 @@
  * and our added latency over direct at 200 requests/s. Targets (issue 10): added p50 <= 1 ms and
  * p99 <= 5 ms; our max throughput >= 5 x Portkey's.
  *
- * BENCH_CASES=direct,gateway,portkey picks cases (default all three). For comparing two versions of
+ * BENCH_CASES=direct,gateway,portkey picks cases (default all three); BENCH_CONNECTIONS changes the
+ * max measurement's 32 connections (the issue's figure), to see whether a case is bound by latency. For comparing two versions of
  * the gateway on a noisy machine, BENCH_BASELINE_MAIN=<another build's main.js> (and/or
  * BENCH_BASELINE_ENV="K=V ...") adds a case `baseline gateway`, started the same way and measured in
  * the same interleaved rounds, so drift in the machine's speed falls on both.
@@ -39,7 +40,7 @@ import { createTestEnvironment, freePort, type TestEnvironment, waitFor } from '
 const SECONDS = Number(process.argv[2] ?? process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.argv[3] ?? process.env.BENCH_ROUNDS ?? 3);
 const WARMUP_SECONDS = Math.min(3, SECONDS);
-const CONNECTIONS = 32;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const FIXED_RATE = 200;
 const FIXED_CONNECTIONS = 16;
 const CASES = (process.env.BENCH_CASES ?? 'direct,gateway,portkey').split(',').map((c) => c.trim());
