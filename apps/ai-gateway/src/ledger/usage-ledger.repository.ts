@@ -115,8 +115,8 @@ RETURNING id`;
  * vacuum (autovacuum waits for a fifth of the table to be dead): with 200,000 rows settled since
  * then, a settlement of two rows read 551 index pages and took 1.3 ms (24 ms the first time), where
  * looking each row up by its primary key, as now, reads 8 pages in 0.14 ms (EXPLAIN ANALYZE). In
- * tools/bench's short runs the old statement read about 440 entries per settlement, and an A/B run
- * showed no difference in throughput or Postgres CPU there.
+ * tools/bench's short runs the old statement read about 440 entries per settlement, and four A/B
+ * runs showed no consistent difference in throughput or Postgres CPU there.
  */
 export const SETTLE = `
 WITH s AS (
@@ -181,8 +181,8 @@ SELECT id FROM gone`;
  * usage_ledger up, are planned each time they run (unnamed statements), with the table as it is
  * then: a plan a connection cached while the ledger was small (a new installation, or tools/bench's
  * fresh database) is a sequential scan, kept as the table grew until autovacuum next analysed it
- * (seen in tools/bench: 394 settlements reading 2.8 million rows). Planning one costs about 0.35 ms,
- * once per settlement batch (GATEWAY_SETTLE_GATHER_MS).
+ * (seen in tools/bench: 394 settlements reading 2.8 million rows). Planning SETTLE costs Postgres 0.35
+ * to 0.5 ms (its execution about 0.15 ms), once per settlement batch (GATEWAY_SETTLE_GATHER_MS).
  */
 @Injectable()
 export class UsageLedgerRepository {
