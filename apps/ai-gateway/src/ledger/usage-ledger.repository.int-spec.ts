@@ -121,6 +121,12 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     await ds.query(`UPDATE usage_ledger SET status = 'abandoned', completed_at = now() WHERE id = $1`, [c.id]);
     await ds.query(`UPDATE credit_balances SET reserved = reserved - 100 WHERE tenant_id = $1`, [tenant]);
 
+    // Named under another tenant, a row is neither settled nor released (every statement names the row's tenant).
+    const other = await createTenant(ds, { balance: 1000 });
+    expect(await repo.settle([{ ...settlement(a, 40), tenantId: other }])).toEqual([false]);
+    expect(await repo.release([{ id: b.id, tenantId: other }])).toEqual([false]);
+    expect(await balanceOf(ds, other)).toEqual({ balance: 1000, reserved: 0 });
+
     expect(await repo.settle([settlement(a, 40), settlement(c, 40)])).toEqual([true, false]);
     expect(await repo.release([{ id: b.id, tenantId: b.tenantId }])).toEqual([true]);
 
