@@ -22,10 +22,10 @@
  * p99 <= 5 ms; our max throughput >= 5 x Portkey's.
  *
  * BENCH_CASES=direct,gateway,portkey picks cases (default all three); BENCH_CONNECTIONS changes the
- * max measurement's 32 connections (the issue's figure), to see whether a case is bound by latency. For comparing two versions of
- * the gateway on a noisy machine, BENCH_BASELINE_MAIN=<another build's main.js> (and/or
- * BENCH_BASELINE_ENV="K=V ...") adds a case `baseline gateway`, started the same way and measured in
- * the same interleaved rounds, so drift in the machine's speed falls on both.
+ * max measurement's 32 connections (the issue's figure), to see whether a case is bound by latency.
+ * For comparing two versions of the gateway on a noisy machine, BENCH_BASELINE_MAIN=<another build's
+ * main.js> (and/or BENCH_BASELINE_ENV="K=V ...") adds a case `baseline gateway`, started the same way
+ * and measured in the same interleaved rounds, so drift in the machine's speed falls on both.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';

@@ -115,8 +115,8 @@ RETURNING id`;
  * vacuum (autovacuum waits for a fifth of the table to be dead): with 200,000 rows settled since
  * then, a settlement of two rows read 551 index pages and took 1.3 ms (24 ms the first time), where
  * looking each row up by its primary key, as now, reads 8 pages in 0.14 ms (EXPLAIN ANALYZE). In
- * tools/bench's short runs the old statement read about 440 entries per settlement, and four A/B
- * runs showed no consistent difference in throughput or Postgres CPU there.
+ * tools/bench's short runs the old statement read about 440 entries per settlement, and six A/B
+ * runs showed no consistent difference in throughput, latency or Postgres CPU there.
  */
 export const SETTLE = `
 WITH s AS (
