@@ -22,7 +22,11 @@ export const aiGatewayEnv = {
   }),
   GATEWAY_RATE_LIMIT_RPM: num({ default: 6000, desc: 'requests per OAuth client per minute' }),
   GATEWAY_RATE_LIMIT_TPM: num({ default: 2_000_000, desc: 'tokens (estimated input + max output) per OAuth client per minute' }),
-  GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS: num({ default: 1024, desc: 'output tokens reserved for a chat request that sets no max_tokens' }),
+  GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS: num({
+    default: 1024,
+    desc: 'output tokens reserved (per choice) for a chat request that sets no max_tokens, and the max_completion_tokens then sent upstream',
+  }),
+  GATEWAY_IMAGE_TOKENS: num({ default: 50_000, desc: "input tokens an image part counts in a request's estimate (its URL's bytes do not)" }),
   GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: str({
     choices: ['on', 'off'],
     default: 'off',

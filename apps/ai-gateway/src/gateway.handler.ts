@@ -31,6 +31,7 @@ export interface GatewaySteps {
 export interface GatewayHandlerOptions {
   models: ReadonlyMap<string, ModelEntry>;
   defaultMaxOutputTokens: number;
+  imageTokens: number;
 }
 
 /**
@@ -54,7 +55,7 @@ export class GatewayHandler {
     try {
       const principal = await s.token.verify(x.req.headers);
       const product = s.productKey.resolve(x.req.headers);
-      const request = parseGatewayRequest(endpoint, text, this.options.models, this.options.defaultMaxOutputTokens);
+      const request = parseGatewayRequest(endpoint, text, this.options.models, this.options.defaultMaxOutputTokens, this.options.imageTokens);
       const tenant = await s.tenant.resolve(principal);
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);

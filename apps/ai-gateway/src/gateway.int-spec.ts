@@ -304,6 +304,56 @@ describe('ai-gateway through the openai SDK', () => {
     });
   });
 
+  describe('admission: the credit left must cover the whole estimate', () => {
+    it('a balance of 1 micro-credit and a 20,000-token request: 402 insufficient_credits, the provider not called, no row', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1 });
+      // 2,000 words in, up to 18,000 out (under this file's 50,000-token rate limit).
+      const big = { model: 'fake-chat-1', max_tokens: 18_000, messages: [{ role: 'user' as const, content: 'word '.repeat(2_000) }] };
+      await expect((await sdk(tenant)).chat.completions.create(big)).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+      await expect((await sdk(tenant)).chat.completions.create({ ...big, stream: true })).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+      expect(fake.calls.chat).toBe(0);
+      await settled();
+      expect(await ledgerRows(ds, tenant)).toEqual([]);
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 1, reserved: 0 });
+    });
+
+    it('the upstream is asked for no more output than was reserved: max_tokens x n', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const client = await sdk(tenant);
+      await client.chat.completions.create(chat);
+      expect(fake.lastBody.chat).toMatchObject({ max_completion_tokens: 1024 });
+      fake.behave({ firstByteDelayMs: 300 });
+      const answer = client.chat.completions.create({ ...chat, max_tokens: 100, n: 3 });
+      const pending = await waitFor(async () => (await ledgerRows(ds, tenant)).find((r) => r.status === 'pending'), 3000, 10);
+      // 300 output tokens at 2,000 per 1,000 are held, besides the input's bound.
+      expect(Number(pending.reserved)).toBeGreaterThan(cost(0, 300));
+      await answer;
+      expect(fake.lastBody.chat).toMatchObject({ max_tokens: 100, n: 3 });
+    });
+
+    it('a burst of concurrent requests, each from its own client, leaves the balance above minus one request\'s cost', async () => {
+      const start = 10_000;
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: start });
+      // 500 prompt tokens and up to 501 output tokens a request (the fake's words): each really costs about 1,500.
+      const body = { model: 'fake-chat-1', max_tokens: 600, messages: [{ role: 'user' as const, content: 'a '.repeat(500).trim() }] };
+      const clients = await Promise.all(Array.from({ length: 30 }, () => sdk(tenant)));
+      fake.behave({ firstByteDelayMs: 50 });
+      const outcomes = await Promise.all(clients.map((c) => c.chat.completions.create(body).then(() => 'ok', (e: { code?: string }) => e.code)));
+      await settled();
+      const served = outcomes.filter((o) => o === 'ok').length;
+      expect(served).toBeGreaterThan(0);
+      expect(outcomes.filter((o) => o !== 'ok').every((o) => o === 'insufficient_credits')).toBe(true);
+      const rows = await ledgerRows(ds, tenant);
+      const debits = rows.reduce((sum, r) => sum + Number(r.debit), 0);
+      const maxCost = Math.max(...rows.map((r) => Number(r.reserved)));
+      const { balance, reserved } = await balanceOf(ds, tenant);
+      expect(reserved).toBe(0);
+      expect(start - balance).toBe(debits);
+      expect(balance).toBeGreaterThanOrEqual(-maxCost);
+      expect(fake.calls.chat).toBe(served);
+    });
+  });
+
   describe('zero-rating', () => {
     it('an internal suite product in the allow-list is served, recorded with debit 0 and the reason, and reserves nothing', async () => {
       const tenant = await createTenant(ds, { balance: 0 });

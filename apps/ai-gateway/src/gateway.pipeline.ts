@@ -60,7 +60,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
       },
       providers,
       new GatewayMetrics(httpMetrics.registry),
-      { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS },
+      { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS, imageTokens: config.GATEWAY_IMAGE_TOKENS },
     );
   }
 
