@@ -1,4 +1,4 @@
-import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
+import OpenAI, { APIError, APIUserAbortError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
 import type { DataSource } from 'typeorm';
 import { ClientRevocations } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
@@ -245,7 +245,7 @@ describe('ai-gateway through the openai SDK', () => {
       expect(await balanceOf(ds, limited)).toEqual({ balance: 1_000_000, reserved: 0 });
     });
 
-    it('503 provider_unavailable, 502 provider_error, 504 provider_timeout; each leaves a failed row with debit 0', async () => {
+    it('503 provider_unavailable, 502 provider_error, 504 provider_timeout; each leaves a failed row, with debit 0 but for the time-out after sending', async () => {
       const hostedOk = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000, hostedProviderAllowed: true });
       // No PROVIDER_HOSTED_URL here: hosted is unconfigured.
       await expectError(
@@ -263,7 +263,8 @@ describe('ai-gateway through the openai SDK', () => {
       await settled();
       const failed = (await ledgerRows(ds, hostedOk)).concat((await ledgerRows(ds, billable)).filter((r) => r.status === 'failed'));
       expect(failed.map((r) => r.error_code).sort()).toEqual(['provider_error', 'provider_timeout', 'provider_unavailable']);
-      expect(failed.every((r) => r.debit === '0')).toBe(true);
+      // The time-out came after the request was sent: the provider had it, so its input is paid for (estimated).
+      expect(failed.filter((r) => r.error_code !== 'provider_timeout').every((r) => r.debit === '0')).toBe(true);
       expect((await balanceOf(ds, hostedOk)).reserved).toBe(0);
     });
 
@@ -390,16 +391,103 @@ describe('ai-gateway through the openai SDK', () => {
       }
     }
     expect(received).toBe(3);
-    await waitFor(async () => ((await ledgerRows(ds, tenant))[0]?.status ?? 'pending') !== 'pending', 5000);
+    await waitFor(async () => ((await ledgerRows(ds, tenant))[0]?.status ?? 'pending') !== 'pending', 8000);
     await settled();
     const [row] = await ledgerRows(ds, tenant);
-    expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: true });
-    expect(row!.output_tokens).toBeGreaterThanOrEqual(1);
-    expect(row!.output_tokens).toBeLessThan(31);
+    // The rest of the stream was read after the client left, to its usage chunk: the whole answer is billed.
+    expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: false, input_tokens: 30, output_tokens: 31 });
     const { balance, reserved } = await balanceOf(ds, tenant);
     expect(reserved).toBe(0);
     expect(100_000 - balance).toBe(Number(row!.debit));
-    expect(Number(row!.debit)).toBeGreaterThan(0);
+    expect(Number(row!.debit)).toBe(cost(30, 31));
+  });
+
+  describe('a client that hangs up after its request went upstream pays for it', () => {
+    const sent = () => waitFor(async () => fake.calls.chat >= 1 || undefined, 3000, 5);
+    const completedRow = async (tenant: string) => {
+      const [row] = await waitFor(async () => {
+        const rows = await ledgerRows(ds, tenant);
+        return rows.length === 1 && rows[0]!.status !== 'pending' ? rows : undefined;
+      }, 5000, 20);
+      await settled();
+      return row!;
+    };
+
+    it.each([false, true])('before the first byte (stream: %s): the answer is read to its usage and billed', async (stream) => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      const client = await sdk(tenant);
+      fake.behave({ firstByteDelayMs: 300 });
+      const controller = new AbortController();
+      const call = client.chat.completions.create({ ...chat, stream }, { signal: controller.signal }).then(
+        () => 'answered',
+        (e: unknown) => (e instanceof APIUserAbortError ? 'aborted' : String(e)),
+      );
+      await sent();
+      controller.abort();
+      expect(await call).toBe('aborted');
+      const row = await completedRow(tenant);
+      expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: false, input_tokens: 5, output_tokens: 4, debit: String(cost(5, 4)) });
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(5, 4), reserved: 0 });
+    });
+
+    it('a stream whose upstream sends no usage: the input estimate plus what was generated, marked estimated', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      fake.behave({ firstByteDelayMs: 300, omitUsage: true });
+      const controller = new AbortController();
+      const call = (await sdk(tenant)).chat.completions.create({ ...chat, stream: true }, { signal: controller.signal }).catch(() => undefined);
+      await sent();
+      controller.abort();
+      await call;
+      const row = await completedRow(tenant);
+      expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: true });
+      expect(row.input_tokens).toBeGreaterThan(0);
+      expect(row.output_tokens).toBeGreaterThan(0);
+      expect(Number(row.debit)).toBe(cost(row.input_tokens, row.output_tokens));
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
+    });
+
+    it('a time-out after sending: 504, and the input estimate is billed on a failed row marked estimated', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      fake.behave({ firstByteDelayMs: 1500 });
+      const prompt = 'tell me about '.repeat(100);
+      await expect((await sdk(tenant)).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: prompt }] })).rejects.toMatchObject({
+        status: 504,
+        code: 'provider_timeout',
+      });
+      const row = await completedRow(tenant);
+      expect(row).toMatchObject({ status: 'failed', error_code: 'provider_timeout', usage_estimated: true, input_tokens: Math.ceil(prompt.length / 4), output_tokens: 0 });
+      expect(Number(row.debit)).toBe(cost(Math.ceil(prompt.length / 4), 0));
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
+    });
+
+    it('a client that leaves before its request is sent (queued for the one upstream connection) pays nothing, and the provider never sees it', async () => {
+      const narrow = await startGateway(te, { OAUTH_ISSUER: ISSUER, PROVIDER_INHOUSE_URL: fake.url, PROVIDER_MAX_CONNECTIONS: '1', PROVIDER_MAX_RETRIES: '0' });
+      try {
+        const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+        const client = async () =>
+          new OpenAI({ baseURL: `${narrow.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+        fake.behave({ firstByteDelayMs: 600 });
+        const first = (await client()).chat.completions.create(chat);
+        await sent();
+        const controller = new AbortController();
+        const second = (await client()).chat.completions.create({ ...chat, max_tokens: 3 }, { signal: controller.signal }).catch((e: unknown) => (e instanceof APIUserAbortError ? 'aborted' : String(e)));
+        await waitFor(async () => (await ledgerRows(ds, tenant)).length === 2 || undefined, 3000, 10);
+        controller.abort();
+        expect(await second).toBe('aborted');
+        await first;
+        await new Promise((r) => setTimeout(r, 200));
+        await narrow.pipeline.drain();
+        expect(fake.calls.chat).toBe(1);
+        const rows = await ledgerRows(ds, tenant);
+        expect(rows.map((r) => [r.status, r.error_code, r.debit]).sort()).toEqual([
+          ['failed', 'client_disconnected', '0'],
+          ['succeeded', null, String(cost(5, 4))],
+        ]);
+        expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(5, 4), reserved: 0 });
+      } finally {
+        await narrow.close();
+      }
+    });
   });
 
   it('honours a revocation: a cached token of a deleted client is refused within moments', async () => {

@@ -46,6 +46,8 @@ export class ProviderError extends Error {
     message: string,
     /** The provider that failed last. */
     readonly provider: ProviderKey,
+    /** What the tenant pays: zero, but for a request the provider had (a time-out after sending), estimated. */
+    readonly usage: Usage = { inputTokens: 0, outputTokens: 0, estimated: false },
   ) {
     super(message);
     this.name = 'ProviderError';
