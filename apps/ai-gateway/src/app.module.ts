@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { OAuthModule } from '@flagship/oauth';
+import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayPipeline } from './gateway.pipeline';
@@ -28,6 +29,8 @@ export class AppModule {
         // Verifies only: the keys come from Postgres, revocations from Redis.
         OAuthModule.forRoot({ issuer: config.OAUTH_ISSUER, audience: config.OAUTH_AUDIENCE }),
         ProvidersModule.forRoot(providerOptionsFromEnv(config, secrets)),
+        // Its limiter only (the tenant budget of RateLimitStep); no guard or interceptor is registered.
+        RequestPoliciesModule.forRoot({ limits: config.tenantRateLimits }),
       ],
       providers: [TenantContextRepository, UsageLedgerRepository, GatewayPipeline],
     };

@@ -62,7 +62,7 @@ export class GatewayHandler {
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
       // other: the refusals keep their order (429 before 402), and a reservation made for a request
       // the rate limit refuses is taken back.
-      const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens);
+      const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
       const reserving = s.reservation.reserve({
         tenantId: tenant.id,
         clientId: principal.clientId,

@@ -305,6 +305,37 @@ describe('ai-gateway through the openai SDK', () => {
     });
   });
 
+  it('rate limits per tenant too: two clients of one tenant together are refused past its plan\'s limit, another tenant is not', async () => {
+    const limited = await startGateway(te, {
+      OAUTH_ISSUER: ISSUER,
+      PROVIDER_INHOUSE_URL: fake.url,
+      GATEWAY_TENANT_RATE_LIMIT_RPM: 'free=4,standard=100',
+    });
+    try {
+      const free = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const standard = await createTenant(ds, { plan: 'standard', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const client = async (tenant: string) =>
+        new OpenAI({ baseURL: `${limited.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+      const [a, b, other] = [await client(free), await client(free), await client(standard)];
+      const outcome = (c: OpenAI) => c.chat.completions.create(chat).then(() => 'ok', (e: { status?: number; code?: string }) => `${e.status} ${e.code}`);
+      const results = [];
+      for (let i = 0; i < 3; i++) results.push(await outcome(a), await outcome(b));
+      // Each client made 3 requests (far under its own 6,000): the tenant's 4 are spent by both together.
+      expect(results).toEqual(['ok', 'ok', 'ok', 'ok', '429 rate_limited', '429 rate_limited']);
+      const refused = await a.chat.completions.create(chat).catch((e: APIError) => e);
+      expect(refused).toBeInstanceOf(RateLimitError);
+      expect((refused as APIError).message).toMatch(/for this tenant/);
+      expect(Number((refused as APIError).headers?.get('retry-after'))).toBeGreaterThan(0);
+      for (let i = 0; i < 6; i++) expect(await outcome(other)).toBe('ok');
+      await limited.pipeline.drain();
+      // A refused request leaves no row and holds nothing.
+      expect(await ledgerRows(ds, free)).toHaveLength(4);
+      expect((await balanceOf(ds, free)).reserved).toBe(0);
+    } finally {
+      await limited.close();
+    }
+  });
+
   describe('admission: the credit left must cover the whole estimate', () => {
     it('a balance of 1 micro-credit and a 20,000-token request: 402 insufficient_credits, the provider not called, no row', async () => {
       const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1 });

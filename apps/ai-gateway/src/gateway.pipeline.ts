@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { APP_CONFIG } from '@flagship/config';
 import { AccessTokenVerifier } from '@flagship/oauth';
 import { PUBSUB, type PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
+import { RateLimitService } from '@flagship/request-policies';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayHandler } from './gateway.handler';
@@ -39,6 +40,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     @Inject(PUBSUB) private readonly pubsub: PubSub,
     @Inject(PROVIDER_CLIENT) private readonly providers: ProviderClient,
     httpMetrics: HttpMetrics,
+    rateLimits: RateLimitService,
   ) {
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS);
     this.settleStep = new SettleStep(ledger, config.GATEWAY_SETTLE_GATHER_MS);
@@ -53,7 +55,12 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
           hostedProducts: config.hostedProducts,
           hostedEmergency: config.PROVIDER_HOSTED_EMERGENCY,
         }),
-        rateLimit: new RateLimitStep(redis, keys, { requestsPerMinute: config.GATEWAY_RATE_LIMIT_RPM, tokensPerMinute: config.GATEWAY_RATE_LIMIT_TPM }),
+        rateLimit: new RateLimitStep(
+          redis,
+          keys,
+          { requestsPerMinute: config.GATEWAY_RATE_LIMIT_RPM, tokensPerMinute: config.GATEWAY_RATE_LIMIT_TPM },
+          { limiter: rateLimits, perPlan: config.tenantRateLimits },
+        ),
         reservation: new ReservationStep(ledger),
         providerCall: new ProviderCallStep(providers),
         settle: this.settleStep,
