@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
 import { GatewayError } from '../gateway.errors';
 import type { GatewayRequest } from '../openai/openai-request';
-import { type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
+import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
 
 /** What the settle step needs to know of a call. */
 export interface CallOutcome {
@@ -41,6 +41,7 @@ export class ProviderCallStep {
     headers: OutgoingHttpHeaders,
     overheadMs: (upstreamMs: number) => number,
     failed: (outcome: CallOutcome) => void,
+    cutter?: CallCutter,
   ): Promise<CallOutcome> {
     const controller = new AbortController();
     const res = x.res;
@@ -53,7 +54,7 @@ export class ProviderCallStep {
     // A client that left before this point is not sent upstream at all (and pays nothing).
     if (res.destroyed || res.socket === null || res.socket.destroyed) onClose();
     else res.once('close', onClose);
-    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal };
+    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal, cutter };
     try {
       if (!request.stream) {
         const result = await this.client.json(upstream);
@@ -90,14 +91,17 @@ export class ProviderCallStep {
       if (result.outcome === 'completed') {
         return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: null, outcome: 'succeeded' };
       }
-      // What was delivered is recorded and charged either way; a client that left was served, a broken upstream was not.
-      return result.outcome === 'client_gone'
-        ? { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'client_disconnected', outcome: 'client_gone' }
-        : { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'upstream_broken', outcome: 'upstream_broken' };
+      // What was delivered is recorded and charged either way; a client that left was served, a broken (or cut) upstream was not.
+      if (result.outcome === 'client_gone') {
+        return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'client_disconnected', outcome: 'client_gone' };
+      }
+      const code = cutter?.cut ? 'gateway_shutdown' : 'upstream_broken';
+      return { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: code, outcome: code };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
       // A time-out after sending carries the input's estimate: the provider had the request.
-      failed({ provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code, outcome: err.code });
+      const code = cutter?.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;
+      failed({ provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code });
       throw new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});
     } finally {
       res.removeListener('close', onClose);

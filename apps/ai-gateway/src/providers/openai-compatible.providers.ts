@@ -19,7 +19,9 @@ const CLIENT_GONE = Symbol('client gone');
 const TIMED_OUT = Symbol('total time-out');
 /** The client left after the request was sent, and the rest of the answer took too long or too many bytes (abandonedRead*). */
 const GIVEN_UP = Symbol('given up');
-type AbortReason = typeof CLIENT_GONE | typeof TIMED_OUT | typeof GIVEN_UP;
+/** The gateway is shutting down and its grace is ending (UpstreamRequest.cutter). */
+const CUT = Symbol('cut for shutdown');
+type AbortReason = typeof CLIENT_GONE | typeof TIMED_OUT | typeof GIVEN_UP | typeof CUT;
 
 const PATHS = { 'chat.completions': '/chat/completions', embeddings: '/embeddings' } as const;
 
@@ -143,7 +145,7 @@ const errorCode = (err: unknown): string | undefined => {
 };
 
 /** The SSE error event written when a stream fails after output started (never followed by [DONE]). */
-function errorEvent(code: 'provider_error' | 'provider_timeout', message: string): Buffer {
+function errorEvent(code: 'provider_error' | 'provider_timeout' | 'service_unavailable', message: string): Buffer {
   return Buffer.from(`data: ${JSON.stringify({ error: { message, type: 'server_error', code, param: null } })}\n\n`);
 }
 
@@ -265,14 +267,16 @@ export class OpenAiCompatibleProviders implements ProviderClient {
         else {
           const timedOut = reason === TIMED_OUT || TIMEOUTS.has(errorCode(err) ?? '');
           sink.chunk(
-            timedOut
-              ? errorEvent('provider_timeout', 'The provider took too long; the stream was cut.')
-              : errorEvent('provider_error', 'The provider broke off the stream.'),
+            reason === CUT
+              ? errorEvent('service_unavailable', 'The gateway is restarting; the stream was cut. Try again.')
+              : timedOut
+                ? errorEvent('provider_timeout', 'The provider took too long; the stream was cut.')
+                : errorEvent('provider_error', 'The provider broke off the stream.'),
           );
           outcome = 'upstream_broken';
         }
       }
-      if (outcome === 'upstream_broken') upstream.breaker.onFailure();
+      if (outcome === 'upstream_broken' && call.reason !== CUT) upstream.breaker.onFailure();
       return { provider: upstream.key, usage: relay.finalUsage(inputText), outcome, upstreamMs: performance.now() - sentAt };
     });
   }
@@ -295,6 +299,9 @@ export class OpenAiCompatibleProviders implements ProviderClient {
     };
     if (request.signal.aborted) onClientGone();
     else request.signal.addEventListener('abort', onClientGone, { once: true });
+    const cutter = request.cutter;
+    if (cutter?.cut) call.abort(CUT);
+    else if (cutter) cutter.stop = () => call.abort(CUT);
     const timer = setTimeout(() => call.abort(TIMED_OUT), this.options.totalTimeoutMs);
     try {
       return await body(call);
@@ -302,6 +309,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
       clearTimeout(timer);
       clearTimeout(givingUp);
       request.signal.removeEventListener('abort', onClientGone);
+      if (cutter) cutter.stop = undefined;
     }
   }
 
@@ -482,8 +490,9 @@ export class OpenAiCompatibleProviders implements ProviderClient {
 
   private abortError(key: ProviderKey, call: Call): ProviderError {
     if (call.reason === CLIENT_GONE) return new ProviderError('provider_error', 502, 'The client went away before the request was sent.', key);
-    // Timed out, or given up on after the client left: sent, so paid for as an estimate.
+    // Timed out, cut or given up on after the client left: when sent, paid for as an estimate.
     const usage = call.sent ? this.lostAnswer(call) : undefined;
+    if (call.reason === CUT) return new ProviderError('provider_unavailable', 503, 'The gateway is restarting; try again.', key, usage);
     return new ProviderError('provider_timeout', 504, `The ${key} provider did not answer within the request's time.`, key, usage);
   }
 
