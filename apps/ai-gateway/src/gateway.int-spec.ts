@@ -288,6 +288,11 @@ describe('ai-gateway through the openai SDK', () => {
       expect(noMessages.body).toMatchObject({ error: { code: 'invalid_request', param: 'messages[0].role' } });
       const badStream = await post('/v1/chat/completions', JSON.stringify({ ...chat, stream: 'yes' }));
       expect(badStream.body).toMatchObject({ error: { code: 'invalid_request', param: 'stream' } });
+      // What the reservation reads: n and the output limits must be positive integers (n at most 128).
+      for (const [field, value] of [['n', 0], ['n', 129], ['max_tokens', -5], ['max_completion_tokens', 'lots']] as const) {
+        const refused = await post('/v1/chat/completions', JSON.stringify({ ...chat, [field]: value }));
+        expect([refused.status, refused.body]).toEqual([400, { error: expect.objectContaining({ code: 'invalid_request', param: field }) }]);
+      }
       const unknownModel = await post('/v1/chat/completions', JSON.stringify({ ...chat, model: 'gpt-17' }));
       expect([unknownModel.status, unknownModel.body]).toEqual([404, { error: expect.objectContaining({ code: 'model_not_found', param: 'model' }) }]);
 
