@@ -187,6 +187,7 @@ async function startGateway(
     // Rate limits are checked (Redis) but must not refuse the load.
     GATEWAY_RATE_LIMIT_RPM: String(1e9),
     GATEWAY_RATE_LIMIT_TPM: String(1e12),
+    GATEWAY_TENANT_RATE_LIMIT_RPM: `free=${1e9},standard=${1e9},premium=${1e9}`,
     // BENCH_GATEWAY_ENV, e.g. "GATEWAY_SETTLE_GATHER_MS=0 GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=on", compares settings.
     ...extraEnv,
   });

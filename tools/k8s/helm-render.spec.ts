@@ -43,6 +43,7 @@ describe('helm-render: the Go template subset the chart uses', () => {
   it('the Sprig functions behave as Helm\'s', () => {
     expect(render('{{ default "d" .x }}|{{ default "d" "v" }}|{{ default 5 0 }}', {})).toBe('d|v|5');
     expect(render('{{ "abcdef-" | trunc 6 | trimSuffix "-" }}|{{ add 1 2 3 }}|{{ div 10999 1000 }}')).toBe('abcdef|6|10');
+    expect(render('{{ max 3 "12" 7 }}|{{ int (add "300000" 10000) }}')).toBe('12|310000');
     expect(render('{{ toYaml .m }}', { m: { b: [1], a: 'x' } })).toBe('a: x\nb:\n  - 1');
     expect(render('{{ .m | toJson }}', { m: { a: 1 } })).toBe('{"a":1}');
     expect(render('{{ eq .a "x" }} {{ and 1 0 }} {{ or 0 "y" }} {{ not "" }}', { a: 'x' })).toBe('true 0 y true');

@@ -306,6 +306,7 @@ const FUNCTIONS: Record<string, Fn> = {
   empty: (_r, x) => !truthy(x),
   add: (_r, ...xs) => xs.reduce<number>((s, x) => s + toInt(x), 0),
   div: (_r, a, b) => Math.trunc(toInt(a) / toInt(b)),
+  max: (_r, ...xs) => Math.max(...xs.map(toInt)),
   dict: (_r, ...kv) => {
     const out: Record<string, Value> = {};
     for (let i = 0; i + 1 < kv.length; i += 2) out[String(kv[i])] = kv[i + 1];

@@ -317,6 +317,22 @@ describe('chart options', () => {
     expect(monitor['spec'].endpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
   });
 
+  it("the gateway drains for its longest request: SHUTDOWN_GRACE_MS and terminationGracePeriodSeconds follow PROVIDER_TOTAL_TIMEOUT_MS", () => {
+    const grace = (values?: Record<string, unknown>) =>
+      workloads({ name: 'grace', objects: renderChart(CHART, values ? { values } : {}).documents }).map((w) => [
+        w.component,
+        w.env['SHUTDOWN_GRACE_MS'],
+        w.env['PROVIDER_TOTAL_TIMEOUT_MS'],
+        w.deployment['spec'].template.spec.terminationGracePeriodSeconds,
+      ]);
+    // 300 s of requests plus 10 s to cut and bill what is left; preStop 5 s before SIGTERM, 5 s after.
+    expect(grace()).toEqual(expect.arrayContaining([['ai-gateway', '310000', '300000', 320], ['management-api', '10000', undefined, 20]]));
+    const longer = grace({ apps: { 'ai-gateway': { config: { PROVIDER_TOTAL_TIMEOUT_MS: '600000' } } }, gatewayDrainMarginMs: 20000 });
+    expect(longer).toEqual(expect.arrayContaining([['ai-gateway', '620000', '600000', 630], ['billing-worker', '10000', undefined, 20]]));
+    // A short total time-out never shortens the gateway below every app's shutdownGraceMs.
+    expect(grace({ apps: { 'ai-gateway': { config: { PROVIDER_TOTAL_TIMEOUT_MS: '1000' } } } })).toEqual(expect.arrayContaining([['ai-gateway', '11000', '1000', 21]]));
+  });
+
   it('a changed ConfigMap rolls the pods (checksum annotation)', () => {
     const checksum = (objects: Obj[]) => ofKind({ name: '', objects }, 'Deployment')[0]['spec'].template.metadata.annotations['checksum/config'];
     expect(checksum(renderChart(CHART).documents)).not.toBe(checksum(renderChart(CHART, { values: { logLevel: 'debug' } }).documents));
@@ -364,6 +380,13 @@ describe('chart options', () => {
       expect.stringContaining('containerPort 8080 differs'),
       expect.stringContaining('readinessProbe requests /ready, expected /readyz'),
       expect.stringContaining('readinessProbe requests /ready, which the app does not serve'),
+    ]);
+    // A gateway whose grace does not cover its longest request (an overlay raising PROVIDER_TOTAL_TIMEOUT_MS alone).
+    const gateway = workloads(set).find((w) => w.app === 'ai-gateway')!;
+    gateway.env['PROVIDER_TOTAL_TIMEOUT_MS'] = '900000';
+    const gatewayContract = contractOf('ai-gateway');
+    expect(podProblems(set, gateway, gatewayContract, undefined, true)).toEqual([
+      expect.stringContaining('SHUTDOWN_GRACE_MS 310000 does not cover the longest request (PROVIDER_TOTAL_TIMEOUT_MS 900000)'),
     ]);
     // Variables the app does not read: one in the ConfigMap, one from the Secret its code never names.
     const typo = render({

@@ -7,6 +7,9 @@ import { type AppContract, defaultOf, requiredVariables } from './app-contracts'
 
 export type Obj = Record<string, any>;
 
+/** apps/ai-gateway's gateway.pipeline.ts: requests still under way are cut this long before SHUTDOWN_GRACE_MS ends. */
+const GATEWAY_CUT_MARGIN_MS = 3000;
+
 export interface ManifestSet {
   name: string;
   objects: Obj[];
@@ -193,6 +196,13 @@ export function podProblems(set: ManifestSet, w: Workload, contract: AppContract
   const termination = w.deployment['spec'].template.spec.terminationGracePeriodSeconds;
   if (typeof termination !== 'number' || termination * 1000 < graceMs + preStopMs) {
     problems.push(`${where}: terminationGracePeriodSeconds ${termination} is shorter than the preStop pause (${preStopMs} ms) plus SHUTDOWN_GRACE_MS (${graceMs})`);
+  }
+  // The gateway cuts what is still under way 3 s before its grace ends: its longest request must fit before that.
+  if (contract.specs['PROVIDER_TOTAL_TIMEOUT_MS']) {
+    const longestMs = Number(w.env['PROVIDER_TOTAL_TIMEOUT_MS'] ?? defaultOf(contract, 'PROVIDER_TOTAL_TIMEOUT_MS'));
+    if (graceMs < longestMs + GATEWAY_CUT_MARGIN_MS) {
+      problems.push(`${where}: SHUTDOWN_GRACE_MS ${graceMs} does not cover the longest request (PROVIDER_TOTAL_TIMEOUT_MS ${longestMs}) plus ${GATEWAY_CUT_MARGIN_MS} ms: rollouts would cut requests`);
+    }
   }
   return [...problems, ...securityProblems(where, w.deployment['spec'].template.spec)];
 }

@@ -147,12 +147,15 @@ describe('two gateway processes sharing one balance', () => {
     expect(rows.reduce((sum, r) => sum + Number(r.debit), 0)).toBe(START - balance);
   }, 60_000);
 
-  it('a later request still gets a 402 once the credit is spent, and one succeeds after a grant', async () => {
+  it('a later request still gets a 402 once the credit is spent, and one succeeds after a grant that covers its estimate', async () => {
     const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 0 });
     const client = new OpenAI({ baseURL: `${gateways[0]!.url}/v1`, apiKey: await clientToken(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
     const ask = () => client.chat.completions.create({ model: 'fake-chat-1', max_tokens: 4, messages: [{ role: 'user', content: 'one two three' }] });
     await expect(ask()).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+    // 11 would pay for it, but admission wants its whole estimate (every body byte a token, max_tokens x n) covered.
     await ds.query(`UPDATE credit_balances SET balance = balance + 11 WHERE tenant_id = $1`, [tenant]);
+    await expect(ask()).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+    await ds.query(`UPDATE credit_balances SET balance = balance + 1000 WHERE tenant_id = $1`, [tenant]);
     await expect(ask()).resolves.toMatchObject({ object: 'chat.completion' });
   });
 });

@@ -1,8 +1,11 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { OAuthModule } from '@flagship/oauth';
+import { PostgresReadiness } from '@flagship/persistence';
+import { RedisReadiness } from '@flagship/redis';
+import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
-import { GatewayPipeline } from './gateway.pipeline';
+import { GatewayPipeline, GatewayReadiness } from './gateway.pipeline';
 import { UsageLedgerRepository } from './ledger/usage-ledger.repository';
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
 import { ProvidersModule } from './providers/providers.module';
@@ -23,13 +26,17 @@ export class AppModule {
             // serves only health and metrics here, which are not access-logged anyway, while with them
             // on every await of every /v1 request paid for the hooks.
             requestLogging: false,
+            // Fails while the gateway drains for shutdown (beside Postgres and Redis).
+            readiness: [PostgresReadiness, RedisReadiness, GatewayReadiness],
           },
         ),
         // Verifies only: the keys come from Postgres, revocations from Redis.
         OAuthModule.forRoot({ issuer: config.OAUTH_ISSUER, audience: config.OAUTH_AUDIENCE }),
         ProvidersModule.forRoot(providerOptionsFromEnv(config, secrets)),
+        // Its limiter only (the tenant budget of RateLimitStep); no guard or interceptor is registered.
+        RequestPoliciesModule.forRoot({ limits: config.tenantRateLimits }),
       ],
-      providers: [TenantContextRepository, UsageLedgerRepository, GatewayPipeline],
+      providers: [TenantContextRepository, UsageLedgerRepository, GatewayPipeline, GatewayReadiness],
     };
   }
 }

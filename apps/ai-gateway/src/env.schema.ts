@@ -1,5 +1,5 @@
 import { bool, ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
-import { INTERNAL_PRODUCT_KEYS, LEGACY_PRODUCT_KEYS, OWN_PRODUCT_KEY } from '@flagship/domain';
+import { INTERNAL_PRODUCT_KEYS, isPlan, LEGACY_PRODUCT_KEYS, OWN_PRODUCT_KEY, type Plan } from '@flagship/domain';
 import { parseModelCatalogue } from './models/model-catalogue';
 import { providerEnv } from './providers/provider.env';
 
@@ -22,7 +22,15 @@ export const aiGatewayEnv = {
   }),
   GATEWAY_RATE_LIMIT_RPM: num({ default: 6000, desc: 'requests per OAuth client per minute' }),
   GATEWAY_RATE_LIMIT_TPM: num({ default: 2_000_000, desc: 'tokens (estimated input + max output) per OAuth client per minute' }),
-  GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS: num({ default: 1024, desc: 'output tokens reserved for a chat request that sets no max_tokens' }),
+  GATEWAY_TENANT_RATE_LIMIT_RPM: str({
+    default: 'free=600,standard=6000,premium=60000',
+    desc: "requests per tenant per minute (all its clients together) by plan, as plan=limit pairs; a plan left out keeps its default",
+  }),
+  GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS: num({
+    default: 1024,
+    desc: 'output tokens reserved (per choice) for a chat request that sets no max_tokens, and the max_completion_tokens then sent upstream',
+  }),
+  GATEWAY_IMAGE_TOKENS: num({ default: 50_000, desc: "input tokens an image part counts in a request's estimate (its URL's bytes do not)" }),
   GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: str({
     choices: ['on', 'off'],
     default: 'off',
@@ -52,10 +60,28 @@ export function loadAiGatewayConfig(env: NodeJS.ProcessEnv) {
   return {
     ...raw,
     models,
+    tenantRateLimits: parseTenantLimits(raw.GATEWAY_TENANT_RATE_LIMIT_RPM),
     internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),
     legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),
     hostedProducts: list(raw.PROVIDER_HOSTED_PRODUCTS),
   };
+}
+
+/** The gateway's own defaults: a tenant of any plan may use at least one client's budget (GATEWAY_RATE_LIMIT_RPM, 6000) on a paid plan. */
+const TENANT_RPM_DEFAULTS: Readonly<Record<Plan, number>> = { free: 600, standard: 6000, premium: 60000 };
+
+/** `free=600,standard=6000`: plan=limit pairs over the defaults; anything else stops the app with the variable named. */
+function parseTenantLimits(value: string): Record<Plan, number> {
+  const limits = { ...TENANT_RPM_DEFAULTS };
+  for (const pair of list(value)) {
+    const [plan, limit, extra] = pair.split('=').map((p) => p.trim());
+    const n = Number(limit);
+    if (extra !== undefined || !isPlan(plan) || !Number.isSafeInteger(n) || n < 1) {
+      throw new ConfigError(`invalid configuration: GATEWAY_TENANT_RATE_LIMIT_RPM has "${pair}"; expected plan=limit pairs (plans free, standard, premium; limits positive integers)`);
+    }
+    limits[plan] = n;
+  }
+  return limits;
 }
 
 export type AiGatewayConfig = ReturnType<typeof loadAiGatewayConfig>;

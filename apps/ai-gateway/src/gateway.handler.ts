@@ -14,7 +14,7 @@ import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
 import type { TokenStep } from './pipeline/token.step';
 import type { Reservation } from './ledger/usage-ledger.repository';
-import type { Endpoint, ProviderClient } from './providers/provider.types';
+import type { CallCutter, Endpoint, ProviderClient } from './providers/provider.types';
 
 export interface GatewaySteps {
   token: TokenStep;
@@ -31,6 +31,7 @@ export interface GatewaySteps {
 export interface GatewayHandlerOptions {
   models: ReadonlyMap<string, ModelEntry>;
   defaultMaxOutputTokens: number;
+  imageTokens: number;
 }
 
 /**
@@ -41,6 +42,12 @@ export interface GatewayHandlerOptions {
  * trip's wait fewer per request, the refusals in the same order as before.
  */
 export class GatewayHandler {
+  /** Set at shutdown: new requests are refused (503), readiness fails. */
+  private draining = false;
+  /** Requests under way, each with its call's off switch. */
+  private readonly running = new Set<CallCutter>();
+  private idle: (() => void) | undefined;
+
   constructor(
     private readonly steps: GatewaySteps,
     private readonly providers: ProviderClient,
@@ -48,20 +55,74 @@ export class GatewayHandler {
     private readonly options: GatewayHandlerOptions,
   ) {}
 
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  /**
+   * Shutdown: refuses new requests from now on (503, `retry-after`), lets those under way finish for
+   * up to `cutAfterMs`, then cuts the rest (their calls stop; what was sent is billed, delivered plus
+   * estimated, and their rows settled) and waits up to `settleMs` for them to end.
+   * Resolves true when none was cut.
+   */
+  async drain(cutAfterMs: number, settleMs: number): Promise<boolean> {
+    this.draining = true;
+    if (await this.quiet(cutAfterMs)) return true;
+    for (const cutter of this.running) {
+      cutter.cut = true;
+      cutter.stop?.();
+    }
+    await this.quiet(settleMs);
+    return false;
+  }
+
+  /** Whether no request is under way, now or within `ms`. */
+  private quiet(ms: number): Promise<boolean> {
+    if (this.running.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.idle = undefined;
+        resolve(false);
+      }, ms);
+      this.idle = () => {
+        clearTimeout(timer);
+        this.idle = undefined;
+        resolve(true);
+      };
+    });
+  }
+
   async completion(x: Exchange, endpoint: Endpoint, text: string): Promise<void> {
+    if (this.draining) {
+      return x.error(
+        { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
+        { 'retry-after': '1', connection: 'close' },
+      );
+    }
+    const cutter: CallCutter = { cut: false, stop: undefined };
+    this.running.add(cutter);
+    try {
+      await this.serve(x, endpoint, text, cutter);
+    } finally {
+      this.running.delete(cutter);
+      if (this.running.size === 0) this.idle?.();
+    }
+  }
+
+  private async serve(x: Exchange, endpoint: Endpoint, text: string, cutter: CallCutter): Promise<void> {
     const s = this.steps;
     let headers: OutgoingHttpHeaders = {};
     try {
       const principal = await s.token.verify(x.req.headers);
       const product = s.productKey.resolve(x.req.headers);
-      const request = parseGatewayRequest(endpoint, text, this.options.models, this.options.defaultMaxOutputTokens);
+      const request = parseGatewayRequest(endpoint, text, this.options.models, this.options.defaultMaxOutputTokens, this.options.imageTokens);
       const tenant = await s.tenant.resolve(principal);
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
       // other: the refusals keep their order (429 before 402), and a reservation made for a request
       // the rate limit refuses is taken back.
-      const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens);
+      const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
       const reserving = s.reservation.reserve({
         tenantId: tenant.id,
         clientId: principal.clientId,
@@ -102,6 +163,7 @@ export class GatewayHandler {
             return overhead;
           },
           settle,
+          cutter,
         );
         settle(outcome);
       } catch (err) {

@@ -1,4 +1,4 @@
-import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
+import OpenAI, { APIError, APIUserAbortError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
 import type { DataSource } from 'typeorm';
 import { ClientRevocations } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
@@ -245,7 +245,7 @@ describe('ai-gateway through the openai SDK', () => {
       expect(await balanceOf(ds, limited)).toEqual({ balance: 1_000_000, reserved: 0 });
     });
 
-    it('503 provider_unavailable, 502 provider_error, 504 provider_timeout; each leaves a failed row with debit 0', async () => {
+    it('503 provider_unavailable, 502 provider_error, 504 provider_timeout; each leaves a failed row, with debit 0 but for the time-out after sending', async () => {
       const hostedOk = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000, hostedProviderAllowed: true });
       // No PROVIDER_HOSTED_URL here: hosted is unconfigured.
       await expectError(
@@ -263,7 +263,8 @@ describe('ai-gateway through the openai SDK', () => {
       await settled();
       const failed = (await ledgerRows(ds, hostedOk)).concat((await ledgerRows(ds, billable)).filter((r) => r.status === 'failed'));
       expect(failed.map((r) => r.error_code).sort()).toEqual(['provider_error', 'provider_timeout', 'provider_unavailable']);
-      expect(failed.every((r) => r.debit === '0')).toBe(true);
+      // The time-out came after the request was sent: the provider had it, so its input is paid for (estimated).
+      expect(failed.filter((r) => r.error_code !== 'provider_timeout').every((r) => r.debit === '0')).toBe(true);
       expect((await balanceOf(ds, hostedOk)).reserved).toBe(0);
     });
 
@@ -287,6 +288,11 @@ describe('ai-gateway through the openai SDK', () => {
       expect(noMessages.body).toMatchObject({ error: { code: 'invalid_request', param: 'messages[0].role' } });
       const badStream = await post('/v1/chat/completions', JSON.stringify({ ...chat, stream: 'yes' }));
       expect(badStream.body).toMatchObject({ error: { code: 'invalid_request', param: 'stream' } });
+      // What the reservation reads: n and the output limits must be positive integers (n at most 128).
+      for (const [field, value] of [['n', 0], ['n', 129], ['max_tokens', -5], ['max_completion_tokens', 'lots']] as const) {
+        const refused = await post('/v1/chat/completions', JSON.stringify({ ...chat, [field]: value }));
+        expect([refused.status, refused.body]).toEqual([400, { error: expect.objectContaining({ code: 'invalid_request', param: field }) }]);
+      }
       const unknownModel = await post('/v1/chat/completions', JSON.stringify({ ...chat, model: 'gpt-17' }));
       expect([unknownModel.status, unknownModel.body]).toEqual([404, { error: expect.objectContaining({ code: 'model_not_found', param: 'model' }) }]);
 
@@ -301,6 +307,87 @@ describe('ai-gateway through the openai SDK', () => {
       expect(fake.calls.chat + fake.calls.embeddings).toBe(0);
       // Nest still answers the platform routes.
       expect((await http(`${gw.url}/healthz`)).status).toBe(200);
+    });
+  });
+
+  it('rate limits per tenant too: two clients of one tenant together are refused past its plan\'s limit, another tenant is not', async () => {
+    const limited = await startGateway(te, {
+      OAUTH_ISSUER: ISSUER,
+      PROVIDER_INHOUSE_URL: fake.url,
+      GATEWAY_TENANT_RATE_LIMIT_RPM: 'free=4,standard=100',
+    });
+    try {
+      const free = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const standard = await createTenant(ds, { plan: 'standard', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const client = async (tenant: string) =>
+        new OpenAI({ baseURL: `${limited.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+      const [a, b, other] = [await client(free), await client(free), await client(standard)];
+      const outcome = (c: OpenAI) => c.chat.completions.create(chat).then(() => 'ok', (e: { status?: number; code?: string }) => `${e.status} ${e.code}`);
+      const results = [];
+      for (let i = 0; i < 3; i++) results.push(await outcome(a), await outcome(b));
+      // Each client made 3 requests (far under its own 6,000): the tenant's 4 are spent by both together.
+      expect(results).toEqual(['ok', 'ok', 'ok', 'ok', '429 rate_limited', '429 rate_limited']);
+      const refused = await a.chat.completions.create(chat).catch((e: APIError) => e);
+      expect(refused).toBeInstanceOf(RateLimitError);
+      expect((refused as APIError).message).toMatch(/for this tenant/);
+      expect(Number((refused as APIError).headers?.get('retry-after'))).toBeGreaterThan(0);
+      for (let i = 0; i < 6; i++) expect(await outcome(other)).toBe('ok');
+      await limited.pipeline.drain();
+      // A refused request leaves no row and holds nothing.
+      expect(await ledgerRows(ds, free)).toHaveLength(4);
+      expect((await balanceOf(ds, free)).reserved).toBe(0);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  describe('admission: the credit left must cover the whole estimate', () => {
+    it('a balance of 1 micro-credit and a 20,000-token request: 402 insufficient_credits, the provider not called, no row', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1 });
+      // 2,000 words in, up to 18,000 out (under this file's 50,000-token rate limit).
+      const big = { model: 'fake-chat-1', max_tokens: 18_000, messages: [{ role: 'user' as const, content: 'word '.repeat(2_000) }] };
+      await expect((await sdk(tenant)).chat.completions.create(big)).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+      await expect((await sdk(tenant)).chat.completions.create({ ...big, stream: true })).rejects.toMatchObject({ status: 402, code: 'insufficient_credits' });
+      expect(fake.calls.chat).toBe(0);
+      await settled();
+      expect(await ledgerRows(ds, tenant)).toEqual([]);
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 1, reserved: 0 });
+    });
+
+    it('the upstream is asked for no more output than was reserved: max_tokens x n', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
+      const client = await sdk(tenant);
+      await client.chat.completions.create(chat);
+      expect(fake.lastBody.chat).toMatchObject({ max_completion_tokens: 1024 });
+      fake.behave({ firstByteDelayMs: 300 });
+      const answer = client.chat.completions.create({ ...chat, max_tokens: 100, n: 3 });
+      const pending = await waitFor(async () => (await ledgerRows(ds, tenant)).find((r) => r.status === 'pending'), 3000, 10);
+      // 300 output tokens at 2,000 per 1,000 are held, besides the input's bound.
+      expect(Number(pending.reserved)).toBeGreaterThan(cost(0, 300));
+      await answer;
+      expect(fake.lastBody.chat).toMatchObject({ max_tokens: 100, n: 3 });
+    });
+
+    it('a burst of concurrent requests, each from its own client, leaves the balance above minus one request\'s cost', async () => {
+      const start = 10_000;
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: start });
+      // 500 prompt tokens and up to 501 output tokens a request (the fake's words): each really costs about 1,500.
+      const body = { model: 'fake-chat-1', max_tokens: 600, messages: [{ role: 'user' as const, content: 'a '.repeat(500).trim() }] };
+      const clients = await Promise.all(Array.from({ length: 30 }, () => sdk(tenant)));
+      fake.behave({ firstByteDelayMs: 50 });
+      const outcomes = await Promise.all(clients.map((c) => c.chat.completions.create(body).then(() => 'ok', (e: { code?: string }) => e.code)));
+      await settled();
+      const served = outcomes.filter((o) => o === 'ok').length;
+      expect(served).toBeGreaterThan(0);
+      expect(outcomes.filter((o) => o !== 'ok').every((o) => o === 'insufficient_credits')).toBe(true);
+      const rows = await ledgerRows(ds, tenant);
+      const debits = rows.reduce((sum, r) => sum + Number(r.debit), 0);
+      const maxCost = Math.max(...rows.map((r) => Number(r.reserved)));
+      const { balance, reserved } = await balanceOf(ds, tenant);
+      expect(reserved).toBe(0);
+      expect(start - balance).toBe(debits);
+      expect(balance).toBeGreaterThanOrEqual(-maxCost);
+      expect(fake.calls.chat).toBe(served);
     });
   });
 
@@ -340,16 +427,103 @@ describe('ai-gateway through the openai SDK', () => {
       }
     }
     expect(received).toBe(3);
-    await waitFor(async () => ((await ledgerRows(ds, tenant))[0]?.status ?? 'pending') !== 'pending', 5000);
+    await waitFor(async () => ((await ledgerRows(ds, tenant))[0]?.status ?? 'pending') !== 'pending', 8000);
     await settled();
     const [row] = await ledgerRows(ds, tenant);
-    expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: true });
-    expect(row!.output_tokens).toBeGreaterThanOrEqual(1);
-    expect(row!.output_tokens).toBeLessThan(31);
+    // The rest of the stream was read after the client left, to its usage chunk: the whole answer is billed.
+    expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: false, input_tokens: 30, output_tokens: 31 });
     const { balance, reserved } = await balanceOf(ds, tenant);
     expect(reserved).toBe(0);
     expect(100_000 - balance).toBe(Number(row!.debit));
-    expect(Number(row!.debit)).toBeGreaterThan(0);
+    expect(Number(row!.debit)).toBe(cost(30, 31));
+  });
+
+  describe('a client that hangs up after its request went upstream pays for it', () => {
+    const sent = () => waitFor(async () => fake.calls.chat >= 1 || undefined, 3000, 5);
+    const completedRow = async (tenant: string) => {
+      const [row] = await waitFor(async () => {
+        const rows = await ledgerRows(ds, tenant);
+        return rows.length === 1 && rows[0]!.status !== 'pending' ? rows : undefined;
+      }, 5000, 20);
+      await settled();
+      return row!;
+    };
+
+    it.each([false, true])('before the first byte (stream: %s): the answer is read to its usage and billed', async (stream) => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      const client = await sdk(tenant);
+      fake.behave({ firstByteDelayMs: 300 });
+      const controller = new AbortController();
+      const call = client.chat.completions.create({ ...chat, stream }, { signal: controller.signal }).then(
+        () => 'answered',
+        (e: unknown) => (e instanceof APIUserAbortError ? 'aborted' : String(e)),
+      );
+      await sent();
+      controller.abort();
+      expect(await call).toBe('aborted');
+      const row = await completedRow(tenant);
+      expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: false, input_tokens: 5, output_tokens: 4, debit: String(cost(5, 4)) });
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(5, 4), reserved: 0 });
+    });
+
+    it('a stream whose upstream sends no usage: the input estimate plus what was generated, marked estimated', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      fake.behave({ firstByteDelayMs: 300, omitUsage: true });
+      const controller = new AbortController();
+      const call = (await sdk(tenant)).chat.completions.create({ ...chat, stream: true }, { signal: controller.signal }).catch(() => undefined);
+      await sent();
+      controller.abort();
+      await call;
+      const row = await completedRow(tenant);
+      expect(row).toMatchObject({ status: 'succeeded', error_code: 'client_disconnected', usage_estimated: true });
+      expect(row.input_tokens).toBeGreaterThan(0);
+      expect(row.output_tokens).toBeGreaterThan(0);
+      expect(Number(row.debit)).toBe(cost(row.input_tokens, row.output_tokens));
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
+    });
+
+    it('a time-out after sending: 504, and the input estimate is billed on a failed row marked estimated', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      fake.behave({ firstByteDelayMs: 1500 });
+      const prompt = 'tell me about '.repeat(100);
+      await expect((await sdk(tenant)).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: prompt }] })).rejects.toMatchObject({
+        status: 504,
+        code: 'provider_timeout',
+      });
+      const row = await completedRow(tenant);
+      expect(row).toMatchObject({ status: 'failed', error_code: 'provider_timeout', usage_estimated: true, input_tokens: Math.ceil(prompt.length / 4), output_tokens: 0 });
+      expect(Number(row.debit)).toBe(cost(Math.ceil(prompt.length / 4), 0));
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
+    });
+
+    it('a client that leaves before its request is sent (queued for the one upstream connection) pays nothing, and the provider never sees it', async () => {
+      const narrow = await startGateway(te, { OAUTH_ISSUER: ISSUER, PROVIDER_INHOUSE_URL: fake.url, PROVIDER_MAX_CONNECTIONS: '1', PROVIDER_MAX_RETRIES: '0' });
+      try {
+        const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+        const client = async () =>
+          new OpenAI({ baseURL: `${narrow.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+        fake.behave({ firstByteDelayMs: 600 });
+        const first = (await client()).chat.completions.create(chat);
+        await sent();
+        const controller = new AbortController();
+        const second = (await client()).chat.completions.create({ ...chat, max_tokens: 3 }, { signal: controller.signal }).catch((e: unknown) => (e instanceof APIUserAbortError ? 'aborted' : String(e)));
+        await waitFor(async () => (await ledgerRows(ds, tenant)).length === 2 || undefined, 3000, 10);
+        controller.abort();
+        expect(await second).toBe('aborted');
+        await first;
+        await new Promise((r) => setTimeout(r, 200));
+        await narrow.pipeline.drain();
+        expect(fake.calls.chat).toBe(1);
+        const rows = await ledgerRows(ds, tenant);
+        expect(rows.map((r) => [r.status, r.error_code, r.debit]).sort()).toEqual([
+          ['failed', 'client_disconnected', '0'],
+          ['succeeded', null, String(cost(5, 4))],
+        ]);
+        expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(5, 4), reserved: 0 });
+      } finally {
+        await narrow.close();
+      }
+    });
   });
 
   it('honours a revocation: a cached token of a deleted client is refused within moments', async () => {

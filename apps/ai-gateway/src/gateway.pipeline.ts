@@ -1,9 +1,10 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { APP_CONFIG } from '@flagship/config';
 import { AccessTokenVerifier } from '@flagship/oauth';
 import { PUBSUB, type PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
-import { HttpMetrics } from '@flagship/service-kit';
+import { RateLimitService } from '@flagship/request-policies';
+import { HttpMetrics, type ReadinessCheck } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
@@ -21,10 +22,15 @@ import type { ProviderClient, ProviderKey } from './providers/provider.types';
 import { PROVIDER_CLIENT } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
 
+/** Before the process is stopped (SHUTDOWN_GRACE_MS after SIGTERM), this long is left to cut the requests still under way and settle them. */
+const CUT_MARGIN_MS = 3000;
+
 /** The pipeline's steps, built once from the app's config and stores, and their lifecycle. */
 @Injectable()
 export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   readonly handler: GatewayHandler;
+  private readonly logger = new Logger('GatewayPipeline');
+  private readonly graceMs: number;
   private readonly tenantStep: TenantStep;
   private readonly settleStep: SettleStep;
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -39,7 +45,9 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     @Inject(PUBSUB) private readonly pubsub: PubSub,
     @Inject(PROVIDER_CLIENT) private readonly providers: ProviderClient,
     httpMetrics: HttpMetrics,
+    rateLimits: RateLimitService,
   ) {
+    this.graceMs = config.SHUTDOWN_GRACE_MS;
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS);
     this.settleStep = new SettleStep(ledger, config.GATEWAY_SETTLE_GATHER_MS);
     this.handler = new GatewayHandler(
@@ -53,14 +61,19 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
           hostedProducts: config.hostedProducts,
           hostedEmergency: config.PROVIDER_HOSTED_EMERGENCY,
         }),
-        rateLimit: new RateLimitStep(redis, keys, { requestsPerMinute: config.GATEWAY_RATE_LIMIT_RPM, tokensPerMinute: config.GATEWAY_RATE_LIMIT_TPM }),
+        rateLimit: new RateLimitStep(
+          redis,
+          keys,
+          { requestsPerMinute: config.GATEWAY_RATE_LIMIT_RPM, tokensPerMinute: config.GATEWAY_RATE_LIMIT_TPM },
+          { limiter: rateLimits, perPlan: config.tenantRateLimits },
+        ),
         reservation: new ReservationStep(ledger),
         providerCall: new ProviderCallStep(providers),
         settle: this.settleStep,
       },
       providers,
       new GatewayMetrics(httpMetrics.registry),
-      { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS },
+      { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS, imageTokens: config.GATEWAY_IMAGE_TOKENS },
     );
   }
 
@@ -68,8 +81,17 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     this.unsubscribe = await this.tenantStep.listen(this.pubsub);
   }
 
-  /** Before any module's shutdown hook: settlements still being written finish while the Postgres pool is open. */
+  /**
+   * Before the server closes and before any module's shutdown hook: new requests are refused (and
+   * readiness fails) while those under way finish, for up to the shutdown grace
+   * (SHUTDOWN_GRACE_MS, which the chart sets above PROVIDER_TOTAL_TIMEOUT_MS) less what cutting
+   * and settling the rest takes; the rest are then cut and billed, and every settlement is written
+   * while the Postgres pool is open.
+   */
   async beforeApplicationShutdown(): Promise<void> {
+    const cutAfterMs = Math.max(this.graceMs - CUT_MARGIN_MS, this.graceMs / 2);
+    const whole = await this.handler.drain(cutAfterMs, Math.min(CUT_MARGIN_MS, this.graceMs / 4));
+    if (!whole) this.logger.warn('shutdown grace ending: requests still under way were cut and billed for what they used');
     await this.unsubscribe?.().catch(() => undefined);
     await this.settleStep.drain();
   }
@@ -82,5 +104,17 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
   /** For tests: every settlement handed in so far is written. */
   drain(): Promise<void> {
     return this.settleStep.drain();
+  }
+}
+
+/** /readyz fails from SIGTERM on, so the load balancer stops sending while requests under way finish. */
+@Injectable()
+export class GatewayReadiness implements ReadinessCheck {
+  readonly name = 'gateway';
+
+  constructor(private readonly pipeline: GatewayPipeline) {}
+
+  async check(): Promise<void> {
+    if (this.pipeline.handler.isDraining) throw new Error('shutting down');
   }
 }

@@ -52,18 +52,26 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
     ['in one batch', (rs) => repo.reserve(rs)],
   ];
 
-  it.each(shapes)('%s: admits while credit is left, holds each estimate, and writes one pending row per admission', async (_shape, reserve) => {
-    // 250 available: the first two (100 each) fit, the third is admitted on the 50 left (credit left > 0), the fourth is not.
+  it.each(shapes)('%s: admits while the credit left covers the whole estimate, holds each estimate, and writes one pending row per admission', async (_shape, reserve) => {
+    // 250 available: the first two (100 each) fit; the 50 left do not cover a third (nor a fourth).
     const tenant = await createTenant(ds, { balance: 250 });
     const rs = [reservation(tenant, 100), reservation(tenant, 100), reservation(tenant, 100), reservation(tenant, 100)];
-    expect(await reserve(rs)).toEqual([true, true, true, false]);
-    expect(await balanceOf(ds, tenant)).toEqual({ balance: 250, reserved: 300 });
+    expect(await reserve(rs)).toEqual([true, true, false, false]);
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 250, reserved: 200 });
     const rows = await ledgerRows(ds, tenant);
-    expect(rows.map((r) => r.id).sort()).toEqual(rs.slice(0, 3).map((r) => r.id).sort());
+    expect(rows.map((r) => r.id).sort()).toEqual(rs.slice(0, 2).map((r) => r.id).sort());
     for (const row of rows) {
       expect(row).toMatchObject({ status: 'pending', reserved: '100', zero_rated: false, zero_rated_reason: null, provider: 'inhouse', requested_provider: 'inhouse', client_id: 'ffc_ledgerSpec' });
     }
-    expect(rows.map((r) => r.request_id).sort()).toEqual(rs.slice(0, 3).map((r) => r.requestId).sort());
+    expect(rows.map((r) => r.request_id).sort()).toEqual(rs.slice(0, 2).map((r) => r.requestId).sort());
+  });
+
+  it.each(shapes)('%s: a balance of 1 admits no request estimated above it, and a billable estimate of 0 still needs 1 left', async (_shape, reserve) => {
+    const one = await createTenant(ds, { balance: 1 });
+    const empty = await createTenant(ds, { balance: 0 });
+    expect(await reserve([reservation(one, 60_000), reservation(empty, 0), reservation(one, 2)])).toEqual([false, false, false]);
+    expect(await balanceOf(ds, one)).toEqual({ balance: 1, reserved: 0 });
+    expect(await ledgerRows(ds, one)).toEqual([]);
   });
 
   it.each(shapes)('%s: a zero-rated request is always admitted and holds nothing; a tenant with no balance row is refused', async (_shape, reserve) => {
@@ -79,11 +87,11 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
   });
 
   it('one-at-a-time reservations racing on one connection each never hold more than the credit left allows', async () => {
-    // 10 available, estimate 3: admissions at 10, 7, 4, 1 left; then refused. 20 concurrent batches of one.
+    // 10 available, estimate 3: admissions at 10, 7, 4 left; the 1 left covers none. 20 concurrent batches of one.
     const tenant = await createTenant(ds, { balance: 10 });
     const results = await Promise.all(Array.from({ length: 20 }, () => repo.reserve([reservation(tenant, 3)])));
-    expect(results.flat().filter(Boolean)).toHaveLength(4);
-    expect(await balanceOf(ds, tenant)).toEqual({ balance: 10, reserved: 12 });
+    expect(results.flat().filter(Boolean)).toHaveLength(3);
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 10, reserved: 9 });
   });
 });
 

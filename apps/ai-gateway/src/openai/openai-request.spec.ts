@@ -33,7 +33,57 @@ describe('parseGatewayRequest', () => {
       { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
       { role: 'tool', tool_call_id: 'c', content: 'done' },
     ];
-    expect(parse('chat.completions', { model: 'fake-chat-1', messages }).inputTokens).toBeGreaterThan(500);
+    expect(parse('chat.completions', { model: 'fake-chat-1', messages }).inputTokens).toBeGreaterThan(50_000);
+  });
+
+  describe('the estimate (admission) and the output cap', () => {
+    const base = { model: 'fake-chat-1', messages: [user] };
+    const bytes = (body: unknown) => Buffer.byteLength(JSON.stringify(body));
+
+    it('counts every byte of the body as a token: any language, tools and response_format schemas', () => {
+      const plain = parse('chat.completions', base).inputTokens;
+      expect(plain).toBeGreaterThanOrEqual(bytes(base));
+      // Three bytes a character: a CJK prompt of 1,000 characters is up to 3,000 tokens, not 500.
+      expect(parse('chat.completions', { ...base, messages: [{ role: 'user', content: '漢'.repeat(1000) }] }).inputTokens).toBeGreaterThan(3000);
+      const tools = [{ type: 'function', function: { name: 'lookup', description: 'd'.repeat(4000), parameters: { type: 'object' } } }];
+      expect(parse('chat.completions', { ...base, tools }).inputTokens - plain).toBeGreaterThan(4000);
+      const schema = { type: 'json_schema', json_schema: { name: 's', schema: { type: 'object', description: 'x'.repeat(6000) } } };
+      expect(parse('chat.completions', { ...base, response_format: schema }).inputTokens - plain).toBeGreaterThan(6000);
+    });
+
+    it('counts an image part as GATEWAY_IMAGE_TOKENS, not by its URL', () => {
+      const image = (url: string) => ({ ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] });
+      const small = parseGatewayRequest('chat.completions', JSON.stringify(image('https://x/y.png')), models, 1024, 7000).inputTokens;
+      const inline = parseGatewayRequest('chat.completions', JSON.stringify(image(`data:image/png;base64,${'A'.repeat(200_000)}`)), models, 1024, 7000).inputTokens;
+      expect(small).toBeGreaterThanOrEqual(7000);
+      expect(inline).toBe(small);
+    });
+
+    it('reserves max_tokens (or max_completion_tokens, or the default) times n', () => {
+      expect(parse('chat.completions', { ...base, max_tokens: 10, n: 3 }).outputTokens).toBe(30);
+      expect(parse('chat.completions', { ...base, max_completion_tokens: 7, n: 2 }).outputTokens).toBe(14);
+      expect(parse('chat.completions', { ...base, n: 4 }).outputTokens).toBe(4096);
+      expect(parse('chat.completions', { ...base, n: null, max_tokens: null }).outputTokens).toBe(1024);
+    });
+
+    it('asks the upstream for no more output per choice than was reserved', () => {
+      expect(parse('chat.completions', base).body).toMatchObject({ max_completion_tokens: 1024 });
+      expect(parse('chat.completions', base).body).not.toHaveProperty('max_tokens');
+      expect(parse('chat.completions', { ...base, max_tokens: 50 }).body).not.toHaveProperty('max_completion_tokens');
+      expect(parse('chat.completions', { ...base, max_tokens: 500, max_completion_tokens: 20 }).body).toMatchObject({ max_tokens: 20, max_completion_tokens: 20 });
+    });
+
+    it.each([
+      [{ n: 0 }, '400 invalid_request n'],
+      [{ n: 1.5 }, '400 invalid_request n'],
+      [{ n: 129 }, '400 invalid_request n'],
+      [{ n: '2' }, '400 invalid_request n'],
+      [{ max_tokens: -1 }, '400 invalid_request max_tokens'],
+      [{ max_tokens: 'lots' }, '400 invalid_request max_tokens'],
+      [{ max_completion_tokens: 1e20 }, '400 invalid_request max_completion_tokens'],
+    ])('refuses %j -> %s', (extra, expected) => {
+      expect(refusal('chat.completions', { ...base, ...extra })).toBe(expected);
+    });
   });
 
   it.each([

@@ -9,10 +9,17 @@ export interface GatewayRequest {
   body: Record<string, unknown>;
   model: ModelEntry;
   stream: boolean;
-  /** Upper estimates, for the reservation and the token rate limit (never billed: the provider's usage is). */
+  /** Upper bounds, for the reservation and the token rate limit (never billed: the provider's usage is); see estimateInput. */
   inputTokens: number;
+  /** The output reserved: max tokens per choice x `n`; the upstream is asked for no more (capOutput). */
   outputTokens: number;
 }
+
+/** Image parts count this many input tokens each by default (GATEWAY_IMAGE_TOKENS): OpenAI's dearest, gpt-4o-mini at high detail, is 48,169. */
+export const DEFAULT_IMAGE_TOKENS = 50_000;
+
+/** OpenAI's own upper bound for `n`. */
+const MAX_CHOICES = 128;
 
 const ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
@@ -21,14 +28,16 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /**
  * Validates only what the gateway itself reads (`model`, `messages`, `input`, `stream`,
- * `stream_options`, and `max_tokens`/`max_completion_tokens` for the estimate when they are numbers);
- * every other field (`tools`, `response_format`, `temperature`, `seed`, ...) goes to the provider as sent.
+ * `stream_options`, `n`, `max_tokens`/`max_completion_tokens`); every other field (`tools`,
+ * `response_format`, `temperature`, `seed`, ...) goes to the provider as sent, but for the output
+ * cap (capOutput).
  */
 export function parseGatewayRequest(
   endpoint: Endpoint,
   text: string,
   models: ReadonlyMap<string, ModelEntry>,
   defaultMaxOutputTokens: number,
+  imageTokens = DEFAULT_IMAGE_TOKENS,
 ): GatewayRequest {
   if (text === '') throw bad('The request body is empty; send a JSON object.', null);
   // Deeper JSON than any OpenAI request needs is refused before it is parsed (CONTRACT.md section 4).
@@ -56,23 +65,55 @@ export function parseGatewayRequest(
 
   if (endpoint === 'embeddings') {
     if (stream === true) throw bad('embeddings cannot be streamed.', 'stream');
-    const chars = inputChars(body['input']);
-    return { endpoint, body, model, stream: false, inputTokens: upperTokens(chars, 1), outputTokens: 0 };
+    checkInput(body['input']);
+    return { endpoint, body, model, stream: false, inputTokens: estimateInput(text, { urlBytes: 0, images: 0 }, imageTokens), outputTokens: 0 };
   }
-  const { chars, count } = messageChars(body['messages']);
-  const max = body['max_completion_tokens'] ?? body['max_tokens'];
-  const outputTokens = typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? max : defaultMaxOutputTokens;
-  return { endpoint, body, model, stream: stream === true, inputTokens: upperTokens(chars, count), outputTokens };
+  const images = messageImages(body['messages']);
+  const perChoice = positiveInt(body, 'max_completion_tokens') ?? positiveInt(body, 'max_tokens') ?? defaultMaxOutputTokens;
+  const n = positiveInt(body, 'n') ?? 1;
+  if (n > MAX_CHOICES) throw bad(`n must be at most ${MAX_CHOICES}.`, 'n');
+  capOutput(body, perChoice);
+  return { endpoint, body, model, stream: stream === true, inputTokens: estimateInput(text, images, imageTokens), outputTokens: perChoice * n };
 }
 
-/** Generous on purpose (about two characters per token, four per message): a reservation that is too small could let a balance run below minus one request's cost. */
-function upperTokens(chars: number, items: number): number {
-  return Math.ceil(chars / 2) + 4 * items;
+/** A field that must be a positive integer when present (null counts as absent, as OpenAI reads it). */
+function positiveInt(body: Record<string, unknown>, field: string): number | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw bad(`${field} must be a positive integer.`, field);
+  return v;
 }
 
-function messageChars(messages: unknown): { chars: number; count: number } {
+/**
+ * The upstream is asked for no more output per choice than was reserved: `max_completion_tokens`
+ * (which every OpenAI model and current OpenAI-compatible servers read) is set when the client set
+ * no limit, and a `max_tokens` sent beside a smaller `max_completion_tokens` is lowered to it.
+ */
+function capOutput(body: Record<string, unknown>, perChoice: number): void {
+  const given = body['max_tokens'];
+  if (body['max_completion_tokens'] === undefined || body['max_completion_tokens'] === null) {
+    if (given === undefined || given === null) body['max_completion_tokens'] = perChoice;
+  } else if (typeof given === 'number' && given > perChoice) body['max_tokens'] = perChoice;
+}
+
+/**
+ * The input's upper bound in tokens: every byte of the request body as sent counts one token (a
+ * byte-level BPE token, OpenAI's or Llama's, is at least one byte, so this bounds every text, name,
+ * tool definition, `response_format` schema and message framing, whatever the language), plus 64
+ * for the framing a provider adds; an image part counts `imageTokens` instead of its URL's bytes
+ * (an image's tokens follow its size in pixels, not in bytes). Far above the real count for English
+ * (about four bytes a token): the reservation is released at settlement, and only an upper bound
+ * keeps every balance above minus one request's cost.
+ */
+function estimateInput(text: string, images: { urlBytes: number; images: number }, imageTokens: number): number {
+  return Buffer.byteLength(text, 'utf8') - images.urlBytes + images.images * imageTokens + 64;
+}
+
+/** Validates the messages; counts their image parts and the bytes of those parts' URLs. */
+function messageImages(messages: unknown): { urlBytes: number; images: number } {
   if (!Array.isArray(messages) || messages.length === 0) throw bad('messages must be a non-empty array.', 'messages');
-  let chars = 0;
+  let urlBytes = 0;
+  let images = 0;
   for (let i = 0; i < messages.length; i++) {
     const m: unknown = messages[i];
     const at = `messages[${i}]`;
@@ -80,35 +121,39 @@ function messageChars(messages: unknown): { chars: number; count: number } {
     const role = m['role'];
     if (typeof role !== 'string' || !ROLES.has(role)) throw bad(`${at}.role must be one of ${[...ROLES].join(', ')}.`, `${at}.role`);
     const content = m['content'];
-    if (typeof content === 'string') chars += content.length;
-    else if (Array.isArray(content)) {
+    if (typeof content === 'string') {
+      // counted in the body's bytes
+    } else if (Array.isArray(content)) {
       for (let j = 0; j < content.length; j++) {
         const part: unknown = content[j];
         if (!isRecord(part) || typeof part['type'] !== 'string') throw bad(`${at}.content[${j}] must be a content part with a type.`, `${at}.content`);
-        if (typeof part['text'] === 'string') chars += part['text'].length;
-        else chars += 1000; // an image or audio part: its tokens are the provider's to count
+        const image = part['image_url'];
+        if (part['type'] === 'image_url') {
+          images++;
+          const url = isRecord(image) ? image['url'] : image;
+          if (typeof url === 'string') urlBytes += Buffer.byteLength(url, 'utf8');
+        }
+        // Audio and file parts count by their bytes (base64), far above their tokens.
       }
     } else if (content === null || content === undefined) {
       // An assistant turn that only called tools has no content.
       if (role !== 'assistant') throw bad(`${at}.content is required for role ${role}.`, `${at}.content`);
     } else throw bad(`${at}.content must be a string or an array of content parts.`, `${at}.content`);
-    chars += JSON.stringify(m['tool_calls'] ?? '').length;
   }
-  return { chars, count: messages.length };
+  return { urlBytes, images };
 }
 
-function inputChars(input: unknown): number {
+/** Validates an embeddings `input` (its tokens are counted in the body's bytes: a token id takes at least two, with its comma). */
+function checkInput(input: unknown): void {
   if (typeof input === 'string') {
     if (input === '') throw bad('input must not be empty.', 'input');
-    return input.length;
+    return;
   }
   if (!Array.isArray(input) || input.length === 0) throw bad('input must be a string or a non-empty array of strings (or of token arrays).', 'input');
-  let chars = 0;
   for (const item of input) {
-    if (typeof item === 'string') chars += item.length;
-    else if (typeof item === 'number' && Number.isInteger(item)) chars += 2; // a token id
-    else if (Array.isArray(item) && item.length > 0 && item.every((t) => typeof t === 'number' && Number.isInteger(t))) chars += 2 * item.length;
-    else throw bad('input must be a string or a non-empty array of strings (or of token arrays).', 'input');
+    if (typeof item === 'string') continue;
+    if (typeof item === 'number' && Number.isInteger(item)) continue;
+    if (Array.isArray(item) && item.length > 0 && item.every((t) => typeof t === 'number' && Number.isInteger(t))) continue;
+    throw bad('input must be a string or a non-empty array of strings (or of token arrays).', 'input');
   }
-  return chars;
 }

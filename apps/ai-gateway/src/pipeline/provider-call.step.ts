@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
 import { GatewayError } from '../gateway.errors';
 import type { GatewayRequest } from '../openai/openai-request';
-import { type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
+import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
 
 /** What the settle step needs to know of a call. */
 export interface CallOutcome {
@@ -41,26 +41,34 @@ export class ProviderCallStep {
     headers: OutgoingHttpHeaders,
     overheadMs: (upstreamMs: number) => number,
     failed: (outcome: CallOutcome) => void,
+    cutter?: CallCutter,
   ): Promise<CallOutcome> {
     const controller = new AbortController();
     const res = x.res;
+    let clientGone = false;
     const onClose = (): void => {
-      if (!res.writableFinished) controller.abort();
+      if (res.writableFinished) return;
+      clientGone = true;
+      controller.abort();
     };
-    res.once('close', onClose);
-    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal };
+    // A client that left before this point is not sent upstream at all (and pays nothing).
+    if (res.destroyed || res.socket === null || res.socket.destroyed) onClose();
+    else res.once('close', onClose);
+    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal, cutter };
     try {
       if (!request.stream) {
         const result = await this.client.json(upstream);
         const ok = result.status >= 200 && result.status < 300;
         x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, result.body);
+        // A client that left after the request was sent is billed the answer's usage all the same.
+        const gone = ok && clientGone;
         return {
           provider: result.provider,
           status: ok ? 'succeeded' : 'failed',
           usage: ok ? result.usage : NO_USAGE,
           upstreamMs: result.upstreamMs,
-          errorCode: ok ? null : `upstream_${result.status}`,
-          outcome: ok ? 'succeeded' : 'upstream_refused',
+          errorCode: ok ? (gone ? 'client_disconnected' : null) : `upstream_${result.status}`,
+          outcome: ok ? (gone ? 'client_gone' : 'succeeded') : 'upstream_refused',
         };
       }
       let out: ServerResponse | undefined;
@@ -70,7 +78,7 @@ export class ProviderCallStep {
           out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
         },
         chunk: (bytes: Buffer): void => {
-          if (out !== undefined && !out.writableEnded) out.write(bytes);
+          if (out !== undefined && !out.writableEnded && !out.destroyed) out.write(bytes);
         },
       };
       const result = await this.client.stream(upstream, sink);
@@ -79,17 +87,21 @@ export class ProviderCallStep {
         x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, rejection.body);
         return { provider: result.provider, status: 'failed', usage: NO_USAGE, upstreamMs: result.upstreamMs, errorCode: `upstream_${rejection.status}`, outcome: 'upstream_refused' };
       }
-      if (out !== undefined && !out.writableEnded) out.end();
+      if (out !== undefined && !out.writableEnded && !out.destroyed) out.end();
       if (result.outcome === 'completed') {
         return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: null, outcome: 'succeeded' };
       }
-      // What was delivered is recorded and charged either way; a client that left was served, a broken upstream was not.
-      return result.outcome === 'client_gone'
-        ? { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'client_disconnected', outcome: 'client_gone' }
-        : { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'upstream_broken', outcome: 'upstream_broken' };
+      // What was delivered is recorded and charged either way; a client that left was served, a broken (or cut) upstream was not.
+      if (result.outcome === 'client_gone') {
+        return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'client_disconnected', outcome: 'client_gone' };
+      }
+      const code = cutter?.cut ? 'gateway_shutdown' : 'upstream_broken';
+      return { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: code, outcome: code };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
-      failed({ provider: err.provider, status: 'failed', usage: NO_USAGE, upstreamMs: 0, errorCode: err.code, outcome: err.code });
+      // A time-out after sending carries the input's estimate: the provider had the request.
+      const code = cutter?.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;
+      failed({ provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code });
       throw new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});
     } finally {
       res.removeListener('close', onClose);

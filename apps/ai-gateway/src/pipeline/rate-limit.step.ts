@@ -1,13 +1,20 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type Redis from 'ioredis';
 import { TurnBatcher } from '@flagship/lean-http';
+import type { Plan } from '@flagship/domain';
 import type { RedisKeys } from '@flagship/redis';
-import { LuaScript } from '@flagship/request-policies';
+import { LuaScript, type RateLimitDecision, type RateLimitService } from '@flagship/request-policies';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 
 export interface RateLimits {
   requestsPerMinute: number;
   tokensPerMinute: number;
+}
+
+/** Requests per tenant per minute by plan, counted by request-policies' limiter (GATEWAY_TENANT_RATE_LIMIT_RPM). */
+export interface TenantRateLimits {
+  limiter: Pick<RateLimitService, 'consumeMany'>;
+  perPlan: Readonly<Record<Plan, number>>;
 }
 
 const WINDOW_MS = 60_000;
@@ -29,7 +36,9 @@ return out`);
 
 /**
  * Step 6: requests and tokens per OAuth client per minute, counted in Redis so every replica shares
- * the budget (a fixed one-minute window: two counters). Tokens are the
+ * the budget (a fixed one-minute window: two counters), and requests per tenant per minute by plan
+ * (request-policies' sliding window, shared with nothing else: its own key), so a tenant's many
+ * clients together cannot take more than its plan allows. Tokens are the
  * request's estimate (input text plus the output it may produce), counted when it is admitted. The
  * counts of one event-loop turn's requests go to Redis in one script call (TAKE).
  * OpenAI's `x-ratelimit-*` headers go on every answer from here on; over either limit: 429
@@ -37,13 +46,18 @@ return out`);
  */
 export class RateLimitStep {
   private readonly batcher: TurnBatcher<{ requestsKey: string; tokensKey: string; tokens: number }, [number, number]>;
+  private readonly tenantBatcher: TurnBatcher<{ key: string; limit: number }, RateLimitDecision | undefined> | undefined;
 
   constructor(
     redis: Redis,
     private readonly keys: RedisKeys,
     private readonly limits: RateLimits,
+    private readonly tenants?: TenantRateLimits,
     private readonly now: () => number = Date.now,
   ) {
+    // One pipeline per event-loop turn, at the same time as TAKE; a Redis failure there fails open (TAKE's does not).
+    const limiter = tenants?.limiter;
+    this.tenantBatcher = limiter && new TurnBatcher((batch) => limiter.consumeMany(batch), 500);
     this.batcher = new TurnBatcher(
       async (batch) => {
         const keys: string[] = [];
@@ -60,12 +74,17 @@ export class RateLimitStep {
     );
   }
 
-  async take(clientId: string, tokens: number): Promise<OutgoingHttpHeaders> {
+  async take(clientId: string, tokens: number, tenant?: { id: string; plan: string }): Promise<OutgoingHttpHeaders> {
     const now = this.now();
     const window = Math.floor(now / WINDOW_MS);
     const resetS = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
     const requestsKey = this.keys.key('gw', 'rl', clientId, window, 'r');
     const tokensKey = this.keys.key('gw', 'rl', clientId, window, 't');
+    const tenantLimit = tenant && this.tenants ? (this.tenants.perPlan[tenant.plan as Plan] ?? this.tenants.perPlan.free) : undefined;
+    const tenantDecision =
+      tenant && tenantLimit !== undefined && this.tenantBatcher
+        ? this.tenantBatcher.add({ key: this.keys.tenant(tenant.id, 'rl', 'gateway'), limit: tenantLimit }).catch(() => undefined)
+        : undefined;
     let requests: number;
     let used: number;
     try {
@@ -88,6 +107,17 @@ export class RateLimitStep {
         ...headers,
         'retry-after': String(resetS),
       });
+    }
+    const decision = await tenantDecision;
+    if (decision !== undefined && !decision.allowed) {
+      const retryS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      throw new GatewayError(
+        429,
+        'rate_limited',
+        `Rate limit of ${decision.limit} requests per minute reached for this tenant (all its clients together); try again in ${retryS} s.`,
+        null,
+        { ...headers, 'retry-after': String(retryS) },
+      );
     }
     return headers;
   }

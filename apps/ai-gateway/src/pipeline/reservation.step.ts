@@ -8,8 +8,8 @@ import type { Reservation, UsageLedgerRepository } from '../ledger/usage-ledger.
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
  * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
  * RESERVE). Zero-rated requests reserve nothing and debit 0 but are recorded all the same. A billable
- * request whose tenant has no credit left is refused with 402 `insufficient_credits`, so the provider
- * is never called for it.
+ * request whose estimate the tenant's credit left (balance - reserved) does not cover is refused with
+ * 402 `insufficient_credits`, so the provider is never called for it.
  */
 export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
@@ -29,7 +29,7 @@ export class ReservationStep {
       throw dependencyDown('Postgres');
     }
     if (!admitted) {
-      throw new GatewayError(402, 'insufficient_credits', 'The tenant has no AI credit left; buy credits or ask your administrator.');
+      throw new GatewayError(402, 'insufficient_credits', 'The tenant\'s AI credit left does not cover this request\'s estimate (its input and max_tokens x n); lower max_tokens, or buy credits or ask your administrator.');
     }
     return reservation;
   }

@@ -180,21 +180,31 @@ describe('OpenAiCompatibleProviders', () => {
       });
     });
 
-    it('a client that goes away stops the call at once: 502, not counted against the circuit, the upstream asked once', async () => {
+    it('a client that goes away after the request was sent: the answer is still read for its usage, not counted against the circuit, the upstream asked once', async () => {
       inhouse.behave({ firstByteDelayMs: 400 });
       const client = new AbortController();
       const p = layer({ breakerFailures: 1 });
-      const started = performance.now();
       const call = p.json(req({ signal: client.signal }));
       setTimeout(() => client.abort(), 50);
-      await expect(call).rejects.toMatchObject({ status: 502, code: 'provider_error', message: 'The client went away before the provider answered.' });
-      expect(performance.now() - started).toBeLessThan(300);
+      await expect(call).resolves.toMatchObject({ status: 200, usage: { inputTokens: 3, outputTokens: 4, estimated: false } });
       expect(inhouse.calls.chat).toBe(1);
       expect(p.circuits().inhouse).toBe('closed');
       // An already-gone client is never sent upstream at all.
-      client.abort();
-      await expect(p.json(req({ signal: client.signal }))).rejects.toMatchObject({ status: 502, code: 'provider_error' });
+      await expect(p.json(req({ signal: client.signal }))).rejects.toMatchObject({ status: 502, code: 'provider_error', message: 'The client went away before the request was sent.' });
       expect(inhouse.calls.chat).toBe(1);
+    });
+
+    it('after the client left, the answer is awaited abandonedReadMs at most: then 504 with the input estimated, paid for', async () => {
+      inhouse.behave({ firstByteDelayMs: 600 });
+      const client = new AbortController();
+      const started = performance.now();
+      const call = layer({ abandonedReadMs: 100 }).json(req({ signal: client.signal }));
+      setTimeout(() => client.abort(), 50);
+      const err = (await call.catch((e: unknown) => e)) as ProviderError;
+      expect(err).toMatchObject({ status: 504, code: 'provider_timeout' });
+      expect(err.usage.estimated).toBe(true);
+      expect(err.usage.inputTokens).toBeGreaterThan(0);
+      expect(performance.now() - started).toBeLessThan(500);
     });
   });
 
@@ -411,8 +421,8 @@ describe('OpenAiCompatibleProviders', () => {
       expect(sink.events.at(-1)).toBe('[DONE]');
     });
 
-    it('stops when the client goes away and accounts what was delivered', async () => {
-      inhouse.behave({ chunkDelayMs: 60 });
+    it('when the client goes away, passes nothing more on but reads the rest for its usage', async () => {
+      inhouse.behave({ chunkDelayMs: 30 });
       const client = new AbortController();
       const sink = new CollectingSink();
       let contentChunks = 0;
@@ -422,11 +432,27 @@ describe('OpenAiCompatibleProviders', () => {
       };
       const r = await layer().stream(req({ stream: true, signal: client.signal, body: chatBody('w1 w2 w3 w4 w5 w6 w7 w8', { stream: true }) }), sink);
       expect(r.outcome).toBe('client_gone');
-      expect(r.usage.estimated).toBe(true);
-      // The role chunk and "echo:" were delivered: 5 characters, 2 tokens.
-      expect(r.usage.outputTokens).toBe(2);
+      expect(r.usage).toEqual({ inputTokens: 8, outputTokens: 9, estimated: false });
       expect(sink.parts).toHaveLength(2);
       expect(sink.text).not.toMatch(/error/);
+    });
+
+    it('reads at most abandonedReadBytes after the client left, then bills what was read, estimated', async () => {
+      inhouse.behave({ chunkDelayMs: 30 });
+      const client = new AbortController();
+      const sink = new CollectingSink();
+      let contentChunks = 0;
+      sink.onChunk = () => {
+        contentChunks++;
+        if (contentChunks === 2) client.abort();
+      };
+      const started = performance.now();
+      const r = await layer({ abandonedReadBytes: 1 }).stream(req({ stream: true, signal: client.signal, body: chatBody('w1 w2 w3 w4 w5 w6 w7 w8', { stream: true }) }), sink);
+      expect(r.outcome).toBe('client_gone');
+      expect(r.usage.estimated).toBe(true);
+      expect(r.usage.outputTokens).toBeGreaterThanOrEqual(2);
+      expect(r.usage.outputTokens).toBeLessThan(9);
+      expect(performance.now() - started).toBeLessThan(250);
     });
 
     it('cuts a stream that passes the total time-out with a provider_timeout event', async () => {

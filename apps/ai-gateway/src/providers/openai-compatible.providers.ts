@@ -9,13 +9,19 @@ import {
   type StreamResult,
   type StreamSink,
   type UpstreamRequest,
+  type Usage,
 } from './provider.types';
 import { SseRelay } from './sse-relay';
-import { jsonUsage, requestText } from './usage';
+import { estimateTokens, jsonUsage, requestText } from './usage';
 
 /** Why a request's own controller was aborted. */
 const CLIENT_GONE = Symbol('client gone');
 const TIMED_OUT = Symbol('total time-out');
+/** The client left after the request was sent, and the rest of the answer took too long or too many bytes (abandonedRead*). */
+const GIVEN_UP = Symbol('given up');
+/** The gateway is shutting down and its grace is ending (UpstreamRequest.cutter). */
+const CUT = Symbol('cut for shutdown');
+type AbortReason = typeof CLIENT_GONE | typeof TIMED_OUT | typeof GIVEN_UP | typeof CUT;
 
 const PATHS = { 'chat.completions': '/chat/completions', embeddings: '/embeddings' } as const;
 
@@ -37,8 +43,8 @@ interface Upstream {
 
 /** What undici's `abort()` is given (it wants an Error); failureOf reads the reason from the Call. */
 class CallAborted extends Error {
-  constructor(reason: typeof CLIENT_GONE | typeof TIMED_OUT) {
-    super(reason === TIMED_OUT ? "the request's time is spent" : 'the client went away');
+  constructor(reason: AbortReason) {
+    super(reason === CLIENT_GONE ? 'the client went away' : "the request's time is spent");
   }
 }
 
@@ -47,20 +53,38 @@ class CallAborted extends Error {
  * AbortController: a non-streamed call (the usual one) is stopped through what is under way at the
  * time (undici's own `abort` of the request, or a retry's wait), so no AbortSignal, listener or
  * event is made for it; a stream, read through undici's `request()`, gets a signal on first use.
+ * The client leaving stops the call only until the request is sent: after that the provider works
+ * on it and the tenant pays for it, so its answer is read to the end (its usage) all the same.
  */
 class Call {
-  reason: typeof CLIENT_GONE | typeof TIMED_OUT | undefined;
+  reason: AbortReason | undefined;
+  /** The client left; no retry or fallback follows. */
+  clientGone = false;
+  /** The current attempt has gone upstream: only the deadline (or GIVEN_UP) stops it now. */
+  sent = false;
   private stopCurrent: ((err: Error) => void) | undefined;
   private controller: AbortController | undefined;
 
-  constructor(readonly deadline: number) {}
+  constructor(
+    readonly deadline: number,
+    readonly request: UpstreamRequest,
+  ) {}
 
   get aborted(): boolean {
     return this.reason !== undefined;
   }
 
-  abort(reason: typeof CLIENT_GONE | typeof TIMED_OUT): void {
+  /** Marks the current attempt sent, unless the call was stopped already. */
+  markSent(): void {
+    if (this.reason === undefined) this.sent = true;
+  }
+
+  abort(reason: AbortReason): void {
     if (this.reason !== undefined) return;
+    if (reason === CLIENT_GONE) {
+      this.clientGone = true;
+      if (this.sent) return;
+    }
     this.reason = reason;
     this.controller?.abort(reason);
     const stop = this.stopCurrent;
@@ -121,7 +145,7 @@ const errorCode = (err: unknown): string | undefined => {
 };
 
 /** The SSE error event written when a stream fails after output started (never followed by [DONE]). */
-function errorEvent(code: 'provider_error' | 'provider_timeout', message: string): Buffer {
+function errorEvent(code: 'provider_error' | 'provider_timeout' | 'service_unavailable', message: string): Buffer {
   return Buffer.from(`data: ${JSON.stringify({ error: { message, type: 'server_error', code, param: null } })}\n\n`);
 }
 
@@ -217,12 +241,15 @@ export class OpenAiCompatibleProviders implements ProviderClient {
       }
       sink.start(upstream.key);
       let outcome: StreamResult['outcome'];
+      // Bytes read since the client left: past abandonedReadBytes the rest is not waited for.
+      let unread = this.options.abandonedReadBytes ?? 8 * 1024 * 1024;
       try {
         for await (const bytes of response.body) {
           const out = relay.push(bytes as Buffer);
-          if (out) sink.chunk(out);
+          if (out && !call.clientGone) sink.chunk(out);
+          else if (call.clientGone && (unread -= (bytes as Buffer).length) < 0) call.abort(GIVEN_UP);
         }
-        if (call.reason === CLIENT_GONE) outcome = 'client_gone';
+        if (call.clientGone) outcome = 'client_gone';
         else if (relay.sawError) outcome = 'upstream_broken';
         else if (relay.sawDone) outcome = 'completed';
         else if (relay.sawFinish) {
@@ -235,18 +262,21 @@ export class OpenAiCompatibleProviders implements ProviderClient {
         }
       } catch (err) {
         const reason = call.reason;
-        if (reason === CLIENT_GONE) outcome = 'client_gone';
+        // The client left (before or while the rest was read): billed by the usage read, else estimated.
+        if (call.clientGone) outcome = 'client_gone';
         else {
           const timedOut = reason === TIMED_OUT || TIMEOUTS.has(errorCode(err) ?? '');
           sink.chunk(
-            timedOut
-              ? errorEvent('provider_timeout', 'The provider took too long; the stream was cut.')
-              : errorEvent('provider_error', 'The provider broke off the stream.'),
+            reason === CUT
+              ? errorEvent('service_unavailable', 'The gateway is restarting; the stream was cut. Try again.')
+              : timedOut
+                ? errorEvent('provider_timeout', 'The provider took too long; the stream was cut.')
+                : errorEvent('provider_error', 'The provider broke off the stream.'),
           );
           outcome = 'upstream_broken';
         }
       }
-      if (outcome === 'upstream_broken') upstream.breaker.onFailure();
+      if (outcome === 'upstream_broken' && call.reason !== CUT) upstream.breaker.onFailure();
       return { provider: upstream.key, usage: relay.finalUsage(inputText), outcome, upstreamMs: performance.now() - sentAt };
     });
   }
@@ -260,16 +290,26 @@ export class OpenAiCompatibleProviders implements ProviderClient {
 
   /** Sets up the request's deadline and ties it to the client's signal; always cleans up. */
   private async withCall<T>(request: UpstreamRequest, body: (call: Call) => Promise<T>): Promise<T> {
-    const call = new Call(performance.now() + this.options.totalTimeoutMs);
-    const onClientGone = (): void => call.abort(CLIENT_GONE);
+    const call = new Call(performance.now() + this.options.totalTimeoutMs, request);
+    let givingUp: NodeJS.Timeout | undefined;
+    const onClientGone = (): void => {
+      call.abort(CLIENT_GONE);
+      // Sent: its answer is read for its usage, but no longer than abandonedReadMs more.
+      if (!call.aborted) givingUp = setTimeout(() => call.abort(GIVEN_UP), this.options.abandonedReadMs ?? 60_000);
+    };
     if (request.signal.aborted) onClientGone();
     else request.signal.addEventListener('abort', onClientGone, { once: true });
+    const cutter = request.cutter;
+    if (cutter?.cut) call.abort(CUT);
+    else if (cutter) cutter.stop = () => call.abort(CUT);
     const timer = setTimeout(() => call.abort(TIMED_OUT), this.options.totalTimeoutMs);
     try {
       return await body(call);
     } finally {
       clearTimeout(timer);
+      clearTimeout(givingUp);
       request.signal.removeEventListener('abort', onClientGone);
+      if (cutter) cutter.stop = undefined;
     }
   }
 
@@ -295,7 +335,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
         if (!(err instanceof ProviderError)) throw err;
         last = err;
         // The client left or the whole request's time is spent: no other provider can help.
-        if (call.aborted) break;
+        if (call.aborted || call.clientGone) break;
       }
     }
     throw last ?? new ProviderError('provider_unavailable', 503, 'No provider was allowed for this request.', request.providers[0] ?? 'inhouse');
@@ -314,16 +354,19 @@ export class OpenAiCompatibleProviders implements ProviderClient {
         throw last ?? new ProviderError('provider_unavailable', 503, `The ${upstream.key} provider is failing; its circuit is open.`, upstream.key);
       }
       const sentAt = performance.now();
+      call.sent = false;
       try {
         const response = await this.attempt(upstream, call, send);
         upstream.breaker.onSuccess();
         return { upstream, response, sentAt };
       } catch (err) {
         if (!(err instanceof AttemptFailure)) throw err;
+        // That attempt is over: until the next is sent, the client leaving stops the call again.
+        call.sent = false;
         if (err.providerFault) upstream.breaker.onFailure();
         else upstream.breaker.release();
         last = err.error;
-        if (!err.retryable || attempt >= this.options.maxRetries) throw err.error;
+        if (!err.retryable || attempt >= this.options.maxRetries || call.clientGone) throw err.error;
         // Jittered, doubling: 0.5 to 1.5 times 50, 100, ... ms; never past the deadline.
         const wait = this.retryBaseMs * 2 ** attempt * (0.5 + Math.random());
         if (performance.now() + wait >= call.deadline) throw err.error;
@@ -382,7 +425,10 @@ export class OpenAiCompatibleProviders implements ProviderClient {
       upstream.pool!.dispatch(
         { method: 'POST', path: upstream.pathPrefix + PATHS[request.endpoint], headers: this.headers(upstream, request), body },
         {
-          onConnect: (abort: (err?: Error) => void) => call.running(abort),
+          onConnect: (abort: (err?: Error) => void) => {
+            call.markSent();
+            call.running(abort);
+          },
           onHeaders: (status: number) => {
             statusCode = status;
             return true;
@@ -410,6 +456,8 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   private async streamed(upstream: Upstream, request: UpstreamRequest, call: Call, body: Buffer): Promise<Dispatcher.ResponseData> {
     // First-byte and idle time-outs are the pool's (the same for every request, so undici refreshes one
     // timer rather than making one per request); the request's deadline aborts through the signal.
+    // Handed to undici is sent (queued for a connection, it would not be yet; the pool rarely queues).
+    call.markSent();
     return upstream.pool!.request({ method: 'POST', path: upstream.pathPrefix + PATHS[request.endpoint], headers: this.headers(upstream, request), body, signal: call.signal });
   }
 
@@ -427,6 +475,10 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   private failureOf(key: ProviderKey, err: unknown, call: Call): AttemptFailure {
     if (call.aborted) return new AttemptFailure(this.abortError(key, call), false, call.reason === TIMED_OUT);
     const code = errorCode(err) ?? '';
+    if (TIMEOUTS.has(code) && call.sent) {
+      // The provider had the request and may still be working on it: paid for, as an estimate.
+      return new AttemptFailure(new ProviderError('provider_timeout', 504, `The ${key} provider did not answer in time.`, key, this.lostAnswer(call)), false, true);
+    }
     if (UNREACHABLE.has(code)) return new AttemptFailure(new ProviderError('provider_unavailable', 503, `The ${key} provider is unreachable.`, key), true, true);
     if (CONNECTION_BROKEN.has(code)) {
       return new AttemptFailure(new ProviderError('provider_error', 502, `The connection to the ${key} provider broke.`, key), true, true);
@@ -437,9 +489,16 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   }
 
   private abortError(key: ProviderKey, call: Call): ProviderError {
-    return call.reason === TIMED_OUT
-      ? new ProviderError('provider_timeout', 504, `The ${key} provider did not answer within the request's time.`, key)
-      : new ProviderError('provider_error', 502, 'The client went away before the provider answered.', key);
+    if (call.reason === CLIENT_GONE) return new ProviderError('provider_error', 502, 'The client went away before the request was sent.', key);
+    // Timed out, cut or given up on after the client left: when sent, paid for as an estimate.
+    const usage = call.sent ? this.lostAnswer(call) : undefined;
+    if (call.reason === CUT) return new ProviderError('provider_unavailable', 503, 'The gateway is restarting; try again.', key, usage);
+    return new ProviderError('provider_timeout', 504, `The ${key} provider did not answer within the request's time.`, key, usage);
+  }
+
+  /** What a request that reached the provider costs when its answer (and its usage) is lost: the input, estimated. */
+  private lostAnswer(call: Call): Usage {
+    return { inputTokens: estimateTokens(requestText(call.request.endpoint, call.request.body)), outputTokens: 0, estimated: true };
   }
 
   private sleep(ms: number, call: Call): Promise<void> {

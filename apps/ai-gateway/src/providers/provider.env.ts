@@ -26,6 +26,11 @@ export const providerEnv = {
   PROVIDER_BREAKER_FAILURES: num({ default: 5, desc: 'consecutive failures that open a provider circuit' }),
   PROVIDER_BREAKER_COOLDOWN_MS: num({ default: 10000 }),
   PROVIDER_MAX_CONNECTIONS: num({ default: 256, desc: 'kept-alive upstream connections per provider' }),
+  PROVIDER_ABANDONED_READ_MS: num({
+    default: 60000,
+    desc: 'after a client hangs up on a request already sent, its answer is still read (for its usage, which the tenant pays) this long at most',
+  }),
+  PROVIDER_ABANDONED_READ_BYTES: num({ default: 8 * 1024 * 1024, desc: 'and this many bytes of a stream at most; then the tokens read are billed, estimated' }),
 };
 
 export type ProviderEnv = CleanedEnv<typeof providerEnv>;
@@ -45,6 +50,9 @@ export interface ProviderLayerOptions {
   breakerFailures: number;
   breakerCooldownMs: number;
   maxConnections: number;
+  /** After the client left a sent request: how long (ms) and how many stream bytes its answer is still read. */
+  abandonedReadMs?: number;
+  abandonedReadBytes?: number;
   /** First retry waits about this long (jittered, doubling). */
   retryBaseMs?: number;
   /** How often the upstreams' model lists are re-read for /v1/models. */
@@ -66,5 +74,7 @@ export function providerOptionsFromEnv(config: ProviderEnv, secrets: SecretSourc
     breakerFailures: config.PROVIDER_BREAKER_FAILURES,
     breakerCooldownMs: config.PROVIDER_BREAKER_COOLDOWN_MS,
     maxConnections: config.PROVIDER_MAX_CONNECTIONS,
+    abandonedReadMs: config.PROVIDER_ABANDONED_READ_MS,
+    abandonedReadBytes: config.PROVIDER_ABANDONED_READ_BYTES,
   };
 }

@@ -31,8 +31,19 @@ export interface UpstreamRequest {
   requestId: string;
   /** Providers to try in order: the first is the one asked for; a second only when fallback is permitted. */
   providers: readonly ProviderKey[];
-  /** Aborted when the client goes away. */
+  /** Aborted when the client goes away: stops the call until it is sent, not after (it is paid for then). */
   signal: AbortSignal;
+  /** How the gateway stops the call when its shutdown grace ends, whatever its state (what was sent is billed, estimated). */
+  cutter?: CallCutter;
+}
+
+/**
+ * A call's off switch for shutdown: the provider layer sets `stop` while the call runs; `cut` set
+ * first stops it as it starts. A plain object rather than an AbortSignal: no listener per request.
+ */
+export interface CallCutter {
+  cut: boolean;
+  stop: (() => void) | undefined;
 }
 
 /** Failures before anything reached the client, mapped by the pipeline to OpenAI's error body. */
@@ -46,6 +57,8 @@ export class ProviderError extends Error {
     message: string,
     /** The provider that failed last. */
     readonly provider: ProviderKey,
+    /** What the tenant pays: zero, but for a request the provider had (a time-out after sending), estimated. */
+    readonly usage: Usage = { inputTokens: 0, outputTokens: 0, estimated: false },
   ) {
     super(message);
     this.name = 'ProviderError';

@@ -21,7 +21,7 @@ function contentText(content: unknown): string {
   return out;
 }
 
-/** The text a request sends to the model, for the input estimate. */
+/** The text a request sends to the model (messages, tools, response schema), for the input estimate. */
 export function requestText(endpoint: Endpoint, body: Record<string, unknown>): string {
   if (endpoint === 'embeddings') {
     const input = body.input;
@@ -30,6 +30,8 @@ export function requestText(endpoint: Endpoint, body: Record<string, unknown>): 
   }
   let out = '';
   if (Array.isArray(body.messages)) for (const m of body.messages) if (isRecord(m)) out += contentText(m.content);
+  // Tool definitions and a response schema are input the provider reads too.
+  for (const field of ['tools', 'functions', 'response_format']) if (body[field] !== undefined) out += JSON.stringify(body[field]);
   return out;
 }
 

@@ -33,6 +33,21 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
+SHUTDOWN_GRACE_MS of one workload. The gateway drains for its longest request: its
+PROVIDER_TOTAL_TIMEOUT_MS (config, default 300000) plus gatewayDrainMarginMs, in which it cuts and
+bills what is still under way (it cuts 3 s before the grace ends); never less than shutdownGraceMs.
+Argument: dict root, app, spec.
+*/}}
+{{- define "flagship.shutdownGraceMs" -}}
+{{- $v := .root.Values -}}
+{{- if eq .app "ai-gateway" -}}
+{{- max $v.shutdownGraceMs (add (default 300000 .spec.config.PROVIDER_TOTAL_TIMEOUT_MS) $v.gatewayDrainMarginMs) -}}
+{{- else -}}
+{{- $v.shutdownGraceMs -}}
+{{- end -}}
+{{- end }}
+
+{{/*
 The non-secret environment of one workload (its ConfigMap's data). Argument: dict root, app, port,
 spec (the app's values), instance (orep-server only).
 */}}
@@ -40,7 +55,7 @@ spec (the app's values), instance (orep-server only).
 {{- $v := .root.Values -}}
 NODE_ENV: {{ $v.nodeEnv | quote }}
 LOG_LEVEL: {{ $v.logLevel | quote }}
-SHUTDOWN_GRACE_MS: {{ $v.shutdownGraceMs | toString | quote }}
+SHUTDOWN_GRACE_MS: {{ include "flagship.shutdownGraceMs" . | quote }}
 {{- if $v.postgres.url }}
 DATABASE_URL: {{ $v.postgres.url | quote }}
 {{- end }}

@@ -68,8 +68,9 @@ spec:
       {{- end }}
       securityContext:
         {{- toYaml $v.podSecurityContext | nindent 8 }}
-      # SHUTDOWN_GRACE_MS of draining after the preStop pause, plus a margin before SIGKILL.
-      terminationGracePeriodSeconds: {{ add $v.preStopSeconds (div (add $v.shutdownGraceMs 999) 1000) 5 }}
+      # SHUTDOWN_GRACE_MS of draining after the preStop pause (the gateway's follows its
+      # PROVIDER_TOTAL_TIMEOUT_MS: flagship.shutdownGraceMs), plus a margin before SIGKILL.
+      terminationGracePeriodSeconds: {{ add $v.preStopSeconds (div (add (int (include "flagship.shutdownGraceMs" .)) 999) 1000) 5 }}
       containers:
         - name: {{ .app }}
           image: {{ printf "%s/%s:%s" $v.image.repository .app $v.image.tag | quote }}

@@ -1,0 +1,145 @@
+/**
+ * A rollout, as Kubernetes does it: the built gateway started as a process, a slow stream under way,
+ * then SIGTERM. The gateway stops taking new work at once (readiness 503, new requests 503 with
+ * retry-after), lets the stream finish within SHUTDOWN_GRACE_MS, and when the grace runs out first,
+ * cuts it and bills what it used before it exits. Needs the build: `npx nx run ai-gateway:build`.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import OpenAI, { APIError } from 'openai';
+import { DATA_SOURCE } from '@flagship/persistence';
+import type { RunningApp } from '@flagship/service-kit';
+import { createTestEnvironment, FakeModelUpstream, freePort, http, type TestEnvironment, waitFor } from '@flagship/testing';
+import { balanceOf, createTenant, type IssueToken, ledgerRows, type Sql, startIssuer } from './testing/gateway.fixture';
+
+const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
+const ISSUER = 'https://api.flagship.test';
+const AUDIENCE = 'flagship-api';
+/** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
+const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
+
+interface Gateway {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+}
+
+describe('the gateway on SIGTERM (a rollout)', () => {
+  let te: TestEnvironment;
+  let fake: FakeModelUpstream;
+  let issuer: RunningApp;
+  let issue: IssueToken;
+  let ds: Sql;
+  const started: Gateway[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ai-gateway:build\` first`);
+    te = await createTestEnvironment();
+    fake = await FakeModelUpstream.start();
+    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
+    ds = issuer.app.get<Sql>(DATA_SOURCE);
+  });
+
+  afterAll(async () => {
+    for (const g of started) if (g.child.exitCode === null) g.child.kill('SIGKILL');
+    await issuer?.close();
+    await fake?.close();
+    await te?.teardown();
+  });
+
+  beforeEach(() => fake.reset());
+
+  async function startGateway(graceMs: number): Promise<Gateway> {
+    const port = await freePort();
+    const env = { ...te.env, LOG_LEVEL: 'warn', OAUTH_ISSUER: ISSUER, OAUTH_AUDIENCE: AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, SHUTDOWN_GRACE_MS: String(graceMs), PORT: String(port) };
+    const child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (c) => (out += c));
+    child.stderr!.on('data', (c) => (out += c));
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
+        return (await http(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200;
+      },
+      30_000,
+      100,
+    );
+    const g = { url, child, output: () => out };
+    started.push(g);
+    return g;
+  }
+
+  const openai = async (g: Gateway, tenant: string) =>
+    new OpenAI({ baseURL: `${g.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 });
+
+  const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+
+  it('stops taking new work at once, lets the stream under way finish, bills it, and exits 0', async () => {
+    const g = await startGateway(10_000);
+    const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+    const client = await openai(g, tenant);
+    fake.behave({ chunkDelayMs: 150 });
+    const stream = await client.chat.completions.create({ model: 'fake-chat-1', stream: true, messages: [{ role: 'user', content: words(12) }] });
+    const exited = once(g.child, 'exit');
+    let text = '';
+    let signalled = false;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (!signalled && text !== '') {
+        signalled = true;
+        g.child.kill('SIGTERM');
+        // New work is refused while the stream goes on: readiness first, then the proxy routes.
+        await waitFor(async () => (await http(`${g.url}/readyz`)).status === 503 || undefined, 3000, 20);
+        const refused = await (await openai(g, tenant)).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(APIError);
+        expect(refused).toMatchObject({ status: 503, code: 'service_unavailable' });
+        expect(Number((refused as APIError).headers?.get('retry-after'))).toBeGreaterThan(0);
+      }
+    }
+    expect(text).toBe(`echo: ${words(12)}`);
+    const [code] = await exited;
+    expect(code).toBe(0);
+    const rows = await ledgerRows(ds, tenant);
+    expect(rows).toEqual([expect.objectContaining({ status: 'succeeded', input_tokens: 12, output_tokens: 13, usage_estimated: false, debit: String(cost(12, 13)) })]);
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(12, 13), reserved: 0 });
+  }, 30_000);
+
+  it('when the grace runs out first, cuts the stream with an error event and settles its row (delivered plus estimate) before exiting', async () => {
+    const g = await startGateway(4000);
+    const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+    const client = await openai(g, tenant);
+    // 30 words at 200 ms: 6 s, longer than the 4 s grace (cut at 2 s).
+    fake.behave({ chunkDelayMs: 200 });
+    const stream = await client.chat.completions.create({ model: 'fake-chat-1', stream: true, messages: [{ role: 'user', content: words(30) }] });
+    const exited = once(g.child, 'exit');
+    let text = '';
+    const started = Date.now();
+    const error = await (async () => {
+      for await (const chunk of stream) {
+        if (text === '' && chunk.choices[0]?.delta.content) g.child.kill('SIGTERM');
+        text += chunk.choices[0]?.delta.content ?? '';
+      }
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'service_unavailable' });
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(text.length).toBeGreaterThan(0);
+    expect(text.length).toBeLessThan(`echo: ${words(30)}`.length);
+    const [code] = await exited;
+    expect(code).toBe(0);
+    // Settled by the process itself before it exited: no pending row left for the reconciler.
+    const [row, ...others] = await ledgerRows(ds, tenant);
+    expect(others).toEqual([]);
+    expect(row).toMatchObject({ status: 'failed', error_code: 'gateway_shutdown', usage_estimated: true });
+    expect(row!.input_tokens).toBeGreaterThan(0);
+    expect(row!.output_tokens).toBeGreaterThan(0);
+    expect(Number(row!.debit)).toBe(cost(row!.input_tokens, row!.output_tokens));
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row!.debit), reserved: 0 });
+    expect(g.output()).toMatch(/cut and billed/);
+  }, 30_000);
+});
