@@ -179,7 +179,7 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     const created = await http<{ clientId: string; clientSecret: string }>(`${api.url}/api/oauth/clients`, {
       method: 'POST',
       headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
-      json: { name: 'backend', scopes: ['flags:read'] },
+      json: { name: 'backend', scopes: ['ai:invoke'] },
     });
     expect(created.status).toBe(201);
     const token = await http<{ access_token: string }>(`${api.url}/oauth/token`, {
