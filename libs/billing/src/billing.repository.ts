@@ -24,6 +24,19 @@ export interface BillingSubscription {
   stripeCreated: number;
 }
 
+/** A Checkout Session management-api created (table checkout_sessions): what billing-worker may grant for it. */
+export interface RecordedCheckoutSession {
+  stripeSessionId: string;
+  tenantId: string;
+  productKey: string;
+  kind: 'credits' | 'subscription';
+  /** Credits only: the amount asked for, in the currency's smallest unit; the most the session may credit. */
+  amount: number | null;
+  currency: string | null;
+  planId: string | null;
+  createdBy: string | null;
+}
+
 const SUBSCRIPTION_COLUMNS = `stripe_subscription_id, tenant_id, product_key, stripe_customer_id, stripe_item_id, price_id, plan, status,
   current_period_start, current_period_end, cancel_at_period_end, stripe_created`;
 
@@ -114,6 +127,35 @@ export class BillingRepository {
        WHERE billing_subscriptions.tenant_id = EXCLUDED.tenant_id`,
       [s.stripeSubscriptionId, s.tenantId, s.productKey, s.stripeCustomerId, s.stripeItemId, s.priceId, s.plan, s.status, s.currentPeriodStart, s.currentPeriodEnd, s.cancelAtPeriodEnd, s.stripeCreated],
     );
+  }
+
+  /** Records a Checkout Session this service created; the same session again (a replayed idempotency key) is kept as it was. */
+  async recordCheckoutSession(s: RecordedCheckoutSession): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO checkout_sessions (stripe_session_id, tenant_id, product_key, kind, amount, currency, plan_id, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (stripe_session_id) DO NOTHING`,
+      [s.stripeSessionId, s.tenantId, s.productKey, s.kind, s.amount, s.currency, s.planId, s.createdBy],
+    );
+  }
+
+  /** The tenant's recorded Checkout Session; null for a session this service did not create for that tenant. */
+  async checkoutSession(tenantId: string, stripeSessionId: string, m?: EntityManager): Promise<RecordedCheckoutSession | null> {
+    const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
+      `SELECT stripe_session_id, tenant_id, product_key, kind, amount, currency, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1 AND stripe_session_id = $2`,
+      [tenantId, stripeSessionId],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      stripeSessionId: r['stripe_session_id'] as string,
+      tenantId: r['tenant_id'] as string,
+      productKey: r['product_key'] as string,
+      kind: r['kind'] as RecordedCheckoutSession['kind'],
+      amount: r['amount'] === null ? null : Number(r['amount']),
+      currency: (r['currency'] as string | null) ?? null,
+      planId: (r['plan_id'] as string | null) ?? null,
+      createdBy: (r['created_by'] as string | null) ?? null,
+    };
   }
 
   async state(key: string): Promise<string | null> {

@@ -96,6 +96,19 @@ describe('management-api billing: checkout, portal, subscription', () => {
     expect(res.status).toBe(200);
     const session = [...fake.checkoutSessions.values()].pop()!;
     expect(session).toMatchObject({ mode: 'payment', amount_total: 2500, currency: 'usd', metadata: { tenantId: alice.tenantId, productKey: 'core', kind: 'credits' } });
+    // Recorded with what it may grant: billing-worker credits only sessions recorded here, up to that amount.
+    const recorded = await db.query(`SELECT tenant_id, product_key, kind, amount::int AS amount, currency, plan_id, created_by FROM checkout_sessions WHERE stripe_session_id = $1`, [session['id']]);
+    expect(recorded.rows).toEqual([{ tenant_id: alice.tenantId, product_key: 'core', kind: 'credits', amount: 2500, currency: 'usd', plan_id: null, created_by: alice.userId }]);
+  });
+
+  it('records every Checkout session it creates, once, even when an idempotent retry gets the same session back', async () => {
+    const bob = await f.signUp();
+    const first = await checkout(bob, body, { 'idempotency-key': 'plan-once' });
+    const replay = await checkout(bob, body, { 'idempotency-key': 'plan-once' });
+    expect(replay.body.url).toBe(first.body.url);
+    const sessionId = first.body.url.split('/').pop();
+    const recorded = await db.query(`SELECT stripe_session_id, kind, amount, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1`, [bob.tenantId]);
+    expect(recorded.rows).toEqual([{ stripe_session_id: sessionId, kind: 'subscription', amount: null, plan_id: 'premium', created_by: bob.userId }]);
   });
 
   it('refuses bad input with 400/422, never reaching Stripe', async () => {
