@@ -79,6 +79,23 @@ export class BillingRepository {
     return rows[0] ? { tenantId: rows[0]['tenant_id'] as string, productKey: rows[0]['product_key'] as string, stripeCustomerId } : null;
   }
 
+  /**
+   * The e-mail a new Stripe customer of the tenant gets: the tenant's `primaryEmail` only when it is
+   * the e-mail of a member who signed in with it (the identity provider verified it), else the
+   * earliest such admin's. A member added by e-mail who never signed in (`pending:` subject) proves
+   * nothing. Null when the tenant has no signed-in member.
+   */
+  async billingEmail(tenantId: string, m?: EntityManager): Promise<string | null> {
+    const rows: Array<{ email: string }> = await (m ?? this.ds).query(
+      `SELECT u.email FROM memberships ms JOIN users u ON u.id = ms.user_id JOIN tenants t ON t.id = ms.tenant_id
+       WHERE ms.tenant_id = $1 AND t.id = $1 AND u.idp_subject NOT LIKE 'pending:%'
+       ORDER BY lower(u.email) = lower(t.primary_email) DESC, ms.role = 'admin' DESC, ms.created_at, u.id
+       LIMIT 1`,
+      [tenantId],
+    );
+    return rows[0]?.email ?? null;
+  }
+
   /** Records the customer unless one exists for the tenant and product already; answers the one that holds. */
   async insertCustomer(tenantId: string, productKey: string, stripeCustomerId: string): Promise<BillingCustomer> {
     await this.ds.query(
