@@ -197,4 +197,6 @@ export const BILLING_STATE = {
   usagePriceId: 'usage_price_id',
   /** Stripe `created` of the newest event the catch-up has seen. */
   eventsWatermark: 'events_watermark',
+  /** Unix seconds since when management-api records its Checkout Sessions (set by the migration that began it). */
+  checkoutSessionsRecordedSince: 'checkout_sessions_recorded_since',
 } as const;

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type Stripe from 'stripe';
 import type { Tx as EntityManager } from '@flagship/persistence';
 import {
+  BILLING_STATE,
   BillingRepository,
   LIVE_SUBSCRIPTION_STATUSES,
   PLAN_ENTITLEMENTS,
@@ -9,6 +10,7 @@ import {
   PLAN_PRODUCT_KEY,
   planOfPrice,
   type BillingCustomer,
+  type RecordedCheckoutSession,
   type SecretReader,
   type StripeApi,
 } from '@flagship/billing';
@@ -139,7 +141,7 @@ export class BillingSyncService {
       this.log.warn(`checkout ${session.id}: customer belongs to no tenant; no credits granted`);
       return [];
     }
-    const recorded = await this.billing.checkoutSession(owner.tenantId, session.id, m);
+    const recorded = (await this.billing.checkoutSession(owner.tenantId, session.id, m)) ?? (await this.fromBeforeRecording(session, owner.tenantId));
     if (!recorded || recorded.kind !== 'credits' || recorded.amount === null) {
       this.log.warn(`checkout ${session.id}: not a credit purchase management-api created for tenant ${owner.tenantId}; no credits granted`);
       return [];
@@ -167,6 +169,18 @@ export class BillingSyncService {
     if (!fresh) return [];
     await this.sync.addCredits(m, owner.tenantId, credits, `stripe checkout ${session.id}`);
     return [owner.tenantId];
+  }
+
+  /**
+   * A session created before management-api recorded its sessions (the upgrade; Checkout Sessions
+   * expire within a day): Stripe's own copy, for the tenant its metadata and customer both name.
+   */
+  private async fromBeforeRecording(session: Stripe.Checkout.Session, tenantId: string): Promise<RecordedCheckoutSession | null> {
+    const since = Number(await this.billing.state(BILLING_STATE.checkoutSessionsRecordedSince));
+    if (!Number.isFinite(since) || since <= 0 || session.created >= since) return null;
+    if (session.metadata?.['kind'] !== 'credits' || session.metadata?.['tenantId'] !== tenantId) return null;
+    const productKey = session.metadata?.['productKey'] ?? PLAN_PRODUCT_KEY;
+    return { stripeSessionId: session.id, tenantId, productKey, kind: 'credits', amount: session.amount_total ?? 0, currency: session.currency, planId: null, createdBy: null };
   }
 
   async invoice(m: EntityManager, invoice: Stripe.Invoice, kind: 'invoice_paid' | 'invoice_payment_failed'): Promise<string[]> {

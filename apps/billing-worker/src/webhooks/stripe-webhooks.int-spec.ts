@@ -237,6 +237,35 @@ describe('billing-worker: Stripe webhooks and subscription sync', () => {
       expect(ledger.rows).toEqual([{ kind: 'credit_purchase', amount: '1500', credits: String(1500 * 10000) }]);
     });
 
+    it('upgrade: a paid session created before sessions were recorded is judged by Stripe alone (its tenant in metadata and customer)', async () => {
+      const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Upgrade');
+      const unrecorded = (metadataTenant: string) =>
+        stripe.checkout.sessions.create({
+          mode: 'payment',
+          customer: customerId,
+          line_items: [{ price_data: { currency: 'usd', unit_amount: 700, product_data: { name: 'credits' } }, quantity: 1 }],
+          success_url: 'https://app.test/done',
+          metadata: { tenantId: metadataTenant, productKey: 'core', kind: 'credits' },
+        });
+      const since = (await db.query(`SELECT value FROM billing_state WHERE key = 'checkout_sessions_recorded_since'`)).rows[0].value as string;
+      expect(Number(since)).toBeGreaterThan(0);
+      // As if these sessions had been opened just before the upgrade.
+      await db.query(`UPDATE billing_state SET value = $1 WHERE key = 'checkout_sessions_recorded_since'`, [String(Math.floor(Date.now() / 1000) + 600)]);
+      try {
+        const other = await createTenantWithCustomer(db, stripe, 'Elsewhere');
+        const mislabelled = await unrecorded(other.tenantId);
+        const genuine = await unrecorded(tenantId);
+        fake.completeCheckout(mislabelled.id);
+        fake.completeCheckout(genuine.id);
+        await fake.settled();
+        await waitFor(async () => (await unprocessed()) === 0);
+        expect((await billingState(db, tenantId)).balance).toBe(700 * 10000);
+        expect((await billingState(db, other.tenantId)).balance).toBe(0);
+      } finally {
+        await db.query(`UPDATE billing_state SET value = $1 WHERE key = 'checkout_sessions_recorded_since'`, [since]);
+      }
+    });
+
     it('a session is capped at the amount management-api recorded for it', async () => {
       const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Capped');
       const session = await createCreditsCheckout(db, stripe, tenantId, customerId, 900);

@@ -24,9 +24,14 @@ export class CheckoutSessions1763810100000 implements MigrationInterface {
         CHECK (kind <> 'credits' OR (amount IS NOT NULL AND currency IS NOT NULL))
       )`);
     await q.query(`CREATE INDEX checkout_sessions_tenant_idx ON checkout_sessions (tenant_id, created_at DESC)`);
+    // Sessions created before this could not be recorded; one still open (up to a day) is judged by Stripe alone.
+    await q.query(
+      `INSERT INTO billing_state (key, value) VALUES ('checkout_sessions_recorded_since', floor(extract(epoch FROM now()))::bigint::text) ON CONFLICT (key) DO NOTHING`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DELETE FROM billing_state WHERE key = 'checkout_sessions_recorded_since'`);
     await q.query(`DROP TABLE checkout_sessions`);
   }
 }
