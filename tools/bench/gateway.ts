@@ -125,7 +125,7 @@ async function seedTenant(te: TestEnvironment): Promise<void> {
       TENANT_ID,
       CLIENT_ID,
       await hashSecret(CLIENT_SECRET),
-      ['flags:read'],
+      ['ai:invoke'],
     ]);
   } finally {
     await db.end();

@@ -72,7 +72,7 @@ describe('two gateway processes sharing one balance', () => {
       tenantId,
       clientId,
       await hashSecret(secret),
-      ['flags:read'],
+      ['ai:invoke'],
       ['core'],
     ]);
     const res = await http<{ access_token: string }>(`${managementApi.url}/oauth/token`, {

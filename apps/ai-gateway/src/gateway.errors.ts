@@ -4,6 +4,7 @@ import { type ErrorWriter, JSON_TYPE } from '@flagship/lean-http';
 /** Every refusal the gateway answers (CONTRACT.md section 7's table plus OpenAI's own request errors). */
 export type GatewayErrorCode =
   | 'invalid_token'
+  | 'insufficient_scope'
   | 'missing_product_key'
   | 'unknown_product_key'
   | 'legacy_product_key'

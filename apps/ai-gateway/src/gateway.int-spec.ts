@@ -174,6 +174,32 @@ describe('ai-gateway through the openai SDK', () => {
       expect(fake.calls.chat).toBe(0);
     });
 
+    it('403 insufficient_scope: a token of a client made with flags:read (or no scope) cannot spend credits; with ai:invoke it can', async () => {
+      const before = await balanceOf(ds, billable);
+      const rowsBefore = (await ledgerRows(ds, billable)).length;
+      const asClient = async (scopes: string[]) =>
+        new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: await issue(billable, ['core'], undefined, scopes), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+      for (const scopes of [['flags:read'], [], ['flags:read', 'flags:write', 'flags:evaluate', 'projects:read', 'projects:write']]) {
+        const client = await asClient(scopes);
+        const err = await expectError(client.chat.completions.create(chat), PermissionDeniedError, 403, 'insufficient_scope');
+        expect(err.error).toEqual({ message: expect.stringContaining('ai:invoke'), type: 'permission_error', code: 'insufficient_scope', param: null });
+        await expectError(client.embeddings.create({ model: 'fake-embed-1', input: 'x' }), PermissionDeniedError, 403, 'insufficient_scope');
+        await expectError(client.models.list(), PermissionDeniedError, 403, 'insufficient_scope');
+      }
+      await settled();
+      expect(fake.calls.chat + fake.calls.embeddings).toBe(0);
+      expect(await ledgerRows(ds, billable)).toHaveLength(rowsBefore);
+      expect(await balanceOf(ds, billable)).toEqual(before);
+      await expect((await asClient(['flags:read', 'ai:invoke'])).chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
+    });
+
+    it("403 product_not_allowed: the own product core outside a client's allow-list; an empty allow-list leaves core open", async () => {
+      await expectError((await sdk(billable, { 'x-service-product-key': 'core' }, ['insights'])).chat.completions.create(chat), PermissionDeniedError, 403, 'product_not_allowed');
+      expect(fake.calls.chat).toBe(0);
+      await expect((await sdk(billable, { 'x-service-product-key': 'core' }, [])).chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
+      await expect((await sdk(billable, { 'x-service-product-key': 'core' }, ['insights', 'core'])).chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
+    });
+
     it('400 missing / unknown / legacy product key', async () => {
       await expectError((await sdk(billable, {})).chat.completions.create(chat), BadRequestError, 400, 'missing_product_key');
       await expectError((await sdk(billable, { 'x-service-product-key': 'nope' })).chat.completions.create(chat), BadRequestError, 400, 'unknown_product_key');

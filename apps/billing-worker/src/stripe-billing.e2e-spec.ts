@@ -179,7 +179,7 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     const created = await http<{ clientId: string; clientSecret: string }>(`${api.url}/api/oauth/clients`, {
       method: 'POST',
       headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
-      json: { name: 'backend', scopes: ['flags:read'] },
+      json: { name: 'backend', scopes: ['ai:invoke'] },
     });
     expect(created.status).toBe(201);
     const token = await http<{ access_token: string }>(`${api.url}/oauth/token`, {
@@ -209,6 +209,30 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     const answered = await openai.chat.completions.create(chat);
     expect(answered.choices[0]!.message.content).toBe('echo: hello there');
     expect(model.calls.chat).toBe(1);
+
+    // A client of the same tenant made for reading flags cannot spend those credits; one with no scope cannot be made.
+    const reader = await http<{ clientId: string; clientSecret: string }>(`${api.url}/api/oauth/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
+      json: { name: 'flag reader', scopes: ['flags:read'] },
+    });
+    const readerToken = await http<{ access_token: string; scope: string }>(`${api.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: reader.body.clientId, client_secret: reader.body.clientSecret }).toString(),
+    });
+    expect(readerToken.body.scope).toBe('flags:read');
+    const asReader = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: readerToken.body.access_token, defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+    const denied = await asReader.chat.completions.create(chat).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(APIError);
+    expect(denied).toMatchObject({ status: 403, code: 'insufficient_scope', type: 'permission_error' });
+    expect(model.calls.chat).toBe(1);
+    const noScope = await http<{ errors: Record<string, string> }>(`${api.url}/api/oauth/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
+      json: { name: 'nothing', scopes: [] },
+    });
+    expect([noScope.status, Object.keys(noScope.body.errors)]).toEqual([422, ['scopes']]);
 
     // The checkout's event delivered again changes nothing: the credits were granted once.
     const completed = fake.eventsOfType('checkout.session.completed').at(-1)!;

@@ -249,11 +249,13 @@ async function stop(child: ChildProcess | undefined) {
     await otherRole.waitFor({ state: 'detached' });
     expect(await members()).toEqual([`admin ${email}`]);
 
-    // OAuth clients: create one allowed the internal `insights` product; its secret is shown once.
+    // OAuth clients: create one allowed the gateway and the internal `insights` product; its secret is shown once.
     await nav('OAuth clients', 'OAuth clients');
     await page.getByText('No OAuth clients yet.').waitFor();
     await page.getByRole('textbox', { name: 'Client name' }).fill('Insights backend');
     await page.getByRole('checkbox', { name: /insights/ }).check({ force: true });
+    // The gateway needs the ai:invoke scope (flags:read and flags:evaluate alone are refused there).
+    await page.getByRole('checkbox', { name: /ai:invoke/ }).check({ force: true });
     await page.getByRole('button', { name: 'Create client' }).click();
     const secretBox = page.getByRole('region', { name: 'Secret of Insights backend' });
     await secretBox.waitFor();

@@ -14,7 +14,8 @@ export interface SandboxStatus { active: boolean; expiresAt: string }
 export interface SandboxIndicators { flagsUsed: number; evaluations: number }
 export interface SandboxDemoData { flags: string[]; users: string[] }
 
-export const SCOPES = ['flags:read', 'flags:write', 'flags:evaluate', 'projects:read', 'projects:write'] as const;
+/** CONTRACT.md section 3; `ai:invoke` is what the AI gateway requires. */
+export const SCOPES = ['flags:read', 'flags:write', 'flags:evaluate', 'projects:read', 'projects:write', 'ai:invoke'] as const;
 /** CONTRACT.md section 7: the own product, then the internal suite (only platform admins may allow those). */
 export const PRODUCT_KEYS = ['core', 'insights', 'helpdesk', 'forms', 'studio'] as const;
 export const ROLES: readonly TenantRole[] = ['admin', 'editor', 'viewer'];

@@ -160,6 +160,22 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     expect(await counts()).toEqual(before);
   });
 
+  it('an empty list where the document asks for at least one item is 422 naming the field; nothing written', async () => {
+    const before = await counts();
+    const tried: string[] = [];
+    for (const op of operations.filter((o) => o.jsonBody)) {
+      for (const [field, schema] of Object.entries<any>(op.properties)) {
+        if (schema?.type !== 'array' || !(schema.minItems >= 1)) continue;
+        tried.push(`${op.method} ${op.path} ${field}`);
+        const res = await send(op, JSON.stringify({ [field]: [] }), 'application/json');
+        expect([op.method, op.path, field, res.status, res.body.errors?.[field]]).toEqual([op.method, op.path, field, 422, expect.any(String)]);
+      }
+    }
+    // A client needs at least one scope (a client with none could only ever have used the AI gateway).
+    expect(tried).toContain('POST /api/oauth/clients scopes');
+    expect(await counts()).toEqual(before);
+  });
+
   it('wrong types in every required field are 422, never 500', async () => {
     for (const op of operations.filter((o) => o.jsonBody && o.required.length)) {
       for (const wrong of [12345, true, null, [], { nested: 1 }]) {

@@ -36,6 +36,8 @@ describe('demo seed', () => {
     expect(ok.status).toBe(200);
     const claims = JSON.parse(Buffer.from((ok.body as { access_token: string }).access_token.split('.')[1]!, 'base64url').toString());
     expect(claims).toMatchObject({ client_id: DEMO_CLIENT_ID, tenant_id: DEMO_TENANT_ID });
+    // The quickstart's first gateway call needs the gateway scope.
+    expect((claims as { scope: string }).scope.split(' ')).toContain('ai:invoke');
     expect((await token(first.clientId, first.clientSecret)).status).toBe(401);
   });
 });

@@ -55,9 +55,9 @@ export async function seedDemo(app: INestApplicationContext): Promise<DemoSeedRe
   const granted = await transactions.run(async (m) => {
     await m.query(
       `INSERT INTO oauth_clients (tenant_id, client_id, name, secret_hash, scopes, product_keys) VALUES ($1, $2, 'Demo gateway client', $3, $4, '{}')
-       ON CONFLICT (client_id) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, secret_rotated_at = now(), deleted_at = NULL
+       ON CONFLICT (client_id) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes, secret_rotated_at = now(), deleted_at = NULL
        WHERE oauth_clients.tenant_id = EXCLUDED.tenant_id`,
-      [DEMO_TENANT_ID, DEMO_CLIENT_ID, secretHash, ['flags:read', 'flags:evaluate']],
+      [DEMO_TENANT_ID, DEMO_CLIENT_ID, secretHash, ['flags:read', 'flags:evaluate', 'ai:invoke']],
     );
     const given: unknown[] = await m.query(`SELECT 1 FROM credit_grants WHERE tenant_id = $1 AND reason = $2`, [DEMO_TENANT_ID, DEMO_CREDITS_REASON]);
     if (given.length > 0) return false;

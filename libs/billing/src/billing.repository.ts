@@ -24,6 +24,19 @@ export interface BillingSubscription {
   stripeCreated: number;
 }
 
+/** A Checkout Session management-api created (table checkout_sessions): what billing-worker may grant for it. */
+export interface RecordedCheckoutSession {
+  stripeSessionId: string;
+  tenantId: string;
+  productKey: string;
+  kind: 'credits' | 'subscription';
+  /** Credits only: the amount asked for, in the currency's smallest unit; the most the session may credit. */
+  amount: number | null;
+  currency: string | null;
+  planId: string | null;
+  createdBy: string | null;
+}
+
 const SUBSCRIPTION_COLUMNS = `stripe_subscription_id, tenant_id, product_key, stripe_customer_id, stripe_item_id, price_id, plan, status,
   current_period_start, current_period_end, cancel_at_period_end, stripe_created`;
 
@@ -64,6 +77,23 @@ export class BillingRepository {
       [stripeCustomerId],
     );
     return rows[0] ? { tenantId: rows[0]['tenant_id'] as string, productKey: rows[0]['product_key'] as string, stripeCustomerId } : null;
+  }
+
+  /**
+   * The e-mail a new Stripe customer of the tenant gets: the tenant's `primaryEmail` only when it is
+   * the e-mail of a member who signed in with it (the identity provider verified it), else the
+   * earliest such admin's. A member added by e-mail who never signed in (`pending:` subject) proves
+   * nothing. Null when the tenant has no signed-in member.
+   */
+  async billingEmail(tenantId: string, m?: EntityManager): Promise<string | null> {
+    const rows: Array<{ email: string }> = await (m ?? this.ds).query(
+      `SELECT u.email FROM memberships ms JOIN users u ON u.id = ms.user_id JOIN tenants t ON t.id = ms.tenant_id
+       WHERE ms.tenant_id = $1 AND t.id = $1 AND u.idp_subject NOT LIKE 'pending:%'
+       ORDER BY lower(u.email) = lower(t.primary_email) DESC, ms.role = 'admin' DESC, ms.created_at, u.id
+       LIMIT 1`,
+      [tenantId],
+    );
+    return rows[0]?.email ?? null;
   }
 
   /** Records the customer unless one exists for the tenant and product already; answers the one that holds. */
@@ -116,6 +146,35 @@ export class BillingRepository {
     );
   }
 
+  /** Records a Checkout Session this service created; the same session again (a replayed idempotency key) is kept as it was. */
+  async recordCheckoutSession(s: RecordedCheckoutSession): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO checkout_sessions (stripe_session_id, tenant_id, product_key, kind, amount, currency, plan_id, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (stripe_session_id) DO NOTHING`,
+      [s.stripeSessionId, s.tenantId, s.productKey, s.kind, s.amount, s.currency, s.planId, s.createdBy],
+    );
+  }
+
+  /** The tenant's recorded Checkout Session; null for a session this service did not create for that tenant. */
+  async checkoutSession(tenantId: string, stripeSessionId: string, m?: EntityManager): Promise<RecordedCheckoutSession | null> {
+    const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
+      `SELECT stripe_session_id, tenant_id, product_key, kind, amount, currency, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1 AND stripe_session_id = $2`,
+      [tenantId, stripeSessionId],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      stripeSessionId: r['stripe_session_id'] as string,
+      tenantId: r['tenant_id'] as string,
+      productKey: r['product_key'] as string,
+      kind: r['kind'] as RecordedCheckoutSession['kind'],
+      amount: r['amount'] === null ? null : Number(r['amount']),
+      currency: (r['currency'] as string | null) ?? null,
+      planId: (r['plan_id'] as string | null) ?? null,
+      createdBy: (r['created_by'] as string | null) ?? null,
+    };
+  }
+
   async state(key: string): Promise<string | null> {
     const rows: Array<{ value: string }> = await this.ds.query(`SELECT value FROM billing_state WHERE key = $1`, [key]);
     return rows[0]?.value ?? null;
@@ -138,4 +197,6 @@ export const BILLING_STATE = {
   usagePriceId: 'usage_price_id',
   /** Stripe `created` of the newest event the catch-up has seen. */
   eventsWatermark: 'events_watermark',
+  /** Unix seconds since when management-api records its Checkout Sessions (set by the migration that began it). */
+  checkoutSessionsRecordedSince: 'checkout_sessions_recorded_since',
 } as const;

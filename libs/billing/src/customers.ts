@@ -4,18 +4,16 @@ import type { BillingCustomer, BillingRepository } from './billing.repository';
 /**
  * The tenant's Stripe customer for a product key, created on first need. Both apps create through
  * this with the same idempotency key, so racing creators get one Stripe customer; the database's
- * primary key keeps one row.
+ * primary key keeps one row. Its e-mail is one a member proved (BillingRepository.billingEmail),
+ * never the tenant's typed-in `primaryEmail` as such: Stripe mails receipts and invoices there.
  */
-export async function ensureStripeCustomer(
-  stripe: Stripe,
-  repo: BillingRepository,
-  tenant: { id: string; name: string; primaryEmail: string },
-  productKey: string,
-): Promise<BillingCustomer> {
+export async function ensureStripeCustomer(stripe: Stripe, repo: BillingRepository, tenant: { id: string; name: string }, productKey: string): Promise<BillingCustomer> {
   const existing = await repo.customer(tenant.id, productKey);
   if (existing) return existing;
+  // Chosen the same way by every creator: Stripe refuses an idempotency key sent again with other parameters.
+  const email = await repo.billingEmail(tenant.id);
   const customer = await stripe.customers.create(
-    { name: tenant.name, email: tenant.primaryEmail, metadata: { tenantId: tenant.id, productKey } },
+    { name: tenant.name, ...(email ? { email } : {}), metadata: { tenantId: tenant.id, productKey } },
     { idempotencyKey: `flagship-customer-${tenant.id}-${productKey}` },
   );
   return repo.insertCustomer(tenant.id, productKey, customer.id);

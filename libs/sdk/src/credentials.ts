@@ -1,5 +1,6 @@
 import type { Credentials, HttpTransport } from './http-transport';
 import { FlagshipError } from './sdk.errors';
+import type { Scope } from './sdk.types';
 import { type CachedToken, TokenCache } from './token-cache';
 
 /** A user's ID token from the identity provider: a string, or a function returning a current one. */
@@ -11,8 +12,8 @@ export interface IdTokenAuth {
 export interface ClientCredentialsAuth {
   clientId: string;
   clientSecret: string;
-  /** Scopes to ask for; all of the client's when left out. */
-  scopes?: string[];
+  /** Scopes to ask for; all of the client's when left out (a token for the AI gateway needs `ai:invoke`). */
+  scopes?: Scope[];
   /** Default `{baseUrl}/oauth/token`. */
   tokenUrl?: string;
 }

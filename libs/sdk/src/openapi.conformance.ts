@@ -131,6 +131,10 @@ export type EveryOperationCovered = Check<[Uncovered] extends [never] ? true : {
 /** A name left out that the document no longer has fails too. */
 export type NotInSdkExists = Check<[Exclude<NotInSdk, keyof operations>] extends [never] ? true : { unknown: Exclude<NotInSdk, keyof operations> }>;
 
+/** The SDK's `Scope` is exactly the scopes a client may be created with. */
+type DocumentScope = NonNullable<operations['OAuthClients_create']['requestBody']>['content']['application/json']['scopes'][number];
+export type ScopesConform = [Check<Fits<sdk.Scope, DocumentScope>>, Check<Fits<DocumentScope, sdk.Scope>>];
+
 /** Every error the document declares is a problem the SDK's `Problem` reads. */
 type ProblemAnswer = operations['Flags_update']['responses'][412]['content']['application/problem+json'];
 type ValidationAnswer = operations['Flags_create']['responses'][422]['content']['application/problem+json'];

@@ -814,14 +814,15 @@ export interface components {
             /** @example billing backend */
             name: string;
             /**
+             * @description at least one; `ai:invoke` is what the AI gateway requires (a client for flags cannot spend credits)
              * @example [
              *       "flags:read",
              *       "flags:evaluate"
              *     ]
              */
-            scopes: ("flags:read" | "flags:write" | "flags:evaluate" | "projects:read" | "projects:write")[];
+            scopes: ("flags:read" | "flags:write" | "flags:evaluate" | "projects:read" | "projects:write" | "ai:invoke")[];
             /**
-             * @description the product keys this client may use at the AI gateway; internal suite keys need a platform admin
+             * @description the product keys this client may use at the AI gateway, the own product included when the list is not empty (empty or left out: the own product only); internal suite keys need a platform admin
              * @example [
              *       "core"
              *     ]
@@ -832,7 +833,7 @@ export interface components {
             /** @example ffc_4Vq0yYc2mB1e8Zr7Hk3TnW */
             clientId: string;
             name: string;
-            scopes: ("flags:read" | "flags:write" | "flags:evaluate" | "projects:read" | "projects:write")[];
+            scopes: ("flags:read" | "flags:write" | "flags:evaluate" | "projects:read" | "projects:write" | "ai:invoke")[];
             productKeys: string[];
             /** Format: date-time */
             createdAt: string;
@@ -850,7 +851,7 @@ export interface components {
             /** @example ffc_4Vq0yYc2mB1e8Zr7Hk3TnW */
             clientId: string;
             name: string;
-            scopes: ("flags:read" | "flags:write" | "flags:evaluate" | "projects:read" | "projects:write")[];
+            scopes: ("flags:read" | "flags:write" | "flags:evaluate" | "projects:read" | "projects:write" | "ai:invoke")[];
             productKeys: string[];
             /** Format: date-time */
             createdAt: string;

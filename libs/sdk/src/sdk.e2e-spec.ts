@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createTestEnvironment, DisposableRedis, freePort, http, type TestEnvironment } from '@flagship/testing';
-import { ApiError, AuthenticationError, FlagNotFoundError, FlagshipClient, type FlagshipClientOptions, RateLimitError, type RetryEvent } from './index';
+import { ApiError, AuthenticationError, FlagNotFoundError, FlagshipClient, type FlagshipClientOptions, RateLimitError, type RetryEvent, type Scope } from './index';
 
 const MAIN_JS = join(__dirname, '../../../dist/apps/management-api/apps/management-api/src/main.js');
 const PASSWORD = 'correct-horse-1';
@@ -445,7 +445,7 @@ describe('FlagshipClient against management-api', () => {
   });
 
   describe('OAuth client credentials', () => {
-    const READ_EVALUATE = ['flags:read', 'flags:evaluate'];
+    const READ_EVALUATE: Scope[] = ['flags:read', 'flags:evaluate'];
     let reader: OAuthClientCredentials;
     const machine = (credentials: OAuthClientCredentials, extra: Partial<FlagshipClientOptions> = {}) =>
       // No tenantId: a client token is bound to its tenant, and the README says it may be left out.

@@ -11,6 +11,9 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export type FlagType = 'boolean' | 'string' | 'number' | 'json';
 export type TenantRole = 'admin' | 'editor' | 'viewer';
 
+/** An OAuth client's scopes; `ai:invoke` is what the AI gateway requires of a client's token. */
+export type Scope = 'flags:read' | 'flags:write' | 'flags:evaluate' | 'projects:read' | 'projects:write' | 'ai:invoke';
+
 /** LaunchDarkly's clause operators. */
 export type ClauseOperator =
   | 'in'

@@ -41,6 +41,10 @@ describe('FakeStripe through stripe-node', () => {
     const missing = await stripe.customers.retrieve('cus_nope').catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
     expect(missing).toMatchObject({ statusCode: 404, code: 'resource_missing', param: 'id' });
+    // A Checkout Session it never created, as billing-worker re-reads one named by a webhook.
+    const noSession = await stripe.checkout.sessions.retrieve('cs_test_neverMinted').catch((e: unknown) => e);
+    expect(noSession).toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
+    expect(noSession).toMatchObject({ statusCode: 404, code: 'resource_missing', message: "No such checkout.session: 'cs_test_neverMinted'" });
     const badKey = await new Stripe('sk_test_wrong', { ...fake.clientOptions(), maxNetworkRetries: 0 }).customers.create({}).catch((e: unknown) => e);
     expect(badKey).toBeInstanceOf(Stripe.errors.StripeAuthenticationError);
   });

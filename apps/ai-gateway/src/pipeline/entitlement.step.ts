@@ -13,7 +13,7 @@ const LIVE_SUBSCRIPTION: ReadonlySet<string> = new Set(['active', 'trialing']);
 
 /**
  * Step 4 (CONTRACT.md section 7): an internal suite product must be in the client's `product_keys`
- * allow-list and is zero-rated (enterprise-equivalent access without billing); an external consumer
+ * allow-list (as must the own product when that list is not empty) and is zero-rated (enterprise-equivalent access without billing); an external consumer
  * needs an `enterprise` or `enterprise_plus_suite` entitlement for the product that has not expired,
  * the premium plan counting as `enterprise` for the own product, and is billed unless the tenant is
  * flagged zero-rated.
@@ -27,6 +27,11 @@ export class EntitlementStep {
         throw new GatewayError(403, 'product_not_allowed', `This OAuth client is not allowed the internal product ${product.key}.`, 'x-service-product-key');
       }
       return { zeroRatedReason: 'internal_product' };
+    }
+    // A client's allow-list, when set, names every product it may use, the own product included;
+    // an empty list (none given at creation) leaves the own product open, as before.
+    if (principal.productKeys.length > 0 && !principal.productKeys.includes(product.key)) {
+      throw new GatewayError(403, 'product_not_allowed', `This OAuth client's product keys do not include ${product.key}.`, 'x-service-product-key');
     }
     if (!this.entitled(tenant, product.key, now)) {
       throw new GatewayError(

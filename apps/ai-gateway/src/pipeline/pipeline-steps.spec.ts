@@ -62,6 +62,13 @@ describe('EntitlementStep', () => {
     expect(step.check(principal(['insights']), insights, tenant())).toEqual({ zeroRatedReason: 'internal_product' });
   });
 
+  it("the own product too: a client whose allow-list is set but leaves it out is refused; an empty list leaves it open", () => {
+    const premium = tenant({ plan: 'premium' });
+    expect(codeOf(() => step.check(principal(['insights']), core, premium))).toBe('403 product_not_allowed');
+    expect(step.check(principal([]), core, premium)).toEqual({ zeroRatedReason: null });
+    expect(step.check(principal(['insights', 'core']), core, premium)).toEqual({ zeroRatedReason: null });
+  });
+
   it('external: an unexpired enterprise or enterprise_plus_suite entitlement for that product, or premium for core', () => {
     expect(codeOf(() => step.check(principal(), core, tenant()))).toBe('403 entitlement_required');
     const ent = (productKey: string, tier: string, validUntil: Date | null = null) => tenant({ entitlements: [{ productKey, tier, validUntil }] });

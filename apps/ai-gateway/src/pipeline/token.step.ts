@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { AI_INVOKE_SCOPE } from '@flagship/domain';
 import { type AccessTokenVerifier, type ClientPrincipal, InvalidTokenError, bearerTokenOf } from '@flagship/oauth';
 import { GatewayError } from '../gateway.errors';
 
@@ -10,7 +11,8 @@ const MAX_CACHED = 50_000;
  * from OAUTH_ISSUER / OAUTH_AUDIENCE), through libs/oauth's verifier. ES256 verification costs
  * about 100 µs, so a token is verified once and its principal cached until its `exp`; revocation
  * is still checked on every request, against the verifier's in-memory revocation set (fed by the
- * `client-revoked` channel), which costs no I/O.
+ * `client-revoked` channel), which costs no I/O. A valid token without the `ai:invoke` scope is
+ * refused with 403 `insufficient_scope`: a client made for flags must not spend the tenant's credits.
  */
 export class TokenStep {
   private readonly cache = new Map<string, ClientPrincipal>();
@@ -34,8 +36,17 @@ export class TokenStep {
       if (err instanceof InvalidTokenError) throw refused(err.message);
       throw err;
     }
+    if (!principal.scopes.includes(AI_INVOKE_SCOPE)) throw insufficientScope();
     return principal;
   }
 }
 
 const refused = (message: string): GatewayError => new GatewayError(401, 'invalid_token', message, null, { 'www-authenticate': 'Bearer' });
+
+// Not a 401: a new token for the same client cannot fix it, only a client with the scope can.
+const insufficientScope = (): GatewayError =>
+  new GatewayError(
+    403,
+    'insufficient_scope',
+    `This access token lacks the ${AI_INVOKE_SCOPE} scope that the AI gateway requires; use an OAuth client created with ${AI_INVOKE_SCOPE} and a token that includes it.`,
+  );

@@ -25,12 +25,13 @@ export async function startIssuer(te: TestEnvironment, issuer: string, audience:
   };
   const app = await startTestApp(module);
   const tokens = app.app.get(AccessTokenIssuer);
-  const issue: IssueToken = async (tenantId, productKeys = ['core'], clientId = `ffc_${randomBytes(8).toString('hex')}`) =>
-    (await tokens.issue({ clientId, tenantId, scopes: ['flags:read'], productKeys })).access_token;
+  const issue: IssueToken = async (tenantId, productKeys = ['core'], clientId = `ffc_${randomBytes(8).toString('hex')}`, scopes = ['ai:invoke']) =>
+    (await tokens.issue({ clientId, tenantId, scopes, productKeys })).access_token;
   return { app, issue };
 }
 
-export type IssueToken = (tenantId: string, productKeys?: string[], clientId?: string) => Promise<string>;
+/** A client token as /oauth/token answers it; by default with the gateway's `ai:invoke` scope. */
+export type IssueToken = (tenantId: string, productKeys?: string[], clientId?: string, scopes?: string[]) => Promise<string>;
 
 /** One gateway, in this process, on the file's database and Redis prefix. */
 export async function startGateway(te: TestEnvironment, env: NodeJS.ProcessEnv): Promise<RunningApp & { pipeline: GatewayPipeline }> {

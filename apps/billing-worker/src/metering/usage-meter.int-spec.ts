@@ -29,6 +29,13 @@ describe('billing-worker: usage metered to Stripe meter events exactly once', ()
     for (const name of ['Meter A', 'Meter B', 'Meter C']) {
       tenants.push((await db.query<{ id: string }>(`INSERT INTO tenants (name, primary_email) VALUES ($1, 'm@example.test') RETURNING id`, [name])).rows[0].id);
     }
+    // Meter A has an admin who signed in; B has only a member added by e-mail who never did (it proves nothing).
+    const member = async (tenantId: string, subject: string, email: string) => {
+      const user = (await db.query<{ id: string }>(`INSERT INTO users (idp_subject, email) VALUES ($1, $2) RETURNING id`, [subject, email])).rows[0].id;
+      await db.query(`INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'admin')`, [tenantId, user]);
+    };
+    await member(tenants[0], 'idp-subject-a', 'owner-a@example.test');
+    await member(tenants[1], 'pending:m@example.test', 'm@example.test');
   });
 
   afterAll(async () => {
@@ -76,6 +83,9 @@ describe('billing-worker: usage metered to Stripe meter events exactly once', ()
     expect(events.map((e) => e.identifier).sort()).toEqual([...ids].sort());
     const { rows } = await db.query(`SELECT id, debit, completed_at, tenant_id FROM usage_ledger WHERE id = ANY($1::uuid[])`, [ids]);
     const customers = new Map((await db.query(`SELECT tenant_id, stripe_customer_id FROM billing_customers WHERE product_key = 'core'`)).rows.map((r) => [r.tenant_id, r.stripe_customer_id]));
+    // The customers billing-worker created: the e-mail of a member who signed in, never the typed-in primary_email.
+    const emails = await Promise.all(tenants.map(async (t) => ((await stripe.customers.retrieve(customers.get(t))) as Stripe.Customer).email));
+    expect(emails).toEqual(['owner-a@example.test', null, null]);
     for (const r of rows) {
       const e = events.find((x) => x.identifier === r.id)!;
       expect(e).toMatchObject({ event_name: 'flagship_ai_usage', timestamp: Math.floor(r.completed_at.getTime() / 1000) });

@@ -57,6 +57,24 @@ export async function createTenantWithCustomer(db: Client, stripe: Stripe, name 
   return { tenantId, customerId: customer.id };
 }
 
+/** A credit purchase as management-api starts it: a Checkout Session at Stripe, recorded with its amount for the tenant. */
+export async function createCreditsCheckout(db: Client, stripe: Stripe, tenantId: string, customerId: string, amount: number): Promise<Stripe.Checkout.Session> {
+  const session = await stripe.checkout.sessions.create({
+    mode: 'payment',
+    customer: customerId,
+    client_reference_id: tenantId,
+    line_items: [{ price_data: { currency: 'usd', unit_amount: amount, product_data: { name: 'credits' } }, quantity: 1 }],
+    success_url: 'https://app.test/done',
+    metadata: { tenantId, productKey: 'core', kind: 'credits' },
+  });
+  await db.query(`INSERT INTO checkout_sessions (stripe_session_id, tenant_id, product_key, kind, amount, currency) VALUES ($1, $2, 'core', 'credits', $3, 'usd')`, [
+    session.id,
+    tenantId,
+    amount,
+  ]);
+  return session;
+}
+
 /** What the tenant's row, subscription and plan entitlement say now. */
 export async function billingState(db: Client, tenantId: string) {
   const t = await db.query(`SELECT plan, subscription_status FROM tenants WHERE id = $1`, [tenantId]);

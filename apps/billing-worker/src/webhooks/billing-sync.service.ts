@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type Stripe from 'stripe';
 import type { Tx as EntityManager } from '@flagship/persistence';
 import {
+  BILLING_STATE,
   BillingRepository,
   LIVE_SUBSCRIPTION_STATUSES,
   PLAN_ENTITLEMENTS,
@@ -9,6 +10,7 @@ import {
   PLAN_PRODUCT_KEY,
   planOfPrice,
   type BillingCustomer,
+  type RecordedCheckoutSession,
   type SecretReader,
   type StripeApi,
 } from '@flagship/billing';
@@ -104,19 +106,53 @@ export class BillingSyncService {
     }
   }
 
-  async checkoutCompleted(m: EntityManager, session: Stripe.Checkout.Session): Promise<string[]> {
-    if (session.mode === 'subscription') {
-      const subId = idOf(session.subscription);
+  /**
+   * A completed Checkout Session. The event's copy is only a pointer: the session is re-read from
+   * Stripe, and credits are granted only for a session management-api recorded for the customer's
+   * tenant, paid and complete, and never more than the amount recorded. Anything else (a session
+   * Stripe does not know, one created elsewhere, another tenant's) is logged and grants nothing; the
+   * event still counts as processed.
+   */
+  async checkoutCompleted(m: EntityManager, event: Stripe.Checkout.Session): Promise<string[]> {
+    if (event.mode === 'subscription') {
+      // The subscription itself is re-read from Stripe and must belong to one of our customers.
+      const subId = idOf(event.subscription);
       return subId ? this.syncSubscription(m, subId) : [];
     }
-    if (session.mode !== 'payment' || session.metadata?.['kind'] !== 'credits') return [];
-    if (session.payment_status !== 'paid') return []; // async payment methods: checkout.session.async_payment_succeeded follows
+    if (event.mode !== 'payment' || event.metadata?.['kind'] !== 'credits') return [];
+    if (typeof event.id !== 'string' || event.id === '') return [];
+    let session: Stripe.Checkout.Session;
+    try {
+      session = await this.stripe.client().checkout.sessions.retrieve(event.id);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'resource_missing') {
+        this.log.warn(`checkout ${event.id.slice(0, 80)}: Stripe has no such session; no credits granted`);
+        return [];
+      }
+      throw err;
+    }
+    if (session.mode !== 'payment' || session.status !== 'complete' || session.payment_status !== 'paid') {
+      // Async payment methods: checkout.session.async_payment_succeeded follows once paid.
+      if (session.payment_status !== 'unpaid') this.log.warn(`checkout ${session.id}: ${session.mode} ${session.status ?? '?'} ${session.payment_status}; no credits granted`);
+      return [];
+    }
     const owner = await this.customer(m, idOf(session.customer));
     if (!owner) {
       this.log.warn(`checkout ${session.id}: customer belongs to no tenant; no credits granted`);
       return [];
     }
-    const amount = session.amount_total ?? 0;
+    const recorded = (await this.billing.checkoutSession(owner.tenantId, session.id, m)) ?? (await this.fromBeforeRecording(session, owner.tenantId));
+    if (!recorded || recorded.kind !== 'credits' || recorded.amount === null) {
+      this.log.warn(`checkout ${session.id}: not a credit purchase management-api created for tenant ${owner.tenantId}; no credits granted`);
+      return [];
+    }
+    if ((session.currency ?? '').toLowerCase() !== (recorded.currency ?? '').toLowerCase()) {
+      this.log.warn(`checkout ${session.id}: paid in ${session.currency ?? '?'} but created in ${recorded.currency ?? '?'}; no credits granted`);
+      return [];
+    }
+    const paid = session.amount_total ?? 0;
+    if (paid !== recorded.amount) this.log.warn(`checkout ${session.id}: amount_total ${paid} differs from the ${recorded.amount} recorded; granting for the lesser`);
+    const amount = Math.max(0, Math.min(paid, recorded.amount));
     const credits = amount * this.config.BILLING_MICRO_CREDITS_PER_CENT;
     const fresh = await this.sync.addLedgerEntry(m, {
       tenantId: owner.tenantId,
@@ -133,6 +169,18 @@ export class BillingSyncService {
     if (!fresh) return [];
     await this.sync.addCredits(m, owner.tenantId, credits, `stripe checkout ${session.id}`);
     return [owner.tenantId];
+  }
+
+  /**
+   * A session created before management-api recorded its sessions (the upgrade; Checkout Sessions
+   * expire within a day): Stripe's own copy, for the tenant its metadata and customer both name.
+   */
+  private async fromBeforeRecording(session: Stripe.Checkout.Session, tenantId: string): Promise<RecordedCheckoutSession | null> {
+    const since = Number(await this.billing.state(BILLING_STATE.checkoutSessionsRecordedSince));
+    if (!Number.isFinite(since) || since <= 0 || session.created >= since) return null;
+    if (session.metadata?.['kind'] !== 'credits' || session.metadata?.['tenantId'] !== tenantId) return null;
+    const productKey = session.metadata?.['productKey'] ?? PLAN_PRODUCT_KEY;
+    return { stripeSessionId: session.id, tenantId, productKey, kind: 'credits', amount: session.amount_total ?? 0, currency: session.currency, planId: null, createdBy: null };
   }
 
   async invoice(m: EntityManager, invoice: Stripe.Invoice, kind: 'invoice_paid' | 'invoice_payment_failed'): Promise<string[]> {

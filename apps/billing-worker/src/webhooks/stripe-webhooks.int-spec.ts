@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
 import type Stripe from 'stripe';
 import { createRedis, PubSub, RedisKeys, CHANNELS } from '@flagship/redis';
 import { createTestEnvironment, FakeStripe, http, waitFor, type TestEnvironment } from '@flagship/testing';
 import { StripeEventsCatchUpService } from '../stripe/stripe-events-catch-up.service';
-import { billingState, createPlans, createTenantWithCustomer, type Plans, startWorker, stripeEnv, WEBHOOK_SECRET } from '../testing/billing-worker.fixture';
+import { billingState, createCreditsCheckout, createPlans, createTenantWithCustomer, type Plans, startWorker, stripeEnv, WEBHOOK_SECRET } from '../testing/billing-worker.fixture';
 
 /**
  * billing-worker's Stripe webhooks through real HTTP, Postgres and Redis, with Stripe played by the
@@ -143,13 +145,7 @@ describe('billing-worker: Stripe webhooks and subscription sync', () => {
 
   it('a duplicated webhook is processed once: a credit purchase credits the balance and the ledger once', async () => {
     const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Credits');
-    const session = await stripe.checkout.sessions.create({
-      mode: 'payment',
-      customer: customerId,
-      line_items: [{ price_data: { currency: 'usd', unit_amount: 2500, product_data: { name: 'credits' } }, quantity: 1 }],
-      success_url: 'https://app.test/done',
-      metadata: { tenantId, productKey: 'core', kind: 'credits' },
-    });
+    const session = await createCreditsCheckout(db, stripe, tenantId, customerId, 2500);
     fake.completeCheckout(session.id);
     await fake.settled();
     await waitFor(async () => (await billingState(db, tenantId)).balance > 0);
@@ -165,6 +161,121 @@ describe('billing-worker: Stripe webhooks and subscription sync', () => {
     expect(grants.rows).toEqual([{ amount: String(2500 * 10000), granted_by: 'stripe' }]);
     expect((await db.query(`SELECT count(*)::int AS n FROM stripe_events WHERE id = $1`, [completed['id']])).rows[0].n).toBe(1);
     expect(fake.deliveries.filter((d) => d.eventId === completed['id']).map((d) => d.status)).toEqual([200, 200, 200]);
+  });
+
+  describe('credits only for Checkout Sessions management-api created, as Stripe says they were paid', () => {
+    const post = (body: string) =>
+      http(`${worker.url}/webhooks/stripe`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': FakeStripe.sign(body, WEBHOOK_SECRET) }, body });
+    /** A checkout.session.completed correctly signed with the webhook secret, whatever its body claims. */
+    const signedEvent = async (session: Record<string, unknown>) => {
+      const id = `evt_${randomBytes(12).toString('hex')}`;
+      const body = JSON.stringify({ id, object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', ...session } } });
+      expect((await post(body)).status).toBe(200);
+      await waitFor(async () => Boolean((await db.query(`SELECT processed_at FROM stripe_events WHERE id = $1`, [id])).rows[0]?.processed_at), 10000);
+      return id;
+    };
+    const paidCredits = (id: string, customer: string, tenantId: string, amount = 777_000) => ({
+      id,
+      mode: 'payment',
+      status: 'complete',
+      payment_status: 'paid',
+      amount_total: amount,
+      currency: 'usd',
+      customer,
+      client_reference_id: tenantId,
+      created: Math.floor(Date.now() / 1000),
+      metadata: { kind: 'credits', tenantId, productKey: 'core' },
+    });
+    let warn: jest.SpyInstance;
+    beforeEach(() => (warn = jest.spyOn(Logger.prototype, 'warn')));
+    afterEach(() => warn.mockRestore());
+    const warned = () => warn.mock.calls.map((c) => String(c[0])).join('\n');
+
+    it('a signed event for a session Stripe never had mints nothing; the event is processed and the refusal logged', async () => {
+      const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Mint');
+      await signedEvent(paidCredits('cs_test_neverMinted', customerId, tenantId));
+      expect((await billingState(db, tenantId)).balance).toBe(0);
+      expect((await db.query(`SELECT count(*)::int AS n FROM billing_ledger WHERE tenant_id = $1`, [tenantId])).rows[0].n).toBe(0);
+      expect(warned()).toContain('cs_test_neverMinted: Stripe has no such session; no credits granted');
+    });
+
+    it('a real paid session that management-api did not record (made with the key elsewhere, or for another tenant) mints nothing', async () => {
+      const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Unrecorded');
+      const session = await stripe.checkout.sessions.create({
+        mode: 'payment',
+        customer: customerId,
+        line_items: [{ price_data: { currency: 'usd', unit_amount: 5000, product_data: { name: 'credits' } }, quantity: 1 }],
+        success_url: 'https://app.test/done',
+        metadata: { tenantId, productKey: 'core', kind: 'credits' },
+      });
+      // Recorded, but for another tenant: the customer's tenant is what counts.
+      const other = await createTenantWithCustomer(db, stripe, 'Bystander');
+      await db.query(`INSERT INTO checkout_sessions (stripe_session_id, tenant_id, product_key, kind, amount, currency) VALUES ($1, $2, 'core', 'credits', 5000, 'usd')`, [session.id, other.tenantId]);
+      fake.completeCheckout(session.id);
+      await fake.settled();
+      await waitFor(async () => (await unprocessed()) === 0);
+      expect((await billingState(db, tenantId)).balance).toBe(0);
+      expect((await billingState(db, other.tenantId)).balance).toBe(0);
+      expect(warned()).toContain(`checkout ${session.id}: not a credit purchase management-api created for tenant ${tenantId}`);
+    });
+
+    it('the event body is not believed: an open (unpaid) session claimed paid mints nothing; once paid it mints what was recorded, once, however the event is replayed', async () => {
+      const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Inflated');
+      const session = await createCreditsCheckout(db, stripe, tenantId, customerId, 1500);
+      // Claimed paid, for far more, while Stripe has it open and unpaid.
+      const early = await signedEvent(paidCredits(session.id, customerId, tenantId, 7_770_000));
+      expect((await billingState(db, tenantId)).balance).toBe(0);
+      fake.completeCheckout(session.id);
+      await fake.settled();
+      await waitFor(async () => (await billingState(db, tenantId)).balance > 0);
+      // The forged body again, and a replay of it under a new event id: still the recorded 1,500 cents, once.
+      await signedEvent(paidCredits(session.id, customerId, tenantId, 7_770_000));
+      await post(JSON.stringify({ id: early, object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: paidCredits(session.id, customerId, tenantId, 7_770_000) } }));
+      await waitFor(async () => (await unprocessed()) === 0);
+      expect((await billingState(db, tenantId)).balance).toBe(1500 * 10000);
+      const ledger = await db.query(`SELECT kind, amount, credits FROM billing_ledger WHERE tenant_id = $1`, [tenantId]);
+      expect(ledger.rows).toEqual([{ kind: 'credit_purchase', amount: '1500', credits: String(1500 * 10000) }]);
+    });
+
+    it('upgrade: a paid session created before sessions were recorded is judged by Stripe alone (its tenant in metadata and customer)', async () => {
+      const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Upgrade');
+      const unrecorded = (metadataTenant: string) =>
+        stripe.checkout.sessions.create({
+          mode: 'payment',
+          customer: customerId,
+          line_items: [{ price_data: { currency: 'usd', unit_amount: 700, product_data: { name: 'credits' } }, quantity: 1 }],
+          success_url: 'https://app.test/done',
+          metadata: { tenantId: metadataTenant, productKey: 'core', kind: 'credits' },
+        });
+      const since = (await db.query(`SELECT value FROM billing_state WHERE key = 'checkout_sessions_recorded_since'`)).rows[0].value as string;
+      expect(Number(since)).toBeGreaterThan(0);
+      // As if these sessions had been opened just before the upgrade.
+      await db.query(`UPDATE billing_state SET value = $1 WHERE key = 'checkout_sessions_recorded_since'`, [String(Math.floor(Date.now() / 1000) + 600)]);
+      try {
+        const other = await createTenantWithCustomer(db, stripe, 'Elsewhere');
+        const mislabelled = await unrecorded(other.tenantId);
+        const genuine = await unrecorded(tenantId);
+        fake.completeCheckout(mislabelled.id);
+        fake.completeCheckout(genuine.id);
+        await fake.settled();
+        await waitFor(async () => (await unprocessed()) === 0);
+        expect((await billingState(db, tenantId)).balance).toBe(700 * 10000);
+        expect((await billingState(db, other.tenantId)).balance).toBe(0);
+      } finally {
+        await db.query(`UPDATE billing_state SET value = $1 WHERE key = 'checkout_sessions_recorded_since'`, [since]);
+      }
+    });
+
+    it('a session is capped at the amount management-api recorded for it', async () => {
+      const { tenantId, customerId } = await createTenantWithCustomer(db, stripe, 'Capped');
+      const session = await createCreditsCheckout(db, stripe, tenantId, customerId, 900);
+      await db.query(`UPDATE checkout_sessions SET amount = 600 WHERE tenant_id = $1 AND stripe_session_id = $2`, [tenantId, session.id]);
+      fake.completeCheckout(session.id);
+      await fake.settled();
+      await waitFor(async () => (await billingState(db, tenantId)).balance > 0);
+      expect((await billingState(db, tenantId)).balance).toBe(600 * 10000);
+      expect(warned()).toContain(`checkout ${session.id}: amount_total 900 differs from the 600 recorded`);
+    });
   });
 
   it('a forged signature is refused with 400 and changes nothing', async () => {

@@ -58,6 +58,33 @@ describe('OAuth clients', () => {
     expect(document.body.textContent).not.toContain('ffs_once-only-secret');
   });
 
+  it('offers the gateway scope ai:invoke, and will not send a client without a scope', async () => {
+    const sent = routeServer((req) => {
+      if (req.method === 'GET' && req.url.startsWith('/api/oauth/clients')) return { status: 200, body: [] };
+      if (req.method === 'POST' && req.url === '/api/oauth/clients') {
+        return { status: 201, body: { ...stored, name: 'Gateway backend', scopes: ['ai:invoke'], clientSecret: 'ffs_gw' } };
+      }
+      return undefined;
+    });
+    renderSignedIn(<OAuthClients />);
+    await screen.findByText('No OAuth clients yet.');
+    await userEvent.type(screen.getByRole('textbox', { name: 'Client name' }), 'Gateway backend');
+    const invoke = screen.getByRole('checkbox', { name: /ai:invoke/ });
+    expect(invoke).not.toBeChecked();
+    expect(invoke.closest('label')).toHaveTextContent("AI gateway: spends the tenant's credits");
+    // Every scope unchecked: the form says why and sends nothing.
+    await userEvent.click(screen.getByRole('checkbox', { name: 'flags:read' }));
+    await userEvent.click(screen.getByRole('checkbox', { name: 'flags:evaluate' }));
+    await userEvent.click(screen.getByRole('button', { name: 'Create client' }));
+    await screen.findByText('Choose at least one scope.');
+    expect(sent.filter((r) => r.method === 'POST')).toEqual([]);
+
+    await userEvent.click(invoke);
+    await userEvent.click(screen.getByRole('button', { name: 'Create client' }));
+    await screen.findByRole('region', { name: 'Secret of Gateway backend' });
+    expect(sent.find((r) => r.method === 'POST')).toMatchObject({ body: { name: 'Gateway backend', scopes: ['ai:invoke'], productKeys: ['core'] } });
+  });
+
   it('rotating shows the new secret once; a 403 names the role needed and the request id', async () => {
     let rotated = false;
     routeServer((req) => {

@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
-import { Button, Checkbox, CheckboxGroup, Label } from 'react-aria-components';
+import { Button, Checkbox, CheckboxGroup, FieldError, Label } from 'react-aria-components';
 import { request } from '../api';
 import { ConfirmButton } from '../components/Confirm';
 import { MutationForm, TextInput } from '../components/MutationForm';
@@ -53,24 +53,28 @@ export function SecretOnce({ client, onDone }: { client: OAuthClientWithSecret; 
   );
 }
 
-/** A labelled group of checkboxes, one per option. */
+/** A labelled group of checkboxes, one per option (`name` matches the API's field for its 422s). */
 function CheckList({
   label,
+  name,
   options,
   value,
   onChange,
   isDisabled,
   note,
+  validate,
 }: {
   label: string;
+  name: string;
   options: readonly string[];
   value: string[];
   onChange: (v: string[]) => void;
   isDisabled: boolean;
   note?: (option: string) => ReactNode;
+  validate?: (v: string[]) => string | null;
 }) {
   return (
-    <CheckboxGroup value={value} onChange={onChange} isDisabled={isDisabled} className="checks">
+    <CheckboxGroup name={name} value={value} onChange={onChange} isDisabled={isDisabled} validate={validate} className="checks">
       <Label>{label}</Label>
       {options.map((o) => (
         <Checkbox key={o} value={o}>
@@ -79,6 +83,7 @@ function CheckList({
           {note?.(o)}
         </Checkbox>
       ))}
+      <FieldError />
     </CheckboxGroup>
   );
 }
@@ -104,9 +109,19 @@ function CreateClient({ onCreated }: { onCreated: (c: OAuthClientWithSecret) => 
       <h2>Create an OAuth client</h2>
       <MutationForm label="Create an OAuth client" mutation={m} submit="Create client" disabled={!!readOnly}>
         <TextInput label="Client name" name="name" value={name} onChange={setName} isDisabled={!!readOnly} validate={(v) => (v.trim() === '' ? 'Enter a name.' : null)} />
-        <CheckList label="Scopes" options={SCOPES} value={scopes} onChange={setScopes} isDisabled={!!readOnly} />
+        <CheckList
+          label="Scopes"
+          name="scopes"
+          options={SCOPES}
+          value={scopes}
+          onChange={setScopes}
+          isDisabled={!!readOnly}
+          validate={(v) => (v.length === 0 ? 'Choose at least one scope.' : null)}
+          note={(s) => s === 'ai:invoke' && <span className="muted"> (AI gateway: spends the tenant&apos;s credits)</span>}
+        />
         <CheckList
           label="Product keys (gateway)"
+          name="productKeys"
           options={PRODUCT_KEYS}
           value={productKeys}
           onChange={setProductKeys}

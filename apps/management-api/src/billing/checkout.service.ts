@@ -1,6 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type Stripe from 'stripe';
-import { BILLING_STATE, BillingRepository, ensureStripeCustomer, LIVE_SUBSCRIPTION_STATUSES, PLAN_PRODUCT_KEY, planPriceId, scopedIdempotencyKey } from '@flagship/billing';
+import {
+  BILLING_STATE,
+  BillingRepository,
+  ensureStripeCustomer,
+  LIVE_SUBSCRIPTION_STATUSES,
+  PLAN_PRODUCT_KEY,
+  planPriceId,
+  type RecordedCheckoutSession,
+  scopedIdempotencyKey,
+} from '@flagship/billing';
 import type { TenantEntity } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import type { BillingSessionDto, CheckoutDto } from './checkout.dto';
@@ -23,13 +32,13 @@ export class CheckoutService {
     private readonly billing: BillingRepository,
   ) {}
 
-  async checkout(tenant: TenantEntity, dto: CheckoutDto, idempotencyKey?: string): Promise<BillingSessionDto> {
+  async checkout(tenant: TenantEntity, dto: CheckoutDto, idempotencyKey?: string, actorUserId: string | null = null): Promise<BillingSessionDto> {
     // The caller's key, scoped to the tenant and the operation (Stripe's keys are account-wide).
     const stripeKey = scopedIdempotencyKey(`flagship-checkout-${tenant.id}`, idempotencyKey);
     try {
       const stripe = this.options.stripe.client();
       const customer = await ensureStripeCustomer(stripe, this.billing, tenant, PLAN_PRODUCT_KEY);
-      if (dto.type === 'credits') return { url: await this.creditsSession(stripe, tenant, customer.stripeCustomerId, dto, stripeKey) };
+      if (dto.type === 'credits') return { url: await this.creditsSession(stripe, tenant, customer.stripeCustomerId, dto, stripeKey, actorUserId) };
       const plan = dto.planId as NonNullable<CheckoutDto['planId']>;
       const priceId = planPriceId(this.options.secrets, plan);
       if (!priceId) {
@@ -53,6 +62,7 @@ export class CheckoutService {
           },
           stripeKey,
         );
+        await this.record(session, tenant, { kind: 'subscription', amount: null, currency: null, planId: plan }, actorUserId);
         return { url: session.url as string };
       }
       if (current.priceId === priceId) {
@@ -78,7 +88,14 @@ export class CheckoutService {
     }
   }
 
-  private async creditsSession(stripe: Stripe, tenant: TenantEntity, customerId: string, dto: CheckoutDto, stripeKey: { idempotencyKey?: string }): Promise<string> {
+  private async creditsSession(
+    stripe: Stripe,
+    tenant: TenantEntity,
+    customerId: string,
+    dto: CheckoutDto,
+    stripeKey: { idempotencyKey?: string },
+    actorUserId: string | null,
+  ): Promise<string> {
     const amount = dto.amount as number;
     const session = await stripe.checkout.sessions.create(
       {
@@ -92,6 +109,20 @@ export class CheckoutService {
       },
       stripeKey,
     );
+    await this.record(session, tenant, { kind: 'credits', amount, currency: this.options.currency, planId: null }, actorUserId);
     return session.url as string;
+  }
+
+  /**
+   * billing-worker grants only for sessions recorded here, up to the amount recorded. Recorded before
+   * the URL is handed out: a session that could not be recorded is never paid.
+   */
+  private async record(
+    session: Stripe.Checkout.Session,
+    tenant: TenantEntity,
+    what: Pick<RecordedCheckoutSession, 'kind' | 'amount' | 'currency' | 'planId'>,
+    actorUserId: string | null,
+  ): Promise<void> {
+    await this.billing.recordCheckoutSession({ stripeSessionId: session.id, tenantId: tenant.id, productKey: PLAN_PRODUCT_KEY, createdBy: actorUserId, ...what });
   }
 }

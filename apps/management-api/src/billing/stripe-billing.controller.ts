@@ -1,8 +1,9 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { TenantEntity } from '@flagship/persistence';
+import type { UserEntity } from '../users/user.entity';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
-import { CurrentTenant, OptionalHeader, TenantAccess } from '../auth/auth.decorators';
+import { CurrentTenant, CurrentUser, OptionalHeader, TenantAccess } from '../auth/auth.decorators';
 import { BillingSessionDto, CheckoutDto } from './checkout.dto';
 import { CheckoutService } from './checkout.service';
 import { PortalDto } from './portal.dto';
@@ -30,8 +31,13 @@ export class StripeBillingController {
   @ApiOperation({ summary: 'Start a plan checkout (or, with a live subscription, a portal plan-change confirmation), or a credit purchase' })
   @ApiOkResponse({ type: BillingSessionDto })
   @ApiErrors(...BODY_ERRORS, 502)
-  checkout(@CurrentTenant() tenant: TenantEntity, @Body() dto: CheckoutDto, @OptionalHeader('idempotency-key') idempotencyKey?: string) {
-    return this.checkouts.checkout(tenant, dto, idempotencyKey);
+  checkout(
+    @CurrentTenant() tenant: TenantEntity,
+    @Body() dto: CheckoutDto,
+    @CurrentUser() user: UserEntity | undefined,
+    @OptionalHeader('idempotency-key') idempotencyKey?: string,
+  ) {
+    return this.checkouts.checkout(tenant, dto, idempotencyKey, user?.id ?? null);
   }
 
   @Post('portal')

@@ -96,6 +96,36 @@ describe('management-api billing: checkout, portal, subscription', () => {
     expect(res.status).toBe(200);
     const session = [...fake.checkoutSessions.values()].pop()!;
     expect(session).toMatchObject({ mode: 'payment', amount_total: 2500, currency: 'usd', metadata: { tenantId: alice.tenantId, productKey: 'core', kind: 'credits' } });
+    // Recorded with what it may grant: billing-worker credits only sessions recorded here, up to that amount.
+    const recorded = await db.query(`SELECT tenant_id, product_key, kind, amount::int AS amount, currency, plan_id, created_by FROM checkout_sessions WHERE stripe_session_id = $1`, [session['id']]);
+    expect(recorded.rows).toEqual([{ tenant_id: alice.tenantId, product_key: 'core', kind: 'credits', amount: 2500, currency: 'usd', plan_id: null, created_by: alice.userId }]);
+  });
+
+  it("the Stripe customer's e-mail is one a member proved, never a tenant's typed-in primaryEmail as such", async () => {
+    const carol = await f.signUp();
+    const customerEmail = async () => {
+      const session = [...fake.checkoutSessions.values()].pop()!;
+      return ((await stripe.customers.retrieve(session['customer'] as string)) as Stripe.Customer).email;
+    };
+    // The personal tenant's primaryEmail is the e-mail carol signed up with: it is used.
+    expect((await checkout(carol, body)).status).toBe(200);
+    expect(await customerEmail()).toBe(carol.email);
+    // A tenant carol creates naming someone else's address: Stripe must not mail receipts there.
+    const spoof = await f.call<{ id: string }>('POST', '/api/tenants', { token: carol.idToken, json: { name: 'Spoof', primaryEmail: 'ceo@victim.test' } });
+    expect(spoof.status).toBe(201);
+    expect((await checkout({ ...carol, tenantId: spoof.body.id }, body)).status).toBe(200);
+    expect(await customerEmail()).toBe(carol.email);
+    expect(fake.requests.filter((r) => r.path === '/v1/customers' && r.method === 'POST').map((r) => r.params['email'])).not.toContain('ceo@victim.test');
+  });
+
+  it('records every Checkout session it creates, once, even when an idempotent retry gets the same session back', async () => {
+    const bob = await f.signUp();
+    const first = await checkout(bob, body, { 'idempotency-key': 'plan-once' });
+    const replay = await checkout(bob, body, { 'idempotency-key': 'plan-once' });
+    expect(replay.body.url).toBe(first.body.url);
+    const sessionId = first.body.url.split('/').pop();
+    const recorded = await db.query(`SELECT stripe_session_id, kind, amount, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1`, [bob.tenantId]);
+    expect(recorded.rows).toEqual([{ stripe_session_id: sessionId, kind: 'subscription', amount: null, plan_id: 'premium', created_by: bob.userId }]);
   });
 
   it('refuses bad input with 400/422, never reaching Stripe', async () => {

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { SCOPES } from '@flagship/domain';
 
 /** `POST /api/oauth/clients`. Product keys are checked by the service (the lists are configuration). */
@@ -11,8 +11,15 @@ export class CreateOAuthClientDto {
   @Matches(/\S/, { message: 'name must not be blank' })
   name: string;
 
-  @ApiProperty({ enum: SCOPES, isArray: true, example: ['flags:read', 'flags:evaluate'] })
+  @ApiProperty({
+    enum: SCOPES,
+    isArray: true,
+    minItems: 1,
+    example: ['flags:read', 'flags:evaluate'],
+    description: 'at least one; `ai:invoke` is what the AI gateway requires (a client for flags cannot spend credits)',
+  })
   @IsArray()
+  @ArrayMinSize(1, { message: `scopes needs at least one of ${SCOPES.join(', ')}` })
   @ArrayMaxSize(SCOPES.length)
   @IsIn(SCOPES, { each: true, message: `each scope must be one of ${SCOPES.join(', ')}` })
   scopes: string[];
@@ -21,7 +28,8 @@ export class CreateOAuthClientDto {
     isArray: true,
     type: String,
     example: ['core'],
-    description: 'the product keys this client may use at the AI gateway; internal suite keys need a platform admin',
+    description:
+      'the product keys this client may use at the AI gateway, the own product included when the list is not empty (empty or left out: the own product only); internal suite keys need a platform admin',
   })
   @IsOptional()
   @IsArray()

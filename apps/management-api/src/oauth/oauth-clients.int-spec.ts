@@ -46,6 +46,14 @@ describe('OAuth clients API and client tokens on the management API (real HTTP, 
     const legacy = await newClient({ name: 'x', scopes: ['flags:read'], productKeys: ['partner_portal'] });
     expect([legacy.status, Object.keys(legacy.body.errors)]).toEqual([422, ['productKeys']]);
     expect((await newClient({ name: 'x', scopes: 'flags:read' })).status).toBe(422);
+    // A client needs at least one scope: one with none could only ever have called the gateway.
+    const none = await newClient({ name: 'x', scopes: [] });
+    expect([none.status, none.headers.get('content-type')?.split(';')[0], Object.keys(none.body.errors)]).toEqual([422, 'application/problem+json', ['scopes']]);
+    expect(none.body.errors.scopes).toContain('at least one');
+    const gateway = await newClient({ name: 'gateway', scopes: ['ai:invoke'] });
+    expect([gateway.status, gateway.body.scopes]).toEqual([201, ['ai:invoke']]);
+    const token = await tokenFor(gateway.body.clientId, gateway.body.clientSecret);
+    expect([token.status, token.body.scope]).toEqual([200, 'ai:invoke']);
     expect((await newClient({ scopes: ['flags:read'] })).status).toBe(422);
     expect((await newClient({ name: 'x', scopes: ['flags:read'], secret: 'mine' })).status).toBe(422);
     const internal = await newClient({ name: 'suite', scopes: ['flags:read'], productKeys: ['insights'] });

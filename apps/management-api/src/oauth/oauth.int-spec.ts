@@ -101,7 +101,7 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
       jwks_uri: `${baseUrl}/.well-known/jwks.json`,
       grant_types_supported: ['client_credentials'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      scopes_supported: ['flags:read', 'flags:write', 'flags:evaluate', 'projects:read', 'projects:write'],
+      scopes_supported: ['flags:read', 'flags:write', 'flags:evaluate', 'projects:read', 'projects:write', 'ai:invoke'],
       response_types_supported: [],
     });
     const jwks = await http(`${baseUrl}/.well-known/jwks.json`);

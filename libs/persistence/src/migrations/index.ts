@@ -4,6 +4,8 @@ import { UsageLedger1763800200000 } from './1763800200000-usage-ledger';
 import { Billing1763800300000 } from './1763800300000-billing';
 import { UsageSubscriptions1763800400000 } from './1763800400000-usage-subscriptions';
 import { UsageLedgerCompletedIffSettled1763800500000 } from './1763800500000-usage-ledger-completed-iff-settled';
+import { OAuthClientsAiInvoke1763810000000 } from './1763810000000-oauth-clients-ai-invoke';
+import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -13,4 +15,6 @@ export const MIGRATIONS = [
   Billing1763800300000,
   UsageSubscriptions1763800400000,
   UsageLedgerCompletedIffSettled1763800500000,
+  OAuthClientsAiInvoke1763810000000,
+  CheckoutSessions1763810100000,
 ];
