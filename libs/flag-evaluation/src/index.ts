@@ -1,6 +1,6 @@
 /**
  * @flagship/flag-evaluation: the pure flag evaluator (LaunchDarkly-compatible semantics,
- * CONTRACT.md section 5). No I/O, no framework; only node:crypto.
+ * CONTRACT.md section 5). No I/O, no framework; only node:crypto (and node:v8 to turn on the linear regex engine).
  */
 export type {
   Clause,
@@ -26,5 +26,6 @@ export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef } from './operators';
 export { bucketValue } from './bucketing';
+export { LINEAR_REGEX_ENGINE, MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH, REGEX_BACKTRACKS_BEFORE_LINEAR } from './regex';
 export { checkFlagDefinition, type FlagDefinitionCheck, validateFlagDefinition, type ValidationProblem } from './validate';
 export { valueMatchesType } from './json-value';

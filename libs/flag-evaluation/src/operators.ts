@@ -1,5 +1,6 @@
 import { toInstant } from './dates';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
+import { compileRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
 import { compareSemVer, parseSemVer, type SemVer } from './semver';
 import type { JsonValue, Operator } from './types';
 
@@ -11,7 +12,8 @@ import type { JsonValue, Operator } from './types';
  *   structurally, as in LaunchDarkly's Go/Java SDKs.
  * - string operators need a string on both sides, numeric operators a number on both sides.
  * - before/after take epoch milliseconds or RFC 3339 strings; semVer* take padded SemVer strings.
- * - an invalid regex, date or version in the clause never matches.
+ * - an invalid regex, date or version in the clause never matches; so does a pattern the linear
+ *   engine refuses (regex.ts), and `matches` reads strings up to MAX_REGEX_INPUT_LENGTH only.
  * - a clause matches when any clause value matches; an array attribute when any element does.
  * - negate inverts, but a missing (undefined or null) attribute never matches, negated or not.
  * - an operator this version does not know never matches a value (so negated, it matches), as in
@@ -72,7 +74,8 @@ export function clauseValueProblem(op: Operator, value: unknown): string | undef
       return typeof value === 'string' ? undefined : 'must be a string';
     case 'matches':
       if (typeof value !== 'string') return 'must be a string';
-      return compileRegex(value) === undefined ? 'is not a valid regular expression' : undefined;
+      // Only an invalid pattern is a warning here; what the linear engine refuses is an error (validate.ts).
+      return compileRegex(value) === REGEX_INVALID ? REGEX_INVALID : undefined;
     case 'lessThan':
     case 'lessThanOrEqual':
     case 'greaterThan':
@@ -87,15 +90,6 @@ export function clauseValueProblem(op: Operator, value: unknown): string | undef
       return parseSemVer(value) === undefined ? 'must be a semantic version such as 1.2.3 (no leading v)' : undefined;
     default:
       return 'unknown operator';
-  }
-}
-
-function compileRegex(pattern: string): RegExp | undefined {
-  try {
-    // No flags, like LaunchDarkly's Node SDK: a search (not a full match), case-sensitive, stateless.
-    return new RegExp(pattern);
-  } catch {
-    return undefined;
   }
 }
 
@@ -238,8 +232,9 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
         if (typeof value === 'string') strings.push(value);
         break;
       case OP_MATCHES: {
+        // Compiled once per flag set; a pattern that is invalid or refused never matches.
         const re = typeof value === 'string' ? compileRegex(value) : undefined;
-        if (re !== undefined) regexes.push(re);
+        if (re instanceof RegExp) regexes.push(re);
         break;
       }
       case OP_LESS_THAN:
@@ -314,7 +309,8 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
       return false;
     }
     case OP_MATCHES: {
-      if (typeof v !== 'string') return false;
+      // Bounded so that even the linear engine's pass stays short (README, Limits).
+      if (typeof v !== 'string' || v.length > MAX_REGEX_INPUT_LENGTH) return false;
       const r = c.regexes;
       for (let i = 0; i < r.length; i++) if ((r[i] as RegExp).test(v)) return true;
       return false;

@@ -1,4 +1,4 @@
-import { checkFlagDefinition, evaluateFlag, type FlagDefinition, validateFlagDefinition, valueMatchesType } from './index';
+import { checkFlagDefinition, evaluateFlag, type FlagDefinition, MAX_REGEX_PATTERN_LENGTH, validateFlagDefinition, valueMatchesType } from './index';
 
 function validFlag(overrides: Partial<FlagDefinition> = {}): FlagDefinition {
   return {
@@ -240,6 +240,37 @@ describe('validateFlagDefinition', () => {
     // still none without it (a null attribute counts as missing).
     expect(evaluateFlag(flag(true), ctx)).toMatchObject({ reason: attribute === null ? 'FALLTHROUGH' : 'RULE_MATCH' });
     expect(evaluateFlag(flag(true), { key: 'u' })).toMatchObject({ reason: 'FALLTHROUGH' });
+  });
+
+  it('refuses a regular expression the linear engine cannot run, or longer than MAX_REGEX_PATTERN_LENGTH', () => {
+    const clause = (values: string[]) => ({ attribute: 'email', op: 'matches' as const, values });
+    const flag = validFlag({
+      prerequisites: [],
+      rules: [
+        {
+          id: 'r',
+          clauses: [
+            clause(['(a)\\1', 'a(?=b)', '(?<!x)y', 'ok$']),
+            clause(['x{5000}', 'y'.repeat(MAX_REGEX_PATTERN_LENGTH + 1), 'y'.repeat(MAX_REGEX_PATTERN_LENGTH)]),
+            clause(['^(a+)+$', '(unclosed']),
+          ],
+          variationId: 'new',
+        },
+      ],
+    });
+    const linear = 'regular expression cannot be evaluated in linear time (backreferences, lookahead, lookbehind and counted repetitions over 1000 are not supported)';
+    expect(problems(flag)).toEqual([
+      `rules[0].clauses[0].values[0]: ${linear}`,
+      `rules[0].clauses[0].values[1]: ${linear}`,
+      `rules[0].clauses[0].values[2]: ${linear}`,
+      `rules[0].clauses[1].values[0]: ${linear}`,
+      `rules[0].clauses[1].values[1]: regular expression is longer than ${MAX_REGEX_PATTERN_LENGTH} characters`,
+    ]);
+    // `^(a+)+$` is linear for the RE2 automaton: accepted (and evaluated in linear time); an invalid
+    // pattern stays a warning, as LaunchDarkly stores it.
+    expect(warnings(flag)).toEqual([
+      "rules[0].clauses[2].values[1]: is not a valid regular expression for 'matches': this value never matches",
+    ]);
   });
 
   it('checks rollouts: not empty, known variations, sane weights, bucketBy, seed', () => {

@@ -1,5 +1,6 @@
 import { isJsonValue, isPlainObject, valueMatchesType } from './json-value';
 import { ATTR_INVALID, clauseValueProblem, isOperator, parseAttributeRef } from './operators';
+import { compileRegex, REGEX_INVALID } from './regex';
 import { FLAG_TYPES, type FlagDefinition, type FlagType } from './types';
 
 export interface ValidationProblem {
@@ -34,7 +35,8 @@ export function validateFlagDefinition(
 
 /**
  * Errors: what cannot be evaluated at all (an unknown operator, a rule or target naming no
- * variation, an invalid attribute reference, a prerequisite cycle, values unlike the flag's type...).
+ * variation, an invalid attribute reference, a prerequisite cycle, values unlike the flag's type...)
+ * or not within bounds (a regex the linear engine cannot run or longer than MAX_REGEX_PATTERN_LENGTH).
  *
  * Warnings: what LaunchDarkly stores and evaluates as non-matching, so a flag copied from it is
  * accepted unchanged while a typo stays visible: clause values their operator can never use (a
@@ -209,6 +211,11 @@ function validateClause(c: unknown, path: string, report: Report, warn: Report):
   if (c.values.length === 0) warn(`${path}.values`, c.negate === true ? 'is empty: the clause matches every context that has the attribute' : 'is empty: the clause never matches');
   (c.values as unknown[]).forEach((value, k) => {
     if (!isJsonValue(value)) return report(`${path}.values[${k}]`, 'must be a JSON value');
+    if (op === 'matches' && typeof value === 'string') {
+      // An over-long pattern, or one only a backtracking engine can run, could hold the event loop.
+      const re = compileRegex(value);
+      if (typeof re === 'string' && re !== REGEX_INVALID) return report(`${path}.values[${k}]`, `regular expression ${re}`);
+    }
     const problem = isOperator(op) ? clauseValueProblem(op, value) : undefined;
     if (problem !== undefined) warn(`${path}.values[${k}]`, `${problem} for '${op as string}': this value never matches`);
   });
