@@ -1,6 +1,6 @@
 /**
  * @flagship/flag-evaluation: the pure flag evaluator (LaunchDarkly-compatible semantics,
- * CONTRACT.md section 5). No I/O, no framework; only node:crypto (and node:v8 to turn on the linear regex engine).
+ * CONTRACT.md section 5). No I/O, no framework; only node:crypto and re2js (linear-time regular expressions).
  */
 export type {
   Clause,
@@ -26,6 +26,6 @@ export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef } from './operators';
 export { bucketValue } from './bucketing';
-export { LINEAR_REGEX_ENGINE, MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH, REGEX_BACKTRACKS_BEFORE_LINEAR } from './regex';
+export { MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH } from './regex';
 export { checkFlagDefinition, type FlagDefinitionCheck, validateFlagDefinition, type ValidationProblem } from './validate';
 export { valueMatchesType } from './json-value';

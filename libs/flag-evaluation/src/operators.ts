@@ -1,6 +1,6 @@
 import { toInstant } from './dates';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
-import { compileRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
+import { compileRegex, type LinearRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
 import { compareSemVer, parseSemVer, type SemVer } from './semver';
 import type { JsonValue, Operator } from './types';
 
@@ -178,7 +178,8 @@ export interface CompiledClause {
   readonly composites: readonly JsonValue[];
   /** startsWith / endsWith / contains. */
   readonly strings: readonly string[];
-  readonly regexes: readonly RegExp[];
+  /** Linear-time (regex.ts). */
+  readonly regexes: readonly LinearRegex[];
   /**
    * Numeric and date operators: "a < any value" is "a < the highest value", and so on, so two
    * numbers replace the list (NaN when there is no usable value: every comparison is then false).
@@ -206,7 +207,7 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
   const scalars = new Set<unknown>();
   const composites: JsonValue[] = [];
   const strings: string[] = [];
-  const regexes: RegExp[] = [];
+  const regexes: LinearRegex[] = [];
   const semverKeys = new Set<string>();
   let lowest = NaN;
   let highest = NaN;
@@ -234,7 +235,7 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
       case OP_MATCHES: {
         // Compiled once per flag set; a pattern that is invalid or refused never matches.
         const re = typeof value === 'string' ? compileRegex(value) : undefined;
-        if (re instanceof RegExp) regexes.push(re);
+        if (re !== undefined && typeof re !== 'string') regexes.push(re);
         break;
       }
       case OP_LESS_THAN:
@@ -312,7 +313,7 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
       // Bounded so that even the linear engine's pass stays short (README, Limits).
       if (typeof v !== 'string' || v.length > MAX_REGEX_INPUT_LENGTH) return false;
       const r = c.regexes;
-      for (let i = 0; i < r.length; i++) if ((r[i] as RegExp).test(v)) return true;
+      for (let i = 0; i < r.length; i++) if ((r[i] as LinearRegex).test(v)) return true;
       return false;
     }
     case OP_LESS_THAN:
