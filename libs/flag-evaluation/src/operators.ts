@@ -1,3 +1,4 @@
+import { spend } from './budget';
 import { toInstant } from './dates';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
 import { compileRegex, type LinearRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
@@ -290,7 +291,9 @@ function anyComposite(composites: readonly JsonValue[], value: unknown): boolean
 function matchValue(c: CompiledClause, v: unknown): boolean {
   switch (c.op) {
     case OP_IN:
-      return c.scalars.has(v) || (c.composites.length !== 0 && typeof v === 'object' && anyComposite(c.composites, v));
+      if (c.composites.length === 0 || typeof v !== 'object') return c.scalars.has(v);
+      spend(c.composites.length);
+      return c.scalars.has(v) || anyComposite(c.composites, v);
     case OP_STARTS_WITH: {
       if (typeof v !== 'string') return false;
       const s = c.strings;
@@ -310,9 +313,10 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
       return false;
     }
     case OP_MATCHES: {
-      // Bounded so that even the linear engine's pass stays short (README, Limits).
+      // Bounded so that one match stays short even on the worst patterns (README, Limits).
       if (typeof v !== 'string' || v.length > MAX_REGEX_INPUT_LENGTH) return false;
       const r = c.regexes;
+      spend(r.length * (1 + (v.length >> 2)));
       for (let i = 0; i < r.length; i++) if ((r[i] as LinearRegex).test(v)) return true;
       return false;
     }
@@ -376,6 +380,7 @@ export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, con
   }
   let matched = false;
   if (Array.isArray(v)) {
+    spend(v.length);
     for (let i = 0; i < v.length; i++) {
       if (matchValue(c, v[i])) {
         matched = true;
