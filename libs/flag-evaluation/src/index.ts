@@ -28,5 +28,13 @@ export { ATTR_INVALID, parseAttributeRef } from './operators';
 export { bucketValue } from './bucketing';
 export { MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH } from './regex';
 export { MAX_EVALUATION_STEPS, onEvaluationOverBudget } from './budget';
-export { checkFlagDefinition, type FlagDefinitionCheck, validateFlagDefinition, type ValidationProblem } from './validate';
+export {
+  checkFlagDefinition,
+  type FlagDefinitionCheck,
+  MAX_PREREQUISITE_DEPTH,
+  MAX_PREREQUISITE_FLAGS,
+  prerequisiteBoundProblems,
+  validateFlagDefinition,
+  type ValidationProblem,
+} from './validate';
 export { valueMatchesType } from './json-value';
