@@ -264,7 +264,7 @@ function prerequisiteBoundProblem(start: string, keysOf: PrerequisiteKeys): stri
  * environment as it would be after the write. Each message completes "its prerequisites ...".
  */
 export function prerequisiteBoundProblems(
-  definitions: ReadonlyMap<string, FlagDefinition>,
+  definitions: ReadonlyMap<string, Pick<FlagDefinition, 'prerequisites'>>,
   changed?: Iterable<string>,
 ): Array<{ key: string; message: string }> {
   const edges = new Map<string, string[]>();
