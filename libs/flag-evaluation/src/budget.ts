@@ -31,20 +31,26 @@ export function stepsLeft(): number {
 }
 
 type OverBudgetListener = (flagKey: string) => void;
-let listener: OverBudgetListener | undefined;
+const listeners = new Set<OverBudgetListener>();
 
 /**
- * Called with the flag's key whenever an evaluation runs out of budget (it then answers
- * ERROR/MALFORMED_FLAG): apps log and count it. One listener per process; a later call replaces it.
+ * Calls `listener` with the flag's key whenever an evaluation runs out of budget (it then answers
+ * ERROR/MALFORMED_FLAG): apps log and count it. Returns the function that removes it (tests boot
+ * several apps in one process).
  */
-export function onEvaluationOverBudget(l: OverBudgetListener | undefined): void {
-  listener = l;
+export function onEvaluationOverBudget(listener: OverBudgetListener): () => void {
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+  };
 }
 
 export function reportOverBudget(flagKey: string): void {
-  try {
-    listener?.(flagKey);
-  } catch {
-    // A failing listener must not turn an answer into an exception.
+  for (const listener of listeners) {
+    try {
+      listener(flagKey);
+    } catch {
+      // A failing listener must not turn an answer into an exception.
+    }
   }
 }

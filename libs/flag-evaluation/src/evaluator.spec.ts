@@ -609,7 +609,6 @@ function diamondChain(depth: number, bottomOn = true): FlagDefinition[] {
 }
 
 describe('cost of one evaluation', () => {
-  afterEach(() => onEvaluationOverBudget(undefined));
 
   it('memoises prerequisites within one evaluation: a diamond chain of depth 60 costs its 121 flags, not 2^60 paths', () => {
     const set = CompiledFlagSet.compile(diamondChain(60));
@@ -626,7 +625,7 @@ describe('cost of one evaluation', () => {
 
   it('answers ERROR/MALFORMED_FLAG (the default value) when one evaluation runs out of steps, and tells the listener', () => {
     const seen: string[] = [];
-    onEvaluationOverBudget((key) => seen.push(key));
+    const stop = onEvaluationOverBudget((key) => seen.push(key));
     const never = (i: number): Rule => ({ id: `r${i}`, clauses: [{ attribute: 'country', op: 'in', values: ['nowhere'] }], variationId: 'on' });
     const huge = compileFlag(boolFlag({ key: 'huge', defaultValue: true, rules: Array.from({ length: MAX_EVALUATION_STEPS }, (_, i) => never(i)) }));
     expect(huge.evaluate({ key: 'u', country: 'FR' })).toEqual({ value: true, enabled: true, reason: 'ERROR', errorKind: 'MALFORMED_FLAG' });
@@ -634,6 +633,9 @@ describe('cost of one evaluation', () => {
     // 1,000 rules (more than LaunchDarkly data has) are well within the budget.
     const large = compileFlag(boolFlag({ key: 'large', rules: Array.from({ length: 1000 }, (_, i) => never(i)) }));
     expect(large.evaluate({ key: 'u', country: 'FR' }).reason).toBe('FALLTHROUGH');
+    expect(seen).toEqual(['huge']);
+    stop();
+    huge.evaluate({ key: 'u', country: 'FR' });
     expect(seen).toEqual(['huge']);
   });
 

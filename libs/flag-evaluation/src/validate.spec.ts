@@ -368,7 +368,7 @@ describe('validateFlagDefinition', () => {
     const flag = (key: string, prerequisites: string[]): FlagDefinition =>
       validFlag({ key, targets: [], rules: [], prerequisites: prerequisites.map((k) => ({ key: k, variationId: 'old' })) });
     /** A chain c0 -> c1 -> ... -> c{n}: c0 has n prerequisites below it. */
-    const chain = (n: number) => new Map(Array.from({ length: n + 1 }, (_, i) => [`c${i}`, flag(`c${i}`, i < n ? [`c${i + 1}`] : [])] as const));
+    const chain = (n: number) => new Map<string, FlagDefinition>(Array.from({ length: n + 1 }, (_, i) => [`c${i}`, flag(`c${i}`, i < n ? [`c${i + 1}`] : [])] as const));
 
     it(`refuses a chain deeper than MAX_PREREQUISITE_DEPTH (${MAX_PREREQUISITE_DEPTH}) below the flag`, () => {
       const flags = chain(MAX_PREREQUISITE_DEPTH);
@@ -380,7 +380,7 @@ describe('validateFlagDefinition', () => {
     });
 
     it(`refuses reaching more than MAX_PREREQUISITE_FLAGS (${MAX_PREREQUISITE_FLAGS}) flags, however shallow`, () => {
-      const leaves = new Map(Array.from({ length: MAX_PREREQUISITE_FLAGS + 1 }, (_, i) => [`leaf${i}`, flag(`leaf${i}`, [])] as const));
+      const leaves = new Map<string, FlagDefinition>(Array.from({ length: MAX_PREREQUISITE_FLAGS + 1 }, (_, i) => [`leaf${i}`, flag(`leaf${i}`, [])] as const));
       leaves.set('mid', flag('mid', [...leaves.keys()].slice(3)));
       const lookup = (k: string) => leaves.get(k);
       expect(problems(flag('top', ['mid', 'leaf0']), lookup)).toEqual([]); // mid, leaf0 and 98 leaves under mid: 100
@@ -396,7 +396,7 @@ describe('validateFlagDefinition', () => {
       // The bottom flag gains a prerequisite: c0, far above it, is now one too deep.
       const bottom = `c${MAX_PREREQUISITE_DEPTH}`;
       flags.set(bottom, flag(bottom, ['extra']));
-      expect(problems(flags.get(bottom), (k) => flags.get(k))).toEqual([]);
+      expect(problems(flags.get(bottom)!, (k) => flags.get(k))).toEqual([]);
       expect(prerequisiteBoundProblems(flags, [bottom])).toEqual([
         { key: 'c0', message: `lead through a chain of ${MAX_PREREQUISITE_DEPTH + 1} prerequisites (at most ${MAX_PREREQUISITE_DEPTH} deep)` },
       ]);

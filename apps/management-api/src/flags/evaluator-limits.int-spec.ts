@@ -105,6 +105,8 @@ describe('evaluator limits (real HTTP, Postgres, Redis)', () => {
       const rule = (pattern: string) => ({ id: 'r', clauses: [{ attribute: 'name', op: 'matches', values: [pattern] }], variationId: 'on' });
       await store('stored-redos', { rules: [rule('^(a+)+$')] });
       await store('stored-backref', { rules: [rule('^(a+)+\\1$')] });
+      // 30,000 rules: more steps than one evaluation may take.
+      await store('stored-huge', { rules: Array.from({ length: 30_000 }, (_, i) => ({ id: `r${i}`, clauses: [{ attribute: 'plan', op: 'in', values: ['none'] }], variationId: 'on' })) });
       // A diamond chain of depth 60: every flag of a level requires both flags of the next.
       const level = (i: number) => (i === 60 ? ['d-bottom'] : [`d${i}a`, `d${i}b`]);
       await store('d-bottom', { rules: [{ id: 'all', clauses: [], variationId: 'on' }] });
@@ -114,6 +116,7 @@ describe('evaluator limits (real HTTP, Postgres, Redis)', () => {
     }, 60_000);
 
     it('`^(a+)+$` against "a" x 10,000 + "!" answers at once, and ordinary input still matches', async () => {
+      await evaluate('d-bottom'); // the environment's flags loaded and compiled, so only evaluations are timed
       const started = Date.now();
       const attack = await evaluate('stored-redos', { name: `${'a'.repeat(10_000)}!` });
       const bounded = await evaluate('stored-redos', { name: `${'a'.repeat(1000)}!` }); // within the 1,024 characters a regex reads
@@ -128,6 +131,13 @@ describe('evaluator limits (real HTTP, Postgres, Redis)', () => {
       const res = await evaluate('stored-backref', { name: `${'a'.repeat(28)}!` });
       expect(Date.now() - started).toBeLessThan(5000);
       expect([res.status, res.body.reason]).toEqual([200, 'FALLTHROUGH']);
+    });
+
+    it('an evaluation that runs out of its step budget answers ERROR/MALFORMED_FLAG with the default, and is counted', async () => {
+      const res = await evaluate('stored-huge', { plan: 'pro' });
+      expect([res.status, res.body]).toEqual([200, { key: 'stored-huge', enabled: true, value: false, reason: 'ERROR', errorKind: 'MALFORMED_FLAG' }]);
+      const metrics = await fetch(`${f.url}/metrics`).then((r) => r.text());
+      expect(metrics).toMatch(/^flag_evaluations_over_budget_total\{service="management-api"\} [1-9]/m);
     });
 
     it('a diamond chain of prerequisites 60 deep evaluates in linear time', async () => {
