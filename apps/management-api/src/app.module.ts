@@ -4,7 +4,7 @@ import { IdempotencyInterceptor, RateLimitGuard, RequestPoliciesModule } from '@
 import { stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
 import type { SecretSource } from '@flagship/oauth';
-import { platformModules } from '@flagship/service-kit';
+import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
 import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { StripeBillingModule } from './billing/stripe-billing.module';
@@ -83,6 +83,7 @@ export class AppModule {
         { provide: APP_GUARD, useExisting: AuthorizationGuard },
         { provide: APP_GUARD, useExisting: RateLimitGuard },
         { provide: APP_INTERCEPTOR, useExisting: IdempotencyInterceptor },
+        EvaluationBudgetReporter,
       ],
     };
   }

@@ -366,6 +366,47 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     }
   });
 
+  it('targeting that could freeze the evaluator is 422 naming the field and saying why (regexes RE2 cannot run, over-long patterns, prerequisites too deep); nothing written', async () => {
+    const auth = { token: root.idToken, tenant: root.tenantId };
+    // A chain c0 -> c1 -> ... -> c10: c0 is 10 prerequisites deep, the most allowed.
+    const on: Record<string, string> = {};
+    for (let i = 10; i >= 0; i--) {
+      const created = await f.call('POST', '/api/flags', { ...auth, json: { key: `chain-${i}`, name: 'c', type: 'boolean', defaultValue: false } });
+      on[`chain-${i}`] = created.body.variations[0].id;
+      if (i < 10) {
+        const linked = await f.call('PATCH', `/api/flags/chain-${i}`, { ...auth, json: { prerequisites: [{ key: `chain-${i + 1}`, variationId: on[`chain-${i + 1}`] }] } });
+        expect(linked.status).toBe(200);
+      }
+    }
+    const before = await counts();
+    const matching = (pattern: string) => ({ rules: [{ id: 'r', clauses: [{ attribute: 'email', op: 'matches', values: ['ok$', pattern] }], variationId: on['chain-0'] }] });
+    const linear = 'regular expression cannot be evaluated in linear time (backreferences, lookahead, lookbehind and counted repetitions over 1000 are not supported)';
+    const cases: Array<[string, unknown, Record<string, string>]> = [
+      ['a backreference', matching('(\\w+)@\\1'), { 'rules[0].clauses[0].values[1]': linear }],
+      ['a lookahead', matching('^(?!admin)'), { 'rules[0].clauses[0].values[1]': linear }],
+      ['a lookbehind', matching('(?<=@)example'), { 'rules[0].clauses[0].values[1]': linear }],
+      ['a counted repetition over 1000', matching('a{1001}'), { 'rules[0].clauses[0].values[1]': linear }],
+      ['an over-long pattern', matching('x'.repeat(513)), { 'rules[0].clauses[0].values[1]': 'regular expression is longer than 512 characters' }],
+      [
+        'a prerequisite chain too deep',
+        { prerequisites: [{ key: 'chain-0', variationId: on['chain-0'] }] },
+        { prerequisites: 'its prerequisites lead through a chain of 11 prerequisites (at most 10 deep)' },
+      ],
+    ];
+    for (const [name, json, errors] of cases) {
+      // The regexes on chain-0 itself; the prerequisite from f1, which would sit on top of the chain.
+      const res = await f.call('PATCH', 'prerequisites' in (json as object) ? '/api/flags/f1' : '/api/flags/chain-0', { ...auth, json });
+      expect([name, res.status, res.headers.get('content-type'), res.body.errors]).toEqual([name, 422, expect.stringMatching(/problem\+json/), errors]);
+    }
+    // Below the chain: a new prerequisite of chain-10 would make chain-0, ten levels above, too deep.
+    const deeper = await f.call('PATCH', '/api/flags/chain-10', { ...auth, json: { prerequisites: [{ key: 'f1', variationId: (await f.call('GET', '/api/flags/f1', auth)).body.variations[0].id }] } });
+    expect([deeper.status, deeper.body.errors]).toEqual([
+      422,
+      { prerequisites: "flag 'chain-0' depends on this one, and its prerequisites would lead through a chain of 11 prerequisites (at most 10 deep)" },
+    ]);
+    expect(await counts()).toEqual(before);
+  });
+
   it('null in every field of every body is a 4xx problem, never a 500; PATCH /api/projects/{id} all null is 422', async () => {
     const before = await counts();
     for (const op of operations.filter((o) => o.jsonBody && Object.keys(o.properties).length > 0)) {

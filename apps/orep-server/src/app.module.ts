@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { platformModules } from '@flagship/service-kit';
+import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
 import type { OrepServerConfig } from './env.schema';
 import { OrepReadiness, SnapshotReadiness } from './readiness/orep-readiness';
 import { SourcesModule } from './sources/sources.module';
@@ -25,7 +25,7 @@ export class AppModule {
         }),
         SourcesModule.forConfig(config),
       ],
-      providers: [SnapshotReadiness, OrepReadiness],
+      providers: [SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter],
     };
   }
 }

@@ -79,6 +79,10 @@ export class CompiledFlag {
    * @internal
    */
   visiting = false;
+  /** The evaluation (evaluator.ts' epoch) whose result as a prerequisite memoResult holds. @internal */
+  memoEpoch = 0;
+  /** @internal */
+  memoResult: EvaluationResult | undefined = undefined;
 
   constructor(
     readonly key: string,

@@ -6,9 +6,12 @@ import {
   evaluateFlag,
   type EvaluationResult,
   type FlagDefinition,
+  MAX_EVALUATION_STEPS,
+  onEvaluationOverBudget,
   type Rule,
   type Variation,
 } from './index';
+import { stepsLeft } from './budget';
 
 function expectedBucket(hashInput: string): number {
   const hex = createHash('sha1').update(hashInput, 'utf8').digest('hex');
@@ -584,6 +587,65 @@ describe('prerequisites', () => {
     expect(evaluateFlag(dependent(), { key: 'u', opted: true }, lookup).value).toBe('green');
     expect(evaluateFlag(dependent(), { key: 'u', opted: false }, lookup).reason).toBe('PREREQUISITE_FAILED');
     expect(evaluateFlag(flags.get('a')!, { key: 'u' }, lookup).errorKind).toBe('MALFORMED_FLAG');
+  });
+});
+
+/** Levels 0..depth-1 of two flags each, each requiring both flags of the next level; one flag at the bottom. */
+function diamondChain(depth: number, bottomOn = true): FlagDefinition[] {
+  const flags: FlagDefinition[] = [boolFlag({ key: 'bottom', enabled: bottomOn, rules: [{ id: 'all', clauses: [], variationId: 'on' }] })];
+  const level = (i: number) => (i === depth ? ['bottom'] : [`l${i}a`, `l${i}b`]);
+  for (let i = depth - 1; i >= 0; i--) {
+    for (const key of level(i)) {
+      flags.push(
+        boolFlag({
+          key,
+          prerequisites: level(i + 1).map((k) => ({ key: k, variationId: 'on' })),
+          rules: [{ id: 'r', clauses: [{ attribute: 'plan', op: 'in', values: ['pro'] }], variationId: 'on' }, { id: 'all', clauses: [], variationId: 'on' }],
+        }),
+      );
+    }
+  }
+  return flags;
+}
+
+describe('cost of one evaluation', () => {
+
+  it('memoises prerequisites within one evaluation: a diamond chain of depth 60 costs its 121 flags, not 2^60 paths', () => {
+    const set = CompiledFlagSet.compile(diamondChain(60));
+    expect(set.evaluate('l0a', { key: 'u' })).toMatchObject({ reason: 'RULE_MATCH', ruleId: 'all', value: true });
+    // Linear: about 5 steps per flag (a prerequisite, two rules and a clause), far from the budget.
+    const used = MAX_EVALUATION_STEPS - stepsLeft();
+    expect(used).toBeLessThan(121 * 8);
+    // The bottom flag off fails every level, the same for every evaluation (memos do not leak across them).
+    const off = CompiledFlagSet.compile(diamondChain(60, false));
+    expect(off.evaluate('l0a', { key: 'u' })).toMatchObject({ reason: 'PREREQUISITE_FAILED', prerequisiteKey: 'l1a' });
+    expect(set.evaluate('l0a', { key: 'u', plan: 'pro' })).toMatchObject({ reason: 'RULE_MATCH', ruleId: 'r' });
+    expect(off.evaluate('l59b', { key: 'u' })).toMatchObject({ reason: 'PREREQUISITE_FAILED', prerequisiteKey: 'bottom' });
+  });
+
+  it('answers ERROR/MALFORMED_FLAG (the default value) when one evaluation runs out of steps, and tells the listener', () => {
+    const seen: string[] = [];
+    const stop = onEvaluationOverBudget((key) => seen.push(key));
+    const never = (i: number): Rule => ({ id: `r${i}`, clauses: [{ attribute: 'country', op: 'in', values: ['nowhere'] }], variationId: 'on' });
+    const huge = compileFlag(boolFlag({ key: 'huge', defaultValue: true, rules: Array.from({ length: MAX_EVALUATION_STEPS }, (_, i) => never(i)) }));
+    expect(huge.evaluate({ key: 'u', country: 'FR' })).toEqual({ value: true, enabled: true, reason: 'ERROR', errorKind: 'MALFORMED_FLAG' });
+    expect(seen).toEqual(['huge']);
+    // 1,000 rules (more than LaunchDarkly data has) are well within the budget.
+    const large = compileFlag(boolFlag({ key: 'large', rules: Array.from({ length: 1000 }, (_, i) => never(i)) }));
+    expect(large.evaluate({ key: 'u', country: 'FR' }).reason).toBe('FALLTHROUGH');
+    expect(seen).toEqual(['huge']);
+    stop();
+    huge.evaluate({ key: 'u', country: 'FR' });
+    expect(seen).toEqual(['huge']);
+  });
+
+  it('counts attribute array elements and regex input: a 100,000-element array is cut short', () => {
+    const flag = compileFlag(boolFlag({ key: 'arrays', rules: [{ id: 'r', clauses: [{ attribute: 'tags', op: 'matches', values: ['^(a+)+$', 'b+$'] }], variationId: 'on' }] }));
+    const tags = Array.from({ length: 100_000 }, () => 'a'.repeat(500) + '!');
+    const started = process.hrtime.bigint();
+    expect(flag.evaluate({ key: 'u', tags })).toMatchObject({ reason: 'ERROR', errorKind: 'MALFORMED_FLAG' });
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(1000); // a backstop; the step count is the bound
+    expect(flag.evaluate({ key: 'u', tags: ['x', 'ab'] })).toMatchObject({ reason: 'RULE_MATCH' });
   });
 });
 

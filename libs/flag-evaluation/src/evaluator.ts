@@ -1,4 +1,5 @@
 import { bucketableString, bucketOfHashInput } from './bucketing';
+import { OVER_BUDGET, reportOverBudget, resetBudget, ROLLOUT_STEPS, spend } from './budget';
 import type { CompiledFlag, CompiledRollout, CompiledRule } from './compile';
 import { ATTR_INVALID, ATTR_KEY, CLAUSE_ERROR, matchClause, MATCH, readAttribute } from './operators';
 import type { CompiledFlagResolver, EvaluationResult } from './types';
@@ -7,6 +8,8 @@ import type { CompiledFlagResolver, EvaluationResult } from './types';
  * The evaluation order of CONTRACT.md section 5 (LaunchDarkly's): context key check, flag off,
  * prerequisites, targets, rules in order, fallthrough. Every result returned here was built by
  * compileFlag, so an evaluation allocates nothing except the hash input of a rollout.
+ *
+ * Each evaluation has a budget of steps (budget.ts); one that runs out answers ERROR/MALFORMED_FLAG.
  */
 
 /**
@@ -34,8 +37,23 @@ export function evaluateCompiled(
   // Like LaunchDarkly's SDKs, a context without a key is refused before the flag is looked at,
   // even when the flag is off.
   if (key === undefined) return flag.plan.userNotSpecified;
-  return evaluateWithKey(flag, ctx as Record<string, unknown>, key, flags);
+  epoch++;
+  resetBudget();
+  try {
+    return evaluateWithKey(flag, ctx as Record<string, unknown>, key, flags);
+  } catch (e) {
+    if (e !== OVER_BUDGET) throw e;
+    // LaunchDarkly's answer to a flag it cannot evaluate: ERROR/MALFORMED_FLAG, the flag's default.
+    reportOverBudget(flag.key);
+    return flag.plan.malformed;
+  }
 }
+
+/**
+ * Numbers the evaluations, so a flag's memoised result as a prerequisite (CompiledFlag.memoEpoch)
+ * is known to belong to the evaluation in progress without a per-call map.
+ */
+let epoch = 0;
 
 function evaluateWithKey(
   flag: CompiledFlag,
@@ -87,7 +105,15 @@ function checkPrerequisites(
       const other = flags.get(p.key);
       if (other === undefined) return p.failed;
       if (other.visiting) return p.malformed;
-      const r = evaluateWithKey(other, ctx, key, flags);
+      spend(1);
+      // Memoised within one evaluation: a diamond of prerequisites costs its flags, not its paths.
+      let r: EvaluationResult;
+      if (other.memoEpoch === epoch) r = other.memoResult as EvaluationResult;
+      else {
+        r = evaluateWithKey(other, ctx, key, flags);
+        other.memoEpoch = epoch;
+        other.memoResult = r;
+      }
       if (r.reason === 'ERROR') return p.malformed;
       // An off prerequisite fails even when its off value is the named variation.
       if (r.reason === 'OFF' || r.variationId !== p.variationId) return p.failed;
@@ -101,6 +127,7 @@ function checkPrerequisites(
 /** All clauses must match; an empty rule matches everyone (as in LaunchDarkly). */
 function matchRule(rule: CompiledRule, ctx: Record<string, unknown>, key: string): number {
   const clauses = rule.clauses;
+  spend(1 + clauses.length);
   for (let i = 0; i < clauses.length; i++) {
     const m = matchClause(clauses[i] as (typeof clauses)[number], ctx, key);
     if (m !== MATCH) return m;
@@ -112,6 +139,7 @@ function matchRule(rule: CompiledRule, ctx: Record<string, unknown>, key: string
 function pickSlice(rollout: CompiledRollout, ctx: Record<string, unknown>, key: string, flag: CompiledFlag): EvaluationResult {
   const attr = rollout.attr;
   if (attr.kind === ATTR_INVALID) return flag.plan.malformed;
+  spend(ROLLOUT_STEPS);
   const value = bucketableString(attr.kind === ATTR_KEY ? key : readAttribute(ctx, attr, key));
   const scaled = value === undefined ? 0 : bucketOfHashInput(rollout.prefix + value) * rollout.total;
   const cumulative = rollout.cumulative;

@@ -1,6 +1,6 @@
 /**
  * @flagship/flag-evaluation: the pure flag evaluator (LaunchDarkly-compatible semantics,
- * CONTRACT.md section 5). No I/O, no framework; only node:crypto.
+ * CONTRACT.md section 5). No I/O, no framework; only node:crypto and re2js (linear-time regular expressions).
  */
 export type {
   Clause,
@@ -26,5 +26,15 @@ export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef } from './operators';
 export { bucketValue } from './bucketing';
-export { checkFlagDefinition, type FlagDefinitionCheck, validateFlagDefinition, type ValidationProblem } from './validate';
+export { MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH } from './regex';
+export { MAX_EVALUATION_STEPS, onEvaluationOverBudget } from './budget';
+export {
+  checkFlagDefinition,
+  type FlagDefinitionCheck,
+  MAX_PREREQUISITE_DEPTH,
+  MAX_PREREQUISITE_FLAGS,
+  prerequisiteBoundProblems,
+  validateFlagDefinition,
+  type ValidationProblem,
+} from './validate';
 export { valueMatchesType } from './json-value';

@@ -1,4 +1,4 @@
-import { type Clause, evaluateFlag, type FlagDefinition, type JsonValue, type Operator } from './index';
+import { type Clause, evaluateFlag, type FlagDefinition, type JsonValue, MAX_REGEX_INPUT_LENGTH, type Operator } from './index';
 
 /** A flag whose only rule has one clause: RULE_MATCH when the clause matches, else FALLTHROUGH. */
 function flagWith(clause: Clause): FlagDefinition {
@@ -107,6 +107,51 @@ describe('matches (regular expressions)', () => {
 
   it('evaluates a regex repeatedly without carrying state between calls', () => {
     for (let i = 0; i < 5; i++) expect(clauseMatches('matches', 'aaa', ['a'])).toBe(true);
+  });
+
+  it.each<Row>([
+    // JavaScript syntax (re2js translates `[^]`, `\u`, named groups); `$` at the end only; `.` skips \n.
+    ['matches', 'a\nb', ['a.b'], false],
+    ['matches', 'a\nb', ['a[^]b'], true],
+    ['matches', 'caf\u00e9', ['f\\u00e9$'], true],
+    ['matches', 'a/b', ['a\\/b'], true],
+    ['matches', 'ab\n', ['ab$'], false],
+    ['matches', 'user-42@example.com', ['^[\\w.-]+@example\\.com$'], true],
+    ['matches', 'v1.10', ['^v\\d+\\.\\d{1,3}$'], true],
+    ['matches', 'ab', ['(?<first>a)b'], true],
+    ['matches', 'aXb', ['a\\x58b', 'none'], true],
+  ])('ordinary patterns keep their JavaScript meaning: %s %p vs %p -> %p', (op, attribute, values, expected) => {
+    expect(clauseMatches(op, attribute, values)).toBe(expected);
+  });
+
+  it.each<Row>([
+    // Stored before validation refused them: never run on a backtracking engine, so never matched.
+    ['matches', 'aa', ['(a)\\1'], false],
+    ['matches', 'ab', ['a(?=b)'], false],
+    ['matches', 'ab', ['(?<=a)b'], false],
+    ['matches', 'ab', ['a(?!c)'], false],
+    ['matches', 'a'.repeat(2000), ['a{2000}'], false],
+    ['matches', 'ab', ['a(?!c)', 'b'], true], // the other values still count
+    ['matches', 'ab', ['b|' + 'x'.repeat(600)], false], // longer than MAX_REGEX_PATTERN_LENGTH
+  ])('a pattern the linear engine refuses never matches: %s %p vs %p -> %p', (op, attribute, values, expected) => {
+    expect(clauseMatches(op, attribute, values)).toBe(expected);
+  });
+
+  it('reads at most MAX_REGEX_INPUT_LENGTH characters: a longer value does not match (negated: matches)', () => {
+    expect(MAX_REGEX_INPUT_LENGTH).toBe(1024);
+    expect(clauseMatches('matches', 'a'.repeat(1024), ['^a+$'])).toBe(true);
+    expect(clauseMatches('matches', 'a'.repeat(1025), ['^a+$'])).toBe(false);
+    expect(clauseMatches('matches', 'a'.repeat(1025), ['^a+$'], true)).toBe(true);
+    expect(clauseMatches('matches', ['a'.repeat(1025), 'a'], ['^a+$'])).toBe(true); // array elements each
+  });
+
+  it('runs `^(a+)+$` in linear time (RE2), whatever the input', () => {
+    // 30 characters took about 14 s on JavaScript's backtracking engine (it doubles per character),
+    // so finishing at all proves the bound; the time limit is only a generous backstop.
+    const started = process.hrtime.bigint();
+    for (const n of [30, 40, MAX_REGEX_INPUT_LENGTH - 1]) expect(clauseMatches('matches', 'a'.repeat(n) + '!', ['^(a+)+$'])).toBe(false);
+    expect(clauseMatches('matches', 'a'.repeat(1000), ['^(a+)+$'])).toBe(true);
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(2000);
   });
 });
 

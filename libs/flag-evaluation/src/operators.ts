@@ -1,5 +1,7 @@
+import { spend } from './budget';
 import { toInstant } from './dates';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
+import { compileRegex, type LinearRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
 import { compareSemVer, parseSemVer, type SemVer } from './semver';
 import type { JsonValue, Operator } from './types';
 
@@ -11,7 +13,8 @@ import type { JsonValue, Operator } from './types';
  *   structurally, as in LaunchDarkly's Go/Java SDKs.
  * - string operators need a string on both sides, numeric operators a number on both sides.
  * - before/after take epoch milliseconds or RFC 3339 strings; semVer* take padded SemVer strings.
- * - an invalid regex, date or version in the clause never matches.
+ * - an invalid regex, date or version in the clause never matches; so does a pattern the linear
+ *   engine refuses (regex.ts), and `matches` reads strings up to MAX_REGEX_INPUT_LENGTH only.
  * - a clause matches when any clause value matches; an array attribute when any element does.
  * - negate inverts, but a missing (undefined or null) attribute never matches, negated or not.
  * - an operator this version does not know never matches a value (so negated, it matches), as in
@@ -72,7 +75,8 @@ export function clauseValueProblem(op: Operator, value: unknown): string | undef
       return typeof value === 'string' ? undefined : 'must be a string';
     case 'matches':
       if (typeof value !== 'string') return 'must be a string';
-      return compileRegex(value) === undefined ? 'is not a valid regular expression' : undefined;
+      // Only an invalid pattern is a warning here; what the linear engine refuses is an error (validate.ts).
+      return compileRegex(value) === REGEX_INVALID ? REGEX_INVALID : undefined;
     case 'lessThan':
     case 'lessThanOrEqual':
     case 'greaterThan':
@@ -87,15 +91,6 @@ export function clauseValueProblem(op: Operator, value: unknown): string | undef
       return parseSemVer(value) === undefined ? 'must be a semantic version such as 1.2.3 (no leading v)' : undefined;
     default:
       return 'unknown operator';
-  }
-}
-
-function compileRegex(pattern: string): RegExp | undefined {
-  try {
-    // No flags, like LaunchDarkly's Node SDK: a search (not a full match), case-sensitive, stateless.
-    return new RegExp(pattern);
-  } catch {
-    return undefined;
   }
 }
 
@@ -184,7 +179,8 @@ export interface CompiledClause {
   readonly composites: readonly JsonValue[];
   /** startsWith / endsWith / contains. */
   readonly strings: readonly string[];
-  readonly regexes: readonly RegExp[];
+  /** Linear-time (regex.ts). */
+  readonly regexes: readonly LinearRegex[];
   /**
    * Numeric and date operators: "a < any value" is "a < the highest value", and so on, so two
    * numbers replace the list (NaN when there is no usable value: every comparison is then false).
@@ -212,7 +208,7 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
   const scalars = new Set<unknown>();
   const composites: JsonValue[] = [];
   const strings: string[] = [];
-  const regexes: RegExp[] = [];
+  const regexes: LinearRegex[] = [];
   const semverKeys = new Set<string>();
   let lowest = NaN;
   let highest = NaN;
@@ -238,8 +234,9 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
         if (typeof value === 'string') strings.push(value);
         break;
       case OP_MATCHES: {
+        // Compiled once per flag set; a pattern that is invalid or refused never matches.
         const re = typeof value === 'string' ? compileRegex(value) : undefined;
-        if (re !== undefined) regexes.push(re);
+        if (re !== undefined && typeof re !== 'string') regexes.push(re);
         break;
       }
       case OP_LESS_THAN:
@@ -294,7 +291,9 @@ function anyComposite(composites: readonly JsonValue[], value: unknown): boolean
 function matchValue(c: CompiledClause, v: unknown): boolean {
   switch (c.op) {
     case OP_IN:
-      return c.scalars.has(v) || (c.composites.length !== 0 && typeof v === 'object' && anyComposite(c.composites, v));
+      if (c.composites.length === 0 || typeof v !== 'object') return c.scalars.has(v);
+      spend(c.composites.length);
+      return c.scalars.has(v) || anyComposite(c.composites, v);
     case OP_STARTS_WITH: {
       if (typeof v !== 'string') return false;
       const s = c.strings;
@@ -314,9 +313,11 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
       return false;
     }
     case OP_MATCHES: {
-      if (typeof v !== 'string') return false;
+      // Bounded so that one match stays short even on the worst patterns (README, Limits).
+      if (typeof v !== 'string' || v.length > MAX_REGEX_INPUT_LENGTH) return false;
       const r = c.regexes;
-      for (let i = 0; i < r.length; i++) if ((r[i] as RegExp).test(v)) return true;
+      spend(r.length * (1 + (v.length >> 2)));
+      for (let i = 0; i < r.length; i++) if ((r[i] as LinearRegex).test(v)) return true;
       return false;
     }
     case OP_LESS_THAN:
@@ -379,6 +380,7 @@ export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, con
   }
   let matched = false;
   if (Array.isArray(v)) {
+    spend(v.length);
     for (let i = 0; i < v.length; i++) {
       if (matchValue(c, v[i])) {
         matched = true;

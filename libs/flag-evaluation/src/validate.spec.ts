@@ -1,4 +1,14 @@
-import { checkFlagDefinition, evaluateFlag, type FlagDefinition, validateFlagDefinition, valueMatchesType } from './index';
+import {
+  checkFlagDefinition,
+  evaluateFlag,
+  type FlagDefinition,
+  MAX_PREREQUISITE_DEPTH,
+  MAX_PREREQUISITE_FLAGS,
+  MAX_REGEX_PATTERN_LENGTH,
+  prerequisiteBoundProblems,
+  validateFlagDefinition,
+  valueMatchesType,
+} from './index';
 
 function validFlag(overrides: Partial<FlagDefinition> = {}): FlagDefinition {
   return {
@@ -242,6 +252,37 @@ describe('validateFlagDefinition', () => {
     expect(evaluateFlag(flag(true), { key: 'u' })).toMatchObject({ reason: 'FALLTHROUGH' });
   });
 
+  it('refuses a regular expression the linear engine cannot run, or longer than MAX_REGEX_PATTERN_LENGTH', () => {
+    const clause = (values: string[]) => ({ attribute: 'email', op: 'matches' as const, values });
+    const flag = validFlag({
+      prerequisites: [],
+      rules: [
+        {
+          id: 'r',
+          clauses: [
+            clause(['(a)\\1', 'a(?=b)', '(?<!x)y', 'ok$']),
+            clause(['x{5000}', 'y'.repeat(MAX_REGEX_PATTERN_LENGTH + 1), 'y'.repeat(MAX_REGEX_PATTERN_LENGTH)]),
+            clause(['^(a+)+$', '(unclosed']),
+          ],
+          variationId: 'new',
+        },
+      ],
+    });
+    const linear = 'regular expression cannot be evaluated in linear time (backreferences, lookahead, lookbehind and counted repetitions over 1000 are not supported)';
+    expect(problems(flag)).toEqual([
+      `rules[0].clauses[0].values[0]: ${linear}`,
+      `rules[0].clauses[0].values[1]: ${linear}`,
+      `rules[0].clauses[0].values[2]: ${linear}`,
+      `rules[0].clauses[1].values[0]: ${linear}`,
+      `rules[0].clauses[1].values[1]: regular expression is longer than ${MAX_REGEX_PATTERN_LENGTH} characters`,
+    ]);
+    // `^(a+)+$` is linear for the RE2 automaton: accepted (and evaluated in linear time); an invalid
+    // pattern stays a warning, as LaunchDarkly stores it.
+    expect(warnings(flag)).toEqual([
+      "rules[0].clauses[2].values[1]: is not a valid regular expression for 'matches': this value never matches",
+    ]);
+  });
+
   it('checks rollouts: not empty, known variations, sane weights, bucketBy, seed', () => {
     const rule = (rollout: unknown) => validFlag({ rules: [{ id: 'r', clauses: [], rollout: rollout as never }] });
     expect(problems(rule({ variations: [] }))).toEqual(['rules[0].rollout.variations: must not be empty']);
@@ -321,6 +362,59 @@ describe('validateFlagDefinition', () => {
       "prerequisites[1].key: no flag 'missing' in this environment",
       'prerequisites[2].key: prerequisite cycle: checkout-v2 -> b -> c -> checkout-v2',
     ]);
+  });
+
+  describe('bounds on prerequisites', () => {
+    const flag = (key: string, prerequisites: string[]): FlagDefinition =>
+      validFlag({ key, targets: [], rules: [], prerequisites: prerequisites.map((k) => ({ key: k, variationId: 'old' })) });
+    /** A chain c0 -> c1 -> ... -> c{n}: c0 has n prerequisites below it. */
+    const chain = (n: number) => new Map<string, FlagDefinition>(Array.from({ length: n + 1 }, (_, i) => [`c${i}`, flag(`c${i}`, i < n ? [`c${i + 1}`] : [])] as const));
+
+    it(`refuses a chain deeper than MAX_PREREQUISITE_DEPTH (${MAX_PREREQUISITE_DEPTH}) below the flag`, () => {
+      const flags = chain(MAX_PREREQUISITE_DEPTH);
+      const lookup = (k: string) => flags.get(k);
+      expect(problems(flag('top', ['c1']), lookup)).toEqual([]); // c1 is MAX - 1 deep: top is MAX deep
+      expect(problems(flag('top', ['c0']), lookup)).toEqual([
+        `prerequisites: its prerequisites lead through a chain of ${MAX_PREREQUISITE_DEPTH + 1} prerequisites (at most ${MAX_PREREQUISITE_DEPTH} deep)`,
+      ]);
+    });
+
+    it(`refuses reaching more than MAX_PREREQUISITE_FLAGS (${MAX_PREREQUISITE_FLAGS}) flags, however shallow`, () => {
+      const leaves = new Map<string, FlagDefinition>(Array.from({ length: MAX_PREREQUISITE_FLAGS + 1 }, (_, i) => [`leaf${i}`, flag(`leaf${i}`, [])] as const));
+      leaves.set('mid', flag('mid', [...leaves.keys()].slice(3)));
+      const lookup = (k: string) => leaves.get(k);
+      expect(problems(flag('top', ['mid', 'leaf0']), lookup)).toEqual([]); // mid, leaf0 and 98 leaves under mid: 100
+      expect(problems(flag('top', ['mid', 'leaf0', 'leaf1']), lookup)).toEqual([
+        `prerequisites: its prerequisites reach more than ${MAX_PREREQUISITE_FLAGS} flags through prerequisites (at most ${MAX_PREREQUISITE_FLAGS})`,
+      ]);
+    });
+
+    it('finds the flags above a change that it pushes beyond the bounds (a lookup cannot list them)', () => {
+      const flags = chain(MAX_PREREQUISITE_DEPTH); // c0 is MAX deep
+      flags.set('extra', flag('extra', []));
+      expect(prerequisiteBoundProblems(flags, ['extra'])).toEqual([]);
+      // The bottom flag gains a prerequisite: c0, far above it, is now one too deep.
+      const bottom = `c${MAX_PREREQUISITE_DEPTH}`;
+      flags.set(bottom, flag(bottom, ['extra']));
+      expect(problems(flags.get(bottom)!, (k) => flags.get(k))).toEqual([]);
+      expect(prerequisiteBoundProblems(flags, [bottom])).toEqual([
+        { key: 'c0', message: `lead through a chain of ${MAX_PREREQUISITE_DEPTH + 1} prerequisites (at most ${MAX_PREREQUISITE_DEPTH} deep)` },
+      ]);
+      expect(prerequisiteBoundProblems(flags)).toEqual(prerequisiteBoundProblems(flags, [bottom]));
+      expect(prerequisiteBoundProblems(flags, ['c0'])).toHaveLength(1);
+      expect(prerequisiteBoundProblems(flags, ['unrelated'])).toEqual([]);
+    });
+
+    it('measures a diamond chain of depth 60 quickly and refuses it (2^60 paths, 121 flags)', () => {
+      const flags = new Map<string, FlagDefinition>([['bottom', flag('bottom', [])]]);
+      const level = (i: number) => (i === 60 ? ['bottom'] : [`l${i}a`, `l${i}b`]);
+      for (let i = 59; i >= 0; i--) for (const k of level(i)) flags.set(k, flag(k, level(i + 1)));
+      const found = prerequisiteBoundProblems(flags);
+      expect(found.map((p) => p.key)).toContain('l0a');
+      expect(found.find((p) => p.key === 'l0a')?.message).toMatch(/reach more than 100 flags/);
+      expect(found.find((p) => p.key === `l${60 - MAX_PREREQUISITE_DEPTH - 1}a`)?.message).toMatch(/chain of 11 prerequisites/);
+      expect(found.find((p) => p.key === `l${60 - MAX_PREREQUISITE_DEPTH}a`)).toBeUndefined();
+    });
   });
 
   it('terminates on stored cycles that do not involve the flag', () => {

@@ -1,5 +1,6 @@
 import { isJsonValue, isPlainObject, valueMatchesType } from './json-value';
 import { ATTR_INVALID, clauseValueProblem, isOperator, parseAttributeRef } from './operators';
+import { compileRegex, REGEX_INVALID } from './regex';
 import { FLAG_TYPES, type FlagDefinition, type FlagType } from './types';
 
 export interface ValidationProblem {
@@ -34,7 +35,8 @@ export function validateFlagDefinition(
 
 /**
  * Errors: what cannot be evaluated at all (an unknown operator, a rule or target naming no
- * variation, an invalid attribute reference, a prerequisite cycle, values unlike the flag's type...).
+ * variation, an invalid attribute reference, a prerequisite cycle, values unlike the flag's type...)
+ * or not within bounds (a regex the linear engine cannot run or longer than MAX_REGEX_PATTERN_LENGTH).
  *
  * Warnings: what LaunchDarkly stores and evaluates as non-matching, so a flag copied from it is
  * accepted unchanged while a typo stays visible: clause values their operator can never use (a
@@ -44,7 +46,9 @@ export function validateFlagDefinition(
  * every context (LaunchDarkly's semantics), which is how "everyone else" is written.
  *
  * With `lookup` (the other flags of the environment), prerequisites are checked as well: the flag
- * exists, has the named variation, and no prerequisite chain leads back to this flag.
+ * exists, has the named variation, no prerequisite chain leads back to this flag, and the chains
+ * below it stay within MAX_PREREQUISITE_DEPTH and MAX_PREREQUISITE_FLAGS (the flags above it are
+ * prerequisiteBoundProblems' job: a lookup cannot list them).
  */
 export function checkFlagDefinition(
   flag: FlagDefinition,
@@ -191,8 +195,108 @@ export function checkFlagDefinition(
       if (cycle !== undefined) report(`${path}.key`, `prerequisite cycle: ${[key, ...cycle].join(' -> ')}`);
     }
   });
+  if (lookup !== undefined && typeof key === 'string' && prerequisiteKeys.size > 0) {
+    const keysOf: PrerequisiteKeys = (k) => (k === key ? [...prerequisiteKeys] : prerequisiteKeysOf(lookup(k)));
+    const bound = prerequisiteBoundProblem(key, keysOf);
+    if (bound !== undefined) report('prerequisites', `its prerequisites ${bound}`);
+  }
 
   return result;
+}
+
+/**
+ * Bounds on the prerequisite graph, checked at write: evaluation is linear in the flags reachable
+ * (memoised), and these keep that small. LaunchDarkly data rarely goes beyond two or three levels.
+ */
+export const MAX_PREREQUISITE_DEPTH = 10;
+export const MAX_PREREQUISITE_FLAGS = 100;
+
+type PrerequisiteKeys = (key: string) => readonly string[] | undefined;
+
+/** The keys a stored flag's prerequisites name, read defensively. */
+function prerequisiteKeysOf(definition: unknown): string[] {
+  const prerequisites: unknown = isPlainObject(definition) ? definition.prerequisites : undefined;
+  if (!Array.isArray(prerequisites)) return [];
+  const keys: string[] = [];
+  for (const p of prerequisites as unknown[]) if (isPlainObject(p) && typeof p.key === 'string') keys.push(p.key);
+  return keys;
+}
+
+/**
+ * Why `start`'s prerequisites go beyond the bounds, or undefined. Counts distinct flags reachable
+ * (stopping past MAX_PREREQUISITE_FLAGS), then the longest chain among them; a stored cycle is not
+ * followed around (cycles are refused on their own).
+ */
+function prerequisiteBoundProblem(start: string, keysOf: PrerequisiteKeys): string | undefined {
+  const reached = new Set<string>();
+  const queue: string[] = [start];
+  for (let head = 0; head < queue.length; head++) {
+    for (const k of keysOf(queue[head] as string) ?? []) {
+      if (k === start || reached.has(k)) continue;
+      reached.add(k);
+      if (reached.size > MAX_PREREQUISITE_FLAGS) {
+        return `reach more than ${MAX_PREREQUISITE_FLAGS} flags through prerequisites (at most ${MAX_PREREQUISITE_FLAGS})`;
+      }
+      queue.push(k);
+    }
+  }
+  // Longest chain, memoised; at most MAX_PREREQUISITE_FLAGS + 1 flags, so the recursion is shallow.
+  const depthOf = new Map<string, number>();
+  const onPath = new Set<string>();
+  const depth = (key: string): number => {
+    const known = depthOf.get(key);
+    if (known !== undefined) return known;
+    onPath.add(key);
+    let d = 0;
+    for (const k of keysOf(key) ?? []) if (!onPath.has(k)) d = Math.max(d, 1 + depth(k));
+    onPath.delete(key);
+    depthOf.set(key, d);
+    return d;
+  };
+  const d = depth(start);
+  return d > MAX_PREREQUISITE_DEPTH ? `lead through a chain of ${d} prerequisites (at most ${MAX_PREREQUISITE_DEPTH} deep)` : undefined;
+}
+
+/**
+ * The flags of an environment whose prerequisites go beyond MAX_PREREQUISITE_DEPTH or
+ * MAX_PREREQUISITE_FLAGS: among `changed` and the flags that depend on them (all when `changed` is
+ * undefined), since a change below a flag deepens every flag above it. `definitions` holds the
+ * environment as it would be after the write. Each message completes "its prerequisites ...".
+ */
+export function prerequisiteBoundProblems(
+  definitions: ReadonlyMap<string, Pick<FlagDefinition, 'prerequisites'>>,
+  changed?: Iterable<string>,
+): Array<{ key: string; message: string }> {
+  const edges = new Map<string, string[]>();
+  for (const [key, definition] of definitions) edges.set(key, prerequisiteKeysOf(definition));
+  let affected: Iterable<string> = edges.keys();
+  if (changed !== undefined) {
+    const dependents = new Map<string, string[]>();
+    for (const [key, keys] of edges) {
+      for (const k of keys) {
+        const list = dependents.get(k);
+        if (list === undefined) dependents.set(k, [key]);
+        else list.push(key);
+      }
+    }
+    const seen = new Set<string>(changed);
+    const queue = [...seen];
+    for (let head = 0; head < queue.length; head++) {
+      for (const k of dependents.get(queue[head] as string) ?? []) {
+        if (seen.has(k)) continue;
+        seen.add(k);
+        queue.push(k);
+      }
+    }
+    affected = seen;
+  }
+  const problems: Array<{ key: string; message: string }> = [];
+  for (const key of affected) {
+    if (!edges.has(key)) continue;
+    const message = prerequisiteBoundProblem(key, (k) => edges.get(k));
+    if (message !== undefined) problems.push({ key, message });
+  }
+  return problems;
 }
 
 type Report = (path: string, message: string) => void;
@@ -209,6 +313,11 @@ function validateClause(c: unknown, path: string, report: Report, warn: Report):
   if (c.values.length === 0) warn(`${path}.values`, c.negate === true ? 'is empty: the clause matches every context that has the attribute' : 'is empty: the clause never matches');
   (c.values as unknown[]).forEach((value, k) => {
     if (!isJsonValue(value)) return report(`${path}.values[${k}]`, 'must be a JSON value');
+    if (op === 'matches' && typeof value === 'string') {
+      // An over-long pattern, or one only a backtracking engine can run, could hold the event loop.
+      const re = compileRegex(value);
+      if (typeof re === 'string' && re !== REGEX_INVALID) return report(`${path}.values[${k}]`, `regular expression ${re}`);
+    }
     const problem = isOperator(op) ? clauseValueProblem(op, value) : undefined;
     if (problem !== undefined) warn(`${path}.values[${k}]`, `${problem} for '${op as string}': this value never matches`);
   });

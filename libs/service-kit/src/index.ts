@@ -2,6 +2,7 @@ export * from './service-kit.module';
 export * from './bootstrap';
 export * from './request-id';
 export * from './metrics';
+export { EvaluationBudgetReporter } from './evaluation-budget.reporter';
 export * from './readiness';
 export * from './openapi';
 export * from './platform';

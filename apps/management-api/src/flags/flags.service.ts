@@ -6,6 +6,7 @@ import {
   type EvaluationContext,
   type EvaluationResult,
   type FlagDefinition,
+  prerequisiteBoundProblems,
   validateFlagDefinition,
   valueMatchesType,
   type Variation,
@@ -236,6 +237,7 @@ export class FlagsService {
           }
         }
       }
+      for (const p of prerequisiteBoundProblems(merged, imported.keys())) errors[`flags.${p.key}.prerequisites`] ??= `its prerequisites ${p.message}`;
       if (Object.keys(errors).length) throw validationProblem(errors);
 
       const created: string[] = [];
@@ -358,8 +360,13 @@ export class FlagsService {
     if (!valueMatchesType(flag.type, flag.defaultValue)) errors['defaultValue'] = `must be ${typeName(flag.type)}`;
     const others = new Map((await this.repo.definitions(tenantId, environment, m)).map((d) => [d.key, d]));
     const def = definitionOf(flag, env);
+    const prerequisitesChanged = JSON.stringify(others.get(def.key)?.prerequisites ?? []) !== JSON.stringify(def.prerequisites ?? []);
     others.set(def.key, def);
     for (const p of validateFlagDefinition(def, (k) => others.get(k))) errors[p.path || 'flag'] = p.message;
+    // New prerequisites deepen the flags above this one too; the validator saw only the chains below it.
+    for (const p of prerequisitesChanged ? prerequisiteBoundProblems(others, [def.key]) : []) {
+      if (p.key !== def.key) errors['prerequisites'] ??= `flag '${p.key}' depends on this one, and its prerequisites would ${p.message}`;
+    }
     if (allEnvironments) {
       for (const other of await this.repo.envRows(m, tenantId, flag.id)) {
         if (other.environmentKey === environment) continue;

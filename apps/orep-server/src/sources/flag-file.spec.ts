@@ -47,6 +47,42 @@ describe('flag file', () => {
     expect(() => parseFlagFile(text)).toThrow(message);
   });
 
+  describe('evaluator bounds (the same as the API)', () => {
+    const withRule = (key: string, pattern: string) => ({
+      ...flag(key),
+      rules: [{ id: 'r', clauses: [{ attribute: 'email', op: 'matches', values: [pattern] }], variationId: 'on' }],
+    });
+    const requires = (key: string, ...keys: string[]) => ({ ...flag(key), prerequisites: keys.map((k) => ({ key: k, variationId: 'on' })) });
+    /** Levels of two flags, each requiring both flags of the next level. */
+    const diamond = (depth: number) => [
+      flag('bottom'),
+      ...Array.from({ length: depth }, (_, i) => ['a', 'b'].map((s) => requires(`l${i}${s}`, ...(i === depth - 1 ? ['bottom'] : [`l${i + 1}a`, `l${i + 1}b`])))).flat(),
+    ];
+    const read = (flags: unknown[]) => () => readFlagFile(JSON.stringify({ version: 1, flags }));
+    const parsed = (flags: unknown[]) => () => validateFlagFile({ version: 1, flags });
+
+    it.each([
+      ['a backreference', '(a)\\1'],
+      ['a lookahead', 'a(?=b)'],
+      ['a lookbehind', '(?<=a)b'],
+    ])('refuses a regular expression with %s, naming the flag and saying why', (_name, pattern) => {
+      for (const load of [read, parsed]) {
+        expect(load([flag('ok'), withRule('greedy', pattern)])).toThrow(
+          /^1 problem\(s\): flags\[1\]\.rules\[0\]\.clauses\[0\]\.values\[0\]: regular expression cannot be evaluated in linear time/,
+        );
+      }
+      expect(read([withRule('fine', '^(a+)+$')])().flags.map((f) => f.key)).toEqual(['fine']); // linear for RE2
+    });
+
+    it('refuses a prerequisite chain deeper than 10 or reaching more than 100 flags, naming the flag', () => {
+      expect(read(diamond(10))().flags).toHaveLength(21);
+      for (const load of [read, parsed]) {
+        expect(load(diamond(11))).toThrow(/flags\[\d+\]\.prerequisites: its prerequisites lead through a chain of 11 prerequisites \(at most 10 deep\) \('l0a'\)/);
+        expect(load(diamond(60))).toThrow(/reach more than 100 flags through prerequisites/);
+      }
+    });
+  });
+
   it('lists at most five problems, then counts the rest', () => {
     const flags = Array.from({ length: 8 }, (_, i) => ({ ...flag(`f${i}`), enabled: 'yes' }));
     expect(() => parseFlagFile(JSON.stringify({ version: 1, flags }))).toThrow(/^8 problem\(s\): .*; and 3 more$/);

@@ -1,4 +1,4 @@
-import { type FlagDefinition, validateFlagDefinition } from '@flagship/flag-evaluation';
+import { type FlagDefinition, prerequisiteBoundProblems, validateFlagDefinition } from '@flagship/flag-evaluation';
 
 /**
  * The flag file: the export format of management-api's `GET /api/flags/export` (one tenant, one
@@ -62,6 +62,7 @@ export function readFlagFile(text: string): LazyFlagFile {
   const problems: string[] = envelopeProblems(envelope);
   const flags: FlagFileEntry[] = [];
   const seen = new Map<string, number>();
+  const graph: PrerequisiteGraph = new Map();
   for (let i = 0; i < split.flags.length; i++) {
     const [from, to] = split.flags[i]!;
     const flagText = text.slice(from, to);
@@ -71,9 +72,10 @@ export function readFlagFile(text: string): LazyFlagFile {
     } catch {
       return wholeFile(text); // which says where, in the whole file
     }
-    checkFlag(flag, i, seen, problems);
+    checkFlag(flag, i, seen, problems, graph);
     if (problems.length === 0) flags.push({ key: (flag as FlagDefinition).key, text: flagText });
   }
+  checkPrerequisiteBounds(graph, seen, problems);
   throwIfAny(problems);
   return { ...(envelope as Omit<FlagFile, 'flags'>), flags };
 }
@@ -211,7 +213,9 @@ export function validateFlagFile(doc: unknown): FlagFile {
   const problems = envelopeProblems(d);
   if (Array.isArray(d.flags)) {
     const seen = new Map<string, number>();
-    (d.flags as unknown[]).forEach((flag, i) => checkFlag(flag, i, seen, problems));
+    const graph: PrerequisiteGraph = new Map();
+    (d.flags as unknown[]).forEach((flag, i) => checkFlag(flag, i, seen, problems, graph));
+    checkPrerequisiteBounds(graph, seen, problems);
   }
   throwIfAny(problems);
   return d as unknown as FlagFile;
@@ -230,8 +234,14 @@ function envelopeProblems(d: unknown): string[] {
   return problems;
 }
 
-/** Adds the problems of flags[i] (its own, and a key already seen) to `problems`. */
-function checkFlag(flag: unknown, i: number, seen: Map<string, number>, problems: string[]): void {
+/** The prerequisites of the file's flags that have any (only those can go beyond the bounds). */
+type PrerequisiteGraph = Map<string, Pick<FlagDefinition, 'prerequisites'>>;
+
+/**
+ * Adds the problems of flags[i] (its own, and a key already seen) to `problems`, and its
+ * prerequisites to `graph`.
+ */
+function checkFlag(flag: unknown, i: number, seen: Map<string, number>, problems: string[], graph: PrerequisiteGraph): void {
   for (const p of validateFlagDefinition(flag as FlagDefinition)) {
     problems.push(`flags[${i}]${p.path === '' ? '' : `.${p.path}`}: ${p.message}`);
   }
@@ -240,7 +250,17 @@ function checkFlag(flag: unknown, i: number, seen: Map<string, number>, problems
     const first = seen.get(key);
     if (first !== undefined) problems.push(`flags[${i}].key: duplicate of flags[${first}] ('${key}')`);
     else seen.set(key, i);
+    const prerequisites = (flag as { prerequisites?: unknown }).prerequisites;
+    if (Array.isArray(prerequisites) && prerequisites.length > 0) graph.set(key, { prerequisites: prerequisites as FlagDefinition['prerequisites'] });
   }
+}
+
+/**
+ * The prerequisite bounds of the API (depth, flags reachable), over the whole file: the file is the
+ * environment. A prerequisite missing from the file is no error here (see parseFlagFile).
+ */
+function checkPrerequisiteBounds(graph: PrerequisiteGraph, seen: Map<string, number>, problems: string[]): void {
+  for (const p of prerequisiteBoundProblems(graph)) problems.push(`flags[${seen.get(p.key)}].prerequisites: its prerequisites ${p.message} ('${p.key}')`);
 }
 
 function throwIfAny(problems: string[]): void {

@@ -131,6 +131,38 @@ describe('Postgres source', () => {
       });
     });
 
+    it('flags written around the API bounds (a ReDoS pattern, 30,000 rules) answer at once; over budget is GENERAL and counted', async () => {
+      const rules = (list: unknown[]) => JSON.stringify(list);
+      const store = async (key: string, rulesJson: string) => {
+        await db.query(
+          `WITH f AS (
+             INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
+             VALUES ($1, $2, $2, 'boolean', 'false', '[{"id":"on","name":"On","value":true,"weight":0},{"id":"off","name":"Off","value":false,"weight":0}]')
+             RETURNING id, tenant_id)
+           INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled, rules) SELECT tenant_id, id, 'production', true, $3::jsonb FROM f`,
+          [TENANT, key, rulesJson],
+        );
+        await publish(key);
+      };
+      await store('redos', rules([{ id: 'r', clauses: [{ attribute: 'name', op: 'matches', values: ['^(a+)+$'] }], variationId: 'on' }]));
+      await store('huge', rules(Array.from({ length: 30_000 }, (_, i) => ({ id: `r${i}`, clauses: [{ attribute: 'plan', op: 'in', values: ['x'] }], variationId: 'on' }))));
+      const ofrep = (key: string, context: Record<string, unknown>) =>
+        http(`${app.url}/ofrep/v1/evaluate/flags/${key}`, { method: 'POST', json: { context: { targetingKey: 'u1', ...context } }, headers: { authorization: `Bearer ${TOKEN}` } });
+      await waitFor(async () => (await ofrep('huge', {})).status !== 404 && (await ofrep('redos', {})).status !== 404, 10000, 20);
+      const started = Date.now();
+      const attack = await ofrep('redos', { name: `${'a'.repeat(10_000)}!` });
+      const bounded = await ofrep('redos', { name: `${'a'.repeat(1000)}!` });
+      expect(Date.now() - started).toBeLessThan(5000); // a backstop: JavaScript's engine took seconds at 30 characters
+      expect([attack.status, attack.body.value, bounded.body.value, (await ofrep('redos', { name: 'aaa' })).body.value]).toEqual([200, false, false, true]);
+      const over = await ofrep('huge', { plan: 'pro' });
+      expect([over.status, over.body.errorCode]).toEqual([400, 'GENERAL']);
+      expect(await http(`${app.url}/metrics`).then((r) => String(r.body))).toMatch(/^flag_evaluations_over_budget_total\{service="orep-server"\} [1-9]/m);
+      await db.query(`DELETE FROM flags WHERE tenant_id = $1 AND key IN ('redos', 'huge')`, [TENANT]);
+      await publish('redos');
+      await publish('huge');
+      await waitFor(async () => (await ofrep('huge', {})).status === 404 && (await ofrep('redos', {})).status === 404, 10000, 20);
+    });
+
     it('makes each change visible within 100 ms (p99 over 200 changes)', async () => {
       const latencies: number[] = [];
       for (let i = 0; i < 200; i++) {
