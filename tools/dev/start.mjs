@@ -159,7 +159,7 @@ if (!env.STRIPE_SECRET_KEY) {
   Object.assign(env, settings);
   fakeStripe = true;
 }
-children.push(...APPS.map(({ name }) => launch(name, [entry(name)])));
+children.push(...APPS.map(({ name, metricsPort }) => launch(name, [entry(name)], { extraEnv: { METRICS_PORT: String(metricsPort) } })));
 
 async function healthy(port) {
   for (let i = 0; i < 150; i++) {
@@ -176,7 +176,7 @@ async function healthy(port) {
 
 const results = await Promise.all(APPS.map(async (a) => [a, await healthy(a.port)]));
 console.log('\nFlagship is running:');
-for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}${ok ? '' : '  (not healthy yet)'}`);
+for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}  metrics http://127.0.0.1:${a.metricsPort}/metrics${ok ? '' : '  (not healthy yet)'}`);
 console.log(`  API docs        http://127.0.0.1:3000/docs`);
 console.log(`  web console     http://127.0.0.1:3000/console/`);
 console.log(`  orep token      ${env.OREP_AUTH_TOKEN}`);

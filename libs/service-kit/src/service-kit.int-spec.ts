@@ -134,25 +134,41 @@ describe('service kit through real HTTP', () => {
     expect(res.text).not.toContain('at ');
   });
 
+  it('serves /metrics on the internal port only: the public port answers 404, and the internal one nothing else', async () => {
+    expect(svc.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(svc.metricsUrl).not.toBe(svc.url);
+    expectProblem(await http(`${svc.url}/metrics`), 404, 'not-found');
+    const prometheus = await http<string>(`${svc.metricsUrl}/metrics`);
+    expect([prometheus.status, prometheus.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/plain/)]);
+    expect(prometheus.body).toMatch(/^# HELP http_requests_total /m);
+    expect((await http(`${svc.metricsUrl}/things`, { method: 'POST', json: { name: 'a', count: 1 } })).status).toBe(404);
+    expect((await http(`${svc.metricsUrl}/boom`)).status).toBe(404);
+  });
+
   it('counts requests by route template in /metrics', async () => {
     await http(`${svc.url}/things`, { method: 'POST', json: { name: 'm', count: 1 } });
-    const res = await http<string>(`${svc.url}/metrics`);
+    const res = await http<string>(`${svc.metricsUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/http_requests_total\{method="POST",route="\/things",status="201",service="probe"\} \d+/);
     expect(res.body).toMatch(/http_request_duration_seconds_bucket\{le="0.005",service="probe",method="POST",route="\/things",status="201"\}/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\(unmatched\)",status="404",service="probe"\}/);
   });
 
-  it('readiness follows Redis down and back up without a restart', async () => {
-    expect((await http(`${svc.url}/readyz`)).status).toBe(200);
+  it('readiness follows Redis down and back up without a restart; the public port tells the status alone', async () => {
+    expect((await http(`${svc.url}/readyz`)).body).toEqual({ status: 'ok' });
+    expect((await http(`${svc.metricsUrl}/readyz`)).body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' }, redis: { status: 'up' } } });
     await redis.stop();
     const down = await waitFor(async () => {
-      const r = await http(`${svc.url}/readyz`);
+      const r = await http(`${svc.metricsUrl}/readyz`);
       return r.status === 503 ? r : undefined;
     });
     expectProblem(down, 503, 'not-ready');
     expect(down.body.detail).toMatch(/redis/);
     expect(down.body.detail).not.toMatch(/postgres/);
+    const publicDown = await http(`${svc.url}/readyz`);
+    expectProblem(publicDown, 503, 'not-ready');
+    expect(publicDown.body).not.toHaveProperty('checks');
+    expect(publicDown.text).not.toMatch(/redis|postgres|127\.0\.0\.1/);
     expect((await http(`${svc.url}/healthz`)).status).toBe(200);
     await redis.start();
     await waitFor(async () => (await http(`${svc.url}/readyz`)).status === 200, 10000);
