@@ -223,7 +223,8 @@ describe('development and production', () => {
     for (const key of ['OAUTH_ISSUER', 'OAUTH_AUDIENCE', 'IDP_AUDIENCE']) {
       expect([key, env(prod)[key] === env(dev)[key]]).toEqual([key, false]);
     }
-    expect(env(dev)['IDP_MODE']).toBe('dev');
+    // Both are reached through a public Ingress: neither runs the embedded dev identity provider.
+    expect([env(prod)['IDP_MODE'], env(dev)['IDP_MODE']]).toEqual(['oidc', 'oidc']);
   });
 });
 

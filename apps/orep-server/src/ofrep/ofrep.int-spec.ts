@@ -381,6 +381,8 @@ describe('OFREP', () => {
   describe('the rest of the app', () => {
     it('counts evaluation requests in /metrics by route template', async () => {
       await post(`${svc.url}/ofrep/v1/evaluate/flags/bool-flag`, { context: { targetingKey: 'u' } });
+      // The lean router hands /metrics to Express, which serves it on the internal port only.
+      expect((await http(`${svc.url}/metrics`)).status).toBe(404);
       const metrics = await http<string>(`${svc.metricsUrl}/metrics`);
       expect(metrics.body).toMatch(/http_requests_total\{method="POST",route="\/ofrep\/v1\/evaluate\/flags\/:key",status="200",service="orep-server"\} \d+/);
       expect(metrics.body).toMatch(/http_requests_total\{method="POST",route="\/ofrep\/v1\/evaluate\/flags\/:key",status="401",service="orep-server"\} \d+/);
