@@ -185,7 +185,7 @@ export class LeanRouter {
 
   /** Unexpected: logged in full, answered with nothing of it. */
   private fail(x: Exchange, err: unknown): void {
-    this.logger.error({ err, requestId: x.requestId }, `unhandled error on ${x.route}`);
+    this.logger.error({ err, requestId: x.requestId, clientRequestId: x.clientRequestId }, `unhandled error on ${x.route}`);
     if (!x.answered) {
       x.error({ status: 500, code: 'internal-error', message: 'The server failed to answer; the error is logged under this request id.' });
     } else if (!x.res.writableEnded) {

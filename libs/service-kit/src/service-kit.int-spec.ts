@@ -79,11 +79,18 @@ describe('service kit through real HTTP', () => {
     expect(res.body).toEqual({ name: 'a', count: 2 });
   });
 
-  it('echoes a sane x-request-id and makes one otherwise', async () => {
-    const echoed = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
-    expect(echoed.headers.get('x-request-id')).toBe('abc-123');
-    const made = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
-    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  it("always makes its own request id; a caller's sane x-request-id is kept beside it (x-client-request-id), never instead", async () => {
+    const sent = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(sent.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent.headers.get('x-client-request-id')).toBe('abc-123');
+    // Two requests naming one id stay two requests.
+    const again = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(again.headers.get('x-request-id')).not.toBe(sent.headers.get('x-request-id'));
+    const insane = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect([insane.headers.get('x-request-id'), insane.headers.get('x-client-request-id')]).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/), null]);
+    const problem = await http(`${svc.url}/no/such/route`, { headers: { 'x-request-id': 'abc-123' } });
+    expect([problem.body.instance, problem.headers.get('x-client-request-id')]).toEqual([problem.headers.get('x-request-id'), 'abc-123']);
+    expect(problem.body.instance).not.toBe('abc-123');
   });
 
   it('400 for malformed JSON', async () => {

@@ -222,8 +222,19 @@ describe('OFREP', () => {
       const res = await post(url(), { context: { targetingKey: 'user-target' } }, { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'req-1' });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('application/json');
-      expect(res.headers.get('x-request-id')).toBe('req-1');
+      // The server's own id; the caller's kept beside it.
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.headers.get('x-client-request-id')).toBe('req-1');
       expect(res.body).toEqual({ key: 'bool-flag', value: true, reason: 'TARGETING_MATCH', variant: 'on', metadata: { version: 7 } });
+    });
+
+    it("a problem on the fast path names the server's request id as instance, never the caller's", async () => {
+      const res = await http(`${svc.url}/v1/flags/bool-flag/evaluate`, { method: 'POST', body: 'x', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain', 'x-request-id': 'req-2' } });
+      expect(res.status).toBe(415);
+      expect([res.body.instance, res.headers.get('x-client-request-id')]).toEqual([res.headers.get('x-request-id'), 'req-2']);
+      expect(res.body.instance).toMatch(/^[0-9a-f-]{36}$/);
+      const plain = await post(url(), { context: { targetingKey: 'u' } });
+      expect([plain.status, plain.headers.get('x-client-request-id')]).toEqual([200, null]);
     });
 
     it('401 with no body without a token or with a wrong one', async () => {
