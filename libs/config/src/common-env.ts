@@ -11,9 +11,9 @@ const proxyHops = makeValidator<number>((input) => {
   return n;
 });
 
-/** '' (no listener) or a TCP port; 0 takes any free port (tests). */
-const optionalPort = makeValidator<number | undefined>((input) => {
-  if (input.trim() === '') return undefined;
+/** '' (false: no listener) or a TCP port; 0 takes any free port (tests). False, not undefined: envalid refuses an undefined result. */
+const optionalPort = makeValidator<number | false>((input) => {
+  if (input.trim() === '') return false;
   const n = Number(input);
   if (!/^\d+$/.test(input.trim()) || n > 65535) throw new Error(`Invalid port input: "${input}"`);
   return n;
@@ -37,7 +37,7 @@ export const commonEnv = {
   METRICS_ENABLED: bool({ default: true }),
   TRUST_PROXY: proxyHops({ default: 0, desc: 'reverse proxies in front of the app (the ingress: 1) whose X-Forwarded-For is believed; 0 = none' }),
   METRICS_PORT: optionalPort({
-    default: undefined,
+    default: false,
     desc: 'internal port serving GET /metrics and the detailed /readyz (never routed by the ingress); empty = not served',
   }),
 };

@@ -35,9 +35,9 @@ export interface BootstrapOptions {
 }
 
 /** The settings of libs/config's commonEnv that bootstrap reads from the app's validated config, when it has one. */
-function platformSettings(app: NestExpressApplication): { TRUST_PROXY?: number; METRICS_PORT?: number } {
+function platformSettings(app: NestExpressApplication): { TRUST_PROXY?: number; METRICS_PORT?: number | false } {
   try {
-    return app.get<{ TRUST_PROXY?: number; METRICS_PORT?: number }>(APP_CONFIG, { strict: false }) ?? {};
+    return app.get<{ TRUST_PROXY?: number; METRICS_PORT?: number | false }>(APP_CONFIG, { strict: false }) ?? {};
   } catch {
     return {};
   }
@@ -96,7 +96,7 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   if (options.handleSignals ?? true) installGracefulShutdown(app, options.shutdownGraceMs ?? 10000);
   await app.listen(options.port, options.host);
   const metricsPort = options.metricsPort ?? settings.METRICS_PORT;
-  if (metricsPort === undefined) {
+  if (metricsPort === undefined || metricsPort === false) {
     app.get(Logger).log('METRICS_PORT is not set: /metrics and the detailed /readyz are not served');
   } else {
     await startInternalListener(app, app.getHttpServer() as Server, metricsPort, options.host);
