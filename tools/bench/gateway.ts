@@ -171,6 +171,7 @@ async function startGateway(
   extraEnv: NodeJS.ProcessEnv = envOf(process.env['BENCH_GATEWAY_ENV']),
 ): Promise<{ url: string; pid: number }> {
   const port = await freePort();
+  const metricsPort = await freePort();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the gateway under load.
   const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
   const p = launch('ai-gateway', [...nodeArgs, main], {
@@ -180,6 +181,7 @@ async function startGateway(
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     PORT: String(port),
+    METRICS_PORT: String(metricsPort),
     DATABASE_POOL_SIZE: '10',
     OAUTH_ISSUER: issuer,
     PROVIDER_INHOUSE_URL: upstream,
@@ -194,7 +196,7 @@ async function startGateway(
   const url = `http://127.0.0.1:${port}`;
   await ready(p, async () => (await fetch(`${url}/readyz`)).ok);
   // What Kubernetes and Prometheus do to every pod.
-  for (const probe of ['/healthz', '/metrics']) await (await fetch(`${url}${probe}`)).text();
+  for (const probe of [`${url}/healthz`, `http://127.0.0.1:${metricsPort}/metrics`]) await (await fetch(probe)).text();
   return { url, pid: p.child.pid! };
 }
 

@@ -14,8 +14,9 @@
  *   orep       OFREP single evaluation of a flag with 20 rules (all scanned), file mode, 10 flags
  *   orep-seed  the same flag through POST /v1/flags/{key}/evaluate
  *   orep-100k  the OFREP case again with 100,000 flags loaded
- * orep-server gets GET /healthz and /metrics before its load, as Kubernetes probes and Prometheus
- * would: they go through Nest, and whatever they switch on (async hooks, say) shows in the figures.
+ * orep-server gets GET /healthz and /metrics (on its internal METRICS_PORT) before its load, as
+ * Kubernetes probes and Prometheus would: they go through Nest, and whatever they switch on (async
+ * hooks, say) shows in the figures.
  * Plus the 100,000-flag load: time to load (as the server reports it, and from spawn to ready) and
  * resident memory once loaded.
  *
@@ -193,11 +194,13 @@ async function startBaseline(source = BASELINE_SOURCE): Promise<Server> {
 
 async function startOrep(flagsFile: string): Promise<Server & { readyAfterMs: number; details: any }> {
   const port = await freePort();
+  const metricsPort = await freePort();
   const started = performance.now();
   const s = launch([orepMain], {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     OREP_PORT: String(port),
+    METRICS_PORT: String(metricsPort),
     OREP_AUTH_TOKEN: TOKEN,
     OREP_FLAGS_FILE: flagsFile,
   });
@@ -205,7 +208,8 @@ async function startOrep(flagsFile: string): Promise<Server & { readyAfterMs: nu
   const details = await waitFor(
     async () => {
       if (s.child.exitCode !== null) throw new Error(`orep-server exited: ${s.output()}`);
-      const r = await fetch(`${url}/readyz`);
+      // The details (load time, flags) are on the internal port; the public one tells the status alone.
+      const r = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
       return r.ok ? ((await r.json()) as any) : undefined;
     },
     60000,
@@ -213,7 +217,7 @@ async function startOrep(flagsFile: string): Promise<Server & { readyAfterMs: nu
   );
   const readyAfterMs = performance.now() - started;
   // What Kubernetes does to every pod before and while it takes traffic: these go through Nest.
-  for (const probe of ['/healthz', '/metrics']) await (await fetch(`${url}${probe}`)).text();
+  for (const probe of [`${url}/healthz`, `http://127.0.0.1:${metricsPort}/metrics`]) await (await fetch(probe)).text();
   return { ...s, url, readyAfterMs, details };
 }
 

@@ -125,6 +125,7 @@ describe('each image command, run as a process', () => {
       LOG_LEVEL: 'silent',
       [app === 'orep-server' ? 'OREP_PORT' : 'PORT']: String(port),
       [app === 'orep-server' ? 'OREP_HOST' : 'HOST']: '127.0.0.1',
+      METRICS_PORT: String(await freePort()),
       // Nothing leaves loopback from a test: no AWS Secrets Manager, an identity provider that is never asked.
       SECRETS_MANAGER_SECRET_ID: '',
       ...(env['IDP_JWKS_URI'] ? { IDP_JWKS_URI: 'http://127.0.0.1:9/jwks', IDP_ISSUER: 'http://127.0.0.1:9' } : {}),

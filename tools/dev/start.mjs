@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APPS, entry } from './apps.mjs';
+import { secretLines } from './dev-secrets.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 process.chdir(root);
@@ -159,7 +160,7 @@ if (!env.STRIPE_SECRET_KEY) {
   Object.assign(env, settings);
   fakeStripe = true;
 }
-children.push(...APPS.map(({ name }) => launch(name, [entry(name)])));
+children.push(...APPS.map(({ name, metricsPort }) => launch(name, [entry(name)], { extraEnv: { METRICS_PORT: String(metricsPort) } })));
 
 async function healthy(port) {
   for (let i = 0; i < 150; i++) {
@@ -176,12 +177,16 @@ async function healthy(port) {
 
 const results = await Promise.all(APPS.map(async (a) => [a, await healthy(a.port)]));
 console.log('\nFlagship is running:');
-for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}${ok ? '' : '  (not healthy yet)'}`);
+for (const [a, ok] of results) console.log(`  ${a.name.padEnd(15)} http://127.0.0.1:${a.port}  metrics http://127.0.0.1:${a.metricsPort}/metrics${ok ? '' : '  (not healthy yet)'}`);
 console.log(`  API docs        http://127.0.0.1:3000/docs`);
 console.log(`  web console     http://127.0.0.1:3000/console/`);
-console.log(`  orep token      ${env.OREP_AUTH_TOKEN}`);
 console.log(`  inhouse model   ${fakeUpstream ? `${fakeUpstream}: the fake upstream (echo answers), as PROVIDER_INHOUSE_URL is unset` : env.PROVIDER_INHOUSE_URL}`);
-console.log(`  demo client     id ${demoClient[1]}  secret ${demoClient[2]}`);
+console.log(`  demo client     id ${demoClient[1]}`);
 console.log('                  (an OAuth client of the demo tenant: core enterprise, 10 credits; README "The AI gateway locally")');
+const secrets = [
+  ['orep token', 'OREP_AUTH_TOKEN', env.OREP_AUTH_TOKEN],
+  ['demo client secret', 'DEMO_CLIENT_SECRET', demoClient[2]],
+];
+for (const line of secretLines(secrets, { tty: process.stdout.isTTY === true, file: join(root, 'tmp', 'dev-secrets.env') })) console.log(line);
 if (fakeStripe) console.log(`  fake Stripe     ${env.STRIPE_API_BASE} (checkout and portal pages; webhooks to billing-worker)`);
 console.log('Ctrl-C stops them all.\n');

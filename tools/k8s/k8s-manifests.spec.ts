@@ -171,11 +171,18 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
       for (const rule of ing['spec'].rules) {
         for (const p of rule.http.paths) {
           expect([p.backend.service.name, services.has(p.backend.service.name)]).toEqual([p.backend.service.name, true]);
+          // Never the internal port: /metrics and the detailed /readyz stay off the ingress.
+          expect([p.backend.service.name, p.backend.service.port]).toEqual([p.backend.service.name, { name: 'http' }]);
           if (/billing-worker/.test(p.backend.service.name)) expect([p.path, p.pathType]).toEqual(['/webhooks/stripe', 'Exact']);
         }
       }
     }
     if (target.name.includes('production')) expect(ingresses).toHaveLength(1);
+  });
+
+  it('the apps behind the Ingress trust its one proxy hop (TRUST_PROXY=1); orep-server, called in-cluster, none', () => {
+    const trust = Object.fromEntries(all.map((w) => [w.app, w.env['TRUST_PROXY'] ?? '0']));
+    expect(trust).toEqual({ 'management-api': '1', 'ai-gateway': '1', 'billing-worker': '1', 'orep-server': '0' });
   });
 
   it('ai-gateway verifies the tokens management-api issues (one issuer and audience)', () => {
@@ -216,7 +223,8 @@ describe('development and production', () => {
     for (const key of ['OAUTH_ISSUER', 'OAUTH_AUDIENCE', 'IDP_AUDIENCE']) {
       expect([key, env(prod)[key] === env(dev)[key]]).toEqual([key, false]);
     }
-    expect(env(dev)['IDP_MODE']).toBe('dev');
+    // Both are reached through a public Ingress: neither runs the embedded dev identity provider.
+    expect([env(prod)['IDP_MODE'], env(dev)['IDP_MODE']]).toEqual(['oidc', 'oidc']);
   });
 });
 
@@ -314,7 +322,12 @@ describe('chart options', () => {
       Object.entries(monitor['spec'].selector.matchLabels).every(([k, v]) => s['metadata'].labels[k] === v),
     );
     expect(monitored).toHaveLength(ofKind(set, 'Deployment').length);
-    expect(monitor['spec'].endpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
+    expect(monitor['spec'].endpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
+    // Prometheus may reach the internal port; the public policy opens only the http one.
+    const metricsPolicy = ofKind(set, 'NetworkPolicy').find((p) => p['metadata'].name.endsWith('-metrics'))!;
+    expect(metricsPolicy['spec'].ingress[0].ports).toEqual([{ port: 'metrics', protocol: 'TCP' }]);
+    const publicPolicy = ofKind(set, 'NetworkPolicy').find((p) => p['metadata'].name.endsWith('-public'))!;
+    expect(publicPolicy['spec'].ingress[0].ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
   });
 
   it("the gateway drains for its longest request: SHUTDOWN_GRACE_MS and terminationGracePeriodSeconds follow PROVIDER_TOTAL_TIMEOUT_MS", () => {

@@ -179,6 +179,12 @@ export function podProblems(set: ManifestSet, w: Workload, contract: AppContract
   if (shipped && httpPort.containerPort !== defaultOf(contract, contract.portVariable)) {
     problems.push(`${where}: containerPort ${httpPort.containerPort} differs from the app's default ${contract.portVariable} ${String(defaultOf(contract, contract.portVariable))}`);
   }
+  // The internal port (/metrics, the detailed /readyz) where the app opens it.
+  const metricsPort = (c['ports'] ?? []).find((p: Obj) => p.name === 'metrics');
+  if (!metricsPort) problems.push(`${where}: no container port named metrics (METRICS_PORT: /metrics and the detailed /readyz)`);
+  else if (String(metricsPort.containerPort) !== w.env['METRICS_PORT']) {
+    problems.push(`${where}: containerPort metrics ${metricsPort.containerPort} but the app's METRICS_PORT is ${String(w.env['METRICS_PORT'])}`);
+  }
   const expected: Record<string, string> = { livenessProbe: '/healthz', readinessProbe: '/readyz', startupProbe: '/healthz' };
   for (const [probe, path] of Object.entries(expected)) {
     const get = c[probe]?.httpGet;
@@ -243,6 +249,7 @@ export function wiringProblems(set: ManifestSet): string[] {
     const services = ofKind(set, 'Service').filter((s) => Object.entries(s['spec'].selector ?? {}).every(([k, v]) => labels[k] === v));
     if (services.length !== 1) problems.push(`${set.name}: ${id(d)} has ${services.length} Services, expected 1`);
     else if (!services[0]['spec'].ports.some((p: Obj) => p.targetPort === 'http')) problems.push(`${set.name}: ${id(services[0])} does not target the http port`);
+    else if (!services[0]['spec'].ports.some((p: Obj) => p.name === 'metrics' && p.targetPort === 'metrics')) problems.push(`${set.name}: ${id(services[0])} has no metrics port (for the ServiceMonitor)`);
     const hpa = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['spec'].scaleTargetRef.name === d['metadata'].name);
     if (hpa) {
       if (!hpa['spec'].metrics?.some((m: Obj) => m.resource?.name === 'cpu')) problems.push(`${set.name}: ${id(hpa)} does not scale on CPU`);

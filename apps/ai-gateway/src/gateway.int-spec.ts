@@ -562,7 +562,7 @@ describe('ai-gateway through the openai SDK', () => {
 
   it('exports requests, tokens, debits, upstream latency and overhead by product, provider and model', async () => {
     await (await sdk(billable)).chat.completions.create(chat);
-    const text = (await http(`${gw.url}/metrics`)).text;
+    const text = (await http(`${gw.metricsUrl}/metrics`)).text;
     expect(text).toMatch(/gateway_requests_total\{[^}]*product="core",provider="inhouse",model="fake-chat-1",endpoint="chat.completions",outcome="succeeded"[^}]*\} \d+/);
     expect(text).toMatch(/gateway_tokens_total\{[^}]*direction="output"[^}]*\} \d+/);
     expect(text).toMatch(/gateway_debit_microcredits_total\{[^}]*model="fake-chat-1"[^}]*\} \d+/);

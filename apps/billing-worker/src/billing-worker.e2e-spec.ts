@@ -58,12 +58,13 @@ describe('billing-worker process', () => {
       [id, TENANT],
     );
     const port = await freePort();
-    child = await run({ PORT: String(port), RECONCILE_PENDING_AFTER_S: '60', RECONCILE_INTERVAL_S: '1' });
+    const metricsPort = await freePort();
+    child = await run({ PORT: String(port), METRICS_PORT: String(metricsPort), RECONCILE_PENDING_AFTER_S: '60', RECONCILE_INTERVAL_S: '1' });
     await waitFor(async () => (await db.query('SELECT status FROM usage_ledger WHERE id = $1', [id])).rows[0].status === 'abandoned', 30_000, 100);
     const balance = (await db.query('SELECT balance::int, reserved::int FROM credit_balances WHERE tenant_id = $1', [TENANT])).rows[0];
     expect(balance).toEqual({ balance: 1_000_000, reserved: 0 });
     await waitFor(async () => (await http(`http://127.0.0.1:${port}/healthz`)).status === 200, 10_000);
-    expect((await http(`http://127.0.0.1:${port}/metrics`)).text).toMatch(/^usage_reconciler_settled_rows_total\{service="billing-worker"\} 1$/m);
+    expect((await http(`http://127.0.0.1:${metricsPort}/metrics`)).text).toMatch(/^usage_reconciler_settled_rows_total\{service="billing-worker"\} 1$/m);
     expect(output).toContain('abandoned 1 usage rows pending for over 60 s, released 2500 reserved micro-credits of 1 tenants');
     const started = Date.now();
     child.kill('SIGTERM');

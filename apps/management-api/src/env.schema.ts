@@ -1,5 +1,5 @@
 import { stripeEnv } from '@flagship/billing';
-import { ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
+import { bool, ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
 import { segmentOf } from './auth/provider-segments';
 
 /** The management API's settings (CONTRACT.md sections 1 to 4). */
@@ -8,7 +8,11 @@ export const managementApiEnv = {
   ...portEnv(3000),
   PUBLIC_BASE_URL: str({ default: '', desc: 'the address clients reach this API at; default http://HOST:PORT' }),
   CONSOLE_DIR: str({ default: 'dist/apps/console', desc: 'the built web console (nx run console:build), served at /console' }),
-  IDP_MODE: str({ choices: ['dev', 'oidc'], devDefault: 'dev', desc: 'dev: the embedded identity provider (never in production)' }),
+  IDP_MODE: str({ choices: ['dev', 'oidc'], devDefault: 'dev', desc: 'dev: the embedded identity provider (never in production; only at a loopback PUBLIC_BASE_URL unless IDP_DEV_ALLOW_PUBLIC)' }),
+  IDP_DEV_ALLOW_PUBLIC: bool({
+    default: false,
+    desc: 'allow IDP_MODE=dev at a PUBLIC_BASE_URL that is not loopback: whoever reaches it can sign in as any e-mail, so only on a private network',
+  }),
   IDP_ISSUER: str({ default: '', desc: 'issuer of user ID tokens (oidc mode)' }),
   IDP_AUDIENCE: str({ default: 'flagship-dev', desc: 'audience of user ID tokens (Firebase: the project id)' }),
   IDP_JWKS_URI: str({ default: '', desc: 'JWKS of the identity provider (oidc mode)' }),
@@ -36,6 +40,17 @@ export const managementApiEnv = {
   BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
 
+/** http(s)://localhost, 127.x.x.x or [::1]: only this machine reaches it. */
+export function isLoopbackUrl(address: string): boolean {
+  let host: string;
+  try {
+    host = new URL(address).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
 export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
@@ -53,6 +68,13 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (raw.IDP_MODE === 'oidc' && raw.IDP_CLIENT_ID !== '' && !scopes.includes('openid')) throw new ConfigError('invalid configuration: IDP_SCOPES must include openid');
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
+  // The dev identity provider signs an ID token for any e-mail it is asked for: reachable from a
+  // public address (an ingress), anyone could sign in as the platform admin.
+  if (raw.IDP_MODE === 'dev' && !raw.IDP_DEV_ALLOW_PUBLIC && !isLoopbackUrl(publicBaseUrl)) {
+    throw new ConfigError(
+      `invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused at PUBLIC_BASE_URL ${publicBaseUrl}, which is not a loopback address; use IDP_MODE=oidc, or IDP_DEV_ALLOW_PUBLIC=true on a private network`,
+    );
+  }
   return {
     ...raw,
     publicBaseUrl,

@@ -111,13 +111,13 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     };
 
     const probe = async () => {
-      const [readyz, healthz] = await Promise.all([http(`${f.url}/readyz`), http(`${f.url}/healthz`)]);
+      const [readyz, healthz] = await Promise.all([http(`${f.metricsUrl}/readyz`), http(`${f.url}/healthz`)]);
       probes.push({ phase, readyz: readyz.status, ready: readiness(readyz), healthz: healthz.status });
     };
     const recovered = async () => {
       const deadline = Date.now() + 15000;
       while (Date.now() < deadline) {
-        if (readiness(await http(`${f.url}/readyz`)) === 'ok') return true;
+        if (readiness(await http(`${f.metricsUrl}/readyz`)) === 'ok') return true;
         await sleep(100);
       }
       return false;
@@ -198,8 +198,8 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     };
     const waitReady = async () => {
       const deadline = Date.now() + 15000;
-      while (Date.now() < deadline && readiness(await http(`${f.url}/readyz`)) !== 'ok') await sleep(100);
-      return readiness(await http(`${f.url}/readyz`));
+      while (Date.now() < deadline && readiness(await http(`${f.metricsUrl}/readyz`)) !== 'ok') await sleep(100);
+      return readiness(await http(`${f.metricsUrl}/readyz`));
     };
     const fast503 = { status: 503, retryAfter: expect.stringMatching(/^[1-9]\d*$/), type: '/problems/service-unavailable', ms: expect.any(Number) };
 
@@ -209,7 +209,7 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     // At worst a wait for a pooled connection (2 s, all four are stuck) and then the client-side
     // query timeout on the one it gets (1 s statement timeout + 1 s): about 4 s, never a hang.
     expect(Math.max(...during.map((r) => r.ms))).toBeLessThan(5000);
-    expect([readiness(await http(`${f.url}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['not-ready: postgres', 200]);
+    expect([readiness(await http(`${f.metricsUrl}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['not-ready: postgres', 200]);
     await pgProxy.restore();
     expect(await waitReady()).toBe('ok');
     expect((await timed('/api/projects')).status).toBe(201);
@@ -220,7 +220,7 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     const plain = await timed('/api/projects');
     expect(plain.status).toBe(201);
     expect(Math.max(keyed.ms, plain.ms)).toBeLessThan(3500);
-    expect([readiness(await http(`${f.url}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['degraded: redis', 200]);
+    expect([readiness(await http(`${f.metricsUrl}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['degraded: redis', 200]);
     await redisProxy.restore();
     expect(await waitReady()).toBe('ok');
     expect((await timed('/api/projects', { 'idempotency-key': 'partitioned-2' })).status).toBe(201);

@@ -21,6 +21,8 @@ const TOKEN = 'e2e-orep-token';
 
 interface Started {
   url: string;
+  /** The internal port: /metrics and the detailed /readyz. */
+  metricsUrl: string;
   child: ChildProcess;
   output: () => string;
   stop: () => Promise<number | null>;
@@ -29,8 +31,9 @@ interface Started {
 async function startBuilt(env: NodeJS.ProcessEnv): Promise<Started> {
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run orep-server:build\` first`);
   const port = await freePort();
+  const metricsPort = await freePort();
   const child = spawn(process.execPath, [main], {
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OREP_AUTH_TOKEN: TOKEN, ...env, OREP_PORT: String(port) },
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', OREP_AUTH_TOKEN: TOKEN, ...env, OREP_PORT: String(port), METRICS_PORT: String(metricsPort) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -43,6 +46,7 @@ async function startBuilt(env: NodeJS.ProcessEnv): Promise<Started> {
   }, 30000, 100);
   return {
     url,
+    metricsUrl: `http://127.0.0.1:${metricsPort}`,
     child,
     output: () => out,
     stop: async () => {
@@ -204,7 +208,7 @@ describe('orep-server built, Postgres mode', () => {
       flagMetadata: { ruleId: 'fr' },
     });
 
-    const ready = await http(`${app.url}/readyz`);
+    const ready = await http(`${app.metricsUrl}/readyz`);
     expect(ready.body.details).toMatchObject({ snapshot: { kind: 'postgres', flags: 1 }, postgres: { status: 'up' }, redis: { status: 'up' } });
     expect(await app.stop()).toBe(0);
   });

@@ -1,4 +1,23 @@
-import { bool, num, port, str, url } from 'envalid';
+import { bool, makeValidator, num, port, str, url } from 'envalid';
+
+/**
+ * How many reverse proxies in front of the app to believe: the client address is read that many
+ * hops from the right of X-Forwarded-For (as Express's `trust proxy` does for a number). 0 trusts
+ * none; more hops than really exist let a client choose its own address, and so its own budget.
+ */
+const proxyHops = makeValidator<number>((input) => {
+  const n = Number(input);
+  if (!/^\d+$/.test(input.trim()) || !Number.isSafeInteger(n) || n > 16) throw new Error(`Invalid proxy hop count input: "${input}" (expected a whole number from 0 to 16)`);
+  return n;
+});
+
+/** '' (false: no listener) or a TCP port; 0 takes any free port (tests). False, not undefined: envalid refuses an undefined result. */
+const optionalPort = makeValidator<number | false>((input) => {
+  if (input.trim() === '') return false;
+  const n = Number(input);
+  if (!/^\d+$/.test(input.trim()) || n > 65535) throw new Error(`Invalid port input: "${input}"`);
+  return n;
+});
 
 /** Settings every app reads; each app spreads these into its own schema. */
 export const commonEnv = {
@@ -16,6 +35,11 @@ export const commonEnv = {
   AWS_REGION: str({ default: 'us-east-1' }),
   AWS_ENDPOINT_URL: str({ default: '' }),
   METRICS_ENABLED: bool({ default: true }),
+  TRUST_PROXY: proxyHops({ default: 0, desc: 'reverse proxies in front of the app (the ingress: 1) whose X-Forwarded-For is believed; 0 = none' }),
+  METRICS_PORT: optionalPort({
+    default: false,
+    desc: 'internal port serving GET /metrics and the detailed /readyz (never routed by the ingress); empty = not served',
+  }),
 };
 
 export const portEnv = (defaultPort: number) => ({ PORT: port({ default: defaultPort }) });

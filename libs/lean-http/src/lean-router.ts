@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
+import { isInternalRequest } from '@flagship/service-kit';
 import type { BufferedMetrics } from './buffered-metrics';
 import { type ErrorWriter, Exchange, problemErrorWriter, readJsonBody, refuseBody } from './exchange';
 
@@ -109,7 +110,8 @@ export class LeanRouter {
         if (params !== undefined) return this.dispatch(req, res, p.route, params);
       }
     }
-    if (path === '/metrics') this.options.metrics.flush(); // then Express answers it, with every request so far counted
+    // Then Express answers it (on the internal port only), with every request so far counted.
+    if (path === '/metrics' && isInternalRequest(req)) this.options.metrics.flush();
     for (const prefix of this.owned) {
       if (path.startsWith(prefix)) {
         req.resume();
@@ -183,7 +185,7 @@ export class LeanRouter {
 
   /** Unexpected: logged in full, answered with nothing of it. */
   private fail(x: Exchange, err: unknown): void {
-    this.logger.error({ err, requestId: x.requestId }, `unhandled error on ${x.route}`);
+    this.logger.error({ err, requestId: x.requestId, clientRequestId: x.clientRequestId }, `unhandled error on ${x.route}`);
     if (!x.answered) {
       x.error({ status: 500, code: 'internal-error', message: 'The server failed to answer; the error is logged under this request id.' });
     } else if (!x.res.writableEnded) {

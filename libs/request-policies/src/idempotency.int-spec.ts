@@ -113,8 +113,8 @@ describe('Idempotency-Key through real HTTP and Redis', () => {
 
   beforeAll(async () => {
     te = await createTestEnvironment();
-    svc = await startProbe(te.env, { policies: POLICIES, controllers: [IdempotentController], trustProxy: 'loopback' });
-    replica = await startProbe(te.env, { policies: POLICIES, controllers: [IdempotentController], trustProxy: 'loopback' });
+    svc = await startProbe(te.env, { policies: POLICIES, controllers: [IdempotentController], trustProxy: 1 });
+    replica = await startProbe(te.env, { policies: POLICIES, controllers: [IdempotentController], trustProxy: 1 });
     redis = new Redis(te.redis.url);
   });
 

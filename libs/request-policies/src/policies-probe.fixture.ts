@@ -35,13 +35,13 @@ export class HeaderAuthGuard implements CanActivate {
 export interface ProbeOptions {
   policies: RequestPoliciesOptions;
   controllers: Type[];
-  /** Express `trust proxy`, so tests can speak from several client addresses via X-Forwarded-For. */
-  trustProxy?: string | boolean;
+  /** TRUST_PROXY (proxy hops), so tests can speak from several client addresses via X-Forwarded-For. */
+  trustProxy?: number;
 }
 
 /** A probe app registering guards and interceptor in the order an app must: auth, rate limit, idempotency. */
 export function probeModule(env: NodeJS.ProcessEnv, options: ProbeOptions): DynamicModule {
-  const config = loadConfig(env, { ...commonEnv, ...portEnv(0) });
+  const config = loadConfig({ ...env, ...(options.trustProxy === undefined ? {} : { TRUST_PROXY: String(options.trustProxy) }) }, { ...commonEnv, ...portEnv(0) });
   @Module({
     imports: [RequestPoliciesModule.forRoot(options.policies)],
     controllers: options.controllers,
@@ -56,7 +56,5 @@ export function probeModule(env: NodeJS.ProcessEnv, options: ProbeOptions): Dyna
 }
 
 export function startProbe(env: NodeJS.ProcessEnv, options: ProbeOptions): Promise<RunningApp> {
-  return startTestApp(probeModule(env, options), (app) => {
-    if (options.trustProxy !== undefined) (app.getHttpAdapter().getInstance() as { set(k: string, v: unknown): void }).set('trust proxy', options.trustProxy);
-  });
+  return startTestApp(probeModule(env, options));
 }

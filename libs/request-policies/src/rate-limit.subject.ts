@@ -1,5 +1,6 @@
 import type { Plan } from '@flagship/domain';
-import type { CallerContext } from '@flagship/service-kit';
+import type { IncomingMessage } from 'node:http';
+import { type CallerContext, clientAddress as addressOf } from '@flagship/service-kit';
 import type { RedisKeys } from '@flagship/redis';
 import type { RateLimitRule } from './rate-limit.decorator';
 import type { ResolvedRequestPoliciesOptions } from './request-policies.options';
@@ -20,11 +21,11 @@ export interface RateLimitSubject {
 export const UNLIMITED_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
- * The client address as Express resolved it (`req.ip`). Behind a proxy it is the proxy's address
- * unless the app sets `trust proxy`, in which case it comes from `X-Forwarded-For`; trusting more
- * hops than really exist lets a client pick its own address (and its own budget).
+ * The client address: service-kit's clientAddress (the app's TRUST_PROXY hops into
+ * X-Forwarded-For). A lean route's stand-in request carries it as `ip`, computed the same way.
  */
 export function clientAddress(req: { ip?: string; socket?: { remoteAddress?: string } }): string {
+  if (req.socket !== undefined && 'headers' in req) return addressOf(req as unknown as IncomingMessage);
   return req.ip ?? req.socket?.remoteAddress ?? 'unknown';
 }
 

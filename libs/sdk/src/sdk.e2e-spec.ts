@@ -19,6 +19,8 @@ const PASSWORD = 'correct-horse-1';
 
 interface RunningApi {
   url: string;
+  /** The internal port (/metrics). */
+  metricsUrl: string;
   te: TestEnvironment;
   stop(): Promise<void>;
 }
@@ -27,8 +29,9 @@ async function startApi(extraEnv: NodeJS.ProcessEnv = {}, redis?: DisposableRedi
   if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run npx nx run management-api:build first`);
   const te = await createTestEnvironment({ IDP_MODE: 'dev', RATE_LIMIT_IP_PER_MINUTE: '100000', ...extraEnv });
   const port = await freePort();
+  const metricsPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = { ...te.env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, ...(redis ? { REDIS_URL: redis.url } : {}) };
+  const env: NodeJS.ProcessEnv = { ...te.env, HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: String(metricsPort), PUBLIC_BASE_URL: url, ...(redis ? { REDIS_URL: redis.url } : {}) };
   const child: ChildProcess = spawn(process.execPath, [MAIN_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (c) => (output += c));
@@ -43,6 +46,7 @@ async function startApi(extraEnv: NodeJS.ProcessEnv = {}, redis?: DisposableRedi
   }
   return {
     url,
+    metricsUrl: `http://127.0.0.1:${metricsPort}`,
     te,
     stop: async () => {
       if (child.exitCode === null) {
@@ -92,7 +96,7 @@ async function createOAuthClient(api: RunningApi, admin: SignedUp, name: string,
  * server's count is how the tests see how often the SDK went to the token endpoint.
  */
 async function answered(api: RunningApi, method: string, route: string): Promise<Record<string, number>> {
-  const res = await http(`${api.url}/metrics`);
+  const res = await http(`${api.metricsUrl}/metrics`);
   if (res.status !== 200) throw new Error(`metrics: ${res.status}`);
   const counts: Record<string, number> = {};
   for (const line of res.text.split('\n')) {

@@ -4,6 +4,10 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { type NextFunction, raw, type Request, type Response } from 'express';
 import { CommonProblems, ProblemException, toProblem } from '@flagship/problem-details';
+import { APP_CONFIG } from '@flagship/config';
+import type { RequestListener, Server } from 'node:http';
+import { markTrustedHops } from './client-address';
+import { startInternalListener } from './internal-port';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { HttpMetrics } from './metrics';
 import { assignRequestId } from './request-id';
@@ -21,6 +25,39 @@ export interface BootstrapOptions {
   configure?: (app: NestExpressApplication) => void | Promise<void>;
   /** Tests handle their own shutdown. */
   handleSignals?: boolean;
+  /** Proxy hops whose X-Forwarded-For is believed; default the app config's TRUST_PROXY, else 0. */
+  trustProxy?: number;
+  /**
+   * The internal port of /metrics and the detailed /readyz; default the app config's METRICS_PORT
+   * (unset: no internal listener, and /metrics is served nowhere). 0 takes a free port (tests).
+   */
+  metricsPort?: number;
+}
+
+/** The settings of libs/config's commonEnv that bootstrap reads from the app's validated config, when it has one. */
+function platformSettings(app: NestExpressApplication): { TRUST_PROXY?: number; METRICS_PORT?: number | false } {
+  try {
+    return app.get<{ TRUST_PROXY?: number; METRICS_PORT?: number | false }>(APP_CONFIG, { strict: false }) ?? {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Notes the trusted hop count on every request before anything reads it (Express routes and the
+ * lean-http fast paths alike read the client address through clientAddress). Wraps the server's one
+ * request listener once the app has installed its own (a LeanRouter); nothing is added at 0.
+ */
+function trustProxyHops(server: Server, hops: number): void {
+  if (hops === 0) return;
+  const listeners = server.listeners('request') as RequestListener[];
+  const inner = listeners[0];
+  if (listeners.length !== 1 || inner === undefined) throw new Error(`expected one request listener, found ${listeners.length}`);
+  server.removeListener('request', inner);
+  server.on('request', (req, res) => {
+    markTrustedHops(req, hops);
+    inner(req, res);
+  });
 }
 
 /**
@@ -35,6 +72,10 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  const settings = platformSettings(app);
+  const hops = options.trustProxy ?? settings.TRUST_PROXY ?? 0;
+  // Express's req.ip, req.ips and req.protocol; clientAddress gives the lean routes the same answer.
+  app.set('trust proxy', hops);
   app.use((req: Parameters<typeof assignRequestId>[0], res: Parameters<typeof assignRequestId>[1], next: () => void) => {
     assignRequestId(req, res);
     next();
@@ -51,8 +92,15 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   // them into a generic 400.
   app.use((err: unknown, req: Request, _res: unknown, next: (err?: unknown) => void) => next(toProblem(err, req)));
   await options.configure?.(app);
+  trustProxyHops(app.getHttpServer() as Server, hops);
   if (options.handleSignals ?? true) installGracefulShutdown(app, options.shutdownGraceMs ?? 10000);
   await app.listen(options.port, options.host);
+  const metricsPort = options.metricsPort ?? settings.METRICS_PORT;
+  if (metricsPort === undefined || metricsPort === false) {
+    app.get(Logger).log('METRICS_PORT is not set: /metrics and the detailed /readyz are not served');
+  } else {
+    await startInternalListener(app, app.getHttpServer() as Server, metricsPort, options.host);
+  }
   return app;
 }
 

@@ -1,10 +1,13 @@
-import { Controller, Get, Header, Inject, ServiceUnavailableException, type Type } from '@nestjs/common';
+import { Controller, Get, Header, Inject, Req, ServiceUnavailableException, type Type } from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
 import { ModuleRef } from '@nestjs/core';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, type HealthCheckResult } from '@nestjs/terminus';
 import { CommonProblems, ProblemException } from '@flagship/problem-details';
+import { Registry } from 'prom-client';
 import type { ReadinessCheck } from './readiness';
 import { HttpMetrics } from './metrics';
+import { isInternalRequest } from './internal-port';
 import { Public } from './public-route';
 
 export const READINESS_CHECK_TYPES = Symbol('READINESS_CHECK_TYPES');
@@ -39,10 +42,22 @@ export class HealthController {
    * Readiness: every dependency answers; otherwise a 503 problem naming what is down. When only
    * checks the app serves without are down, 200 with status `degraded` and them under `error`:
    * taking the replica out of service would turn that outage into an outage of what it still serves.
+   * On the public port only the status (a probe reads no more); the details, which name hosts and
+   * error messages of the dependencies, on the internal port.
    */
   @Get('readyz')
   @HealthCheck()
-  async readiness(): Promise<HealthCheckResult | DegradedHealthCheckResult> {
+  async readiness(@Req() req: IncomingMessage): Promise<HealthCheckResult | DegradedHealthCheckResult | { status: string }> {
+    if (isInternalRequest(req)) return this.detailedReadiness();
+    try {
+      return { status: (await this.detailedReadiness()).status };
+    } catch (err) {
+      if (err instanceof ProblemException && err.problem.status === 503) throw new ProblemException(CommonProblems['not-ready'], 'Not ready.');
+      throw err;
+    }
+  }
+
+  private async detailedReadiness(): Promise<HealthCheckResult | DegradedHealthCheckResult> {
     this.checks ??= this.checkTypes.map((t) => this.moduleRef.get(t, { strict: false }));
     try {
       return await this.health.check(
@@ -66,9 +81,13 @@ export class HealthController {
     }
   }
 
+  /** Prometheus, on the internal port only; the public port answers as for any unknown route. */
   @Get('metrics')
   @Header('Cache-Control', 'no-store')
-  async prometheus(): Promise<string> {
+  // Prometheus 3 refuses a scrape whose content type it does not know (Nest's default is text/html).
+  @Header('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE)
+  async prometheus(@Req() req: IncomingMessage): Promise<string> {
+    if (!isInternalRequest(req)) throw new ProblemException(CommonProblems['not-found'], 'No route for GET /metrics.');
     return this.metrics.registry.metrics();
   }
 }

@@ -12,3 +12,5 @@ export * from './pagination';
 export * from './public-route';
 export * from './outage-log';
 export * from './json-depth';
+export * from './client-address';
+export * from './internal-port';

@@ -27,15 +27,30 @@ export function newRequestId(): string {
   return ids.create();
 }
 
+/** The response header echoing the caller's own `x-request-id` (CLIENT_REQUEST_ID_HEADER). */
+export const CLIENT_REQUEST_ID_HEADER = 'x-client-request-id';
+
 /**
- * The request id: the caller's `x-request-id` when it is a sane token, else a new one. Set on the
- * request (`req.id`, read by pino-http and the problem filter) and echoed on the response.
+ * The caller's `x-request-id` when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else
+ * undefined. Kept beside the server's id, never instead of it: a caller choosing the id could make
+ * its requests look like another's in the logs, or one id name many requests.
+ */
+export function clientRequestIdOf(req: IncomingMessage): string | undefined {
+  const sent = req.headers['x-request-id'];
+  return typeof sent === 'string' && VALID.test(sent) ? sent : undefined;
+}
+
+/**
+ * The request id, always made here (the problem `instance`, the `x-request-id` answered, every log
+ * line). The caller's own `x-request-id`, when sane, is logged as `clientRequestId` and echoed as
+ * `x-client-request-id`. Set on the request (`req.id`, read by pino-http and the problem filter).
  */
 export function assignRequestId(req: IncomingMessage & { id?: unknown }, res: ServerResponse): string {
   if (typeof req.id === 'string') return req.id;
-  const sent = req.headers['x-request-id'];
-  const id = typeof sent === 'string' && VALID.test(sent) ? sent : ids.create();
+  const id = ids.create();
   req.id = id;
   res.setHeader('x-request-id', id);
+  const sent = clientRequestIdOf(req);
+  if (sent !== undefined) res.setHeader(CLIENT_REQUEST_ID_HEADER, sent);
   return id;
 }

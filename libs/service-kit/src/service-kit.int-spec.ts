@@ -79,11 +79,18 @@ describe('service kit through real HTTP', () => {
     expect(res.body).toEqual({ name: 'a', count: 2 });
   });
 
-  it('echoes a sane x-request-id and makes one otherwise', async () => {
-    const echoed = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
-    expect(echoed.headers.get('x-request-id')).toBe('abc-123');
-    const made = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
-    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  it("always makes its own request id; a caller's sane x-request-id is kept beside it (x-client-request-id), never instead", async () => {
+    const sent = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(sent.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent.headers.get('x-client-request-id')).toBe('abc-123');
+    // Two requests naming one id stay two requests.
+    const again = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(again.headers.get('x-request-id')).not.toBe(sent.headers.get('x-request-id'));
+    const insane = await http(`${svc.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect([insane.headers.get('x-request-id'), insane.headers.get('x-client-request-id')]).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/), null]);
+    const problem = await http(`${svc.url}/no/such/route`, { headers: { 'x-request-id': 'abc-123' } });
+    expect([problem.body.instance, problem.headers.get('x-client-request-id')]).toEqual([problem.headers.get('x-request-id'), 'abc-123']);
+    expect(problem.body.instance).not.toBe('abc-123');
   });
 
   it('400 for malformed JSON', async () => {
@@ -134,25 +141,41 @@ describe('service kit through real HTTP', () => {
     expect(res.text).not.toContain('at ');
   });
 
+  it('serves /metrics on the internal port only: the public port answers 404, and the internal one nothing else', async () => {
+    expect(svc.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(svc.metricsUrl).not.toBe(svc.url);
+    expectProblem(await http(`${svc.url}/metrics`), 404, 'not-found');
+    const prometheus = await http<string>(`${svc.metricsUrl}/metrics`);
+    expect([prometheus.status, prometheus.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/plain/)]);
+    expect(prometheus.body).toMatch(/^# HELP http_requests_total /m);
+    expect((await http(`${svc.metricsUrl}/things`, { method: 'POST', json: { name: 'a', count: 1 } })).status).toBe(404);
+    expect((await http(`${svc.metricsUrl}/boom`)).status).toBe(404);
+  });
+
   it('counts requests by route template in /metrics', async () => {
     await http(`${svc.url}/things`, { method: 'POST', json: { name: 'm', count: 1 } });
-    const res = await http<string>(`${svc.url}/metrics`);
+    const res = await http<string>(`${svc.metricsUrl}/metrics`);
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/http_requests_total\{method="POST",route="\/things",status="201",service="probe"\} \d+/);
     expect(res.body).toMatch(/http_request_duration_seconds_bucket\{le="0.005",service="probe",method="POST",route="\/things",status="201"\}/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\(unmatched\)",status="404",service="probe"\}/);
   });
 
-  it('readiness follows Redis down and back up without a restart', async () => {
-    expect((await http(`${svc.url}/readyz`)).status).toBe(200);
+  it('readiness follows Redis down and back up without a restart; the public port tells the status alone', async () => {
+    expect((await http(`${svc.url}/readyz`)).body).toEqual({ status: 'ok' });
+    expect((await http(`${svc.metricsUrl}/readyz`)).body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' }, redis: { status: 'up' } } });
     await redis.stop();
     const down = await waitFor(async () => {
-      const r = await http(`${svc.url}/readyz`);
+      const r = await http(`${svc.metricsUrl}/readyz`);
       return r.status === 503 ? r : undefined;
     });
     expectProblem(down, 503, 'not-ready');
     expect(down.body.detail).toMatch(/redis/);
     expect(down.body.detail).not.toMatch(/postgres/);
+    const publicDown = await http(`${svc.url}/readyz`);
+    expectProblem(publicDown, 503, 'not-ready');
+    expect(publicDown.body).not.toHaveProperty('checks');
+    expect(publicDown.text).not.toMatch(/redis|postgres|127\.0\.0\.1/);
     expect((await http(`${svc.url}/healthz`)).status).toBe(200);
     await redis.start();
     await waitFor(async () => (await http(`${svc.url}/readyz`)).status === 200, 10000);

@@ -7,6 +7,8 @@ import { DEGRADED_WITHOUT, HealthController, READINESS_CHECK_TYPES } from './hea
 import { HttpMetrics } from './metrics';
 import { OUTAGE_PROBE_MS, OutageLog } from './outage-log';
 import type { ReadinessCheck } from './readiness';
+import type { IncomingMessage } from 'node:http';
+import { clientRequestIdOf } from './request-id';
 
 const SYNTHETIC_ERROR = /^failed with status code \d+$/;
 
@@ -57,7 +59,11 @@ export class ServiceKitModule {
             // `res`; real errors are logged by the problem-details filter (outages once, by OutageLog).
             customErrorObject: (_req, _res, err, val) => (SYNTHETIC_ERROR.test(err.message) ? { ...val, err: undefined } : val),
             serializers: {
-              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+              // pino-http hands the serializer its own copy of the request; the caller's id comes from its headers.
+              req: (req: { id: string; method: string; url: string; headers?: IncomingMessage['headers'] }) => {
+                const clientRequestId = clientRequestIdOf({ headers: req.headers ?? {} } as IncomingMessage);
+                return { id: req.id, method: req.method, url: req.url, ...(clientRequestId === undefined ? {} : { clientRequestId }) };
+              },
             },
           },
           ...(options.requestLogging === false ? { forRoutes: [] } : {}),

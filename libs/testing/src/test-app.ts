@@ -19,6 +19,8 @@ export async function createTestEnvironment(extra: NodeJS.ProcessEnv = {}): Prom
     LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
     DATABASE_URL: db.url,
     DATABASE_POOL_SIZE: '4',
+    // Each app's internal port (/metrics, detailed /readyz) on a free port; RunningApp.metricsUrl names it.
+    METRICS_PORT: '0',
     REDIS_URL: redis.url,
     REDIS_KEY_PREFIX: redis.prefix,
     ...extra,

@@ -66,7 +66,7 @@ describe('usage reconciler (real Postgres, started apps)', () => {
       completed_at: Date | null;
     }>;
   const metric = async (app: RunningApp, name: string): Promise<number> => {
-    const text = (await http(`${app.url}/metrics`)).text;
+    const text = (await http(`${app.metricsUrl}/metrics`)).text;
     const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
     return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
   };
@@ -184,7 +184,7 @@ describe('usage reconciler (real Postgres, started apps)', () => {
   });
 
   async function metricByOutcome(app: RunningApp, outcome: string): Promise<number> {
-    const text = (await http(`${app.url}/metrics`)).text;
+    const text = (await http(`${app.metricsUrl}/metrics`)).text;
     const line = text.split('\n').find((l) => l.startsWith('billing_worker_job_runs_total{') && l.includes(`outcome="${outcome}"`) && l.includes('job="usage-reconciler"'));
     return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
   }

@@ -1,8 +1,7 @@
-import type { INestApplication } from '@nestjs/common';
 import { Client } from 'pg';
 import type Stripe from 'stripe';
 import type { SecretReader } from '@flagship/billing';
-import { bootstrapService } from '@flagship/service-kit';
+import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
 import { FakeStripe, freePort } from '@flagship/testing';
 import { AppModule, RAW_BODY_PATHS } from '../app.module';
 import { loadBillingWorkerConfig } from '../env.schema';
@@ -41,11 +40,11 @@ export function stripeEnv(fake: FakeStripe, plans: Plans): NodeJS.ProcessEnv {
 }
 
 /** One billing-worker replica in this process, started as main.ts starts it (raw body on the webhook route). */
-export async function startWorker(env: NodeJS.ProcessEnv, secrets?: SecretReader): Promise<{ app: INestApplication; url: string; close: () => Promise<void> }> {
+export async function startWorker(env: NodeJS.ProcessEnv, secrets?: SecretReader): Promise<RunningApp> {
   const config = loadBillingWorkerConfig(env);
   const port = await freePort();
   const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false, rawBodyPaths: RAW_BODY_PATHS });
-  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  return runningApp(app);
 }
 
 /** A tenant and its Stripe customer for `core`, as management-api creates them before a checkout. */

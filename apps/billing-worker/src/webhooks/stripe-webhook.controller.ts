@@ -1,6 +1,7 @@
 import { Controller, Headers, HttpCode, Logger, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { CommonProblems, ProblemException } from '@flagship/problem-details';
+import { CommonProblems, ProblemException, requestIdOf } from '@flagship/problem-details';
+import { clientAddress, clientRequestIdOf } from '@flagship/service-kit';
 import { BillingMetrics } from '../billing.metrics';
 import { JobScheduler } from '../jobs/job-scheduler';
 import { StripeEventsRepository } from './stripe-events.repository';
@@ -35,7 +36,10 @@ export class StripeWebhookController {
       this.metrics.webhooks.inc({ outcome: err instanceof ProblemException ? err.problem.slug : 'error' });
       if (err instanceof ProblemException && err.problem.slug === 'bad-signature') {
         // Logged without the body or the header: a forged request is noted, nothing of it replayed.
-        this.log.warn({ requestId: req.headers['x-request-id'], bytes: raw.length, remote: req.socket.remoteAddress }, `stripe webhook refused: ${err.detail}`);
+        this.log.warn(
+          { requestId: requestIdOf(req), clientRequestId: clientRequestIdOf(req), bytes: raw.length, remote: clientAddress(req) },
+          `stripe webhook refused: ${err.detail}`,
+        );
       }
       throw err;
     }

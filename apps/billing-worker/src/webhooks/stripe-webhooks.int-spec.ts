@@ -303,7 +303,7 @@ describe('billing-worker: Stripe webhooks and subscription sync', () => {
     // The same bytes correctly signed are accepted (so the refusals above were the signature's doing).
     const genuine = await post(forged, FakeStripe.sign(forged, WEBHOOK_SECRET));
     expect(genuine.status).toBe(200);
-    const metrics = await http<string>(`${worker.url}/metrics`);
+    const metrics = await http<string>(`${worker.metricsUrl}/metrics`);
     expect(metrics.body).toMatch(/billing_webhooks_total\{outcome="bad-signature"[^}]*\} 4/);
   });
 

@@ -109,4 +109,27 @@ describe('sign-in config', () => {
     expect(() => loadManagementApiConfig({ ...base, IDP_ISSUER: 'id.example.com' })).toThrow(/IDP_ISSUER/);
     expect(loadManagementApiConfig({ ...base, IDP_CLIENT_ID: 'console' }).idpAudiences).toEqual(['flagship-dev', 'console']);
   });
+
+  it('refuses IDP_MODE=dev at a public PUBLIC_BASE_URL (an ingress) in one line, unless IDP_DEV_ALLOW_PUBLIC=true', () => {
+    const dev = { DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', NODE_ENV: 'development', IDP_MODE: 'dev' };
+    const refusal = (env: NodeJS.ProcessEnv): string | undefined => {
+      try {
+        loadManagementApiConfig(env);
+        return undefined;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    for (const publicUrl of ['https://api.dev.flagship.example.com', 'http://10.0.0.5:3000', 'http://0.0.0.0:3000', 'http://127.0.0.1.nip.io:3000']) {
+      const message = refusal({ ...dev, PUBLIC_BASE_URL: publicUrl });
+      expect([publicUrl, message]).toEqual([publicUrl, expect.stringMatching(/^invalid configuration: IDP_MODE=dev \(the embedded identity provider\) is refused at PUBLIC_BASE_URL .*not a loopback address/)]);
+      expect(message).not.toContain('\n');
+    }
+    // Loopback addresses (npm start, the tests, compose's localhost) and the default (HOST:PORT) start.
+    for (const publicUrl of ['http://127.0.0.1:3000', 'http://localhost:3000', 'http://[::1]:3000', '']) {
+      expect([publicUrl, refusal({ ...dev, PUBLIC_BASE_URL: publicUrl })]).toEqual([publicUrl, undefined]);
+    }
+    expect(refusal({ ...dev, PUBLIC_BASE_URL: 'https://api.dev.flagship.example.com', IDP_DEV_ALLOW_PUBLIC: 'true' })).toBeUndefined();
+    expect(refusal({ ...dev, IDP_MODE: 'oidc', IDP_ISSUER: 'https://id.example.com', IDP_JWKS_URI: 'https://id.example.com/jwks', PUBLIC_BASE_URL: 'https://api.example.com' })).toBeUndefined();
+  });
 });

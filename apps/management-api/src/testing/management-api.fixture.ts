@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { SecretSource } from '@flagship/oauth';
-import { bootstrapService, type RunningApp } from '@flagship/service-kit';
+import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
 import { createTestEnvironment, freePort, http, type HttpResult, type TcpProxy, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { configureManagementApi } from '../configure';
@@ -43,13 +43,19 @@ export class ManagementApiFixture {
     if (through.redis) env['REDIS_URL'] = through.redis.rewrite(te.redis.url);
     const config = loadManagementApiConfig(env);
     const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false, configure: configureManagementApi });
-    const svc: RunningApp = { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+    const svc: RunningApp = runningApp(app);
     te.env = env;
     return new ManagementApiFixture(te, svc);
   }
 
   get url(): string {
     return this.svc.url;
+  }
+
+  /** The internal port: /metrics and the detailed /readyz. */
+  get metricsUrl(): string {
+    if (this.svc.metricsUrl === undefined) throw new Error('the app has no internal port (METRICS_PORT)');
+    return this.svc.metricsUrl;
   }
 
   async stop(): Promise<void> {

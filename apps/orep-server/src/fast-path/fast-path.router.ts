@@ -1,5 +1,6 @@
 import type { RequestListener } from 'node:http';
 import { CommonProblems } from '@flagship/problem-details';
+import { clientAddress } from '@flagship/service-kit';
 import { ApiTokenVerifier, type BufferedMetrics, type Exchange, FixedWindowRateLimiter, LeanRouter } from '@flagship/lean-http';
 import type { EvaluateHandler } from '../evaluate/evaluate.handler';
 import type { OfrepHandler } from '../ofrep/ofrep.handler';
@@ -37,7 +38,7 @@ export function fastPathRouter(
     (style: Style) =>
     (x: Exchange): boolean => {
       if (limiter.enabled) {
-        const wait = limiter.take(x.req.socket.remoteAddress ?? '');
+        const wait = limiter.take(clientAddress(x.req));
         if (wait > 0) {
           const headers = { 'retry-after': String(wait) };
           if (style === 'ofrep') x.empty(429, headers);

@@ -222,8 +222,19 @@ describe('OFREP', () => {
       const res = await post(url(), { context: { targetingKey: 'user-target' } }, { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'req-1' });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('application/json');
-      expect(res.headers.get('x-request-id')).toBe('req-1');
+      // The server's own id; the caller's kept beside it.
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.headers.get('x-client-request-id')).toBe('req-1');
       expect(res.body).toEqual({ key: 'bool-flag', value: true, reason: 'TARGETING_MATCH', variant: 'on', metadata: { version: 7 } });
+    });
+
+    it("a problem on the fast path names the server's request id as instance, never the caller's", async () => {
+      const res = await http(`${svc.url}/v1/flags/bool-flag/evaluate`, { method: 'POST', body: 'x', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain', 'x-request-id': 'req-2' } });
+      expect(res.status).toBe(415);
+      expect([res.body.instance, res.headers.get('x-client-request-id')]).toEqual([res.headers.get('x-request-id'), 'req-2']);
+      expect(res.body.instance).toMatch(/^[0-9a-f-]{36}$/);
+      const plain = await post(url(), { context: { targetingKey: 'u' } });
+      expect([plain.status, plain.headers.get('x-client-request-id')]).toEqual([200, null]);
     });
 
     it('401 with no body without a token or with a wrong one', async () => {
@@ -381,7 +392,9 @@ describe('OFREP', () => {
   describe('the rest of the app', () => {
     it('counts evaluation requests in /metrics by route template', async () => {
       await post(`${svc.url}/ofrep/v1/evaluate/flags/bool-flag`, { context: { targetingKey: 'u' } });
-      const metrics = await http<string>(`${svc.url}/metrics`);
+      // The lean router hands /metrics to Express, which serves it on the internal port only.
+      expect((await http(`${svc.url}/metrics`)).status).toBe(404);
+      const metrics = await http<string>(`${svc.metricsUrl}/metrics`);
       expect(metrics.body).toMatch(/http_requests_total\{method="POST",route="\/ofrep\/v1\/evaluate\/flags\/:key",status="200",service="orep-server"\} \d+/);
       expect(metrics.body).toMatch(/http_requests_total\{method="POST",route="\/ofrep\/v1\/evaluate\/flags\/:key",status="401",service="orep-server"\} \d+/);
       expect(metrics.body).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/ofrep\/v1\/evaluate\/flags",status="304"[^}]*\} \d+/);
@@ -397,9 +410,10 @@ describe('OFREP', () => {
       expect(configuration.body).toMatchObject({ name: expect.any(String), capabilities: { cacheInvalidation: { polling: { enabled: true } } } });
     });
 
-    it('/readyz is 200 with the snapshot described', async () => {
-      const res = await http(`${svc.url}/readyz`);
+    it('/readyz is 200 with the snapshot described on the internal port, the status alone on the public one', async () => {
+      const res = await http(`${svc.metricsUrl}/readyz`);
       expect(res.status).toBe(200);
+      expect((await http(`${svc.url}/readyz`)).body).toEqual({ status: 'ok' });
       expect(res.body.details.snapshot).toMatchObject({ status: 'up', kind: 'file', flags: TEST_FLAGS.length, ageSeconds: expect.any(Number) });
     });
   });
@@ -408,17 +422,36 @@ describe('OFREP', () => {
 describe('OFREP rate limit', () => {
   let dir: string;
   let svc: RunningApp;
+  let behindProxy: RunningApp;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'orep-ofrep-limit-'));
     const file = join(dir, 'flags.json');
     writeFileSync(file, JSON.stringify({ version: 1, flags: TEST_FLAGS }));
     svc = await startOrep(file, { OREP_RATE_LIMIT_RPS: '3' });
+    behindProxy = await startOrep(file, { OREP_RATE_LIMIT_RPS: '3', TRUST_PROXY: '1' });
   });
 
   afterAll(async () => {
     await svc?.close();
+    await behindProxy?.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Ten at once, each naming another client in X-Forwarded-For (as a proxy would add it).
+  const fromTenClients = (app: RunningApp) =>
+    Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        post(`${app.url}/ofrep/v1/evaluate/flags/bool-flag`, { context: { targetingKey: 'u' } }, { authorization: `Bearer ${TOKEN}`, 'x-forwarded-for': `198.51.100.${i + 1}` }),
+      ),
+    );
+
+  it('TRUST_PROXY=1: the fast path limits each X-Forwarded-For client on its own', async () => {
+    expect((await fromTenClients(behindProxy)).map((r) => r.status)).toEqual(Array(10).fill(200));
+  });
+
+  it('TRUST_PROXY=0: a spoofed X-Forwarded-For does not escape the limit', async () => {
+    expect((await fromTenClients(svc)).filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(4);
   });
 
   it('429 with Retry-After and no body once a client is over the limit; the seed endpoint says it as a problem', async () => {

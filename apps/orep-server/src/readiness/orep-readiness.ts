@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { PostgresReadiness } from '@flagship/persistence';
 import { CommonProblems } from '@flagship/problem-details';
 import { RedisReadiness } from '@flagship/redis';
-import type { ReadinessCheck } from '@flagship/service-kit';
+import { isInternalRequest, type ReadinessCheck } from '@flagship/service-kit';
 import type { Exchange } from '@flagship/lean-http';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 
@@ -61,8 +61,13 @@ export class OrepReadiness {
     return { ready: snapshot !== null, checks };
   }
 
+  /** Public port: the status alone; the internal port (METRICS_PORT): the details too. */
   async answer(x: Exchange): Promise<void> {
     const { ready, checks } = await this.details();
+    if (!isInternalRequest(x.req)) {
+      if (!ready) return x.problem(CommonProblems['not-ready'], 'Not ready.', undefined, { 'cache-control': 'no-store' });
+      return x.json(200, '{"status":"ok"}', { 'cache-control': 'no-store' });
+    }
     if (!ready) {
       const down = Object.entries(checks)
         .filter(([, c]) => c.status === 'down')

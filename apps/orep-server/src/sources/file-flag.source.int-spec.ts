@@ -37,7 +37,7 @@ describe('file source', () => {
     });
     return res.status === 200 ? res.body.value : `status ${res.status}`;
   };
-  const snapshotDetails = async () => (await http(`${svc.url}/readyz`)).body.details.snapshot;
+  const snapshotDetails = async () => (await http(`${svc.metricsUrl}/readyz`)).body.details.snapshot;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'orep-file-'));

@@ -73,7 +73,7 @@ describe('Postgres source', () => {
     return res.status === 200 ? res.body.value : res.status === 404 ? 'not found' : `status ${res.status}`;
   };
   const readiness = async (app: RunningApp) => {
-    const res = await http(`${app.url}/readyz`);
+    const res = await http(`${app.metricsUrl}/readyz`);
     return { status: res.status, checks: res.status === 200 ? res.body.details : res.body.checks };
   };
 

@@ -56,6 +56,7 @@ spec (the app's values), instance (orep-server only).
 NODE_ENV: {{ $v.nodeEnv | quote }}
 LOG_LEVEL: {{ $v.logLevel | quote }}
 SHUTDOWN_GRACE_MS: {{ include "flagship.shutdownGraceMs" . | quote }}
+METRICS_PORT: {{ $v.metricsPort | toString | quote }}
 {{- if $v.postgres.url }}
 DATABASE_URL: {{ $v.postgres.url | quote }}
 {{- end }}
@@ -77,6 +78,7 @@ OREP_ENVIRONMENT: {{ .instance.environment | quote }}
 {{- else }}
 HOST: "0.0.0.0"
 PORT: {{ .port | toString | quote }}
+TRUST_PROXY: {{ $v.trustProxy | toString | quote }}
 {{- end }}
 {{- if eq .app "management-api" }}
 IDP_MODE: {{ $v.idp.mode | quote }}

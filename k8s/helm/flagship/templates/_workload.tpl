@@ -79,6 +79,10 @@ spec:
             - name: http
               containerPort: {{ .port }}
               protocol: TCP
+            # /metrics and the detailed /readyz; no Ingress routes it.
+            - name: metrics
+              containerPort: {{ $v.metricsPort }}
+              protocol: TCP
           envFrom:
             - configMapRef:
                 name: {{ $name }}
@@ -137,6 +141,10 @@ spec:
     - name: http
       port: {{ .port }}
       targetPort: http
+      protocol: TCP
+    - name: metrics
+      port: {{ $v.metricsPort }}
+      targetPort: metrics
       protocol: TCP
 {{- if .spec.autoscaling.enabled }}
 ---

@@ -5,7 +5,7 @@ import type { EvaluationContext } from '@flagship/flag-evaluation';
 import { type Exchange, TurnBatcher } from '@flagship/lean-http';
 import { CommonProblems, findUnsafeText, ProblemException, StrictValidationPipe, toProblem } from '@flagship/problem-details';
 import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, type RateLimitSubject, RequestPolicyProblems } from '@flagship/request-policies';
-import { type CallerContext, exceedsJsonDepth, MAX_JSON_DEPTH, unsafePathReason } from '@flagship/service-kit';
+import { type CallerContext, clientAddress, exceedsJsonDepth, MAX_JSON_DEPTH, unsafePathReason } from '@flagship/service-kit';
 import { EvaluateFlagDto } from '../flags.dto';
 import type { FlagsService } from '../flags.service';
 import type { GuardedRoute, PrincipalCache } from './principal-cache';
@@ -74,7 +74,7 @@ export class FastEvaluateHandler {
 
   /** As RateLimitGuard: the tenant's budget (see RateLimitAhead); Redis away serves uncounted and without headers. */
   private async rateLimit(x: Exchange, caller: CallerContext): Promise<OutgoingHttpHeaders | undefined> {
-    const standIn = { caller, ip: x.req.socket.remoteAddress } as unknown as Request;
+    const standIn = { caller, ip: clientAddress(x.req) } as unknown as Request;
     const decision = await this.limiter.decide(this.limits.subjectOf(standIn));
     if (decision === undefined) return undefined;
     const all = rateLimitHeaders(decision);

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
-import { bootstrapService, type RunningApp } from '@flagship/service-kit';
+import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
 import { freePort, http, TcpProxy, waitFor } from '@flagship/testing';
 import { AppModule } from '../../app.module';
 import { configureManagementApi } from '../../configure';
@@ -13,7 +13,7 @@ async function replica(env: NodeJS.ProcessEnv): Promise<RunningApp> {
   const port = await freePort();
   const config = loadManagementApiConfig({ ...env, PORT: String(port) });
   const app = await bootstrapService(AppModule.forConfig(config), { port, host: '127.0.0.1', handleSignals: false, configure: configureManagementApi });
-  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  return runningApp(app);
 }
 
 /**
@@ -164,12 +164,12 @@ describe('evaluations from memory across replicas (real HTTP, Postgres, Redis)',
         await new Promise((r) => setTimeout(r, 100));
       }
       // Still in service (it evaluates), and says what it is without.
-      const ready = await http(`${cut.url}/readyz`);
+      const ready = await http(`${cut.metricsUrl}/readyz`);
       expect([ready.status, ready.body.status, Object.keys(ready.body.error)]).toEqual([200, 'degraded', ['redis']]);
       expect(ready.body.info.postgres.status).toBe('up');
       // Back: ok again, and a change made meanwhile is seen (the app closes cleanly only with Redis reachable).
       await proxy.restore();
-      await waitFor(async () => (await http(`${cut.url}/readyz`)).body.status === 'ok', 10_000, 100);
+      await waitFor(async () => (await http(`${cut.metricsUrl}/readyz`)).body.status === 'ok', 10_000, 100);
       expect((await f.call('PATCH', '/api/flags/outage', { token: owner.idToken, tenant: owner.tenantId, json: { enabled: true } })).status).toBe(200);
       await waitFor(async () => (await evaluate(cut.url, owner, 'outage')).body.reason === 'FALLTHROUGH', 2000, 20);
     } finally {

@@ -3,7 +3,7 @@ import { type CanActivate, type ExecutionContext, Logger } from '@nestjs/common'
 import type { Request } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { CHANNELS, type PubSub } from '@flagship/redis';
-import { callerOf, type CallerContext } from '@flagship/service-kit';
+import { callerOf, type CallerContext, clientAddress } from '@flagship/service-kit';
 import type { AuthenticatedRequest } from '../../auth/auth.decorators';
 
 const MAX_ENTRIES = 10_000;
@@ -130,7 +130,7 @@ export class PrincipalCache {
 
   private async runGuards(req: IncomingMessage, route: GuardedRoute): Promise<Principal> {
     // Only what the guards read: headers, the address, no params (the tenant comes from the header).
-    const standIn = { headers: req.headers, params: {}, ip: req.socket.remoteAddress, method: req.method, url: req.url } as unknown as AuthenticatedRequest;
+    const standIn = { headers: req.headers, params: {}, ip: clientAddress(req), method: req.method, url: req.url } as unknown as AuthenticatedRequest;
     const context = {
       getType: () => 'http',
       getHandler: () => route.handler,
