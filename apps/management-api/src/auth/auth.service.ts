@@ -95,6 +95,13 @@ export class AuthService {
    * someone with no tenant at all gets a personal tenant where they are admin (plan free).
    */
   private async createOrClaim(claims: IdentityClaims): Promise<UserEntity> {
+    // The account is bound to this e-mail (one e-mail, one user): only a provider-verified one may take it.
+    if (!claims.emailVerified) {
+      throw new ProblemException(
+        AuthProblems['email-not-verified'],
+        `The identity provider has not verified ${claims.email}; verify the e-mail address with it, then sign in again.`,
+      );
+    }
     try {
       return await this.transactions.run(async (m) => {
         const existing = await this.users.findByEmail(claims.email, m);

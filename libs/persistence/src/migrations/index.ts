@@ -4,6 +4,7 @@ import { UsageLedger1763800200000 } from './1763800200000-usage-ledger';
 import { Billing1763800300000 } from './1763800300000-billing';
 import { UsageSubscriptions1763800400000 } from './1763800400000-usage-subscriptions';
 import { UsageLedgerCompletedIffSettled1763800500000 } from './1763800500000-usage-ledger-completed-iff-settled';
+import { DevIdpEmailVerified1763800660000 } from './1763800660000-dev-idp-email-verified';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   Billing1763800300000,
   UsageSubscriptions1763800400000,
   UsageLedgerCompletedIffSettled1763800500000,
+  DevIdpEmailVerified1763800660000,
 ];
