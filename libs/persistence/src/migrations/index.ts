@@ -5,6 +5,7 @@ import { Billing1763800300000 } from './1763800300000-billing';
 import { UsageSubscriptions1763800400000 } from './1763800400000-usage-subscriptions';
 import { UsageLedgerCompletedIffSettled1763800500000 } from './1763800500000-usage-ledger-completed-iff-settled';
 import { DevIdpEmailVerified1763800660000 } from './1763800660000-dev-idp-email-verified';
+import { Invitations1763800670000 } from './1763800670000-invitations';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   UsageSubscriptions1763800400000,
   UsageLedgerCompletedIffSettled1763800500000,
   DevIdpEmailVerified1763800660000,
+  Invitations1763800670000,
 ];
