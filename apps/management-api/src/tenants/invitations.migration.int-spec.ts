@@ -1,9 +1,11 @@
+import type { MigrationInterface } from 'typeorm';
+import { createDataSource, MIGRATIONS } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
-import { createDataSource } from '../data-source';
-import { Invitations1763800670000 } from './1763800670000-invitations';
+
+const Invitations = MIGRATIONS.find((m) => m.name === 'Invitations1763800670000')! as new () => MigrationInterface;
 
 /** The invitations migration on data written the old way: an invited user who never signed in was a placeholder user with a membership. */
-describe('Invitations1763800670000 on existing data (real Postgres)', () => {
+describe('the invitations migration (Invitations1763800670000) on existing data (real Postgres)', () => {
   let db: TestDatabase;
 
   beforeAll(async () => {
@@ -18,7 +20,7 @@ describe('Invitations1763800670000 on existing data (real Postgres)', () => {
     await ds.initialize();
     const runner = ds.createQueryRunner();
     try {
-      const migration = new Invitations1763800670000();
+      const migration = new Invitations();
       // Back to the schema before it (the template database is fully migrated).
       await migration.down(runner);
       const [{ id: tenantId }] = await runner.query(`INSERT INTO tenants (name, primary_email) VALUES ('Acme', 'ops@acme.test') RETURNING id`);
