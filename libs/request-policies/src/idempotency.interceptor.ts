@@ -24,8 +24,7 @@ const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'last-modified', '
  * - a 4xx the handler (or validation) answers is kept and replayed, as the same request would fail
  *   the same way; a 5xx is not: the claim is released so a retry can succeed;
  * - Redis down: a request carrying a key is refused with 503, because running it without the
- *   guarantee could apply it twice (a double charge); requests without a key are unaffected.
- *
+ *   guarantee could apply it twice (a double charge); requests without a key are unaffected;
  * - only requests the guards authenticated are keyed (per tenant and caller), so an answer is never
  *   replayed before the request's own credentials were checked; public routes (which authenticate,
  *   if at all, in the handler: `/oauth/token`, sign-in) ignore the key, and @NoIdempotency routes too;
