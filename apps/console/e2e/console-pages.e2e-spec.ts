@@ -265,6 +265,7 @@ async function stop(child: ChildProcess | undefined) {
     await page.reload();
     const invitations = page.getByRole('region', { name: 'Invitations' });
     await invitations.getByText(otherTenant.name).waitFor();
+    await page.getByRole('button', { name: `Role of ${email}` }).waitFor();
     await shot('13b-invitations');
     await accessible('invitations');
     await invitations.getByRole('button', { name: `Accept the invitation to ${otherTenant.name}` }).click();
