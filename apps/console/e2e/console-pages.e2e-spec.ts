@@ -202,7 +202,7 @@ async function stop(child: ChildProcess | undefined) {
     await shot('12-environments');
     await accessible('environments');
 
-    // Team: the user is the admin of their tenant; a second account is added as an editor.
+    // Team: the user is the admin of their tenant; a second account is invited as an editor and accepts.
     const other = `teammate-${Date.now()}@flagship.test`;
     expect((await http(`${base}/dev/idp/accounts`, { method: 'POST', json: { email: other, password } })).status).toBe(201);
     const idToken = (await http<{ idToken: string }>(`${base}/dev/idp/token`, { method: 'POST', json: { email: other, password } })).body.idToken;
@@ -213,9 +213,19 @@ async function stop(child: ChildProcess | undefined) {
     await page.getByRole('button', { name: / Role$/ }).click();
     await page.getByRole('option', { name: 'editor' }).click();
     await page.getByRole('button', { name: 'Invite member' }).click();
+    await page.getByText(`Invited ${other} as editor.`).waitFor();
+    await page.getByRole('button', { name: `Withdraw the invitation of ${other}` }).waitFor();
+    const members = async () => (await http<{ email: string; role: string }[]>(`${base}/api/tenants/${s.tenantId}/users`, { headers })).body.map((m) => `${m.role} ${m.email}`).sort();
+    // Not a member before accepting, with their own session.
+    expect(await members()).toEqual([`admin ${email}`]);
+    const asOther = { authorization: `Bearer ${idToken}` };
+    const theirInvitations = await http<{ id: string; role: string }[]>(`${base}/api/invitations`, { headers: asOther });
+    expect(theirInvitations.body.map((i) => i.role)).toEqual(['editor']);
+    expect((await http(`${base}/api/invitations/${theirInvitations.body[0].id}/accept`, { method: 'POST', headers: asOther })).status).toBe(200);
+    await nav('Projects', 'Projects');
+    await nav('Team', 'Team');
     const otherRole = page.getByRole('button', { name: `Role of ${other}` });
     await waitFor(async () => (await otherRole.textContent())?.includes('editor') === true, 10000, 100);
-    const members = async () => (await http<{ email: string; role: string }[]>(`${base}/api/tenants/${s.tenantId}/users`, { headers })).body.map((m) => `${m.role} ${m.email}`).sort();
     expect(await members()).toEqual([`admin ${email}`, `editor ${other}`]);
     // Change the role in the row.
     await otherRole.click();
@@ -230,16 +240,15 @@ async function stop(child: ChildProcess | undefined) {
     expect(await refused.textContent()).toContain('Request id');
     await shot('13-team');
     await accessible('team');
-    // Someone without an account is invited: marked so, and the invitation can be withdrawn.
+    // Someone without an account is invited: listed as pending, and the invitation can be withdrawn.
     const newcomer = `newcomer-${Date.now()}@flagship.test`;
     await page.getByRole('textbox', { name: 'Member email' }).fill(newcomer);
     await page.getByRole('button', { name: 'Invite member' }).click();
-    const invitedRow = page.getByRole('row', { name: new RegExp(newcomer) });
-    await invitedRow.getByText('Invited').waitFor();
-    expect(await invitedRow.textContent()).toContain('not signed in yet');
-    await page.getByRole('button', { name: `Withdraw the invitation of ${newcomer}` }).click();
+    const withdrawNewcomer = page.getByRole('button', { name: `Withdraw the invitation of ${newcomer}` });
+    await withdrawNewcomer.click();
     await page.getByRole('alertdialog').getByRole('button', { name: 'Withdraw invitation' }).click();
-    await invitedRow.waitFor({ state: 'detached' });
+    await withdrawNewcomer.waitFor({ state: 'detached' });
+    expect((await http<unknown[]>(`${base}/api/tenants/${s.tenantId}/invitations`, { headers })).body).toEqual([]);
     // The signed-in admin's own last access in this tenant is recorded (the "Last active" column).
     const mine = await http<{ email: string; status: string; lastAccessedAt: string | null }[]>(`${base}/api/tenants/${s.tenantId}/users`, { headers });
     expect(mine.body.find((m) => m.email === email)).toMatchObject({ status: 'active', lastAccessedAt: expect.any(String) });
@@ -248,6 +257,22 @@ async function stop(child: ChildProcess | undefined) {
     await page.getByRole('alertdialog').getByRole('button', { name: 'Remove member' }).click();
     await otherRole.waitFor({ state: 'detached' });
     expect(await members()).toEqual([`admin ${email}`]);
+
+    // The console's user is invited to the teammate's tenant: shown on every page with Accept and
+    // Decline; accepting adds it to the tenant menu and the active tenant stays the user's own.
+    const otherTenant = (await http<{ id: string; name: string }[]>(`${base}/api/tenants`, { headers: asOther })).body[0];
+    expect((await http(`${base}/api/tenants/${otherTenant.id}/users`, { method: 'POST', headers: asOther, json: { email, role: 'viewer' } })).status).toBe(201);
+    await page.reload();
+    const invitations = page.getByRole('region', { name: 'Invitations' });
+    await invitations.getByText(otherTenant.name).waitFor();
+    await page.getByRole('button', { name: `Role of ${email}` }).waitFor();
+    await shot('13b-invitations');
+    await accessible('invitations');
+    await invitations.getByRole('button', { name: `Accept the invitation to ${otherTenant.name}` }).click();
+    await invitations.getByRole('status').getByText(`You joined ${otherTenant.name}`).waitFor();
+    expect((await session()).tenantId).toBe(s.tenantId);
+    const mineNow = (await http<{ id: string }[]>(`${base}/api/tenants`, { headers: { authorization: `Bearer ${s.token}` } })).body.map((t) => t.id);
+    expect(mineNow).toEqual(expect.arrayContaining([s.tenantId, otherTenant.id]));
 
     // OAuth clients: create one allowed the gateway and the internal `insights` product; its secret is shown once.
     await nav('OAuth clients', 'OAuth clients');

@@ -4,6 +4,7 @@ import { Button } from 'react-aria-components';
 import { Link, Route, Router, Switch, useLocation } from 'wouter';
 import { isApiError } from './api';
 import { ChoiceSelect } from './components/ChoiceSelect';
+import { PendingInvitations } from './components/Invitations';
 import { SandboxBanner, SandboxPage } from './components/Sandbox';
 import { Loading } from './components/States';
 import { Tour } from './components/Tour';
@@ -124,6 +125,7 @@ function Shell({ children }: { children: ReactNode }) {
         {isSandbox && <NavLink href="/sandbox">Sandbox</NavLink>}
       </nav>
       <SandboxBanner />
+      <PendingInvitations />
       <ReadOnlyContext.Provider value={readOnly}>
         <main id="main">{children}</main>
         <Tour />

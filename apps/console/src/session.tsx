@@ -21,6 +21,8 @@ interface SessionApi {
   signIn(s: Omit<Session, 'environment'>): void;
   signOut(notice?: string): void;
   setTenant(id: string): void;
+  /** A tenant the user just joined (an accepted invitation) goes into the tenant switcher; the active one stays. */
+  joinTenant(tenant: TenantRef): void;
   setEnvironment(key: string): void;
   scope: RequestScope;
 }
@@ -64,6 +66,7 @@ export function SessionProvider({ children, initial }: { children: ReactNode; in
         save(null);
       },
       setTenant: (id) => session && save({ ...session, tenantId: id }),
+      joinTenant: (t) => session && !session.tenants.some((x) => x.tenant_id === t.tenant_id) && save({ ...session, tenants: [...session.tenants, t] }),
       setEnvironment: (key) => session && save({ ...session, environment: key }),
       scope: session ? { token: session.token, tenantId: session.tenantId, environment: session.environment } : {},
     }),

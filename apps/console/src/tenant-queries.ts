@@ -1,12 +1,12 @@
 // Server state of the tenant pages (projects, team, OAuth clients, sandbox, tours, usage, billing):
 // each a query on management-api's public REST API, keyed by tenant so a switch never shows another's.
 import { useQuery } from '@tanstack/react-query';
-import type { CreditBalance, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
+import type { CreditBalance, Invitation, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
 import { request, requestAll, type RequestScope } from './api';
 import type { OAuthClient, OAuthClientWithSecret } from '@flagship/domain';
 
 export type { OAuthClient, OAuthClientWithSecret };
-export type { CreditBalance, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
+export type { CreditBalance, Invitation, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
 
 
 export interface TourStatus { completed: boolean; completed_at: string | null }
@@ -45,6 +45,25 @@ export function useMembers(scope: RequestScope) {
   return useQuery({
     queryKey: ['members', scope.tenantId],
     queryFn: () => requestAll<TenantUser>(`/api/tenants/${encodeURIComponent(scope.tenantId ?? '')}/users?limit=1000`, tenantOnly(scope)),
+  });
+}
+
+/** The signed-in user's own pending invitations (by their verified e-mail; any tenant). */
+export function useMyInvitations(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['my-invitations', scope.token],
+    queryFn: async () => (await request<Invitation[]>('GET', '/api/invitations', { token: scope.token })).body,
+    staleTime: 60_000,
+    retry: false,
+  });
+}
+
+/** The active tenant's pending invitations (admins). */
+export function useTenantInvitations(scope: RequestScope, enabled: boolean) {
+  return useQuery({
+    queryKey: ['tenant-invitations', scope.tenantId],
+    queryFn: async () => (await request<Invitation[]>('GET', `/api/tenants/${encodeURIComponent(scope.tenantId ?? '')}/invitations`, tenantOnly(scope))).body,
+    enabled,
   });
 }
 

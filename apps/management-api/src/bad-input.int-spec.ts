@@ -55,7 +55,9 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     const project = await f.call('POST', '/api/projects', { ...auth, json: { name: 'p' } });
     await f.call('POST', '/api/flags', { ...auth, json: { key: 'f1', name: 'f', type: 'boolean', defaultValue: true } });
     const client = await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c', scopes: ['flags:read'] } });
+    const invitation = await f.call('POST', `/api/tenants/${root.tenantId}/users`, { ...auth, json: { email: 'pending-invitee@flagship.test', role: 'viewer' } });
     Object.assign(params, {
+      invitationId: invitation.body.id,
       flagKey: 'f1',
       projectId: project.body.id,
       id: project.body.id,
@@ -113,7 +115,8 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     const { rows } = await db.query(
       `SELECT (SELECT count(*) FROM flags) f, (SELECT count(*) FROM projects) p, (SELECT count(*) FROM tenants) t,
               (SELECT count(*) FROM oauth_clients) c, (SELECT count(*) FROM environments) e, (SELECT count(*) FROM users) u,
-              (SELECT count(*) FROM memberships) m, (SELECT count(*) FROM flag_audit) a, (SELECT count(*) FROM credit_grants) g`,
+              (SELECT count(*) FROM memberships) m, (SELECT count(*) FROM flag_audit) a, (SELECT count(*) FROM credit_grants) g,
+              (SELECT count(*) FROM invitations) i, (SELECT count(*) FROM invitations WHERE status = 'pending') ip`,
     );
     await db.end();
     return rows[0];
@@ -322,7 +325,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     await f.call('POST', '/api/flags', { ...auth, json: { key: 'f2', name: 'f', type: 'boolean', defaultValue: true } });
     await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c2', scopes: ['flags:read'] } });
     const invitee = await f.signUp();
-    await f.call('POST', `/api/tenants/${root.tenantId}/users`, { ...auth, json: { email: invitee.email, role: 'viewer' } });
+    await f.addMember(root, root.tenantId, invitee.email, 'viewer', invitee);
     // The usage ledger has no API that writes it (the gateway does): two rows as the gateway writes them.
     const db = new Client({ connectionString: f.te.db.url });
     await db.connect();

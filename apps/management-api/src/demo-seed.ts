@@ -5,7 +5,7 @@ import { AdminRepository } from './admin/admin.repository';
 import { EnvironmentsRepository } from './environments/environments.repository';
 import { newClientSecret } from './oauth/client-credentials';
 import { SandboxService } from './sandbox/sandbox.service';
-import { pendingSubject } from './users/user.entity';
+import { InvitationsRepository } from './tenants/invitations.repository';
 
 /** The demo tenant `npm start` creates, with a fixed id so the README can name it. */
 export const DEMO_TENANT_ID = '00000000-0000-4000-8000-00000000d3e0';
@@ -25,8 +25,8 @@ export interface DemoSeedResult {
 
 /**
  * The demo data `npm run seed` writes for local use, idempotent. The demo tenant (plan premium) gets the
- * default environments, the sandbox's demo project and flags, and demo@example.com as a pending
- * admin: whoever signs up with that e-mail (dev identity provider) lands in it. For the AI gateway
+ * default environments, the sandbox's demo project and flags, and an invitation of demo@example.com
+ * as admin: whoever signs up with that (verified) e-mail accepts it to join (GET /api/invitations). For the AI gateway
  * it gets an `enterprise` entitlement for `core`, 10 credits (once) and the OAuth client
  * DEMO_CLIENT_ID, whose secret is rotated on every run (only its hash is stored) and returned.
  */
@@ -40,12 +40,7 @@ export async function seedDemo(app: INestApplicationContext): Promise<DemoSeedRe
     );
     if (rows.length === 0) return false;
     await app.get(EnvironmentsRepository).insertDefaults(m, DEMO_TENANT_ID);
-    const [user] = (await m.query(
-      `INSERT INTO users (idp_subject, email, display_name) VALUES ($1, $2, 'Demo Admin')
-       ON CONFLICT (idp_subject) DO UPDATE SET email = EXCLUDED.email RETURNING id`,
-      [pendingSubject(DEMO_EMAIL), DEMO_EMAIL],
-    )) as Array<{ id: string }>;
-    await m.query(`INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'admin') ON CONFLICT DO NOTHING`, [DEMO_TENANT_ID, user.id]);
+    await app.get(InvitationsRepository).upsertPending(m, DEMO_TENANT_ID, DEMO_EMAIL, 'admin', null);
     const tenant = (await m.getRepository(TenantEntity).findOneBy({ id: DEMO_TENANT_ID }))!;
     await app.get(SandboxService).seed(m, tenant);
     return true;

@@ -27,4 +27,16 @@ describe('Idempotency-Key helpers', () => {
     expect(requestFingerprint('POST', '/api/flags?x=2', { key: 'a', on: true })).not.toBe(base);
     expect(requestFingerprint('POST', '/api/flags?x=1', { key: 'a', on: false })).not.toBe(base);
   });
+
+  it('fingerprints the headers that change meaning (X-Tenant-ID, X-Environment, If-Match), not the others', () => {
+    const body = { on: true };
+    const plain = requestFingerprint('PATCH', '/api/flags/a', body);
+    expect(requestFingerprint('PATCH', '/api/flags/a', body, { 'x-request-id': 'r1', authorization: 'Bearer x' })).toBe(plain);
+    const prod = requestFingerprint('PATCH', '/api/flags/a', body, { 'x-environment': 'production' });
+    expect(prod).not.toBe(plain);
+    expect(requestFingerprint('PATCH', '/api/flags/a', body, { 'x-environment': 'staging' })).not.toBe(prod);
+    expect(requestFingerprint('PATCH', '/api/flags/a', body, { 'x-environment': 'production', 'x-request-id': 'r2' })).toBe(prod);
+    expect(requestFingerprint('PATCH', '/api/flags/a', body, { 'if-match': '"1.1"' })).not.toBe(plain);
+    expect(requestFingerprint('PATCH', '/api/flags/a', body, { 'x-tenant-id': 't1' })).not.toBe(requestFingerprint('PATCH', '/api/flags/a', body, { 'x-tenant-id': 't2' }));
+  });
 });

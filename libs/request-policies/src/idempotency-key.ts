@@ -35,9 +35,23 @@ function sortKeys(value: unknown): unknown {
 export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /**
- * What makes two requests "the same" for a key: method, path with query, and the body's canonical
- * form. Headers are left out on purpose: a retry may carry a new request id or auth token.
+ * Request headers that change what a request means: the tenant it acts in, the environment it
+ * writes to, the version it expects. The same key with another value is another request (422), never
+ * a replay of an answer given for another tenant or environment.
  */
-export function requestFingerprint(method: string, url: string, body: unknown): string {
-  return `${method.toUpperCase()} ${url} ${sha256Hex(canonicalJson(body))}`;
+export const MEANINGFUL_HEADERS = ['x-tenant-id', 'x-environment', 'if-match'] as const;
+
+/**
+ * What makes two requests "the same" for a key: method, path with query, the body's canonical form
+ * and the MEANINGFUL_HEADERS. Other headers are left out on purpose: a retry may carry a new
+ * request id or a refreshed auth token.
+ */
+export function requestFingerprint(method: string, url: string, body: unknown, headers: Record<string, string | string[] | undefined> = {}): string {
+  const meaning: Record<string, string> = {};
+  for (const name of MEANINGFUL_HEADERS) {
+    const value = headers[name];
+    if (value !== undefined) meaning[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  const base = `${method.toUpperCase()} ${url} ${sha256Hex(canonicalJson(body))}`;
+  return Object.keys(meaning).length === 0 ? base : `${base} ${sha256Hex(canonicalJson(meaning))}`;
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, HttpCode, Param, Patch, Post, Put, Res } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Param, Patch, Post, Put, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import Redis from 'ioredis';
 import { IsString, MaxLength } from 'class-validator';
 import { CommonProblems, ProblemException } from '@flagship/problem-details';
 import type { RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, DisposableRedis, http, waitFor, type HttpResult, type TestEnvironment } from '@flagship/testing';
+import { NoIdempotency, SecretResponse } from './idempotency.decorators';
 import { sha256Hex } from './idempotency-key';
 import { startProbe } from './policies-probe.fixture';
 
@@ -85,6 +86,33 @@ class IdempotentController {
   validated(@Body() dto: NamedDto): NamedDto {
     ran('validated');
     return dto;
+  }
+
+  /** Like /oauth/token: public, the credentials (Basic) checked in the handler, a credential answered. */
+  @Post('token')
+  @HttpCode(200)
+  token(@Headers('authorization') authorization: string | undefined): { access_token: string } {
+    if (authorization !== `Basic ${Buffer.from('client-a:secret-a').toString('base64')}`) {
+      throw new ProblemException(CommonProblems.unauthorized, 'Client authentication failed.');
+    }
+    return { access_token: `token-of-a-${ran('token')}-${randomUUID()}` };
+  }
+
+  /** Authenticated by the guard, yet marked: the key is ignored. */
+  @Post('signin')
+  @NoIdempotency()
+  @HttpCode(200)
+  signin(): { session: number } {
+    return { session: ran('signin') };
+  }
+
+  /** Like OAuth client creation: the answer holds a secret shown once. */
+  @Post('clients')
+  @SecretResponse()
+  createClient(@Res({ passthrough: true }) res: Response): { id: number; secret: string } {
+    const id = ran('clients');
+    res.setHeader('Location', `/clients/${id}`);
+    return { id, secret: `ffs_${randomUUID()}` };
   }
 }
 
@@ -235,16 +263,83 @@ describe('Idempotency-Key through real HTTP and Redis', () => {
     }
   });
 
-  it('scopes keys of unauthenticated requests to the client address', async () => {
+  it('ignores the key on unauthenticated requests: nothing is stored that another address or caller could get', async () => {
     const key = randomUUID();
     const from = (address: string) => send(svc, 'POST', '/things', { 'x-forwarded-for': address, 'idempotency-key': key }, { name: 'anon' });
     const first = await from('203.0.113.10');
     const same = await from('203.0.113.10');
-    const other = await from('203.0.113.11');
+    expect(same.headers.get('idempotent-replayed')).toBeNull();
+    expect(same.body).not.toEqual(first.body);
+    expect(await redis.keys(`${te.redis.prefix}*idem*`)).not.toContainEqual(expect.stringContaining(sha256Hex(key)));
+  });
+
+  it('never replays a token answer to a request with wrong or no credentials (the /oauth/token replay)', async () => {
+    const key = randomUUID();
+    const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+    const form = { grant_type: 'client_credentials' };
+    const victim = await send(svc, 'POST', '/token', { authorization: basic('client-a', 'secret-a'), 'idempotency-key': key }, form);
+    expect(victim.status).toBe(200);
+    const token = (victim.body as { access_token: string }).access_token;
+    for (const headers of [{ authorization: basic('client-a', 'wrong') }, { authorization: basic('attacker', 'x') }, {}] as Record<string, string>[]) {
+      for (const app of [svc, replica]) {
+        const attack = await send(app, 'POST', '/token', { ...headers, 'idempotency-key': key }, form);
+        expectProblem(attack, 401, 'unauthorized');
+        expect(attack.text).not.toContain(token);
+        expect(attack.headers.get('idempotent-replayed')).toBeNull();
+      }
+    }
+    // The legitimate retry gets a token of its own (the route is not cached), not the first one.
+    const retry = await send(svc, 'POST', '/token', { authorization: basic('client-a', 'secret-a'), 'idempotency-key': key }, form);
+    expect(retry.status).toBe(200);
+    expect((retry.body as { access_token: string }).access_token).not.toBe(token);
+    const stored = await redis.keys(`${te.redis.prefix}*`);
+    for (const k of stored) {
+      if ((await redis.type(k)) === 'string') expect(await redis.get(k)).not.toContain(token);
+    }
+  });
+
+  it('ignores the key on a @NoIdempotency route even for an authenticated caller', async () => {
+    const headers = { ...who(), 'idempotency-key': randomUUID() };
+    const first = await send(svc, 'POST', '/signin', headers, {});
+    const again = await send(svc, 'POST', '/signin', headers, {});
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect((again.body as { session: number }).session).toBe((first.body as { session: number }).session + 1);
+  });
+
+  it('never stores an answer holding a secret; a retry is told the request succeeded and gets no secret, nothing runs twice', async () => {
+    const tenantId = randomUUID();
+    const headers = { ...who(tenantId), 'idempotency-key': randomUUID() };
+    const created = await send(svc, 'POST', '/clients', headers, {});
+    expect(created.status).toBe(201);
+    const secret = (created.body as { secret: string }).secret;
+    const before = count('clients');
+    const stored = await redis.keys(`${te.redis.prefix}*`);
+    expect(stored.length).toBeGreaterThan(0);
+    for (const k of stored) {
+      if ((await redis.type(k)) === 'string') expect(await redis.get(k)).not.toContain(secret);
+    }
+    for (const app of [svc, replica]) {
+      const retry = await send(app, 'POST', '/clients', headers, {});
+      expectProblem(retry, 409, 'idempotent-response-not-replayable');
+      expect(retry.text).not.toContain(secret);
+      expect(retry.headers.get('location')).toBe(created.headers.get('location'));
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.body).toMatchObject({ originalStatus: 201, location: created.headers.get('location') });
+    }
+    expect(count('clients')).toBe(before);
+  });
+
+  it('treats another X-Environment, If-Match or X-Tenant-ID under the same key as another request (422), not a replay', async () => {
+    const base = { ...who(), 'idempotency-key': randomUUID() };
+    const first = await send(svc, 'PATCH', '/things/9', { ...base, 'x-environment': 'production', 'if-match': '"1.1"', 'x-tenant-id': 'a' }, { on: true });
+    expect(first.status).toBe(200);
+    const before = count('patch');
+    expectProblem(await send(svc, 'PATCH', '/things/9', { ...base, 'x-environment': 'staging', 'if-match': '"1.1"', 'x-tenant-id': 'a' }, { on: true }), 422, 'idempotency-key-reused');
+    expectProblem(await send(svc, 'PATCH', '/things/9', { ...base, 'x-environment': 'production', 'x-tenant-id': 'a' }, { on: true }), 422, 'idempotency-key-reused');
+    expectProblem(await send(svc, 'PATCH', '/things/9', { ...base, 'x-environment': 'production', 'if-match': '"1.1"', 'x-tenant-id': 'b' }, { on: true }), 422, 'idempotency-key-reused');
+    const same = await send(svc, 'PATCH', '/things/9', { ...base, 'x-environment': 'production', 'if-match': '"1.1"', 'x-tenant-id': 'a', 'x-request-id': 'another' }, { on: true });
     expect(same.headers.get('idempotent-replayed')).toBe('true');
-    expect(same.body).toEqual(first.body);
-    expect(other.headers.get('idempotent-replayed')).toBeNull();
-    expect(other.body).not.toEqual(first.body);
+    expect(count('patch')).toBe(before);
   });
 
   it('stores and replays a 4xx answer, from the handler or from validation', async () => {

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Request } from 'express';
 import type Redis from 'ioredis';
 import { REDIS, REDIS_KEYS, RedisKeys } from '@flagship/redis';
-import { callerOf } from '@flagship/service-kit';
+import type { CallerContext } from '@flagship/service-kit';
 import { sha256Hex } from './idempotency-key';
-import { clientAddress } from './rate-limit.subject';
 import { LuaScript, RedisUnavailableError, withRedis } from './redis-script';
 import { REQUEST_POLICIES_OPTIONS, type ResolvedRequestPoliciesOptions } from './request-policies.options';
 
@@ -15,6 +13,8 @@ export interface StoredResponse {
   headers: Record<string, string>;
   /** The JSON value the handler returned (or the problem body); absent for an empty body. */
   body?: unknown;
+  /** The body carried a secret and was not stored (@SecretResponse): a retry is told so, not shown it. */
+  withheld?: true;
 }
 
 export type IdempotencyRecord =
@@ -80,15 +80,14 @@ export class IdempotencyService {
 
   /**
    * Keys are scoped to tenant and caller (CONTRACT.md section 4), so two callers choosing the same
-   * key never see each other's responses; unauthenticated routes are scoped to the client address.
-   * The key itself is hashed: it is caller-chosen text of up to 255 characters.
+   * key never see each other's responses. Only authenticated callers have keys: an answer is
+   * replayed only to whoever proved the same identity again. The key itself is hashed: it is
+   * caller-chosen text of up to 255 characters.
    */
-  storeKeyFor(req: Request, idempotencyKey: string): string {
-    const caller = callerOf(req);
+  storeKeyFor(caller: CallerContext, idempotencyKey: string): string {
     const hashed = sha256Hex(idempotencyKey);
-    if (caller?.tenantId) return this.keys.tenant(caller.tenantId, 'idem', caller.callerId, hashed);
-    if (caller) return this.keys.key('idem', 'caller', caller.callerId, hashed);
-    return this.keys.key('idem', 'ip', clientAddress(req), hashed);
+    if (caller.tenantId) return this.keys.tenant(caller.tenantId, 'idem', caller.callerId, hashed);
+    return this.keys.key('idem', 'caller', caller.callerId, hashed);
   }
 
   /**

@@ -7,5 +7,6 @@ export * from './rate-limit.service';
 export * from './rate-limit.guard';
 export * from './idempotency-key';
 export * from './idempotency.service';
+export * from './idempotency.decorators';
 export * from './idempotency.interceptor';
 export * from './redis-script';

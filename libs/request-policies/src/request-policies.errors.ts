@@ -12,5 +12,6 @@ export const RequestPolicyProblems = {
     'idempotency-key-reused': { status: HttpStatus.UNPROCESSABLE_ENTITY, title: 'Idempotency-Key reused for another request' },
     'idempotency-in-flight': { status: HttpStatus.CONFLICT, title: 'Request with this Idempotency-Key still in progress' },
     'idempotency-unavailable': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'Idempotency store unavailable' },
+    'idempotent-response-not-replayable': { status: HttpStatus.CONFLICT, title: 'Request already processed; its answer carried a secret and is not kept' },
   }),
 };

@@ -65,7 +65,12 @@ export type TenantsCovered =
   | Op<'Tenants_list', [Reads<'Tenants_list', 200, sdk.Tenant[]>]>
   | Op<'Tenants_create', [Reads<'Tenants_create', 201, sdk.Tenant>, Writes<'Tenants_create', sdk.CreateTenantInput>]>
   | Op<'Tenants_users', [Reads<'Tenants_users', 200, sdk.TenantUser[]>]>
-  | Op<'Tenants_addUser', [Reads<'Tenants_addUser', 201, sdk.TenantUser>, Writes<'Tenants_addUser', sdk.AddTenantUserInput>]>
+  | Op<'Tenants_addUser', [Reads<'Tenants_addUser', 201, sdk.Invitation>, Writes<'Tenants_addUser', sdk.AddTenantUserInput>]>
+  | Op<'Tenants_invitationsOf', [Reads<'Tenants_invitationsOf', 200, sdk.Invitation[]>]>
+  | Op<'Tenants_withdrawInvitation', [Empty<'Tenants_withdrawInvitation', 204>]>
+  | Op<'Invitations_list', [Reads<'Invitations_list', 200, sdk.Invitation[]>]>
+  | Op<'Invitations_accept', [Reads<'Invitations_accept', 200, sdk.Invitation>]>
+  | Op<'Invitations_decline', [Reads<'Invitations_decline', 200, sdk.Invitation>]>
   | Op<'Tenants_changeRole', [Reads<'Tenants_changeRole', 200, sdk.TenantUser>, Writes<'Tenants_changeRole', sdk.UpdateTenantUserInput>]>
   | Op<'Tenants_removeUser', [Empty<'Tenants_removeUser', 204>]>;
 

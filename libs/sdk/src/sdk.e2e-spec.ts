@@ -341,9 +341,19 @@ describe('FlagshipClient against management-api', () => {
       expect(acme).toMatchObject({ name: 'Acme', primaryEmail: 'ops@acme.test', contactName: 'Ada', isSandbox: false, subscription: { plan: 'free' } });
       expect((await client.tenants.list()).map((t) => t.id)).toEqual(expect.arrayContaining([ada.tenantId, acme.id]));
 
-      const grace = await client.tenants.addUser(acme.id, { email: 'grace@acme.test', role: 'editor' });
-      expect(grace).toMatchObject({ email: 'grace@acme.test', role: 'editor' });
+      const invitation = await client.tenants.addUser(acme.id, { email: 'grace@acme.test', role: 'editor' });
+      expect(invitation).toMatchObject({ email: 'grace@acme.test', role: 'editor', status: 'pending', tenantId: acme.id });
+      expect((await client.tenants.invitations(acme.id)).map((i) => i.id)).toEqual([invitation.id]);
+      // Grace signs up (a tenant of her own) and accepts with her own session.
+      const graceUser = await signUp(api, 'grace@acme.test');
+      const asGrace = new FlagshipClient({ baseUrl: api.url, auth: { idToken: graceUser.idToken } });
+      expect((await asGrace.tenants.myInvitations()).map((i) => i.id)).toEqual([invitation.id]);
+      expect(await asGrace.tenants.acceptInvitation(invitation.id)).toMatchObject({ id: invitation.id, status: 'accepted' });
+      const declined = await client.tenants.addUser(acme.id, { email: 'hal@acme.test', role: 'viewer' });
+      await client.tenants.withdrawInvitation(acme.id, declined.id);
+      expect(await client.tenants.invitations(acme.id)).toEqual([]);
       const members = await client.tenants.users(acme.id);
+      const grace = members.find((m) => m.email === 'grace@acme.test')!;
       expect(members.map((m) => `${m.role} ${m.email}`).sort()).toEqual([`admin ${ada.email}`, 'editor grace@acme.test']);
       expect((await collect(client.tenants.allUsers(acme.id, { pageSize: 1 }))).map((m) => m.userId)).toEqual(members.map((m) => m.userId));
       expect(await client.tenants.updateUser(acme.id, grace.userId, { role: 'viewer' })).toMatchObject({ userId: grace.userId, role: 'viewer' });

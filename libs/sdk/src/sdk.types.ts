@@ -310,6 +310,21 @@ export interface AddTenantUserInput {
   role: TenantRole;
 }
 
+/**
+ * An invitation to a tenant. Inviting answers the same whether or not the e-mail has an account;
+ * the invitee, signed in with that e-mail verified, accepts or declines it.
+ */
+export interface Invitation {
+  id: string;
+  tenantId: string;
+  tenantName: string;
+  email: string;
+  role: TenantRole;
+  status: 'pending' | 'accepted' | 'declined';
+  createdAt: Timestamp;
+  respondedAt: Timestamp | null;
+}
+
 export interface Environment {
   key: string;
   name: string;

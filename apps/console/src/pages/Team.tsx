@@ -7,7 +7,7 @@ import { MutationForm, TextInput } from '../components/MutationForm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
-import { ROLES, useMembers, type TenantRole, type TenantUser } from '../tenant-queries';
+import { type Invitation, ROLES, useMembers, useTenantInvitations, type TenantRole, type TenantUser } from '../tenant-queries';
 
 const ROLE_HELP: Record<TenantRole, string> = {
   admin: 'everything: billing, team, OAuth clients',
@@ -63,6 +63,44 @@ function MemberRow({ member }: { member: TenantUser }) {
   );
 }
 
+/** The tenant's pending invitations (admins): who was invited, as what, and Withdraw. */
+function TenantInvitations() {
+  const { scope, tenantId } = useSignedIn();
+  const readOnly = useReadOnly();
+  const qc = useQueryClient();
+  const q = useTenantInvitations(scope, true);
+  const withdraw = useMutation({
+    mutationFn: async (id: string) =>
+      (await request<unknown>('DELETE', `/api/tenants/${encodeURIComponent(tenantId)}/invitations/${encodeURIComponent(id)}`, { ...scope, environment: undefined })).body,
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['tenant-invitations', tenantId] }),
+  });
+  if (!q.data || q.data.length === 0) return null;
+  return (
+    <div className="panel">
+      <h2>Pending invitations</h2>
+      <ul className="invitation-list">
+        {q.data.map((inv: Invitation) => (
+          <li key={inv.id}>
+            <span>
+              {inv.email} <span className="muted">as {inv.role}, invited {new Date(inv.createdAt).toLocaleDateString()}</span>
+            </span>
+            <ConfirmButton
+              label={`Withdraw the invitation of ${inv.email}`}
+              title={`Withdraw the invitation of ${inv.email}? They can no longer accept it.`}
+              confirm="Withdraw invitation"
+              isDisabled={withdraw.isPending || !!readOnly}
+              onConfirm={() => withdraw.mutate(inv.id)}
+            >
+              Withdraw
+            </ConfirmButton>
+          </li>
+        ))}
+      </ul>
+      {withdraw.error && <ErrorState error={withdraw.error} />}
+    </div>
+  );
+}
+
 export function Team() {
   const { scope, tenantId, tenants } = useSignedIn();
   const readOnly = useReadOnly();
@@ -71,12 +109,14 @@ export function Team() {
   const myRole = tenants.find((t) => t.tenant_id === tenantId)?.role;
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<TenantRole>('viewer');
+  const [invited, setInvited] = useState<Invitation | null>(null);
   const add = useMutation({
     mutationFn: async () =>
-      (await request<TenantUser>('POST', `/api/tenants/${encodeURIComponent(tenantId)}/users`, { ...scope, environment: undefined }, { email: email.trim(), role })).body,
-    onSuccess: () => {
+      (await request<Invitation>('POST', `/api/tenants/${encodeURIComponent(tenantId)}/users`, { ...scope, environment: undefined }, { email: email.trim(), role })).body,
+    onSuccess: (inv) => {
       setEmail('');
-      void qc.invalidateQueries({ queryKey: ['members', tenantId] });
+      setInvited(inv);
+      void qc.invalidateQueries({ queryKey: ['tenant-invitations', tenantId] });
     },
   });
   return (
@@ -110,9 +150,11 @@ export function Team() {
           </tbody>
         </table>
       )}
+      {myRole === 'admin' && <TenantInvitations />}
       <div className="panel">
         <h2>Invite a member</h2>
-        <p className="muted">Someone with an account sees this tenant at their next sign-in; someone without one is listed as invited and joins when they first sign in with that e-mail (Withdraw cancels it).</p>
+        <p className="muted">They join when they accept the invitation, signed in with that e-mail (Withdraw cancels it while it is pending).</p>
+        {invited && <p role="status">Invited {invited.email} as {invited.role}.</p>}
         <MutationForm label="Invite a member" mutation={add} submit="Invite member" disabled={!!readOnly}>
           <TextInput label="Member email" name="email" type="email" value={email} onChange={setEmail} isDisabled={!!readOnly} />
           <ChoiceSelect label="Role" value={role} options={ROLES.map((r) => ({ id: r, name: r }))} onChange={setRole} />

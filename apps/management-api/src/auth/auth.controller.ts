@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
-import { RateLimit } from '@flagship/request-policies';
+import { NoIdempotency, RateLimit } from '@flagship/request-policies';
 import { OptionalHeader, Public } from './auth.decorators';
 import { FederatedSigninDto, ForgotPasswordAcceptedDto, ForgotPasswordDto, LoginDto, SignInBootstrapDto, SignInConfigDto, SignupDto } from './auth.dto';
 import { AuthService } from './auth.service';
@@ -13,6 +13,8 @@ const TENANT_HEADER = { name: 'X-Tenant-ID', required: false, description: 'tena
 @Public()
 // Unauthenticated: limited per client address (CONTRACT.md section 4: 60 per minute).
 @RateLimit({ per: 'ip' })
+// Answers are sessions: never replayed to another request carrying the same Idempotency-Key.
+@NoIdempotency()
 @ApiErrors(429, 503)
 @Controller('api/v1/auth')
 export class AuthController {

@@ -36,7 +36,13 @@ export const UsersOnly = (): MethodDecorator & ClassDecorator => SetMetadata(USE
 /** Platform admins only (`PLATFORM_ADMIN_EMAILS`). */
 export const PlatformAdminOnly = (): MethodDecorator & ClassDecorator => SetMetadata(PLATFORM_ADMIN_ONLY, true);
 
-export type AuthenticatedRequest = Request & { authUser?: UserEntity; tenant?: TenantEntity };
+/** What the user's ID token says of their e-mail on this request (users only). */
+export interface VerifiedEmail {
+  email: string;
+  verified: boolean;
+}
+
+export type AuthenticatedRequest = Request & { authUser?: UserEntity; authEmail?: VerifiedEmail; tenant?: TenantEntity };
 
 export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext): CallerContext => {
   const caller = callerOf(ctx.switchToHttp().getRequest<Request>());
@@ -47,6 +53,11 @@ export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext): 
 /** The signed-in user (user tokens only). */
 export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionContext): UserEntity | undefined => {
   return ctx.switchToHttp().getRequest<AuthenticatedRequest>().authUser;
+});
+
+/** The e-mail of the signed-in user's ID token and whether the identity provider verified it (user tokens only). */
+export const CurrentEmail = createParamDecorator((_: unknown, ctx: ExecutionContext): VerifiedEmail | undefined => {
+  return ctx.switchToHttp().getRequest<AuthenticatedRequest>().authEmail;
 });
 
 /** The active tenant resolved by AuthorizationGuard (from @TenantAccess). */

@@ -15,6 +15,7 @@ export const AuthProblems = registerProblemTypes({
   'users-only': { status: HttpStatus.FORBIDDEN, title: 'Only signed-in users may do this' },
   'sandbox-expired': { status: HttpStatus.FORBIDDEN, title: 'Sandbox expired' },
   'platform-admin-required': { status: HttpStatus.FORBIDDEN, title: 'Platform admins only' },
+  'email-not-verified': { status: HttpStatus.FORBIDDEN, title: 'E-mail address not verified' },
 });
 
 export const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="flagship"' };

@@ -1,10 +1,12 @@
-import { ManagementApiFixture } from '../testing/management-api.fixture';
+import { decodeJwt } from 'jose';
+import { Client } from 'pg';
+import { ManagementApiFixture, PLATFORM_ADMIN } from '../testing/management-api.fixture';
 
 describe('sign-in bootstrap and the dev identity provider (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start();
+    f = await ManagementApiFixture.start({ PLATFORM_ADMIN_EMAILS: `${PLATFORM_ADMIN},root2@flagship.test,root3@flagship.test` });
   });
   afterAll(async () => {
     await f?.stop();
@@ -145,6 +147,72 @@ describe('sign-in bootstrap and the dev identity provider (real HTTP, Postgres, 
         const token = await federated(`${segment}@flagship.test`, name);
         expect((await f.call('POST', `/api/v1/auth/signin/${segment}`, { json: { idToken: token, providerName: name } })).status).toBe(200);
       }
+    });
+  });
+
+  describe('email_verified', () => {
+    const unverifiedAccount = async (email: string) => {
+      const res = await f.call('POST', '/dev/idp/accounts', { json: { email, password: 'correct-horse-1', emailVerified: false } });
+      expect(res.status).toBe(201);
+      return res.body as { idToken: string; uid: string };
+    };
+
+    it('the dev identity provider issues unverified tokens on request (accounts keep it; default verified)', async () => {
+      const account = await unverifiedAccount('unverified-idp@flagship.test');
+      expect(decodeJwt(account.idToken).email_verified).toBe(false);
+      const again = await f.call('POST', '/dev/idp/token', { json: { email: 'unverified-idp@flagship.test', password: 'correct-horse-1' } });
+      expect(decodeJwt(again.body.idToken).email_verified).toBe(false);
+      expect(decodeJwt(await f.idToken('verified-idp@flagship.test')).email_verified).toBe(true);
+      const federated = await f.call('POST', '/dev/idp/token', { json: { email: 'fed-unverified@flagship.test', providerName: 'github.com', emailVerified: false } });
+      expect(decodeJwt(federated.body.idToken).email_verified).toBe(false);
+      const mixed = await f.call('POST', '/dev/idp/token', { json: { email: 'unverified-idp@flagship.test', password: 'correct-horse-1', emailVerified: true } });
+      expect([mixed.status, Object.keys(mixed.body.errors)]).toEqual([422, ['emailVerified']]);
+      expect((await f.call('POST', '/dev/idp/accounts', { json: { email: 'x@flagship.test', password: 'correct-horse-1', emailVerified: 'no' } })).status).toBe(422);
+    });
+
+    it('an unverified e-mail cannot sign up (the platform admin\'s least of all): 403 email-not-verified, no user made', async () => {
+      for (const email of ['nobody-checked@flagship.test', 'root3@flagship.test']) {
+        const { idToken } = await unverifiedAccount(email);
+        const res = await f.call('POST', '/api/v1/auth/signup', { json: { idToken, email, password: 'correct-horse-1' } });
+        expect([res.status, res.body.type]).toEqual([403, '/problems/email-not-verified']);
+        expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+        expect((await f.call('POST', '/api/v1/auth/login', { json: { idToken } })).status).toBe(404);
+        expect((await f.call('GET', '/admin/users', { token: idToken })).status).toBe(401);
+      }
+      const federated = (await f.call('POST', '/dev/idp/token', { json: { email: 'fed-nobody@flagship.test', providerName: 'google.com', emailVerified: false } })).body.idToken;
+      const signin = await f.call('POST', '/api/v1/auth/signin/google', { json: { idToken: federated, providerName: 'google.com' } });
+      expect([signin.status, signin.body.type]).toEqual([403, '/problems/email-not-verified']);
+    });
+
+    it("a federated identity has its own subject: another provider with the admin's e-mail never becomes the admin", async () => {
+      const root = await f.signUp(PLATFORM_ADMIN);
+      expect((await f.call('GET', '/admin/users', { token: root.idToken })).status).toBe(200);
+      for (const emailVerified of [false, true]) {
+        const token = await f.call('POST', '/dev/idp/token', { json: { email: PLATFORM_ADMIN, providerName: 'github.com', emailVerified } });
+        expect(decodeJwt(token.body.idToken).sub).not.toBe(decodeJwt(root.idToken).sub);
+        // Not the admin's user: refused as someone who never signed up, and cannot take the e-mail over.
+        expect((await f.call('GET', '/admin/users', { token: token.body.idToken })).status).toBe(401);
+        const signin = await f.call('POST', '/api/v1/auth/signin/github', { json: { idToken: token.body.idToken, providerName: 'github.com' } });
+        expect(signin.status).toBe(emailVerified ? 409 : 403);
+      }
+      // Same provider and e-mail: the same subject each time.
+      const a = await f.call('POST', '/dev/idp/token', { json: { email: 'same@flagship.test', providerName: 'google.com' } });
+      const b = await f.call('POST', '/dev/idp/token', { json: { email: 'SAME@flagship.test', providerName: 'google' } });
+      expect(decodeJwt(a.body.idToken).sub).toBe(decodeJwt(b.body.idToken).sub);
+    });
+
+    it('a user whose token no longer vouches for the e-mail is not a platform admin, though the e-mail is listed', async () => {
+      // A user row from before e-mails were checked: the platform admin's address, bound to an unverified identity.
+      const { idToken, uid } = await unverifiedAccount('legacy-root@flagship.test');
+      const db = new Client({ connectionString: f.te.db.url });
+      await db.connect();
+      try {
+        await db.query(`INSERT INTO users (idp_subject, email) VALUES ($1, $2)`, [uid, 'ROOT2@flagship.test']);
+      } finally {
+        await db.end();
+      }
+      const res = await f.call('GET', '/admin/users', { token: idToken });
+      expect([res.status, res.body.type]).toEqual([403, '/problems/platform-admin-required']);
     });
   });
 

@@ -6,7 +6,7 @@ import { CommonProblems, ProblemException, validationProblem } from '@flagship/p
 import { TenantsRepository, type TenantWithRole } from '../tenants/tenants.repository';
 import { TenantsService } from '../tenants/tenants.service';
 import { UsersRepository } from '../users/users.repository';
-import { pendingSubject, type UserEntity } from '../users/user.entity';
+import type { UserEntity } from '../users/user.entity';
 import { AuthProblems } from './auth.errors';
 import { CONSOLE_CALLBACK_PATH } from '../console/console-static';
 import type { ManagementApiConfig } from '../env.schema';
@@ -91,31 +91,31 @@ export class AuthService {
   }
 
   /**
-   * First sign-in of an identity: bind an invited (pending) user with that e-mail, or create one;
-   * someone with no tenant at all gets a personal tenant where they are admin (plan free).
+   * First sign-in of an identity: the user and their personal tenant, where they are admin (plan
+   * free). Invitations to other tenants wait for them to accept (GET /api/invitations), so a new
+   * user never lands in a tenant they did not choose.
    */
   private async createOrClaim(claims: IdentityClaims): Promise<UserEntity> {
+    // The account is bound to this e-mail (one e-mail, one user): only a provider-verified one may take it.
+    if (!claims.emailVerified) {
+      throw new ProblemException(
+        AuthProblems['email-not-verified'],
+        `The identity provider has not verified ${claims.email}; verify the e-mail address with it, then sign in again.`,
+      );
+    }
     try {
       return await this.transactions.run(async (m) => {
-        const existing = await this.users.findByEmail(claims.email, m);
-        let user: UserEntity;
-        if (existing && existing.idpSubject === pendingSubject(claims.email)) {
-          await this.users.claim(m, existing.id, claims.subject, claims.name, claims.provider);
-          user = { ...existing, idpSubject: claims.subject, displayName: claims.name };
-        } else if (existing) {
+        if (await this.users.findByEmail(claims.email, m)) {
           // The e-mail belongs to another identity (another provider account): one e-mail, one user.
           throw new ProblemException(AuthProblems['already-signed-up'], 'This e-mail is signed up with another sign-in method; use that one.');
-        } else {
-          user = await this.users.create(m, { idpSubject: claims.subject, email: claims.email, displayName: claims.name, signInProvider: claims.provider });
         }
-        if ((await this.tenants.tenantsOfUser(user.id, m)).length === 0) {
-          await this.tenantsService.createWithAdmin(m, user, {
-            name: `${claims.name || claims.email.split('@')[0]}'s workspace`,
-            primaryEmail: claims.email,
-            contactName: claims.name,
-            isSandbox: false,
-          });
-        }
+        const user = await this.users.create(m, { idpSubject: claims.subject, email: claims.email, displayName: claims.name, signInProvider: claims.provider });
+        await this.tenantsService.createWithAdmin(m, user, {
+          name: `${claims.name || claims.email.split('@')[0]}'s workspace`,
+          primaryEmail: claims.email,
+          contactName: claims.name,
+          isSandbox: false,
+        });
         return user;
       });
     } catch (err) {

@@ -51,10 +51,12 @@ export class AuthenticationGuard implements CanActivate {
       throw new ProblemException(AuthProblems['not-signed-up'], 'This identity has not signed up; call /api/v1/auth/signup or a sign-in endpoint first.', {}, BEARER_CHALLENGE);
     }
     req.authUser = user;
+    req.authEmail = { email: claims.email, verified: claims.emailVerified };
     setCaller(req, {
       kind: 'user',
       callerId: `user:${user.id}`,
-      isPlatformAdmin: this.config.platformAdminEmails.includes(user.email.toLowerCase()),
+      // The e-mail makes a platform admin only while the identity provider vouches for it.
+      isPlatformAdmin: claims.emailVerified && this.config.platformAdminEmails.includes(user.email.toLowerCase()),
     });
     if (!user.lastAccessedAt || Date.now() - user.lastAccessedAt.getTime() > TOUCH_EVERY_MS) {
       void this.users.touch(user.id).catch(() => undefined);

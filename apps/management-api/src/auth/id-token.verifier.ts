@@ -12,6 +12,12 @@ export interface IdentityClaims {
   name: string;
   /** `firebase.sign_in_provider` when the token has one (google.com, github.com, password...). */
   provider: string | null;
+  /**
+   * `email_verified === true`: the provider checked that the person owns the e-mail. Anything else
+   * (false, absent, "true") is unverified: such an e-mail may not decide who someone is (sign-up,
+   * invitations, platform admin).
+   */
+  emailVerified: boolean;
 }
 
 /**
@@ -65,6 +71,7 @@ export class IdTokenVerifier {
         email: payload['email'],
         name: typeof payload['name'] === 'string' ? payload['name'] : '',
         provider: typeof firebase?.sign_in_provider === 'string' ? firebase.sign_in_provider : null,
+        emailVerified: payload['email_verified'] === true,
       };
       if (typeof payload.exp === 'number') {
         if (this.verified.size >= CACHE_MAX) this.verified.delete(this.verified.keys().next().value!);

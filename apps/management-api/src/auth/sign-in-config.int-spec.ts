@@ -94,12 +94,24 @@ describe('sign-in config', () => {
     });
 
     it("accepts an ID token issued to the console's client at the federated sign-in bootstrap, refuses another audience", async () => {
-      const idToken = await sign({ sub: 'acme-1', email: 'oidc-user@flagship.test', name: 'Oidc User', aud: 'flagship-console' });
+      const idToken = await sign({ sub: 'acme-1', email: 'oidc-user@flagship.test', email_verified: true, name: 'Oidc User', aud: 'flagship-console' });
       const res = await f.call('POST', '/api/v1/auth/signin/oidc', { json: { idToken, providerName: 'oidc.acme' } });
       expect(res.status).toBe(200);
       expect(res.body.data.user.email).toBe('oidc-user@flagship.test');
-      const stranger = await sign({ sub: 'acme-2', email: 'other@flagship.test', aud: 'another-client' });
+      const stranger = await sign({ sub: 'acme-2', email: 'other@flagship.test', email_verified: true, aud: 'another-client' });
       expect((await f.call('POST', '/api/v1/auth/signin/oidc', { json: { idToken: stranger, providerName: 'oidc.acme' } })).status).toBe(401);
+    });
+
+    it('refuses a first sign-in whose e-mail the provider has not verified (false, absent, or the string "true"): 403 email-not-verified, no user made', async () => {
+      for (const [sub, verified] of [['acme-u1', false], ['acme-u2', undefined], ['acme-u3', 'true']] as const) {
+        const idToken = await sign({ sub, email: 'root@flagship.test', ...(verified === undefined ? {} : { email_verified: verified }), aud: 'flagship-console' });
+        const res = await f.call('POST', '/api/v1/auth/signin/oidc', { json: { idToken, providerName: 'oidc.acme' } });
+        expect([res.status, res.body.type]).toEqual([403, '/problems/email-not-verified']);
+        expect((await f.call('GET', '/api/tenants', { token: idToken })).status).toBe(401);
+      }
+      // The owner of the address, verified, still gets it.
+      const owner = await sign({ sub: 'acme-root', email: 'root@flagship.test', email_verified: true, aud: 'flagship-console' });
+      expect((await f.call('POST', '/api/v1/auth/signin/oidc', { json: { idToken: owner, providerName: 'oidc.acme' } })).status).toBe(200);
     });
   });
 

@@ -15,7 +15,7 @@ describe('GET /api/billing/credits (real HTTP, Postgres, Redis)', () => {
     ada = await f.signUp();
     viewer = await f.signUp();
     stranger = await f.signUp();
-    expect((await f.call('POST', `/api/tenants/${ada.tenantId}/users`, { token: ada.idToken, json: { email: viewer.email, role: 'viewer' } })).status).toBe(201);
+    await f.addMember(ada, ada.tenantId, viewer.email, 'viewer', viewer);
   });
   afterAll(async () => {
     await f?.stop();

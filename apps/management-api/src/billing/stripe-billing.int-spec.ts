@@ -157,8 +157,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
 
   it('is for tenant admins only: editors and other tenants get 403, and X-Tenant-ID is required on checkout', async () => {
     const ed = `ed-${Date.now()}@flagship.test`;
-    await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: ed, role: 'editor' } });
-    const editor = await f.signUp(ed);
+    const editor = await f.addMember(alice, alice.tenantId, ed, 'editor');
     const asEditor = { ...editor, tenantId: alice.tenantId };
     expect((await checkout(asEditor, body)).status).toBe(403);
     expect((await f.call('POST', '/api/billing/portal', { token: editor.idToken, tenant: alice.tenantId, json: { returnUrl: body.cancelUrl } })).status).toBe(403);

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
-import { RateLimit } from '@flagship/request-policies';
+import { NoIdempotency, RateLimit } from '@flagship/request-policies';
 import { Public } from '../auth/auth.decorators';
 import { JwkSetDto } from '../oauth/oauth-clients.dto';
 import { CreateDevAccountDto, DevTokenDto, DevTokenResponseDto } from './dev-idp.dto';
@@ -12,6 +12,8 @@ import { DevIdpService } from './dev-idp.service';
 @Public()
 // Unauthenticated: limited per client address (CONTRACT.md section 4: 60 per minute).
 @RateLimit({ per: 'ip' })
+// Answers are ID tokens: never replayed to another request carrying the same Idempotency-Key.
+@NoIdempotency()
 @ApiErrors(429)
 @Controller('dev/idp')
 export class DevIdpController {

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEmail, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { IsBoolean, IsEmail, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 
 export class CreateDevAccountDto {
   @ApiProperty({ example: 'ada@example.com' })
@@ -18,6 +18,11 @@ export class CreateDevAccountDto {
   @IsString()
   @MaxLength(200)
   displayName?: string;
+
+  @ApiPropertyOptional({ default: true, description: "the tokens' email_verified claim; false acts as a provider that has not verified the address" })
+  @IsOptional()
+  @IsBoolean()
+  emailVerified?: boolean;
 }
 
 /** Either `{email, password}` (password sign-in) or `{email, providerName}` (federated sign-in). */
@@ -38,6 +43,11 @@ export class DevTokenDto {
   @IsString()
   @MaxLength(64)
   providerName?: string;
+
+  @ApiPropertyOptional({ default: true, description: "federated sign-in only: the token's email_verified claim" })
+  @IsOptional()
+  @IsBoolean()
+  emailVerified?: boolean;
 }
 
 export class DevTokenResponseDto {

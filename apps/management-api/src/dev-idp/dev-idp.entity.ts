@@ -15,6 +15,10 @@ export class DevIdpAccountEntity {
   @Column({ name: 'display_name', type: 'text', default: '' })
   displayName: string;
 
+  /** The token's `email_verified`: false lets tests act as a provider that does not check e-mails. */
+  @Column({ name: 'email_verified', type: 'boolean', default: true })
+  emailVerified: boolean;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

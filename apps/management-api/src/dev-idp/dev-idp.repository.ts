@@ -14,9 +14,9 @@ export class DevIdpRepository {
   /** Inserts unless the e-mail is taken; returns whether it was inserted. */
   async insertAccount(account: Omit<DevIdpAccountEntity, 'createdAt'>): Promise<boolean> {
     const rows: unknown[] = await this.ds.query(
-      `INSERT INTO dev_idp_accounts (uid, email, password_hash, display_name) VALUES ($1, $2, $3, $4)
+      `INSERT INTO dev_idp_accounts (uid, email, password_hash, display_name, email_verified) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT DO NOTHING RETURNING uid`,
-      [account.uid, account.email, account.passwordHash, account.displayName],
+      [account.uid, account.email, account.passwordHash, account.displayName, account.emailVerified],
     );
     return rows.length === 1;
   }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import { APP_CONFIG, DUMMY_SECRET_HASH, hashSecret, verifySecret } from '@flagship/config';
@@ -32,32 +32,28 @@ export class DevIdpService {
   async createAccount(dto: CreateDevAccountDto): Promise<{ idToken: string; uid: string }> {
     const uid = randomBytes(21).toString('base64url');
     const displayName = dto.displayName ?? dto.email.split('@')[0];
-    const inserted = await this.repo.insertAccount({ uid, email: dto.email, passwordHash: await hashSecret(dto.password), displayName });
+    const emailVerified = dto.emailVerified ?? true;
+    const inserted = await this.repo.insertAccount({ uid, email: dto.email, passwordHash: await hashSecret(dto.password), displayName, emailVerified });
     if (!inserted) throw new ProblemException(DevIdpProblems['dev-idp-account-exists'], `An account for ${dto.email} exists; sign in instead.`);
-    return { uid, idToken: await this.sign(uid, dto.email, displayName, 'password') };
+    return { uid, idToken: await this.sign(uid, dto.email, displayName, 'password', emailVerified) };
   }
 
   async token(dto: DevTokenDto): Promise<{ idToken: string; uid: string }> {
     if ((dto.password === undefined) === (dto.providerName === undefined)) {
       throw validationProblem({ password: 'send either password or providerName', providerName: 'send either password or providerName' });
     }
-    const account = await this.repo.findAccountByEmail(dto.email);
     if (dto.password !== undefined) {
+      if (dto.emailVerified !== undefined) throw validationProblem({ emailVerified: 'only with providerName; a password account keeps what it was created with' });
+      const account = await this.repo.findAccountByEmail(dto.email);
       // Same work whether or not the account exists, so timing does not reveal it.
       const ok = await verifySecret(dto.password, account?.passwordHash ?? DUMMY_SECRET_HASH);
       if (!account || !ok) throw new ProblemException(DevIdpProblems['dev-idp-invalid-credentials'], 'Wrong e-mail or password.');
-      return { uid: account.uid, idToken: await this.sign(account.uid, account.email, account.displayName, 'password') };
+      return { uid: account.uid, idToken: await this.sign(account.uid, account.email, account.displayName, 'password', account.emailVerified) };
     }
-    // Federated sign-in: the provider vouches for the e-mail; the account is made on first use.
-    let uid = account?.uid;
-    const displayName = account?.displayName ?? dto.email.split('@')[0];
-    if (!uid) {
-      uid = randomBytes(21).toString('base64url');
-      if (!(await this.repo.insertAccount({ uid, email: dto.email, passwordHash: null, displayName }))) {
-        uid = (await this.repo.findAccountByEmail(dto.email))!.uid;
-      }
-    }
-    return { uid, idToken: await this.sign(uid, account?.email ?? dto.email, displayName, dto.providerName!) };
+    // Federated sign-in: another provider's identity, so a subject of its own (as Google's `sub` is
+    // not the password account's), the same for every sign-in of this provider and e-mail.
+    const uid = federatedSubject(dto.providerName!, dto.email);
+    return { uid, idToken: await this.sign(uid, dto.email, dto.email.split('@')[0], dto.providerName!, dto.emailVerified ?? true) };
   }
 
   async jwks(): Promise<{ keys: JWK[] }> {
@@ -65,9 +61,9 @@ export class DevIdpService {
     return { keys: [publicJwk] };
   }
 
-  private async sign(uid: string, email: string, name: string, provider: string): Promise<string> {
+  private async sign(uid: string, email: string, name: string, provider: string, emailVerified: boolean): Promise<string> {
     const { privateKey } = await this.signingKey();
-    return new SignJWT({ email, email_verified: true, name, firebase: { sign_in_provider: provider } })
+    return new SignJWT({ email, email_verified: emailVerified, name, firebase: { sign_in_provider: provider } })
       .setProtectedHeader({ alg: 'ES256', kid: KID, typ: 'JWT' })
       .setIssuer(this.issuer)
       .setAudience(this.config.IDP_AUDIENCE)
@@ -98,4 +94,9 @@ export class DevIdpService {
     }
     return { privateKey: await importJWK(stored.privateJwk as JWK, 'ES256'), publicJwk: stored.publicJwk as JWK };
   }
+}
+
+/** A federated identity's subject: derived from provider and e-mail, never an existing account's uid. */
+export function federatedSubject(providerName: string, email: string): string {
+  return `fed_${createHash('sha256').update(`${providerName.toLowerCase().replace(/\.com$/, '')}\n${email.toLowerCase()}`).digest('base64url').slice(0, 27)}`;
 }

@@ -326,8 +326,7 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
       expect((await importAs(stranger, data)).status).toBe(200);
       expect((await f.call('GET', '/api/flags/ld-intruder', as(owner))).status).toBe(404);
 
-      await f.call('POST', `/api/tenants/${owner.tenantId}/users`, { token: owner.idToken, json: { email: 'import-viewer@flagship.test', role: 'viewer' } });
-      const viewer = { ...(await f.signUp('import-viewer@flagship.test')), tenantId: owner.tenantId };
+      const viewer = { ...(await f.addMember(owner, owner.tenantId, 'import-viewer@flagship.test', 'viewer')), tenantId: owner.tenantId };
       const denied = await importAs(viewer, data);
       expect([denied.status, denied.body.type]).toEqual([403, '/problems/role-required']);
       expect((await f.call('POST', '/api/flags/import', { json: data })).status).toBe(401);

@@ -75,10 +75,8 @@ describe('flags (real HTTP, Postgres, Redis)', () => {
   });
 
   it('a viewer reads and evaluates but cannot write; an editor writes', async () => {
-    await f.call('POST', `/api/tenants/${owner.tenantId}/users`, { token: owner.idToken, json: { email: 'viewer@flagship.test', role: 'viewer' } });
-    await f.call('POST', `/api/tenants/${owner.tenantId}/users`, { token: owner.idToken, json: { email: 'editor@flagship.test', role: 'editor' } });
-    const viewer = { ...(await f.signUp('viewer@flagship.test')), tenantId: owner.tenantId };
-    const editor = { ...(await f.signUp('editor@flagship.test')), tenantId: owner.tenantId };
+    const viewer = { ...(await f.addMember(owner, owner.tenantId, 'viewer@flagship.test', 'viewer')), tenantId: owner.tenantId };
+    const editor = { ...(await f.addMember(owner, owner.tenantId, 'editor@flagship.test', 'editor')), tenantId: owner.tenantId };
     expect((await f.call('GET', '/api/flags/new-checkout', as(viewer))).status).toBe(200);
     expect((await f.call('POST', '/api/flags/new-checkout/evaluate', { ...as(viewer), json: { userId: 'u1' } })).status).toBe(200);
     const denied = await create({ key: 'by-viewer', name: 'v', type: 'boolean', defaultValue: true }, viewer);

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrors, BODY_ERRORS } from '@flagship/problem-details';
+import { SecretResponse } from '@flagship/request-policies';
 import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
@@ -21,8 +22,10 @@ export class OAuthClientsController {
   @Post()
   @TenantAccess({ role: 'admin', headerRequired: true })
   @ApiOperation({ summary: 'Create an OAuth client; its secret is shown once' })
-  @ApiErrors(...BODY_ERRORS)
+  @ApiErrors(...BODY_ERRORS, 409)
   @Header('Cache-Control', 'no-store')
+  // The secret is never kept for an Idempotency-Key replay: a retry gets 409 and the Location.
+  @SecretResponse()
   @ApiCreatedResponse({ type: OAuthClientWithSecretDto, description: 'clientSecret is shown this once' })
   create(@CurrentTenant() tenant: TenantEntity, @CurrentUser() user: UserEntity, @Caller() caller: CallerContext, @Body() dto: CreateOAuthClientDto) {
     return this.clients.create(tenant.id, user.id, dto, caller.isPlatformAdmin === true);
@@ -54,6 +57,7 @@ export class OAuthClientsController {
   @ApiOperation({ summary: "Rotate an OAuth client's secret" })
   @ApiErrors(409)
   @Header('Cache-Control', 'no-store')
+  @SecretResponse()
   @ApiOkResponse({ type: OAuthClientWithSecretDto, description: 'the new secret, shown this once; the old one stops working' })
   rotate(@CurrentTenant() tenant: TenantEntity, @Param('clientId') clientId: string) {
     return this.clients.rotateSecret(tenant.id, clientId);

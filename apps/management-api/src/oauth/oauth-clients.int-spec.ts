@@ -65,8 +65,7 @@ describe('OAuth clients API and client tokens on the management API (real HTTP, 
   });
 
   it('only tenant admins manage clients, and only their own tenant\'s', async () => {
-    await f.call('POST', `/api/tenants/${admin.tenantId}/users`, { token: admin.idToken, json: { email: 'ed-oauth@flagship.test', role: 'editor' } });
-    const editor = await f.signUp('ed-oauth@flagship.test');
+    const editor = await f.addMember(admin, admin.tenantId, 'ed-oauth@flagship.test', 'editor');
     const denied = await newClient({ name: 'x', scopes: ['flags:read'] }, editor, admin.tenantId);
     expect([denied.status, denied.body.type]).toEqual([403, '/problems/role-required']);
     expect((await f.call('GET', '/api/oauth/clients', { token: editor.idToken, tenant: admin.tenantId })).status).toBe(403);

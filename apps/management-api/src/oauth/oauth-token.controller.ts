@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import { ApiBadRequestResponse, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { Public } from '@flagship/oauth';
 import { ApiErrors, Consumes } from '@flagship/problem-details';
-import { RateLimit } from '@flagship/request-policies';
+import { NoIdempotency, RateLimit } from '@flagship/request-policies';
 import { AccessTokenResponseDto, OAuthErrorDto, TokenRequestFormDto } from './oauth-clients.dto';
 import { OAuthTokenErrorFilter } from './oauth-token.errors';
 import { OAuthTokenService } from './oauth-token.service';
@@ -23,6 +23,8 @@ export class OAuthTokenController {
   @Public()
   // CONTRACT.md section 4: the token endpoint shares the sign-in endpoints' budget per client address.
   @RateLimit({ per: 'ip' })
+  // Its answer is a credential: never replayed, whatever Idempotency-Key the request carries.
+  @NoIdempotency()
   @HttpCode(200)
   @Consumes('application/x-www-form-urlencoded')
   @Header('Cache-Control', 'no-store')

@@ -84,8 +84,7 @@ describe('projects and environments (real HTTP, Postgres, Redis)', () => {
     expect((await f.call('POST', '/api/environments', as(owner, { key: 'Bad Key', name: 'x' }))).status).toBe(422);
     const inQa = await f.call('GET', '/api/flags/p1', { token: owner.idToken, tenant: owner.tenantId, headers: { 'x-environment': 'qa' } });
     expect([inQa.status, inQa.body.enabled, inQa.body.environment]).toEqual([200, false, 'qa']);
-    await f.call('POST', `/api/tenants/${owner.tenantId}/users`, { token: owner.idToken, json: { email: 'ed@flagship.test', role: 'editor' } });
-    const editor = await f.signUp('ed@flagship.test');
+    const editor = await f.addMember(owner, owner.tenantId, 'ed@flagship.test', 'editor');
     expect((await f.call('POST', '/api/environments', as(editor, { key: 'e2', name: 'x' }, owner.tenantId))).status).toBe(403);
   });
 });

@@ -6,7 +6,8 @@ import { PageQueryDto, pageLimit, sendPage, type CallerContext } from '@flagship
 import type { TenantEntity } from '@flagship/persistence';
 import { Caller, CurrentTenant, CurrentUser, TenantAccess, UsersOnly } from '../auth/auth.decorators';
 import type { UserEntity } from '../users/user.entity';
-import { AddTenantUserDto, CreateTenantDto, TenantDto, TenantUserDto, UpdateTenantUserDto } from './tenants.dto';
+import { InvitationsService } from './invitations.service';
+import { AddTenantUserDto, CreateTenantDto, InvitationDto, TenantDto, TenantUserDto, UpdateTenantUserDto } from './tenants.dto';
 import { TenantsService, toTenantUserDto } from './tenants.service';
 
 @ApiTags('tenants')
@@ -14,7 +15,10 @@ import { TenantsService, toTenantUserDto } from './tenants.service';
 @ApiErrors(401, 403, 429, 503)
 @Controller('api/tenants')
 export class TenantsController {
-  constructor(private readonly tenants: TenantsService) {}
+  constructor(
+    private readonly tenants: TenantsService,
+    private readonly invitations: InvitationsService,
+  ) {}
 
   @Get()
   @ApiOperation({ summary: "The caller's tenants with their role in each" })
@@ -45,11 +49,30 @@ export class TenantsController {
 
   @Post(':tenantId/users')
   @TenantAccess({ role: 'admin', tenantFrom: 'path' })
-  @ApiOperation({ summary: 'Add a user to a tenant with a role' })
-  @ApiErrors(...BODY_ERRORS, 404)
-  @ApiCreatedResponse({ type: TenantUserDto })
-  addUser(@CurrentTenant() tenant: TenantEntity, @Body() dto: AddTenantUserDto) {
-    return this.tenants.addUser(tenant.id, dto);
+  @ApiOperation({ summary: 'Invite someone by e-mail with a role: a pending invitation they accept or decline (the same answer whether or not the e-mail has an account)' })
+  @ApiErrors(...BODY_ERRORS, 404, 409)
+  @ApiCreatedResponse({ type: InvitationDto, description: 'the pending invitation (an existing pending one for this e-mail takes the new role)' })
+  addUser(@CurrentTenant() tenant: TenantEntity, @CurrentUser() user: UserEntity | undefined, @Body() dto: AddTenantUserDto) {
+    return this.invitations.invite(tenant.id, user, dto);
+  }
+
+  @Get(':tenantId/invitations')
+  @TenantAccess({ role: 'admin', tenantFrom: 'path' })
+  @ApiOperation({ summary: "The tenant's pending invitations" })
+  @ApiErrors(404)
+  @ApiOkResponse({ type: [InvitationDto] })
+  invitationsOf(@CurrentTenant() tenant: TenantEntity) {
+    return this.invitations.pendingOfTenant(tenant.id);
+  }
+
+  @Delete(':tenantId/invitations/:invitationId')
+  @TenantAccess({ role: 'admin', tenantFrom: 'path' })
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Withdraw a pending invitation' })
+  @ApiErrors(404)
+  @ApiNoContentResponse()
+  withdrawInvitation(@CurrentTenant() tenant: TenantEntity, @Param('invitationId') invitationId: string): Promise<void> {
+    return this.invitations.withdraw(tenant.id, invitationId);
   }
 
   @Patch(':tenantId/users/:userId')
@@ -64,7 +87,7 @@ export class TenantsController {
   @Delete(':tenantId/users/:userId')
   @TenantAccess({ role: 'admin', tenantFrom: 'path' })
   @HttpCode(204)
-  @ApiOperation({ summary: 'Remove a member, or withdraw the invitation of one who never signed in (never the last admin: 409)' })
+  @ApiOperation({ summary: 'Remove a member (never the last admin: 409)' })
   @ApiErrors(404, 409)
   @ApiNoContentResponse()
   removeUser(@CurrentTenant() tenant: TenantEntity, @Param('userId') userId: string): Promise<void> {

@@ -58,6 +58,17 @@ export class TenantDto {
   @ApiProperty() createdAt: string;
 }
 
+export class InvitationDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'uuid' }) tenantId: string;
+  @ApiProperty() tenantName: string;
+  @ApiProperty() email: string;
+  @ApiProperty({ enum: TENANT_ROLES }) role: TenantRole;
+  @ApiProperty({ enum: ['pending', 'accepted', 'declined'] }) status: 'pending' | 'accepted' | 'declined';
+  @ApiProperty() createdAt: string;
+  @ApiProperty({ nullable: true, type: String }) respondedAt: string | null;
+}
+
 export class TenantUserDto {
   @ApiProperty() userId: string;
   @ApiProperty() email: string;

@@ -1,4 +1,5 @@
 import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from '../testing/management-api.fixture';
+import { Client } from 'pg';
 import { waitFor } from '@flagship/testing';
 
 describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
@@ -60,35 +61,120 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
     expect(res.status).toBe(415);
   });
 
-  it('adds users by e-mail (invited users bind on first sign-in), admins only', async () => {
-    const added = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'grace@flagship.test', role: 'editor' } });
-    expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ email: 'grace@flagship.test', role: 'editor', displayName: '', status: 'invited', lastAccessedAt: null });
-    const dup = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'GRACE@flagship.test', role: 'viewer' } });
-    expect(dup.status).toBe(409);
-    const badRole = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'x@flagship.test', role: 'owner' } });
+  it('invites by e-mail: the same answer whether or not the e-mail has an account, and nobody joins before accepting', async () => {
+    const invite = (email: string, role: string) => f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email, role } });
+    const stranger = await invite('grace@flagship.test', 'editor');
+    const known = await invite('bob@flagship.test', 'viewer');
+    for (const [res, email, role] of [[stranger, 'grace@flagship.test', 'editor'], [known, 'bob@flagship.test', 'viewer']] as const) {
+      expect(res.status).toBe(201);
+      expect(res.body).toEqual({
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        tenantId: alice.tenantId,
+        tenantName: expect.any(String),
+        email,
+        role,
+        status: 'pending',
+        createdAt: expect.stringMatching(/Z$/),
+        respondedAt: null,
+      });
+    }
+    // Nothing about Bob's account: no user id, display name or status beyond 'pending'.
+    expect(known.text).not.toContain(bob.userId);
+    // Bob is not a member until he accepts.
+    expect((await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: bob.idToken })).status).toBe(403);
+    const members = (await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken })).body as { email: string }[];
+    expect(members.map((u) => u.email)).toEqual(['alice@flagship.test']);
+    const pending = await f.call('GET', `/api/tenants/${alice.tenantId}/invitations`, { token: alice.idToken });
+    expect(pending.body.map((i: { email: string }) => i.email).sort()).toEqual(['bob@flagship.test', 'grace@flagship.test']);
+
+    // Inviting again replaces the role of the pending invitation; an existing member is 409; a bad role 422.
+    const again = await invite('GRACE@flagship.test', 'admin');
+    expect([again.status, again.body.id, again.body.role]).toEqual([201, stranger.body.id, 'admin']);
+    expect((await invite('alice@flagship.test', 'viewer')).status).toBe(409);
+    const badRole = await invite('x@flagship.test', 'owner');
     expect([badRole.status, Object.keys(badRole.body.errors)]).toEqual([422, ['role']]);
 
-    // Grace signs up: she lands in Alice's tenant as editor, with the same user id.
-    const grace = await f.signUp('grace@flagship.test');
-    expect(grace.userId).toBe(added.body.userId);
-    const editorAdds = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: grace.idToken, json: { email: 'z@flagship.test', role: 'viewer' } });
-    expect([editorAdds.status, editorAdds.body.type]).toEqual([403, '/problems/role-required']);
-    const editorLists = await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: grace.idToken });
-    expect(editorLists.status).toBe(200);
-    // Signed in, she is active, and her requests in the tenant are recorded as her last access there.
-    const graceRow = async () => (await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken })).body.find((u: { email: string }) => u.email === 'grace@flagship.test');
-    await waitFor(async () => (await graceRow()).lastAccessedAt !== null, 5000, 50);
-    expect(await graceRow()).toMatchObject({ status: 'active', lastAccessedAt: expect.any(String) });
+    // Bob sees his invitation and declines it: still not a member, and it is gone.
+    const bobs = await f.call('GET', '/api/invitations', { token: bob.idToken });
+    expect(bobs.body).toEqual([expect.objectContaining({ id: known.body.id, tenantId: alice.tenantId, role: 'viewer', status: 'pending' })]);
+    const declined = await f.call('POST', `/api/invitations/${known.body.id}/decline`, { token: bob.idToken });
+    expect([declined.status, declined.body.status]).toEqual([200, 'declined']);
+    expect((await f.call('POST', `/api/invitations/${known.body.id}/accept`, { token: bob.idToken })).status).toBe(404);
+    expect((await f.call('GET', '/api/invitations', { token: bob.idToken })).body).toEqual([]);
+    expect((await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: bob.idToken })).status).toBe(403);
+  });
+
+  it('a new invitee gets a tenant of their own at sign-up, accepts to join, and writes without X-Tenant-ID stay in their own tenant', async () => {
+    const invited = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'hana@flagship.test', role: 'admin' } });
+    expect(invited.status).toBe(201);
+    const hana = await f.signUp('hana@flagship.test');
+    expect(hana.tenantId).not.toBe(alice.tenantId);
+    expect((await f.call('GET', '/api/tenants', { token: hana.idToken })).body.map((t: { id: string }) => t.id)).toEqual([hana.tenantId]);
+
+    // Nobody else can answer it: another user, or a client token.
+    expect((await f.call('POST', `/api/invitations/${invited.body.id}/accept`, { token: bob.idToken })).status).toBe(404);
+    expect((await f.call('POST', '/api/invitations/not-a-uuid/accept', { token: hana.idToken })).status).toBe(404);
+
+    const mine = await f.call('GET', '/api/invitations', { token: hana.idToken });
+    expect(mine.body).toEqual([expect.objectContaining({ id: invited.body.id, tenantId: alice.tenantId, tenantName: invited.body.tenantName, role: 'admin' })]);
+    const accepted = await f.call('POST', `/api/invitations/${invited.body.id}/accept`, { token: hana.idToken });
+    expect([accepted.status, accepted.body.status, accepted.body.respondedAt]).toEqual([200, 'accepted', expect.stringMatching(/Z$/)]);
+    const row = (await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken })).body.find((u: { email: string }) => u.email === 'hana@flagship.test');
+    expect(row).toMatchObject({ userId: hana.userId, role: 'admin', status: 'active' });
+
+    // Admin in both now: a write without X-Tenant-ID still lands in her own tenant, never the one she joined.
+    const login = await f.call('POST', '/api/v1/auth/login', { json: { idToken: hana.idToken } });
+    expect([login.body.data.canonical_tenant_id, login.body.data.active_tenant_id]).toEqual([hana.tenantId, hana.tenantId]);
+    const project = await f.call('POST', '/api/projects', { token: hana.idToken, json: { name: 'Where does this go' } });
+    expect(project.status).toBe(201);
+    const inOwn = await f.call('GET', '/api/projects', { token: hana.idToken, tenant: hana.tenantId });
+    const inJoined = await f.call('GET', '/api/projects', { token: hana.idToken, tenant: alice.tenantId });
+    expect(inOwn.body.map((p: { id: string }) => p.id)).toContain(project.body.id);
+    expect(inJoined.body.map((p: { id: string }) => p.id)).not.toContain(project.body.id);
+    // Her requests in the joined tenant are recorded as her last access there.
+    const hanaRow = async () => (await f.call('GET', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken })).body.find((u: { email: string }) => u.email === 'hana@flagship.test');
+    await waitFor(async () => (await hanaRow()).lastAccessedAt !== null, 5000, 50);
+  });
+
+  it('an invitation is answered only with the e-mail the identity provider verified', async () => {
+    // A user row bound to an identity whose provider does not vouch for the e-mail (signed up before e-mails were checked).
+    const account = await f.call('POST', '/dev/idp/accounts', { json: { email: 'ivy@flagship.test', password: 'correct-horse-1', emailVerified: false } });
+    const db = new Client({ connectionString: f.te.db.url });
+    await db.connect();
+    try {
+      await db.query(`INSERT INTO users (idp_subject, email) VALUES ($1, 'ivy@flagship.test')`, [account.body.uid]);
+    } finally {
+      await db.end();
+    }
+    const invited = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'ivy@flagship.test', role: 'admin' } });
+    expect(invited.status).toBe(201);
+    const token = account.body.idToken as string;
+    for (const res of [
+      await f.call('GET', '/api/invitations', { token }),
+      await f.call('POST', `/api/invitations/${invited.body.id}/accept`, { token }),
+      await f.call('POST', `/api/invitations/${invited.body.id}/decline`, { token }),
+    ]) {
+      expect([res.status, res.body.type]).toEqual([403, '/problems/email-not-verified']);
+    }
+    expect((await f.call('GET', `/api/tenants/${alice.tenantId}/invitations`, { token: alice.idToken })).body.map((i: { id: string }) => i.id)).toContain(invited.body.id);
+  });
+
+  it('admins withdraw pending invitations; others cannot see or withdraw them', async () => {
+    const invited = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'withdrawn@flagship.test', role: 'viewer' } });
+    const path = `/api/tenants/${alice.tenantId}/invitations/${invited.body.id}`;
+    expect((await f.call('DELETE', path, { token: bob.idToken })).status).toBe(403);
+    expect((await f.call('GET', `/api/tenants/${alice.tenantId}/invitations`, { token: bob.idToken })).status).toBe(403);
+    expect((await f.call('DELETE', path, { token: alice.idToken })).status).toBe(204);
+    expect((await f.call('DELETE', path, { token: alice.idToken })).status).toBe(404);
+    expect((await f.call('DELETE', `/api/tenants/${alice.tenantId}/invitations/not-a-uuid`, { token: alice.idToken })).status).toBe(404);
+    const later = await f.signUp('withdrawn@flagship.test');
+    expect((await f.call('GET', '/api/invitations', { token: later.idToken })).body).toEqual([]);
   });
 
   it('changes roles and removes members (invitations too), admins only, never leaving a tenant without an admin', async () => {
     const team = (await f.call('POST', '/api/tenants', { token: alice.idToken, json: { name: 'Team', primaryEmail: 'alice@flagship.test' } })).body.id as string;
     const users = `/api/tenants/${team}/users`;
-    const add = async (email: string, role: string) => (await f.call('POST', users, { token: alice.idToken, json: { email, role } })).body.userId as string;
-    const carol = await f.signUp('carol@flagship.test');
-    expect(await add('carol@flagship.test', 'viewer')).toBe(carol.userId);
-    const invited = await add('dave-invited@flagship.test', 'viewer');
+    const carol = await f.addMember(alice, team, 'carol@flagship.test', 'viewer');
 
     // A viewer may not add; promoted to admin she may, and the change is seen at once.
     expect((await f.call('POST', users, { token: carol.idToken, json: { email: 'e@flagship.test', role: 'viewer' } })).status).toBe(403);
@@ -105,12 +191,6 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
       expect([who, res.status, res.body.type]).toEqual([who, 404, '/problems/member-not-found']);
       expect((await f.call('DELETE', `${users}/${who}`, { token: alice.idToken })).status).toBe(404);
     }
-
-    // Withdraw the invitation of someone who never signed in.
-    expect((await f.call('DELETE', `${users}/${invited}`, { token: alice.idToken })).status).toBe(204);
-    expect((await f.call('DELETE', `${users}/${invited}`, { token: alice.idToken })).status).toBe(404);
-    const listed = (await f.call('GET', users, { token: alice.idToken })).body as { userId: string }[];
-    expect(listed.map((u) => u.userId)).not.toContain(invited);
 
     // Alice steps down (Carol is admin), then Carol, the last admin, can neither step down nor leave.
     expect((await f.call('PATCH', `${users}/${alice.userId}`, { token: carol.idToken, json: { role: 'editor' } })).body.role).toBe('editor');
@@ -129,8 +209,7 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
   });
 
   it('a viewer cannot add users', async () => {
-    await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'vic@flagship.test', role: 'viewer' } });
-    const vic = await f.signUp('vic@flagship.test');
+    const vic = await f.addMember(alice, alice.tenantId, 'vic@flagship.test', 'viewer');
     const res = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: vic.idToken, json: { email: 'w@flagship.test', role: 'viewer' } });
     expect(res.status).toBe(403);
   });

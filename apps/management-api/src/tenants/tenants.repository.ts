@@ -84,6 +84,19 @@ export class TenantsRepository {
     return (await repo.findOneBy({ tenantId, userId }))!;
   }
 
+  /** A membership unless there is one already (its role is kept); whether it was added. */
+  async addMemberIfAbsent(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<boolean> {
+    const rows: unknown[] = await m.query(
+      `INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT (tenant_id, user_id) DO NOTHING RETURNING user_id`,
+      [tenantId, userId, role],
+    );
+    return rows.length === 1;
+  }
+
+  async isMember(m: EntityManager, tenantId: string, userId: string): Promise<boolean> {
+    return (await m.getRepository(MembershipEntity).countBy({ tenantId, userId })) > 0;
+  }
+
   /** The user's tenants across all tenants (by user id), oldest membership first. */
   async tenantsOfUser(userId: string, m?: EntityManager): Promise<TenantWithRole[]> {
     const rows = await (m ?? this.ds.manager)

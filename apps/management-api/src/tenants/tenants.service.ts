@@ -1,15 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Plan, Tenant, TenantRole, TenantUser, SubscriptionStatus } from '@flagship/domain';
 import { APP_CONFIG } from '@flagship/config';
-import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
+import { type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { isUuid } from '@flagship/domain';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { UsersRepository } from '../users/users.repository';
-import { isPendingUser, pendingSubject, type UserEntity } from '../users/user.entity';
-import type { AddTenantUserDto, CreateTenantDto } from './tenants.dto';
+import { isPendingUser, type UserEntity } from '../users/user.entity';
+import type { CreateTenantDto } from './tenants.dto';
 import { TenantProblems } from './tenants.errors';
 import { type MemberRow, TenantsRepository } from './tenants.repository';
 
@@ -130,30 +130,6 @@ export class TenantsService {
     if (!target) throw new ProblemException(TenantProblems['member-not-found'], `User ${userId} is not a member of this tenant.`);
     if (target.role === 'admin' && next !== 'admin' && members.filter((ms) => ms.role === 'admin').length === 1) {
       throw new ProblemException(TenantProblems['last-admin'], `This is the tenant's only admin and cannot be ${verb}; make another member admin first.`);
-    }
-  }
-
-  /**
-   * Adds a person by e-mail. Someone who never signed in is created as a pending user and bound to
-   * their identity when they first sign in with that e-mail.
-   */
-  async addUser(tenantId: string, dto: AddTenantUserDto): Promise<TenantUser> {
-    try {
-      const added = await this.transactions.run(async (m) => {
-        const user =
-          (await this.users.findByEmail(dto.email, m)) ??
-          (await this.users.create(m, { idpSubject: pendingSubject(dto.email), email: dto.email, displayName: '', signInProvider: null }));
-        const membership = await this.tenants.addMember(m, tenantId, user.id, dto.role as TenantRole);
-        return toTenantUserDto({ user, membership });
-      });
-      // Which tenant a request without X-Tenant-ID acts in may change with it (a first admin role).
-      await this.announceMembershipChanged(tenantId, added.userId);
-      return added;
-    } catch (err) {
-      if (isUniqueViolation(err)) {
-        throw new ProblemException(TenantProblems['member-exists'], `${dto.email} is already a member of this tenant.`);
-      }
-      throw err;
     }
   }
 

@@ -86,4 +86,17 @@ export class ManagementApiFixture {
     if (res.status !== 201) throw new Error(`signup: ${res.status} ${res.text}`);
     return { email, idToken, userId: res.body.data.user.uid, tenantId: res.body.data.canonical_tenant_id };
   }
+
+  /**
+   * Makes `email` a member of the tenant with `role` the way people do: the admin invites, the
+   * invitee (signed up now unless given) accepts. Returns the member.
+   */
+  async addMember(admin: SignedUp, tenantId: string, email: string, role: string, invitee?: SignedUp): Promise<SignedUp> {
+    const invited = await this.call('POST', `/api/tenants/${tenantId}/users`, { token: admin.idToken, json: { email, role } });
+    if (invited.status !== 201) throw new Error(`invite: ${invited.status} ${invited.text}`);
+    const member = invitee ?? (await this.signUp(email));
+    const accepted = await this.call('POST', `/api/invitations/${invited.body.id}/accept`, { token: member.idToken });
+    if (accepted.status !== 200) throw new Error(`accept: ${accepted.status} ${accepted.text}`);
+    return member;
+  }
 }

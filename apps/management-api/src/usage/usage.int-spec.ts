@@ -46,7 +46,7 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     viewer = await f.signUp();
     stranger = await f.signUp();
     for (const [u, role] of [[editor, 'editor'], [viewer, 'viewer']] as const) {
-      expect((await f.call('POST', `/api/tenants/${ada.tenantId}/users`, { token: ada.idToken, json: { email: u.email, role } })).status).toBe(201);
+      await f.addMember(ada, ada.tenantId, u.email, role, u);
     }
     db = new Client({ connectionString: f.te.env.DATABASE_URL });
     await db.connect();

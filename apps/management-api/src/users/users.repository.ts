@@ -34,11 +34,6 @@ export class UsersRepository {
     return this.repo(m).save(this.repo(m).create({ ...user, lastAccessedAt: new Date() }));
   }
 
-  /** An invited (pending) user signs in for the first time: bind the identity provider's subject. */
-  async claim(m: EntityManager, id: string, subject: string, displayName: string, provider: string | null): Promise<void> {
-    await this.repo(m).update({ id }, { idpSubject: subject, displayName, signInProvider: provider, lastAccessedAt: new Date() });
-  }
-
   async touch(id: string, provider?: string | null): Promise<void> {
     await this.repo().update({ id }, { lastAccessedAt: new Date(), ...(provider ? { signInProvider: provider } : {}) });
   }

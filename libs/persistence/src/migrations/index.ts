@@ -4,6 +4,8 @@ import { UsageLedger1763800200000 } from './1763800200000-usage-ledger';
 import { Billing1763800300000 } from './1763800300000-billing';
 import { UsageSubscriptions1763800400000 } from './1763800400000-usage-subscriptions';
 import { UsageLedgerCompletedIffSettled1763800500000 } from './1763800500000-usage-ledger-completed-iff-settled';
+import { DevIdpEmailVerified1763800660000 } from './1763800660000-dev-idp-email-verified';
+import { Invitations1763800670000 } from './1763800670000-invitations';
 import { OAuthClientsAiInvoke1763810000000 } from './1763810000000-oauth-clients-ai-invoke';
 import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions';
 
@@ -15,6 +17,8 @@ export const MIGRATIONS = [
   Billing1763800300000,
   UsageSubscriptions1763800400000,
   UsageLedgerCompletedIffSettled1763800500000,
+  DevIdpEmailVerified1763800660000,
+  Invitations1763800670000,
   OAuthClientsAiInvoke1763810000000,
   CheckoutSessions1763810100000,
 ];

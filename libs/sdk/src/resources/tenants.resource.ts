@@ -1,5 +1,5 @@
 import type { HttpTransport } from '../http-transport';
-import type { AddTenantUserInput, CreateTenantInput, PageQuery, PaginateOptions, RequestOptions, Tenant, TenantUser, UpdateTenantUserInput } from '../sdk.types';
+import type { AddTenantUserInput, CreateTenantInput, Invitation, PageQuery, PaginateOptions, RequestOptions, Tenant, TenantUser, UpdateTenantUserInput } from '../sdk.types';
 import { paginate } from './paginate';
 
 const usersPath = (tenantId: string): string => `/api/tenants/${encodeURIComponent(tenantId)}/users`;
@@ -27,9 +27,37 @@ export class TenantsResource {
     return paginate<TenantUser>(this.http, usersPath(tenantId), { limit: query.pageSize }, options);
   }
 
-  /** Adds a person by e-mail with a role (tenant admins only); someone not yet signed up joins on first sign-in. */
-  async addUser(tenantId: string, input: AddTenantUserInput, options?: RequestOptions): Promise<TenantUser> {
-    return (await this.http.request<TenantUser>({ method: 'POST', path: usersPath(tenantId), body: input, options })).body;
+  /**
+   * Invites a person by e-mail with a role (tenant admins only): a pending invitation, the same
+   * whether or not the e-mail has an account. They join when they accept it (acceptInvitation).
+   */
+  async addUser(tenantId: string, input: AddTenantUserInput, options?: RequestOptions): Promise<Invitation> {
+    return (await this.http.request<Invitation>({ method: 'POST', path: usersPath(tenantId), body: input, options })).body;
+  }
+
+  /** The tenant's pending invitations (tenant admins only). */
+  async invitations(tenantId: string, options?: RequestOptions): Promise<Invitation[]> {
+    return (await this.http.request<Invitation[]>({ method: 'GET', path: `/api/tenants/${encodeURIComponent(tenantId)}/invitations`, options })).body;
+  }
+
+  /** Withdraws a pending invitation (tenant admins only). */
+  async withdrawInvitation(tenantId: string, invitationId: string, options?: RequestOptions): Promise<void> {
+    await this.http.request<void>({ method: 'DELETE', path: `/api/tenants/${encodeURIComponent(tenantId)}/invitations/${encodeURIComponent(invitationId)}`, options });
+  }
+
+  /** The signed-in user's pending invitations (ApiError 403 email-not-verified while the identity provider has not verified the e-mail). */
+  async myInvitations(options?: RequestOptions): Promise<Invitation[]> {
+    return (await this.http.request<Invitation[]>({ method: 'GET', path: '/api/invitations', options })).body;
+  }
+
+  /** Accepts one of the signed-in user's invitations: they join its tenant with its role. */
+  async acceptInvitation(invitationId: string, options?: RequestOptions): Promise<Invitation> {
+    return (await this.http.request<Invitation>({ method: 'POST', path: `/api/invitations/${encodeURIComponent(invitationId)}/accept`, options })).body;
+  }
+
+  /** Declines one of the signed-in user's invitations. */
+  async declineInvitation(invitationId: string, options?: RequestOptions): Promise<Invitation> {
+    return (await this.http.request<Invitation>({ method: 'POST', path: `/api/invitations/${encodeURIComponent(invitationId)}/decline`, options })).body;
   }
 
   /** A member's new role (tenant admins only); the tenant's last admin cannot step down (ApiError 409 last-admin). */
@@ -37,7 +65,7 @@ export class TenantsResource {
     return (await this.http.request<TenantUser>({ method: 'PATCH', path: `${usersPath(tenantId)}/${encodeURIComponent(userId)}`, body: input, options })).body;
   }
 
-  /** Removes a member, or withdraws the invitation of one who never signed in (tenant admins only; never the last admin: ApiError 409). */
+  /** Removes a member (tenant admins only; never the last admin: ApiError 409). */
   async removeUser(tenantId: string, userId: string, options?: RequestOptions): Promise<void> {
     await this.http.request<void>({ method: 'DELETE', path: `${usersPath(tenantId)}/${encodeURIComponent(userId)}`, options });
   }

@@ -96,8 +96,7 @@ describe('evaluations from memory across replicas (real HTTP, Postgres, Redis)',
     const unsubscribe = await pubsub.subscribe(CHANNELS.membershipChanged, (m) => announced.push(m));
     try {
       const email = `member-${Date.now()}@flagship.test`;
-      expect((await f.call('POST', `/api/tenants/${owner.tenantId}/users`, { token: owner.idToken, json: { email, role: 'viewer' } })).status).toBe(201);
-      const member = { ...(await f.signUp(email)), tenantId: owner.tenantId };
+      const member = { ...(await f.addMember(owner, owner.tenantId, email, 'viewer')), tenantId: owner.tenantId };
       // Adding a member is announced (which tenant is theirs by default may change with it).
       await waitFor(async () => announced.some((m) => (m as { userId?: string }).userId === member.userId), 2000, 20);
       // Both processes have the member's access cached.
@@ -128,8 +127,7 @@ describe('evaluations from memory across replicas (real HTTP, Postgres, Redis)',
   it('a member removed or demoted through the API is refused on the other process (60 s cache) within 5 s: the routes announce it', async () => {
     const join = async (role: string) => {
       const email = `member-${role}-${Date.now()}@flagship.test`;
-      expect((await f.call('POST', `/api/tenants/${owner.tenantId}/users`, { token: owner.idToken, json: { email, role } })).status).toBe(201);
-      const member = { ...(await f.signUp(email)), tenantId: owner.tenantId };
+      const member = { ...(await f.addMember(owner, owner.tenantId, email, role)), tenantId: owner.tenantId };
       expect((await evaluate(other.url, member, 'replicated')).status).toBe(200); // cached there now
       return member;
     };
