@@ -20,4 +20,9 @@ export class FlagEvents {
       await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
     }
   }
+
+  /** Many flags at once (an import): published together, not one round trip after another. */
+  async changedMany(tenantId: string, changes: ReadonlyArray<{ environments: string[]; flagKey: string; version: number }>): Promise<void> {
+    await Promise.all(changes.map((c) => this.changed(tenantId, c.environments, c.flagKey, c.version)));
+  }
 }
