@@ -14,7 +14,7 @@ export class FlagEvents {
 
   async changed(tenantId: string, environments: string[], flagKey: string, version: number): Promise<void> {
     for (const environment of environments) {
-      this.snapshots.invalidate(tenantId, environment);
+      this.snapshots.invalidate(tenantId, environment, flagKey);
       const msg: FlagChangedMessage = { tenantId, environment, flagKey, version };
       // The change is committed; a lost announcement is healed by the readers' periodic reconcile.
       await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));

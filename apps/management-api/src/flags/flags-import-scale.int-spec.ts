@@ -1,9 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
+import { FlagSnapshots } from './flag-snapshots';
 
-/** The cost of one tenant's writes with 2,000 flags: the LaunchDarkly import, through real HTTP, Postgres and Redis. */
-describe('a 2,000-flag tenant: import cost (real HTTP, Postgres, Redis)', () => {
+/** The cost of one tenant's writes with 2,000 flags (the LaunchDarkly import, a PATCH), through real HTTP, Postgres and Redis. */
+describe('a 2,000-flag tenant: the cost of its writes (real HTTP, Postgres, Redis)', () => {
   const N = 2000;
   let f: ManagementApiFixture;
   let owner: SignedUp;
@@ -120,5 +121,28 @@ describe('a 2,000-flag tenant: import cost (real HTTP, Postgres, Redis)', () => 
       [2, false],
     ]);
     expect((await f.call('POST', '/api/flags/bulk-0002/evaluate', { ...as(owner), json: { userId: 'x', attributes: { plan: 'plan-2' } } })).body).toMatchObject({ value: 'a', reason: 'RULE_MATCH' });
+  }, 60_000);
+
+  it('a PATCH recompiles that flag alone, and the next evaluation sees it', async () => {
+    const snapshots = f.svc.app.get(FlagSnapshots);
+    const evaluate = async (key: string, userId = 'nobody') => (await f.call('POST', `/api/flags/${key}/evaluate`, { ...as(owner), json: { userId } })).body;
+    expect(await evaluate('bulk-0500')).toMatchObject({ reason: 'FALLTHROUGH' });
+    const view = await snapshots.view(owner.tenantId, 'production');
+    expect(view.set.size).toBe(N);
+    // Every flag compiled, to tell afterwards which were compiled again.
+    const compiled = new Map([...view.set.keys()].map((key) => [key, view.set.get(key)]));
+    const recompiled = () => [...compiled].filter(([key, flag]) => snapshots.peek(owner.tenantId, 'production')!.set.get(key) !== flag).map(([key]) => key);
+
+    expect((await f.call('PATCH', '/api/flags/bulk-0500', { ...as(owner), json: { enabled: false } })).status).toBe(200);
+    const started = performance.now();
+    expect(await evaluate('bulk-0500')).toMatchObject({ value: 'c', reason: 'OFF' });
+    process.stdout.write(`first evaluation after a PATCH, ${N} flags: ${Math.round(performance.now() - started)} ms\n`);
+    expect((await snapshots.view(owner.tenantId, 'production')).set).toBe(view.set);
+    expect(recompiled()).toEqual(['bulk-0500']);
+
+    // A prerequisite's change reaches the flags that require it without compiling them again.
+    expect((await f.call('PATCH', '/api/flags/bulk-0000', { ...as(owner), json: { enabled: false } })).status).toBe(200);
+    expect(await evaluate('bulk-0002')).toMatchObject({ value: 'c', reason: 'PREREQUISITE_FAILED' });
+    expect(recompiled()).toEqual(['bulk-0000', 'bulk-0500']);
   }, 60_000);
 });

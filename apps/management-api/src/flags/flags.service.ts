@@ -318,8 +318,9 @@ export class FlagsService {
   async evaluate(tenantId: string, env: string | undefined, key: string, context: EvaluationContext, projectId?: string): Promise<EvaluationResultDto> {
     const environment = env === undefined || env === '' ? 'production' : env;
     const view = this.snapshots.peek(tenantId, environment) ?? (await this.snapshots.view(tenantId, await this.environments.resolve(tenantId, env)));
-    const result = view.set.evaluate(key, context);
-    if (!result) throw this.notFound(key);
+    const flag = view.set.get(key);
+    if (!flag) throw this.notFound(key);
+    const result = view.set.evaluate(flag, context);
     if (projectId !== undefined && view.projects.get(key) !== projectId) throw this.notFound(key);
     this.counter.count(tenantId, key);
     return toEvaluationDto(key, result);
