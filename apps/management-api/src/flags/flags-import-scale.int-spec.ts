@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
@@ -53,7 +54,8 @@ describe('a 2,000-flag tenant: the cost of its writes (real HTTP, Postgres, Redi
   };
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start();
+    // The concurrency test holds an import on a row lock for a while: more than the default 5 s statement timeout on a loaded machine.
+    f = await ManagementApiFixture.start({ DATABASE_QUERY_TIMEOUT_MS: '30000' });
     owner = await f.signUp();
   });
   afterAll(async () => {
@@ -144,5 +146,37 @@ describe('a 2,000-flag tenant: the cost of its writes (real HTTP, Postgres, Redi
     expect((await f.call('PATCH', '/api/flags/bulk-0000', { ...as(owner), json: { enabled: false } })).status).toBe(200);
     expect(await evaluate('bulk-0002')).toMatchObject({ value: 'c', reason: 'PREREQUISITE_FAILED' });
     expect(recompiled()).toEqual(['bulk-0000', 'bulk-0500']);
+  }, 60_000);
+
+  it('one import per tenant at a time: a second one is a 409 with Retry-After, another tenant is not held up', async () => {
+    const other = await f.signUp();
+    const db = new Client({ connectionString: f.te.db.url });
+    await db.connect();
+    try {
+      // The first import is held inside its transaction (after taking the tenant's import lock) by a
+      // row lock this connection takes on one of its flags, so the requests below overlap it for sure.
+      await db.query('BEGIN');
+      await db.query(`SELECT 1 FROM flags WHERE tenant_id = $1 AND key = 'bulk-1000' FOR UPDATE`, [owner.tenantId]);
+      const first = importAs(owner, sdkData(3));
+      const waiting = async () => (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n as number;
+      for (let i = 0; i < 200 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await waiting()).toBe(1);
+
+      const one = { flags: { 'bulk-0001': { key: 'bulk-0001', on: true, variations: ['a', 'b', 'c'], offVariation: 2, fallthrough: { variation: 1 }, salt: 'salt-1' } } };
+      const [second, elsewhere] = await Promise.all([importAs(owner, one, { 'idempotency-key': 'second-import' }), importAs(other, one)]);
+      expect([second.status, second.body.type, second.headers.get('retry-after')]).toEqual([409, '/problems/import-in-progress', '2']);
+      expect([elsewhere.status, elsewhere.body.created]).toEqual([200, ['bulk-0001']]);
+
+      await db.query('COMMIT');
+      const done = await first;
+      expect([done.status, done.body.replaced?.length]).toEqual([200, N]);
+      // Nothing of the refused import was written, and retrying it with the same key runs it.
+      expect((await f.call('GET', '/api/flags/bulk-0001', as(owner))).body.salt).toBe('salt-1');
+      const retried = await importAs(owner, one, { 'idempotency-key': 'second-import' });
+      expect([retried.status, retried.body.replaced]).toEqual([200, ['bulk-0001']]);
+    } finally {
+      await db.query('ROLLBACK').catch(() => undefined);
+      await db.end();
+    }
   }, 60_000);
 });

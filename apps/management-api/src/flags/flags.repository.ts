@@ -78,6 +78,15 @@ export class FlagsRepository {
   }
 
   /**
+   * Takes the tenant's import lock until the transaction ends, without waiting: false when another
+   * import of the tenant holds it. Other tenants' imports take other keys.
+   */
+  async tryLockImport(m: EntityManager, tenantId: string): Promise<boolean> {
+    const [row] = (await m.query(`SELECT pg_try_advisory_xact_lock(hashtextextended('flag-import:' || $1::text, 0)) AS locked`, [tenantId])) as Array<{ locked: boolean }>;
+    return row?.locked === true;
+  }
+
+  /**
    * The flags of these keys that have a row in `environment`, locked for update in key order (so
    * concurrent writers queue instead of deadlocking); two statements whatever the number of keys.
    */

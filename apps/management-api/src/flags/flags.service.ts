@@ -194,6 +194,11 @@ export class FlagsService {
     // Set-based: a few statements whatever the number of flags, so the transaction (and the pool
     // connection it holds) lasts milliseconds, not one round trip per flag.
     const written = await this.transactions.run(async (m) => {
+      // One import per tenant at a time: a second one is told so at once rather than queueing on
+      // the first one's row locks with a pool connection of its own.
+      if (!(await this.repo.tryLockImport(m, tenantId))) {
+        throw new ProblemException(FlagProblems['import-in-progress'], 'Another import of this tenant is under way; retry when it has finished.', {}, { 'Retry-After': String(IMPORT_RETRY_AFTER_S) });
+      }
       // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
       const locked = await this.repo.lockRows(m, tenantId, [...parsed.flags.keys()], environment);
       const current = new Map((await this.repo.definitions(tenantId, environment, m)).map((d) => [d.key, d]));
@@ -378,6 +383,8 @@ export class FlagsService {
 
 /** An import is bounded so that one transaction (and the locks it holds) stays short. */
 const IMPORT_MAX_FLAGS = 2000;
+/** An import of the largest size takes well under a second. */
+const IMPORT_RETRY_AFTER_S = 2;
 
 function importedTargeting(f: ImportedFlag): Pick<FlagEnvironmentEntity, 'enabled' | 'offValue' | 'targets' | 'rules' | 'prerequisites' | 'salt'> {
   return { enabled: f.enabled, offValue: f.offValue, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites, salt: f.salt };
