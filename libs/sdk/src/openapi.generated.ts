@@ -1524,7 +1524,7 @@ export interface components {
             /** @example google.com */
             providerName?: string;
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -1853,7 +1853,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2035,7 +2035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2151,7 +2151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2271,7 +2271,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2393,7 +2393,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2484,7 +2484,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2651,7 +2651,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2862,7 +2862,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2967,7 +2967,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3060,7 +3060,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3260,7 +3260,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3379,7 +3379,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3498,7 +3498,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3698,7 +3698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3909,7 +3909,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4111,7 +4111,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4296,7 +4296,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4515,7 +4515,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4656,7 +4656,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4855,7 +4855,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4983,7 +4983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5266,7 +5266,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5399,7 +5399,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6114,7 +6114,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6235,7 +6235,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6395,7 +6395,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6483,7 +6483,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;

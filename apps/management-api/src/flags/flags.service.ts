@@ -15,6 +15,7 @@ import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
+import { Quotas } from '../quotas/quotas';
 import { EvaluationCounter } from './evaluation-counter';
 import { FlagEvents } from './flag-events';
 import { FlagSnapshots } from './flag-snapshots';
@@ -93,6 +94,7 @@ export class FlagsService {
     private readonly snapshots: FlagSnapshots,
     private readonly events: FlagEvents,
     private readonly counter: EvaluationCounter,
+    private readonly quotas: Quotas,
   ) {}
 
   async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
@@ -118,6 +120,7 @@ export class FlagsService {
     if (Object.keys(errors).length) throw validationProblem(errors);
     try {
       await this.transactions.run(async (m) => {
+        await this.quotas.reserve(m, 'flags-per-tenant', tenantId);
         await this.repo.insert(
           m,
           tenantId,
@@ -251,6 +254,8 @@ export class FlagsService {
       if (Object.keys(errors).length) throw validationProblem(errors);
 
       const fresh = [...imported.values()].filter((f) => !locked.has(f.key));
+      // The import's new flags count together: all fit under the quota, or none is written.
+      await this.quotas.reserve(m, 'flags-per-tenant', tenantId, fresh.length);
       const ids = await this.repo.insertMany(m, tenantId, fresh);
       await this.repo.updateVariationsMany(
         m,
