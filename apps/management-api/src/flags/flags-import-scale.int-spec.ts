@@ -139,7 +139,8 @@ describe('a 2,000-flag tenant: the cost of its writes (real HTTP, Postgres, Redi
     const started = performance.now();
     expect(await evaluate('bulk-0500')).toMatchObject({ value: 'c', reason: 'OFF' });
     process.stdout.write(`first evaluation after a PATCH, ${N} flags: ${Math.round(performance.now() - started)} ms\n`);
-    expect((await snapshots.view(owner.tenantId, 'production')).set).toBe(view.set);
+    // The same snapshot, changed in place (compared as a boolean: a diff of two 2,000-flag snapshots takes minutes to print).
+    expect((await snapshots.view(owner.tenantId, 'production')).set === view.set).toBe(true);
     expect(recompiled()).toEqual(['bulk-0500']);
 
     // A prerequisite's change reaches the flags that require it without compiling them again.
