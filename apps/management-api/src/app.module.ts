@@ -23,6 +23,7 @@ import { ProductTourEntity } from './product-tours/product-tour.entity';
 import { ProductToursModule } from './product-tours/product-tours.module';
 import { ProjectEntity } from './projects/project.entity';
 import { ProjectsModule } from './projects/projects.module';
+import { QuotasModule } from './quotas/quotas';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
@@ -63,6 +64,7 @@ export class AppModule {
           limits: { free: config.RATE_LIMIT_FREE, standard: config.RATE_LIMIT_STANDARD, premium: config.RATE_LIMIT_PREMIUM },
           ipLimitPerMinute: config.RATE_LIMIT_IP_PER_MINUTE,
         }),
+        QuotasModule,
         OAuthFeatureModule.forConfig(config, secrets),
         AuthModule.forRoot(config.IDP_MODE, { imports: [], provider: CLIENT_TOKEN_PROVIDER }),
         TenantsModule,

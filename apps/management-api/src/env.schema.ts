@@ -36,6 +36,10 @@ export const managementApiEnv = {
     default: 2000,
     desc: 'how long the evaluate routes reuse a caller\'s resolved access; membership and client changes announced on Redis drop it at once, this bounds an unannounced one (at most 5000 keeps the 5 s revocation promise)',
   }),
+  QUOTA_FLAGS_PER_TENANT: num({ default: 5000, desc: 'flags one tenant may hold (a LaunchDarkly import counts whole); past it 409 quota-exceeded' }),
+  QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
+  QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
+  QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'a user may create tenants (POST /api/tenants) while administering fewer than this; sign-up\'s own tenant is always made' }),
   ...stripeEnv,
   BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
@@ -66,6 +70,9 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (idpSegment === undefined) throw new ConfigError(`invalid configuration: IDP_PROVIDER_NAME "${raw.IDP_PROVIDER_NAME}" names no federated sign-in provider (oidc, oidc.<name>, google.com, ...)`);
   const scopes = raw.IDP_SCOPES.split(/\s+/).filter((s) => s !== '');
   if (raw.IDP_MODE === 'oidc' && raw.IDP_CLIENT_ID !== '' && !scopes.includes('openid')) throw new ConfigError('invalid configuration: IDP_SCOPES must include openid');
+  for (const name of ['QUOTA_FLAGS_PER_TENANT', 'QUOTA_ENVIRONMENTS_PER_TENANT', 'QUOTA_OAUTH_CLIENTS_PER_TENANT', 'QUOTA_TENANTS_PER_USER'] as const) {
+    if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
+  }
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
   // The dev identity provider signs an ID token for any e-mail it is asked for: reachable from a

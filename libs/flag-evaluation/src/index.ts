@@ -23,6 +23,7 @@ export type {
 export { FLAG_TYPES, OPERATORS } from './types';
 export { CompiledFlag, compileFlag, FALLTHROUGH_RULE_ID } from './compile';
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
+export { FlagSnapshot } from './flag-snapshot';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef } from './operators';
 export { bucketValue } from './bucketing';

@@ -103,7 +103,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       } catch (err) {
         const problem = toProblem(err, req);
         const status = problem.problem.status;
-        if (status >= 400 && status < 500) {
+        // A refusal with Retry-After (busy, try again) is not the request's answer: a retry with the key runs it.
+        if (status >= 400 && status < 500 && problem.headers['Retry-After'] === undefined) {
           await this.store.complete(storeKey, claim.token, fingerprint, {
             status,
             headers: { 'content-type': 'application/problem+json', ...problem.headers },

@@ -60,6 +60,7 @@ describe('isRetryableStatus', () => {
     expect(isRetryableStatus(429)).toBe(true);
     expect(isRetryableStatus(503)).toBe(true);
     expect(isRetryableStatus(409, '/problems/idempotency-in-flight')).toBe(true);
+    expect(isRetryableStatus(409, '/problems/import-in-progress')).toBe(true);
   });
 
   it('does not retry answers that would fail the same way again', () => {

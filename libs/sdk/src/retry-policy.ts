@@ -12,16 +12,19 @@ export interface RetrySettings {
 
 export const DEFAULT_RETRY_SETTINGS: RetrySettings = { baseDelayMs: 500, maxDelayMs: 30_000 };
 
-const IDEMPOTENCY_IN_FLIGHT = /(?:^|\/)problems\/idempotency-in-flight$/;
+/** 409s that mean "busy, come back": our own earlier attempt in flight, or another import of the tenant under way. */
+const BUSY = /(?:^|\/)problems\/(?:idempotency-in-flight|import-in-progress)$/;
 
 /**
  * 429 (rate limited) and 503 (unavailable) ask the client to come back; a 409 for an
  * Idempotency-Key still in flight means our own earlier attempt is running, and the retry
- * receives its result. Anything else would fail the same way again.
+ * receives its result; a 409 import-in-progress means another import of the tenant runs, and the
+ * retry (an import is applied whole or not at all) runs once it ends. Anything else would fail
+ * the same way again.
  */
 export function isRetryableStatus(status: number, problemType?: string): boolean {
   if (status === 429 || status === 503) return true;
-  return status === 409 && problemType !== undefined && IDEMPOTENCY_IN_FLIGHT.test(problemType);
+  return status === 409 && problemType !== undefined && BUSY.test(problemType);
 }
 
 /** `Retry-After` (RFC 9110 section 10.2.3): delay-seconds or an HTTP-date. */

@@ -1,6 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
+import { Quotas } from '../quotas/quotas';
 import { TenantsService } from '../tenants/tenants.service';
 import type { EnvironmentEntity } from './environment.entity';
 import { EnvironmentProblems } from './environments.errors';
@@ -16,6 +17,7 @@ export class EnvironmentsService implements OnModuleInit {
     private readonly transactions: TransactionRunner,
     private readonly repo: EnvironmentsRepository,
     private readonly tenants: TenantsService,
+    private readonly quotas: Quotas,
   ) {}
 
   onModuleInit(): void {
@@ -30,6 +32,7 @@ export class EnvironmentsService implements OnModuleInit {
     try {
       return toDto(
         await this.transactions.run(async (m) => {
+          await this.quotas.reserve(m, 'environments-per-tenant', tenantId);
           const env = await this.repo.insert(m, tenantId, dto.key, dto.name);
           await this.repo.addFlagsTo(m, tenantId, dto.key);
           return env;

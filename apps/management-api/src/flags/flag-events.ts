@@ -14,10 +14,15 @@ export class FlagEvents {
 
   async changed(tenantId: string, environments: string[], flagKey: string, version: number): Promise<void> {
     for (const environment of environments) {
-      this.snapshots.invalidate(tenantId, environment);
+      this.snapshots.invalidate(tenantId, environment, flagKey);
       const msg: FlagChangedMessage = { tenantId, environment, flagKey, version };
       // The change is committed; a lost announcement is healed by the readers' periodic reconcile.
       await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
     }
+  }
+
+  /** Many flags at once (an import): published together, not one round trip after another. */
+  async changedMany(tenantId: string, changes: ReadonlyArray<{ environments: string[]; flagKey: string; version: number }>): Promise<void> {
+    await Promise.all(changes.map((c) => this.changed(tenantId, c.environments, c.flagKey, c.version)));
   }
 }

@@ -1,31 +1,35 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { CompiledFlagSet } from '@flagship/flag-evaluation';
+import { FlagSnapshot } from '@flagship/flag-evaluation';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
-import { FlagsRepository } from './flags.repository';
+import { FlagsRepository, type HeldFlag } from './flags.repository';
 
 /** Tenant-environments held; the least recently evaluated is dropped past this. */
 const MAX_ENTRIES = 1000;
 /**
- * A set older than this is re-read in the background while the old one keeps answering: it heals a
- * change announcement lost while Redis was away, at one query per tenant-environment per period.
+ * A set older than this is compared with Postgres in the background (fingerprints, no jsonb) while
+ * it keeps answering, and what differs is re-read: it heals a change announcement lost while Redis
+ * was away, at one light query per tenant-environment per period.
  */
 const RECONCILE_MS = 15_000;
 
 /** The flags of one tenant-environment as evaluations see them, with each flag's project. */
 export interface FlagSetView {
-  set: CompiledFlagSet;
+  /** Changed in place, one synchronous `apply` per batch, so an evaluation never sees half of one. */
+  set: FlagSnapshot;
   projects: ReadonlyMap<string, string | null>;
 }
 
 interface Entry {
   /** The last good load; kept through failed re-reads (Postgres down) and served meanwhile. */
-  current: FlagSetView | undefined;
+  current: { set: FlagSnapshot; projects: Map<string, string | null> } | undefined;
+  fingerprints: Map<string, string>;
+  /** When `current` was last compared with Postgres as a whole. */
   loadedAt: number;
-  /** A change was announced since `current` was read: evaluations wait for the re-read. */
-  stale: boolean;
-  loading: Promise<FlagSetView> | undefined;
-  /** Bumped by every announcement, so a read that raced one is known to be stale already. */
-  generation: number;
+  /** Re-read everything (nothing held yet, a change announcement may have been missed, a tenant-wide change). */
+  full: boolean;
+  /** Flags announced as changed since the last read: evaluations wait for their re-read. */
+  pending: Set<string>;
+  loading: Promise<void> | undefined;
 }
 
 export interface FlagChangedMessage {
@@ -36,11 +40,14 @@ export interface FlagChangedMessage {
 }
 
 /**
- * Compiled flag sets per tenant and environment, so evaluations run from memory with no query.
- * A change announced on Redis (by any replica, this one included, before it answers its PATCH)
- * marks the set stale; the next evaluation waits for one re-read, so it sees the change. With
- * Redis away, sets are still re-read every RECONCILE_MS; with Postgres away, the last good set
- * keeps answering. Bounded: least recently used tenant-environments are dropped.
+ * Flags per tenant and environment held in memory, so evaluations run with no query. Kept current
+ * as orep-server's Postgres source keeps its own (FlagSnapshot, per-flag refresh, fingerprints): a
+ * change announced on Redis (by any replica, this one included, before it answers its PATCH) marks
+ * that flag pending, and the next evaluation waits for that one flag's re-read, so it sees the
+ * change; the other flags stay compiled (a flag compiles on its first evaluation, and prerequisites
+ * resolve through the snapshot at evaluation time, so no other flag needs compiling again). With
+ * Redis away, sets are reconciled every RECONCILE_MS; with Postgres away, the last good set keeps
+ * answering. Bounded: least recently used tenant-environments are dropped.
  */
 @Injectable()
 export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
@@ -59,19 +66,20 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
       .subscribe(CHANNELS.flagChanged, (m) => {
         const msg = m as Partial<FlagChangedMessage>;
         if (typeof msg.tenantId !== 'string') return;
-        if (typeof msg.environment === 'string') this.invalidate(msg.tenantId, msg.environment);
+        const key = typeof msg.flagKey === 'string' && msg.flagKey !== '' ? msg.flagKey : undefined;
+        if (typeof msg.environment === 'string') this.invalidate(msg.tenantId, msg.environment, key);
         else this.invalidateTenant(msg.tenantId); // a change to a flag's global fields
       })
       .then(
         (unsubscribe) => {
           this.unsubscribe = unsubscribe;
           // Changes missed while not subscribed: every set is re-read on its next use.
-          for (const e of this.entries.values()) this.markStale(e);
+          for (const e of this.entries.values()) e.full = true;
         },
         (err: Error) => this.logger.warn(`flag change subscription failed: ${err.message}; sets are reconciled every ${RECONCILE_MS} ms`),
       );
     this.pubsub.onReconnect(() => {
-      for (const e of this.entries.values()) this.markStale(e);
+      for (const e of this.entries.values()) e.full = true;
     });
   }
 
@@ -82,9 +90,10 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
 
   /** The set when it can answer now without waiting (the hot path); undefined otherwise. */
   peek(tenantId: string, environment: string): FlagSetView | undefined {
-    const e = this.entries.get(`${tenantId}/${environment}`);
-    if (e === undefined || e.current === undefined || e.stale) return undefined;
-    if (Date.now() - e.loadedAt > RECONCILE_MS) this.load(`${tenantId}/${environment}`, e, tenantId, environment).catch(() => undefined);
+    const k = `${tenantId}/${environment}`;
+    const e = this.entries.get(k);
+    if (e === undefined || e.current === undefined || e.full || e.pending.size > 0) return undefined;
+    if (Date.now() - e.loadedAt > RECONCILE_MS) this.load(k, e, tenantId, environment).catch(() => undefined);
     return e.current;
   }
 
@@ -92,7 +101,7 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
     const k = `${tenantId}/${environment}`;
     let e = this.entries.get(k);
     if (e === undefined) {
-      e = { current: undefined, loadedAt: 0, stale: true, loading: undefined, generation: 0 };
+      e = { current: undefined, fingerprints: new Map(), loadedAt: 0, full: true, pending: new Set(), loading: undefined };
       this.entries.set(k, e);
       if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     } else {
@@ -100,58 +109,98 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
       this.entries.delete(k);
       this.entries.set(k, e);
     }
-    if (e.current !== undefined && !e.stale) {
+    if (e.current !== undefined && !e.full && e.pending.size === 0) {
       if (Date.now() - e.loadedAt > RECONCILE_MS) this.load(k, e, tenantId, environment).catch(() => undefined);
       return e.current;
     }
     try {
-      let view = await this.load(k, e, tenantId, environment);
+      await this.load(k, e, tenantId, environment);
       // A read already under way when the change was announced may predate it: read once more.
-      if (e.stale) view = await this.load(k, e, tenantId, environment);
-      return view;
+      if (e.full || e.pending.size > 0) await this.load(k, e, tenantId, environment);
     } catch (err) {
       // Postgres away: the last known flags answer rather than nothing.
-      if (e.current !== undefined) return e.current;
-      throw err;
+      if (e.current === undefined) throw err;
     }
+    return e.current!;
   }
 
-  get(tenantId: string, environment: string): Promise<CompiledFlagSet> {
-    return this.view(tenantId, environment).then((v) => v.set);
-  }
-
-  invalidate(tenantId: string, environment: string): void {
+  /** `flagKey`: only that flag changed; without it, every flag of the tenant-environment is re-read. */
+  invalidate(tenantId: string, environment: string, flagKey?: string): void {
     const e = this.entries.get(`${tenantId}/${environment}`);
-    if (e !== undefined) this.markStale(e);
+    if (e === undefined) return;
+    if (flagKey === undefined) e.full = true;
+    else e.pending.add(flagKey);
   }
 
   invalidateTenant(tenantId: string): void {
     const prefix = `${tenantId}/`;
-    for (const [k, e] of this.entries) if (k.startsWith(prefix)) this.markStale(e);
+    for (const [k, e] of this.entries) if (k.startsWith(prefix)) e.full = true;
   }
 
-  private markStale(e: Entry): void {
-    e.stale = true;
-    e.generation++;
-  }
-
-  private load(k: string, e: Entry, tenantId: string, environment: string): Promise<FlagSetView> {
+  /**
+   * One read at a time per entry: everything when nothing is held or a full read is wanted; else
+   * the pending flags, plus, when the set is due for reconciling, those whose fingerprint differs.
+   */
+  private load(k: string, e: Entry, tenantId: string, environment: string): Promise<void> {
     if (e.loading !== undefined) return e.loading;
-    const generation = e.generation;
-    const loading = Promise.all([this.repo.definitions(tenantId, environment), this.repo.projectIds(tenantId)])
-      .then(([defs, projects]) => {
-        const view: FlagSetView = { set: CompiledFlagSet.compile(defs), projects };
-        e.current = view;
-        e.loadedAt = Date.now();
-        // An announcement during the read may not be in it: stay stale, read again next time.
-        e.stale = e.generation !== generation;
-        return view;
-      })
-      .finally(() => {
-        if (e.loading === loading) e.loading = undefined;
-        if (this.entries.get(k) !== e && e.current === undefined) this.entries.delete(k);
-      });
+    const loading = this.read(e, tenantId, environment).finally(() => {
+      if (e.loading === loading) e.loading = undefined;
+      if (this.entries.get(k) !== e && e.current === undefined) this.entries.delete(k);
+    });
     e.loading = loading;
     return loading;
+  }
+
+  private async read(e: Entry, tenantId: string, environment: string): Promise<void> {
+    if (e.current === undefined || e.full) {
+      e.full = false;
+      e.pending.clear();
+      try {
+        const flags = await this.repo.heldFlags(tenantId, environment);
+        e.current = { set: FlagSnapshot.of(flags.map((f) => f.definition)), projects: new Map(flags.map((f) => [f.key, f.projectId])) };
+        e.fingerprints = new Map(flags.map((f) => [f.key, f.fingerprint]));
+        e.loadedAt = Date.now();
+      } catch (err) {
+        e.full = true;
+        throw err;
+      }
+      return;
+    }
+    const keys = new Set(e.pending);
+    e.pending.clear();
+    try {
+      const reconcile = Date.now() - e.loadedAt > RECONCILE_MS;
+      if (reconcile) {
+        const stored = await this.repo.fingerprints(tenantId, environment);
+        for (const [key, fingerprint] of stored) if (e.fingerprints.get(key) !== fingerprint) keys.add(key);
+        for (const key of e.fingerprints.keys()) if (!stored.has(key)) keys.add(key);
+      }
+      if (keys.size > 0) this.refresh(e, keys, await this.repo.heldFlags(tenantId, environment, [...keys]));
+      if (reconcile) e.loadedAt = Date.now();
+    } catch (err) {
+      for (const key of keys) e.pending.add(key);
+      throw err;
+    }
+  }
+
+  /** Puts the re-read flags in and takes out those of `keys` that are gone: one synchronous step. */
+  private refresh(e: Entry, keys: ReadonlySet<string>, found: HeldFlag[]): void {
+    const current = e.current!;
+    const changed = found.filter((f) => e.fingerprints.get(f.key) !== f.fingerprint || !current.set.has(f.key));
+    const foundKeys = new Set(found.map((f) => f.key));
+    const removed = [...keys].filter((key) => !foundKeys.has(key) && current.set.has(key));
+    if (changed.length === 0 && removed.length === 0) return; // a repeated message
+    current.set.apply(
+      changed.map((f) => f.definition),
+      removed,
+    );
+    for (const key of removed) {
+      e.fingerprints.delete(key);
+      current.projects.delete(key);
+    }
+    for (const f of changed) {
+      e.fingerprints.set(f.key, f.fingerprint);
+      current.projects.set(f.key, f.projectId);
+    }
   }
 }

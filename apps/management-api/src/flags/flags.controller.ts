@@ -73,7 +73,8 @@ export class FlagsController {
     description:
       'Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy\'s /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. ' +
       'Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. ' +
-      'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written.',
+      'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. ' +
+      'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.',
   })
   @ApiBody({
     // Flags are LaunchDarkly's own objects, with fields of their own: open objects, not empty ones.

@@ -6,4 +6,5 @@ export const FlagProblems = registerProblemTypes({
   'flag-exists': { status: HttpStatus.CONFLICT, title: 'A flag with this key exists' },
   'flag-in-use': { status: HttpStatus.CONFLICT, title: 'Other flags depend on this flag' },
   'flag-changed': { status: HttpStatus.PRECONDITION_FAILED, title: 'The flag changed since it was read' },
+  'import-in-progress': { status: HttpStatus.CONFLICT, title: 'Another import of this tenant is under way' },
 });

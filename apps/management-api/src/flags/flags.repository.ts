@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { FlagDefinition } from '@flagship/flag-evaluation';
-import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
+import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, FLAG_FINGERPRINT, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 
@@ -26,6 +26,14 @@ const ENV_COLUMNS: Record<string, [string, boolean]> = {
 export interface FlagRow {
   flag: FlagEntity;
   env: FlagEnvironmentEntity;
+}
+
+/** One flag as evaluations hold it (FlagSnapshots): its definition, project and change fingerprint. */
+export interface HeldFlag {
+  key: string;
+  projectId: string | null;
+  fingerprint: string;
+  definition: FlagDefinition;
 }
 
 /** Flags of one tenant; every statement names the tenant. */
@@ -67,6 +75,153 @@ export class FlagsRepository {
     if (!flag) return null;
     const env = await this.envRow(tenantId, flag.id, environment, m);
     return env ? { flag, env } : null;
+  }
+
+  /**
+   * Takes the tenant's import lock until the transaction ends, without waiting: false when another
+   * import of the tenant holds it. Other tenants' imports take other keys.
+   */
+  async tryLockImport(m: EntityManager, tenantId: string): Promise<boolean> {
+    const [row] = (await m.query(`SELECT pg_try_advisory_xact_lock(hashtextextended('flag-import:' || $1::text, 0)) AS locked`, [tenantId])) as Array<{ locked: boolean }>;
+    return row?.locked === true;
+  }
+
+  /**
+   * The flags of these keys that have a row in `environment`, locked for update in key order (so
+   * concurrent writers queue instead of deadlocking); two statements whatever the number of keys.
+   */
+  async lockRows(m: EntityManager, tenantId: string, keys: readonly string[], environment: string): Promise<Map<string, FlagRow>> {
+    const out = new Map<string, FlagRow>();
+    if (keys.length === 0) return out;
+    const flags = await this.flags(m)
+      .createQueryBuilder('f')
+      .setLock('pessimistic_write')
+      .where('f.tenant_id = :tenantId AND f.key = ANY(:keys)', { tenantId, keys })
+      .orderBy('f.key', 'ASC')
+      .getMany();
+    if (flags.length === 0) return out;
+    const envs = await this.envs(m)
+      .createQueryBuilder('e')
+      .where('e.tenant_id = :tenantId AND e.flag_id = ANY(:ids) AND e.environment_key = :environment', { tenantId, ids: flags.map((f) => f.id), environment })
+      .getMany();
+    const envOf = new Map(envs.map((e) => [e.flagId, e]));
+    for (const flag of flags) {
+      const env = envOf.get(flag.id);
+      if (env) out.set(flag.key, { flag, env });
+    }
+    return out;
+  }
+
+  /** Every environment row of these flags, in one statement. */
+  async envRowsOfMany(m: EntityManager, tenantId: string, flagIds: readonly string[]): Promise<FlagEnvironmentEntity[]> {
+    if (flagIds.length === 0) return [];
+    return this.envs(m).createQueryBuilder('e').where('e.tenant_id = :tenantId AND e.flag_id = ANY(:flagIds)', { tenantId, flagIds }).getMany();
+  }
+
+  /** The rows of these keys in `environment`, in the order of `keys` (missing ones left out). */
+  async findRows(tenantId: string, keys: readonly string[], environment: string): Promise<FlagRow[]> {
+    if (keys.length === 0) return [];
+    const flags = await this.flags().createQueryBuilder('f').where('f.tenant_id = :tenantId AND f.key = ANY(:keys)', { tenantId, keys }).getMany();
+    const envs = await this.envs()
+      .createQueryBuilder('e')
+      .where('e.tenant_id = :tenantId AND e.flag_id = ANY(:ids) AND e.environment_key = :environment', { tenantId, ids: flags.map((f) => f.id), environment })
+      .getMany();
+    const envOf = new Map(envs.map((e) => [e.flagId, e]));
+    const byKey = new Map(flags.map((f) => [f.key, f]));
+    const out: FlagRow[] = [];
+    for (const key of keys) {
+      const flag = byKey.get(key);
+      const env = flag && envOf.get(flag.id);
+      if (flag && env) out.push({ flag, env });
+    }
+    return out;
+  }
+
+  /** flag id -> the environments it has a row in (sorted), for many flags in one statement. */
+  async environmentsOfMany(tenantId: string, flagIds: readonly string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    if (flagIds.length === 0) return out;
+    const rows: Array<{ flag_id: string; environment_key: string }> = await this.ds.manager.query(
+      'SELECT flag_id, environment_key FROM flag_environments WHERE tenant_id = $1 AND flag_id = ANY($2::uuid[]) ORDER BY environment_key',
+      [tenantId, flagIds],
+    );
+    for (const r of rows) {
+      const list = out.get(r.flag_id);
+      if (list) list.push(r.environment_key);
+      else out.set(r.flag_id, [r.environment_key]);
+    }
+    return out;
+  }
+
+  /**
+   * Inserts new flags (no project, named by their key) and their row, switched off, in every
+   * environment of the tenant: two statements for any number. Returns key -> id.
+   */
+  async insertMany(m: EntityManager, tenantId: string, flags: ReadonlyArray<Pick<FlagEntity, 'key' | 'type' | 'defaultValue' | 'variations'>>): Promise<Map<string, string>> {
+    if (flags.length === 0) return new Map();
+    const rows: Array<{ id: string; key: string }> = await m.query(
+      `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations)
+       SELECT $1, x.key, NULL, x.key, x.type, x.default_value, '', '{}', x.variations
+         FROM jsonb_to_recordset($2::jsonb) AS x(key text, type text, default_value jsonb, variations jsonb)
+       RETURNING id, key`,
+      [tenantId, JSON.stringify(flags.map((f) => ({ key: f.key, type: f.type, default_value: f.defaultValue, variations: f.variations })))],
+    );
+    const ids = new Map(rows.map((r) => [r.key, r.id]));
+    await m.query(
+      `INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled)
+       SELECT $1, f.id, e.key, false FROM unnest($2::uuid[]) AS f(id) CROSS JOIN environments e WHERE e.tenant_id = $1`,
+      [tenantId, [...ids.values()]],
+    );
+    return ids;
+  }
+
+  /** Sets the variations of many flags, each only at its expected version, bumping it; one statement. */
+  async updateVariationsMany(m: EntityManager, tenantId: string, rows: ReadonlyArray<{ flagId: string; expectedVersion: number; variations: FlagEntity['variations'] }>): Promise<number> {
+    if (rows.length === 0) return 0;
+    const [, affected] = (await m.query(
+      `UPDATE flags f SET variations = x.variations, version = f.version + 1, updated_at = now()
+         FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, version integer, variations jsonb)
+        WHERE f.tenant_id = $1 AND f.id = x.id AND f.version = x.version`,
+      [tenantId, JSON.stringify(rows.map((r) => ({ id: r.flagId, version: r.expectedVersion, variations: r.variations })))],
+    )) as [unknown, number];
+    return affected;
+  }
+
+  /**
+   * Replaces the targeting of many flags in one environment, each only at its expected version,
+   * bumping it; one statement. A JSON null off value is stored as SQL NULL (the type's default).
+   */
+  async replaceTargetingMany(
+    m: EntityManager,
+    tenantId: string,
+    environment: string,
+    rows: ReadonlyArray<{ flagId: string; expectedVersion: number } & Pick<FlagEnvironmentEntity, 'enabled' | 'offValue' | 'targets' | 'rules' | 'prerequisites' | 'salt'>>,
+  ): Promise<number> {
+    if (rows.length === 0) return 0;
+    const [, affected] = (await m.query(
+      `UPDATE flag_environments fe
+          SET enabled = x.enabled, off_value = x.off_value, targets = x.targets, rules = x.rules, prerequisites = x.prerequisites, salt = x.salt,
+              version = fe.version + 1, updated_at = now()
+         FROM jsonb_to_recordset($3::jsonb) AS x(flag_id uuid, version integer, enabled boolean, off_value jsonb, targets jsonb, rules jsonb, prerequisites jsonb, salt text)
+        WHERE fe.tenant_id = $1 AND fe.environment_key = $2 AND fe.flag_id = x.flag_id AND fe.version = x.version`,
+      [
+        tenantId,
+        environment,
+        JSON.stringify(
+          rows.map((r) => ({
+            flag_id: r.flagId,
+            version: r.expectedVersion,
+            enabled: r.enabled,
+            off_value: r.offValue,
+            targets: r.targets,
+            rules: r.rules,
+            prerequisites: r.prerequisites,
+            salt: r.salt,
+          })),
+        ),
+      ],
+    )) as [unknown, number];
+    return affected;
   }
 
   async envRows(m: EntityManager, tenantId: string, flagId: string): Promise<FlagEnvironmentEntity[]> {
@@ -144,10 +299,26 @@ export class FlagsRepository {
     return rows.map((r) => r.key);
   }
 
-  /** key -> project of every flag of the tenant (evaluations on a project's path check it from memory). */
-  async projectIds(tenantId: string): Promise<Map<string, string | null>> {
-    const rows: Array<{ key: string; project_id: string | null }> = await this.ds.manager.query('SELECT key, project_id FROM flags WHERE tenant_id = $1', [tenantId]);
-    return new Map(rows.map((r) => [r.key, r.project_id]));
+  /** Every flag of the tenant in one environment (`keys`: only these; a key without a row is gone). */
+  async heldFlags(tenantId: string, environment: string, keys?: readonly string[]): Promise<HeldFlag[]> {
+    const rows: Array<FlagDefinitionRow & { project_id: string | null; fingerprint: string }> = await this.ds.manager.query(
+      `SELECT ${FLAG_DEFINITION_COLUMNS}, f.project_id, ${FLAG_FINGERPRINT} AS fingerprint
+       FROM flags f JOIN flag_environments fe ON fe.flag_id = f.id AND fe.tenant_id = f.tenant_id
+       WHERE f.tenant_id = $1 AND fe.environment_key = $2${keys ? ' AND f.key = ANY($3::text[])' : ''}`,
+      keys ? [tenantId, environment, keys] : [tenantId, environment],
+    );
+    return rows.map((r) => ({ key: r.key, projectId: r.project_id, fingerprint: r.fingerprint, definition: flagDefinitionFromRow(r) }));
+  }
+
+  /** key -> fingerprint of every flag of the tenant in one environment (no jsonb read). */
+  async fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
+    const rows: Array<{ key: string; fingerprint: string }> = await this.ds.manager.query(
+      `SELECT f.key, ${FLAG_FINGERPRINT} AS fingerprint
+       FROM flags f JOIN flag_environments fe ON fe.flag_id = f.id AND fe.tenant_id = f.tenant_id
+       WHERE f.tenant_id = $1 AND fe.environment_key = $2`,
+      [tenantId, environment],
+    );
+    return new Map(rows.map((r) => [r.key, r.fingerprint]));
   }
 
   async environmentsOf(tenantId: string, flagId: string, m?: EntityManager): Promise<string[]> {
@@ -167,6 +338,18 @@ export class FlagsRepository {
       row.actor,
       JSON.stringify(row.changes),
     ]);
+  }
+
+  /** Audit records of one tenant in one statement, their ids in the order given. */
+  async auditMany(m: EntityManager, tenantId: string, rows: ReadonlyArray<Pick<FlagAuditEntity, 'flagKey' | 'environmentKey' | 'action' | 'actor' | 'changes'>>): Promise<void> {
+    if (rows.length === 0) return;
+    await m.query(
+      `INSERT INTO flag_audit (tenant_id, flag_key, environment_key, action, actor, changes)
+       SELECT $1, x.doc->>'flagKey', x.doc->>'environmentKey', x.doc->>'action', x.doc->>'actor', x.doc->'changes'
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(doc, ord)
+        ORDER BY x.ord`,
+      [tenantId, JSON.stringify(rows)],
+    );
   }
 
   auditTrail(tenantId: string, flagKey: string): Promise<FlagAuditEntity[]> {

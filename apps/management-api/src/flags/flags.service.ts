@@ -16,6 +16,7 @@ import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
+import { Quotas } from '../quotas/quotas';
 import { EvaluationCounter } from './evaluation-counter';
 import { FlagEvents } from './flag-events';
 import { FlagSnapshots } from './flag-snapshots';
@@ -94,6 +95,7 @@ export class FlagsService {
     private readonly snapshots: FlagSnapshots,
     private readonly events: FlagEvents,
     private readonly counter: EvaluationCounter,
+    private readonly quotas: Quotas,
   ) {}
 
   async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
@@ -119,6 +121,7 @@ export class FlagsService {
     if (Object.keys(errors).length) throw validationProblem(errors);
     try {
       await this.transactions.run(async (m) => {
+        await this.quotas.reserve(m, 'flags-per-tenant', tenantId);
         await this.repo.insert(
           m,
           tenantId,
@@ -192,13 +195,16 @@ export class FlagsService {
     if (Object.keys(parsed.errors).length) throw validationProblem(parsed.errors);
     if (parsed.flags.size > IMPORT_MAX_FLAGS) throw validationProblem({ flags: `at most ${IMPORT_MAX_FLAGS} flags per request` });
 
+    // Set-based: a few statements whatever the number of flags, so the transaction (and the pool
+    // connection it holds) lasts milliseconds, not one round trip per flag.
     const written = await this.transactions.run(async (m) => {
-      // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
-      const locked = new Map<string, FlagRow>();
-      for (const key of [...parsed.flags.keys()].sort()) {
-        const row = await this.repo.lockRow(m, tenantId, key, environment);
-        if (row) locked.set(key, row);
+      // One import per tenant at a time: a second one is told so at once rather than queueing on
+      // the first one's row locks with a pool connection of its own.
+      if (!(await this.repo.tryLockImport(m, tenantId))) {
+        throw new ProblemException(FlagProblems['import-in-progress'], 'Another import of this tenant is under way; retry when it has finished.', {}, { 'Retry-After': String(IMPORT_RETRY_AFTER_S) });
       }
+      // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
+      const locked = await this.repo.lockRows(m, tenantId, [...parsed.flags.keys()], environment);
       const current = new Map((await this.repo.definitions(tenantId, environment, m)).map((d) => [d.key, d]));
       const { flags, errors } = mapLaunchDarklyFlags(
         parsed.flags,
@@ -223,6 +229,16 @@ export class FlagsService {
         entities.set(f.key, { flag, env: envRow });
         merged.set(f.key, definitionOf(flag, envRow));
       }
+      // A flag whose variations change must stay valid in every other environment too.
+      const variationsChanged = flags.filter((f) => {
+        const before = locked.get(f.key);
+        return before !== undefined && !sameVariations(before.flag.variations, f.variations);
+      });
+      const otherEnvRows = new Map<string, FlagEnvironmentEntity[]>();
+      for (const row of await this.repo.envRowsOfMany(m, tenantId, variationsChanged.map((f) => locked.get(f.key)!.flag.id))) {
+        if (row.environmentKey === environment) continue;
+        otherEnvRows.set(row.flagId, [...(otherEnvRows.get(row.flagId) ?? []), row]);
+      }
       for (const f of flags) {
         const { flag, env: envRow } = entities.get(f.key)!;
         const ruleCount = f.rules.length;
@@ -231,8 +247,7 @@ export class FlagsService {
         }
         const before = locked.get(f.key);
         if (before && !sameVariations(before.flag.variations, f.variations)) {
-          for (const other of await this.repo.envRows(m, tenantId, before.flag.id)) {
-            if (other.environmentKey === environment) continue;
+          for (const other of (otherEnvRows.get(before.flag.id) ?? []).sort((a, b) => a.environmentKey.localeCompare(b.environmentKey))) {
             for (const p of validateFlagDefinition(definitionOf(flag, other))) errors[`flags.${f.key}.environments.${other.environmentKey}.${p.path}`] = p.message;
           }
         }
@@ -240,40 +255,39 @@ export class FlagsService {
       for (const p of prerequisiteBoundProblems(merged, imported.keys())) errors[`flags.${p.key}.prerequisites`] ??= `its prerequisites ${p.message}`;
       if (Object.keys(errors).length) throw validationProblem(errors);
 
-      const created: string[] = [];
-      const replaced: string[] = [];
-      for (const f of imported.values()) {
-        const before = locked.get(f.key);
-        let flagId: string;
-        let envVersion: number;
-        if (before) {
-          flagId = before.flag.id;
-          envVersion = before.env.version;
-          if (!sameVariations(before.flag.variations, f.variations)) {
-            await this.repo.updateFlag(m, tenantId, flagId, before.flag.version, { variations: f.variations });
-          }
-          replaced.push(f.key);
-        } else {
-          const inserted = await this.repo.insert(
-            m,
-            tenantId,
-            { key: f.key, projectId: null, name: f.key, type: f.type, defaultValue: f.defaultValue, description: '', tags: [], variations: f.variations },
-            undefined,
-          );
-          flagId = inserted.id;
-          envVersion = (await this.repo.envRows(m, tenantId, flagId)).find((e) => e.environmentKey === environment)?.version ?? 1;
-          created.push(f.key);
-        }
-        await this.repo.updateEnv(m, tenantId, flagId, environment, envVersion, importedTargeting(f));
-        await this.repo.audit(m, {
-          tenantId,
+      const fresh = [...imported.values()].filter((f) => !locked.has(f.key));
+      // The import's new flags count together: all fit under the quota, or none is written.
+      await this.quotas.reserve(m, 'flags-per-tenant', tenantId, fresh.length);
+      const ids = await this.repo.insertMany(m, tenantId, fresh);
+      await this.repo.updateVariationsMany(
+        m,
+        tenantId,
+        variationsChanged.map((f) => ({ flagId: locked.get(f.key)!.flag.id, expectedVersion: locked.get(f.key)!.flag.version, variations: f.variations })),
+      );
+      // A new flag's row in this environment was just inserted at version 1.
+      await this.repo.replaceTargetingMany(
+        m,
+        tenantId,
+        environment,
+        [...imported.values()].map((f) => {
+          const before = locked.get(f.key);
+          return { flagId: before?.flag.id ?? ids.get(f.key)!, expectedVersion: before?.env.version ?? 1, ...importedTargeting(f) };
+        }),
+      );
+      await this.repo.auditMany(
+        m,
+        tenantId,
+        [...imported.values()].map((f) => ({
           flagKey: f.key,
           environmentKey: environment,
           action: 'import',
           actor: caller.callerId,
-          changes: { source: 'launchdarkly', sourceVersion: f.sourceVersion ?? null, created: !before, variations: f.variations, ...importedTargeting(f) },
-        });
-      }
+          changes: { source: 'launchdarkly', sourceVersion: f.sourceVersion ?? null, created: !locked.has(f.key), variations: f.variations, ...importedTargeting(f) },
+        })),
+      );
+      const created: string[] = [];
+      const replaced: string[] = [];
+      for (const f of imported.values()) (locked.has(f.key) ? replaced : created).push(f.key);
       return { created, replaced };
     }).catch((err: unknown) => {
       // A flag of the same key created meanwhile (it was not there to lock): nothing was written.
@@ -281,12 +295,9 @@ export class FlagsService {
       throw err;
     });
 
-    const rows: FlagRow[] = [];
-    for (const key of parsed.flags.keys()) {
-      const row = await this.get(tenantId, environment, key);
-      rows.push(row);
-      await this.events.changed(tenantId, await this.repo.environmentsOf(tenantId, row.flag.id), key, row.flag.version);
-    }
+    const rows = await this.repo.findRows(tenantId, [...parsed.flags.keys()], environment);
+    const environmentsOf = await this.repo.environmentsOfMany(tenantId, rows.map((r) => r.flag.id));
+    await this.events.changedMany(tenantId, rows.map((r) => ({ environments: environmentsOf.get(r.flag.id) ?? [], flagKey: r.flag.key, version: r.flag.version })));
     return { environment, ...written, skipped: parsed.skipped, rows };
   }
 
@@ -319,8 +330,9 @@ export class FlagsService {
   async evaluate(tenantId: string, env: string | undefined, key: string, context: EvaluationContext, projectId?: string): Promise<EvaluationResultDto> {
     const environment = env === undefined || env === '' ? 'production' : env;
     const view = this.snapshots.peek(tenantId, environment) ?? (await this.snapshots.view(tenantId, await this.environments.resolve(tenantId, env)));
-    const result = view.set.evaluate(key, context);
-    if (!result) throw this.notFound(key);
+    const flag = view.set.get(key);
+    if (!flag) throw this.notFound(key);
+    const result = view.set.evaluate(flag, context);
     if (projectId !== undefined && view.projects.get(key) !== projectId) throw this.notFound(key);
     this.counter.count(tenantId, key);
     return toEvaluationDto(key, result);
@@ -383,6 +395,8 @@ export class FlagsService {
 
 /** An import is bounded so that one transaction (and the locks it holds) stays short. */
 const IMPORT_MAX_FLAGS = 2000;
+/** An import of the largest size takes well under a second. */
+const IMPORT_RETRY_AFTER_S = 2;
 
 function importedTargeting(f: ImportedFlag): Pick<FlagEnvironmentEntity, 'enabled' | 'offValue' | 'targets' | 'rules' | 'prerequisites' | 'salt'> {
   return { enabled: f.enabled, offValue: f.offValue, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites, salt: f.salt };

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isUuid } from '@flagship/domain';
-import { type DataSource, IsNull } from 'typeorm';
+import { type DataSource, type EntityManager, IsNull } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { OAuthClientEntity } from './oauth-client.entity';
@@ -11,7 +11,8 @@ import { OAuthClientEntity } from './oauth-client.entity';
  * kept (deleted_at set) as the revocation fallback, and are invisible to every other method.
  */
 export abstract class OAuthClientsRepository {
-  abstract insert(client: OAuthClientEntity): Promise<void>;
+  /** `m`: inside that transaction (a quota's). */
+  abstract insert(client: OAuthClientEntity, m?: EntityManager): Promise<void>;
   abstract findActive(tenantId: string, clientId: string): Promise<OAuthClientEntity | null>;
   /** Up to `limit + 1` clients in (created_at, client_id) order after `after`: one more tells a next page exists. */
   abstract list(tenantId: string, limit: number, after?: PageCursor): Promise<OAuthClientEntity[]>;
@@ -40,8 +41,8 @@ export class TypeOrmOAuthClientsRepository extends OAuthClientsRepository {
     return this.ds.getRepository(OAuthClientEntity);
   }
 
-  async insert(client: OAuthClientEntity): Promise<void> {
-    await this.repo.insert(client);
+  async insert(client: OAuthClientEntity, m?: EntityManager): Promise<void> {
+    await (m ?? this.ds.manager).getRepository(OAuthClientEntity).insert(client);
   }
 
   findActive(tenantId: string, clientId: string): Promise<OAuthClientEntity | null> {

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { hashSecret } from '@flagship/config';
 import { isScope, type OAuthClient, type OAuthClientWithSecret, SCOPES } from '@flagship/domain';
 import { REVOCATION_RECORDER, type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
@@ -9,6 +9,7 @@ import type { OAuthClientEntity } from './oauth-client.entity';
 import { OAuthClientProblems } from './oauth-clients.errors';
 import { isClientId, OAuthClientsRepository } from './oauth-clients.repository';
 import { OAUTH_FEATURE_OPTIONS, type ResolvedOAuthFeatureOptions } from './oauth-feature.options';
+import { Quotas } from '../quotas/quotas';
 
 /** The API's view of a client (libs/domain, shared with the console). */
 export type OAuthClientView = OAuthClient;
@@ -51,6 +52,8 @@ export class OAuthClientsService {
     private readonly clients: OAuthClientsRepository,
     @Inject(REVOCATION_RECORDER) private readonly revocations: RevocationRecorder,
     @Inject(OAUTH_FEATURE_OPTIONS) private readonly options: ResolvedOAuthFeatureOptions,
+    // Optional: the OAuth feature also runs without the app's quotas (its own tests, the fakes).
+    @Optional() private readonly quotas?: Quotas,
   ) {}
 
   async create(
@@ -76,8 +79,14 @@ export class OAuthClientsService {
       secretRotatedAt: null,
       deletedAt: null,
     };
-    await this.clients.insert(client);
+    await this.insertWithinQuota(client);
     return { ...toOAuthClientView(client), clientSecret };
+  }
+
+  /** Within the tenant's quota of clients (QUOTA_OAUTH_CLIENTS_PER_TENANT), counted under a lock so concurrent creates cannot pass it. */
+  private async insertWithinQuota(client: OAuthClientEntity): Promise<void> {
+    if (this.quotas) await this.quotas.within('oauth-clients-per-tenant', client.tenantId, (m) => this.clients.insert(client, m));
+    else await this.clients.insert(client);
   }
 
   /** Up to `limit + 1` clients (one more tells the controller a next page exists), never a secret. */

@@ -7,6 +7,7 @@ import { isUuid } from '@flagship/domain';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
+import { Quotas } from '../quotas/quotas';
 import { UsersRepository } from '../users/users.repository';
 import { isPendingUser, type UserEntity } from '../users/user.entity';
 import type { CreateTenantDto } from './tenants.dto';
@@ -54,6 +55,7 @@ export class TenantsService {
     private readonly users: UsersRepository,
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
     @Inject(PUBSUB) private readonly pubsub: PubSub,
+    private readonly quotas: Quotas,
   ) {}
 
   /** Features that must act when a tenant is born register here (kept out of this module's imports). */
@@ -70,9 +72,10 @@ export class TenantsService {
     return (await this.tenants.tenantsOfUser(user!.id)).map((r) => toTenantDto(r.tenant));
   }
 
-  /** A new tenant with its creator as admin, in one transaction. */
+  /** A new tenant with its creator as admin, in one transaction; within the creator's quota of tenants. */
   create(creator: UserEntity, dto: CreateTenantDto): Promise<Tenant> {
     return this.transactions.run(async (m) => {
+      await this.quotas.reserve(m, 'tenants-per-user', creator.id);
       const tenant = await this.createWithAdmin(m, creator, {
         name: dto.name,
         primaryEmail: dto.primaryEmail,

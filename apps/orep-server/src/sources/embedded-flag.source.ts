@@ -2,7 +2,7 @@ import { Logger, type OnModuleInit } from '@nestjs/common';
 import exampleFlags from '../../flags.example.json';
 import { validateFlagFile } from './flag-file';
 import type { FlagSource, FlagSourceStatus } from './flag-source';
-import { FlagSnapshot } from './flag-snapshot';
+import { FlagSnapshot } from '@flagship/flag-evaluation';
 
 /**
  * The example flags built into the app (apps/orep-server/flags.example.json), served when neither

@@ -6,7 +6,7 @@ import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/c
 import { ConfigError } from '@flagship/config';
 import { type FlagFile, type LazyFlagFile, readFlagFile } from './flag-file';
 import type { FlagSource, FlagSourceStatus } from './flag-source';
-import { FlagSnapshot } from './flag-snapshot';
+import { FlagSnapshot } from '@flagship/flag-evaluation';
 
 export interface FileFlagSourceOptions {
   path: string;

@@ -1,5 +1,5 @@
 import type { FlagSourceMode } from '../env.schema';
-import type { FlagSnapshot } from './flag-snapshot';
+import type { FlagSnapshot } from '@flagship/flag-evaluation';
 
 /** Injection token of the app's one FlagSource. */
 export const FLAG_SOURCE = Symbol('FLAG_SOURCE');

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
+import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, FLAG_FINGERPRINT, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
 import type { FlagDefinition } from '@flagship/flag-evaluation';
 
 /** One flag as stored, seen in one environment, with what tells whether it changed. */
@@ -17,8 +17,8 @@ interface FlagRow extends FlagDefinitionRow {
 
 // The same rows and columns as management-api's export (FLAG_DEFINITION_COLUMNS): a flag
 // exists in an environment when it has a row there. The fingerprint reads no jsonb, so comparing
-// 100,000 of them stays cheap; every write bumps a version and updated_at.
-const FINGERPRINT = `concat_ws(':', f.id, f.version, f.updated_at, fe.version, fe.updated_at)`;
+// 100,000 of them stays cheap.
+const FINGERPRINT = FLAG_FINGERPRINT;
 
 const FROM = `
     FROM flags f

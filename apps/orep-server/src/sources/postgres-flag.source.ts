@@ -1,7 +1,7 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { CHANNELS, type PubSub } from '@flagship/redis';
 import type { FlagSource, FlagSourceStatus } from './flag-source';
-import { FlagSnapshot } from './flag-snapshot';
+import { FlagSnapshot } from '@flagship/flag-evaluation';
 import type { FlagsRepository, StoredFlag } from './flags.repository';
 
 export interface PostgresFlagSourceOptions {

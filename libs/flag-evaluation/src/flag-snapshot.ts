@@ -1,11 +1,5 @@
-import {
-  CompiledFlag,
-  compileFlag,
-  type CompiledFlagResolver,
-  type EvaluationContext,
-  type EvaluationResult,
-  type FlagDefinition,
-} from '@flagship/flag-evaluation';
+import { CompiledFlag, compileFlag } from './compile';
+import type { CompiledFlagResolver, EvaluationContext, EvaluationResult, FlagDefinition } from './types';
 
 /** A flag as compiled, as a definition, or as the JSON text of one (compiled on first use). */
 type Entry = CompiledFlag | FlagDefinition | string;

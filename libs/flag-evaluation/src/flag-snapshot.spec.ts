@@ -1,5 +1,6 @@
-import { CompiledFlag, type FlagDefinition } from '@flagship/flag-evaluation';
+import { CompiledFlag } from './compile';
 import { FlagSnapshot } from './flag-snapshot';
+import type { FlagDefinition } from './types';
 
 const flag = (key: string, value: number, extra: Partial<FlagDefinition> = {}): FlagDefinition => ({
   key,

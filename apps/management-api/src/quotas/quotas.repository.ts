@@ -1,0 +1,24 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { QuotaName } from './quotas';
+
+/** What each quota counts, for one tenant (or, for tenants-per-user, one user: the tenants they administer). */
+const COUNTS: Record<QuotaName, string> = {
+  'flags-per-tenant': 'SELECT count(*)::int AS n FROM flags WHERE tenant_id = $1',
+  'environments-per-tenant': 'SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1',
+  'oauth-clients-per-tenant': 'SELECT count(*)::int AS n FROM oauth_clients WHERE tenant_id = $1 AND deleted_at IS NULL',
+  'tenants-per-user': `SELECT count(*)::int AS n FROM memberships WHERE user_id = $1 AND role = 'admin'`,
+};
+
+@Injectable()
+export class QuotasRepository {
+  /**
+   * Waits for this owner's turn on this quota (a transaction-scoped advisory lock, so writers that
+   * add to it queue until the one before has committed), then counts what it has.
+   */
+  async lockAndCount(m: EntityManager, quota: QuotaName, ownerId: string): Promise<number> {
+    await m.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`quota:${quota}:${ownerId}`]);
+    const [row] = (await m.query(COUNTS[quota], [ownerId])) as Array<{ n: number }>;
+    return row?.n ?? 0;
+  }
+}

@@ -1,0 +1,70 @@
+import { Global, Inject, Injectable, Module } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
+import { TransactionRunner, type Tx } from '@flagship/persistence';
+import { ProblemException } from '@flagship/problem-details';
+import type { ManagementApiConfig } from '../env.schema';
+import { QuotaProblems } from './quotas.errors';
+import { QuotasRepository } from './quotas.repository';
+
+export type QuotaName = 'flags-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user';
+
+/** The refusal's detail: what there is, the limit, and that the request would pass it. */
+const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number) => string> = {
+  'flags-per-tenant': (c, l, a) => `This tenant has ${c} of its ${l} flags; ${a} more would pass the limit. Delete flags first.`,
+  'environments-per-tenant': (c, l) => `This tenant has ${c} of its ${l} environments.`,
+  'oauth-clients-per-tenant': (c, l) => `This tenant has ${c} of its ${l} OAuth clients; delete one first.`,
+  'tenants-per-user': (c, l) => `You administer ${c} tenants; a user may create tenants while administering fewer than ${l}.`,
+};
+
+/**
+ * Limits per tenant and per user (QUOTA_* settings). A write that adds to a quota calls `reserve`
+ * inside its own transaction, before it inserts: concurrent writers of one owner queue on a lock
+ * and each counts what the previous ones committed, so together they never pass the limit.
+ */
+@Injectable()
+export class Quotas {
+  private readonly limits: Record<QuotaName, number>;
+
+  constructor(
+    @Inject(APP_CONFIG) config: ManagementApiConfig,
+    private readonly repo: QuotasRepository,
+    private readonly transactions: TransactionRunner,
+  ) {
+    this.limits = {
+      'flags-per-tenant': config.QUOTA_FLAGS_PER_TENANT,
+      'environments-per-tenant': config.QUOTA_ENVIRONMENTS_PER_TENANT,
+      'oauth-clients-per-tenant': config.QUOTA_OAUTH_CLIENTS_PER_TENANT,
+      'tenants-per-user': config.QUOTA_TENANTS_PER_USER,
+    };
+  }
+
+  limit(quota: QuotaName): number {
+    return this.limits[quota];
+  }
+
+  /** 409 quota-exceeded (naming quota, limit and current count) unless `adding` more fit; holds the owner's turn until `m` ends. */
+  async reserve(m: Tx, quota: QuotaName, ownerId: string, adding = 1): Promise<void> {
+    if (adding <= 0) return;
+    const limit = this.limits[quota];
+    const current = await this.repo.lockAndCount(m, quota, ownerId);
+    if (current + adding <= limit) return;
+    throw new ProblemException(QuotaProblems['quota-exceeded'], DETAIL[quota](current, limit, adding), {
+      quota,
+      limit,
+      current,
+    });
+  }
+
+  /** `work` in a transaction of its own, after `reserve` (for writes that are not in one already). */
+  within<T>(quota: QuotaName, ownerId: string, work: (m: Tx) => Promise<T>): Promise<T> {
+    return this.transactions.run(async (m) => {
+      await this.reserve(m, quota, ownerId);
+      return work(m);
+    });
+  }
+}
+
+/** Global: every feature that creates something counted may inject Quotas. */
+@Global()
+@Module({ providers: [Quotas, QuotasRepository], exports: [Quotas] })
+export class QuotasModule {}
