@@ -136,7 +136,7 @@ describe('evaluator limits (real HTTP, Postgres, Redis)', () => {
     it('an evaluation that runs out of its step budget answers ERROR/MALFORMED_FLAG with the default, and is counted', async () => {
       const res = await evaluate('stored-huge', { plan: 'pro' });
       expect([res.status, res.body]).toEqual([200, { key: 'stored-huge', enabled: true, value: false, reason: 'ERROR', errorKind: 'MALFORMED_FLAG' }]);
-      const metrics = await fetch(`${f.url}/metrics`).then((r) => r.text());
+      const metrics = await fetch(`${f.metricsUrl}/metrics`).then((r) => r.text());
       expect(metrics).toMatch(/^flag_evaluations_over_budget_total\{service="management-api"\} [1-9]/m);
     });
 

@@ -156,7 +156,7 @@ describe('Postgres source', () => {
       expect([attack.status, attack.body.value, bounded.body.value, (await ofrep('redos', { name: 'aaa' })).body.value]).toEqual([200, false, false, true]);
       const over = await ofrep('huge', { plan: 'pro' });
       expect([over.status, over.body.errorCode]).toEqual([400, 'GENERAL']);
-      expect(await http(`${app.url}/metrics`).then((r) => String(r.body))).toMatch(/^flag_evaluations_over_budget_total\{service="orep-server"\} [1-9]/m);
+      expect(await http(`${app.metricsUrl}/metrics`).then((r) => String(r.body))).toMatch(/^flag_evaluations_over_budget_total\{service="orep-server"\} [1-9]/m);
       await db.query(`DELETE FROM flags WHERE tenant_id = $1 AND key IN ('redos', 'huge')`, [TENANT]);
       await publish('redos');
       await publish('huge');
