@@ -503,7 +503,7 @@ export interface paths {
         put?: never;
         /**
          * Import flags from LaunchDarkly's server-side SDK data into the request's environment
-         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written.
+         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.
          */
         post: operations["Flags_importLaunchDarkly"];
         delete?: never;
@@ -1634,7 +1634,7 @@ export interface components {
              */
             emailVerified?: boolean;
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -1963,7 +1963,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2145,7 +2145,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2261,7 +2261,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2381,7 +2381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2503,7 +2503,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2594,7 +2594,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2761,7 +2761,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2973,7 +2973,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3217,7 +3217,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3310,7 +3310,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3709,7 +3709,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3828,7 +3828,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3947,7 +3947,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4147,7 +4147,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4358,7 +4358,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4560,7 +4560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4745,7 +4745,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4964,7 +4964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5105,7 +5105,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5304,7 +5304,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5432,7 +5432,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5715,7 +5715,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5848,7 +5848,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6563,7 +6563,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6684,7 +6684,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6844,7 +6844,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6932,7 +6932,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
