@@ -195,8 +195,9 @@ async function startGateway(
   });
   const url = `http://127.0.0.1:${port}`;
   await ready(p, async () => (await fetch(`${url}/readyz`)).ok);
-  // What Kubernetes and Prometheus do to every pod.
-  for (const probe of [`${url}/healthz`, `http://127.0.0.1:${metricsPort}/metrics`]) await (await fetch(probe)).text();
+  // What Kubernetes and Prometheus do to every pod. A build from before METRICS_PORT (an A/B baseline) serves /metrics on its one port.
+  await (await fetch(`${url}/healthz`)).text();
+  await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => fetch(`${url}/metrics`))).text();
   return { url, pid: p.child.pid! };
 }
 
