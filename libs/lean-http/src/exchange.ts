@@ -60,11 +60,11 @@ export class Exchange {
     this.clientRequestId = clientRequestIdOf(req);
   }
 
-  /** The id headers every answer carries: ours, and the caller's echoed when it sent one. */
-  private idHeaders(): OutgoingHttpHeaders {
-    return this.clientRequestId === undefined
-      ? { 'x-request-id': this.requestId }
-      : { 'x-request-id': this.requestId, [CLIENT_REQUEST_ID_HEADER]: this.clientRequestId };
+  /** The id headers every answer carries: ours first, then the given ones, and the caller's id echoed when it sent one. */
+  private withIds(headers: OutgoingHttpHeaders | undefined): OutgoingHttpHeaders {
+    const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...headers };
+    if (this.clientRequestId !== undefined) all[CLIENT_REQUEST_ID_HEADER] = this.clientRequestId;
+    return all;
   }
 
   get answered(): boolean {
@@ -96,7 +96,7 @@ export class Exchange {
   send(status: number, contentType: string | undefined, headers: OutgoingHttpHeaders | undefined, body: string | Buffer | undefined): void {
     const res = this.res;
     if (res.headersSent) return;
-    const all: OutgoingHttpHeaders = { ...this.idHeaders(), ...headers };
+    const all = this.withIds(headers);
     if (contentType !== undefined) all['content-type'] = contentType;
     // Given here: Node would otherwise send a body written after writeHead chunked.
     if (body !== undefined) all['content-length'] = Buffer.byteLength(body);
@@ -112,7 +112,7 @@ export class Exchange {
   startStream(status: number, headers: OutgoingHttpHeaders): ServerResponse | undefined {
     const res = this.res;
     if (res.headersSent) return undefined;
-    res.writeHead(status, { ...this.idHeaders(), ...headers });
+    res.writeHead(status, this.withIds(headers));
     this.observe(status);
     return res;
   }
