@@ -5,7 +5,7 @@
  * theirs. Needs the builds first: `npx nx run-many -t build -p management-api,ai-gateway` (npm test
  * builds everything first).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
 import { hashSecret } from '@flagship/config';
-import { createTestEnvironment, FakeModelUpstream, freePort, http, type TestEnvironment, waitFor } from '@flagship/testing';
+import { createTestEnvironment, FakeModelUpstream, freePort, http, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
 import { balanceOf, createTenant, ledgerRows, type Sql, startIssuer } from './testing/gateway.fixture';
 
 const root = join(__dirname, '..', '..', '..');
@@ -30,20 +30,7 @@ interface Started {
 async function startBuilt(app: string, env: NodeJS.ProcessEnv, port?: number): Promise<Started> {
   const main = mainOf(app);
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ${app}:build\` first`);
-  port ??= await freePort();
-  const child = spawn(process.execPath, [main], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (c) => (out += c));
-  child.stderr!.on('data', (c) => (out += c));
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
-      return (await http(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200;
-    },
-    30000,
-    100,
-  );
+  const { url, child } = await startBuiltProcess(main, env, port);
   return {
     url,
     child,

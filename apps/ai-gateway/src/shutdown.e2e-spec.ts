@@ -4,14 +4,13 @@
  * retry-after), lets the stream finish within SHUTDOWN_GRACE_MS, and when the grace runs out first,
  * cuts it and bills what it used before it exits. Needs the build: `npx nx run ai-gateway:build`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
-import { createTestEnvironment, FakeModelUpstream, freePort, http, type TestEnvironment, waitFor } from '@flagship/testing';
+import { type BuiltProcess, createTestEnvironment, FakeModelUpstream, http, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
 import { balanceOf, createTenant, type IssueToken, ledgerRows, type Sql, startIssuer } from './testing/gateway.fixture';
 
 const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
@@ -20,11 +19,7 @@ const AUDIENCE = 'flagship-api';
 /** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
 const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
 
-interface Gateway {
-  url: string;
-  child: ChildProcess;
-  output: () => string;
-}
+type Gateway = BuiltProcess;
 
 describe('the gateway on SIGTERM (a rollout)', () => {
   let te: TestEnvironment;
@@ -52,22 +47,8 @@ describe('the gateway on SIGTERM (a rollout)', () => {
   beforeEach(() => fake.reset());
 
   async function startGateway(graceMs: number): Promise<Gateway> {
-    const port = await freePort();
-    const env = { ...te.env, LOG_LEVEL: 'warn', OAUTH_ISSUER: ISSUER, OAUTH_AUDIENCE: AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, SHUTDOWN_GRACE_MS: String(graceMs), PORT: String(port) };
-    const child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout!.on('data', (c) => (out += c));
-    child.stderr!.on('data', (c) => (out += c));
-    const url = `http://127.0.0.1:${port}`;
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
-        return (await http(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200;
-      },
-      30_000,
-      100,
-    );
-    const g = { url, child, output: () => out };
+    const env = { ...te.env, LOG_LEVEL: 'warn', OAUTH_ISSUER: ISSUER, OAUTH_AUDIENCE: AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, SHUTDOWN_GRACE_MS: String(graceMs) };
+    const g = await startBuiltProcess(main, env);
     started.push(g);
     return g;
   }

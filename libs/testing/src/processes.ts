@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { http } from './http';
 
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
@@ -27,6 +28,33 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false>, ti
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+}
+
+/** A built app (its `main.js`) started as a process, as `npm start` and the image start it. */
+export interface BuiltProcess {
+  url: string;
+  child: ChildProcess;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+}
+
+/** Starts `main` on `port` (a free one by default) and waits until its /readyz answers 200; fails with its output if it exits first. */
+export async function startBuiltProcess(main: string, env: NodeJS.ProcessEnv, port?: number): Promise<BuiltProcess> {
+  port ??= await freePort();
+  const child = spawn(process.execPath, [main], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
+      return (await http(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200;
+    },
+    30_000,
+    100,
+  );
+  return { url, child, output: () => out };
 }
 
 /** A redis-server of a test's own, on a free port, that the test may stop and start again. */
