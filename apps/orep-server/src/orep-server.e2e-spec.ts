@@ -194,7 +194,7 @@ describe('orep-server built, Postgres mode', () => {
     try {
       await waitFor(async () => publisher.status === 'ready', 5000, 10);
       await publisher.publish(
-        new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged),
+        new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged.name),
         JSON.stringify({ tenantId: TENANT, environment: 'production', flagKey: 'checkout', version: 2 }),
       );
     } finally {

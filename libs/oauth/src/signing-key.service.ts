@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigError } from '@flagship/config';
-import { PUBSUB, type PubSub } from '@flagship/redis';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { generateSigningKey, parseSigningKey, privateKeyFromJwk, SigningKeyFormatError, type SigningKeyMaterial } from './jwk';
 import { OAUTH_OPTIONS, type ResolvedOAuthOptions } from './oauth.options';
 import { SigningKeysRepository } from './signing-keys.repository';
-import { SIGNING_KEYS_CHANGED_CHANNEL, VerificationKeys } from './verification-keys';
+import { VerificationKeys } from './verification-keys';
 
 const MISSING = '\u0000missing';
 
@@ -96,7 +96,7 @@ export class SigningKeyService implements OnModuleInit, OnApplicationShutdown {
         // arriving meanwhile wait on this promise); the other apps hear of it through Redis (or at
         // their next unknown kid or periodic reload).
         await this.verificationKeys.refresh().catch(() => undefined);
-        await this.pubsub.publish(SIGNING_KEYS_CHANGED_CHANNEL, { kid: key.kid }).catch(() => undefined);
+        await this.pubsub.publish(CHANNELS.signingKeysChanged, { kid: key.kid }).catch(() => undefined);
         this.active = key;
         this.refusedSource = undefined;
         this.logger.log({ kid: key.kid, configured: key.configured }, 'signing access tokens with key');

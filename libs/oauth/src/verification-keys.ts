@@ -1,12 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { KeyObject } from 'node:crypto';
-import { PUBSUB, type PubSub } from '@flagship/redis';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { publicKeyFromJwk, publishedJwk, type PublicEcJwk } from './jwk';
 import { OAUTH_OPTIONS, type ResolvedOAuthOptions } from './oauth.options';
 import { SigningKeysRepository } from './signing-keys.repository';
-
-/** Published by the issuer when it starts signing with a key, so verifiers load it before its first token. */
-export const SIGNING_KEYS_CHANGED_CHANNEL = 'oauth-signing-keys-changed';
 
 export interface VerificationKey {
   kid: string;
@@ -47,7 +44,7 @@ export class VerificationKeys implements OnModuleInit, OnApplicationShutdown {
     this.timer.unref();
     // Not awaited: a subscription waits for Redis, and start-up must not.
     this.pubsub
-      .subscribe(SIGNING_KEYS_CHANGED_CHANNEL, () => void this.refreshQuietly())
+      .subscribe(CHANNELS.signingKeysChanged, () => void this.refreshQuietly())
       .then((unsubscribe) => {
         if (this.closed) void unsubscribe().catch(() => undefined);
         else this.unsubscribe = unsubscribe;

@@ -1,4 +1,5 @@
 export * from './redis.factory';
 export * from './redis-keys';
 export * from './pubsub';
+export * from './channels';
 export * from './redis.module';

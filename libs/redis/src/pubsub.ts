@@ -1,16 +1,25 @@
+import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
+import type { Channel } from './channels';
 import { createRedis } from './redis.factory';
 import type { RedisKeys } from './redis-keys';
 
-export type MessageHandler = (message: unknown) => void;
+type Handler = (message: unknown) => void;
 
 /**
- * JSON publish/subscribe over one dedicated subscriber connection (a subscribed ioredis client can
- * run no other command). Channel names are prefixed by RedisKeys.
+ * The change feed's transport: typed JSON publish/subscribe (channels.ts) over one dedicated
+ * subscriber connection (a subscribed ioredis client can run no other command). Channel names are
+ * prefixed by RedisKeys. A message that is not JSON or fails its channel's check reaches no handler;
+ * it is counted in `rejected` and logged once per channel.
  */
 export class PubSub {
+  private readonly logger = new Logger('PubSub');
   private readonly subscriber: Redis;
-  private readonly handlers = new Map<string, Set<MessageHandler>>();
+  /** Per prefixed channel name: its check and its handlers (of checked payloads). */
+  private readonly handlers = new Map<string, { check: (m: unknown) => unknown; set: Set<Handler> }>();
+  private readonly warned = new Set<string>();
+  /** Messages dropped because they were not JSON or failed their channel's check. */
+  rejected = 0;
 
   constructor(
     private readonly publisher: Redis,
@@ -20,15 +29,16 @@ export class PubSub {
   ) {
     this.subscriber = createRedis({ url, name: `${name}-sub`, subscriber: true });
     this.subscriber.on('message', (channel: string, raw: string) => {
-      const set = this.handlers.get(channel);
-      if (!set) return;
+      const entry = this.handlers.get(channel);
+      if (!entry) return;
       let message: unknown;
       try {
-        message = JSON.parse(raw);
+        message = entry.check(JSON.parse(raw));
       } catch {
-        return; // not ours
+        message = undefined;
       }
-      for (const h of set) h(message);
+      if (message === undefined) return this.reject(channel);
+      for (const h of entry.set) h(message);
     });
     // Every channel with handlers is subscribed again whenever the connection is ready (SUBSCRIBE is
     // idempotent): ioredis' own resubscription after a drop can miss channels, and a lost channel is
@@ -39,21 +49,27 @@ export class PubSub {
     });
   }
 
-  async publish(channel: string, message: unknown): Promise<number> {
-    return this.publisher.publish(this.keys.channel(channel), JSON.stringify(message));
+  async publish<T>(channel: Channel<T>, message: T): Promise<number> {
+    return this.publisher.publish(this.keys.channel(channel.name), JSON.stringify(message));
   }
 
-  async subscribe(channel: string, handler: MessageHandler): Promise<() => Promise<void>> {
-    const full = this.keys.channel(channel);
-    let set = this.handlers.get(full);
-    if (!set) {
-      set = new Set();
-      this.handlers.set(full, set);
+  /**
+   * `handler` gets each checked payload. The returned promise settles once SUBSCRIBE is answered
+   * (with Redis down it waits in ioredis' queue: callers that must not block start-up don't await it).
+   */
+  async subscribe<T>(channel: Channel<T>, handler: (message: T) => void): Promise<() => Promise<void>> {
+    const full = this.keys.channel(channel.name);
+    let entry = this.handlers.get(full);
+    const h = handler as Handler;
+    if (!entry) {
+      entry = { check: channel.check, set: new Set() };
+      this.handlers.set(full, entry);
+      entry.set.add(h);
       await this.subscriber.subscribe(full);
-    }
-    set.add(handler);
+    } else entry.set.add(h);
+    const set = entry.set;
     return async () => {
-      set.delete(handler);
+      set.delete(h);
       if (set.size === 0) {
         this.handlers.delete(full);
         await this.subscriber.unsubscribe(full);
@@ -72,6 +88,13 @@ export class PubSub {
       }
       listener();
     });
+  }
+
+  private reject(channel: string): void {
+    this.rejected++;
+    if (this.warned.has(channel)) return;
+    this.warned.add(channel);
+    this.logger.warn(`dropped a message on ${channel} that is not of the channel's payload type (further ones are counted, not logged)`);
   }
 
   get subscriberStatus(): string {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
-import { type FlagChangedMessage, FlagSnapshots } from './flag-snapshots';
+import { CHANNELS, type FlagChanged, PUBSUB, type PubSub } from '@flagship/redis';
+import { FlagSnapshots } from './flag-snapshots';
 
 /** Announces committed flag changes on Redis so orep-server and other replicas learn at once. */
 @Injectable()
@@ -15,7 +15,7 @@ export class FlagEvents {
   async changed(tenantId: string, environments: string[], flagKey: string, version: number): Promise<void> {
     for (const environment of environments) {
       this.snapshots.invalidate(tenantId, environment, flagKey);
-      const msg: FlagChangedMessage = { tenantId, environment, flagKey, version };
+      const msg: FlagChanged = { tenantId, environment, flagKey, version };
       // The change is committed; a lost announcement is healed by the readers' periodic reconcile.
       await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
     }

@@ -32,13 +32,6 @@ interface Entry {
   loading: Promise<void> | undefined;
 }
 
-export interface FlagChangedMessage {
-  tenantId: string;
-  environment: string;
-  flagKey: string;
-  version: number;
-}
-
 /**
  * Flags per tenant and environment held in memory, so evaluations run with no query. Kept current
  * as orep-server's Postgres source keeps its own (FlagSnapshot, per-flag refresh, fingerprints): a
@@ -49,10 +42,20 @@ export interface FlagChangedMessage {
  * Redis away, sets are reconciled every RECONCILE_MS; with Postgres away, the last good set keeps
  * answering. Bounded: least recently used tenant-environments are dropped.
  */
+/** What changed in a held set: these keys (changed, added or removed), or any (undefined: re-read whole). */
+export interface FlagSetChanged {
+  tenantId: string;
+  environment: string;
+  keys: readonly string[] | undefined;
+  /** When the change was applied to the held set (ms since the epoch). */
+  at: number;
+}
+
 @Injectable()
 export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('FlagSnapshots');
   private readonly entries = new Map<string, Entry>();
+  private readonly listeners = new Set<(change: FlagSetChanged) => void>();
   private unsubscribe: (() => Promise<void>) | undefined;
 
   constructor(
@@ -64,11 +67,8 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
     // Not awaited: with Redis down, SUBSCRIBE waits in ioredis' queue and start-up must not.
     this.pubsub
       .subscribe(CHANNELS.flagChanged, (m) => {
-        const msg = m as Partial<FlagChangedMessage>;
-        if (typeof msg.tenantId !== 'string') return;
-        const key = typeof msg.flagKey === 'string' && msg.flagKey !== '' ? msg.flagKey : undefined;
-        if (typeof msg.environment === 'string') this.invalidate(msg.tenantId, msg.environment, key);
-        else this.invalidateTenant(msg.tenantId); // a change to a flag's global fields
+        if (m.environment !== undefined) this.invalidate(m.tenantId, m.environment, m.flagKey);
+        else this.invalidateTenant(m.tenantId); // a change to a flag's global fields
       })
       .then(
         (unsubscribe) => {
@@ -86,6 +86,25 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     // Not awaited: with Redis down, UNSUBSCRIBE waits in ioredis' queue until the connection closes.
     this.unsubscribe?.().catch(() => undefined);
+  }
+
+  /**
+   * `listener` runs after each change applied to a held set (synchronously after it). A held set
+   * re-reads an announced change at once, so listeners hear it without waiting for an evaluation.
+   */
+  onChange(listener: (change: FlagSetChanged) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(change: FlagSetChanged): void {
+    for (const l of this.listeners) {
+      try {
+        l(change);
+      } catch (err) {
+        this.logger.warn(`a flag change listener failed: ${(err as Error).message}`);
+      }
+    }
   }
 
   /** The set when it can answer now without waiting (the hot path); undefined otherwise. */
@@ -130,11 +149,24 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
     if (e === undefined) return;
     if (flagKey === undefined) e.full = true;
     else e.pending.add(flagKey);
+    this.reload(`${tenantId}/${environment}`, e, tenantId, environment);
   }
 
   invalidateTenant(tenantId: string): void {
     const prefix = `${tenantId}/`;
-    for (const [k, e] of this.entries) if (k.startsWith(prefix)) e.full = true;
+    for (const [k, e] of this.entries) {
+      if (!k.startsWith(prefix)) continue;
+      e.full = true;
+      this.reload(k, e, tenantId, k.slice(prefix.length));
+    }
+  }
+
+  /** Re-reads a held set's announced changes now, in the background (a failure is retried by the next use). */
+  private reload(k: string, e: Entry, tenantId: string, environment: string): void {
+    if (e.current === undefined) return;
+    const again = (): Promise<void> => this.load(k, e, tenantId, environment).then(() => (e.full || e.pending.size > 0 ? again() : undefined));
+    // A read under way may predate the announcement: after it, read once more.
+    void (e.loading ?? Promise.resolve()).catch(() => undefined).then(again).catch(() => undefined);
   }
 
   /**
@@ -160,6 +192,7 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
         e.current = { set: FlagSnapshot.of(flags.map((f) => f.definition)), projects: new Map(flags.map((f) => [f.key, f.projectId])) };
         e.fingerprints = new Map(flags.map((f) => [f.key, f.fingerprint]));
         e.loadedAt = Date.now();
+        this.emit({ tenantId, environment, keys: undefined, at: e.loadedAt });
       } catch (err) {
         e.full = true;
         throw err;
@@ -175,7 +208,10 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
         for (const [key, fingerprint] of stored) if (e.fingerprints.get(key) !== fingerprint) keys.add(key);
         for (const key of e.fingerprints.keys()) if (!stored.has(key)) keys.add(key);
       }
-      if (keys.size > 0) this.refresh(e, keys, await this.repo.heldFlags(tenantId, environment, [...keys]));
+      if (keys.size > 0) {
+        const applied = this.refresh(e, keys, await this.repo.heldFlags(tenantId, environment, [...keys]));
+        if (applied.length > 0) this.emit({ tenantId, environment, keys: applied, at: Date.now() });
+      }
       if (reconcile) e.loadedAt = Date.now();
     } catch (err) {
       for (const key of keys) e.pending.add(key);
@@ -184,12 +220,12 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Puts the re-read flags in and takes out those of `keys` that are gone: one synchronous step. */
-  private refresh(e: Entry, keys: ReadonlySet<string>, found: HeldFlag[]): void {
+  private refresh(e: Entry, keys: ReadonlySet<string>, found: HeldFlag[]): string[] {
     const current = e.current!;
     const changed = found.filter((f) => e.fingerprints.get(f.key) !== f.fingerprint || !current.set.has(f.key));
     const foundKeys = new Set(found.map((f) => f.key));
     const removed = [...keys].filter((key) => !foundKeys.has(key) && current.set.has(key));
-    if (changed.length === 0 && removed.length === 0) return; // a repeated message
+    if (changed.length === 0 && removed.length === 0) return []; // a repeated message
     current.set.apply(
       changed.map((f) => f.definition),
       removed,
@@ -202,5 +238,6 @@ export class FlagSnapshots implements OnModuleInit, OnModuleDestroy {
       e.fingerprints.set(f.key, f.fingerprint);
       current.projects.set(f.key, f.projectId);
     }
+    return [...changed.map((f) => f.key), ...removed];
   }
 }

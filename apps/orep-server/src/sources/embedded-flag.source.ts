@@ -1,7 +1,7 @@
 import { Logger, type OnModuleInit } from '@nestjs/common';
 import exampleFlags from '../../flags.example.json';
 import { validateFlagFile } from './flag-file';
-import type { FlagSource, FlagSourceStatus } from './flag-source';
+import { type FlagSource, type FlagSourceStatus, type FlagsChangedListener } from './flag-source';
 import { FlagSnapshot } from '@flagship/flag-evaluation';
 
 /**
@@ -25,6 +25,11 @@ export class EmbeddedFlagSource implements FlagSource, OnModuleInit {
     this.logger.warn(
       `serving the ${this.current.size} built-in example flags (set OREP_FLAGS_FILE or OREP_TENANT_ID to serve real ones)`,
     );
+  }
+
+  /** The built-in flags never change. */
+  onChange(_listener: FlagsChangedListener): () => void {
+    return () => undefined;
   }
 
   status(): FlagSourceStatus {

@@ -5,7 +5,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigError } from '@flagship/config';
 import { type FlagFile, type LazyFlagFile, readFlagFile } from './flag-file';
-import type { FlagSource, FlagSourceStatus } from './flag-source';
+import { type FlagSource, type FlagSourceStatus, FlagsChangedListeners, type FlagsChangedListener } from './flag-source';
 import { FlagSnapshot } from '@flagship/flag-evaluation';
 
 export interface FileFlagSourceOptions {
@@ -42,6 +42,12 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
 
   constructor(private readonly options: FileFlagSourceOptions) {
     this.path = resolve(options.path);
+  }
+
+  private readonly listeners = new FlagsChangedListeners();
+
+  onChange(listener: FlagsChangedListener): () => void {
+    return this.listeners.add(listener);
   }
 
   get snapshot(): FlagSnapshot | null {
@@ -151,6 +157,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     this.lastDigest = digest;
     this.lastError = undefined;
     this.lastFullLoadMs = Math.round(performance.now() - started);
+    this.listeners.emit({ keys: undefined, at: this.current.updatedAt });
     this.logger.log(
       `${previous ? 'reloaded' : 'loaded'} ${this.current.size} flags from ${this.path} in ${this.lastFullLoadMs} ms`,
     );

@@ -19,6 +19,36 @@ export interface FlagSourceStatus {
   [detail: string]: unknown;
 }
 
+/** What changed in the flags being served: these keys (changed, added or removed), or any of them. */
+export interface FlagsChanged {
+  /** undefined: a whole new set (first load, file reload), so any flag may differ. */
+  keys: readonly string[] | undefined;
+  /** When the change was applied (ms since the epoch); the snapshot's `updatedAt`. */
+  at: number;
+}
+
+export type FlagsChangedListener = (change: FlagsChanged) => void;
+
+/** The listeners of one source; a throwing listener is isolated from the others and from the source. */
+export class FlagsChangedListeners {
+  private readonly listeners = new Set<FlagsChangedListener>();
+
+  add(listener: FlagsChangedListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(change: FlagsChanged): void {
+    for (const l of this.listeners) {
+      try {
+        l(change);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+}
+
 /**
  * Where the flags come from. A source keeps a compiled snapshot and swaps it whole when the flags
  * change; the evaluation paths read `snapshot` on every request and never wait on I/O.
@@ -27,4 +57,9 @@ export interface FlagSource {
   /** null only until the first successful load. */
   readonly snapshot: FlagSnapshot | null;
   status(): FlagSourceStatus;
+  /**
+   * `listener` runs after every change to `snapshot` is applied (synchronously after it, so what it
+   * reads is the changed snapshot). Returns the unsubscribe.
+   */
+  onChange(listener: FlagsChangedListener): () => void;
 }

@@ -97,7 +97,7 @@ describe('Postgres source', () => {
       [TENANT],
     );
     publisher = createRedis({ url: redis.url, name: 'test-publisher' });
-    channel = new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged);
+    channel = new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged.name);
   });
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { CHANNELS, type PubSub } from '@flagship/redis';
-import type { FlagSource, FlagSourceStatus } from './flag-source';
+import { type FlagSource, type FlagSourceStatus, FlagsChangedListeners, type FlagsChangedListener } from './flag-source';
 import { FlagSnapshot } from '@flagship/flag-evaluation';
 import type { FlagsRepository, StoredFlag } from './flags.repository';
 
@@ -40,6 +40,7 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
   private lastFullLoadMs: number | undefined;
   private lastError: { at: string; message: string } | undefined;
   private stopped = false;
+  private readonly listeners = new FlagsChangedListeners();
 
   /**
    * `pubsub` is owned from here on (closed at shutdown). A reconnection of it means messages may have
@@ -88,6 +89,10 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
     await Promise.race([this.pumping, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
     clearTimeout(timer);
     await this.pubsub.close();
+  }
+
+  onChange(listener: FlagsChangedListener): () => void {
+    return this.listeners.add(listener);
   }
 
   status(): FlagSourceStatus {
@@ -187,6 +192,7 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
       const flags = await this.repository.findAll(tenantId, environment);
       this.fingerprints = new Map(flags.map((f) => [f.key, f.fingerprint]));
       this.current = FlagSnapshot.of(flags.map((f) => f.definition));
+      this.listeners.emit({ keys: undefined, at: this.current.updatedAt });
       this.lastFullLoadMs = Math.round(performance.now() - started);
       this.logger.log(`loaded ${this.current.size} flags of tenant ${tenantId} (${environment}) in ${this.lastFullLoadMs} ms`);
     } else {
@@ -223,6 +229,7 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
       changed.map((f) => f.definition),
       removed,
     );
+    this.listeners.emit({ keys: [...changed.map((f) => f.key), ...removed], at: current.updatedAt });
   }
 
   private recovered(): void {

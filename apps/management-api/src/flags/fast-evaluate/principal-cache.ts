@@ -54,14 +54,13 @@ export class PrincipalCache {
   ) {}
 
   listen(pubsub: PubSub): void {
-    const handlers: Array<[string, (message: unknown) => void]> = [
-      [CHANNELS.clientRevoked, () => this.clear()],
-      [CHANNELS.tenantChanged, () => this.clear()],
-      [CHANNELS.membershipChanged, (m) => this.forgetUser((m as { userId?: unknown } | null)?.userId)],
+    const subs = [
+      pubsub.subscribe(CHANNELS.clientRevoked, () => this.clear()),
+      pubsub.subscribe(CHANNELS.tenantChanged, () => this.clear()),
+      pubsub.subscribe(CHANNELS.membershipChanged, (m) => this.forgetUser(m.userId)),
     ];
-    for (const [channel, handler] of handlers) {
-      const sub = pubsub.subscribe(channel, handler);
-      sub.catch((err: Error) => this.logger.warn(`${channel} subscription failed: ${err.message}; cached callers expire after ${this.ttlMs} ms`));
+    for (const sub of subs) {
+      sub.catch((err: Error) => this.logger.warn(`a subscription failed: ${err.message}; cached callers expire after ${this.ttlMs} ms`));
       this.unsubscribes.push(sub);
     }
     pubsub.onReconnect(() => this.clear());

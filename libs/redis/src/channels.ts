@@ -1,0 +1,90 @@
+/**
+ * The change feed: every channel the apps publish on, each with its one payload type and the
+ * runtime check of it, defined once here and used by publishers (PubSub.publish takes a payload of
+ * the channel's type) and subscribers alike (PubSub.subscribe hands over only payloads that passed
+ * the check). A message that fails the check (another version of the app, a hand-typed PUBLISH) is
+ * dropped and counted by the subscriber, never half-read.
+ */
+export interface Channel<T> {
+  /** The channel's name, before RedisKeys' prefix. */
+  readonly name: string;
+  /** The payload when `message` (parsed JSON) is one of this channel's, else undefined. */
+  readonly check: (message: unknown) => T | undefined;
+}
+
+function defineChannel<T>(name: string, check: (message: Record<string, unknown>) => T | undefined): Channel<T> {
+  return {
+    name,
+    check: (message) => (typeof message === 'object' && message !== null && !Array.isArray(message) ? check(message as Record<string, unknown>) : undefined),
+  };
+}
+
+const isText = (v: unknown): v is string => typeof v === 'string' && v !== '';
+const isOptionalText = (v: unknown): v is string | undefined => v === undefined || isText(v);
+
+/**
+ * A flag changed. `environment` absent: a change to the flag's global fields (every environment);
+ * `flagKey` absent: re-read every flag of the tenant(-environment).
+ */
+export interface FlagChanged {
+  tenantId: string;
+  environment?: string;
+  flagKey?: string;
+  version?: number;
+}
+
+/** An OAuth client was deleted or its secret rotated; `revokedAt` (ms) is when, else the moment heard. */
+export interface ClientRevoked {
+  clientId: string;
+  revokedAt?: number;
+}
+
+/** What is cached of a tenant changed (entitlements, plan, zeroRated, hostedProviderAllowed, credits). */
+export interface TenantChanged {
+  tenantId: string;
+}
+
+/** A person's membership of a tenant was added, removed or its role changed. */
+export interface MembershipChanged {
+  tenantId: string;
+  userId: string;
+}
+
+/** The OAuth signing keys changed (a rotation); `kid` is the new key's, when known. */
+export interface SigningKeysChanged {
+  kid?: string;
+}
+
+export const CHANNELS = {
+  /** management-api publishes after a flag write commits; flag stores re-read that flag. */
+  flagChanged: defineChannel<FlagChanged>('flag-changed', (m) => {
+    if (!isText(m.tenantId) || !isOptionalText(m.flagKey)) return undefined;
+    if (m.environment !== undefined && m.environment !== null && !isText(m.environment)) return undefined;
+    if (m.version !== undefined && !(typeof m.version === 'number' && Number.isSafeInteger(m.version))) return undefined;
+    return {
+      tenantId: m.tenantId,
+      ...(isText(m.environment) ? { environment: m.environment } : {}),
+      ...(isText(m.flagKey) ? { flagKey: m.flagKey } : {}),
+      ...(typeof m.version === 'number' ? { version: m.version } : {}),
+    };
+  }),
+  /** Verifiers refuse the client's tokens issued until `revokedAt` (libs/oauth ClientRevocations). */
+  clientRevoked: defineChannel<ClientRevoked>('client-revoked', (m) => {
+    if (!isText(m.clientId)) return undefined;
+    if (m.revokedAt !== undefined && !(typeof m.revokedAt === 'number' && Number.isFinite(m.revokedAt))) return undefined;
+    return { clientId: m.clientId, ...(m.revokedAt !== undefined ? { revokedAt: m.revokedAt } : {}) };
+  }),
+  /**
+   * Published by whoever writes what the AI gateway and the evaluate routes cache of a tenant
+   * (management-api's admin routes, billing-worker); they drop their cached copy.
+   */
+  tenantChanged: defineChannel<TenantChanged>('tenant-changed', (m) => (isText(m.tenantId) ? { tenantId: m.tenantId } : undefined)),
+  /** Published by whoever writes memberships; caches of that person's access drop it, so a removal is refused at once. */
+  membershipChanged: defineChannel<MembershipChanged>('membership-changed', (m) =>
+    isText(m.tenantId) && isText(m.userId) ? { tenantId: m.tenantId, userId: m.userId } : undefined,
+  ),
+  /** Verifiers re-read the published keys (libs/oauth VerificationKeys). */
+  signingKeysChanged: defineChannel<SigningKeysChanged>('oauth-signing-keys-changed', (m) =>
+    isOptionalText(m.kid) ? (m.kid !== undefined ? { kid: m.kid } : {}) : undefined,
+  ),
+} as const;
