@@ -3,3 +3,4 @@ export * from './redis-keys';
 export * from './pubsub';
 export * from './channels';
 export * from './redis.module';
+export * from './subscribed-cache';

@@ -1,0 +1,198 @@
+import { DisposableRedis, waitFor } from '@flagship/testing';
+import type { Channel } from './channels';
+import { PubSub } from './pubsub';
+import { createRedis } from './redis.factory';
+import { RedisKeys } from './redis-keys';
+import { type LoadRequest, SubscribedCache } from './subscribed-cache';
+
+/** `{ key, part? }`: a test channel announcing a change to a key, or to one part of it. */
+const CHANGED: Channel<{ key: string; part?: string }> = {
+  name: 'changed',
+  check: (m) => {
+    const { key, part } = m as { key?: unknown; part?: unknown };
+    if (typeof key !== 'string') return undefined;
+    return typeof part === 'string' ? { key, part } : { key };
+  },
+};
+
+/** A source of values whose reads are recorded and can be made to fail or wait. */
+class Source {
+  version = 1;
+  failing: Error | undefined;
+  gate: Promise<void> | undefined;
+  readonly requests: Array<{ key: string; reason: string; changed: string[] }> = [];
+
+  load = async (key: string, r: LoadRequest<string>): Promise<string> => {
+    this.requests.push({ key, reason: r.reason, changed: [...r.changed].sort() });
+    const version = this.version;
+    await this.gate;
+    if (this.failing) throw this.failing;
+    return `${key}@${version}`;
+  };
+}
+
+describe('SubscribedCache over a Redis of the test\'s own', () => {
+  let redis: DisposableRedis;
+  let n = 0;
+  const open: Array<{ close(): void | Promise<void> }> = [];
+
+  beforeAll(async () => {
+    redis = await DisposableRedis.start();
+  });
+  afterEach(async () => {
+    for (const o of open.splice(0)) await o.close();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  async function setup(options: Partial<ConstructorParameters<typeof SubscribedCache<string, string>>[1]> = {}) {
+    const keys = new RedisKeys(`sc${++n}:`);
+    const publisher = createRedis({ url: redis.url, name: 'pub' });
+    const pubsub = new PubSub(publisher, keys, redis.url, 'test');
+    open.push({ close: () => publisher.disconnect() }, pubsub);
+    const source = new Source();
+    const cache = new SubscribedCache<string, string>(pubsub, { name: 'TestCache', load: source.load, ...options })
+      .follow(CHANGED, (m, c) => c.invalidate(m.key, m.part === undefined ? undefined : [m.part]))
+      .start();
+    open.push(cache);
+    await waitFor(async () => cache.status().subscribed && publisher.status === 'ready');
+    return { cache, source, pubsub, publisher };
+  }
+
+  it('loads once for concurrent readers, and an announced change is read by the next read, with the parts named', async () => {
+    const { cache, source, pubsub } = await setup();
+    const [a, b] = await Promise.all([cache.get('k'), cache.get('k')]);
+    expect([a, b]).toEqual(['k@1', 'k@1']);
+    expect(source.requests).toEqual([{ key: 'k', reason: 'first', changed: [] }]);
+    expect(cache.peek('k')).toBe('k@1');
+
+    source.version = 2;
+    await pubsub.publish(CHANGED, { key: 'k', part: 'p1' });
+    await pubsub.publish(CHANGED, { key: 'k', part: 'p2' });
+    await waitFor(async () => cache.peek('k') === undefined);
+    await waitFor(async () => {
+      // Both parts announced before the read: one load covers them.
+      return (await cache.get('k')) === 'k@2';
+    });
+    expect(source.requests.slice(1)).toEqual([{ key: 'k', reason: 'changed', changed: ['p1', 'p2'] }]);
+
+    await pubsub.publish(CHANGED, { key: 'k' });
+    await waitFor(async () => cache.peek('k') === undefined);
+    expect(await cache.get('k')).toBe('k@2');
+    expect(source.requests.at(-1)).toEqual({ key: 'k', reason: 'whole', changed: [] });
+  });
+
+  it('serves the last good value while loads fail, says so in status, and recovers', async () => {
+    const { cache, source } = await setup();
+    expect(await cache.get('k')).toBe('k@1');
+    source.failing = new Error('Postgres is down');
+    source.version = 2;
+    cache.invalidate('k');
+    expect(await cache.get('k')).toBe('k@1');
+    expect(cache.status().lastError?.message).toBe('Postgres is down');
+    // Within the backoff, reads do not hammer the source.
+    const loads = source.requests.length;
+    for (let i = 0; i < 20; i++) expect(await cache.get('k')).toBe('k@1');
+    // At most one more attempt, should the machine pause past the first 100 ms backoff.
+    expect(source.requests.length - loads).toBeLessThanOrEqual(1);
+    source.failing = undefined;
+    await waitFor(async () => (await cache.get('k')) === 'k@2');
+    expect(cache.status().lastError).toBeUndefined();
+  });
+
+  it('does not serve the last good value after a failure serveStaleOn refuses (a refusal, not an outage)', async () => {
+    const { cache, source } = await setup({ serveStaleOn: (err) => !(err instanceof RangeError) });
+    expect(await cache.get('k')).toBe('k@1');
+    source.failing = new RangeError('revoked');
+    cache.invalidate('k');
+    await expect(cache.get('k')).rejects.toThrow('revoked');
+    expect(cache.peek('k', { stale: true })).toBeUndefined();
+  });
+
+  it('a value past its expiry is not served: the read waits for a load', async () => {
+    let deadline = Date.now() + 60_000;
+    const { cache, source } = await setup({ expiresAt: () => deadline });
+    expect(await cache.get('k')).toBe('k@1');
+    source.version = 2;
+    expect(await cache.get('k')).toBe('k@1');
+    deadline = Date.now() - 1;
+    cache.invalidate('k'); // the new deadline applies from the next load
+    expect(await cache.get('k')).toBe('k@2');
+    source.version = 3;
+    expect(cache.peek('k')).toBeUndefined();
+    expect(await cache.get('k')).toBe('k@3');
+  });
+
+  it('an announcement during a load makes the read load again (the load may have read before the change)', async () => {
+    const { cache, source } = await setup();
+    expect(await cache.get('k')).toBe('k@1');
+    let open!: () => void;
+    source.gate = new Promise((resolve) => (open = resolve));
+    cache.invalidate('k', ['p1']);
+    const reading = cache.get('k');
+    await waitFor(async () => source.requests.length === 2);
+    source.version = 2;
+    cache.invalidate('k', ['p2']);
+    source.gate = undefined;
+    open();
+    expect(await reading).toBe('k@2');
+    expect(source.requests.slice(1).map((r) => r.changed)).toEqual([['p1'], ['p2']]);
+  });
+
+  it('eager: an announced change is reloaded without a read, a failing reload is retried until it succeeds', async () => {
+    const { cache, source, pubsub } = await setup({ eager: true, maxRetryMs: 50 });
+    expect(await cache.get('k')).toBe('k@1');
+    source.version = 2;
+    await pubsub.publish(CHANGED, { key: 'k', part: 'p' });
+    await waitFor(async () => cache.peek('k') === 'k@2');
+    source.failing = new Error('down');
+    source.version = 3;
+    await pubsub.publish(CHANGED, { key: 'k' });
+    await waitFor(async () => source.requests.length >= 5);
+    expect(cache.peek('k', { stale: true })).toBe('k@2');
+    source.failing = undefined;
+    await waitFor(async () => cache.peek('k') === 'k@3');
+  });
+
+  it('eager with reconcileMs: held values are reconciled on a timer, without reads', async () => {
+    const { cache, source } = await setup({ eager: true, reconcileMs: 50 });
+    expect(await cache.get('k')).toBe('k@1');
+    await waitFor(async () => source.requests.some((r) => r.reason === 'reconcile'));
+  });
+
+  it('holds at most maxEntries keys, dropping the least recently read', async () => {
+    const { cache } = await setup({ maxEntries: 2 });
+    await cache.get('a');
+    await cache.get('b');
+    await cache.get('a');
+    await cache.get('c');
+    expect([...cache.held()].map(([k]) => k).sort()).toEqual(['a', 'c']);
+  });
+
+  it('reconciles every held value when the subscriber reconnects (announcements may have been missed)', async () => {
+    const { cache, source, pubsub } = await setup();
+    expect(await cache.get('k')).toBe('k@1');
+    await redis.stop();
+    await waitFor(async () => pubsub.subscriberStatus !== 'ready');
+    source.version = 2;
+    await redis.start();
+    // Served meanwhile, reconciled in the background by the reads (a lazy cache).
+    await waitFor(async () => (await cache.get('k')) === 'k@2', 10_000);
+    expect(source.requests.some((r) => r.reason === 'reconcile')).toBe(true);
+  });
+
+  it('starts without waiting for Redis, and serves what it loads', async () => {
+    const keys = new RedisKeys(`sc${++n}:`);
+    // Nothing listens on this port: SUBSCRIBE waits in ioredis' queue.
+    const down = 'redis://127.0.0.1:1';
+    const publisher = createRedis({ url: down, name: 'pub' });
+    const pubsub = new PubSub(publisher, keys, down, 'test');
+    open.push({ close: () => publisher.disconnect() }, pubsub);
+    const source = new Source();
+    const cache = new SubscribedCache<string, string>(pubsub, { name: 'Down', load: source.load }).follow(CHANGED, () => undefined).start();
+    open.push(cache);
+    expect(await cache.get('k')).toBe('k@1');
+    expect(cache.status()).toMatchObject({ subscribed: false });
+  });
+});
