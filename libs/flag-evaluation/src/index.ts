@@ -27,7 +27,7 @@ export { FlagSnapshot } from './flag-snapshot';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
 export { bucketValue } from './bucketing';
-export { withLegacyReferenceKinds } from './legacy-references';
+export { FLAG_FILE_VERSION, withLegacyReferenceKinds } from './legacy-references';
 export { MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH } from './regex';
 export { MAX_EVALUATION_STEPS, onEvaluationOverBudget } from './budget';
 export {

@@ -2,6 +2,13 @@ import { isPlainObject } from './json-value';
 import { namesContextKind, USER_CONTEXT_KIND } from './operators';
 
 /**
+ * The version of the flag file (management-api's `GET /api/flags/export`, orep-server's
+ * OREP_FLAGS_FILE). 2: clause attributes read as described below; a version-1 file is read through
+ * withLegacyReferenceKinds.
+ */
+export const FLAG_FILE_VERSION = 2;
+
+/**
  * Before clauses and rollouts carried `contextKind`, every attribute starting with `/` (and every
  * such `bucketBy`) was an attribute reference; now, as in LaunchDarkly, one without `contextKind` is
  * a literal name. This gives such rules `contextKind: 'user'` where they need it, so data written
