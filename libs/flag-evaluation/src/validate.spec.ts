@@ -176,7 +176,7 @@ describe('validateFlagDefinition', () => {
       { attribute: 'a', contextKind: 'organization', op: 'in', values: ['x'] },
     ];
     expect(problems(validFlag({ rules: [{ id: 'r', clauses: clauses as never, variationId: 'new' }] }))).toEqual([
-      'rules[0].clauses[0].attribute: must be a non-empty attribute name (without contextKind the attribute is a literal name, even when it starts with /)',
+      'rules[0].clauses[0].attribute: must be an attribute name, not empty (without contextKind it is taken literally, even when it starts with /)',
       "rules[0].clauses[1].op: unknown operator 'oneOf'",
       'rules[0].clauses[2].attribute: must be an attribute reference: a name, `key`, or a /path (with contextKind the attribute is a reference)',
       'rules[0].clauses[2].negate: must be a boolean',

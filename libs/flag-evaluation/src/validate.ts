@@ -311,7 +311,7 @@ function contextKind(kind: unknown, path: string, report: Report): void {
 function attributeProblem(kind: unknown): string {
   return namesContextKind(kind)
     ? 'must be an attribute reference: a name, `key`, or a /path (with contextKind the attribute is a reference)'
-    : 'must be a non-empty attribute name (without contextKind the attribute is a literal name, even when it starts with /)';
+    : 'must be an attribute name, not empty (without contextKind it is taken literally, even when it starts with /)';
 }
 
 function validateClause(c: unknown, path: string, report: Report, warn: Report): void {

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicLogger, FileDataSourceFactory, init, type LDClient, type LDContext } from '@launchdarkly/node-server-sdk';
+import type { HttpResult } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
 /**
@@ -238,7 +239,7 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
   const g = new Gen(prng(SEED));
   const flags: LdFlag[] = [];
   const contexts: Array<LDContext & Record<string, unknown>> = [];
-  let imported: Awaited<ReturnType<ManagementApiFixture['call']>>;
+  let imported: HttpResult<any>;
   type Ours = { type: string; defaultValue: Json; variations: Array<{ id: string }> };
   const ours = (): Map<string, Ours> => new Map(imported.body.flags.map((fl: Ours & { key: string }) => [fl.key, fl]));
   /** Our answer through the evaluate route, for a LaunchDarkly context (its kind dropped, its key as userId). */
