@@ -18,7 +18,7 @@ import { ManagementApiFixture, type SignedUp } from '../testing/management-api.f
  * structurally), dates Node's Date.parse accepts and Go's RFC 3339 parser refuses (`2024-02-30`,
  * hour 24, lowercase `t`/`z`), semantic versions with surrounding spaces (Node's semver trims), and
  * attribute references with a path component starting with `~` (`/~1a`: Node's unescape skips such a
- * component, Go's and ours read it as `/a`).
+ * component; we unescape it, as the reference syntax says, and read the attribute `/a`).
  */
 
 const FLAGS = Number(process.env['ORACLE_FLAGS'] ?? 300);
