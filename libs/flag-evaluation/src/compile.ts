@@ -1,7 +1,7 @@
 import { hashPrefix } from './bucketing';
 import { evaluateCompiled } from './evaluator';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
-import { ATTR_INVALID, type AttributeRef, type CompiledClause, compileClause, KEY_REF, parseAttributeRef } from './operators';
+import { ATTR_INVALID, type AttributeRef, type CompiledClause, compileClause, KEY_REF, parseClauseAttribute } from './operators';
 import {
   type CompiledFlagResolver,
   type EvaluationContext,
@@ -217,7 +217,10 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
   ): CompiledRollout | EvaluationResult => {
     const slots = asArray(rollout.variations, bad);
     if (slots.length === 0) return malformed;
-    const attr = rollout.bucketBy === undefined || rollout.bucketBy === null ? KEY_REF : parseAttributeRef(rollout.bucketBy);
+    // bucketBy is a literal name without a contextKind, a reference with one (as clause attributes);
+    // absent (or '', as LaunchDarkly reads it) it is the key of the rollout's context kind.
+    const bucketBy = rollout.bucketBy === undefined || rollout.bucketBy === null || rollout.bucketBy === '' ? 'key' : rollout.bucketBy;
+    const attr = parseClauseAttribute(bucketBy, rollout.contextKind);
     if (attr.kind === ATTR_INVALID) return malformed;
     const seed = typeof rollout.seed === 'number' ? rollout.seed : undefined;
     const cumulative: number[] = [];

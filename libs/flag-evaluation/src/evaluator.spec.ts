@@ -392,6 +392,33 @@ describe('rollouts', () => {
     expect(flag.evaluate({ key: 'x', org: 42 }).value).toBe(expectedBucket('roll.roll.42') < 0.5 ? 'red' : 'green');
   });
 
+  it('bucketBy without a contextKind is a literal name, with one a reference (LaunchDarkly); absent or empty, the key', () => {
+    const split = [
+      { variationId: 'red', weight: 1 },
+      { variationId: 'green', weight: 1 },
+    ];
+    const pick = (input: string) => (expectedBucket(`roll.roll.${input}`) < 0.5 ? 'red' : 'green');
+    const literal = compileFlag(rolloutFlag({ bucketBy: '/org/id', variations: split }));
+    const reference = compileFlag(rolloutFlag({ bucketBy: '/org/id', contextKind: 'user', variations: split }));
+    const otherKind = compileFlag(rolloutFlag({ bucketBy: 'org', contextKind: 'organization', variations: [{ variationId: 'red', weight: 0 }, ...split] }));
+    const emptyBucketBy = compileFlag(rolloutFlag({ bucketBy: '', variations: split }));
+    // Inputs whose two candidate buckets land in different slices, so a wrong reading shows.
+    let checked = 0;
+    for (let i = 0; i < 40; i++) {
+      const nested = `n${i}`;
+      const flat = `f${i}`;
+      if (pick(nested) === pick(flat)) continue;
+      checked++;
+      const ctx = { key: `k${i}`, org: { id: nested }, '/org/id': flat };
+      expect(literal.evaluate(ctx).value).toBe(pick(flat));
+      expect(reference.evaluate(ctx).value).toBe(pick(nested));
+      // Another kind's attribute is missing: bucket 0, the first slice with weight.
+      expect(otherKind.evaluate({ key: `k${i}`, org: nested }).value).toBe('red');
+      expect(emptyBucketBy.evaluate(ctx).value).toBe(pick(`k${i}`));
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+
   it('put contexts without a bucketable value in bucket 0 (the first slice with weight)', () => {
     const flag = compileFlag(
       rolloutFlag({

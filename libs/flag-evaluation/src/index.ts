@@ -25,8 +25,9 @@ export { CompiledFlag, compileFlag, FALLTHROUGH_RULE_ID } from './compile';
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { FlagSnapshot } from './flag-snapshot';
 export { contextKeyOf } from './evaluator';
-export { ATTR_INVALID, parseAttributeRef } from './operators';
+export { ATTR_INVALID, parseAttributeRef, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
 export { bucketValue } from './bucketing';
+export { FLAG_FILE_VERSION, withLegacyReferenceKinds } from './legacy-references';
 export { MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH } from './regex';
 export { MAX_EVALUATION_STEPS, onEvaluationOverBudget } from './budget';
 export {

@@ -335,35 +335,63 @@ describe('negate and missing attributes', () => {
 });
 
 describe('attributes', () => {
-  const evalWith = (attribute: string, op: Operator, values: JsonValue[], ctx: Record<string, unknown>) =>
-    evaluateFlag(flagWith({ attribute, op, values }), ctx);
+  // A clause with a context kind names its attribute by reference; one without, literally (LaunchDarkly).
+  const evalWith = (attribute: string, op: Operator, values: JsonValue[], ctx: Record<string, unknown>, contextKind?: string) =>
+    evaluateFlag(flagWith(contextKind === undefined ? { attribute, op, values } : { attribute, contextKind, op, values }), ctx);
+  const evalRef = (attribute: string, op: Operator, values: JsonValue[], ctx: Record<string, unknown>) => evalWith(attribute, op, values, ctx, 'user');
 
   it('reads `key` as the context key, whichever field supplied it', () => {
     expect(evalWith('key', 'in', ['u1'], { key: 'u1' }).reason).toBe('RULE_MATCH');
     expect(evalWith('key', 'in', ['u1'], { targetingKey: 'u1' }).reason).toBe('RULE_MATCH');
     expect(evalWith('key', 'in', ['u1'], { userId: 'u1' }).reason).toBe('RULE_MATCH');
     expect(evalWith('key', 'startsWith', ['u'], { key: 'u1', targetingKey: 'x' }).reason).toBe('RULE_MATCH');
-    expect(evalWith('/key', 'in', ['u1'], { key: 'u1' }).reason).toBe('RULE_MATCH');
+    expect(evalRef('key', 'in', ['u1'], { key: 'u1' }).reason).toBe('RULE_MATCH');
+    expect(evalRef('/key', 'in', ['u1'], { key: 'u1' }).reason).toBe('RULE_MATCH');
+    // Without a kind, "/key" is an attribute of that name, not the key.
+    expect(evalWith('/key', 'in', ['u1'], { key: 'u1' }).reason).toBe('FALLTHROUGH');
+    expect(evalWith('/key', 'in', ['v'], { key: 'u1', '/key': 'v' }).reason).toBe('RULE_MATCH');
   });
 
-  it('reads /path references into nested objects, with ~1 and ~0 escapes', () => {
-    const ctx = { key: 'k', address: { city: 'Paris' }, 'a/b': { 'c~d': 1 }, list: [{ x: 1 }] };
-    expect(evalWith('/address/city', 'in', ['Paris'], ctx).reason).toBe('RULE_MATCH');
-    expect(evalWith('/a~1b/c~0d', 'in', [1], ctx).reason).toBe('RULE_MATCH');
-    expect(evalWith('/address/zip', 'in', ['x'], ctx).reason).toBe('FALLTHROUGH');
-    expect(evalWith('/list/0/x', 'in', [1], ctx).reason).toBe('FALLTHROUGH'); // arrays are not indexed
-    expect(evalWith('address', 'in', [{ city: 'Paris' }], ctx).reason).toBe('RULE_MATCH');
+  it('with a context kind, reads /path references into nested objects, with ~1 and ~0 escapes', () => {
+    const ctx = { key: 'k', address: { city: 'Paris' }, 'a/b': { 'c~d': 1 }, list: [{ x: 1 }], '/address/city': 'Lyon' };
+    expect(evalRef('/address/city', 'in', ['Paris'], ctx).reason).toBe('RULE_MATCH');
+    expect(evalRef('/address/city', 'in', ['Lyon'], ctx).reason).toBe('FALLTHROUGH');
+    expect(evalRef('/a~1b/c~0d', 'in', [1], ctx).reason).toBe('RULE_MATCH');
+    expect(evalRef('/address/zip', 'in', ['x'], ctx).reason).toBe('FALLTHROUGH');
+    expect(evalRef('/list/0/x', 'in', [1], ctx).reason).toBe('FALLTHROUGH'); // arrays are not indexed
+    expect(evalRef('address', 'in', [{ city: 'Paris' }], ctx).reason).toBe('RULE_MATCH');
+    expect(evalRef('/~1address~1city', 'in', ['Lyon'], ctx).reason).toBe('RULE_MATCH'); // the escaped literal
   });
 
-  it('takes a name without a leading slash literally', () => {
-    expect(evalWith('a.b', 'in', [1], { key: 'k', 'a.b': 1 }).reason).toBe('RULE_MATCH');
-    expect(evalWith('a/b', 'in', [1], { key: 'k', 'a/b': 1 }).reason).toBe('RULE_MATCH');
+  it('without a context kind, takes the attribute literally even when it starts with a slash', () => {
+    const ctx = { key: 'k', address: { city: 'Paris' }, '/address/city': 'Lyon', '/a': 1, a: 2, '/a~1b': 3 };
+    expect(evalWith('/address/city', 'in', ['Lyon'], ctx).reason).toBe('RULE_MATCH');
+    expect(evalWith('/address/city', 'in', ['Paris'], ctx).reason).toBe('FALLTHROUGH');
+    expect(evalWith('/a', 'in', [1], ctx).reason).toBe('RULE_MATCH');
+    expect(evalWith('/a', 'in', [2], ctx).reason).toBe('FALLTHROUGH');
+    expect(evalWith('/a~1b', 'in', [3], ctx).reason).toBe('RULE_MATCH'); // no unescaping either
+    expect(evalWith('/address/city', 'in', ['Paris'], { key: 'k', address: { city: 'Paris' } }).reason).toBe('FALLTHROUGH');
+    // What is invalid as a reference is an ordinary name here.
+    for (const name of ['/', '/a//b', '/a/', '/a~2']) expect(evalWith(name, 'in', ['x'], { key: 'k', [name]: 'x' }).reason).toBe('RULE_MATCH');
   });
 
-  it.each([['/'], ['/a//b'], ['/a/'], ['/a~2'], ['']])(
-    'makes the flag malformed when an evaluation reaches the invalid reference %p',
-    (attribute) => {
-      const result = evalWith(attribute, 'in', ['x'], { key: 'k' });
+  it('takes a name without a leading slash literally, with or without a kind', () => {
+    for (const kind of [undefined, 'user']) {
+      expect(evalWith('a.b', 'in', [1], { key: 'k', 'a.b': 1 }, kind).reason).toBe('RULE_MATCH');
+      expect(evalWith('a/b', 'in', [1], { key: 'k', 'a/b': 1 }, kind).reason).toBe('RULE_MATCH');
+      expect(evalWith('a~b', 'in', [1], { key: 'k', 'a~b': 1 }, kind).reason).toBe('RULE_MATCH');
+    }
+  });
+
+  it('finds no attribute of a context kind ours do not have (negated or not), as LaunchDarkly does for a missing kind', () => {
+    expect(evalWith('org', 'in', ['acme'], { key: 'k', org: 'acme' }, 'organization').reason).toBe('FALLTHROUGH');
+    expect(evaluateFlag(flagWith({ attribute: 'org', contextKind: 'organization', op: 'in', values: ['x'], negate: true }), { key: 'k', org: 'acme' }).reason).toBe('FALLTHROUGH');
+  });
+
+  it.each([['/', 'user'], ['/a//b', 'user'], ['/a/', 'user'], ['/a~2', 'user'], ['', 'user'], ['', undefined]])(
+    'makes the flag malformed when an evaluation reaches the invalid attribute %p (contextKind %p)',
+    (attribute, contextKind) => {
+      const result = evalWith(attribute, 'in', ['x'], { key: 'k' }, contextKind);
       expect(result).toMatchObject({ reason: 'ERROR', errorKind: 'MALFORMED_FLAG', value: false });
     },
   );

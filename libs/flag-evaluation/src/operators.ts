@@ -101,12 +101,21 @@ export const ATTR_KEY = 0;
 export const ATTR_NAME = 1;
 export const ATTR_PATH = 2;
 export const ATTR_INVALID = 3;
+/** An attribute of a context kind other than ours (`user`): never present, as in LaunchDarkly. */
+export const ATTR_ABSENT = 4;
+
+/** The one context kind our contexts have (LaunchDarkly's default kind). */
+export const USER_CONTEXT_KIND = 'user';
 
 /**
- * A clause's `attribute` (or a rollout's `bucketBy`): `key` is the context key; a name not starting
- * with `/` is a top-level attribute; `/a/b` is LaunchDarkly's attribute reference into nested
- * objects (`~1` escapes `/`, `~0` escapes `~`). An invalid reference makes the flag malformed when
- * the evaluation reaches it, as in LaunchDarkly.
+ * What a clause's `attribute` (or a rollout's `bucketBy`) names, decided once at compile time, as
+ * LaunchDarkly's SDKs decide it:
+ * - with no `contextKind`, the attribute is a literal name, even when it starts with `/` (`/a` is
+ *   the attribute named "/a"); only an empty name is invalid.
+ * - with a `contextKind`, it is an attribute reference: a name not starting with `/` is a top-level
+ *   attribute, `/a/b` reads into nested objects (`~1` escapes `/`, `~0` escapes `~`).
+ * `key` (or `/key`) is the context key. An invalid one makes the flag malformed when the evaluation
+ * reaches it, as in LaunchDarkly.
  */
 export interface AttributeRef {
   readonly kind: number;
@@ -117,19 +126,40 @@ export interface AttributeRef {
 const NO_PATH: readonly string[] = Object.freeze([]);
 export const KEY_REF: AttributeRef = Object.freeze({ kind: ATTR_KEY, name: 'key', path: NO_PATH });
 const INVALID_REF: AttributeRef = Object.freeze({ kind: ATTR_INVALID, name: '', path: NO_PATH });
+const ABSENT_REF: AttributeRef = Object.freeze({ kind: ATTR_ABSENT, name: '', path: NO_PATH });
 
+/** An attribute reference (the form a clause with a `contextKind` uses). */
 export function parseAttributeRef(attribute: unknown): AttributeRef {
   if (typeof attribute !== 'string' || attribute === '' || attribute === '/') return INVALID_REF;
-  if (attribute[0] !== '/') {
-    return attribute === 'key' ? KEY_REF : { kind: ATTR_NAME, name: attribute, path: NO_PATH };
-  }
+  if (attribute[0] !== '/') return literalAttribute(attribute);
   const path: string[] = [];
   for (const part of attribute.slice(1).split('/')) {
     if (part === '' || /~[^01]|~$/.test(part)) return INVALID_REF;
     path.push(part.replace(/~1/g, '/').replace(/~0/g, '~'));
   }
-  if (path.length === 1) return path[0] === 'key' ? KEY_REF : { kind: ATTR_NAME, name: path[0] as string, path: NO_PATH };
+  if (path.length === 1) return literalAttribute(path[0] as string);
   return { kind: ATTR_PATH, name: attribute, path };
+}
+
+function literalAttribute(name: string): AttributeRef {
+  return name === 'key' ? KEY_REF : { kind: ATTR_NAME, name, path: NO_PATH };
+}
+
+/** Whether a clause or rollout names a context kind (absent, null and '' do not, as in LaunchDarkly). */
+export function namesContextKind(contextKind: unknown): boolean {
+  return contextKind !== undefined && contextKind !== null && contextKind !== '';
+}
+
+/**
+ * The attribute a clause (or a rollout's `bucketBy`) names, given its `contextKind`: a literal name
+ * without one, a reference with one; never present for a kind other than `user`.
+ */
+export function parseClauseAttribute(attribute: unknown, contextKind: unknown): AttributeRef {
+  if (!namesContextKind(contextKind)) {
+    return typeof attribute === 'string' && attribute !== '' ? literalAttribute(attribute) : INVALID_REF;
+  }
+  const ref = parseAttributeRef(attribute);
+  return ref.kind === ATTR_INVALID || contextKind === USER_CONTEXT_KIND ? ref : ABSENT_REF;
 }
 
 /**
@@ -267,7 +297,7 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
   }
 
   return {
-    attr: parseAttributeRef(clause.attribute),
+    attr: parseClauseAttribute(clause.attribute, clause.contextKind),
     op,
     negate: clause.negate === true,
     scalars: scalars.size === 0 ? EMPTY_SET : scalars,

@@ -38,8 +38,14 @@ export interface Variation {
 }
 
 export interface Clause {
-  /** A context attribute name, `key` for the context key, or a `/a/b` attribute reference. */
+  /**
+   * Without `contextKind`: a context attribute's name, taken literally (`/a` is the attribute named
+   * "/a"), `key` for the context key. With `contextKind`: an attribute reference (`/a/b` reads
+   * nested objects, `~1` escapes `/`, `~0` escapes `~`). As in LaunchDarkly.
+   */
   attribute: string;
+  /** `user`, the one kind our contexts have; when set, `attribute` is an attribute reference. */
+  contextKind?: string;
   op: Operator;
   values: JsonValue[];
   negate?: boolean;
@@ -53,8 +59,10 @@ export interface WeightedVariation {
 
 export interface Rollout {
   variations: WeightedVariation[];
-  /** Attribute hashed for bucketing; default `key`. */
+  /** Attribute hashed for bucketing; default `key`. Literal or a reference, as a clause's `attribute`. */
   bucketBy?: string;
+  /** `user`; when set, `bucketBy` is an attribute reference. */
+  contextKind?: string;
   /** When set and non-zero, replaces `{flagKey}.{salt}` in the hash input. */
   seed?: number;
 }

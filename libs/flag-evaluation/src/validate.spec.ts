@@ -171,16 +171,23 @@ describe('validateFlagDefinition', () => {
     const clauses = [
       { attribute: '', op: 'in', values: ['x'] },
       { attribute: 'a', op: 'oneOf', values: ['x'] },
-      { attribute: '/a//b', op: 'in', values: ['x'], negate: 'yes' },
+      { attribute: '/a//b', contextKind: 'user', op: 'in', values: ['x'], negate: 'yes' },
       { attribute: 'a', op: 'in', values: 'x' },
+      { attribute: 'a', contextKind: 'organization', op: 'in', values: ['x'] },
     ];
     expect(problems(validFlag({ rules: [{ id: 'r', clauses: clauses as never, variationId: 'new' }] }))).toEqual([
-      'rules[0].clauses[0].attribute: must be an attribute name, `key`, or a /path reference',
+      'rules[0].clauses[0].attribute: must be an attribute name, not empty (without contextKind it is taken literally, even when it starts with /)',
       "rules[0].clauses[1].op: unknown operator 'oneOf'",
-      'rules[0].clauses[2].attribute: must be an attribute name, `key`, or a /path reference',
+      'rules[0].clauses[2].attribute: must be an attribute reference: a name, `key`, or a /path (with contextKind the attribute is a reference)',
       'rules[0].clauses[2].negate: must be a boolean',
       'rules[0].clauses[3].values: must be an array',
+      "rules[0].clauses[4].contextKind: must be 'user' or absent (our contexts have one kind, 'user')",
     ]);
+  });
+
+  it('accepts any non-empty literal attribute without contextKind, even what is no valid reference', () => {
+    const clauses = ['/', '/a//b', '/a~2', 'key', '/key'].map((attribute) => ({ attribute, op: 'in', values: ['x'] }));
+    expect(problems(validFlag({ rules: [{ id: 'r', clauses: clauses as never, variationId: 'new' }] }))).toEqual([]);
   });
 
   // LaunchDarkly stores values an operator can never use and evaluates them as non-matching; so do
@@ -297,13 +304,14 @@ describe('validateFlagDefinition', () => {
             { variationId: 'ghost', weight: -2 },
           ],
           bucketBy: '/',
+          contextKind: 'user',
           seed: 1.5,
         }),
       ),
     ).toEqual([
       "rules[0].rollout.variations[1].variationId: names no variation of this flag ('ghost')",
       'rules[0].rollout.variations[1].weight: must be a finite number >= 0',
-      'rules[0].rollout.bucketBy: must be an attribute name or a /path reference',
+      'rules[0].rollout.bucketBy: must be an attribute reference: a name, `key`, or a /path (with contextKind the attribute is a reference)',
       'rules[0].rollout.seed: must be an integer',
     ]);
     expect(problems(rule('half'))).toEqual(['rules[0].rollout: must be an object']);

@@ -1,5 +1,5 @@
 import { isJsonValue, isPlainObject, valueMatchesType } from './json-value';
-import { ATTR_INVALID, clauseValueProblem, isOperator, parseAttributeRef } from './operators';
+import { ATTR_INVALID, clauseValueProblem, isOperator, namesContextKind, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
 import { compileRegex, REGEX_INVALID } from './regex';
 import { FLAG_TYPES, type FlagDefinition, type FlagType } from './types';
 
@@ -164,8 +164,9 @@ export function checkFlagDefinition(
       total += weight(s.weight, `${spath}.weight`);
     });
     if (slots.length > 0 && total <= 0) warn(`${rpath}.variations`, 'weights add up to 0: every context gets the last variation');
-    if (rollout.bucketBy !== undefined && parseAttributeRef(rollout.bucketBy).kind === ATTR_INVALID) {
-      report(`${rpath}.bucketBy`, 'must be an attribute name or a /path reference');
+    contextKind(rollout.contextKind, `${rpath}.contextKind`, report);
+    if (rollout.bucketBy !== undefined && parseClauseAttribute(rollout.bucketBy, rollout.contextKind).kind === ATTR_INVALID) {
+      report(`${rpath}.bucketBy`, attributeProblem(rollout.contextKind));
     }
     if (rollout.seed !== undefined && !Number.isSafeInteger(rollout.seed)) report(`${rpath}.seed`, 'must be an integer');
   });
@@ -301,10 +302,23 @@ export function prerequisiteBoundProblems(
 
 type Report = (path: string, message: string) => void;
 
+/** A clause's or rollout's `contextKind`: absent, or `user` (our contexts have that one kind). */
+function contextKind(kind: unknown, path: string, report: Report): void {
+  if (kind === undefined || kind === null || kind === USER_CONTEXT_KIND) return;
+  report(path, `must be '${USER_CONTEXT_KIND}' or absent (our contexts have one kind, '${USER_CONTEXT_KIND}')`);
+}
+
+function attributeProblem(kind: unknown): string {
+  return namesContextKind(kind)
+    ? 'must be an attribute reference: a name, `key`, or a /path (with contextKind the attribute is a reference)'
+    : 'must be an attribute name, not empty (without contextKind it is taken literally, even when it starts with /)';
+}
+
 function validateClause(c: unknown, path: string, report: Report, warn: Report): void {
   if (!isPlainObject(c)) return report(path, 'must be an object');
-  if (typeof c.attribute !== 'string' || parseAttributeRef(c.attribute).kind === ATTR_INVALID) {
-    report(`${path}.attribute`, 'must be an attribute name, `key`, or a /path reference');
+  contextKind(c.contextKind, `${path}.contextKind`, report);
+  if (typeof c.attribute !== 'string' || parseClauseAttribute(c.attribute, c.contextKind).kind === ATTR_INVALID) {
+    report(`${path}.attribute`, attributeProblem(c.contextKind));
   }
   if (c.negate !== undefined && typeof c.negate !== 'boolean') report(`${path}.negate`, 'must be a boolean');
   const op = c.op;

@@ -1234,8 +1234,13 @@ export interface components {
             values: string[];
         };
         ClauseDto: {
-            /** @description a context attribute, `key` for the context key, or a `/a/b` attribute reference */
+            /** @description without contextKind: a context attribute name, taken literally even when it starts with / (`key` is the context key); with contextKind: an attribute reference (`/a/b` reads nested objects; ~1 escapes /, ~0 escapes ~), as in LaunchDarkly */
             attribute: string;
+            /**
+             * @description when set, `attribute` is an attribute reference; our contexts have the one kind `user`
+             * @enum {string}
+             */
+            contextKind?: "user";
             /** @enum {string} */
             op: "in" | "startsWith" | "endsWith" | "contains" | "matches" | "lessThan" | "lessThanOrEqual" | "greaterThan" | "greaterThanOrEqual" | "before" | "after" | "semVerEqual" | "semVerLessThan" | "semVerGreaterThan";
             /** @description any JSON values; one that can never match its operator never matches */
@@ -1251,8 +1256,13 @@ export interface components {
         };
         RolloutDto: {
             variations: components["schemas"]["WeightedVariationDto"][];
-            /** @description attribute hashed for bucketing; default key */
+            /** @description attribute hashed for bucketing; default key. Literal, or a reference with contextKind, as a clause attribute */
             bucketBy?: string;
+            /**
+             * @description when set, `bucketBy` is an attribute reference
+             * @enum {string}
+             */
+            contextKind?: "user";
             /** @description when set and non-zero, replaces {flagKey}.{salt} in the hash input */
             seed?: number;
         };

@@ -41,8 +41,13 @@ export interface FlagVariation {
 }
 
 export interface Clause {
-  /** A context attribute; `key` is the context key (the evaluated userId). */
+  /**
+   * A context attribute; `key` is the context key (the evaluated userId). Without `contextKind` the
+   * name is taken literally, even when it starts with `/`; with it, an attribute reference (`/a/b`).
+   */
   attribute: string;
+  /** `user`: `attribute` is an attribute reference, as in LaunchDarkly. */
+  contextKind?: 'user';
   op: ClauseOperator;
   /** Any JSON values, as in LaunchDarkly; one the operator can never use is accepted and reported in the flag's `warnings`. */
   values: JsonValue[];
@@ -51,7 +56,9 @@ export interface Clause {
 
 export interface Rollout {
   variations: Array<{ variationId: string; weight: number }>;
+  /** Literal, or an attribute reference with `contextKind`, as a clause's attribute. */
   bucketBy?: string;
+  contextKind?: 'user';
   seed?: number;
 }
 

@@ -15,7 +15,12 @@ export class TargetDto implements Target {
 }
 
 export class ClauseDto implements Clause {
-  @ApiProperty({ description: 'a context attribute, `key` for the context key, or a `/a/b` attribute reference' }) attribute: string;
+  @ApiProperty({
+    description:
+      'without contextKind: a context attribute name, taken literally even when it starts with / (`key` is the context key); with contextKind: an attribute reference (`/a/b` reads nested objects; ~1 escapes /, ~0 escapes ~), as in LaunchDarkly',
+  })
+  attribute: string;
+  @ApiPropertyOptional({ enum: ['user'], description: 'when set, `attribute` is an attribute reference; our contexts have the one kind `user`' }) contextKind?: string;
   @ApiProperty({ enum: OPERATORS }) op: Operator;
   @ApiProperty({ type: 'array', items: JSON_VALUE, description: 'any JSON values; one that can never match its operator never matches' }) values: JsonValue[];
   @ApiPropertyOptional() negate?: boolean;
@@ -28,7 +33,8 @@ export class WeightedVariationDto implements WeightedVariation {
 
 export class RolloutDto implements Rollout {
   @ApiProperty({ type: [WeightedVariationDto] }) variations: WeightedVariationDto[];
-  @ApiPropertyOptional({ description: 'attribute hashed for bucketing; default key' }) bucketBy?: string;
+  @ApiPropertyOptional({ description: 'attribute hashed for bucketing; default key. Literal, or a reference with contextKind, as a clause attribute' }) bucketBy?: string;
+  @ApiPropertyOptional({ enum: ['user'], description: 'when set, `bucketBy` is an attribute reference' }) contextKind?: string;
   @ApiPropertyOptional({ description: 'when set and non-zero, replaces {flagKey}.{salt} in the hash input' }) seed?: number;
 }
 

@@ -147,8 +147,9 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
       });
       expect(banner.variations.map((v: { value: string }) => v.value)).toEqual(['control', 'treatment', 'holdout']);
       expect(banner.rules).toEqual([
-        { id: 'r-old', clauses: [{ attribute: '/~1weird', op: 'in', values: ['yes'] }], variationId: holdout },
-        { id: 'r-new', clauses: [{ attribute: '/address/city', op: 'in', values: ['Oslo'] }], variationId: treatment },
+        // LaunchDarkly's attributes as they are, with the contextKind that says how they read.
+        { id: 'r-old', clauses: [{ attribute: '/weird', op: 'in', values: ['yes'] }], variationId: holdout },
+        { id: 'r-new', clauses: [{ attribute: '/address/city', contextKind: 'user', op: 'in', values: ['Oslo'] }], variationId: treatment },
         { id: 'r-odd', clauses: [{ attribute: 'age', op: 'greaterThan', values: ['21'] }], variationId: treatment },
         { id: 'r-split', clauses: [{ attribute: 'plan', op: 'in', values: ['pro'] }], rollout: { variations: [{ variationId: control, weight: 50000 }, { variationId: treatment, weight: 50000 }], bucketBy: 'org', seed: 7 } },
         { id: 'fallthrough', description: 'LaunchDarkly fallthrough', clauses: [], rollout: { variations: [{ variationId: control, weight: 25000 }, { variationId: treatment, weight: 75000 }], seed: 61 } },

@@ -217,7 +217,7 @@ describe('flags (real HTTP, Postgres, Redis)', () => {
   it('exports an environment in the orep-server file format', async () => {
     const res = await f.call('GET', '/api/flags/export?environment=production', as(owner));
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ version: 1, tenantId: owner.tenantId, environment: 'production', generatedAt: expect.any(String) });
+    expect(res.body).toMatchObject({ version: 2, tenantId: owner.tenantId, environment: 'production', generatedAt: expect.any(String) });
     const nc = res.body.flags.find((x: { key: string }) => x.key === 'new-checkout');
     expect(nc).toMatchObject({ key: 'new-checkout', type: 'boolean', enabled: true, rules: [expect.objectContaining({ id: 'norway' })] });
   });

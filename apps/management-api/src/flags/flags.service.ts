@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { FlagType, JsonValue } from '@flagship/domain';
 import {
   checkFlagDefinition,
+  FLAG_FILE_VERSION,
   type EvaluationContext,
   type EvaluationResult,
   type FlagDefinition,
@@ -340,7 +341,7 @@ export class FlagsService {
 
   async export(tenantId: string, env: string | undefined) {
     const environment = await this.environments.resolve(tenantId, env);
-    return { version: 1, tenantId, environment, generatedAt: new Date().toISOString(), flags: await this.repo.definitions(tenantId, environment) };
+    return { version: FLAG_FILE_VERSION, tenantId, environment, generatedAt: new Date().toISOString(), flags: await this.repo.definitions(tenantId, environment) };
   }
 
   auditTrail(tenantId: string, key: string) {

@@ -1,5 +1,5 @@
 import { evaluateFlag, type FlagDefinition } from '@flagship/flag-evaluation';
-import { inferFlagType, literalAttributeRef, mapLaunchDarklyFlags, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
+import { inferFlagType, mapLaunchDarklyFlags, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
 
 const ids = () => {
   let n = 0;
@@ -16,11 +16,33 @@ describe('LaunchDarkly SDK data mapping (pure)', () => {
     expect(relativeWeights([0, 0])).toEqual([0, 100_000]);
   });
 
-  it('names old-style literal attributes by reference', () => {
-    expect(literalAttributeRef('country')).toBe('country');
-    expect(literalAttributeRef('/a/b')).toBe('/~1a~1b');
-    expect(literalAttributeRef('/~x')).toBe('/~1~0x');
-    expect(literalAttributeRef('a~b/c')).toBe('a~b/c');
+  it('keeps attributes as LaunchDarkly wrote them, with the contextKind that decides literal or reference', () => {
+    const parsed = parseLaunchDarklyData({
+      flags: {
+        f: {
+          variations: ['a', 'b'],
+          fallthrough: { rollout: { variations: [{ variation: 0, weight: 50000 }, { variation: 1, weight: 50000 }], bucketBy: '/a/b' } },
+          rules: [
+            { id: 'old', clauses: [{ attribute: '/a/b', op: 'in', values: ['x'] }], rollout: { contextKind: 'user', bucketBy: '/a/b', variations: [{ variation: 0, weight: 100000 }] } },
+            { id: 'new', clauses: [{ contextKind: 'user', attribute: '/a/b', op: 'in', values: ['x'] }], variation: 1 },
+          ],
+        },
+      },
+    });
+    const { flags, errors } = mapLaunchDarklyFlags(parsed.flags, () => undefined, ids());
+    expect(errors).toEqual({});
+    expect(flags[0]?.rules.map((r) => [r.clauses, r.rollout?.bucketBy, r.rollout?.contextKind])).toEqual([
+      [[{ attribute: '/a/b', op: 'in', values: ['x'] }], '/a/b', 'user'],
+      [[{ attribute: '/a/b', contextKind: 'user', op: 'in', values: ['x'] }], undefined, undefined],
+      [[], '/a/b', undefined],
+    ]);
+    // Only a reference names the built-ins: the literal "/kind" is an ordinary attribute, `/kind` with a kind is not.
+    const builtIn = (clause: Record<string, unknown>) =>
+      mapLaunchDarklyFlags(parseLaunchDarklyData({ flags: { g: { variations: [1, 2], fallthrough: { variation: 0 }, rules: [{ clauses: [{ op: 'in', values: [1], ...clause }], variation: 0 }] } } }).flags, () => undefined, ids()).errors;
+    expect(builtIn({ attribute: '/kind' })).toEqual({});
+    expect(builtIn({ attribute: '/kind', contextKind: 'user' })).toEqual({
+      'flags.g.rules[0].clauses[0].attribute': "'kind' is a built-in of LaunchDarkly contexts (always set), which our contexts do not have",
+    });
   });
 
   it.each([

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { FLAG_KEY_PATTERN, type FlagType, type JsonValue } from '@flagship/domain';
-import { ATTR_INVALID, type Clause, FALLTHROUGH_RULE_ID, OPERATORS, parseAttributeRef, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
+import { ATTR_INVALID, type Clause, FALLTHROUGH_RULE_ID, OPERATORS, parseClauseAttribute, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
 
 /**
  * LaunchDarkly's server-side SDK data (SDK data files, the relay proxy's `/sdk/latest-all`) mapped
@@ -177,15 +177,6 @@ export function inferFlagType(values: readonly unknown[]): FlagType | string {
 }
 
 /**
- * A clause attribute or bucketBy of LaunchDarkly's old data (no `contextKind`) is a literal name,
- * even when it starts with `/`; our attributes are references, so such a name becomes `/` plus the
- * name with `~` and `/` escaped (`/a` -> `/~1a`). Names not starting with `/` are already literal.
- */
-export function literalAttributeRef(name: string): string {
-  return name.startsWith('/') ? `/${name.replace(/~/g, '~0').replace(/\//g, '~1')}` : name;
-}
-
-/**
  * LaunchDarkly picks slice i when bucket < (w0 + ... + wi) / 100000, and the last slice when the
  * weights add up to less than the bucket; ours picks slice i when bucket * total < w0 + ... + wi.
  * So the weights become relative weights out of exactly 100000: what is missing goes to the last
@@ -271,16 +262,19 @@ export function mapLaunchDarklyFlags(
       if (typeof index === 'number' && Number.isInteger(index) && index >= 0 && index < ids.length) return ids[index];
       return fail(path, `names no variation of this flag (${JSON.stringify(index ?? null)}; it has ${ids.length})`);
     };
-    const attribute = (name: unknown, obj: Record<string, unknown>, path: string): string | undefined => {
+    /**
+     * An attribute as LaunchDarkly wrote it, with the contextKind that decides how it reads (as in our
+     * model): none, a literal name even when it starts with `/` (old data); `user`, a reference.
+     */
+    const attribute = (name: unknown, obj: Record<string, unknown>, path: string): { name: string; contextKind?: 'user' } | undefined => {
       if (typeof name !== 'string' || name === '') return fail(path, 'must be a non-empty attribute name');
-      // Old data (no contextKind) names attributes literally; new data uses references.
-      const ref = obj.contextKind === undefined || obj.contextKind === null ? literalAttributeRef(name) : name;
-      const parsedRef = parseAttributeRef(ref);
+      const withKind = obj.contextKind === 'user';
+      const parsedRef = parseClauseAttribute(name, withKind ? 'user' : undefined);
       if (parsedRef.kind === ATTR_INVALID) return fail(path, `'${name}' is not a valid attribute reference`);
       if (parsedRef.path.length === 0 && (parsedRef.name === 'kind' || parsedRef.name === 'anonymous')) {
         return fail(path, `'${parsedRef.name}' is a built-in of LaunchDarkly contexts (always set), which our contexts do not have`);
       }
-      return ref;
+      return withKind ? { name, contextKind: 'user' } : { name };
     };
     const rollout = (r: unknown, path: string): Rollout | undefined => {
       if (!isObject(r)) return fail(path, 'must be an object');
@@ -305,7 +299,8 @@ export function mapLaunchDarklyFlags(
       if (r.bucketBy !== undefined && r.bucketBy !== null) {
         const ref = attribute(r.bucketBy, r, `${path}.bucketBy`);
         if (ref === undefined) return undefined;
-        out.bucketBy = ref;
+        out.bucketBy = ref.name;
+        if (ref.contextKind !== undefined) out.contextKind = ref.contextKind;
       }
       if (r.seed !== undefined && r.seed !== null) {
         if (!Number.isSafeInteger(r.seed)) return fail(`${path}.seed`, 'must be an integer');
@@ -386,7 +381,8 @@ export function mapLaunchDarklyFlags(
         if (c.negate !== undefined && c.negate !== null && typeof c.negate !== 'boolean') return void fail(`${cpath}.negate`, 'must be a boolean');
         const attr = attribute(c.attribute, c, `${cpath}.attribute`);
         if (attr === undefined) return;
-        const clause: Clause = { attribute: attr, op: c.op as Clause['op'], values: c.values as JsonValue[] };
+        const clause: Clause = { attribute: attr.name, op: c.op as Clause['op'], values: c.values as JsonValue[] };
+        if (attr.contextKind !== undefined) clause.contextKind = attr.contextKind;
         if (c.negate === true) clause.negate = true;
         clauses.push(clause);
       });

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicLogger, FileDataSourceFactory, init, type LDClient, type LDContext } from '@launchdarkly/node-server-sdk';
+import type { HttpResult } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
 /**
@@ -14,7 +16,9 @@ import { ManagementApiFixture, type SignedUp } from '../testing/management-api.f
  * Left out of the generator on purpose, as documented divergences between LaunchDarkly's SDKs:
  * objects and arrays in `in` equal to a context's (Node compares by reference, Go/Java and we
  * structurally), dates Node's Date.parse accepts and Go's RFC 3339 parser refuses (`2024-02-30`,
- * hour 24, lowercase `t`/`z`), and semantic versions with surrounding spaces (Node's semver trims).
+ * hour 24, lowercase `t`/`z`), semantic versions with surrounding spaces (Node's semver trims), and
+ * attribute references with a path component starting with `~` (`/~1a`: Node's unescape skips such a
+ * component; we unescape it, as the reference syntax says, and read the attribute `/a`).
  */
 
 const FLAGS = Number(process.env['ORACLE_FLAGS'] ?? 300);
@@ -70,6 +74,8 @@ function makeContext(g: Gen, i: number): LDContext & Record<string, unknown> {
   if (g.chance(0.6)) ctx['tags'] = g.some(TAGS, 3);
   if (g.chance(0.3)) ctx['/weird'] = g.pick(['yes', 'no']);
   if (g.chance(0.5)) ctx['address'] = { city: g.pick(['Oslo', 'Paris', 'Lyon']), zip: g.pick(['0150', 75001]) };
+  // Named like a reference to address.city: only a clause without contextKind reads it (literally).
+  if (g.chance(0.5)) ctx['/address/city'] = g.pick(['Oslo', 'Paris', 'Lyon', 'Bergen']);
   if (g.chance(0.6)) ctx['org'] = g.pick(['acme', 'globex', 7, 7.5, true]);
   if (g.chance(0.2)) ctx['nothing'] = null;
   return ctx;
@@ -81,7 +87,7 @@ const OPS = ['in', 'startsWith', 'endsWith', 'contains', 'matches', 'lessThan', 
 function clauseValues(g: Gen, op: string): Json[] {
   const odd: Json[] = [null, true, 3, '3', { odd: true }, [1, 2], '(unclosed', 'v2.0.0', 'not a date'];
   const usable: Record<string, Json[]> = {
-    in: ['NO', 'SE', 'no', 21, '21', 'alice', 'qa-1', 'beta', 'Oslo', 'yes', 'acme', 7, true, ''],
+    in: ['NO', 'SE', 'no', 21, '21', 'alice', 'qa-1', 'beta', 'Oslo', 'Oslo', 'Bergen', 'yes', 'acme', 7, true, ''],
     startsWith: ['N', 'a@', 'b', 'qa', 'u', ''],
     endsWith: ['.com', 'O', 'e', '-1', '.org'],
     contains: ['example', '@', 'l', 'ta', 'x'],
@@ -116,7 +122,11 @@ function rollout(g: Gen, variations: number): Json {
   }
   const r: Record<string, Json> = { variations: scaled.map((weight) => ({ variation: g.int(variations), weight })) };
   if (g.chance(0.5)) r['seed'] = g.pick([61, 0, 12345, -7, 2_000_000_000]);
-  if (g.chance(0.4)) r['bucketBy'] = g.pick(['org', 'age', 'country', 'missing', 'key']);
+  if (g.chance(0.4)) {
+    // Without contextKind bucketBy is a literal name (so '/address/city' is that attribute), with it a reference.
+    r['bucketBy'] = g.pick(['org', 'age', 'country', 'missing', 'key', '/address/city', '/weird', '/address/zip']);
+    if (g.chance(0.5)) r['contextKind'] = 'user';
+  }
   return r;
 }
 
@@ -148,12 +158,14 @@ function makeFlag(g: Gen, index: number, earlier: Array<{ key: string; variation
   flag['rules'] = Array.from({ length: g.int(5) }, (_, i) => {
     const clauses = Array.from({ length: g.int(3) + (g.chance(0.9) ? 1 : 0) }, () => {
       const op = g.pick(OPS);
-      const attribute = g.pick(['key', 'country', 'age', 'version', 'signup', 'email', 'tags', '/weird', 'address', 'org', 'nothing', 'absent']);
+      const attribute = g.pick(['key', 'country', 'age', 'version', 'signup', 'email', 'tags', '/weird', 'address', 'org', 'nothing', 'absent', '/address/city', '/key']);
       const clause: Record<string, Json> = { attribute, op, values: clauseValues(g, op), negate: g.chance(0.25) };
-      // New-style clauses name attributes by reference (contextKind set); old-style ones literally.
-      if (attribute !== '/weird' && g.chance(0.3)) {
+      // New-style clauses name attributes by reference (contextKind set); old-style ones literally,
+      // even those starting with '/': '/address/city' is address.city with a kind, the attribute
+      // named '/address/city' without one.
+      if (g.chance(0.4)) {
         clause['contextKind'] = 'user';
-        if (attribute === 'address') clause['attribute'] = '/address/city';
+        if (attribute === 'address' && g.chance(0.5)) clause['attribute'] = '/address/city';
       }
       return clause;
     });
@@ -168,6 +180,57 @@ function makeFlag(g: Gen, index: number, earlier: Array<{ key: string; variation
   return flag;
 }
 
+/**
+ * Flags that tell the two readings of an attribute apart, with contexts whose LaunchDarkly answers
+ * are written down: a clause or bucketBy without contextKind names its attribute literally, even when
+ * it starts with '/'; with contextKind it is a reference. Each context holds both `address.city`
+ * and an attribute literally named `/address/city`, with different values.
+ */
+const ATTRIBUTE_FLAGS: LdFlag[] = [
+  ['attr-literal', { attribute: '/address/city', op: 'in', values: ['Bergen'] }],
+  ['attr-reference', { contextKind: 'user', attribute: '/address/city', op: 'in', values: ['Bergen'] }],
+  ['attr-escaped-reference', { contextKind: 'user', attribute: '/a~1b', op: 'in', values: ['Bergen'] }],
+  ['attr-literal-key', { attribute: '/key', op: 'in', values: ['Bergen'] }],
+].map(([key, clause]) => ({ key, version: 1, on: true, variations: ['no', 'yes'], offVariation: 0, fallthrough: { variation: 0 }, rules: [{ id: 'r', clauses: [clause], variation: 1 }] }) as LdFlag);
+const SPLIT = [{ variation: 0, weight: 50_000 }, { variation: 1, weight: 50_000 }];
+for (const [key, rollout] of [
+  ['bucket-literal', { bucketBy: '/address/city', variations: SPLIT }],
+  ['bucket-reference', { contextKind: 'user', bucketBy: '/address/city', variations: SPLIT }],
+] as const) {
+  ATTRIBUTE_FLAGS.push({ key, version: 1, on: true, variations: ['no', 'yes'], offVariation: 0, fallthrough: { rollout: rollout as unknown as Json }, salt: 'attr' });
+}
+/** [flag, context, the value LaunchDarkly serves (checked against the SDK as well)]. */
+const ATTRIBUTE_CASES: Array<[string, LDContext & Record<string, unknown>, string]> = [
+  ['attr-literal', { kind: 'user', key: 'k1', address: { city: 'Oslo' }, '/address/city': 'Bergen' }, 'yes'],
+  ['attr-literal', { kind: 'user', key: 'k2', address: { city: 'Bergen' }, '/address/city': 'Oslo' }, 'no'],
+  ['attr-literal', { kind: 'user', key: 'k3', address: { city: 'Bergen' } }, 'no'],
+  ['attr-reference', { kind: 'user', key: 'k1', address: { city: 'Oslo' }, '/address/city': 'Bergen' }, 'no'],
+  ['attr-reference', { kind: 'user', key: 'k2', address: { city: 'Bergen' }, '/address/city': 'Oslo' }, 'yes'],
+  ['attr-escaped-reference', { kind: 'user', key: 'k1', 'a/b': 'Bergen', a: { b: 'Oslo' } }, 'yes'],
+  ['attr-escaped-reference', { kind: 'user', key: 'k2', 'a/b': 'Oslo', a: { b: 'Bergen' } }, 'no'],
+  ['attr-literal-key', { kind: 'user', key: 'Bergen' }, 'no'],
+  ['attr-literal-key', { kind: 'user', key: 'k1', '/key': 'Bergen' }, 'yes'],
+];
+// Rollouts: the literal and the reference hash different values, chosen to land in different halves.
+for (const [key, literal, nested] of [
+  ['bucket-literal', 'Oslo', 'Bergen'],
+  ['bucket-literal', 'Bergen', 'Oslo'],
+  ['bucket-reference', 'Oslo', 'Paris'],
+  ['bucket-reference', 'Paris', 'Oslo'],
+] as const) {
+  const ctx = { kind: 'user', key: 'k', address: { city: nested }, '/address/city': literal };
+  const read = key === 'bucket-literal' ? literal : nested;
+  const misread = key === 'bucket-literal' ? nested : literal;
+  if (bucketHalf(`${key}.attr.${read}`) === bucketHalf(`${key}.attr.${misread}`)) throw new Error(`${key}: pick cities that tell the readings apart`);
+  ATTRIBUTE_CASES.push([key, ctx, bucketHalf(`${key}.attr.${read}`)]);
+}
+
+/** 'no' or 'yes' for a 50/50 split: LaunchDarkly's bucket of the hash input, computed here. */
+function bucketHalf(hashInput: string): string {
+  const bucket = parseInt(createHash('sha1').update(hashInput).digest('hex').slice(0, 15), 16) / 0xfffffffffffffff;
+  return bucket < 0.5 ? 'no' : 'yes';
+}
+
 describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API', () => {
   let f: ManagementApiFixture;
   let owner: SignedUp;
@@ -176,6 +239,14 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
   const g = new Gen(prng(SEED));
   const flags: LdFlag[] = [];
   const contexts: Array<LDContext & Record<string, unknown>> = [];
+  let imported: HttpResult<any>;
+  type Ours = { type: string; defaultValue: Json; variations: Array<{ id: string }> };
+  const ours = (): Map<string, Ours> => new Map(imported.body.flags.map((fl: Ours & { key: string }) => [fl.key, fl]));
+  /** Our answer through the evaluate route, for a LaunchDarkly context (its kind dropped, its key as userId). */
+  const evaluate = async (key: string, ctx: LDContext & Record<string, unknown>) => {
+    const { kind: _kind, key: userId, ...attributes } = ctx;
+    return f.call('POST', `/api/flags/${key}/evaluate`, { token: owner.idToken, tenant: owner.tenantId, json: { userId, attributes } });
+  };
 
   beforeAll(async () => {
     const made: Array<{ key: string; variations: number }> = [];
@@ -185,6 +256,7 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
       made.push({ key: flag['key'] as string, variations: (flag['variations'] as Json[]).length });
     }
     for (let i = 0; i < CONTEXTS; i++) contexts.push(makeContext(g, i));
+    flags.push(...ATTRIBUTE_FLAGS);
 
     // The SDK reads the same SDK data file a LaunchDarkly user would export; no network at all.
     dir = mkdtempSync(join(tmpdir(), 'ld-oracle-'));
@@ -201,6 +273,7 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
     // Evaluations per minute well above the free plan's limit.
     f = await ManagementApiFixture.start({ RATE_LIMIT_FREE: '1000000' });
     owner = await f.signUp();
+    imported = await f.call('POST', '/api/flags/import', { token: owner.idToken, tenant: owner.tenantId, json: { flags: Object.fromEntries(flags.map((fl) => [fl['key'], fl])) } });
   });
   afterAll(async () => {
     client?.close();
@@ -209,10 +282,9 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
   });
 
   it(`imports ${FLAGS} generated flags, and every (flag, context) gets the SDK's value and variation`, async () => {
-    const imported = await f.call('POST', '/api/flags/import', { token: owner.idToken, tenant: owner.tenantId, json: { flags: Object.fromEntries(flags.map((fl) => [fl['key'], fl])) } });
     expect([imported.status, imported.status === 200 ? '' : imported.text]).toEqual([200, '']);
-    expect(imported.body.created).toHaveLength(FLAGS);
-    const ours = new Map<string, { type: string; defaultValue: Json; variations: Array<{ id: string }> }>(imported.body.flags.map((fl: { key: string }) => [fl.key, fl]));
+    expect(imported.body.created).toHaveLength(FLAGS + ATTRIBUTE_FLAGS.length);
+    const mineByKey = ours();
 
     const mismatches: string[] = [];
     const reasons = new Map<string, number>();
@@ -222,12 +294,11 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
       for (let pair = pairs.pop(); pair !== undefined; pair = pairs.pop()) {
         const { fl, ctx } = pair;
         const key = fl['key'] as string;
-        const mine = ours.get(key)!;
+        const mine = mineByKey.get(key)!;
         // What we serve where LaunchDarkly serves the caller's default (off with no offVariation).
         const typeDefault = mine.type === 'boolean' ? false : mine.defaultValue;
         const ld = await client.variationDetail(key, ctx, typeDefault);
-        const { kind: _kind, key: userId, ...attributes } = ctx;
-        const res = await f.call('POST', `/api/flags/${key}/evaluate`, { token: owner.idToken, tenant: owner.tenantId, json: { userId, attributes } });
+        const res = await evaluate(key, ctx);
         const index = res.body.variationId === undefined ? null : mine.variations.findIndex((v) => v.id === res.body.variationId);
         reasons.set(ld.reason.kind, (reasons.get(ld.reason.kind) ?? 0) + 1);
         compared++;
@@ -251,8 +322,22 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
     await Promise.all(Array.from({ length: 6 }, worker));
 
     expect(mismatches.slice(0, 5)).toEqual([]);
-    expect(compared).toBe(FLAGS * CONTEXTS);
+    expect(compared).toBe((FLAGS + ATTRIBUTE_FLAGS.length) * CONTEXTS);
     // The generator reaches every outcome, so the agreement means something.
     for (const kind of ['OFF', 'FALLTHROUGH', 'TARGET_MATCH', 'RULE_MATCH', 'PREREQUISITE_FAILED']) expect([kind, (reasons.get(kind) ?? 0) > 0]).toEqual([kind, true]);
   }, 300_000);
+
+  it('reads a clause or bucketBy attribute literally without contextKind and as a reference with one, as LaunchDarkly does', async () => {
+    expect(imported.status).toBe(200);
+    const answers: Array<[string, string, unknown, unknown]> = [];
+    for (const [key, ctx, expected] of ATTRIBUTE_CASES) {
+      const ld = await client.variationDetail(key, ctx, 'default');
+      const res = await evaluate(key, ctx);
+      answers.push([key, expected, ld.value, res.body.value]);
+    }
+    // LaunchDarkly's SDK serves what is written down, and so do we.
+    expect(answers.filter(([, expected, ld, mine]) => ld !== expected || mine !== expected)).toEqual([]);
+    // The cases tell the readings apart: both values are served.
+    expect(new Set(answers.map(([, expected]) => expected))).toEqual(new Set(['yes', 'no']));
+  });
 });

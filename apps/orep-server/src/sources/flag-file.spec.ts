@@ -34,10 +34,33 @@ describe('flag file', () => {
     expect(ops.size).toBeGreaterThanOrEqual(10);
   });
 
+  it('reads a version-1 file as it was meant (every /attribute a reference), version 2 as written (literal without contextKind)', () => {
+    const legacy = {
+      ...flag('city'),
+      rules: [
+        { id: 'r', clauses: [{ attribute: '/address/city', op: 'in', values: ['Oslo'] }], variationId: 'on' },
+        { id: 's', clauses: [], rollout: { bucketBy: '/org/id', variations: [{ variationId: 'on', weight: 1 }] } },
+      ],
+    };
+    const upgraded = [
+      { id: 'r', clauses: [{ attribute: '/address/city', contextKind: 'user', op: 'in', values: ['Oslo'] }], variationId: 'on' },
+      { id: 's', clauses: [], rollout: { bucketBy: '/org/id', contextKind: 'user', variations: [{ variationId: 'on', weight: 1 }] } },
+    ];
+    const v1 = JSON.stringify({ version: 1, flags: [flag('a'), legacy] });
+    // Both readers: the lazy one (a flag's text) and the whole-file one.
+    expect(JSON.parse(readFlagFile(v1).flags[1]!.text).rules).toEqual(upgraded);
+    expect(readFlagFile(v1).flags[0]!.text).toBe(JSON.stringify(flag('a'))); // untouched flags keep their text
+    expect(parseFlagFile(v1).flags[1]!.rules).toEqual(upgraded);
+    expect(validateFlagFile({ version: 1, flags: [legacy] }).flags[0]!.rules).toEqual(upgraded);
+    const v2 = JSON.stringify({ version: 2, flags: [legacy] });
+    expect(JSON.parse(readFlagFile(v2).flags[0]!.text).rules).toEqual(legacy.rules);
+    expect(validateFlagFile({ version: 2, flags: [legacy] }).flags[0]!.rules).toEqual(legacy.rules);
+  });
+
   it.each([
     ['not JSON', '{"version": 1,', /not valid JSON/],
     ['not an object', '[]', /must be a JSON object/],
-    ['another version', '{"version": 2, "flags": []}', /version: must be 1 \(got 2\)/],
+    ['another version', '{"version": 3, "flags": []}', /version: must be 1 or 2 \(got 3\)/],
     ['no flags', '{"version": 1}', /flags: must be an array/],
     ['a bad tenantId', '{"version": 1, "tenantId": 5, "flags": []}', /tenantId: must be a string/],
     ['a duplicate key', JSON.stringify({ version: 1, flags: [flag('a'), flag('a')] }), /flags\[1\]\.key: duplicate of flags\[0\]/],

@@ -1,16 +1,32 @@
-import { type FlagDefinition, prerequisiteBoundProblems, validateFlagDefinition } from '@flagship/flag-evaluation';
+import { type FlagDefinition, prerequisiteBoundProblems, validateFlagDefinition, withLegacyReferenceKinds } from '@flagship/flag-evaluation';
 
 /**
  * The flag file: the export format of management-api's `GET /api/flags/export` (one tenant, one
  * environment). Flags are FlagDefinitions as seen in that environment; other fields a flag carries
  * in the export (name, description, tags, projectId) are ignored here.
+ *
+ * Version 2 reads clause attributes (and rollout bucketBy) as LaunchDarkly does: literally without a
+ * `contextKind`, even when they start with `/`; as references with `contextKind: 'user'`. In version
+ * 1 every `/`-attribute was a reference, so a version-1 file is read with those given the kind
+ * (withLegacyReferenceKinds): it serves what it served.
  */
 export interface FlagFile {
-  version: 1;
+  version: FlagFileVersion;
   tenantId?: string;
   environment?: string;
   generatedAt?: string;
   flags: FlagDefinition[];
+}
+
+/** 1, or FLAG_FILE_VERSION (2), which management-api's export writes. */
+export type FlagFileVersion = 1 | 2;
+
+/** A flag of a version-1 file as today's evaluator must read it (see FlagFile). */
+function fromVersion1(flag: unknown): unknown {
+  if (typeof flag !== 'object' || flag === null || Array.isArray(flag)) return flag;
+  const rules = (flag as { rules?: unknown }).rules;
+  const upgraded = withLegacyReferenceKinds(rules);
+  return upgraded === rules ? flag : { ...flag, rules: upgraded };
 }
 
 /** Why a flag file was refused; the message is one line, fit for a log. */
@@ -65,12 +81,16 @@ export function readFlagFile(text: string): LazyFlagFile {
   const graph: PrerequisiteGraph = new Map();
   for (let i = 0; i < split.flags.length; i++) {
     const [from, to] = split.flags[i]!;
-    const flagText = text.slice(from, to);
+    let flagText = text.slice(from, to);
     let flag: unknown;
     try {
       flag = JSON.parse(flagText);
     } catch {
       return wholeFile(text); // which says where, in the whole file
+    }
+    if (envelope.version === 1) {
+      const upgraded = fromVersion1(flag);
+      if (upgraded !== flag) flagText = JSON.stringify((flag = upgraded));
     }
     checkFlag(flag, i, seen, problems, graph);
     if (problems.length === 0) flags.push({ key: (flag as FlagDefinition).key, text: flagText });
@@ -209,7 +229,8 @@ function skipValue(text: string, i: number): number {
 /** validateFlagFile's half of parseFlagFile, for a document already parsed. */
 export function validateFlagFile(doc: unknown): FlagFile {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new FlagFileError('must be a JSON object');
-  const d = doc as Record<string, unknown>;
+  const given = doc as Record<string, unknown>;
+  const d = given.version === 1 && Array.isArray(given.flags) ? { ...given, flags: given.flags.map(fromVersion1) } : given;
   const problems = envelopeProblems(d);
   if (Array.isArray(d.flags)) {
     const seen = new Map<string, number>();
@@ -226,7 +247,7 @@ function envelopeProblems(d: unknown): string[] {
   if (typeof d !== 'object' || d === null || Array.isArray(d)) throw new FlagFileError('must be a JSON object');
   const doc = d as Record<string, unknown>;
   const problems: string[] = [];
-  if (doc.version !== 1) problems.push(`version: must be 1 (got ${JSON.stringify(doc.version) ?? 'nothing'})`);
+  if (doc.version !== 1 && doc.version !== 2) problems.push(`version: must be 1 or 2 (got ${JSON.stringify(doc.version) ?? 'nothing'})`);
   for (const field of ['tenantId', 'environment', 'generatedAt'] as const) {
     if (doc[field] !== undefined && typeof doc[field] !== 'string') problems.push(`${field}: must be a string`);
   }

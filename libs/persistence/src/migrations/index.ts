@@ -8,6 +8,7 @@ import { DevIdpEmailVerified1763800660000 } from './1763800660000-dev-idp-email-
 import { Invitations1763800670000 } from './1763800670000-invitations';
 import { OAuthClientsAiInvoke1763810000000 } from './1763810000000-oauth-clients-ai-invoke';
 import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions';
+import { ClauseContextKinds1763820000000 } from './1763820000000-clause-context-kinds';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   Invitations1763800670000,
   OAuthClientsAiInvoke1763810000000,
   CheckoutSessions1763810100000,
+  ClauseContextKinds1763820000000,
 ];
