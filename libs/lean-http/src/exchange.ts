@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { createBrotliDecompress, createGunzip, createInflate, type Transform } from 'node:zlib';
+import type { Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { CommonProblems, type ProblemType, problemTypeForStatus, problemTypeUri } from '@flagship/problem-details';
 import { assignRequestId, CLIENT_REQUEST_ID_HEADER, clientRequestIdOf } from '@flagship/service-kit';
 import type { RequestObserver } from './buffered-metrics';
