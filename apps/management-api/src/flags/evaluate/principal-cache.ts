@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { CHANNELS, type PubSub, SubscribedCache } from '@flagship/redis';
+import { CHANNELS, type PubSub, SubscribedCache, type SubscribedCacheStatus } from '@flagship/redis';
 import type { TenantAccessRule } from '../../auth/auth.decorators';
 import type { TenantAccessResolver, TenantPrincipal } from '../../auth/tenant-access.resolver';
 
@@ -50,6 +50,11 @@ export class PrincipalCache {
   start(): this {
     this.cache.start();
     return this;
+  }
+
+  /** Whether announcements arrive (`subscribed`), and how many callers are held. */
+  status(): SubscribedCacheStatus {
+    return this.cache.status();
   }
 
   /** Not awaited: with Redis down, UNSUBSCRIBE waits in ioredis' queue until the connection closes. */
