@@ -70,6 +70,20 @@ describe('PrincipalCache (real resolver, Postgres, Redis)', () => {
     expect(await outcome(cache, request(owner.idToken, owner.tenantId))).toBe(first);
   });
 
+  it('refreshes a busy caller ahead of expiry: no request of theirs waits for the resolver', async () => {
+    // 400 ms: each entry lives 400 ms and is refreshed in the background from 200 ms on.
+    const cache = await started(400);
+    const req = request(owner.idToken, owner.tenantId);
+    await cache.resolve(req);
+    const waited: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      // A Promise means this request had to wait for the resolver.
+      if (cache.resolve(req) instanceof Promise) waited.push(i);
+    }
+    expect(waited).toEqual([]);
+  });
+
   it('refuses a removed member at once after the membershipChanged announcement', async () => {
     const cache = await started(60_000);
     const member = await f.addMember(owner, owner.tenantId, `removed-${Date.now()}@flagship.test`, 'viewer');
