@@ -1,4 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { CommonProblems, type ProblemType, problemTypeForStatus, problemTypeUri } from '@flagship/problem-details';
 import { assignRequestId, CLIENT_REQUEST_ID_HEADER, clientRequestIdOf } from '@flagship/service-kit';
 import type { RequestObserver } from './buffered-metrics';
@@ -140,7 +142,11 @@ export class Exchange {
   }
 }
 
-export type BodyResult = { ok: true; text: string } | { ok: false; problem: 'too-large' | 'media-type' };
+export type BodyProblem = 'too-large' | 'media-type' | 'encoding' | 'unreadable';
+export type BodyResult = { ok: true; text: string } | { ok: false; problem: BodyProblem };
+
+/** The content codings a body may come in, as Express' body-parser takes them (the limit applies to the decoded bytes). */
+const DECODERS: Readonly<Record<string, () => Transform>> = { gzip: createGunzip, deflate: createInflate, br: createBrotliDecompress };
 
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
@@ -161,7 +167,9 @@ function hasBody(req: IncomingMessage): boolean {
 /**
  * Reads the whole body as UTF-8 text, at most `limit` bytes; '' when there is none. The media type
  * is checked before reading. An oversized body is refused by its Content-Length before a byte is
- * read, or as soon as the bytes read pass the limit; the rest is drained, not parsed.
+ * read, or as soon as the bytes read pass the limit; the rest is drained, not parsed. A body in a
+ * content coding (gzip, deflate, br) is decoded, the limit applying to the decoded bytes, as Express
+ * does; any other coding is refused ('encoding').
  */
 export function readJsonBody(req: IncomingMessage, limit: number, done: (result: BodyResult) => void): void {
   if (!hasBody(req)) {
@@ -172,6 +180,17 @@ export function readJsonBody(req: IncomingMessage, limit: number, done: (result:
   if (!isJsonContentType(req.headers['content-type'])) {
     req.resume();
     done({ ok: false, problem: 'media-type' });
+    return;
+  }
+  const coding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (coding !== undefined && coding !== '' && coding !== 'identity') {
+    const decoder = DECODERS[coding];
+    if (decoder === undefined) {
+      req.resume();
+      done({ ok: false, problem: 'encoding' });
+      return;
+    }
+    readDecoded(req, decoder(), limit, done);
     return;
   }
   const declared = Number(req.headers['content-length']);
@@ -205,10 +224,48 @@ export function readJsonBody(req: IncomingMessage, limit: number, done: (result:
   // to), and Node emits a request's 'error' only to listeners, so none is needed to stay up.
 }
 
+/**
+ * A compressed body, decoded as it arrives: at most `limit` decoded bytes are kept (a small body that
+ * inflates past it is refused as soon as it does, and the rest is drained); undecodable bytes are
+ * 'unreadable'.
+ */
+function readDecoded(req: IncomingMessage, decoder: Transform, limit: number, done: (result: BodyResult) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let finished = false;
+  const finish = (result: BodyResult): void => {
+    if (finished) return;
+    finished = true;
+    if (!result.ok) {
+      req.unpipe(decoder);
+      decoder.destroy();
+      req.resume();
+    }
+    done(result);
+  };
+  decoder.on('data', (chunk: Buffer) => {
+    if (finished) return;
+    size += chunk.length;
+    if (size > limit) return finish({ ok: false, problem: 'too-large' });
+    chunks.push(chunk);
+  });
+  decoder.on('end', () => finish({ ok: true, text: Buffer.concat(chunks).toString('utf8') }));
+  decoder.on('error', () => finish({ ok: false, problem: 'unreadable' }));
+  req.pipe(decoder);
+}
+
 /** The HTTP layer's refusals of a body, in the app's error format. */
-export function refuseBody(x: Exchange, problem: 'too-large' | 'media-type', limit: number): void {
+export function refuseBody(x: Exchange, problem: BodyProblem, limit: number): void {
   if (problem === 'too-large') {
     x.error({ status: 413, code: 'payload-too-large', message: `The request body exceeds the limit of ${limit} bytes.` });
+  } else if (problem === 'encoding') {
+    const sent = String(x.req.headers['content-encoding']).slice(0, 40);
+    x.error(
+      { status: 415, code: 'unsupported-media-type', message: `Content-Encoding ${sent} is not accepted here; send the body uncompressed or as gzip, deflate or br.` },
+      { 'accept-encoding': 'gzip, deflate, br' },
+    );
+  } else if (problem === 'unreadable') {
+    x.error({ status: 400, code: 'bad-request', message: 'The request body could not be read: it is not valid data of its Content-Encoding.' });
   } else {
     const sent = (x.req.headers['content-type'] ?? '').split(';')[0]?.trim() || '(none)';
     x.error(

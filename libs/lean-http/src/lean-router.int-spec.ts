@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
 import { http } from '@flagship/testing';
 import { BufferedMetrics } from './buffered-metrics';
@@ -48,6 +49,23 @@ describe('LeanRouter', () => {
     expect(res.headers.get('x-request-id')).toEqual(expect.any(String));
     await new Promise((r) => setTimeout(r, 20));
     expect(observed).toContainEqual(['POST', '/items/:id/echo', 200]);
+  });
+
+  it('decodes gzip, deflate and br bodies as Express does, the limit on the decoded bytes; refuses other codings (415) and corrupt data (400)', async () => {
+    const text = '{"n":1}';
+    const send = (body: Buffer, coding: string) =>
+      http(`${url}/items/1/echo`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'content-encoding': coding } });
+    for (const [coding, encode] of [['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync], ['GZIP', gzipSync]] as const) {
+      const res = await send(encode(Buffer.from(text)), coding);
+      expect([coding, res.status, res.body]).toEqual([coding, 200, { id: '1', text }]);
+    }
+    // 7 compressed bytes per 100 decoded: only the decoded size can tell it is over the limit (64 here).
+    const bomb = await send(gzipSync(Buffer.from(JSON.stringify({ pad: 'x'.repeat(10_000) }))), 'gzip');
+    expect([bomb.status, bomb.body.type]).toEqual([413, '/problems/payload-too-large']);
+    const other = await send(Buffer.from(text), 'compress');
+    expect([other.status, other.body.type, other.headers.get('accept-encoding')]).toEqual([415, '/problems/unsupported-media-type', 'gzip, deflate, br']);
+    const corrupt = await send(Buffer.from(text), 'gzip');
+    expect([corrupt.status, corrupt.body.type]).toEqual([400, '/problems/bad-request']);
   });
 
   it('refuses wrong methods, bodies too large and non-JSON bodies in problem+json by default', async () => {

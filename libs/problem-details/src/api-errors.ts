@@ -33,16 +33,21 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
  * On a controller it applies to every route; on a route it adds to the controller's.
  */
 export function ApiErrors(...statuses: ErrorStatus[]): MethodDecorator & ClassDecorator {
-  return applyDecorators(
-    ...[...new Set(statuses)].map((status) =>
-      ApiResponse({
-        status,
-        description: MEANING[status],
-        content: { 'application/problem+json': { schema: ref(status === 422 ? 'ValidationProblem' : 'Problem') } },
-        ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
-      }),
-    ),
-  );
+  return applyDecorators(...[...new Set(statuses)].map((status) => ApiResponse({ status, ...problemResponse(status) })));
+}
+
+/** One error response as `ApiErrors` documents it. */
+function problemResponse(status: ErrorStatus) {
+  return {
+    description: MEANING[status],
+    content: { 'application/problem+json': { schema: ref(status === 422 ? 'ValidationProblem' : 'Problem') } },
+    ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
+  };
+}
+
+/** The same error responses as an OpenAPI `responses` object, for a route declared outside Nest's controllers. */
+export function problemResponses(...statuses: ErrorStatus[]): Record<string, ReturnType<typeof problemResponse>> {
+  return Object.fromEntries([...new Set(statuses)].map((status) => [String(status), problemResponse(status)]));
 }
 
 /** The components `ApiErrors` refers to; every app's document carries them. */

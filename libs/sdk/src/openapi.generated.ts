@@ -1417,21 +1417,6 @@ export interface components {
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
         };
-        EvaluationResultDto: {
-            key: string;
-            enabled: boolean;
-            /** @description any JSON value */
-            value: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
-                [key: string]: components["schemas"]["JsonValue"];
-            };
-            /** @enum {string} */
-            reason: "OFF" | "PREREQUISITE_FAILED" | "TARGET_MATCH" | "RULE_MATCH" | "FALLTHROUGH" | "ERROR";
-            variationId?: string;
-            ruleId?: string;
-            ruleIndex?: number;
-            /** @enum {string} */
-            errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
-        };
         UpdateFlagDto: {
             name?: string;
             description?: string;
@@ -1451,24 +1436,6 @@ export interface components {
             rules?: components["schemas"]["RuleDto"][];
             prerequisites?: components["schemas"]["PrerequisiteDto"][];
             salt?: string | null;
-        };
-        EvaluateFlagDto: {
-            /** @description the context key; without it the result is ERROR / USER_NOT_SPECIFIED */
-            userId?: string;
-            /**
-             * @description attributes rules match on
-             * @example {
-             *       "country": "NO",
-             *       "plan": "pro"
-             *     }
-             */
-            attributes?: {
-                [key: string]: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
-                    [key: string]: components["schemas"]["JsonValue"];
-                };
-            };
-            /** @description environment key; default X-Environment, then production */
-            environment?: string;
         };
         FlagAuditEntryDto: {
             /** @enum {string} */
@@ -1643,6 +1610,39 @@ export interface components {
              * @default true
              */
             emailVerified?: boolean;
+        };
+        EvaluateFlagDto: {
+            /** @description the context key; without it the result is ERROR / USER_NOT_SPECIFIED */
+            userId?: string;
+            /**
+             * @description attributes rules match on
+             * @example {
+             *       "country": "NO",
+             *       "plan": "pro"
+             *     }
+             */
+            attributes?: {
+                [key: string]: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+                    [key: string]: components["schemas"]["JsonValue"];
+                };
+            };
+            /** @description environment key; default X-Environment, then production */
+            environment?: string;
+        };
+        EvaluationResultDto: {
+            key: string;
+            enabled: boolean;
+            /** @description any JSON value */
+            value: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** @enum {string} */
+            reason: "OFF" | "PREREQUISITE_FAILED" | "TARGET_MATCH" | "RULE_MATCH" | "FALLTHROUGH" | "ERROR";
+            variationId?: string;
+            ruleId?: string;
+            ruleIndex?: number;
+            /** @enum {string} */
+            errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
         /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
@@ -5380,7 +5380,7 @@ export interface operations {
             header?: {
                 /** @description environment key, default production */
                 "X-Environment"?: string;
-                /** @description required for users on list, create and read */
+                /** @description the tenant to evaluate in (users; default: their canonical tenant); a client token's own tenant only */
                 "X-Tenant-ID"?: string;
             };
             path: {
@@ -5398,6 +5398,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description the flag's value for the context, and why */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5435,15 +5436,6 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5800,7 +5792,7 @@ export interface operations {
             header?: {
                 /** @description environment key, default production */
                 "X-Environment"?: string;
-                /** @description required for users on list, create and read */
+                /** @description the tenant to evaluate in (users; default: their canonical tenant); a client token's own tenant only */
                 "X-Tenant-ID"?: string;
             };
             path: {
@@ -5814,6 +5806,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description the flag's value for the context, and why */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5851,15 +5844,6 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -8,9 +8,11 @@ import { AuthenticationGuard } from './authentication.guard';
 import { AuthorizationGuard } from './authorization.guard';
 import { IdentityProviderAdapter } from './identity-provider.adapter';
 import { IdTokenVerifier } from './id-token.verifier';
+import { TenantAccessResolver } from './tenant-access.resolver';
 
 /**
- * Who is calling: ID-token verification, the sign-in bootstrap and the two guards. The app
+ * Who is calling: ID-token verification, the sign-in bootstrap, the tenant-access rules
+ * (TenantAccessResolver) and the two guards that apply them to Nest routes. The app
  * registers the guards globally, in order, after providing CLIENT_TOKEN_PORT.
  */
 @Module({})
@@ -20,8 +22,8 @@ export class AuthModule {
       module: AuthModule,
       imports: [UsersModule, TenantsModule, DevIdpModule.forMode(idpMode), ...(clientTokens.imports ?? [])],
       controllers: [AuthController],
-      providers: [AuthService, IdTokenVerifier, IdentityProviderAdapter, AuthenticationGuard, AuthorizationGuard, clientTokens.provider],
-      exports: [AuthenticationGuard, AuthorizationGuard, IdTokenVerifier],
+      providers: [AuthService, IdTokenVerifier, IdentityProviderAdapter, AuthenticationGuard, AuthorizationGuard, TenantAccessResolver, clientTokens.provider],
+      exports: [AuthenticationGuard, AuthorizationGuard, TenantAccessResolver, IdTokenVerifier],
     };
   }
 }

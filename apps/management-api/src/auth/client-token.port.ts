@@ -1,4 +1,3 @@
-import type { Request, Response } from 'express';
 import type { CallerContext } from '@flagship/service-kit';
 
 /**
@@ -7,7 +6,7 @@ import type { CallerContext } from '@flagship/service-kit';
  */
 export interface ClientTokenPort {
   isAccessToken(token: string): boolean;
-  /** The caller of the request's access token when valid and unrevoked; throws a 401 problem otherwise. */
-  authenticate(req: Request, res: Response): Promise<CallerContext>;
+  /** The caller of a valid, unrevoked access token and when it expires (ms); throws a 401 problem otherwise. */
+  verify(token: string): Promise<{ caller: CallerContext; expiresAt: number }>;
 }
 export const CLIENT_TOKEN_PORT = Symbol('CLIENT_TOKEN_PORT');

@@ -18,6 +18,8 @@ export interface IdentityClaims {
    * invitations, platform admin).
    */
   emailVerified: boolean;
+  /** `exp` in ms since the epoch (Infinity when the token names none): what is resolved from the token must not outlive it. */
+  expiresAt: number;
 }
 
 /**
@@ -72,6 +74,7 @@ export class IdTokenVerifier {
         name: typeof payload['name'] === 'string' ? payload['name'] : '',
         provider: typeof firebase?.sign_in_provider === 'string' ? firebase.sign_in_provider : null,
         emailVerified: payload['email_verified'] === true,
+        expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity,
       };
       if (typeof payload.exp === 'number') {
         if (this.verified.size >= CACHE_MAX) this.verified.delete(this.verified.keys().next().value!);

@@ -1,12 +1,11 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiCreatedResponse, ApiHeader, ApiNoContentResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import type { EvaluationContext } from '@flagship/flag-evaluation';
 import type { TenantEntity } from '@flagship/persistence';
 import { ApiErrors, BODY_ERRORS, validationProblem } from '@flagship/problem-details';
 import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
-import { CreateFlagDto, CreateProjectFlagDto, EvaluateFlagDto, ImportFlagsResultDto, ListFlagsQueryDto, EvaluationResultDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
+import { CreateFlagDto, CreateProjectFlagDto, ImportFlagsResultDto, ListFlagsQueryDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
 import { etagOf, FlagsService, toFlagDto } from './flags.service';
 import { FlagAuditEntryDto } from './flag-audit.dto';
 import { FlagExportDto } from './flag-targeting.dto';
@@ -14,7 +13,6 @@ import type { FlagRow } from './flags.repository';
 
 const READ = { role: 'viewer', scopes: ['flags:read'] } as const;
 const WRITE = { role: 'editor', scopes: ['flags:write'] } as const;
-const EVALUATE = { role: 'viewer', scopes: ['flags:evaluate'] } as const;
 
 function withEtag(res: Response, row: FlagRow): FlagDto {
   res.setHeader('ETag', etagOf(row));
@@ -29,6 +27,7 @@ const LD_OBJECT = { type: 'object', additionalProperties: true } as const;
 @ApiErrors(401, 403, 404, 429, 503)
 @ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'required for users on list, create and read' })
 @ApiHeader({ name: 'X-Environment', required: false, description: 'environment key, default production' })
+/** Flag management. Evaluation (`POST .../evaluate`) is the evaluate route's, answered outside Nest: see evaluate/evaluate.route.ts. */
 @Controller('api/flags')
 export class FlagsController {
   constructor(private readonly flags: FlagsService) {}
@@ -137,23 +136,6 @@ export class FlagsController {
     return withEtag(res, await this.flags.create(tenant.id, env, caller, dto, projectId));
   }
 
-  @Post('projects/:projectId/flags/:flagKey/evaluate')
-  @HttpCode(200)
-  @TenantAccess(EVALUATE)
-  @ApiOperation({ summary: "Evaluate a project's flag for a context" })
-  @ApiErrors(...BODY_ERRORS)
-  @ApiBody({ description: 'the evaluation context: key (or targetingKey, userId) and attributes', schema: { type: 'object', additionalProperties: true, example: { key: 'user-42', country: 'NO' } } })
-  @ApiOkResponse({ type: EvaluationResultDto })
-  evaluateInProject(
-    @CurrentTenant() tenant: TenantEntity,
-    @Headers('x-environment') env: string | undefined,
-    @Param('projectId') projectId: string,
-    @Param('flagKey') flagKey: string,
-    @Body() context: Record<string, unknown>,
-  ) {
-    return this.flags.evaluate(tenant.id, env, flagKey, context as EvaluationContext, projectId);
-  }
-
   @Get(':flagKey')
   @TenantAccess({ ...READ, headerRequired: true })
   @ApiOperation({ summary: 'Get a flag as seen in the environment, with its ETag' })
@@ -188,21 +170,6 @@ export class FlagsController {
   @ApiNoContentResponse()
   async remove(@CurrentTenant() tenant: TenantEntity, @Caller() caller: CallerContext, @Param('flagKey') key: string): Promise<void> {
     await this.flags.remove(tenant.id, caller, key);
-  }
-
-  @Post(':flagKey/evaluate')
-  @HttpCode(200)
-  @TenantAccess(EVALUATE)
-  @ApiOperation({ summary: 'Evaluate a flag for a user and attributes' })
-  @ApiErrors(...BODY_ERRORS)
-  @ApiOkResponse({ type: EvaluationResultDto })
-  evaluate(@CurrentTenant() tenant: TenantEntity, @Headers('x-environment') env: string | undefined, @Param('flagKey') key: string, @Body() dto: EvaluateFlagDto) {
-    const context: EvaluationContext = { ...(dto.attributes ?? {}) };
-    if (dto.userId !== undefined) {
-      context['key'] = dto.userId;
-      context['userId'] = dto.userId;
-    }
-    return this.flags.evaluate(tenant.id, dto.environment ?? env, key, context);
   }
 
   @Get(':flagKey/variations')

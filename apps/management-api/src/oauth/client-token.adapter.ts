@@ -1,21 +1,30 @@
 import type { FactoryProvider } from '@nestjs/common';
-import { AccessTokenVerifier, authenticateClient, clientCallerContext, ClientTokenStrategy } from '@flagship/oauth';
+import { AccessTokenVerifier, clientCallerContext, InvalidTokenError, invalidTokenProblem } from '@flagship/oauth';
 import { CLIENT_TOKEN_PORT, type ClientTokenPort } from '../auth/client-token.port';
 
 /**
- * The authentication guard's view of OAuth: an access token is ours by `iss`, then authenticated
- * the way every Nest route authenticates clients, through passport and the ClientTokenStrategy.
+ * The authentication resolver's view of OAuth: an access token is ours by `iss`, then verified by
+ * the one AccessTokenVerifier (as ClientTokenStrategy and the AI gateway do); a refusal is the 401
+ * invalid-token problem with its Bearer challenge. Token in, caller out: no request needed, so the
+ * guards and the evaluate route (outside Nest) share it.
  */
-export function clientTokenAdapter(verifier: AccessTokenVerifier, strategy: ClientTokenStrategy): ClientTokenPort {
+export function clientTokenAdapter(verifier: AccessTokenVerifier): ClientTokenPort {
   return {
     isAccessToken: (token) => verifier.isOwnToken(token),
-    authenticate: async (req, res) => clientCallerContext(await authenticateClient(strategy, req, res)),
+    verify: async (token) => {
+      try {
+        const principal = await verifier.verify(token);
+        return { caller: clientCallerContext(principal), expiresAt: principal.expiresAt.getTime() };
+      } catch (err) {
+        throw err instanceof InvalidTokenError ? invalidTokenProblem(err) : err;
+      }
+    },
   };
 }
 
 /** `AuthModule.forRoot(mode, { imports: [], provider: CLIENT_TOKEN_PROVIDER })`, with OAuthFeatureModule imported by the app. */
 export const CLIENT_TOKEN_PROVIDER: FactoryProvider<ClientTokenPort> = {
   provide: CLIENT_TOKEN_PORT,
-  inject: [AccessTokenVerifier, ClientTokenStrategy],
+  inject: [AccessTokenVerifier],
   useFactory: clientTokenAdapter,
 };

@@ -1,11 +1,10 @@
 import { Controller, type DynamicModule, Get, Module, UseGuards } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { Request, Response } from 'express';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
 import type { DataSource } from 'typeorm';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
-import { AccessTokenVerifier, type ClientPrincipal, ClientTokenGuard, ClientTokenStrategy, OAuthModule, Principal, PUBLIC_ROUTE } from '@flagship/oauth';
+import { AccessTokenVerifier, type ClientPrincipal, ClientTokenGuard, OAuthModule, Principal, PUBLIC_ROUTE } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { bootstrapService, buildOpenApiDocument, encodeCursor, platformModules, startTestApp, type RunningApp } from '@flagship/service-kit';
@@ -125,21 +124,20 @@ describe('OAuth in management-api (real Postgres, Redis, HTTP; oauth4webapi as t
     expect(doc.paths['/.well-known/oauth-authorization-server'].get).toBeDefined();
   });
 
-  it('serves the authentication guard through its ClientTokenPort (the passport strategy): ours by iss, a caller context, or a 401 problem', async () => {
-    const port = clientTokenAdapter(management.get(AccessTokenVerifier), management.get(ClientTokenStrategy));
-    const bearer = (t: string) => ({ headers: { authorization: `Bearer ${t}` } }) as unknown as Request;
-    const res = {} as Response;
+  it('serves the authentication resolver through its ClientTokenPort (the one verifier): ours by iss, a caller context and the expiry, or a 401 problem', async () => {
+    const port = clientTokenAdapter(management.get(AccessTokenVerifier));
     const client = await newClient(['flags:read']);
     const creds = form({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret });
     const token = (await postToken(creds)).body.access_token as string;
     expect(port.isAccessToken(token)).toBe(true);
     expect(port.isAccessToken('not.a.jwt')).toBe(false);
     const [h, p, sig] = token.split('.');
-    const foreign = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), iss: 'https://idp.example' })).toString('base64url')}.${sig}`;
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString()) as { exp: number };
+    const foreign = `${h}.${Buffer.from(JSON.stringify({ ...claims, iss: 'https://idp.example' })).toString('base64url')}.${sig}`;
     expect(port.isAccessToken(foreign)).toBe(false);
-    await expect(port.authenticate(bearer(token), res)).resolves.toEqual({ kind: 'client', callerId: `client:${client.clientId}`, tenantId, scopes: ['flags:read'] });
-    const tampered = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), scope: 'flags:write' })).toString('base64url')}.${sig}`;
-    const refused = await port.authenticate(bearer(tampered), res).catch((err: unknown) => err as ProblemException);
+    await expect(port.verify(token)).resolves.toEqual({ caller: { kind: 'client', callerId: `client:${client.clientId}`, tenantId, scopes: ['flags:read'] }, expiresAt: claims.exp * 1000 });
+    const tampered = `${h}.${Buffer.from(JSON.stringify({ ...claims, scope: 'flags:write' })).toString('base64url')}.${sig}`;
+    const refused = await port.verify(tampered).catch((err: unknown) => err as ProblemException);
     expect(refused).toBeInstanceOf(ProblemException);
     expect(refused).toMatchObject({ problem: { slug: 'invalid-token', status: 401 } });
     expect((refused as ProblemException).headers['WWW-Authenticate']).toMatch(/error="invalid_token"/);

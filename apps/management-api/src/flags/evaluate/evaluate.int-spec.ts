@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { DataSource } from 'typeorm';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
@@ -5,8 +6,10 @@ import { freePort, http, TcpProxy, waitFor } from '@flagship/testing';
 import { AppModule } from '../../app.module';
 import { configureManagementApi } from '../../configure';
 import { loadManagementApiConfig } from '../../env.schema';
+import { managementApiDocument } from '../../openapi';
 import { ManagementApiFixture, type SignedUp } from '../../testing/management-api.fixture';
 import { type ManagementApiProcess, startManagementApiProcess } from '../../testing/management-api.process';
+import { EVALUATE_ROUTES } from './evaluate.route';
 
 /** Another replica of management-api on the same Postgres database and Redis prefix (its own pools, caches and subscriber). */
 async function replica(env: NodeJS.ProcessEnv): Promise<RunningApp> {
@@ -89,6 +92,39 @@ describe('evaluations from memory across replicas (real HTTP, Postgres, Redis)',
       json: { key: 'u-1' },
     });
     expect([wrongProject.status, wrongProject.body.type]).toEqual([404, '/problems/flag-not-found']);
+  });
+
+  it('is one route: each path the OpenAPI document declares for it is answered, with a key ignored and a compressed body decoded, nothing handed to Express', async () => {
+    const doc = managementApiDocument(f.svc.app);
+    const declared = EVALUATE_ROUTES.routes.map((r) => r.path.replace(/:(\w+)/g, '{$1}'));
+    expect(declared.map((p) => [p, doc.paths[p]?.post?.operationId])).toEqual([
+      ['/api/flags/{flagKey}/evaluate', 'Flags_evaluate'],
+      ['/api/flags/projects/{projectId}/flags/{flagKey}/evaluate', 'Flags_evaluateInProject'],
+    ]);
+    const projectId = (await f.call('POST', '/api/projects', { token: owner.idToken, tenant: owner.tenantId, json: { name: 'evaluated' } })).body.id as string;
+    expect((await f.call('POST', `/api/flags/projects/${projectId}/flags`, { token: owner.idToken, tenant: owner.tenantId, json: { key: 'in-project', name: 'p', type: 'boolean', defaultValue: false, enabled: true } })).status).toBe(201);
+    expect((await f.call('POST', '/api/flags', { token: owner.idToken, tenant: owner.tenantId, json: { key: 'one-route', name: 'o', type: 'boolean', defaultValue: false, enabled: true } })).status).toBe(201);
+    const paths = [`/api/flags/one-route/evaluate`, `/api/flags/projects/${projectId}/flags/in-project/evaluate`];
+    const bodies = [{ userId: 'u-1', attributes: { country: 'NO' } }, { key: 'u-1', country: 'NO' }];
+    const others = [{ userId: 'u-2', attributes: { country: 'SE' } }, { key: 'u-2', country: 'SE' }];
+    const auth = { authorization: `Bearer ${owner.idToken}`, 'x-tenant-id': owner.tenantId };
+    for (const [i, path] of paths.entries()) {
+      const plain = await http(`${f.url}${path}`, { method: 'POST', headers: auth, json: bodies[i] });
+      expect([path, plain.status, Object.keys(plain.body).sort()]).toEqual([path, 200, expect.arrayContaining(['enabled', 'key', 'reason', 'value'])]);
+      // A read takes no Idempotency-Key: the same key with another body is evaluated again, not a 422 replay conflict.
+      const keyed = { ...auth, 'idempotency-key': `k-${i}-${Date.now()}` };
+      expect((await http(`${f.url}${path}`, { method: 'POST', headers: keyed, json: bodies[i] })).body).toEqual(plain.body);
+      const again = await http(`${f.url}${path}`, { method: 'POST', headers: keyed, json: others[i] });
+      expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([200, null]);
+      // gzip, as Express' body-parser took it before.
+      const zipped = await http(`${f.url}${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify(bodies[i])) });
+      expect([zipped.status, zipped.body]).toEqual([200, plain.body]);
+      const unknownCoding = await http(`${f.url}${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'content-encoding': 'zstd' }, body: JSON.stringify(bodies[i]) });
+      expect([unknownCoding.status, unknownCoding.body.type]).toEqual([415, '/problems/unsupported-media-type']);
+      // Another method is Express', which has no such route.
+      const get = await http(`${f.url}${path}`, { headers: auth });
+      expect([get.status, get.body.type]).toEqual([404, '/problems/not-found']);
+    }
   });
 
   it('refuses a removed member within 5 s on every process: at once when announced, after the cache TTL when not', async () => {

@@ -8,21 +8,21 @@ import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, type R
 import { type CallerContext, clientAddress, exceedsJsonDepth, MAX_JSON_DEPTH, unsafePathReason } from '@flagship/service-kit';
 import { EvaluateFlagDto } from '../flags.dto';
 import type { FlagsService } from '../flags.service';
-import type { GuardedRoute, PrincipalCache } from './principal-cache';
+import type { PrincipalCache } from './principal-cache';
 import { RateLimitAhead } from './rate-limit-ahead';
 
 /** What body-parser's strict JSON accepts at the top level (anything else is its parse failure). */
 const OBJECT_OR_ARRAY = /^[\s]*[{[]/;
 
 /**
- * The two evaluate routes answered on the lean HTTP layer, step for step as Nest answers them:
- * JSON body, authentication and tenant access (the app's guards, their result cached), the
- * tenant's rate limit with its RateLimit-* headers (also on the errors that follow it), the
- * strict validation pipe, then the evaluation from memory. Answers and problem bodies are the
- * ones the Nest controller gives.
+ * The evaluate route (its two paths), on the lean HTTP layer, in the order and with the answers of
+ * every other management-API route: JSON body, authentication and tenant access (the guards' own
+ * TenantAccessResolver, its result cached), the tenant's rate limit with its RateLimit-* headers
+ * (also on the errors that follow it), the app's strict validation pipe, then the evaluation from
+ * memory; errors are the app's problem details.
  */
-export class FastEvaluateHandler {
-  private readonly logger = new Logger('FastEvaluate');
+export class EvaluateHandler {
+  private readonly logger = new Logger('Evaluate');
   private readonly pipe = new StrictValidationPipe();
   /** The rate-limit checks of one event-loop turn go to Redis in one pipeline; most answer ahead of it. */
   private readonly limiter: RateLimitAhead;
@@ -31,7 +31,6 @@ export class FastEvaluateHandler {
     private readonly flags: FlagsService,
     private readonly principals: PrincipalCache,
     private readonly limits: RateLimitService,
-    private readonly routes: { byKey: GuardedRoute; inProject: GuardedRoute },
   ) {
     const batch = new TurnBatcher<RateLimitSubject, RateLimitDecision | undefined>((subjects) => limits.consumeMany(subjects));
     this.limiter = new RateLimitAhead((subject) => batch.add(subject));
@@ -42,7 +41,7 @@ export class FastEvaluateHandler {
     let headers: OutgoingHttpHeaders | undefined;
     try {
       const body = parseBody(x, text);
-      const principal = await this.principals.resolve(x.req, this.routes.byKey);
+      const principal = await this.principals.resolve(x.req);
       headers = await this.rateLimit(x, principal.caller);
       const dto = plainEvaluateBody(body) ?? ((await this.pipe.transform(body, { type: 'body', metatype: EvaluateFlagDto, data: undefined })) as EvaluateFlagDto);
       const context: EvaluationContext = { ...(dto.attributes ?? {}) };
@@ -62,7 +61,7 @@ export class FastEvaluateHandler {
     let headers: OutgoingHttpHeaders | undefined;
     try {
       const body = parseBody(x, text);
-      const principal = await this.principals.resolve(x.req, this.routes.inProject);
+      const principal = await this.principals.resolve(x.req);
       headers = await this.rateLimit(x, principal.caller);
       const context = (await this.pipe.transform(body, { type: 'body', metatype: Object, data: undefined })) as EvaluationContext;
       const result = await this.flags.evaluate(principal.tenant.id, headerOf(x, 'x-environment'), flagKey, context, projectId);

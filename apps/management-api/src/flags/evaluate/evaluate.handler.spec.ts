@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { StrictValidationPipe } from '@flagship/problem-details';
 import { EvaluateFlagDto } from '../flags.dto';
-import { plainEvaluateBody } from './fast-evaluate.handler';
+import { plainEvaluateBody } from './evaluate.handler';
 
 const pipe = new StrictValidationPipe();
 const viaPipe = (body: unknown): Promise<unknown> => pipe.transform(body, { type: 'body', metatype: EvaluateFlagDto, data: undefined });
