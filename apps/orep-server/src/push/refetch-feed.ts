@@ -17,7 +17,7 @@ export interface RefetchFeedOptions {
   historyMaxAgeMs: number;
 }
 
-export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 20, historyMax: 256, historyMaxAgeMs: 5 * 60_000 };
+export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, historyMax: 256, historyMaxAgeMs: 5 * 60_000 };
 
 /**
  * The served flags' versions, as OFREP ADR-0008 tells them to clients: every change of the source
