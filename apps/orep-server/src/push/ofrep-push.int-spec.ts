@@ -313,6 +313,8 @@ describe('OFREP push', () => {
     const res = await bulk(app);
     expect(res.status).toBe(200);
     expect(res.body).not.toHaveProperty('eventStreams');
-    expect((await RawSse.open(`${app.url}/ofrep/v1/events`, auth)).status).toBe(404);
+    const off = await RawSse.open(`${app.url}/ofrep/v1/events`, auth);
+    off.close();
+    expect(off.status).toBe(404);
   });
 });

@@ -91,9 +91,18 @@ export class OfrepPush {
 
   /** The JSON of `[{type: "sse", url, inactivityDelaySec}]` for a bulk answer to `req`. */
   streamsJson(req: IncomingMessage): string {
-    const url = `${this.originOf(req)}${SSE_PATH}?token=${this.tokens.mint()}`;
-    return JSON.stringify([{ type: 'sse', url, inactivityDelaySec: this.options.inactivityDelaySec }]);
+    const origin = this.originOf(req);
+    const token = this.tokens.mint();
+    // Nearly every answer names the same origin and token as the one before it.
+    const last = this.lastStreams;
+    if (last !== undefined && last.origin === origin && last.token === token) return last.json;
+    const url = `${origin}${SSE_PATH}?token=${token}`;
+    const json = JSON.stringify([{ type: 'sse', url, inactivityDelaySec: this.options.inactivityDelaySec }]);
+    this.lastStreams = { origin, token, json };
+    return json;
   }
+
+  private lastStreams: { origin: string; token: string; json: string } | undefined;
 
   /**
    * ADR-0008's `flagConfigEtag` / `flagConfigLastModified` (and the earlier `sseEtag` /
