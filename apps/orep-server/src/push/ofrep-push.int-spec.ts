@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { request } from 'node:http';
 import { Client } from 'pg';
 import type Redis from 'ioredis';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
@@ -268,6 +269,24 @@ describe('OFREP push', () => {
     const bare = () => `${app.url}/ofrep/v1/events`;
     const from = (address: string) => ({ ...auth, 'x-forwarded-for': address });
 
+    it('the stream URL: https behind a trusted proxy that says so, on the Host the client used', async () => {
+      // fetch cannot set Host: node:http can.
+      const urlFor = (headers: Record<string, string>) =>
+        new Promise<string>((resolve, reject) => {
+          const req = request(`${app.url}/ofrep/v1/evaluate/flags`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers } }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => resolve((JSON.parse(text) as { eventStreams: Array<{ url: string }> }).eventStreams[0]!.url));
+          });
+          req.on('error', reject);
+          req.end(JSON.stringify({ context }));
+        });
+      expect(await urlFor({ 'x-forwarded-proto': 'https', host: 'flags.example.com' })).toMatch(/^https:\/\/flags\.example\.com\/ofrep\/v1\/events\?token=/);
+      // A Host that is no host name is not echoed.
+      expect(await urlFor({ host: 'evil.example.com/"><x' })).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/ofrep/);
+    });
+
     it('comment heartbeats at the interval', async () => {
       const sse = await RawSse.open(bare(), auth);
       await new Promise((r) => setTimeout(r, 450));
@@ -314,6 +333,12 @@ describe('OFREP push', () => {
     expect(sse.status).toBe(200);
     await app.close();
     await waitFor(async () => sse.ended, 2000, 10);
+  });
+
+  it('OREP_PUBLIC_URL names the origin (and path prefix) the stream URL is built on', async () => {
+    const app = await startOrep({ OREP_PUBLIC_URL: 'https://app.example.com/flags/' });
+    const res = await bulk(app);
+    expect((res.body as { eventStreams: Array<{ url: string }> }).eventStreams[0]!.url).toMatch(/^https:\/\/app\.example\.com\/flags\/ofrep\/v1\/events\?token=\d+\./);
   });
 
   it('OREP_SSE_MAX_CONNECTIONS=0 turns push off: no eventStreams, no route', async () => {
