@@ -28,7 +28,7 @@ describe('RefetchFeed', () => {
     jest.useFakeTimers({ now: Date.parse('2026-11-25T12:00:00Z') });
     source = new TestSource();
     published = [];
-    feed = new RefetchFeed(source, (e) => published.push(e), { coalesceMs: 20, historyMax: 3, historyMaxAgeMs: 60_000 });
+    feed = new RefetchFeed(source, (e) => published.push(e), { coalesceMs: 20, historyMax: 3, historyMaxAgeMs: 60_000, freshConnectMs: 10_000 });
   });
 
   afterEach(() => {
@@ -61,6 +61,16 @@ describe('RefetchFeed', () => {
     expect(data(published[1]!)).toMatchObject({ etag: `"${t + 4}"` });
   });
 
+  it('a first connection (no Last-Event-ID) gets the last event while it is recent: a change between its fetch and its connect is not lost', () => {
+    expect(feed.replayAfter(undefined)).toEqual([]);
+    source.change(Date.now());
+    jest.advanceTimersByTime(20);
+    const [last] = published;
+    expect(feed.replayAfter(undefined)).toEqual([last]);
+    jest.advanceTimersByTime(10_000);
+    expect(feed.replayAfter(undefined)).toEqual([]);
+  });
+
   it('replays after a Last-Event-ID inside the window; outside it, or unknown, one event naming the current version', () => {
     const ids: number[] = [];
     for (let i = 1; i <= 5; i++) {
@@ -71,7 +81,6 @@ describe('RefetchFeed', () => {
     // The window holds the last 3.
     expect(feed.replayAfter(String(ids[2])).map((e) => e.id)).toEqual([ids[3], ids[4]]);
     expect(feed.replayAfter(String(ids[4]))).toEqual([]);
-    expect(feed.replayAfter(undefined)).toEqual([]);
     expect(feed.replayAfter(String(ids[0])).map((e) => e.id)).toEqual([ids[4]]);
     expect(feed.replayAfter('garbage').map((e) => e.id)).toEqual([ids[4]]);
     // And by age: after a minute the window is empty.

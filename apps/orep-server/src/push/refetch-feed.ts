@@ -15,9 +15,11 @@ export interface RefetchFeedOptions {
   historyMax: number;
   /** ...and none older than this (ms). */
   historyMaxAgeMs: number;
+  /** A stream opened with no Last-Event-ID is sent the last event when it is at most this old (ms). */
+  freshConnectMs: number;
 }
 
-export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, historyMax: 256, historyMaxAgeMs: 5 * 60_000 };
+export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, historyMax: 256, historyMaxAgeMs: 5 * 60_000, freshConnectMs: 10_000 };
 
 /**
  * The served flags' versions, as OFREP ADR-0008 tells them to clients: every change of the source
@@ -30,6 +32,11 @@ export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, histo
  * and between replicas: one older than anything kept here gets a single event naming the current
  * version (the client cannot be told exactly what it missed, only that it must re-fetch), one
  * within the window gets the events after it, one at or after the current version gets nothing.
+ *
+ * A stream opened with no Last-Event-ID is a provider's first, right after its bulk fetch; a change
+ * applied between that fetch and this connection would reach it through no event at all. So it is
+ * sent the last event when that is recent (`freshConnectMs`): at worst one re-fetch more, which
+ * If-None-Match answers with a 304 when the fetch had already seen the change.
  */
 export class RefetchFeed {
   private readonly history: RefetchEvent[] = [];
@@ -60,7 +67,10 @@ export class RefetchFeed {
 
   /** What a client that last saw `lastEventId` (the Last-Event-ID header) must be sent now. */
   replayAfter(lastEventId: string | undefined): RefetchEvent[] {
-    if (lastEventId === undefined) return [];
+    if (lastEventId === undefined) {
+      const last = this.history[this.history.length - 1];
+      return last !== undefined && last.id >= Date.now() - this.options.freshConnectMs ? [last] : [];
+    }
     const last = /^[0-9]{1,16}$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : -1;
     if (last >= this.currentId) return [];
     this.trim(Date.now());
