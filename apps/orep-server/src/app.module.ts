@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
 import type { OrepServerConfig } from './env.schema';
+import { ofrepPushProvider } from './push/ofrep-push.provider';
 import { OrepReadiness, SnapshotReadiness } from './readiness/orep-readiness';
 import { SourcesModule } from './sources/sources.module';
 
@@ -25,7 +26,7 @@ export class AppModule {
         }),
         SourcesModule.forConfig(config),
       ],
-      providers: [SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter],
+      providers: [SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
     };
   }
 }

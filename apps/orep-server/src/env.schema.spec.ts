@@ -31,9 +31,28 @@ describe('orep-server configuration', () => {
     [{ ...base, OREP_RECONCILE_S: 'often' }, 'OREP_RECONCILE_S is invalid'],
     [{ ...base, OREP_RATE_LIMIT_RPS: '-1' }, 'OREP_RATE_LIMIT_RPS is invalid'],
     [{ ...base, OREP_PORT: 'abc' }, 'OREP_PORT is invalid'],
+    [{ ...base, OREP_SSE_MAX_CONNECTIONS: '-1' }, 'OREP_SSE_MAX_CONNECTIONS is invalid'],
+    [{ ...base, OREP_SSE_MAX_BUFFER_BYTES: '0' }, 'OREP_SSE_MAX_BUFFER_BYTES is invalid'],
+    [{ ...base, OREP_SSE_TOKEN_TTL_S: '1.5' }, 'OREP_SSE_TOKEN_TTL_S is invalid'],
+    [{ ...base, OREP_PUBLIC_URL: 'flags.example.com' }, 'OREP_PUBLIC_URL is invalid'],
+    [{ ...base, OREP_PUBLIC_URL: 'https://flags.example.com/?a=1' }, 'OREP_PUBLIC_URL is invalid'],
+    [{ ...base, OREP_PUBLIC_URL: 'ftp://flags.example.com' }, 'OREP_PUBLIC_URL is invalid'],
   ])('refuses %j with one line naming the variable', (env, message) => {
     expect(() => loadOrepServerConfig(env)).toThrow(ConfigError);
     expect(() => loadOrepServerConfig(env)).toThrow(message);
+  });
+
+  it('OFREP push: on by default, bounded, with a public URL taken without its trailing slash', () => {
+    expect(loadOrepServerConfig(base)).toMatchObject({
+      OREP_SSE_MAX_CONNECTIONS: 10000,
+      OREP_SSE_MAX_PER_ADDRESS: 1000,
+      OREP_SSE_MAX_BUFFER_BYTES: 65536,
+      OREP_SSE_HEARTBEAT_S: 15,
+      OREP_SSE_TOKEN_TTL_S: 900,
+      OREP_SSE_INACTIVITY_DELAY_S: 120,
+      OREP_PUBLIC_URL: '',
+    });
+    expect(loadOrepServerConfig({ ...base, OREP_PUBLIC_URL: 'https://app.example.com/flags/' }).OREP_PUBLIC_URL).toBe('https://app.example.com/flags');
   });
 
   it('takes fractions of a second for the reconcile interval', () => {

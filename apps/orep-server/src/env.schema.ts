@@ -20,6 +20,27 @@ const nonNegativeInteger = makeValidator<number>((input) => {
   return n;
 });
 
+const positiveInteger = makeValidator<number>((input) => {
+  const n = Number(input);
+  if (input.trim() === '' || !Number.isSafeInteger(n) || n <= 0) throw new Error(`Invalid positive integer input: "${input}"`);
+  return n;
+});
+
+/** '' or an http(s) origin with an optional path prefix and no query: the SSE URL is built on it. */
+const publicUrl = makeValidator<string>((input) => {
+  if (input === '') return input;
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new Error(`Invalid URL input: "${input}"`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new Error(`Invalid public URL input: "${input}" (expected http(s)://host[:port][/prefix], no query)`);
+  }
+  return input.replace(/\/+$/, '');
+});
+
 /** The remote evaluation server's settings (seed section 4, CONTRACT.md section 6). */
 export const orepServerEnv = {
   ...commonEnv,
@@ -31,6 +52,22 @@ export const orepServerEnv = {
   OREP_FLAGS_FILE: str({ default: '', desc: 'serve flags from this JSON file (watched) instead of Postgres' }),
   OREP_RECONCILE_S: positiveNumber({ default: 30, desc: 'Postgres mode: seconds between full re-syncs that heal missed change messages' }),
   OREP_RATE_LIMIT_RPS: nonNegativeInteger({ default: 0, desc: 'evaluation requests per second per client address; 0 = no limit' }),
+  OREP_SSE_MAX_CONNECTIONS: nonNegativeInteger({
+    default: 10000,
+    desc: 'OFREP push: SSE connections this process holds at once (more are refused 503); 0 = no push (no eventStreams, no SSE route)',
+  }),
+  OREP_SSE_MAX_PER_ADDRESS: nonNegativeInteger({
+    default: 1000,
+    desc: 'OFREP push: SSE connections per client address (more are refused 429; see TRUST_PROXY); 0 = no per-address limit',
+  }),
+  OREP_SSE_MAX_BUFFER_BYTES: positiveInteger({
+    default: 65536,
+    desc: 'OFREP push: a stream whose unsent bytes exceed this (its client does not read) is closed',
+  }),
+  OREP_SSE_HEARTBEAT_S: positiveNumber({ default: 15, desc: 'OFREP push: seconds between comment heartbeats on each stream' }),
+  OREP_SSE_TOKEN_TTL_S: positiveInteger({ default: 900, desc: 'OFREP push: lifetime in seconds of the token in the SSE URL (browsers cannot send headers)' }),
+  OREP_SSE_INACTIVITY_DELAY_S: positiveInteger({ default: 120, desc: 'OFREP push: inactivityDelaySec told to providers (close the stream after this long hidden)' }),
+  OREP_PUBLIC_URL: publicUrl({ default: '', desc: 'the origin clients reach this server at (https://flags.example.com), for the SSE URL; empty = from each request Host' }),
 };
 
 /**

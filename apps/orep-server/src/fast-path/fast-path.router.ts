@@ -1,9 +1,10 @@
 import type { RequestListener } from 'node:http';
 import { CommonProblems } from '@flagship/problem-details';
 import { clientAddress } from '@flagship/service-kit';
-import { ApiTokenVerifier, type BufferedMetrics, type Exchange, FixedWindowRateLimiter, LeanRouter } from '@flagship/lean-http';
+import { ApiTokenVerifier, type BufferedMetrics, type Exchange, FixedWindowRateLimiter, LeanRouter, type TokenCheck } from '@flagship/lean-http';
 import type { EvaluateHandler } from '../evaluate/evaluate.handler';
-import type { OfrepHandler } from '../ofrep/ofrep.handler';
+import { notReady, type OfrepHandler } from '../ofrep/ofrep.handler';
+import { type OfrepPush, SSE_PATH } from '../push/ofrep-push';
 import type { OrepReadiness } from '../readiness/orep-readiness';
 
 export interface FastPathOptions {
@@ -29,13 +30,15 @@ export function fastPathRouter(
   metrics: BufferedMetrics,
   options: FastPathOptions,
   fallback: RequestListener,
+  /** OFREP push (ADR-0008); undefined when OREP_SSE_MAX_CONNECTIONS is 0. */
+  push?: OfrepPush,
 ): LeanRouter {
   const verifier = new ApiTokenVerifier(options.token);
   const limiter = new FixedWindowRateLimiter(options.rateLimitRps);
 
   /** Rate limit (before authentication, so that guessing tokens is throttled too), then the token. */
   const guard =
-    (style: Style) =>
+    (style: Style, authenticate: (x: Exchange) => TokenCheck = (x) => verifier.check(x.req.headers)) =>
     (x: Exchange): boolean => {
       if (limiter.enabled) {
         const wait = limiter.take(clientAddress(x.req));
@@ -46,7 +49,7 @@ export function fastPathRouter(
           return false;
         }
       }
-      const auth = verifier.check(x.req.headers);
+      const auth = authenticate(x);
       if (auth === 'ok') return true;
       const headers = { 'www-authenticate': 'Bearer' };
       if (style === 'ofrep') x.empty(401, headers);
@@ -62,10 +65,22 @@ export function fastPathRouter(
     };
   const ofrepGuard = guard('ofrep');
 
-  return new LeanRouter({ metrics, fallback, bodyLimit: options.bodyLimit, name: 'FastPath' })
+  const router = new LeanRouter({ metrics, fallback, bodyLimit: options.bodyLimit, name: 'FastPath' })
     .add({ path: '/ofrep/v1/evaluate/flags', method: 'POST', guard: ofrepGuard, run: (x, _key, text) => ofrep.evaluateAll(x, text) })
     .add({ path: '/ofrep/v1/evaluate/flags/:key', method: 'POST', guard: ofrepGuard, run: (x, key, text) => ofrep.evaluateOne(x, key, text) })
     .add({ path: '/v1/flags/:flagKey/evaluate', method: 'POST', guard: guard('seed'), run: (x, key, text) => seed.evaluate(x, key, text) })
     .add({ path: '/ofrep/v1/configuration', method: 'GET', guard: ofrepGuard, run: (x) => ofrep.configuration(x) })
     .add({ path: '/readyz', method: 'GET', otherMethods: 'fallback', schedule: 'now', run: (x) => readiness.answer(x) });
+  if (push !== undefined) {
+    // The header token, or the URL token a browser's EventSource carries (OfrepPush.authenticate).
+    const sseGuard = guard('ofrep', (x) => push.authenticate(x, verifier));
+    router.add({
+      path: SSE_PATH,
+      method: 'GET',
+      guard: sseGuard,
+      schedule: 'now',
+      run: (x) => (ofrep.ready ? push.open(x) : notReady(x)),
+    });
+  }
+  return router;
 }

@@ -6,6 +6,7 @@ import { HttpMetrics } from '@flagship/service-kit';
 import type { OrepServerConfig } from '../env.schema';
 import { EvaluateHandler } from '../evaluate/evaluate.handler';
 import { OfrepHandler } from '../ofrep/ofrep.handler';
+import { OfrepPushHolder } from '../push/ofrep-push.provider';
 import { OrepReadiness } from '../readiness/orep-readiness';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 import { fastPathRouter } from './fast-path.router';
@@ -23,14 +24,16 @@ export function installFastPath(app: INestApplication): void {
   const source = app.get<FlagSource>(FLAG_SOURCE);
   const metrics = new BufferedMetrics(app.get(HttpMetrics));
   server.once('close', () => metrics.close());
+  const push = app.get(OfrepPushHolder).push;
   installLeanRouter(server, (express) =>
     fastPathRouter(
-      new OfrepHandler(source),
+      new OfrepHandler(source, push),
       new EvaluateHandler(source),
       app.get(OrepReadiness),
       metrics,
       { token: config.OREP_AUTH_TOKEN, rateLimitRps: config.OREP_RATE_LIMIT_RPS, bodyLimit: BODY_LIMIT },
       express,
+      push,
     ),
   );
 }

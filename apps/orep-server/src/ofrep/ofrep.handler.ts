@@ -3,6 +3,7 @@ import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation'
 import { CommonProblems } from '@flagship/problem-details';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { type Exchange, etagMatches, isPlainObject } from '@flagship/lean-http';
+import type { OfrepPush } from '../push/ofrep-push';
 import type { FlagSource } from '../sources/flag-source';
 import { evaluationError, failure, OfrepResponses } from './ofrep-responses';
 
@@ -41,7 +42,16 @@ export function parseOfrepRequest(text: string): ParsedRequest {
 export class OfrepHandler {
   private readonly responses = new OfrepResponses();
 
-  constructor(private readonly source: FlagSource) {}
+  /** `push`: OFREP push (ADR-0008) is on; the bulk answer names its SSE stream. */
+  constructor(
+    private readonly source: FlagSource,
+    private readonly push?: OfrepPush,
+  ) {}
+
+  /** Whether flags are loaded (before, every OFREP route answers 503). */
+  get ready(): boolean {
+    return this.source.snapshot !== null;
+  }
 
   /** POST /ofrep/v1/evaluate/flags/{key} */
   evaluateOne(x: Exchange, key: string, text: string): void {
@@ -62,7 +72,9 @@ export class OfrepHandler {
   /**
    * POST /ofrep/v1/evaluate/flags: every flag for one context. The ETag is a digest of the answer,
    * so a client polling with If-None-Match gets 304 exactly when nothing it would see changed,
-   * whatever else changed in the flags.
+   * whatever else changed in the flags. With push on, the answer also names the SSE stream
+   * (`eventStreams`, and `refreshConnections` as the ADR first named it), and a re-fetch that an
+   * event triggered may be refused a 304 (OfrepPush.allowsNotModified).
    */
   evaluateAll(x: Exchange, text: string): void {
     const request = parseOfrepRequest(text);
@@ -78,9 +90,16 @@ export class OfrepHandler {
     }
     const items: string[] = [];
     for (const flag of snapshot.values()) items.push(this.responses.bulkItem(flag, snapshot.evaluate(flag, request.context)));
-    const body = `{"flags":[${items.join(',')}]}`;
+    const push = this.push;
+    let body: string;
+    if (push === undefined) body = `{"flags":[${items.join(',')}]}`;
+    else {
+      const streams = push.streamsJson(x.req);
+      body = `{"flags":[${items.join(',')}],"eventStreams":${streams},"refreshConnections":${streams}}`;
+    }
+    // The digest covers the stream URL too: when its token is renewed the client gets the new URL.
     const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
-    if (etagMatches(x.req.headers['if-none-match'], etag)) return x.empty(304, { etag });
+    if (etagMatches(x.req.headers['if-none-match'], etag) && (push === undefined || push.allowsNotModified(x.req.url))) return x.empty(304, { etag });
     x.json(200, body, { etag });
   }
 

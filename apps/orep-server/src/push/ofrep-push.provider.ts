@@ -1,0 +1,48 @@
+import type { OnModuleDestroy, Provider } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
+import type { OrepServerConfig } from '../env.schema';
+import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
+import { OfrepPush } from './ofrep-push';
+
+/** The app's one OfrepPush (absent when OREP_SSE_MAX_CONNECTIONS is 0), as a Nest provider. */
+export class OfrepPushHolder implements OnModuleDestroy {
+  constructor(readonly push: OfrepPush | undefined) {}
+
+  /** Before Nest closes the HTTP server, which could never close while streams are open. */
+  onModuleDestroy(): void {
+    this.push?.close();
+  }
+}
+
+export function scopeOf(config: OrepServerConfig): string {
+  switch (config.sourceMode) {
+    case 'postgres':
+      return `postgres:${config.OREP_TENANT_ID}:${config.OREP_ENVIRONMENT}`;
+    case 'file':
+      return `file:${config.OREP_FLAGS_FILE}`;
+    default:
+      return 'embedded';
+  }
+}
+
+export const ofrepPushProvider: Provider = {
+  provide: OfrepPushHolder,
+  inject: [APP_CONFIG, FLAG_SOURCE],
+  useFactory: (config: OrepServerConfig, source: FlagSource) =>
+    new OfrepPushHolder(
+      config.OREP_SSE_MAX_CONNECTIONS === 0
+        ? undefined
+        : new OfrepPush(source, {
+            secret: config.OREP_AUTH_TOKEN,
+            scope: scopeOf(config),
+            tokenTtlS: config.OREP_SSE_TOKEN_TTL_S,
+            inactivityDelaySec: config.OREP_SSE_INACTIVITY_DELAY_S,
+            publicUrl: config.OREP_PUBLIC_URL,
+            trustProxy: config.TRUST_PROXY,
+            maxConnections: config.OREP_SSE_MAX_CONNECTIONS,
+            maxPerAddress: config.OREP_SSE_MAX_PER_ADDRESS,
+            maxBufferedBytes: config.OREP_SSE_MAX_BUFFER_BYTES,
+            heartbeatMs: config.OREP_SSE_HEARTBEAT_S * 1000,
+          }),
+    ),
+};

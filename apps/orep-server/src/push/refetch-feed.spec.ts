@@ -1,0 +1,90 @@
+import { FlagSnapshot } from '@flagship/flag-evaluation';
+import { type FlagSource, FlagsChangedListeners, type FlagSourceStatus, type FlagsChangedListener } from '../sources/flag-source';
+import { type RefetchEvent, RefetchFeed } from './refetch-feed';
+
+/** A FlagSource whose changes the test applies (the interface only; no I/O). */
+class TestSource implements FlagSource {
+  readonly snapshot = FlagSnapshot.of([]);
+  private readonly listeners = new FlagsChangedListeners();
+  status(): FlagSourceStatus {
+    return { kind: 'embedded' };
+  }
+  onChange(listener: FlagsChangedListener): () => void {
+    return this.listeners.add(listener);
+  }
+  change(at: number): void {
+    this.listeners.emit({ keys: ['k'], at });
+  }
+}
+
+const data = (e: RefetchEvent) => JSON.parse(/data: (.*)\n/.exec(e.frame.toString())![1]!) as Record<string, unknown>;
+
+describe('RefetchFeed', () => {
+  let source: TestSource;
+  let published: RefetchEvent[];
+  let feed: RefetchFeed;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: Date.parse('2026-11-25T12:00:00Z') });
+    source = new TestSource();
+    published = [];
+    feed = new RefetchFeed(source, (e) => published.push(e), { coalesceMs: 20, historyMax: 3, historyMaxAgeMs: 60_000, freshConnectMs: 10_000 });
+  });
+
+  afterEach(() => {
+    feed.close();
+    jest.useRealTimers();
+  });
+
+  it('starts at the snapshot time and tells each change as ADR-0008 frames it', () => {
+    expect(feed.version).toBe(source.snapshot.updatedAt);
+    const at = Date.now() + 5;
+    source.change(at);
+    jest.advanceTimersByTime(20);
+    expect(published).toHaveLength(1);
+    expect(published[0]!.frame.toString()).toBe(
+      `id: ${at}\nevent: message\ndata: {"type":"refetchEvaluation","etag":"\\"${at}\\"","lastModified":${Math.floor(at / 1000)}}\n\n`,
+    );
+    expect(feed.etag).toBe(`"${at}"`);
+  });
+
+  it('coalesces a burst into one event carrying the last change, and keeps ids increasing even when clocks do not', () => {
+    const t = Date.now();
+    source.change(t + 1);
+    source.change(t + 3);
+    source.change(t + 2);
+    jest.advanceTimersByTime(20);
+    expect(published.map((e) => e.id)).toEqual([t + 3]);
+    source.change(t); // an earlier time than the last event
+    jest.advanceTimersByTime(20);
+    expect(published.map((e) => e.id)).toEqual([t + 3, t + 4]);
+    expect(data(published[1]!)).toMatchObject({ etag: `"${t + 4}"` });
+  });
+
+  it('a first connection (no Last-Event-ID) gets the last event while it is recent: a change between its fetch and its connect is not lost', () => {
+    expect(feed.replayAfter(undefined)).toEqual([]);
+    source.change(Date.now());
+    jest.advanceTimersByTime(20);
+    const [last] = published;
+    expect(feed.replayAfter(undefined)).toEqual([last]);
+    jest.advanceTimersByTime(10_000);
+    expect(feed.replayAfter(undefined)).toEqual([]);
+  });
+
+  it('replays after a Last-Event-ID inside the window; outside it, or unknown, one event naming the current version', () => {
+    const ids: number[] = [];
+    for (let i = 1; i <= 5; i++) {
+      source.change(Date.now() + i);
+      jest.advanceTimersByTime(20);
+      ids.push(published[published.length - 1]!.id);
+    }
+    // The window holds the last 3.
+    expect(feed.replayAfter(String(ids[2])).map((e) => e.id)).toEqual([ids[3], ids[4]]);
+    expect(feed.replayAfter(String(ids[4]))).toEqual([]);
+    expect(feed.replayAfter(String(ids[0])).map((e) => e.id)).toEqual([ids[4]]);
+    expect(feed.replayAfter('garbage').map((e) => e.id)).toEqual([ids[4]]);
+    // And by age: after a minute the window is empty.
+    jest.advanceTimersByTime(61_000);
+    expect(feed.replayAfter(String(ids[3])).map((e) => e.id)).toEqual([ids[4]]);
+  });
+});
