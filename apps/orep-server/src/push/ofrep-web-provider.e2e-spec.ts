@@ -3,11 +3,8 @@
  * 1.10.0, which read ADR-0008's `eventStreams`) in Chromium, against the built orep-server (file
  * mode) behind a same-origin proxy, as a browser app would reach it: the provider fetches the bulk
  * evaluation, opens the SSE stream it names, and re-fetches when an edited flag file is announced,
- * with no polling at all. The packages are not the project's dependencies; the spec uses them from
- * `tmp/ofrep-web` and is skipped (with the command to run) when they are not there:
- *
- *   npm install --prefix tmp/ofrep-web --no-audit --no-fund --ignore-scripts \
- *     @openfeature/ofrep-web-provider@0.4.3 @openfeature/web-sdk@1.10.0
+ * with no polling at all. Both packages are the project's devDependencies, served to the page from
+ * node_modules; like the console's Chromium specs, it is skipped only where Chromium is missing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,21 +19,18 @@ import { freePort, http, waitFor } from '@flagship/testing';
 
 const root = join(__dirname, '..', '..', '..', '..');
 const main = join(root, 'dist/apps/orep-server/apps/orep-server/src/main.js');
-const modules = join(root, 'tmp/ofrep-web/node_modules/@openfeature');
+const modules = join(root, 'node_modules/@openfeature');
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-web-provider-token';
-const HAVE = existsSync(join(modules, 'ofrep-web-provider/index.esm.js')) && existsSync(CHROMIUM);
-if (!HAVE) {
-  console.warn(
-    'ofrep-web-provider e2e skipped: needs Chromium and `npm install --prefix tmp/ofrep-web --no-audit --no-fund --ignore-scripts @openfeature/ofrep-web-provider@0.4.3 @openfeature/web-sdk@1.10.0`',
-  );
-}
+const HAVE = existsSync(CHROMIUM);
+if (!HAVE) console.warn(`ofrep-web-provider e2e skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
 
 const IMPORTS = {
   imports: {
     '@openfeature/core': '/m/core/dist/esm/index.js',
     '@openfeature/web-sdk': '/m/web-sdk/dist/esm/index.js',
-    '@openfeature/ofrep-core': '/m/ofrep-core/index.esm.js',
+    // The provider's own ofrep-core (2.x); the project's top-level one is the server provider's 0.1.
+    '@openfeature/ofrep-core': '/m/ofrep-web-provider/node_modules/@openfeature/ofrep-core/index.esm.js',
     '@openfeature/ofrep-web-provider': '/m/ofrep-web-provider/index.esm.js',
   },
 };
