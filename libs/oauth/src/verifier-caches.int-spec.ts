@@ -1,10 +1,12 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import Redis from 'ioredis';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
+import { DATA_SOURCE } from '@flagship/persistence';
 import { CHANNELS, PUBSUB, type PubSub, RedisKeys } from '@flagship/redis';
 import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, TcpProxy, type TestEnvironment, waitFor } from '@flagship/testing';
 import { decodeProtectedHeader } from 'jose';
+import type { DataSource } from 'typeorm';
 import { AccessTokenIssuer } from './access-token.issuer';
 import { AccessTokenVerifier } from './access-token.verifier';
 import { ClientRevocations } from './client-revocations';
@@ -53,6 +55,7 @@ describe('a verifier\'s revocations and keys through outages (real Postgres and 
   afterEach(async () => {
     await pgProxy.restore();
     await redisProxy.restore();
+    await waitFor(async () => verifierApp.app.get<PubSub>(PUBSUB).subscriberStatus === 'ready', 15_000, 20);
   });
 
   afterAll(async () => {
@@ -91,6 +94,33 @@ describe('a verifier\'s revocations and keys through outages (real Postgres and 
     await issuerApp.app.get(ClientRevocations).revoke('ffc_pg_down');
     await waitFor(async () => verifier.verify(token).then(() => false, () => true), 5000, 10);
     await expect(verifier.verify(token)).rejects.toMatchObject({ reason: 'revoked' });
+  });
+
+  it('started while its Redis is down: the deletions swept from Postgres apply at once, announcements once Redis returns', async () => {
+    const ds = issuerApp.app.get<DataSource>(DATA_SOURCE);
+    const [{ id: tenantId }] = await ds.query(`INSERT INTO tenants (name, primary_email) VALUES ('Sweep', 'ops@sweep.test') RETURNING id`);
+    await ds.query(`INSERT INTO oauth_clients (tenant_id, client_id, name, secret_hash, deleted_at) VALUES ($1, 'ffc_swept', 'gone', 'x', now())`, [tenantId]);
+    const issuedBefore = Math.floor(Date.now() / 1000) - 1;
+    const ownRedis = await TcpProxy.start(te.redis.url);
+    await ownRedis.cut();
+    const late = await startTestApp(
+      oauthApp({ ...te.env, REDIS_URL: ownRedis.rewrite(te.redis.url) }, 'late-verifier', { issuer: ISSUER, revocationPollMs: 60_000, revocationDbSweepMs: 600_000 }),
+    );
+    try {
+      const revocations = late.app.get(ClientRevocations);
+      expect(revocations.isRevoked('ffc_swept', issuedBefore)).toBe(true);
+      expect(revocations.isRevoked('ffc_announced', issuedBefore)).toBe(false);
+      await ownRedis.restore();
+      await waitFor(async () => late.app.get<PubSub>(PUBSUB).subscriberStatus === 'ready', 15_000, 20);
+      // Subscribed again (PubSub resubscribes on ready); an announcement now arrives at once.
+      await waitFor(async () => {
+        await issuerApp.app.get(ClientRevocations).revoke('ffc_announced');
+        return revocations.isRevoked('ffc_announced', issuedBefore);
+      }, 15_000, 100);
+    } finally {
+      await late.close();
+      await ownRedis.stop();
+    }
   });
 
   it('a rotation announced while Postgres stalls: the keys known verify at once, from memory, while the re-read waits', async () => {
