@@ -33,7 +33,6 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
   private readonly graceMs: number;
   private readonly tenantStep: TenantStep;
   private readonly settleStep: SettleStep;
-  private unsubscribe: (() => Promise<void>) | undefined;
 
   constructor(
     @Inject(APP_CONFIG) config: AiGatewayConfig,
@@ -42,13 +41,13 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     ledger: UsageLedgerRepository,
     @Inject(REDIS) redis: Redis,
     @Inject(REDIS_KEYS) keys: RedisKeys,
-    @Inject(PUBSUB) private readonly pubsub: PubSub,
+    @Inject(PUBSUB) pubsub: PubSub,
     @Inject(PROVIDER_CLIENT) private readonly providers: ProviderClient,
     httpMetrics: HttpMetrics,
     rateLimits: RateLimitService,
   ) {
     this.graceMs = config.SHUTDOWN_GRACE_MS;
-    this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS);
+    this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS, pubsub);
     this.settleStep = new SettleStep(ledger, config.GATEWAY_SETTLE_GATHER_MS);
     this.handler = new GatewayHandler(
       {
@@ -77,8 +76,8 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     );
   }
 
-  async onModuleInit(): Promise<void> {
-    this.unsubscribe = await this.tenantStep.listen(this.pubsub);
+  onModuleInit(): void {
+    this.tenantStep.start();
   }
 
   /**
@@ -92,7 +91,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     const cutAfterMs = Math.max(this.graceMs - CUT_MARGIN_MS, this.graceMs / 2);
     const whole = await this.handler.drain(cutAfterMs, Math.min(CUT_MARGIN_MS, this.graceMs / 4));
     if (!whole) this.logger.warn('shutdown grace ending: requests still under way were cut and billed for what they used');
-    await this.unsubscribe?.().catch(() => undefined);
+    this.tenantStep.close();
     await this.settleStep.drain();
   }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { CHANNELS, PUBSUB, REDIS, REDIS_KEYS, type PubSub, type RedisKeys } from '@flagship/redis';
+import { CHANNELS, PUBSUB, REDIS, REDIS_KEYS, type PubSub, type RedisKeys, SubscribedCache } from '@flagship/redis';
 import { OAUTH_OPTIONS, type ResolvedOAuthOptions } from './oauth.options';
 import { RevokedClientsRepository } from './revoked-clients.repository';
 
@@ -16,25 +16,35 @@ export class RevocationUnavailableError extends Error {
   override readonly name = 'RevocationUnavailableError';
 }
 
+/** What a verifier holds of the revocation record: client id -> revocation time (ms). */
+interface RevokedClients {
+  byClient: Map<string, number>;
+  /** When `oauth_clients` was last swept (or tried), ms. */
+  sweptAt: number;
+}
+
+/** The one key of the cache: every revocation is held in one value. */
+const ALL = 'revoked-clients';
+
 /**
  * Revoked OAuth clients (CONTRACT.md section 3: a deleted client's tokens are refused within 5 s in
  * every app). The record is a sorted set in Redis, client id -> revocation time (ms), trimmed of
  * entries older than a token's lifetime, announced on `CHANNELS.clientRevoked`.
  *
- * Every verifier keeps a local Map, so checking a token costs no round trip. The Map is fed by
- * pub/sub (instant), by reading the sorted set every `revocationPollMs` (heals a missed message or a
- * dropped subscriber connection) and by sweeping `oauth_clients.deleted_at` every
- * `revocationDbSweepMs` and at start-up (heals a Redis that restarted without its data). management-api
- * records the revocation in Redis *before* it marks the client deleted, and answers 503 when Redis is
- * down, so no deletion succeeds unless every app will learn of it.
+ * Every verifier holds the record in memory (one value of a SubscribedCache), so checking a token
+ * costs no round trip. An announcement is applied to it at once (it carries the revocation); the
+ * cache reloads it eagerly every `revocationPollMs` and whenever the subscriber reconnects: a load
+ * reads the sorted set (heals a missed message) and, every `revocationDbSweepMs` and at start-up,
+ * `oauth_clients.deleted_at` (heals a Redis that restarted without its data). A load adds to what is
+ * held and never forgets a revocation before its retention ends; a failed read of the set is retried
+ * with a capped backoff, a failed sweep at its next due time. management-api records the revocation in Redis *before* it
+ * marks the client deleted, and answers 503 when Redis is down, so no deletion succeeds unless every
+ * app will learn of it.
  */
 @Injectable()
 export class ClientRevocations implements RevocationRecorder, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('ClientRevocations');
-  private readonly revoked = new Map<string, number>();
-  private readonly timers: NodeJS.Timeout[] = [];
-  private unsubscribe: (() => Promise<void>) | undefined;
-  private closed = false;
+  private readonly cache: SubscribedCache<string, RevokedClients>;
 
   constructor(
     @Inject(OAUTH_OPTIONS) private readonly options: ResolvedOAuthOptions,
@@ -42,34 +52,38 @@ export class ClientRevocations implements RevocationRecorder, OnModuleInit, OnAp
     @Inject(REDIS_KEYS) private readonly keys: RedisKeys,
     @Inject(PUBSUB) private readonly pubsub: PubSub,
     private readonly repository: RevokedClientsRepository,
-  ) {}
+  ) {
+    this.cache = new SubscribedCache<string, RevokedClients>(pubsub, {
+      name: 'ClientRevocations',
+      load: (_all, { previous }) => this.load(previous),
+      eager: true,
+      // The reconcile timer ticks every reconcileMs and reloads values at least that old: half the
+      // poll period reads the set at least every revocationPollMs.
+      reconcileMs: Math.max(10, options.revocationPollMs / 2),
+      maxRetryMs: options.revocationPollMs,
+    }).follow(CHANNELS.clientRevoked, (message, cache) =>
+      // Without a time, the moment we heard of it: refuses every token issued until now.
+      cache.update(ALL, (held) => note(held, message.clientId, message.revokedAt ?? Date.now())),
+    );
+  }
 
   private get setKey(): string {
     return this.keys.key('oauth', 'revoked-clients');
   }
 
   async onModuleInit(): Promise<void> {
-    this.pubsub
-      .subscribe(CHANNELS.clientRevoked, (message) => this.onMessage(message))
-      .then((unsubscribe) => {
-        if (this.closed) void unsubscribe().catch(() => undefined);
-        else this.unsubscribe = unsubscribe;
-      })
-      .catch((err: unknown) => this.logger.warn({ err }, 'cannot subscribe to client revocations'));
-    await Promise.all([this.poll().catch(() => undefined), this.sweep().catch(() => undefined)]);
-    this.every(this.options.revocationPollMs, () => this.poll());
-    this.every(this.options.revocationDbSweepMs, () => this.sweep());
+    this.cache.start();
+    // Never fails: with Redis and Postgres down it holds nothing yet, and the next loads fill it.
+    await this.cache.get(ALL);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    this.closed = true;
-    for (const t of this.timers) clearInterval(t);
-    await this.unsubscribe?.().catch(() => undefined);
+  onApplicationShutdown(): void {
+    this.cache.close();
   }
 
   /** True when the client was revoked at or after the token's `iat` (seconds). No I/O. */
   isRevoked(clientId: string, issuedAtSeconds: number): boolean {
-    const at = this.revoked.get(clientId);
+    const at = this.cache.peek(ALL, { stale: true })?.byClient.get(clientId);
     return at !== undefined && issuedAtSeconds * 1000 <= at;
   }
 
@@ -89,57 +103,43 @@ export class ClientRevocations implements RevocationRecorder, OnModuleInit, OnAp
     }
     const failed = results === null ? new Error('transaction aborted') : results.find(([e]) => e !== null)?.[0];
     if (failed) throw new RevocationUnavailableError(`cannot record the revocation in Redis: ${failed.message}`);
-    this.note(clientId, revokedAtMs);
+    this.cache.update(ALL, (held) => note(held, clientId, revokedAtMs));
     // Recorded: a lost announcement only delays other apps until their next poll.
     await this.pubsub.publish(CHANNELS.clientRevoked, { clientId, revokedAt: revokedAtMs }).catch((err: unknown) => {
       this.logger.warn({ err, clientId }, 'revocation recorded but not announced; verifiers will read it at their next poll');
     });
   }
 
-  /** Reads the sorted set (every `revocationPollMs`). */
-  async poll(): Promise<void> {
+  /**
+   * Adds the sorted set, and `oauth_clients` when its sweep is due, to what is held (changed in
+   * place: announcements applied during the load are kept). The first load always answers, so
+   * announcements have a value to go to; a later one fails when a part failed, after keeping the rest.
+   */
+  private async load(previous: RevokedClients | undefined): Promise<RevokedClients> {
+    const held = previous ?? { byClient: new Map<string, number>(), sweptAt: 0 };
     const now = Date.now();
-    const flat = await this.redis.zrangebyscore(this.setKey, now - this.options.revocationRetentionMs, '+inf', 'WITHSCORES');
-    for (let i = 0; i + 1 < flat.length; i += 2) this.note(flat[i], Number(flat[i + 1]));
-    this.prune(now);
+    const retention = this.options.revocationRetentionMs;
+    const sweep = now - held.sweptAt >= this.options.revocationDbSweepMs;
+    const [polled, swept] = await Promise.allSettled([
+      this.redis.zrangebyscore(this.setKey, now - retention, '+inf', 'WITHSCORES'),
+      sweep ? this.repository.deletedWithin(Math.ceil(retention / 1000)) : Promise.resolve([]),
+    ]);
+    if (polled.status === 'fulfilled') {
+      const flat = polled.value;
+      for (let i = 0; i + 1 < flat.length; i += 2) note(held, flat[i]!, Number(flat[i + 1]));
+    }
+    // Tried every revocationDbSweepMs, as a timer would: a Postgres outage is not hammered.
+    if (sweep) held.sweptAt = now;
+    if (swept.status === 'fulfilled') for (const r of swept.value) note(held, r.clientId, r.deletedAt.getTime());
+    for (const [clientId, at] of held.byClient) if (at < now - retention) held.byClient.delete(clientId);
+    const failure = polled.status === 'rejected' ? polled.reason : swept.status === 'rejected' ? swept.reason : undefined;
+    if (failure !== undefined && previous !== undefined) throw failure;
+    if (failure !== undefined) this.logger.warn(`revocations not read at start-up (${String(failure)}); reading them again every ${this.options.revocationPollMs} ms`);
+    return held;
   }
+}
 
-  /** Reads `oauth_clients.deleted_at` (every `revocationDbSweepMs`). */
-  async sweep(): Promise<void> {
-    const rows = await this.repository.deletedWithin(Math.ceil(this.options.revocationRetentionMs / 1000));
-    for (const r of rows) this.note(r.clientId, r.deletedAt.getTime());
-  }
-
-  private onMessage(message: unknown): void {
-    if (typeof message !== 'object' || message === null) return;
-    const { clientId, revokedAt } = message as { clientId?: unknown; revokedAt?: unknown };
-    if (typeof clientId !== 'string' || clientId === '') return;
-    // Without a time, the moment we heard of it: refuses every token issued until now.
-    this.note(clientId, typeof revokedAt === 'number' && Number.isFinite(revokedAt) ? revokedAt : Date.now());
-  }
-
-  private note(clientId: string, at: number): void {
-    const known = this.revoked.get(clientId);
-    if (known === undefined || at > known) this.revoked.set(clientId, at);
-  }
-
-  private prune(now: number): void {
-    const oldest = now - this.options.revocationRetentionMs;
-    for (const [clientId, at] of this.revoked) if (at < oldest) this.revoked.delete(clientId);
-  }
-
-  private every(ms: number, work: () => Promise<void>): void {
-    let running = false;
-    const timer = setInterval(() => {
-      if (running) return;
-      running = true;
-      work()
-        .catch((err: unknown) => this.logger.debug?.({ err }, 'revocation refresh failed; retrying'))
-        .finally(() => {
-          running = false;
-        });
-    }, ms);
-    timer.unref();
-    this.timers.push(timer);
-  }
+function note(held: RevokedClients, clientId: string, at: number): void {
+  const known = held.byClient.get(clientId);
+  if (known === undefined || at > known) held.byClient.set(clientId, at);
 }

@@ -40,9 +40,9 @@ export interface OAuthModuleOptions {
   issuing?: OAuthIssuingOptions;
   /** An unknown `kid` reloads the keys from Postgres at most this often (default 5000 ms). */
   keyRefreshCooldownMs?: number;
-  /** Published keys are reloaded this often anyway, dropping retired ones (default 60000 ms). */
+  /** Published keys older than this are reloaded in the background at their next read, dropping retired ones (default 60000 ms). */
   keyRefreshIntervalMs?: number;
-  /** The revocation set in Redis is read this often, healing missed pub/sub messages (default 1000 ms). */
+  /** The revocation set in Redis is read at least this often, healing missed pub/sub messages (default 1000 ms). */
   revocationPollMs?: number;
   /** `oauth_clients.deleted_at` is swept this often, healing a Redis that lost its data (default 60000 ms). */
   revocationDbSweepMs?: number;

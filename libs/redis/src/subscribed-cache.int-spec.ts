@@ -110,6 +110,40 @@ describe('SubscribedCache over a Redis of the test\'s own', () => {
     expect(cache.peek('k', { stale: true })).toBeUndefined();
   });
 
+  it('serveStaleOn is told what is wanted: an unconfirmed value is served through an outage, one announced as changed is not', async () => {
+    const { cache, source, pubsub } = await setup({ serveStaleOn: (_err, wanted) => wanted === 'reconcile' });
+    expect(await cache.get('k')).toBe('k@1');
+    source.failing = new Error('Postgres is down');
+    source.version = 2;
+    // Announcements may have been missed: the value is served while it is compared, and through the failure.
+    cache.reconcileAll();
+    expect(await cache.get('k')).toBe('k@1');
+    await waitFor(async () => cache.status().lastError !== undefined);
+    expect(await cache.get('k')).toBe('k@1');
+    // Announced as changed within the failed reload's backoff: no longer served, the error goes to the reader.
+    cache.invalidate('k');
+    await expect(cache.get('k')).rejects.toThrow('Postgres is down');
+    expect(cache.peek('k', { stale: true })).toBeUndefined();
+    source.failing = undefined;
+    expect(await cache.get('k')).toBe('k@2');
+
+    // Announced over the feed, then a failed load: refused too.
+    source.failing = new Error('Postgres is down');
+    await pubsub.publish(CHANGED, { key: 'k' });
+    await waitFor(async () => cache.peek('k') === undefined);
+    await expect(cache.get('k')).rejects.toThrow('Postgres is down');
+    expect(source.requests.filter((r) => r.reason === 'whole')).toHaveLength(2);
+  });
+
+  it('serveStaleOn: a value past its expiry is wanted whole, so an outage does not stretch its life', async () => {
+    const { cache, source } = await setup({ expiresAt: (_v, loadedAt) => loadedAt + 100, serveStaleOn: (_err, wanted) => wanted === 'reconcile' });
+    expect(await cache.get('k')).toBe('k@1');
+    source.failing = new Error('Postgres is down');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await expect(cache.get('k')).rejects.toThrow('Postgres is down');
+    expect(cache.peek('k', { stale: true })).toBeUndefined();
+  });
+
   it('a value past its expiry is not served: the read waits for a load', async () => {
     let deadline = Date.now() + 60_000;
     const { cache, source } = await setup({ expiresAt: () => deadline });

@@ -46,8 +46,11 @@ export interface SubscribedCacheOptions<K, V> {
   /**
    * Whether a failed load may be answered with the last good value (a dependency down). Default:
    * always. When false the entry is dropped and the error goes to the readers waiting for it.
+   * `wanted` is why the value still needs a load after the failure, counting announcements heard
+   * while it ran: 'reconcile' when none was announced and it has not expired, so a holder can serve
+   * an unconfirmed value through an outage but not one announced as changed ('whole', 'changed').
    */
-  serveStaleOn?: (err: unknown) => boolean;
+  serveStaleOn?: (err: unknown, wanted: LoadReason) => boolean;
   /**
    * Reload an announced change at once in the background, retrying a failure with a capped
    * backoff, and reconcile every `reconcileMs` without waiting for a read: for holders that push
@@ -72,6 +75,8 @@ interface Entry<K, V> {
   retryTimer: NodeJS.Timeout | undefined;
   /** After a failed load, reads serve the last good value without loading again until then. */
   retryAt: number;
+  /** The error of the last load, while it failed. */
+  failure: unknown;
 }
 
 export interface SubscribedCacheStatus {
@@ -174,8 +179,9 @@ export class SubscribedCache<K, V> {
       this.reconcileIfDue(e);
       return e.value!;
     }
-    // Just failed: the last good value, without hammering what is down.
-    if (e.value !== undefined && e.retryAt > Date.now()) return e.value;
+    // Just failed: the last good value, without hammering what is down (unless serveStaleOn refuses
+    // it now, e.g. after an announcement heard since).
+    if (e.value !== undefined && e.retryAt > Date.now() && this.mayServeStale(e.failure, e)) return e.value;
     // An announcement during the load makes it load again; three rounds bound a storm of them.
     for (let round = 0; round < 3; round++) {
       if ((await this.load(e)) === 'stale') break;
@@ -282,6 +288,7 @@ export class SubscribedCache<K, V> {
         retryMs: 0,
         retryTimer: undefined,
         retryAt: 0,
+        failure: undefined,
       };
       this.entries.set(id, e);
       if (this.entries.size > this.maxEntries) {
@@ -351,6 +358,12 @@ export class SubscribedCache<K, V> {
     return loading;
   }
 
+  private mayServeStale(err: unknown, e: Entry<K, V>): boolean {
+    if (this.options.serveStaleOn === undefined) return true;
+    const wanted: LoadReason = e.whole === 'whole' || e.expiresAt <= Date.now() ? 'whole' : e.changed.size > 0 ? 'changed' : 'reconcile';
+    return this.options.serveStaleOn(err, wanted);
+  }
+
   private async run(e: Entry<K, V>): Promise<'fresh' | 'stale'> {
     const previous = e.value;
     const expired = previous !== undefined && e.expiresAt <= Date.now();
@@ -368,6 +381,7 @@ export class SubscribedCache<K, V> {
       e.expiresAt = this.options.expiresAt?.(value, now) ?? Infinity;
       e.retryMs = 0;
       e.retryAt = 0;
+      e.failure = undefined;
       if (this.lastError !== undefined) {
         this.lastError = undefined;
         this.logger.log('loads succeed again');
@@ -378,7 +392,7 @@ export class SubscribedCache<K, V> {
       if (whole !== undefined && e.whole !== 'whole') e.whole = whole;
       if (reason === 'whole' && e.whole === undefined) e.whole = 'whole';
       for (const p of changed) e.changed.add(p);
-      const serveStale = this.options.serveStaleOn?.(err) ?? true;
+      const serveStale = this.mayServeStale(err, e);
       if (!serveStale || previous === undefined) {
         if (!serveStale && this.entries.get(this.idOf(e.key)) === e) {
           clearTimeout(e.retryTimer);
@@ -393,6 +407,7 @@ export class SubscribedCache<K, V> {
       // capped backoff (by the next read after it, or by an eager cache's retry timer).
       e.retryMs = Math.min(Math.max(e.retryMs * 2, 100), this.options.maxRetryMs ?? 2000);
       e.retryAt = Date.now() + e.retryMs;
+      e.failure = err;
       return 'stale';
     }
   }

@@ -1,61 +1,65 @@
 import { Logger } from '@nestjs/common';
 import { isUuid } from '@flagship/domain';
-import { CHANNELS, type PubSub } from '@flagship/redis';
+import { CHANNELS, type PubSub, SubscribedCache, type SubscribedCacheStatus } from '@flagship/redis';
 import type { ClientPrincipal } from '@flagship/oauth';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 import type { TenantContext, TenantContextRepository } from '../tenants/tenant-context.repository';
 
-interface Cached {
-  value: Promise<TenantContext | undefined>;
-  until: number;
-}
+const unknownTenant = () => new GatewayError(401, 'invalid_token', "The access token's tenant does not exist.", null, { 'www-authenticate': 'Bearer' });
 
 /**
- * Step 3: the tenant the token is bound to, with its plan, switches and entitlements. Cached in
- * memory (a Postgres round trip per request would be most of the gateway's own time); management-api
- * and billing-worker publish `CHANNELS.tenantChanged` ({tenantId}) whenever they change entitlements,
- * credits, zeroRated or hostedProviderAllowed, which drops the entry at once; `ttlMs` bounds the
- * staleness should a message be lost, and a reconnect of the subscriber drops everything.
+ * Step 3: the tenant the token is bound to, with its plan, switches and entitlements, held in a
+ * SubscribedCache (a Postgres round trip per request would be most of the gateway's own time).
+ * management-api and billing-worker announce `CHANNELS.tenantChanged` whenever they change
+ * entitlements, credits, zeroRated or hostedProviderAllowed: the next request reads the tenant again.
+ *
+ * - `ttlMs` bounds the life of every value, a tenant that does not exist included (`null`, 401 for
+ *   that long unless its creation is announced), should an announcement be lost.
+ * - Postgres down: a tenant not held, past its `ttlMs`, or announced as changed is refused with 503
+ *   (what the gateway spends is decided by its entitlements and credits: a change announced is never
+ *   served stale). Only a value that is merely unconfirmed (the subscriber reconnected, so an
+ *   announcement may have been missed) is served through the outage, until its `ttlMs`.
  */
 export class TenantStep {
   private readonly logger = new Logger('TenantStep');
-  private readonly cache = new Map<string, Cached>();
+  private readonly cache: SubscribedCache<string, TenantContext | null>;
 
-  constructor(
-    private readonly repository: TenantContextRepository,
-    private readonly ttlMs: number,
-  ) {}
+  constructor(repository: TenantContextRepository, ttlMs: number, pubsub: PubSub | undefined) {
+    this.cache = new SubscribedCache<string, TenantContext | null>(pubsub, {
+      name: 'TenantStep',
+      load: async (tenantId) => (await repository.find(tenantId)) ?? null,
+      expiresAt: (_tenant, loadedAt) => loadedAt + ttlMs,
+      serveStaleOn: (_err, wanted) => wanted === 'reconcile',
+    }).follow(CHANNELS.tenantChanged, (message, cache) => cache.invalidate(message.tenantId));
+  }
 
-  /** Subscribes to invalidations; returns the unsubscribe. */
-  async listen(pubsub: PubSub): Promise<() => Promise<void>> {
-    pubsub.onReconnect(() => this.cache.clear());
-    return pubsub.subscribe(CHANNELS.tenantChanged, (message) => {
-      const tenantId = typeof message === 'object' && message !== null ? (message as { tenantId?: unknown }).tenantId : undefined;
-      if (typeof tenantId === 'string') this.cache.delete(tenantId);
-      else this.cache.clear();
-    });
+  /** Subscribes without waiting for Redis. */
+  start(): this {
+    this.cache.start();
+    return this;
+  }
+
+  close(): void {
+    this.cache.close();
+  }
+
+  status(): SubscribedCacheStatus {
+    return this.cache.status();
   }
 
   async resolve(principal: ClientPrincipal): Promise<TenantContext> {
-    const now = Date.now();
-    let hit = this.cache.get(principal.tenantId);
-    if (hit === undefined || hit.until <= now) {
-      const value = isUuid(principal.tenantId) ? this.repository.find(principal.tenantId) : Promise.resolve(undefined);
-      hit = { value, until: now + this.ttlMs };
-      this.cache.set(principal.tenantId, hit);
-      // A failed load is not kept: the next request tries again.
-      value.catch(() => {
-        if (this.cache.get(principal.tenantId) === hit) this.cache.delete(principal.tenantId);
-      });
+    // Not a tenant id at all: nothing to ask Postgres, nothing to hold.
+    if (!isUuid(principal.tenantId)) throw unknownTenant();
+    let tenant = this.cache.peek(principal.tenantId);
+    if (tenant === undefined) {
+      try {
+        tenant = await this.cache.get(principal.tenantId);
+      } catch (err) {
+        this.logger.warn({ err }, 'cannot load the tenant');
+        throw dependencyDown('Postgres');
+      }
     }
-    let tenant: TenantContext | undefined;
-    try {
-      tenant = await hit.value;
-    } catch (err) {
-      this.logger.warn({ err }, 'cannot load the tenant');
-      throw dependencyDown('Postgres');
-    }
-    if (tenant === undefined) throw new GatewayError(401, 'invalid_token', "The access token's tenant does not exist.", null, { 'www-authenticate': 'Bearer' });
+    if (tenant === null) throw unknownTenant();
     return tenant;
   }
 }
