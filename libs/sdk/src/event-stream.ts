@@ -15,16 +15,18 @@ export async function* readServerSentEvents(body: ReadableStream<Uint8Array>): A
   let event = '';
   let data: string[] = [];
   let id: string | undefined;
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
+  const chunks = body as unknown as AsyncIterable<Uint8Array>;
+  for await (const chunk of withEnd(chunks)) {
+    const last = chunk === undefined;
+    buffer += last ? decoder.decode() : decoder.decode(chunk, { stream: true });
     if (buffer.length > MAX_EVENT_CHARS) throw new Error('an event stream sent an event longer than the SDK reads');
     let start = 0;
     for (;;) {
       const lf = buffer.indexOf('\n', start);
       const cr = buffer.indexOf('\r', start);
       const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
-      // A CR at the very end may be the first half of a CRLF: wait for the next chunk.
-      if (end < 0 || (end === cr && end === buffer.length - 1)) break;
+      // A CR at the very end may be the first half of a CRLF: wait for the next chunk, unless there is none.
+      if (end < 0 || (end === cr && end === buffer.length - 1 && !last)) break;
       const line = buffer.slice(start, end);
       start = end + (buffer[end] === '\r' && buffer[end + 1] === '\n' ? 2 : 1);
       if (line === '') {
@@ -47,4 +49,10 @@ export async function* readServerSentEvents(body: ReadableStream<Uint8Array>): A
     }
     buffer = buffer.slice(start);
   }
+}
+
+/** The chunks, then undefined once the body has ended. */
+async function* withEnd(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array | undefined> {
+  yield* chunks;
+  yield undefined;
 }
