@@ -244,10 +244,11 @@ export class FlagshipInProcessProvider implements Provider {
     }
   }
 
-  /** The server's Retry-After when it gave one (429, 503), else exponential backoff with jitter. */
+  /** A 429's Retry-After; the longest wait after a refusal (it will not change soon); else exponential backoff with jitter. */
   private delayAfter(err: unknown, failures: number): number {
     const hinted = err instanceof RateLimitError ? err.retryAfterMs : undefined;
     if (hinted !== undefined) return Math.min(hinted, this.settings.maxReconnectDelayMs * 4);
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404)) return this.settings.maxReconnectDelayMs;
     const ceiling = Math.min(this.settings.maxReconnectDelayMs, this.settings.reconnectDelayMs * 2 ** Math.min(failures - 1, 20));
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
