@@ -11,7 +11,7 @@ import {
 import { evaluationError, type FlagDefinition, FlagSnapshot, openFeatureMetadata, openFeatureReason } from '@flagship/flag-evaluation';
 import { readServerSentEvents, type ServerSentEvent } from './event-stream';
 import { type FlagshipClientOptions, transportFor } from './flagship.client';
-import type { HttpTransport } from './http-transport';
+import { type HttpTransport, sleep } from './http-transport';
 import { ApiError, RateLimitError } from './sdk.errors';
 
 export interface InProcessProviderOptions extends FlagshipClientOptions {
@@ -256,19 +256,4 @@ export class FlagshipInProcessProvider implements Provider {
 
 function failed<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {
   return { value, reason: StandardResolutionReasons.ERROR, errorCode, errorMessage };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
