@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { http } from '@flagship/testing';
 import { readServerSentEvents } from '@flagship/sdk';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
+import { FlagStreams } from './flag-streams';
 
 interface Received {
   event: string;
@@ -205,8 +206,18 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
     expect(created.status).toBe(201);
     const variationId = created.body.variations[0].id;
     expect((await patch('heavy', { targets: [{ variationId, values }] })).status).toBe(200);
+    const request = `GET /api/flag-stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner.idToken}\r\nX-Tenant-ID: ${owner.tenantId}\r\nAccept: text/event-stream\r\n\r\n`;
+    // A client that never reads, not even its put.
+    const never: Socket = connect(Number(new URL(f.url).port), '127.0.0.1');
+    let neverClosed = false;
+    let neverReceived = 0;
+    never.pause();
+    never.on('close', () => (neverClosed = true));
+    never.on('error', () => undefined);
+    await new Promise((r) => never.once('connect', r));
+    never.write(request);
 
-    // A client that sends its request and then never reads.
+    // A client that reads its put, then stops reading.
     const socket: Socket = connect(Number(new URL(f.url).port), '127.0.0.1');
     let received = 0;
     let closed = false;
@@ -214,23 +225,32 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
     socket.on('close', () => (closed = true));
     socket.on('error', () => undefined);
     await new Promise((r) => socket.once('connect', r));
-    socket.write(`GET /api/flag-stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner.idToken}\r\nX-Tenant-ID: ${owner.tenantId}\r\nAccept: text/event-stream\r\n\r\n`);
+    socket.write(request);
     let head = '';
     socket.once('data', (c: Buffer) => (head = c.toString('latin1', 0, 12)));
     await new Promise((r) => setTimeout(r, 300));
     expect(head).toBe('HTTP/1.1 200');
     socket.pause();
 
-    let sent = 0;
-    for (let i = 0; i < 30 && !closed; i++) {
+    let sent = 500_000; // the put
+    // Both are let go by the server while they still read nothing: it holds no stream of the tenant.
+    const held = f.svc.app.get(FlagStreams);
+    expect(held.streamsOf(owner.tenantId)).toBe(2);
+    for (let i = 0; i < 30 && held.streamsOf(owner.tenantId) > 0; i++) {
       expect((await patch('heavy', { enabled: i % 2 === 0 })).status).toBe(200);
       sent += 500_000;
       await new Promise((r) => setTimeout(r, 60));
     }
+    expect(held.streamsOf(owner.tenantId)).toBe(0);
+    // The server's close reaches each client after what the kernel already holds for it.
     socket.resume();
+    never.on('data', (c: Buffer) => (neverReceived += c.length));
+    never.resume();
     const deadline = Date.now() + 10_000;
-    while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!(closed && neverClosed) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(closed).toBe(true);
     expect(received).toBeLessThan(sent);
+    expect(neverClosed).toBe(true);
+    expect(neverReceived).toBeLessThan(sent);
   }, 60_000);
 });

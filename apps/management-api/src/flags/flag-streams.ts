@@ -21,6 +21,8 @@ const MAX_IDLE_FEEDS = 100;
 /** After a failed read of changes (Postgres away), the next try. */
 const RETRY_READ_MS = 1000;
 const RETRY_AFTER_S = 5;
+/** A put is written in pieces of about this many characters, each once the client has read the one before. */
+const PUT_PIECE_CHARS = 64 * 1024;
 
 interface FeedEvent {
   seq: number;
@@ -33,8 +35,9 @@ interface Stream {
   tenantId: string;
   openedAt: number;
   closed: boolean;
-  /** Unsent output allowed besides FLAG_STREAM_MAX_BUFFER_BYTES: the put it was given (bounded by the flag quota). */
-  allowance: number;
+  /** Events held while its put is being written (the put goes out at the pace the client reads it), with their size. */
+  queue: string[] | undefined;
+  queued: number;
 }
 
 /**
@@ -57,7 +60,6 @@ class Feed {
   flushTimer: NodeJS.Timeout | undefined;
   flushing = false;
   idleSince = 0;
-  private put: { seq: number; text: string } | undefined;
 
   constructor(
     readonly tenantId: string,
@@ -78,12 +80,9 @@ class Feed {
     return this.log.filter((e) => e.seq > seq);
   }
 
-  putEvent(): string {
-    if (this.put?.seq !== this.seq) {
-      const flags = [...this.flags.values()].map((f) => f.text).join(',');
-      this.put = { seq: this.seq, text: `id: ${this.eventId()}\nevent: put\ndata: {"flags":[${flags}]}\n\n` };
-    }
-    return this.put.text;
+  /** The definitions of the put, as of `seq` (their texts never change: a change replaces them). */
+  putTexts(): string[] {
+    return [...this.flags.values()].map((f) => f.text);
   }
 
   append(name: 'patch' | 'delete', data: string): string {
@@ -168,7 +167,7 @@ export class FlagStreams implements OnModuleDestroy {
     // Counted before the first await, so concurrent opens cannot all pass the bound.
     this.openCount++;
     this.perTenant.set(tenantId, held + 1);
-    const stream: Stream = { res, tenantId, openedAt: Date.now(), closed: false, allowance: 0 };
+    const stream: Stream = { res, tenantId, openedAt: Date.now(), closed: false, queue: undefined, queued: 0 };
     let feed: Feed;
     try {
       feed = this.feedOf(tenantId, environment);
@@ -196,12 +195,52 @@ export class FlagStreams implements OnModuleDestroy {
     });
     const replay = feed.since(lastEventId);
     if (replay === undefined) {
-      const put = feed.putEvent();
-      stream.allowance = Buffer.byteLength(put);
-      this.write(feed, stream, put);
-    } else for (const e of replay) this.write(feed, stream, e.text);
+      void this.sendPut(feed, stream);
+      return;
+    }
+    for (const e of replay) this.write(feed, stream, e.text);
     // A comment at once: a resumed client with nothing to replay knows it is current without waiting for a heartbeat.
     this.write(feed, stream, ':\n\n');
+  }
+
+  /**
+   * Writes the put in pieces, each after the client has taken the previous one, so an unread put
+   * costs this process about one piece per stream rather than the whole environment. Events that
+   * land meanwhile wait in the stream's queue (bounded like any unsent output) and follow it.
+   */
+  private async sendPut(feed: Feed, stream: Stream): Promise<void> {
+    stream.queue = [];
+    const texts = feed.putTexts();
+    let piece = `id: ${feed.eventId()}\nevent: put\ndata: {"flags":[`;
+    for (let i = 0; i < texts.length; i++) {
+      piece += i === 0 ? texts[i] : `,${texts[i]}`;
+      if (piece.length >= PUT_PIECE_CHARS) {
+        if (!(await this.send(stream, piece))) return;
+        piece = '';
+      }
+    }
+    if (!(await this.send(stream, `${piece}]}\n\n:\n\n`))) return;
+    const queue = stream.queue;
+    stream.queue = undefined;
+    stream.queued = 0;
+    for (const text of queue) this.write(feed, stream, text);
+  }
+
+  /** Writes, and when the client has not taken it all, waits until it has: false when the stream closed first. */
+  private send(stream: Stream, text: string): Promise<boolean> {
+    if (stream.res.destroyed || stream.res.writableEnded) return Promise.resolve(false);
+    if (stream.res.write(text)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        stream.res.off('drain', drained);
+        stream.res.off('close', closed);
+        resolve(ok);
+      };
+      const drained = () => done(true);
+      const closed = () => done(false);
+      stream.res.on('drain', drained);
+      stream.res.on('close', closed);
+    });
   }
 
   /** Open streams of a tenant on this process (tests, metrics). */
@@ -294,12 +333,16 @@ export class FlagStreams implements OnModuleDestroy {
 
   /** Writes unless the client has left more than the bound unread: a slow consumer is closed, not buffered for. */
   private write(feed: Feed, stream: Stream, text: string): void {
-    if (stream.res.writableLength > this.limits.maxBuffer + stream.allowance) {
-      this.logger.warn(`a flag-data stream of tenant ${feed.tenantId} was closed: its client left ${stream.res.writableLength} bytes unread`);
+    const unsent = stream.queue !== undefined ? stream.queued : stream.res.writableLength;
+    if (unsent > this.limits.maxBuffer) {
+      this.logger.warn(`a flag-data stream of tenant ${feed.tenantId} was closed: its client left ${unsent} bytes unread`);
       stream.res.destroy();
       return;
     }
-    stream.res.write(text);
+    if (stream.queue !== undefined) {
+      stream.queue.push(text);
+      stream.queued += text.length;
+    } else stream.res.write(text);
   }
 
   private close(feed: Feed, stream: Stream): void {
