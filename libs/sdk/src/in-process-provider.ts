@@ -12,7 +12,7 @@ import { evaluationError, type FlagDefinition, FlagSnapshot, openFeatureMetadata
 import { readServerSentEvents, type ServerSentEvent } from './event-stream';
 import { type FlagshipClientOptions, transportFor } from './flagship.client';
 import { type HttpTransport, sleep } from './http-transport';
-import { ApiError, RateLimitError } from './sdk.errors';
+import { ApiError, AuthenticationError, RateLimitError } from './sdk.errors';
 
 export interface InProcessProviderOptions extends FlagshipClientOptions {
   /** How long `initialize` waits for the flags before it fails (the provider's status is then ERROR; it keeps trying). Default 10 000 ms. */
@@ -226,7 +226,7 @@ export class FlagshipInProcessProvider implements Provider {
 
   /** The stream broke: STALE when flags are held (they keep answering), ERROR when a refusal says retrying will not help soon. */
   private broken(err: unknown): void {
-    const refused = err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404);
+    const refused = isRefusal(err);
     const message = err instanceof Error ? err.message : String(err);
     if (this.state === 'not-ready') {
       if (refused) {
@@ -248,10 +248,15 @@ export class FlagshipInProcessProvider implements Provider {
   private delayAfter(err: unknown, failures: number): number {
     const hinted = err instanceof RateLimitError ? err.retryAfterMs : undefined;
     if (hinted !== undefined) return Math.min(hinted, this.settings.maxReconnectDelayMs * 4);
-    if (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404)) return this.settings.maxReconnectDelayMs;
+    if (isRefusal(err)) return this.settings.maxReconnectDelayMs;
     const ceiling = Math.min(this.settings.maxReconnectDelayMs, this.settings.reconnectDelayMs * 2 ** Math.min(failures - 1, 20));
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
+}
+
+/** Credentials refused (revoked, a wrong secret, the token endpoint saying no), a scope missing, an unknown environment: not a passing outage. */
+function isRefusal(err: unknown): boolean {
+  return err instanceof AuthenticationError || (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404));
 }
 
 function failed<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {

@@ -198,6 +198,22 @@ describe('FlagshipInProcessProvider (OpenFeature server SDK, real management-api
     expect((await client.getBooleanDetails('checkout', true, contexts[0]!)).reason).toBe('DISABLED');
   }, 30_000);
 
+  it('emits ERROR once its client is deleted (by the stream\'s age at the latest) and keeps answering from its last good flags', async () => {
+    const doomed = await oauthClient(['flags:read']);
+    const p = new FlagshipInProcessProvider({ baseUrl: f.url, auth: doomed, reconnectDelayMs: 50, maxReconnectDelayMs: 200 });
+    await OpenFeature.setProviderAndWait('doomed', p);
+    const c = OpenFeature.getClient('doomed');
+    const errors: string[] = [];
+    c.addHandler(ProviderEvents.Error, (details) => errors.push(details?.message ?? ''));
+    const before = await c.getBooleanDetails('checkout', true, contexts[0]!);
+    expect(before.errorCode).toBeUndefined();
+    expect((await f.call('DELETE', `/api/oauth/clients/${doomed.clientId}`, as(owner))).status).toBe(204);
+    await waitFor('ERROR', () => errors.length > 0);
+    expect(c.providerStatus).toBe(ProviderStatus.ERROR);
+    const after = await c.getBooleanDetails('checkout', true, contexts[0]!);
+    expect([after.value, after.variant, after.errorCode]).toEqual([before.value, before.variant, undefined]);
+  }, 20_000);
+
   it('a client without flags:read is refused (403): setProviderAndWait fails and the provider is in ERROR', async () => {
     const evaluator = await oauthClient(['flags:evaluate']);
     const refused = new FlagshipInProcessProvider({ baseUrl: f.url, auth: evaluator, reconnectDelayMs: 50, maxReconnectDelayMs: 200 });
