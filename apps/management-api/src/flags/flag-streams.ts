@@ -44,7 +44,7 @@ interface Stream {
  * One tenant-environment's flag definitions as the streams see them, the events since, and the
  * streams listening. Definitions are held as their JSON text: a put is a join, no re-serialising.
  */
-class Feed {
+export class Feed {
   /** A new feed (after a restart, or once dropped) has a new epoch: ids of another say nothing here. */
   readonly epoch = randomBytes(6).toString('base64url');
   seq = 0;
