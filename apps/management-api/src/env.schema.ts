@@ -40,6 +40,14 @@ export const managementApiEnv = {
   QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'a user may create tenants (POST /api/tenants) while administering fewer than this; sign-up\'s own tenant is always made' }),
+  FLAG_STREAMS_PER_TENANT: num({ default: 50, desc: 'flag-data streams (GET /api/flag-stream) one tenant may hold open on one process; past it 429' }),
+  FLAG_STREAMS_PER_PROCESS: num({ default: 5000, desc: 'flag-data streams one process holds open; past it 503 with Retry-After (another replica may take it)' }),
+  FLAG_STREAM_HEARTBEAT_SECONDS: num({ default: 15, desc: 'a comment line on every flag-data stream this often, so proxies and clients see it alive' }),
+  FLAG_STREAM_MAX_AGE_SECONDS: num({
+    default: 900,
+    desc: 'a flag-data stream is closed after this; the SDK reconnects with a current token and resumes, so a revoked client or removed member is cut off within it',
+  }),
+  FLAG_STREAM_MAX_BUFFER_BYTES: num({ default: 1_048_576, desc: 'a flag-data stream whose unsent output passes this is closed (a slow consumer) instead of buffered' }),
   ...stripeEnv,
   BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
@@ -72,6 +80,9 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (raw.IDP_MODE === 'oidc' && raw.IDP_CLIENT_ID !== '' && !scopes.includes('openid')) throw new ConfigError('invalid configuration: IDP_SCOPES must include openid');
   for (const name of ['QUOTA_FLAGS_PER_TENANT', 'QUOTA_ENVIRONMENTS_PER_TENANT', 'QUOTA_OAUTH_CLIENTS_PER_TENANT', 'QUOTA_TENANTS_PER_USER'] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
+  }
+  for (const name of ['FLAG_STREAMS_PER_TENANT', 'FLAG_STREAMS_PER_PROCESS', 'FLAG_STREAM_HEARTBEAT_SECONDS', 'FLAG_STREAM_MAX_AGE_SECONDS', 'FLAG_STREAM_MAX_BUFFER_BYTES'] as const) {
+    if (!(raw[name] > 0)) throw new ConfigError(`invalid configuration: ${name} must be more than 0`);
   }
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');

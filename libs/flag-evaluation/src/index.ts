@@ -40,3 +40,4 @@ export {
   type ValidationProblem,
 } from './validate';
 export { valueMatchesType } from './json-value';
+export { evaluationError, openFeatureMetadata, openFeatureReason } from './openfeature';

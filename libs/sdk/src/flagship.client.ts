@@ -68,31 +68,7 @@ export class FlagshipClient {
   readonly subscription: SubscriptionResource;
 
   constructor(options: FlagshipClientOptions) {
-    if (typeof options?.baseUrl !== 'string') throw new TypeError('FlagshipClient: baseUrl is required.');
-    let base: URL;
-    try {
-      base = new URL(options.baseUrl);
-    } catch {
-      throw new TypeError(`FlagshipClient: baseUrl ${JSON.stringify(options.baseUrl)} is not a URL.`);
-    }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError('FlagshipClient: baseUrl must be an http(s) URL.');
-    if (base.username || base.password) throw new TypeError('FlagshipClient: baseUrl must not carry credentials; use auth.');
-    if (base.search || base.hash) throw new TypeError('FlagshipClient: baseUrl must not have a query or fragment.');
-    const baseUrl = `${base.origin}${base.pathname.replace(/\/+$/, '')}`;
-    const ownAgent = `flagship-sdk-js/${SDK_VERSION} ${runtime()}`;
-    const http = new HttpTransport(
-      {
-        baseUrl,
-        userAgent: options.userAgent ? `${options.userAgent} ${ownAgent}` : ownAgent,
-        maxRetries: nonNegativeInteger('maxRetries', options.maxRetries, 3),
-        retry: { ...DEFAULT_RETRY_SETTINGS, maxDelayMs: nonNegativeInteger('maxRetryDelayMs', options.maxRetryDelayMs, DEFAULT_RETRY_SETTINGS.maxDelayMs) },
-        timeoutMs: positiveInteger('timeoutMs', options.timeoutMs, 30_000),
-        tenantId: options.tenantId,
-        environment: options.environment,
-        onRetry: options.onRetry,
-      },
-      credentialsFor(options.auth, baseUrl),
-    );
+    const http = transportFor(options, 'FlagshipClient');
     this.flags = new FlagsResource(http);
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
@@ -101,4 +77,33 @@ export class FlagshipClient {
     this.usage = new UsageResource(http);
     this.subscription = new SubscriptionResource(http);
   }
+}
+
+/** The transport a client (or the in-process provider) sends with, from the options a user gives; `who` names it in errors. */
+export function transportFor(options: FlagshipClientOptions, who: string): HttpTransport {
+  if (typeof options?.baseUrl !== 'string') throw new TypeError(`${who}: baseUrl is required.`);
+  let base: URL;
+  try {
+    base = new URL(options.baseUrl);
+  } catch {
+    throw new TypeError(`${who}: baseUrl ${JSON.stringify(options.baseUrl)} is not a URL.`);
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError(`${who}: baseUrl must be an http(s) URL.`);
+  if (base.username || base.password) throw new TypeError(`${who}: baseUrl must not carry credentials; use auth.`);
+  if (base.search || base.hash) throw new TypeError(`${who}: baseUrl must not have a query or fragment.`);
+  const baseUrl = `${base.origin}${base.pathname.replace(/\/+$/, '')}`;
+  const ownAgent = `flagship-sdk-js/${SDK_VERSION} ${runtime()}`;
+  return new HttpTransport(
+    {
+      baseUrl,
+      userAgent: options.userAgent ? `${options.userAgent} ${ownAgent}` : ownAgent,
+      maxRetries: nonNegativeInteger('maxRetries', options.maxRetries, 3),
+      retry: { ...DEFAULT_RETRY_SETTINGS, maxDelayMs: nonNegativeInteger('maxRetryDelayMs', options.maxRetryDelayMs, DEFAULT_RETRY_SETTINGS.maxDelayMs) },
+      timeoutMs: positiveInteger('timeoutMs', options.timeoutMs, 30_000),
+      tenantId: options.tenantId,
+      environment: options.environment,
+      onRetry: options.onRetry,
+    },
+    credentialsFor(options.auth, baseUrl),
+  );
 }

@@ -153,6 +153,52 @@ export class HttpTransport {
   }
 
   /**
+   * Opens a Server-Sent Events stream (`GET path`): the response once its headers say 200
+   * `text/event-stream`, its body unread. One attempt, no retries (the stream's owner reconnects
+   * with its own backoff); a 401 invalid_token renews the token and tries once more, so every
+   * reconnect carries a current token. A refusal is thrown as the ApiError `request` would throw.
+   */
+  async openEventStream(path: string, opts: { lastEventId?: string; query?: Record<string, string | undefined>; signal: AbortSignal }): Promise<Response> {
+    const url = this.urlOf({ method: 'GET', path, query: opts.query });
+    const headers: Record<string, string> = { accept: 'text/event-stream, application/problem+json', 'user-agent': this.settings.userAgent, 'cache-control': 'no-cache' };
+    if (this.settings.tenantId !== undefined) headers['x-tenant-id'] = this.settings.tenantId;
+    if (this.settings.environment !== undefined) headers['x-environment'] = this.settings.environment;
+    if (opts.lastEventId !== undefined) headers['last-event-id'] = opts.lastEventId;
+    const send = async (token: string): Promise<Response> => {
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(opts.signal.reason);
+      if (opts.signal.aborted) onAbort();
+      opts.signal.addEventListener('abort', onAbort, { once: true });
+      // The timeout covers the headers only: the body is the stream, open for as long as it lasts.
+      const timer = setTimeout(() => controller.abort(new TimeoutError(`no answer within ${this.settings.timeoutMs} ms`)), this.settings.timeoutMs);
+      try {
+        return await fetch(url, { method: 'GET', headers: { ...headers, authorization: `Bearer ${token}` }, signal: controller.signal, redirect: 'manual' });
+      } catch (err) {
+        if (opts.signal.aborted) throw opts.signal.reason;
+        throw new ConnectionError('GET', url.pathname, 1, err);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const token = await unlessAborted(() => this.credentials.token(), opts.signal);
+    let response = await send(token);
+    let body = response.status === 200 ? undefined : parseBody(response, await response.text());
+    if (response.status === 401 && isInvalidToken({ response, body, attempts: 1 })) {
+      const renewed = await unlessAborted(() => this.credentials.renew(token), opts.signal);
+      if (renewed !== undefined) {
+        response = await send(renewed);
+        body = response.status === 200 ? undefined : parseBody(response, await response.text());
+      }
+    }
+    if (response.status === 200 && /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) return response;
+    if (response.status === 200) {
+      await response.body?.cancel();
+      throw new FlagshipError(`GET ${url.pathname} answered ${response.headers.get('content-type') ?? 'no content type'}, not an event stream.`);
+    }
+    throw this.errorFor('api', response, body, { method: 'GET', path: url.pathname, attempts: 1 });
+  }
+
+  /**
    * POSTs an OAuth token request (RFC 6749 section 4.4) and returns the parsed JSON answer. Any
    * refusal is an AuthenticationError (429 a RateLimitError, 5xx an ApiError) carrying the
    * endpoint's `error`; never the credentials.
@@ -319,7 +365,8 @@ function unlessAborted<T>(work: () => Promise<T>, signal: AbortSignal | undefine
   });
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason when it fires first. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);

@@ -11,3 +11,5 @@ export type { BillingResource, CreditBalance } from './resources/billing.resourc
 export type { UsageFilter, UsageResource, UsageRow, UsageStatus, UsageSummary, UsageTotals } from './resources/usage.resource';
 export type { BillingSession, CheckoutUrls, PlanId, Subscription, SubscriptionResource } from './resources/subscription.resource';
 export * from './sdk.types';
+export { readServerSentEvents, type ServerSentEvent } from './event-stream';
+export { FlagshipInProcessProvider, type InProcessProviderOptions } from './in-process-provider';

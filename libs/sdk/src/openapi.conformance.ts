@@ -38,6 +38,9 @@ type Asks<Op extends keyof operations, T> = [Query<Op>] extends [never] ? false 
 /** The operation answers `Status` with no body (the SDK resolves `void`). */
 type Empty<Op extends keyof operations, Status extends number> = Status extends keyof operations[Op]['responses'] ? true : false;
 
+/** The operation answers 200 with an event stream (FlagshipInProcessProvider reads it). */
+type StreamsEvents<Op extends keyof operations> = operations[Op]['responses'] extends { 200: { content: { 'text/event-stream': string } } } ? true : false;
+
 /** `Op` when every check of it holds; a type error at the failing check otherwise. */
 type Op<Id extends keyof operations, _Checks extends true[]> = Id;
 
@@ -53,7 +56,8 @@ export type FlagsCovered =
   | Op<'Flags_evaluateInProject', [Reads<'Flags_evaluateInProject', 200, sdk.EvaluationResult>]>
   | Op<'Flags_export', [Reads<'Flags_export', 200, sdk.FlagExport>]>
   | Op<'Flags_audit', [Reads<'Flags_audit', 200, sdk.FlagAuditEntry[]>]>
-  | Op<'Flags_importLaunchDarkly', [Reads<'Flags_importLaunchDarkly', 200, sdk.ImportFlagsResult>, Writes<'Flags_importLaunchDarkly', sdk.LaunchDarklySdkData>]>;
+  | Op<'Flags_importLaunchDarkly', [Reads<'Flags_importLaunchDarkly', 200, sdk.ImportFlagsResult>, Writes<'Flags_importLaunchDarkly', sdk.LaunchDarklySdkData>]>
+  | Op<'FlagStream_stream', [StreamsEvents<'FlagStream_stream'>]>;
 
 export type ProjectsCovered =
   | Op<'Projects_list', [Reads<'Projects_list', 200, sdk.Project[]>]>

@@ -633,6 +633,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/flag-stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream the environment's flag definitions (Server-Sent Events), for SDKs that evaluate in process
+         * @description Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator's form (as in GET /api/flags/export); then `patch`, data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT). Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. The stream ends after FLAG_STREAM_MAX_AGE_SECONDS (reconnect with a current token and Last-Event-ID), and a client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. At most FLAG_STREAMS_PER_TENANT streams per tenant per server (429) and FLAG_STREAMS_PER_PROCESS in all (503).
+         */
+        get: operations["FlagStream_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sandbox/status": {
         parameters: {
             query?: never;
@@ -1644,7 +1664,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-streams-full (503), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -5999,6 +6019,94 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FlagAuditEntryDto"][];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagStream_stream: {
+        parameters: {
+            query?: {
+                /** @description environment key, instead of X-Environment */
+                environment?: string;
+            };
+            header?: {
+                /** @description the id of the last event received, to resume */
+                "Last-Event-ID"?: string;
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                /** @description required for users */
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the event stream: `put`, then `patch` and `delete` events (see the description) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No bearer token, or an invalid, expired or revoked one */

@@ -1,0 +1,47 @@
+import { Controller, Get, Headers, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import type { TenantEntity } from '@flagship/persistence';
+import { ApiErrors } from '@flagship/problem-details';
+import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import { FlagStreams } from './flag-streams';
+
+@ApiTags('flags')
+@ApiBearerAuth('bearer')
+@Controller('api/flag-stream')
+export class FlagStreamController {
+  constructor(private readonly streams: FlagStreams) {}
+
+  @Get()
+  // As GET /api/flags: members from viewer up, clients with flags:read.
+  @TenantAccess({ role: 'viewer', scopes: ['flags:read'], headerRequired: true })
+  @ApiOperation({
+    summary: "Stream the environment's flag definitions (Server-Sent Events), for SDKs that evaluate in process",
+    description:
+      'Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator\'s form (as in GET /api/flags/export); then `patch`, ' +
+      'data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); ' +
+      'a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT). ' +
+      'Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. ' +
+      'The stream ends after FLAG_STREAM_MAX_AGE_SECONDS (reconnect with a current token and Last-Event-ID), and a client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. ' +
+      'At most FLAG_STREAMS_PER_TENANT streams per tenant per server (429) and FLAG_STREAMS_PER_PROCESS in all (503).',
+  })
+  @ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'required for users' })
+  @ApiHeader({ name: 'X-Environment', required: false, description: 'environment key, default production' })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'the id of the last event received, to resume' })
+  @ApiQuery({ name: 'environment', required: false, type: String, description: 'environment key, instead of X-Environment' })
+  @ApiOkResponse({
+    description: 'the event stream: `put`, then `patch` and `delete` events (see the description)',
+    content: { 'text/event-stream': { schema: { type: 'string', example: 'id: Xk3f9a:0\nevent: put\ndata: {"flags":[...]}\n\n' } } },
+  })
+  @ApiErrors(400, 401, 403, 404, 429, 503)
+  stream(
+    @CurrentTenant() tenant: TenantEntity,
+    @Query('environment') environment: string | undefined,
+    @Headers('x-environment') env: string | undefined,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    return this.streams.open(tenant.id, typeof environment === 'string' ? environment : env, lastEventId, req, res);
+  }
+}

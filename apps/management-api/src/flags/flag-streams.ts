@@ -1,0 +1,385 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { APP_CONFIG } from '@flagship/config';
+import { ProblemException } from '@flagship/problem-details';
+import type { ManagementApiConfig } from '../env.schema';
+import { EnvironmentsService } from '../environments/environments.service';
+import { FlagSnapshots, type FlagSetChanged } from './flag-snapshots';
+import { FlagProblems } from './flags.errors';
+import { FlagsRepository } from './flags.repository';
+
+/** Changes heard within this are read and sent as one event (a burst of PATCHes, an import). */
+const COALESCE_MS = 25;
+/** The replay window of a tenant-environment: the latest events up to these bounds. */
+const REPLAY_MAX_EVENTS = 512;
+const REPLAY_MAX_BYTES = 512 * 1024;
+/** A feed with no stream is kept this long, so a client that reconnects can resume from it. */
+const IDLE_FEED_MS = 120_000;
+/** At most this many feeds with no stream are kept; the oldest goes first. */
+const MAX_IDLE_FEEDS = 100;
+/** After a failed read of changes (Postgres away), the next try. */
+const RETRY_READ_MS = 1000;
+const RETRY_AFTER_S = 5;
+/** A put is written in pieces of about this many characters, each once the client has read the one before. */
+const PUT_PIECE_CHARS = 64 * 1024;
+
+interface FeedEvent {
+  seq: number;
+  /** The event as written, `id:` to the blank line. */
+  text: string;
+}
+
+interface Stream {
+  res: Response;
+  tenantId: string;
+  openedAt: number;
+  closed: boolean;
+  /** Events held while its put is being written (the put goes out at the pace the client reads it), with their size. */
+  queue: string[] | undefined;
+  queued: number;
+}
+
+/**
+ * One tenant-environment's flag definitions as the streams see them, the events since, and the
+ * streams listening. Definitions are held as their JSON text: a put is a join, no re-serialising.
+ */
+export class Feed {
+  /** A new feed (after a restart, or once dropped) has a new epoch: ids of another say nothing here. */
+  readonly epoch = randomBytes(6).toString('base64url');
+  seq = 0;
+  /** Events of seq <= this are no longer in `log`: a client there cannot resume. */
+  trimmedThrough = 0;
+  readonly log: FeedEvent[] = [];
+  logBytes = 0;
+  readonly flags = new Map<string, { fingerprint: string; text: string }>();
+  readonly streams = new Set<Stream>();
+  ready: Promise<void> = Promise.resolve();
+  pendingKeys = new Set<string>();
+  pendingAll = false;
+  flushTimer: NodeJS.Timeout | undefined;
+  flushing = false;
+  idleSince = 0;
+
+  constructor(
+    readonly tenantId: string,
+    readonly environment: string,
+  ) {}
+
+  eventId(seq = this.seq): string {
+    return `${this.epoch}:${seq}`;
+  }
+
+  /** The events after `lastEventId`, or undefined when this feed cannot tell (another epoch, out of the window). */
+  since(lastEventId: string | undefined): FeedEvent[] | undefined {
+    if (lastEventId === undefined) return undefined;
+    const m = /^([A-Za-z0-9_-]+):(\d{1,15})$/.exec(lastEventId);
+    if (m === null || m[1] !== this.epoch) return undefined;
+    const seq = Number(m[2]);
+    if (seq < this.trimmedThrough || seq > this.seq) return undefined;
+    return this.log.filter((e) => e.seq > seq);
+  }
+
+  /** The definitions of the put, as of `seq` (their texts never change: a change replaces them). */
+  putTexts(): string[] {
+    return [...this.flags.values()].map((f) => f.text);
+  }
+
+  append(name: 'patch' | 'delete', data: string): string {
+    this.seq++;
+    const text = `id: ${this.eventId()}\nevent: ${name}\ndata: ${data}\n\n`;
+    this.log.push({ seq: this.seq, text });
+    this.logBytes += text.length;
+    while (this.log.length > REPLAY_MAX_EVENTS || (this.logBytes > REPLAY_MAX_BYTES && this.log.length > 0)) {
+      const dropped = this.log.shift()!;
+      this.logBytes -= dropped.text.length;
+      this.trimmedThrough = dropped.seq;
+    }
+    return text;
+  }
+}
+
+/**
+ * The flag-data stream (`GET /api/flag-stream`): Server-Sent Events carrying an environment's flag
+ * definitions in the evaluator's form, for SDKs that evaluate in process. `put` is every flag,
+ * `patch` the flags that changed, `delete` the keys removed. Changes come from FlagSnapshots'
+ * change seam (a held set re-reads announced changes at once, from any replica), are coalesced
+ * for COALESCE_MS and read once per tenant-environment, whatever the number of streams.
+ *
+ * Resumable: every event has an id `{epoch}:{seq}`; a reconnect with Last-Event-ID inside the
+ * feed's replay window gets only the events after it, else a fresh put. Bounded: streams per
+ * tenant and per process, a slow consumer's unsent output, the replay window, idle feeds; a put
+ * is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT) and each flag by the flag validators.
+ */
+@Injectable()
+export class FlagStreams implements OnModuleDestroy {
+  private readonly logger = new Logger('FlagStreams');
+  private readonly feeds = new Map<string, Feed>();
+  private readonly perTenant = new Map<string, number>();
+  private openCount = 0;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly stopListening: () => void;
+  private readonly limits: { perTenant: number; perProcess: number; maxAgeMs: number; maxBuffer: number; heartbeatMs: number };
+
+  constructor(
+    @Inject(APP_CONFIG) config: ManagementApiConfig,
+    private readonly snapshots: FlagSnapshots,
+    private readonly repo: FlagsRepository,
+    private readonly environments: EnvironmentsService,
+  ) {
+    this.limits = {
+      perTenant: config.FLAG_STREAMS_PER_TENANT,
+      perProcess: config.FLAG_STREAMS_PER_PROCESS,
+      maxAgeMs: config.FLAG_STREAM_MAX_AGE_SECONDS * 1000,
+      maxBuffer: config.FLAG_STREAM_MAX_BUFFER_BYTES,
+      heartbeatMs: config.FLAG_STREAM_HEARTBEAT_SECONDS * 1000,
+    };
+    this.stopListening = this.snapshots.onChange((change) => this.heard(change));
+    this.heartbeat = setInterval(() => this.tick(), this.limits.heartbeatMs).unref();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.heartbeat);
+    this.stopListening();
+    // Open streams would hold the server's close until the grace period: they end now, and clients reconnect elsewhere.
+    for (const feed of this.feeds.values()) {
+      clearTimeout(feed.flushTimer);
+      for (const s of feed.streams) this.close(feed, s);
+    }
+    this.feeds.clear();
+  }
+
+  /** Answers `res` with the stream, or throws the refusal (unknown environment, a bound reached, Postgres away). */
+  async open(tenantId: string, requestedEnvironment: string | undefined, lastEventId: string | undefined, req: Request, res: Response): Promise<void> {
+    const environment = await this.environments.resolve(tenantId, requestedEnvironment);
+    if (this.openCount >= this.limits.perProcess) {
+      throw new ProblemException(FlagProblems['flag-streams-full'], `This server holds ${this.openCount} flag-data streams, its limit; retry, another replica may take it.`, {}, { 'Retry-After': String(RETRY_AFTER_S) });
+    }
+    const held = this.perTenant.get(tenantId) ?? 0;
+    if (held >= this.limits.perTenant) {
+      throw new ProblemException(
+        FlagProblems['too-many-flag-streams'],
+        `This tenant holds ${held} flag-data streams on this server, its limit of ${this.limits.perTenant}; close one (one per application process is enough).`,
+        { limit: this.limits.perTenant },
+        { 'Retry-After': String(RETRY_AFTER_S * 6) },
+      );
+    }
+    // Counted before the first await, so concurrent opens cannot all pass the bound.
+    this.openCount++;
+    this.perTenant.set(tenantId, held + 1);
+    const stream: Stream = { res, tenantId, openedAt: Date.now(), closed: false, queue: undefined, queued: 0 };
+    let feed: Feed;
+    try {
+      feed = this.feedOf(tenantId, environment);
+      await feed.ready;
+    } catch (err) {
+      this.release(stream);
+      throw err;
+    }
+    if (req.socket.destroyed) {
+      this.release(stream);
+      return;
+    }
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache, no-transform');
+    res.setHeader('X-Accel-Buffering', 'no');
+    req.socket.setNoDelay(true);
+    res.flushHeaders();
+    feed.streams.add(stream);
+    feed.idleSince = 0;
+    res.on('close', () => {
+      feed.streams.delete(stream);
+      this.release(stream);
+      if (feed.streams.size === 0) this.idle(feed);
+    });
+    const replay = feed.since(lastEventId);
+    if (replay === undefined) {
+      void this.sendPut(feed, stream);
+      return;
+    }
+    for (const e of replay) this.write(feed, stream, e.text);
+    // A comment at once: a resumed client with nothing to replay knows it is current without waiting for a heartbeat.
+    this.write(feed, stream, ':\n\n');
+  }
+
+  /**
+   * Writes the put in pieces, each after the client has taken the previous one, so an unread put
+   * costs this process about one piece per stream rather than the whole environment. Events that
+   * land meanwhile wait in the stream's queue (bounded like any unsent output) and follow it.
+   */
+  private async sendPut(feed: Feed, stream: Stream): Promise<void> {
+    stream.queue = [];
+    const texts = feed.putTexts();
+    let piece = `id: ${feed.eventId()}\nevent: put\ndata: {"flags":[`;
+    for (let i = 0; i < texts.length; i++) {
+      piece += i === 0 ? texts[i] : `,${texts[i]}`;
+      if (piece.length >= PUT_PIECE_CHARS) {
+        if (!(await this.send(stream, piece))) return;
+        piece = '';
+      }
+    }
+    if (!(await this.send(stream, `${piece}]}\n\n:\n\n`))) return;
+    const queue = stream.queue;
+    stream.queue = undefined;
+    stream.queued = 0;
+    for (const text of queue) this.write(feed, stream, text);
+  }
+
+  /** Writes, and when the client has not taken it all, waits until it has: false when the stream closed first. */
+  private send(stream: Stream, text: string): Promise<boolean> {
+    if (stream.res.destroyed || stream.res.writableEnded) return Promise.resolve(false);
+    if (stream.res.write(text)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        stream.res.off('drain', drained);
+        stream.res.off('close', closed);
+        resolve(ok);
+      };
+      const drained = () => done(true);
+      const closed = () => done(false);
+      stream.res.on('drain', drained);
+      stream.res.on('close', closed);
+    });
+  }
+
+  /** Open streams of a tenant on this process (tests, metrics). */
+  streamsOf(tenantId: string): number {
+    return this.perTenant.get(tenantId) ?? 0;
+  }
+
+  private release(stream: Stream): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    this.openCount--;
+    const n = (this.perTenant.get(stream.tenantId) ?? 1) - 1;
+    if (n <= 0) this.perTenant.delete(stream.tenantId);
+    else this.perTenant.set(stream.tenantId, n);
+  }
+
+  private feedOf(tenantId: string, environment: string): Feed {
+    const k = `${tenantId}/${environment}`;
+    let feed = this.feeds.get(k);
+    if (feed !== undefined) return feed;
+    const created = new Feed(tenantId, environment);
+    created.ready = (async () => {
+      // Held by FlagSnapshots from now on, so its changes are heard (and re-read) at once.
+      await this.snapshots.view(tenantId, environment);
+      for (const f of await this.repo.heldFlags(tenantId, environment)) created.flags.set(f.key, { fingerprint: f.fingerprint, text: JSON.stringify(f.definition) });
+    })();
+    created.ready.catch(() => {
+      if (this.feeds.get(k) === created) this.feeds.delete(k);
+    });
+    this.feeds.set(k, created);
+    feed = created;
+    return feed;
+  }
+
+  private heard(change: FlagSetChanged): void {
+    const feed = this.feeds.get(`${change.tenantId}/${change.environment}`);
+    if (feed === undefined) return;
+    if (change.keys === undefined) feed.pendingAll = true;
+    else for (const key of change.keys) feed.pendingKeys.add(key);
+    this.schedule(feed, COALESCE_MS);
+  }
+
+  private schedule(feed: Feed, delayMs: number): void {
+    if (feed.flushTimer !== undefined || feed.flushing) return;
+    feed.flushTimer = setTimeout(() => {
+      feed.flushTimer = undefined;
+      void this.flush(feed);
+    }, delayMs);
+  }
+
+  /** Reads what changed (once for every stream of the feed) and sends it as at most one patch and one delete. */
+  private async flush(feed: Feed): Promise<void> {
+    feed.flushing = true;
+    const all = feed.pendingAll;
+    const keys = [...feed.pendingKeys];
+    feed.pendingAll = false;
+    feed.pendingKeys = new Set();
+    let retry = false;
+    try {
+      await feed.ready;
+      const rows = await this.repo.heldFlags(feed.tenantId, feed.environment, all ? undefined : keys);
+      const found = new Set<string>();
+      const changed: string[] = [];
+      for (const f of rows) {
+        found.add(f.key);
+        if (feed.flags.get(f.key)?.fingerprint === f.fingerprint) continue;
+        const text = JSON.stringify(f.definition);
+        feed.flags.set(f.key, { fingerprint: f.fingerprint, text });
+        changed.push(text);
+      }
+      const removed = (all ? [...feed.flags.keys()] : keys).filter((key) => !found.has(key) && feed.flags.has(key));
+      for (const key of removed) feed.flags.delete(key);
+      if (changed.length > 0) this.broadcast(feed, feed.append('patch', `{"flags":[${changed.join(',')}]}`));
+      if (removed.length > 0) this.broadcast(feed, feed.append('delete', JSON.stringify({ keys: removed })));
+    } catch (err) {
+      // Postgres away: the changes stay pending and are read again; streams keep their heartbeats meanwhile.
+      if (all) feed.pendingAll = true;
+      for (const key of keys) feed.pendingKeys.add(key);
+      retry = true;
+      this.logger.warn(`flag changes could not be read for the flag-data stream: ${(err as Error).message}`);
+    } finally {
+      feed.flushing = false;
+    }
+    if (feed.pendingAll || feed.pendingKeys.size > 0) this.schedule(feed, retry ? RETRY_READ_MS : COALESCE_MS);
+  }
+
+  private broadcast(feed: Feed, text: string): void {
+    for (const s of feed.streams) this.write(feed, s, text);
+  }
+
+  /** Writes unless the client has left more than the bound unread: a slow consumer is closed, not buffered for. */
+  private write(feed: Feed, stream: Stream, text: string): void {
+    const unsent = stream.queue !== undefined ? stream.queued : stream.res.writableLength;
+    if (unsent > this.limits.maxBuffer) {
+      this.logger.warn(`a flag-data stream of tenant ${feed.tenantId} was closed: its client left ${unsent} bytes unread`);
+      stream.res.destroy();
+      return;
+    }
+    if (stream.queue !== undefined) {
+      stream.queue.push(text);
+      stream.queued += text.length;
+    } else stream.res.write(text);
+  }
+
+  private close(feed: Feed, stream: Stream): void {
+    feed.streams.delete(stream);
+    stream.res.end();
+  }
+
+  private idle(feed: Feed): void {
+    feed.idleSince = Date.now();
+    const idle = [...this.feeds.values()].filter((f) => f.streams.size === 0);
+    if (idle.length > MAX_IDLE_FEEDS) {
+      idle.sort((a, b) => a.idleSince - b.idleSince);
+      for (const f of idle.slice(0, idle.length - MAX_IDLE_FEEDS)) this.drop(f);
+    }
+  }
+
+  private drop(feed: Feed): void {
+    clearTimeout(feed.flushTimer);
+    const k = `${feed.tenantId}/${feed.environment}`;
+    if (this.feeds.get(k) === feed) this.feeds.delete(k);
+  }
+
+  /** Heartbeats, streams past their age, idle feeds past their time, and each feed's set kept held. */
+  private tick(): void {
+    const now = Date.now();
+    for (const feed of [...this.feeds.values()]) {
+      if (feed.streams.size === 0) {
+        if (now - feed.idleSince > IDLE_FEED_MS) this.drop(feed);
+        continue;
+      }
+      // Keeps the set held (a least-recently-used store may drop it) and lets it reconcile with
+      // Postgres when due, which heals a change announcement lost while Redis was away.
+      this.snapshots.view(feed.tenantId, feed.environment).catch(() => undefined);
+      for (const s of [...feed.streams]) {
+        if (now - s.openedAt > this.limits.maxAgeMs) this.close(feed, s);
+        else this.write(feed, s, ':\n\n');
+      }
+    }
+  }
+}
