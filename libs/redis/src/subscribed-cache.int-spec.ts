@@ -155,6 +155,52 @@ describe('SubscribedCache over a Redis of the test\'s own', () => {
     await waitFor(async () => cache.peek('k') === 'k@3');
   });
 
+  it('eager: while an announced change is being reloaded, the old value is not served as current (a writer reads its own change)', async () => {
+    const loaded: Array<[string, string, string]> = [];
+    const { cache, source } = await setup({ eager: true, onLoaded: (key, value, reason) => loaded.push([key, value, reason]) });
+    expect(await cache.get('k')).toBe('k@1');
+    let open!: () => void;
+    source.gate = new Promise((resolve) => (open = resolve));
+    source.version = 2;
+    cache.invalidate('k', ['p']);
+    // The eager reload has started (and taken the announced part off the entry): still not current.
+    await waitFor(async () => source.requests.length === 2);
+    expect(cache.peek('k')).toBeUndefined();
+    expect(cache.peek('k', { stale: true })).toBe('k@1');
+    const reading = cache.get('k');
+    source.gate = undefined;
+    open();
+    expect(await reading).toBe('k@2');
+    // onLoaded ran once the value was served again.
+    expect(loaded).toEqual([
+      ['k', 'k@1', 'first'],
+      ['k', 'k@2', 'changed'],
+    ]);
+  });
+
+  it('a reconcile asked for while parts are announced is not dropped by the partial load', async () => {
+    const { cache, source } = await setup();
+    expect(await cache.get('k')).toBe('k@1');
+    cache.invalidate('k', ['p']);
+    cache.reconcileAll();
+    expect(await cache.get('k')).toBe('k@1');
+    // The read after the partial load starts the reconcile still owed.
+    expect(cache.peek('k')).toBe('k@1');
+    await waitFor(async () => source.requests.length === 3);
+    expect(source.requests.slice(1).map((r) => r.reason)).toEqual(['changed', 'reconcile']);
+  });
+
+  it('invalidateWhere with parts announces those parts of every matching key, loaded or loading', async () => {
+    const { cache, source } = await setup();
+    await cache.get('t1/a');
+    await cache.get('t1/b');
+    await cache.get('t2/a');
+    cache.invalidateWhere((key) => key.startsWith('t1/'), ['flag']);
+    expect([cache.peek('t1/a'), cache.peek('t1/b'), cache.peek('t2/a')]).toEqual([undefined, undefined, 't2/a@1']);
+    await cache.get('t1/a');
+    expect(source.requests.at(-1)).toEqual({ key: 't1/a', reason: 'changed', changed: ['flag'] });
+  });
+
   it('eager with reconcileMs: held values are reconciled on a timer, without reads', async () => {
     const { cache, source } = await setup({ eager: true, reconcileMs: 50 });
     expect(await cache.get('k')).toBe('k@1');

@@ -56,6 +56,11 @@ export interface SubscribedCacheOptions<K, V> {
   eager?: boolean;
   /** Longest wait between retries of an eager reload (default 2,000 ms). */
   maxRetryMs?: number;
+  /**
+   * Runs synchronously once a load's value is held and served again (`peek` returns it), before
+   * anything else runs: the place to tell listeners what a load changed.
+   */
+  onLoaded?: (key: K, value: V, reason: LoadReason) => void;
 }
 
 interface Entry<K, V> {
@@ -68,6 +73,8 @@ interface Entry<K, V> {
   /** Parts announced as changed since the last load began. */
   changed: Set<string>;
   loading: Promise<'fresh' | 'stale'> | undefined;
+  /** The load under way covers announced changes: until it lands, the value is not served as current. */
+  loadingAnnounced: boolean;
   retryMs: number;
   retryTimer: NodeJS.Timeout | undefined;
   /** After a failed load, reads serve the last good value without loading again until then. */
@@ -92,7 +99,8 @@ export interface SubscribedCacheStatus {
  *   down, SUBSCRIBE waits in ioredis' queue); their handlers turn announcements into `invalidate`
  *   (the whole value or some parts of it).
  * - An invalidated value is not served again: the next read waits for its reload (so a writer reads
- *   its own change), unless `eager`, which reloads it at once.
+ *   its own change); `eager` starts that reload at once, and the value is not served as current
+ *   until it lands.
  * - Whenever the subscriber (re)connects, announcements may have been missed: every value goes to
  *   'reconcile'. So does a value older than `reconcileMs`, reloaded in the background while it is
  *   still served.
@@ -220,9 +228,20 @@ export class SubscribedCache<K, V> {
     }
   }
 
-  /** Every held key `match` accepts is invalidated whole. */
-  invalidateWhere(match: (key: K, value: V | undefined) => boolean): void {
-    for (const e of this.entries.values()) if (match(e.key, e.value)) this.mark(e, 'whole');
+  /**
+   * Every key held or being loaded that `match` accepts is invalidated: whole, or only `parts`
+   * (an announcement about many keys, e.g. a change seen by every environment of a tenant).
+   */
+  invalidateWhere(match: (key: K, value: V | undefined) => boolean, parts?: Iterable<string>): void {
+    const list = parts === undefined ? undefined : [...parts];
+    for (const e of this.entries.values()) {
+      if (!match(e.key, e.value)) continue;
+      if (list === undefined) this.mark(e, 'whole');
+      else {
+        for (const p of list) e.changed.add(p);
+        this.kick(e);
+      }
+    }
   }
 
   /** Drops keys outright (the next read loads afresh; a load under way is not kept). */
@@ -279,6 +298,7 @@ export class SubscribedCache<K, V> {
         whole: undefined,
         changed: new Set(),
         loading: undefined,
+        loadingAnnounced: false,
         retryMs: 0,
         retryTimer: undefined,
         retryAt: 0,
@@ -300,7 +320,7 @@ export class SubscribedCache<K, V> {
 
   /** Held, not invalidated, not expired. A value due for 'reconcile' is still served meanwhile. */
   private servable(e: Entry<K, V>): boolean {
-    return e.value !== undefined && e.whole !== 'whole' && e.changed.size === 0 && e.expiresAt > Date.now();
+    return e.value !== undefined && e.whole !== 'whole' && e.changed.size === 0 && !e.loadingAnnounced && e.expiresAt > Date.now();
   }
 
   private reconcileIfDue(e: Entry<K, V>): void {
@@ -351,18 +371,29 @@ export class SubscribedCache<K, V> {
     return loading;
   }
 
+  private loaded(key: K, value: V, reason: LoadReason): void {
+    try {
+      this.options.onLoaded?.(key, value, reason);
+    } catch (err) {
+      this.logger.warn(`onLoaded failed: ${errorText(err)}`);
+    }
+  }
+
   private async run(e: Entry<K, V>): Promise<'fresh' | 'stale'> {
     const previous = e.value;
     const expired = previous !== undefined && e.expiresAt <= Date.now();
     const reason: LoadReason = previous === undefined ? 'first' : e.whole === 'whole' || expired ? 'whole' : e.changed.size > 0 ? 'changed' : 'reconcile';
-    const whole = e.whole;
+    // A 'changed' load does not cover a pending 'reconcile': it stays for the next load.
+    const whole = reason === 'changed' ? undefined : e.whole;
     const changed = e.changed;
-    e.whole = undefined;
+    if (reason !== 'changed') e.whole = undefined;
     e.changed = new Set();
+    e.loadingAnnounced = reason === 'changed' || reason === 'whole';
     try {
       const value = await this.options.load(e.key, { reason, previous, changed });
       const now = Date.now();
       e.value = value;
+      e.loadingAnnounced = false;
       // A 'changed' load is partial: the whole value was last compared when it was last loaded whole.
       if (reason !== 'changed') e.loadedAt = now;
       e.expiresAt = this.options.expiresAt?.(value, now) ?? Infinity;
@@ -372,8 +403,10 @@ export class SubscribedCache<K, V> {
         this.lastError = undefined;
         this.logger.log('loads succeed again');
       }
+      this.loaded(e.key, value, reason);
       return 'fresh';
     } catch (err) {
+      e.loadingAnnounced = false;
       // Not covered after all: what it was to cover is wanted still.
       if (whole !== undefined && e.whole !== 'whole') e.whole = whole;
       if (reason === 'whole' && e.whole === undefined) e.whole = 'whole';
