@@ -21,9 +21,12 @@ class Source {
   failing: Error | undefined;
   gate: Promise<void> | undefined;
   readonly requests: Array<{ key: string; reason: string; changed: string[] }> = [];
+  /** When each request was made (ms since the epoch), in the order of `requests`. */
+  readonly times: number[] = [];
 
   load = async (key: string, r: LoadRequest<string>): Promise<string> => {
     this.requests.push({ key, reason: r.reason, changed: [...r.changed].sort() });
+    this.times.push(Date.now());
     const version = this.version;
     await this.gate;
     if (this.failing) throw this.failing;
@@ -205,6 +208,18 @@ describe('SubscribedCache over a Redis of the test\'s own', () => {
     const { cache, source } = await setup({ eager: true, reconcileMs: 50 });
     expect(await cache.get('k')).toBe('k@1');
     await waitFor(async () => source.requests.some((r) => r.reason === 'reconcile'));
+  });
+
+  it('eager reconciles of many values are spread over the period, not made in one burst', async () => {
+    const { cache, source } = await setup({ eager: true, reconcileMs: 400 });
+    // Loaded together, so without the jitter every one would fall due at the same tick.
+    await Promise.all(Array.from({ length: 60 }, (_, i) => cache.get(`k${i}`)));
+    const reconciles = () => source.times.filter((_, i) => source.requests[i]!.reason === 'reconcile');
+    await waitFor(async () => reconciles().length >= 60, 5000);
+    const at = reconciles();
+    // The ticks come every 40 ms and the due times spread over ±40 ms: at least two ticks share them.
+    const first = at.slice(0, 60);
+    expect(Math.max(...first) - Math.min(...first)).toBeGreaterThanOrEqual(30);
   });
 
   it('holds at most maxEntries keys, dropping the least recently read', async () => {

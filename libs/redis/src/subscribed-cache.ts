@@ -67,6 +67,8 @@ interface Entry<K, V> {
   key: K;
   value: V | undefined;
   loadedAt: number;
+  /** When an eager cache's timer reconciles it: `reconcileMs` after its last whole load, ±10 %. */
+  reconcileAt: number;
   expiresAt: number;
   /** The whole value is to be re-read ('whole'), or compared ('reconcile'). */
   whole: 'whole' | 'reconcile' | undefined;
@@ -158,10 +160,12 @@ export class SubscribedCache<K, V> {
       }
     }
     if (this.options.eager && this.options.reconcileMs !== undefined) {
+      // Each value falls due at its own time, spread by the jitter, so that a thousand values held
+      // are not reconciled in one burst that would take every database connection at once.
       this.reconcileTimer = setInterval(() => {
-        const due = Date.now() - this.options.reconcileMs!;
-        for (const e of this.entries.values()) if (e.value !== undefined && e.loadedAt <= due && e.whole === undefined) this.mark(e, 'reconcile');
-      }, Math.max(10, Math.min(this.options.reconcileMs, 60_000)));
+        const now = Date.now();
+        for (const e of this.entries.values()) if (e.value !== undefined && e.reconcileAt <= now && e.whole === undefined) this.mark(e, 'reconcile');
+      }, Math.max(10, Math.min(this.options.reconcileMs / 10, 60_000)));
       this.reconcileTimer.unref();
     }
     return this;
@@ -294,6 +298,7 @@ export class SubscribedCache<K, V> {
         key,
         value: undefined,
         loadedAt: 0,
+        reconcileAt: Infinity,
         expiresAt: Infinity,
         whole: undefined,
         changed: new Set(),
@@ -395,7 +400,10 @@ export class SubscribedCache<K, V> {
       e.value = value;
       e.loadingAnnounced = false;
       // A 'changed' load is partial: the whole value was last compared when it was last loaded whole.
-      if (reason !== 'changed') e.loadedAt = now;
+      if (reason !== 'changed') {
+        e.loadedAt = now;
+        if (this.options.reconcileMs !== undefined) e.reconcileAt = now + this.options.reconcileMs * (0.9 + 0.2 * Math.random());
+      }
       e.expiresAt = this.options.expiresAt?.(value, now) ?? Infinity;
       e.retryMs = 0;
       e.retryAt = 0;
