@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import type Redis from 'ioredis';
 import { createDataSource } from '@flagship/persistence';
 import { CHANNELS, createRedis, type FlagChanged, PubSub, RedisKeys } from '@flagship/redis';
-import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor } from '@flagship/testing';
+import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FlagStoreRepository, type StoredFlag } from './flag-store.repository';
 
@@ -43,21 +43,7 @@ describe('FlagStore over real Postgres and Redis', () => {
   const stores: FlagStore[] = [];
   const toldBeforeServed: FlagSetChanged[] = [];
 
-  /** Creates or changes a number flag whose value is `value` in `environment`, as management-api would. */
-  const setFlag = async (tenant: string, key: string, value: number, environment = 'production'): Promise<void> => {
-    await sql.query(
-      `WITH f AS (
-         INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
-         VALUES ($1, $2, $2, 'number', $3::jsonb, jsonb_build_array(jsonb_build_object('id', 'v', 'name', 'V', 'value', $3::jsonb, 'weight', 0)))
-         ON CONFLICT (tenant_id, key) DO UPDATE
-           SET default_value = EXCLUDED.default_value, variations = EXCLUDED.variations, version = flags.version + 1, updated_at = clock_timestamp()
-         RETURNING id, tenant_id)
-       INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled)
-       SELECT tenant_id, id, $4, true FROM f
-       ON CONFLICT (flag_id, environment_key) DO UPDATE SET version = flag_environments.version + 1, updated_at = clock_timestamp()`,
-      [tenant, key, JSON.stringify(value), environment],
-    );
-  };
+  const setFlag = (tenant: string, key: string, value: number, environment = 'production'): Promise<void> => writeNumberFlag(sql, tenant, key, value, environment);
   const publish = (m: FlagChanged) => pubsub.publish(CHANNELS.flagChanged, m);
   const valueIn = (store: FlagStore, tenant: string, key: string, environment = 'production'): unknown => {
     const view = store.peek(tenant, environment, { stale: true });
