@@ -2,16 +2,10 @@ import type { FlagDefinition, FlagType, JsonValue, Prerequisite, Rule, Target, V
 
 /**
  * The columns of one flag as seen in one environment (`flags f` joined with `flag_environments fe`),
- * read by management-api's evaluation and export and by orep-server's Postgres source alike.
+ * read by management-api's export and the flag store (libs/flag-store) alike.
  */
 export const FLAG_DEFINITION_COLUMNS = `f.key, f.type, f.default_value, f.variations, f.version AS flag_version,
          fe.enabled, fe.off_value, fe.targets, fe.rules, fe.prerequisites, fe.salt, fe.version AS env_version`;
-
-/**
- * What tells whether a flag changed in one environment without reading its jsonb (so comparing many
- * stays cheap): every write bumps a version and updated_at. For readers that keep flags in memory.
- */
-export const FLAG_FINGERPRINT = `concat_ws(':', f.id, f.version, f.updated_at, fe.version, fe.updated_at)`;
 
 export interface FlagDefinitionRow {
   key: string;

@@ -21,9 +21,12 @@ class Source {
   failing: Error | undefined;
   gate: Promise<void> | undefined;
   readonly requests: Array<{ key: string; reason: string; changed: string[] }> = [];
+  /** When each request was made (ms since the epoch), in the order of `requests`. */
+  readonly times: number[] = [];
 
   load = async (key: string, r: LoadRequest<string>): Promise<string> => {
     this.requests.push({ key, reason: r.reason, changed: [...r.changed].sort() });
+    this.times.push(Date.now());
     const version = this.version;
     await this.gate;
     if (this.failing) throw this.failing;
@@ -189,10 +192,68 @@ describe('SubscribedCache over a Redis of the test\'s own', () => {
     await waitFor(async () => cache.peek('k') === 'k@3');
   });
 
+  it('eager: while an announced change is being reloaded, the old value is not served as current (a writer reads its own change)', async () => {
+    const loaded: Array<[string, string, string]> = [];
+    const { cache, source } = await setup({ eager: true, onLoaded: (key, value, reason) => loaded.push([key, value, reason]) });
+    expect(await cache.get('k')).toBe('k@1');
+    let open!: () => void;
+    source.gate = new Promise((resolve) => (open = resolve));
+    source.version = 2;
+    cache.invalidate('k', ['p']);
+    // The eager reload has started (and taken the announced part off the entry): still not current.
+    await waitFor(async () => source.requests.length === 2);
+    expect(cache.peek('k')).toBeUndefined();
+    expect(cache.peek('k', { stale: true })).toBe('k@1');
+    const reading = cache.get('k');
+    source.gate = undefined;
+    open();
+    expect(await reading).toBe('k@2');
+    // onLoaded ran once the value was served again.
+    expect(loaded).toEqual([
+      ['k', 'k@1', 'first'],
+      ['k', 'k@2', 'changed'],
+    ]);
+  });
+
+  it('a reconcile asked for while parts are announced is not dropped by the partial load', async () => {
+    const { cache, source } = await setup();
+    expect(await cache.get('k')).toBe('k@1');
+    cache.invalidate('k', ['p']);
+    cache.reconcileAll();
+    expect(await cache.get('k')).toBe('k@1');
+    // The read after the partial load starts the reconcile still owed.
+    expect(cache.peek('k')).toBe('k@1');
+    await waitFor(async () => source.requests.length === 3);
+    expect(source.requests.slice(1).map((r) => r.reason)).toEqual(['changed', 'reconcile']);
+  });
+
+  it('invalidateWhere with parts announces those parts of every matching key, loaded or loading', async () => {
+    const { cache, source } = await setup();
+    await cache.get('t1/a');
+    await cache.get('t1/b');
+    await cache.get('t2/a');
+    cache.invalidateWhere((key) => key.startsWith('t1/'), ['flag']);
+    expect([cache.peek('t1/a'), cache.peek('t1/b'), cache.peek('t2/a')]).toEqual([undefined, undefined, 't2/a@1']);
+    await cache.get('t1/a');
+    expect(source.requests.at(-1)).toEqual({ key: 't1/a', reason: 'changed', changed: ['flag'] });
+  });
+
   it('eager with reconcileMs: held values are reconciled on a timer, without reads', async () => {
     const { cache, source } = await setup({ eager: true, reconcileMs: 50 });
     expect(await cache.get('k')).toBe('k@1');
     await waitFor(async () => source.requests.some((r) => r.reason === 'reconcile'));
+  });
+
+  it('eager reconciles of many values are spread over the period, not made in one burst', async () => {
+    const { cache, source } = await setup({ eager: true, reconcileMs: 400 });
+    // Loaded together, so without the jitter every one would fall due at the same tick.
+    await Promise.all(Array.from({ length: 60 }, (_, i) => cache.get(`k${i}`)));
+    const reconciles = () => source.times.filter((_, i) => source.requests[i]!.reason === 'reconcile');
+    await waitFor(async () => reconciles().length >= 60, 5000);
+    const at = reconciles();
+    // The ticks come every 40 ms and the due times spread over ±40 ms: at least two ticks share them.
+    const first = at.slice(0, 60);
+    expect(Math.max(...first) - Math.min(...first)).toBeGreaterThanOrEqual(30);
   });
 
   it('holds at most maxEntries keys, dropping the least recently read', async () => {

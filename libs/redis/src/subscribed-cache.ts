@@ -59,18 +59,27 @@ export interface SubscribedCacheOptions<K, V> {
   eager?: boolean;
   /** Longest wait between retries of an eager reload (default 2,000 ms). */
   maxRetryMs?: number;
+  /**
+   * Runs synchronously once a load's value is held and served again (`peek` returns it), before
+   * anything else runs: the place to tell listeners what a load changed.
+   */
+  onLoaded?: (key: K, value: V, reason: LoadReason) => void;
 }
 
 interface Entry<K, V> {
   key: K;
   value: V | undefined;
   loadedAt: number;
+  /** When an eager cache's timer reconciles it: `reconcileMs` after its last whole load, ±10 %. */
+  reconcileAt: number;
   expiresAt: number;
   /** The whole value is to be re-read ('whole'), or compared ('reconcile'). */
   whole: 'whole' | 'reconcile' | undefined;
   /** Parts announced as changed since the last load began. */
   changed: Set<string>;
   loading: Promise<'fresh' | 'stale'> | undefined;
+  /** The load under way covers announced changes: until it lands, the value is not served as current. */
+  loadingAnnounced: boolean;
   retryMs: number;
   retryTimer: NodeJS.Timeout | undefined;
   /** After a failed load, reads serve the last good value without loading again until then. */
@@ -97,7 +106,8 @@ export interface SubscribedCacheStatus {
  *   down, SUBSCRIBE waits in ioredis' queue); their handlers turn announcements into `invalidate`
  *   (the whole value or some parts of it).
  * - An invalidated value is not served again: the next read waits for its reload (so a writer reads
- *   its own change), unless `eager`, which reloads it at once.
+ *   its own change); `eager` starts that reload at once, and the value is not served as current
+ *   until it lands.
  * - Whenever the subscriber (re)connects, announcements may have been missed: every value goes to
  *   'reconcile'. So does a value older than `reconcileMs`, reloaded in the background while it is
  *   still served.
@@ -155,10 +165,12 @@ export class SubscribedCache<K, V> {
       }
     }
     if (this.options.eager && this.options.reconcileMs !== undefined) {
+      // Each value falls due at its own time, spread by the jitter, so that a thousand values held
+      // are not reconciled in one burst that would take every database connection at once.
       this.reconcileTimer = setInterval(() => {
-        const due = Date.now() - this.options.reconcileMs!;
-        for (const e of this.entries.values()) if (e.value !== undefined && e.loadedAt <= due && e.whole === undefined) this.mark(e, 'reconcile');
-      }, Math.max(10, Math.min(this.options.reconcileMs, 60_000)));
+        const now = Date.now();
+        for (const e of this.entries.values()) if (e.value !== undefined && e.reconcileAt <= now && e.whole === undefined) this.mark(e, 'reconcile');
+      }, Math.max(10, Math.min(this.options.reconcileMs / 10, 60_000)));
       this.reconcileTimer.unref();
     }
     return this;
@@ -226,9 +238,20 @@ export class SubscribedCache<K, V> {
     }
   }
 
-  /** Every held key `match` accepts is invalidated whole. */
-  invalidateWhere(match: (key: K, value: V | undefined) => boolean): void {
-    for (const e of this.entries.values()) if (match(e.key, e.value)) this.mark(e, 'whole');
+  /**
+   * Every key held or being loaded that `match` accepts is invalidated: whole, or only `parts`
+   * (an announcement about many keys, e.g. a change seen by every environment of a tenant).
+   */
+  invalidateWhere(match: (key: K, value: V | undefined) => boolean, parts?: Iterable<string>): void {
+    const list = parts === undefined ? undefined : [...parts];
+    for (const e of this.entries.values()) {
+      if (!match(e.key, e.value)) continue;
+      if (list === undefined) this.mark(e, 'whole');
+      else {
+        for (const p of list) e.changed.add(p);
+        this.kick(e);
+      }
+    }
   }
 
   /** Drops keys outright (the next read loads afresh; a load under way is not kept). */
@@ -281,10 +304,12 @@ export class SubscribedCache<K, V> {
         key,
         value: undefined,
         loadedAt: 0,
+        reconcileAt: Infinity,
         expiresAt: Infinity,
         whole: undefined,
         changed: new Set(),
         loading: undefined,
+        loadingAnnounced: false,
         retryMs: 0,
         retryTimer: undefined,
         retryAt: 0,
@@ -307,7 +332,7 @@ export class SubscribedCache<K, V> {
 
   /** Held, not invalidated, not expired. A value due for 'reconcile' is still served meanwhile. */
   private servable(e: Entry<K, V>): boolean {
-    return e.value !== undefined && e.whole !== 'whole' && e.changed.size === 0 && e.expiresAt > Date.now();
+    return e.value !== undefined && e.whole !== 'whole' && e.changed.size === 0 && !e.loadingAnnounced && e.expiresAt > Date.now();
   }
 
   private reconcileIfDue(e: Entry<K, V>): void {
@@ -364,20 +389,34 @@ export class SubscribedCache<K, V> {
     return this.options.serveStaleOn(err, wanted);
   }
 
+  private loaded(key: K, value: V, reason: LoadReason): void {
+    try {
+      this.options.onLoaded?.(key, value, reason);
+    } catch (err) {
+      this.logger.warn(`onLoaded failed: ${errorText(err)}`);
+    }
+  }
+
   private async run(e: Entry<K, V>): Promise<'fresh' | 'stale'> {
     const previous = e.value;
     const expired = previous !== undefined && e.expiresAt <= Date.now();
     const reason: LoadReason = previous === undefined ? 'first' : e.whole === 'whole' || expired ? 'whole' : e.changed.size > 0 ? 'changed' : 'reconcile';
-    const whole = e.whole;
+    // A 'changed' load does not cover a pending 'reconcile': it stays for the next load.
+    const whole = reason === 'changed' ? undefined : e.whole;
     const changed = e.changed;
-    e.whole = undefined;
+    if (reason !== 'changed') e.whole = undefined;
     e.changed = new Set();
+    e.loadingAnnounced = reason === 'changed' || reason === 'whole';
     try {
       const value = await this.options.load(e.key, { reason, previous, changed });
       const now = Date.now();
       e.value = value;
+      e.loadingAnnounced = false;
       // A 'changed' load is partial: the whole value was last compared when it was last loaded whole.
-      if (reason !== 'changed') e.loadedAt = now;
+      if (reason !== 'changed') {
+        e.loadedAt = now;
+        if (this.options.reconcileMs !== undefined) e.reconcileAt = now + this.options.reconcileMs * (0.9 + 0.2 * Math.random());
+      }
       e.expiresAt = this.options.expiresAt?.(value, now) ?? Infinity;
       e.retryMs = 0;
       e.retryAt = 0;
@@ -386,8 +425,10 @@ export class SubscribedCache<K, V> {
         this.lastError = undefined;
         this.logger.log('loads succeed again');
       }
+      this.loaded(e.key, value, reason);
       return 'fresh';
     } catch (err) {
+      e.loadingAnnounced = false;
       // Not covered after all: what it was to cover is wanted still.
       if (whole !== undefined && e.whole !== 'whole') e.whole = whole;
       if (reason === 'whole' && e.whole === undefined) e.whole = 'whole';

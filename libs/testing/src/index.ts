@@ -9,3 +9,4 @@ export * from './fake-model-upstream';
 export * from './fake-stripe';
 export * from './stripe-form';
 export * from './fake-secrets-manager';
+export * from './flag-rows';

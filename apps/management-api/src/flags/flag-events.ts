@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CHANNELS, type FlagChanged, PUBSUB, type PubSub } from '@flagship/redis';
-import { FlagSnapshots } from './flag-snapshots';
+import { FlagStore } from '@flagship/flag-store';
 
 /** Announces committed flag changes on Redis so orep-server and other replicas learn at once. */
 @Injectable()
@@ -9,12 +9,13 @@ export class FlagEvents {
 
   constructor(
     @Inject(PUBSUB) private readonly pubsub: PubSub,
-    private readonly snapshots: FlagSnapshots,
+    private readonly store: FlagStore,
   ) {}
 
   async changed(tenantId: string, environments: string[], flagKey: string, version: number): Promise<void> {
     for (const environment of environments) {
-      this.snapshots.invalidate(tenantId, environment, flagKey);
+      // This replica's evaluations wait for the re-read, so the writer reads its own change.
+      this.store.invalidate(tenantId, environment, flagKey);
       const msg: FlagChanged = { tenantId, environment, flagKey, version };
       // The change is committed; a lost announcement is healed by the readers' periodic reconcile.
       await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));

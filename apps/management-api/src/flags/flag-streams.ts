@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { APP_CONFIG } from '@flagship/config';
+import { type FlagSetChanged, FlagStore, FlagStoreRepository, type StoredFlag } from '@flagship/flag-store';
 import { ProblemException } from '@flagship/problem-details';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsService } from '../environments/environments.service';
-import { FlagSnapshots, type FlagSetChanged } from './flag-snapshots';
 import { FlagProblems } from './flags.errors';
-import { FlagsRepository } from './flags.repository';
 
 /** Changes heard within this are read and sent as one event (a burst of PATCHes, an import). */
 const COALESCE_MS = 25;
@@ -102,7 +101,7 @@ export class Feed {
 /**
  * The flag-data stream (`GET /api/flag-stream`): Server-Sent Events carrying an environment's flag
  * definitions in the evaluator's form, for SDKs that evaluate in process. `put` is every flag,
- * `patch` the flags that changed, `delete` the keys removed. Changes come from FlagSnapshots'
+ * `patch` the flags that changed, `delete` the keys removed. Changes come from the flag store's
  * change seam (a held set re-reads announced changes at once, from any replica), are coalesced
  * for COALESCE_MS and read once per tenant-environment, whatever the number of streams.
  *
@@ -123,8 +122,8 @@ export class FlagStreams implements OnModuleDestroy {
 
   constructor(
     @Inject(APP_CONFIG) config: ManagementApiConfig,
-    private readonly snapshots: FlagSnapshots,
-    private readonly repo: FlagsRepository,
+    private readonly snapshots: FlagStore,
+    private readonly repo: FlagStoreRepository,
     private readonly environments: EnvironmentsService,
   ) {
     this.limits = {
@@ -263,9 +262,9 @@ export class FlagStreams implements OnModuleDestroy {
     if (feed !== undefined) return feed;
     const created = new Feed(tenantId, environment);
     created.ready = (async () => {
-      // Held by FlagSnapshots from now on, so its changes are heard (and re-read) at once.
+      // Held by the flag store from now on, so its changes are heard (and re-read) at once.
       await this.snapshots.view(tenantId, environment);
-      for (const f of await this.repo.heldFlags(tenantId, environment)) created.flags.set(f.key, { fingerprint: f.fingerprint, text: JSON.stringify(f.definition) });
+      for (const f of await this.repo.findAll(tenantId, environment)) created.flags.set(f.key, { fingerprint: f.fingerprint, text: JSON.stringify(f.definition) });
     })();
     created.ready.catch(() => {
       if (this.feeds.get(k) === created) this.feeds.delete(k);
@@ -301,7 +300,7 @@ export class FlagStreams implements OnModuleDestroy {
     let retry = false;
     try {
       await feed.ready;
-      const rows = await this.repo.heldFlags(feed.tenantId, feed.environment, all ? undefined : keys);
+      const rows: StoredFlag[] = all ? await this.repo.findAll(feed.tenantId, feed.environment) : await this.repo.findByKeys(feed.tenantId, feed.environment, keys);
       const found = new Set<string>();
       const changed: string[] = [];
       for (const f of rows) {

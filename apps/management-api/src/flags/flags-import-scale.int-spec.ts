@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
-import { FlagSnapshots } from './flag-snapshots';
+import { FlagStore } from '@flagship/flag-store';
 
 /** The cost of one tenant's writes with 2,000 flags (the LaunchDarkly import, a PATCH), through real HTTP, Postgres and Redis. */
 describe('a 2,000-flag tenant: the cost of its writes (real HTTP, Postgres, Redis)', () => {
@@ -126,7 +126,7 @@ describe('a 2,000-flag tenant: the cost of its writes (real HTTP, Postgres, Redi
   }, 60_000);
 
   it('a PATCH recompiles that flag alone, and the next evaluation sees it', async () => {
-    const snapshots = f.svc.app.get(FlagSnapshots);
+    const snapshots = f.svc.app.get(FlagStore);
     const evaluate = async (key: string, userId = 'nobody') => (await f.call('POST', `/api/flags/${key}/evaluate`, { ...as(owner), json: { userId } })).body;
     expect(await evaluate('bulk-0500')).toMatchObject({ reason: 'FALLTHROUGH' });
     const view = await snapshots.view(owner.tenantId, 'production');

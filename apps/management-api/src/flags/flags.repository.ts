@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { FlagDefinition } from '@flagship/flag-evaluation';
-import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, FLAG_FINGERPRINT, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
+import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 
@@ -26,14 +26,6 @@ const ENV_COLUMNS: Record<string, [string, boolean]> = {
 export interface FlagRow {
   flag: FlagEntity;
   env: FlagEnvironmentEntity;
-}
-
-/** One flag as evaluations hold it (FlagSnapshots): its definition, project and change fingerprint. */
-export interface HeldFlag {
-  key: string;
-  projectId: string | null;
-  fingerprint: string;
-  definition: FlagDefinition;
 }
 
 /** Flags of one tenant; every statement names the tenant. */
@@ -297,28 +289,6 @@ export class FlagsRepository {
       [tenantId, JSON.stringify([{ key }]), key],
     );
     return rows.map((r) => r.key);
-  }
-
-  /** Every flag of the tenant in one environment (`keys`: only these; a key without a row is gone). */
-  async heldFlags(tenantId: string, environment: string, keys?: readonly string[]): Promise<HeldFlag[]> {
-    const rows: Array<FlagDefinitionRow & { project_id: string | null; fingerprint: string }> = await this.ds.manager.query(
-      `SELECT ${FLAG_DEFINITION_COLUMNS}, f.project_id, ${FLAG_FINGERPRINT} AS fingerprint
-       FROM flags f JOIN flag_environments fe ON fe.flag_id = f.id AND fe.tenant_id = f.tenant_id
-       WHERE f.tenant_id = $1 AND fe.environment_key = $2${keys ? ' AND f.key = ANY($3::text[])' : ''}`,
-      keys ? [tenantId, environment, keys] : [tenantId, environment],
-    );
-    return rows.map((r) => ({ key: r.key, projectId: r.project_id, fingerprint: r.fingerprint, definition: flagDefinitionFromRow(r) }));
-  }
-
-  /** key -> fingerprint of every flag of the tenant in one environment (no jsonb read). */
-  async fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
-    const rows: Array<{ key: string; fingerprint: string }> = await this.ds.manager.query(
-      `SELECT f.key, ${FLAG_FINGERPRINT} AS fingerprint
-       FROM flags f JOIN flag_environments fe ON fe.flag_id = f.id AND fe.tenant_id = f.tenant_id
-       WHERE f.tenant_id = $1 AND fe.environment_key = $2`,
-      [tenantId, environment],
-    );
-    return new Map(rows.map((r) => [r.key, r.fingerprint]));
   }
 
   async environmentsOf(tenantId: string, flagId: string, m?: EntityManager): Promise<string[]> {

@@ -12,6 +12,7 @@ import {
   valueMatchesType,
   type Variation,
 } from '@flagship/flag-evaluation';
+import { FlagStore } from '@flagship/flag-store';
 import { flagDefinitionFromRow, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
@@ -20,7 +21,6 @@ import { ProjectsService } from '../projects/projects.service';
 import { Quotas } from '../quotas/quotas';
 import { EvaluationCounter } from './evaluation-counter';
 import { FlagEvents } from './flag-events';
-import { FlagSnapshots } from './flag-snapshots';
 import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import type { CreateFlagDto, EvaluationResultDto, FlagDto, UpdateFlagDto } from './flags.dto';
 import { FlagProblems } from './flags.errors';
@@ -93,7 +93,7 @@ export class FlagsService {
     private readonly repo: FlagsRepository,
     private readonly projects: ProjectsService,
     private readonly environments: EnvironmentsService,
-    private readonly snapshots: FlagSnapshots,
+    private readonly store: FlagStore,
     private readonly events: FlagEvents,
     private readonly counter: EvaluationCounter,
     private readonly quotas: Quotas,
@@ -325,12 +325,12 @@ export class FlagsService {
   }
 
   /**
-   * Evaluates from the tenant-environment's compiled set held in memory (FlagSnapshots): no query
+   * Evaluates from the tenant-environment's compiled set held in memory (FlagStore): no query
    * per call once warm. A held set also proves the environment exists, so it is not looked up again.
    */
   async evaluate(tenantId: string, env: string | undefined, key: string, context: EvaluationContext, projectId?: string): Promise<EvaluationResultDto> {
     const environment = env === undefined || env === '' ? 'production' : env;
-    const view = this.snapshots.peek(tenantId, environment) ?? (await this.snapshots.view(tenantId, await this.environments.resolve(tenantId, env)));
+    const view = this.store.peek(tenantId, environment) ?? (await this.store.view(tenantId, await this.environments.resolve(tenantId, env)));
     const flag = view.set.get(key);
     if (!flag) throw this.notFound(key);
     const result = view.set.evaluate(flag, context);

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { runMigrations } from '@flagship/persistence';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
-import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment, writeNumberFlag } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { loadOrepServerConfig } from '../env.schema';
 import { installFastPath } from '../fast-path/install-fast-path';
@@ -48,20 +48,7 @@ describe('Postgres source', () => {
   };
 
   /** Creates or changes a number flag whose value is `value` in production, as management-api would. */
-  const setFlag = async (key: string, value: number, tenant = TENANT): Promise<void> => {
-    await db.query(
-      `WITH f AS (
-         INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
-         VALUES ($1, $2, $2, 'number', $3::jsonb, jsonb_build_array(jsonb_build_object('id', 'v', 'name', 'V', 'value', $3::jsonb, 'weight', 0)))
-         ON CONFLICT (tenant_id, key) DO UPDATE
-           SET default_value = EXCLUDED.default_value, variations = EXCLUDED.variations, version = flags.version + 1, updated_at = now()
-         RETURNING id, tenant_id)
-       INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled)
-       SELECT tenant_id, id, 'production', true FROM f
-       ON CONFLICT (flag_id, environment_key) DO UPDATE SET version = flag_environments.version + 1, updated_at = now()`,
-      [tenant, key, JSON.stringify(value)],
-    );
-  };
+  const setFlag = (key: string, value: number, tenant = TENANT): Promise<void> => writeNumberFlag(db, tenant, key, value);
   const publish = (flagKey: string, tenantId = TENANT, environment: string | null = 'production') =>
     publisher.publish(channel, JSON.stringify({ tenantId, environment, flagKey, version: 1 }));
   const valueOf = async (app: RunningApp, key: string): Promise<unknown> => {

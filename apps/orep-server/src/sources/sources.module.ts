@@ -1,11 +1,11 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import type Redis from 'ioredis';
+import { FlagStoreRepository } from '@flagship/flag-store';
 import { PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
 import type { OrepServerConfig } from '../env.schema';
 import { EmbeddedFlagSource } from './embedded-flag.source';
 import { FileFlagSource } from './file-flag.source';
 import { FLAG_SOURCE } from './flag-source';
-import { FlagsRepository } from './flags.repository';
 import { PostgresFlagSource } from './postgres-flag.source';
 
 /** Provides the one FlagSource the configuration asks for (env.schema.ts decides which). */
@@ -24,11 +24,11 @@ export class SourcesModule {
         providers.push({ provide: FLAG_SOURCE, useClass: EmbeddedFlagSource });
         break;
       case 'postgres':
-        providers.push(FlagsRepository, {
+        providers.push(FlagStoreRepository, {
           provide: FLAG_SOURCE,
-          inject: [FlagsRepository, REDIS, REDIS_KEYS],
+          inject: [FlagStoreRepository, REDIS, REDIS_KEYS],
           // A subscriber connection of the source's own, closed with it at shutdown.
-          useFactory: (repository: FlagsRepository, redis: Redis, keys: RedisKeys) =>
+          useFactory: (repository: FlagStoreRepository, redis: Redis, keys: RedisKeys) =>
             new PostgresFlagSource(repository, new PubSub(redis, keys, config.REDIS_URL, 'orep-server-flags'), {
               tenantId: config.OREP_TENANT_ID,
               environment: config.OREP_ENVIRONMENT,

@@ -1,0 +1,2 @@
+export * from './flag-store.repository';
+export * from './flag-store';
