@@ -103,13 +103,15 @@ describe('FlagStore over real Postgres and Redis', () => {
     const view = await store.view(A, 'production');
     expect([...view.set.keys()].sort()).toEqual(['a1', 'a2', 'a3']);
     const compiled = new Map([...view.set.keys()].map((k) => [k, view.set.get(k)]));
-    expect(changes).toEqual([{ tenantId: A, environment: 'production', keys: undefined, at: view.set.updatedAt }]);
+    expect(changes).toEqual([{ tenantId: A, environment: 'production', keys: undefined, flags: [], removed: [], at: view.set.updatedAt }]);
 
     await setFlag(A, 'a2', 2);
     await publish({ tenantId: A, environment: 'production', flagKey: 'a2', version: 2 });
     // No read needed: the store re-reads at once (push streams listen).
     await waitFor(async () => changes.length === 2);
-    expect(changes[1]).toMatchObject({ tenantId: A, environment: 'production', keys: ['a2'] });
+    expect(changes[1]).toMatchObject({ tenantId: A, environment: 'production', keys: ['a2'], removed: [] });
+    // The row as read rides along, so a listener (the flag-data stream) needs no read of its own.
+    expect(changes[1]!.flags.map((f) => [f.key, f.definition.defaultValue])).toEqual([['a2', 2]]);
     expect(valueIn(store, A, 'a2')).toBe(2);
     expect(repository.reads).toEqual([`all ${A}/production`, `keys ${A}/production a2`]);
     // The same set, changed in place: the other flags stay compiled.
@@ -126,7 +128,7 @@ describe('FlagStore over real Postgres and Redis', () => {
     await sql.query(`DELETE FROM flags WHERE tenant_id = $1 AND key = 'a3'`, [A]);
     await publish({ tenantId: A, environment: 'production', flagKey: 'a3', version: 0 });
     await waitFor(async () => changes.length === 3);
-    expect(changes[2]!.keys).toEqual(['a3']);
+    expect(changes[2]).toMatchObject({ keys: ['a3'], flags: [], removed: ['a3'] });
     expect(valueIn(store, A, 'a3')).toBe('missing');
   });
 

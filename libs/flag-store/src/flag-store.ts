@@ -16,6 +16,10 @@ export interface FlagSetChanged {
   tenantId: string;
   environment: string;
   keys: readonly string[] | undefined;
+  /** The rows applied (changed or added flags, as read), when `keys` is set: a listener needs no read of its own. */
+  flags: readonly StoredFlag[];
+  /** The keys taken out (deleted flags), when `keys` is set. */
+  removed: readonly string[];
   /** When the change was applied to the held set (ms since the epoch): the set's `updatedAt`. */
   at: number;
 }
@@ -58,7 +62,7 @@ interface FlagSet extends FlagSetView {
   syncedAt: number;
   lastFullLoadMs: number;
   /** What the last load applied, told to listeners once the set is served again. */
-  applied: string[];
+  applied: Applied;
 }
 
 /**
@@ -198,7 +202,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
         fingerprints: new Map(flags.map((f) => [f.key, f.fingerprint])),
         syncedAt: Date.now(),
         lastFullLoadMs,
-        applied: [],
+        applied: NOTHING,
       };
     }
     if (reason === 'changed') {
@@ -215,8 +219,9 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       const stale: string[] = [];
       for (const [key, fingerprint] of stored) if (previous.fingerprints.get(key) !== fingerprint) stale.push(key);
       for (const key of previous.fingerprints.keys()) if (!stored.has(key)) stale.push(key);
-      previous.applied = stale.length > 0 ? apply(previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : [];
-      if (previous.applied.length > 0) this.logger.log(`reconcile of ${id} found ${previous.applied.length} flag(s) out of date, now current`);
+      previous.applied = stale.length > 0 ? apply(previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
+      const n = previous.applied.flags.length + previous.applied.removed.length;
+      if (n > 0) this.logger.log(`reconcile of ${id} found ${n} flag(s) out of date, now current`);
     }
     previous.syncedAt = Date.now();
     previous.lastFullLoadMs = Math.round(performance.now() - started);
@@ -224,12 +229,20 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
   }
 
   private loaded(id: string, value: FlagSet, reason: LoadReason): void {
-    const keys = reason === 'first' ? undefined : value.applied;
-    value.applied = [];
+    const applied = value.applied;
+    value.applied = NOTHING;
+    const keys = reason === 'first' ? undefined : [...applied.flags.map((f) => f.key), ...applied.removed];
     if (keys !== undefined && keys.length === 0) return; // nothing differed (a repeated announcement)
     if (this.listeners.size === 0) return;
     const tenantId = tenantOf(id);
-    const change: FlagSetChanged = { tenantId, environment: id.slice(tenantId.length + 1), keys, at: value.set.updatedAt };
+    const change: FlagSetChanged = {
+      tenantId,
+      environment: id.slice(tenantId.length + 1),
+      keys,
+      flags: keys === undefined ? [] : applied.flags,
+      removed: keys === undefined ? [] : applied.removed,
+      at: value.set.updatedAt,
+    };
     for (const listener of this.listeners) {
       try {
         listener(change);
@@ -239,6 +252,13 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     }
   }
 }
+
+interface Applied {
+  flags: StoredFlag[];
+  removed: string[];
+}
+
+const NOTHING: Applied = { flags: [], removed: [] };
 
 function idOf(tenantId: string, environment: string): string {
   return `${tenantId}/${environment}`;
@@ -251,14 +271,14 @@ function tenantOf(id: string): string {
 
 /**
  * Puts the re-read flags of `keys` in and takes out those of `keys` that are gone, in one
- * synchronous step; returns the keys that differed (a repeated announcement changes nothing).
+ * synchronous step; returns what differed (nothing for a repeated announcement).
  */
-function apply(held: FlagSet, keys: Iterable<string>, found: readonly StoredFlag[]): string[] {
+function apply(held: FlagSet, keys: Iterable<string>, found: readonly StoredFlag[]): Applied {
   const changed = found.filter((f) => held.fingerprints.get(f.key) !== f.fingerprint || !held.set.has(f.key));
   const foundKeys = new Set(found.map((f) => f.key));
   const removed: string[] = [];
   for (const key of keys) if (!foundKeys.has(key) && (held.set.has(key) || held.fingerprints.has(key))) removed.push(key);
-  if (changed.length === 0 && removed.length === 0) return [];
+  if (changed.length === 0 && removed.length === 0) return NOTHING;
   held.set.apply(
     changed.map((f) => f.definition),
     removed,
@@ -271,5 +291,5 @@ function apply(held: FlagSet, keys: Iterable<string>, found: readonly StoredFlag
     held.fingerprints.set(f.key, f.fingerprint);
     held.projects.set(f.key, f.projectId);
   }
-  return [...changed.map((f) => f.key), ...removed];
+  return { flags: changed, removed };
 }

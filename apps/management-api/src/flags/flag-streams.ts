@@ -54,7 +54,8 @@ export class Feed {
   readonly flags = new Map<string, { fingerprint: string; text: string }>();
   readonly streams = new Set<Stream>();
   ready: Promise<void> = Promise.resolve();
-  pendingKeys = new Set<string>();
+  /** Changes heard and not yet sent: the flag as the store read it, or null when it was taken out. */
+  pendingRows = new Map<string, StoredFlag | null>();
   pendingAll = false;
   flushTimer: NodeJS.Timeout | undefined;
   flushing = false;
@@ -102,8 +103,10 @@ export class Feed {
  * The flag-data stream (`GET /api/flag-stream`): Server-Sent Events carrying an environment's flag
  * definitions in the evaluator's form, for SDKs that evaluate in process. `put` is every flag,
  * `patch` the flags that changed, `delete` the keys removed. Changes come from the flag store's
- * change seam (a held set re-reads announced changes at once, from any replica), are coalesced
- * for COALESCE_MS and read once per tenant-environment, whatever the number of streams.
+ * change seam (a held set re-reads announced changes at once, from any replica), carrying the rows
+ * the store read, so a change costs no read of its own; they are coalesced for COALESCE_MS and sent
+ * once per tenant-environment, whatever the number of streams. Only a whole new set (the store's
+ * first load) is read again here.
  *
  * Resumable: every event has an id `{epoch}:{seq}`; a reconnect with Last-Event-ID inside the
  * feed's replay window gets only the events after it, else a fresh put. Bounded: streams per
@@ -278,7 +281,10 @@ export class FlagStreams implements OnModuleDestroy {
     const feed = this.feeds.get(`${change.tenantId}/${change.environment}`);
     if (feed === undefined) return;
     if (change.keys === undefined) feed.pendingAll = true;
-    else for (const key of change.keys) feed.pendingKeys.add(key);
+    else {
+      for (const row of change.flags) feed.pendingRows.set(row.key, row);
+      for (const key of change.removed) feed.pendingRows.set(key, null);
+    }
     this.schedule(feed, COALESCE_MS);
   }
 
@@ -290,40 +296,46 @@ export class FlagStreams implements OnModuleDestroy {
     }, delayMs);
   }
 
-  /** Reads what changed (once for every stream of the feed) and sends it as at most one patch and one delete. */
+  /**
+   * Sends what changed (once for every stream of the feed) as at most one patch and one delete:
+   * the rows the store read, or, after a whole new set, every flag read again.
+   */
   private async flush(feed: Feed): Promise<void> {
     feed.flushing = true;
     const all = feed.pendingAll;
-    const keys = [...feed.pendingKeys];
+    const pending = feed.pendingRows;
     feed.pendingAll = false;
-    feed.pendingKeys = new Set();
+    feed.pendingRows = new Map();
     let retry = false;
     try {
       await feed.ready;
-      const rows: StoredFlag[] = all ? await this.repo.findAll(feed.tenantId, feed.environment) : await this.repo.findByKeys(feed.tenantId, feed.environment, keys);
+      // A whole read covers the rows heard before it.
+      const rows: Array<StoredFlag | null> = all ? await this.repo.findAll(feed.tenantId, feed.environment) : [...pending.values()];
+      const keys = all ? undefined : [...pending.keys()];
       const found = new Set<string>();
       const changed: string[] = [];
       for (const f of rows) {
+        if (f === null) continue;
         found.add(f.key);
         if (feed.flags.get(f.key)?.fingerprint === f.fingerprint) continue;
         const text = JSON.stringify(f.definition);
         feed.flags.set(f.key, { fingerprint: f.fingerprint, text });
         changed.push(text);
       }
-      const removed = (all ? [...feed.flags.keys()] : keys).filter((key) => !found.has(key) && feed.flags.has(key));
+      const removed = (keys ?? [...feed.flags.keys()]).filter((key) => !found.has(key) && feed.flags.has(key));
       for (const key of removed) feed.flags.delete(key);
       if (changed.length > 0) this.broadcast(feed, feed.append('patch', `{"flags":[${changed.join(',')}]}`));
       if (removed.length > 0) this.broadcast(feed, feed.append('delete', JSON.stringify({ keys: removed })));
     } catch (err) {
       // Postgres away: the changes stay pending and are read again; streams keep their heartbeats meanwhile.
       if (all) feed.pendingAll = true;
-      for (const key of keys) feed.pendingKeys.add(key);
+      for (const [key, row] of pending) if (!feed.pendingRows.has(key)) feed.pendingRows.set(key, row);
       retry = true;
       this.logger.warn(`flag changes could not be read for the flag-data stream: ${(err as Error).message}`);
     } finally {
       feed.flushing = false;
     }
-    if (feed.pendingAll || feed.pendingKeys.size > 0) this.schedule(feed, retry ? RETRY_READ_MS : COALESCE_MS);
+    if (feed.pendingAll || feed.pendingRows.size > 0) this.schedule(feed, retry ? RETRY_READ_MS : COALESCE_MS);
   }
 
   private broadcast(feed: Feed, text: string): void {
