@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import type Redis from 'ioredis';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
-import { createTestEnvironment, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, http, waitFor, type TestEnvironment, writeNumberFlag } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { loadOrepServerConfig } from '../env.schema';
 import { installFastPath } from '../fast-path/install-fast-path';
@@ -59,18 +59,7 @@ describe('OFREP push', () => {
 
   /** Changes the number flag `key` to `value` in production and announces it, as management-api does. */
   const change = async (key: string, value: number, announce = true): Promise<void> => {
-    await db.query(
-      `WITH f AS (
-         INSERT INTO flags (tenant_id, key, name, type, default_value, variations)
-         VALUES ($1, $2, $2, 'number', $3::jsonb, jsonb_build_array(jsonb_build_object('id', 'v', 'name', 'V', 'value', $3::jsonb, 'weight', 0)))
-         ON CONFLICT (tenant_id, key) DO UPDATE
-           SET default_value = EXCLUDED.default_value, variations = EXCLUDED.variations, version = flags.version + 1, updated_at = now()
-         RETURNING id, tenant_id)
-       INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled)
-       SELECT tenant_id, id, 'production', true FROM f
-       ON CONFLICT (flag_id, environment_key) DO UPDATE SET version = flag_environments.version + 1, updated_at = now()`,
-      [TENANT, key, JSON.stringify(value)],
-    );
+    await writeNumberFlag(db, TENANT, key, value);
     if (announce) await announceChange(key);
   };
   const announceChange = (key: string) =>
