@@ -7,6 +7,4 @@ export * from './postgres.readiness';
 export * from './tokens';
 export * from './pool-statement';
 export * from './entities/entitlement.entity';
-export * from './entities/credit-balance.entity';
 export * from './flag-definition-row';
-export * from './usage-ledger-row';

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { isUuid } from '@flagship/domain';
-import type { UsageLedgerRow } from '@flagship/persistence';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
 import type { UsageFilterDto, UsageStatus } from './usage.dto';
-import { type UsageFilter, type UsageGroupRow, UsageRepository } from './usage.repository';
+import { type UsageFilter, type UsageGroupRow, type UsageRow, UsageRepository } from '@flagship/ledger';
 
 export interface UsageRowView {
   id: string;
@@ -48,30 +47,10 @@ export interface UsageSummaryView {
 const EARLIEST = Date.UTC(1970, 0, 1);
 const LATEST = Date.UTC(10000, 0, 1);
 
-export function toUsageRowView(r: UsageLedgerRow): UsageRowView {
-  return {
-    id: r.id,
-    clientId: r.client_id,
-    productKey: r.product_key,
-    provider: r.provider,
-    requestedProvider: r.requested_provider,
-    model: r.model,
-    endpoint: r.endpoint,
-    stream: r.stream,
-    status: r.status,
-    reserved: Number(r.reserved),
-    debit: Number(r.debit),
-    zeroRated: r.zero_rated,
-    zeroRatedReason: r.zero_rated_reason,
-    inputTokens: r.input_tokens,
-    outputTokens: r.output_tokens,
-    usageEstimated: r.usage_estimated,
-    errorCode: r.error_code,
-    latencyMs: r.latency_ms,
-    requestId: r.request_id,
-    createdAt: r.created_at.toISOString(),
-    completedAt: r.completed_at?.toISOString() ?? null,
-  };
+/** The ledger's row as the API shows it: instants as ISO strings, the tenant id left out (it is the caller's). */
+export function toUsageRowView(r: UsageRow): UsageRowView {
+  const { tenantId: _tenantId, createdAt, completedAt, ...rest } = r;
+  return { ...rest, createdAt: createdAt.toISOString(), completedAt: completedAt?.toISOString() ?? null };
 }
 
 /** The keyset position of a listed row, for `sendPage` (created_at has millisecond precision, as ISO strings do). */

@@ -11,7 +11,9 @@ export interface SettledBatch {
 }
 
 /**
- * The usage ledger's crash recovery, inside the caller's transaction (one per batch). Rows are
+ * The usage ledger's crash recovery (billing-worker's reconciler), inside the caller's transaction
+ * (one per batch). It works across tenants by design: it picks the oldest stale rows of any tenant,
+ * then names each picked row's tenant when it releases the holds. Rows are
  * locked with SKIP LOCKED, so replicas split the work instead of queueing behind each other, and
  * only a row still `pending` under its lock is settled: a reservation is released at most once,
  * whether another replica or the gateway itself got there first.
