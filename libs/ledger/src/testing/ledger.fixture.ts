@@ -14,9 +14,9 @@ export async function createTenant(ds: Sql, setup: { balance?: number } = {}): P
   return id;
 }
 
-/** A tenant's ledger rows as Postgres holds them, oldest first. */
-export function ledgerRows(ds: Sql, tenantId: string): Promise<UsageRowRecord[]> {
-  return ds.query<UsageRowRecord[]>(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
+/** A tenant's ledger rows as Postgres holds them (every column), oldest first. */
+export function ledgerRows(ds: Sql, tenantId: string): Promise<Array<UsageRowRecord & { meter_reported_at: Date | null }>> {
+  return ds.query(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
 }
 
 export async function balanceOf(ds: Sql, tenantId: string): Promise<{ balance: number; reserved: number }> {
