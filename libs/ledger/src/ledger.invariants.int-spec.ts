@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
-import { createTestDatabase, type TestDatabase } from '@flagship/testing';
+import { createTestDatabase, seededRandom, type TestDatabase } from '@flagship/testing';
 import { balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
 import { type Reservation, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
 import { UsageReconcilerRepository } from './usage-reconciler.repository';
@@ -31,25 +31,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A small deterministic generator (mulberry32), so a failing run can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const MAX_ESTIMATE = 600;
 
 describe('ledger balance invariants (real Postgres, two pools)', () => {
   const seeds = [1, 2, 3];
 
   it.each(seeds)('seed %i: credit left never below 0, nothing held at the end, debits equal the fall', async (seed) => {
-    const rnd = random(seed);
+    const rnd = seededRandom(seed);
     const pick = (n: number) => Math.floor(rnd() * n);
     const start = 20_000;
     const tenant = await createTenant(replicas[0]!, { balance: start });

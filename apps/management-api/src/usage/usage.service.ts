@@ -2,32 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { isUuid } from '@flagship/domain';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
-import type { UsageFilterDto, UsageStatus } from './usage.dto';
+import type { UsageFilterDto } from './usage.dto';
 import { type UsageFilter, type UsageGroupRow, type UsageRow, UsageRepository } from '@flagship/ledger';
 
-export interface UsageRowView {
-  id: string;
-  clientId: string;
-  productKey: string;
-  provider: string;
-  requestedProvider: string | null;
-  model: string;
-  endpoint: string;
-  stream: boolean;
-  status: UsageStatus;
-  reserved: number;
-  debit: number;
-  zeroRated: boolean;
-  zeroRatedReason: string | null;
-  inputTokens: number;
-  outputTokens: number;
-  usageEstimated: boolean;
-  errorCode: string | null;
-  latencyMs: number | null;
-  requestId: string | null;
-  createdAt: string;
-  completedAt: string | null;
-}
+/** A ledger row as GET /api/usage shows it: the caller's own tenant left out, instants as ISO strings. */
+export type UsageRowView = Omit<UsageRow, 'tenantId' | 'createdAt' | 'completedAt'> & { createdAt: string; completedAt: string | null };
 
 export interface UsageTotals {
   requests: number;
@@ -47,7 +26,6 @@ export interface UsageSummaryView {
 const EARLIEST = Date.UTC(1970, 0, 1);
 const LATEST = Date.UTC(10000, 0, 1);
 
-/** The ledger's row as the API shows it: instants as ISO strings, the tenant id left out (it is the caller's). */
 export function toUsageRowView(r: UsageRow): UsageRowView {
   const { tenantId: _tenantId, createdAt, completedAt, ...rest } = r;
   return { ...rest, createdAt: createdAt.toISOString(), completedAt: completedAt?.toISOString() ?? null };
