@@ -1,7 +1,10 @@
+/**
+ * persistence's queryPool, the way the ledger runs its statements. Tested here rather than in
+ * libs/persistence: a test database comes from libs/testing, which itself depends on persistence.
+ */
+import { createDataSource, queryPool } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
 import type { DataSource } from 'typeorm';
-import { createDataSource } from './data-source';
-import { queryPool } from './pool-statement';
 
 let db: TestDatabase;
 let ds: DataSource;
