@@ -6,7 +6,7 @@ import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayPipeline, GatewayReadiness } from './gateway.pipeline';
-import { UsageLedgerRepository } from './ledger/usage-ledger.repository';
+import { UsageLedgerRepository } from '@flagship/ledger';
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
 import { ProvidersModule } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';

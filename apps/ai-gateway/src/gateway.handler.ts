@@ -13,7 +13,7 @@ import type { ReservationStep } from './pipeline/reservation.step';
 import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
 import type { TokenStep } from './pipeline/token.step';
-import type { Reservation } from './ledger/usage-ledger.repository';
+import type { Reservation } from './pipeline/ledger.types';
 import type { CallCutter, Endpoint, ProviderClient } from './providers/provider.types';
 
 export interface GatewaySteps {

@@ -8,7 +8,7 @@ import { HttpMetrics, type ReadinessCheck } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
-import { UsageLedgerRepository } from './ledger/usage-ledger.repository';
+import { UsageLedgerRepository } from '@flagship/ledger';
 import { EntitlementStep } from './pipeline/entitlement.step';
 import { ProductKeyStep } from './pipeline/product-key.step';
 import { ProviderCallStep } from './pipeline/provider-call.step';

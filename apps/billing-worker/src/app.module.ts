@@ -13,7 +13,7 @@ import { usageMeterJob } from './jobs/usage-meter.job';
 import { usagePricingJob } from './jobs/usage-pricing.job';
 import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
 import { webhookInboxJob } from './jobs/webhook-inbox.job';
-import { UsageMeterRepository } from './metering/usage-meter.repository';
+import { CreditsRepository, UsageMeterRepository } from '@flagship/ledger';
 import { UsageMeterService } from './metering/usage-meter.service';
 import { UsagePricingService } from './metering/usage-pricing.service';
 import { PortalConfigurationService } from './stripe/portal-configuration.service';
@@ -46,6 +46,7 @@ export class AppModule {
         BillingMetrics,
         BillingRepository,
         BillingSyncRepository,
+        CreditsRepository,
         BillingSyncService,
         StripeEventsRepository,
         StripeEventProcessor,

@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { hashSecret } from '@flagship/config';
 import { TenantEntity, TransactionRunner } from '@flagship/persistence';
+import { CreditsRepository } from '@flagship/ledger';
 import { AdminRepository } from './admin/admin.repository';
 import { EnvironmentsRepository } from './environments/environments.repository';
 import { newClientSecret } from './oauth/client-credentials';
@@ -54,9 +55,9 @@ export async function seedDemo(app: INestApplicationContext): Promise<DemoSeedRe
        WHERE oauth_clients.tenant_id = EXCLUDED.tenant_id`,
       [DEMO_TENANT_ID, DEMO_CLIENT_ID, secretHash, ['flags:read', 'flags:evaluate', 'ai:invoke']],
     );
-    const given: unknown[] = await m.query(`SELECT 1 FROM credit_grants WHERE tenant_id = $1 AND reason = $2`, [DEMO_TENANT_ID, DEMO_CREDITS_REASON]);
-    if (given.length > 0) return false;
-    await app.get(AdminRepository).grantCredits(m, DEMO_TENANT_ID, DEMO_CREDITS, DEMO_CREDITS_REASON, 'seed');
+    const credits = app.get(CreditsRepository);
+    if (await credits.hasGrant(m, DEMO_TENANT_ID, DEMO_CREDITS_REASON)) return false;
+    await credits.grantCredits(m, DEMO_TENANT_ID, { amount: DEMO_CREDITS, reason: DEMO_CREDITS_REASON, grantedBy: 'seed' });
     return true;
   });
   await app.get(AdminRepository).upsertEntitlement(DEMO_TENANT_ID, 'core', 'enterprise', null);

@@ -2,10 +2,9 @@ import { DataSource, type EntitySchema, type MixedList } from 'typeorm';
 import { MIGRATIONS } from './migrations';
 import { TenantEntity } from './entities/tenant.entity';
 import { EntitlementEntity } from './entities/entitlement.entity';
-import { CreditBalanceEntity } from './entities/credit-balance.entity';
 
-/** Entities several apps share (tenants, entitlements, credits). Apps add their own. */
-export const SHARED_ENTITIES = [TenantEntity, EntitlementEntity, CreditBalanceEntity];
+/** Entities several apps share (tenants, entitlements). Apps add their own; the money tables belong to @flagship/ledger. */
+export const SHARED_ENTITIES = [TenantEntity, EntitlementEntity];
 
 export interface DataSourceOptions {
   url: string;

@@ -5,7 +5,6 @@ export * from './entities/tenant.entity';
 export * from './persistence.module';
 export * from './postgres.readiness';
 export * from './tokens';
+export * from './pool-statement';
 export * from './entities/entitlement.entity';
-export * from './entities/credit-balance.entity';
 export * from './flag-definition-row';
-export * from './usage-ledger-row';

@@ -3,6 +3,7 @@ export * from './test-redis';
 export * from './test-app';
 export * from './processes';
 export * from './http';
+export * from './seeded-random';
 export * from './tcp-proxy';
 export * from './openapi-artefacts';
 export * from './fake-model-upstream';

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/lean-http';
 import { dependencyDown, GatewayError } from '../gateway.errors';
-import type { Reservation, UsageLedgerRepository } from '../ledger/usage-ledger.repository';
+import type { UsageLedgerRepository } from '@flagship/ledger';
+import type { Reservation } from './ledger.types';
 
 /**
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one

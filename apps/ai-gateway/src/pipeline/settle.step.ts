@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/lean-http';
-import type { Reservation, Settlement, UsageLedgerRepository } from '../ledger/usage-ledger.repository';
+import type { UsageLedgerRepository } from '@flagship/ledger';
+import type { Reservation, Settlement } from './ledger.types';
 
 type Release = Pick<Reservation, 'id' | 'tenantId'>;
 

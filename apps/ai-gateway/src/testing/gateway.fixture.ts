@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { commonEnv, loadConfig, portEnv, SecretStore } from '@flagship/config';
 import { AccessTokenIssuer, OAuthModule } from '@flagship/oauth';
-import type { UsageLedgerRow } from '@flagship/persistence';
+import type { UsageRowRecord } from '@flagship/ledger';
 import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
 import type { TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
@@ -68,7 +68,7 @@ export async function createTenant(ds: Sql, setup: TenantSetup = {}): Promise<st
 }
 
 /** A tenant's ledger rows as Postgres holds them. */
-export type LedgerRow = UsageLedgerRow;
+export type LedgerRow = UsageRowRecord;
 
 export async function ledgerRows(ds: Sql, tenantId: string): Promise<LedgerRow[]> {
   return ds.query<LedgerRow[]>(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);

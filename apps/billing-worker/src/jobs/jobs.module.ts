@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { UsageReconcilerJob } from './usage-reconciler.job';
-import { UsageReconcilerRepository } from './usage-reconciler.repository';
+import { UsageReconcilerRepository } from '@flagship/ledger';
 
 /** The usage reconciler's parts; AppModule lists it with the Stripe jobs for the one JobScheduler. */
 @Module({

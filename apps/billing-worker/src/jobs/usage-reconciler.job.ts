@@ -5,7 +5,7 @@ import { TransactionRunner } from '@flagship/persistence';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { BillingWorkerConfig } from '../env.schema';
 import type { Job } from './job';
-import { type SettledBatch, UsageReconcilerRepository } from './usage-reconciler.repository';
+import { type SettledBatch, UsageReconcilerRepository } from '@flagship/ledger';
 
 /** A pass settles at most this many batches, so a huge backlog cannot hold one pass (and shutdown) for long. */
 const MAX_BATCHES_PER_PASS = 100;

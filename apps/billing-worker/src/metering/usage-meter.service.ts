@@ -6,7 +6,7 @@ import { BillingMetrics } from '../billing.metrics';
 import type { BillingWorkerConfig } from '../env.schema';
 import { STRIPE_API } from '../stripe/stripe.tokens';
 import { BillingSyncRepository } from '../webhooks/billing-sync.repository';
-import { type UnmeteredRow, UsageMeterRepository } from './usage-meter.repository';
+import { type UsageRow, UsageMeterRepository } from '@flagship/ledger';
 import { METER_PAYLOAD_KEYS, UsagePricingService } from './usage-pricing.service';
 
 /** Stripe takes meter events from the last 35 days; older rows are reported as of this margin inside it. */
@@ -62,12 +62,12 @@ export class UsageMeterService {
         await this.pricing.ensureSubscription(stripe, m, customer);
         customers.set(key, customer.stripeCustomerId);
       }
-      const accepted: string[] = [];
+      const accepted: UsageRow[] = [];
       const queue = [...batch];
-      const send = async (row: UnmeteredRow) => {
+      const send = async (row: UsageRow) => {
         const customer = customers.get(`${row.tenantId}:${row.productKey}`);
         if (!customer) return;
-        const timestamp = Math.max(Math.floor(row.completedAt.getTime() / 1000), Math.floor(Date.now() / 1000) - OLDEST_TIMESTAMP_S);
+        const timestamp = Math.max(Math.floor((row.completedAt ?? row.createdAt).getTime() / 1000), Math.floor(Date.now() / 1000) - OLDEST_TIMESTAMP_S);
         try {
           await stripe.billing.meterEvents.create({
             event_name: this.config.METER_EVENT_NAME,
@@ -80,7 +80,7 @@ export class UsageMeterService {
           if (!isDuplicateMeterEvent(err)) throw err;
           this.metrics.meterEvents.inc({ outcome: 'duplicate' });
         }
-        accepted.push(row.id);
+        accepted.push(row);
       };
       const workers = Array.from({ length: Math.max(1, this.config.METER_CONCURRENCY) }, async () => {
         while (failure === undefined) {

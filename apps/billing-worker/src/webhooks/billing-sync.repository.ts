@@ -14,7 +14,7 @@ export interface LedgerEntry {
   occurredAt: Date;
 }
 
-/** What billing-worker writes of a tenant: plan, plan entitlements, credits, billing ledger. Every statement names the tenant. */
+/** What billing-worker writes of a tenant: plan, plan entitlements, billing ledger (credits go through @flagship/ledger). Every statement names the tenant. */
 @Injectable()
 export class BillingSyncRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
@@ -50,15 +50,6 @@ export class BillingSyncRepository {
       [e.tenantId, e.productKey, e.kind, e.stripeObjectId, e.stripeSubscriptionId, e.amount, e.currency, e.credits, e.occurredAt],
     );
     return rows.length > 0;
-  }
-
-  async addCredits(m: EntityManager, tenantId: string, amount: number, reason: string): Promise<void> {
-    await m.query(
-      `INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)
-       ON CONFLICT (tenant_id) DO UPDATE SET balance = credit_balances.balance + EXCLUDED.balance, updated_at = now()`,
-      [tenantId, amount],
-    );
-    await m.query(`INSERT INTO credit_grants (tenant_id, amount, reason, granted_by) VALUES ($1, $2, $3, 'stripe')`, [tenantId, amount, reason]);
   }
 
   /** Serialises work on one Stripe object across replicas until the transaction ends. */

@@ -18,6 +18,7 @@ import { APP_CONFIG } from '@flagship/config';
 import type { BillingWorkerConfig } from '../env.schema';
 import { isUsageSubscription, UsagePricingService } from '../metering/usage-pricing.service';
 import { BILLING_SECRETS, STRIPE_API } from '../stripe/stripe.tokens';
+import { CreditsRepository } from '@flagship/ledger';
 import { BillingSyncRepository } from './billing-sync.repository';
 
 const toDate = (s: number | null | undefined): Date | null => (typeof s === 'number' ? new Date(s * 1000) : null);
@@ -38,6 +39,7 @@ export class BillingSyncService {
     @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
     private readonly billing: BillingRepository,
     private readonly sync: BillingSyncRepository,
+    private readonly credits: CreditsRepository,
     private readonly usagePricing: UsagePricingService,
   ) {}
 
@@ -167,7 +169,7 @@ export class BillingSyncService {
     });
     // Once per checkout session, whichever event (completed, async_payment_succeeded, a catch-up) gets here first.
     if (!fresh) return [];
-    await this.sync.addCredits(m, owner.tenantId, credits, `stripe checkout ${session.id}`);
+    await this.credits.grantCredits(m, owner.tenantId, { amount: credits, reason: `stripe checkout ${session.id}`, grantedBy: 'stripe' });
     return [owner.tenantId];
   }
 

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { CreditBalanceEntity, DATA_SOURCE, EntitlementEntity, type Tx } from '@flagship/persistence';
+import { DATA_SOURCE, EntitlementEntity } from '@flagship/persistence';
 
-/** Money and entitlements of one tenant; every statement names the tenant. */
+/** Entitlements of one tenant (credits go through @flagship/ledger); every statement names the tenant. */
 @Injectable()
 export class AdminRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
@@ -14,16 +14,5 @@ export class AdminRepository {
       [tenantId, productKey, tier, validUntil],
     );
     return (await this.ds.getRepository(EntitlementEntity).findOneBy({ tenantId, productKey }))!;
-  }
-
-  /** Records the grant and moves the balance in the caller's transaction. */
-  async grantCredits(m: Tx, tenantId: string, amount: number, reason: string, grantedBy: string): Promise<CreditBalanceEntity> {
-    await m.query(`INSERT INTO credit_grants (tenant_id, amount, reason, granted_by) VALUES ($1, $2, $3, $4)`, [tenantId, amount, reason, grantedBy]);
-    await m.query(
-      `INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)
-       ON CONFLICT (tenant_id) DO UPDATE SET balance = credit_balances.balance + EXCLUDED.balance, updated_at = now()`,
-      [tenantId, amount],
-    );
-    return (await m.getRepository(CreditBalanceEntity).findOneBy({ tenantId }))!;
   }
 }

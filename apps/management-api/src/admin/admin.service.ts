@@ -10,6 +10,7 @@ import { TenantsRepository } from '../tenants/tenants.repository';
 import { UsersRepository } from '../users/users.repository';
 import type { UserEntity } from '../users/user.entity';
 import { AdminProblems } from './admin.errors';
+import { CreditsRepository } from '@flagship/ledger';
 import { AdminRepository } from './admin.repository';
 import type { GrantCreditsDto, GrantEntitlementDto, PatchTenantAdminDto } from './admin.dto';
 
@@ -23,6 +24,7 @@ export class AdminService {
     private readonly users: UsersRepository,
     private readonly tenants: TenantsRepository,
     private readonly repo: AdminRepository,
+    private readonly credits: CreditsRepository,
     @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
     @Inject(PUBSUB) private readonly pubsub: PubSub,
   ) {}
@@ -43,9 +45,9 @@ export class AdminService {
 
   async grantCredits(tenantId: string, dto: GrantCreditsDto, caller: CallerContext) {
     await this.tenantOr404(tenantId);
-    const b = await this.transactions.run((m) => this.repo.grantCredits(m, tenantId, dto.amount, dto.reason, caller.callerId));
+    const b = await this.transactions.run((m) => this.credits.grantCredits(m, tenantId, { amount: dto.amount, reason: dto.reason, grantedBy: caller.callerId }));
     await this.announce(tenantId);
-    return { tenantId, balance: Number(b.balance), reserved: Number(b.reserved) };
+    return { tenantId, balance: b.balance, reserved: b.reserved };
   }
 
   async patchTenant(tenantId: string, dto: PatchTenantAdminDto) {

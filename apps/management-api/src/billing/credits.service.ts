@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CreditsRepository } from './credits.repository';
+import { CreditsRepository } from '@flagship/ledger';
 
 export interface CreditsView {
   balance: number;
@@ -14,7 +14,6 @@ export class CreditsService {
   /** A tenant that was never granted credits has a row of nothing, not a 404. */
   async balance(tenantId: string): Promise<CreditsView> {
     const row = await this.repo.balanceOf(tenantId);
-    // Micro-credits stay far below 2^53 (9 billion credits), so a JSON number loses nothing.
-    return { balance: Number(row?.balance ?? 0), reserved: Number(row?.reserved ?? 0) };
+    return { balance: row?.balance ?? 0, reserved: row?.reserved ?? 0 };
   }
 }

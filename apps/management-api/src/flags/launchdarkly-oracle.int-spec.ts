@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicLogger, FileDataSourceFactory, init, type LDClient, type LDContext } from '@launchdarkly/node-server-sdk';
-import type { HttpResult } from '@flagship/testing';
+import { type HttpResult, seededRandom } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
 /**
@@ -26,17 +26,6 @@ const FLAGS = Number(process.env['ORACLE_FLAGS'] ?? 300);
 const CONTEXTS = Number(process.env['ORACLE_CONTEXTS'] ?? 12);
 const SEED = Number(process.env['ORACLE_SEED'] ?? 20261122);
 
-/** mulberry32: a small seeded generator, so a failure can be replayed with ORACLE_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -236,7 +225,7 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
   let owner: SignedUp;
   let client: LDClient;
   let dir: string;
-  const g = new Gen(prng(SEED));
+  const g = new Gen(seededRandom(SEED));
   const flags: LdFlag[] = [];
   const contexts: Array<LDContext & Record<string, unknown>> = [];
   let imported: HttpResult<any>;

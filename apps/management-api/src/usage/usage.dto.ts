@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
-import { USAGE_STATUSES, type UsageStatus } from '@flagship/persistence';
+import { USAGE_STATUSES, type UsageStatus } from '@flagship/ledger';
 import { PageQueryDto } from '@flagship/service-kit';
 
 export { USAGE_STATUSES, type UsageStatus };

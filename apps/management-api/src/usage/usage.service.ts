@@ -1,34 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { isUuid } from '@flagship/domain';
-import type { UsageLedgerRow } from '@flagship/persistence';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
-import type { UsageFilterDto, UsageStatus } from './usage.dto';
-import { type UsageFilter, type UsageGroupRow, UsageRepository } from './usage.repository';
+import type { UsageFilterDto } from './usage.dto';
+import { type UsageFilter, type UsageGroupRow, type UsageRow, UsageRepository } from '@flagship/ledger';
 
-export interface UsageRowView {
-  id: string;
-  clientId: string;
-  productKey: string;
-  provider: string;
-  requestedProvider: string | null;
-  model: string;
-  endpoint: string;
-  stream: boolean;
-  status: UsageStatus;
-  reserved: number;
-  debit: number;
-  zeroRated: boolean;
-  zeroRatedReason: string | null;
-  inputTokens: number;
-  outputTokens: number;
-  usageEstimated: boolean;
-  errorCode: string | null;
-  latencyMs: number | null;
-  requestId: string | null;
-  createdAt: string;
-  completedAt: string | null;
-}
+/** A ledger row as GET /api/usage shows it: the caller's own tenant left out, instants as ISO strings. */
+export type UsageRowView = Omit<UsageRow, 'tenantId' | 'createdAt' | 'completedAt'> & { createdAt: string; completedAt: string | null };
 
 export interface UsageTotals {
   requests: number;
@@ -48,30 +26,9 @@ export interface UsageSummaryView {
 const EARLIEST = Date.UTC(1970, 0, 1);
 const LATEST = Date.UTC(10000, 0, 1);
 
-export function toUsageRowView(r: UsageLedgerRow): UsageRowView {
-  return {
-    id: r.id,
-    clientId: r.client_id,
-    productKey: r.product_key,
-    provider: r.provider,
-    requestedProvider: r.requested_provider,
-    model: r.model,
-    endpoint: r.endpoint,
-    stream: r.stream,
-    status: r.status,
-    reserved: Number(r.reserved),
-    debit: Number(r.debit),
-    zeroRated: r.zero_rated,
-    zeroRatedReason: r.zero_rated_reason,
-    inputTokens: r.input_tokens,
-    outputTokens: r.output_tokens,
-    usageEstimated: r.usage_estimated,
-    errorCode: r.error_code,
-    latencyMs: r.latency_ms,
-    requestId: r.request_id,
-    createdAt: r.created_at.toISOString(),
-    completedAt: r.completed_at?.toISOString() ?? null,
-  };
+export function toUsageRowView(r: UsageRow): UsageRowView {
+  const { tenantId: _tenantId, createdAt, completedAt, ...rest } = r;
+  return { ...rest, createdAt: createdAt.toISOString(), completedAt: completedAt?.toISOString() ?? null };
 }
 
 /** The keyset position of a listed row, for `sendPage` (created_at has millisecond precision, as ISO strings do). */

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE, type UsageLedgerRow, type UsageStatus } from '@flagship/persistence';
+import { DATA_SOURCE } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
+import { toUsageRow, USAGE_ROW_COLUMNS, type UsageRow, type UsageRowRecord, type UsageStatus } from './usage-row';
 
 /** A validated filter: instants already parsed, every field optional. */
 export interface UsageFilter {
@@ -21,17 +22,13 @@ export interface UsageGroupRow {
   debit: string;
 }
 
-const COLUMNS = `id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status,
-  reserved::text AS reserved, debit::text AS debit, zero_rated, zero_rated_reason, input_tokens, output_tokens,
-  usage_estimated, error_code, latency_ms, request_id, created_at, completed_at`;
-
-/** The gateway's usage ledger, read for one tenant; every statement names the tenant first. */
+/** The gateway's usage ledger, read for one tenant (management-api's usage routes); every statement names the tenant first. */
 @Injectable()
 export class UsageRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
 
   /** Up to `limit + 1` rows, newest first, after `after`: one more tells a next page exists. */
-  list(tenantId: string, filter: UsageFilter, limit: number, after?: PageCursor): Promise<UsageLedgerRow[]> {
+  async list(tenantId: string, filter: UsageFilter, limit: number, after?: PageCursor): Promise<UsageRow[]> {
     const { where, params } = whereOf(tenantId, filter);
     if (after) {
       params.push(after.at, after.id);
@@ -39,7 +36,11 @@ export class UsageRepository {
     }
     params.push(limit + 1);
     // (tenant_id, created_at DESC, id DESC) is usage_ledger_tenant_idx: the page is an index range.
-    return this.ds.query(`SELECT ${COLUMNS} FROM usage_ledger WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`, params);
+    const rows: UsageRowRecord[] = await this.ds.query(
+      `SELECT ${USAGE_ROW_COLUMNS} FROM usage_ledger WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(toUsageRow);
   }
 
   /** Counts and sums per product key and model over every row of the filter. */

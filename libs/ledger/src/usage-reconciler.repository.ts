@@ -11,7 +11,9 @@ export interface SettledBatch {
 }
 
 /**
- * The usage ledger's crash recovery, inside the caller's transaction (one per batch). Rows are
+ * The usage ledger's crash recovery (billing-worker's reconciler), inside the caller's transaction
+ * (one per batch). It works across tenants by design: it picks the oldest stale rows of any tenant,
+ * then names each picked row's tenant when it releases the holds. Rows are
  * locked with SKIP LOCKED, so replicas split the work instead of queueing behind each other, and
  * only a row still `pending` under its lock is settled: a reservation is released at most once,
  * whether another replica or the gateway itself got there first.
@@ -21,14 +23,14 @@ export class UsageReconcilerRepository {
   async abandonStale(m: Tx, olderThanS: number, batchSize: number): Promise<SettledBatch> {
     const rows: Array<{ tenant_id: string; reserved: string }> = await m.query(
       `WITH picked AS (
-         SELECT id FROM usage_ledger
+         SELECT id, tenant_id FROM usage_ledger
           WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
           ORDER BY created_at
           LIMIT $2
           FOR UPDATE SKIP LOCKED
        ), settled AS (
          UPDATE usage_ledger u SET status = 'abandoned', completed_at = now(), error_code = COALESCE(u.error_code, 'abandoned')
-           FROM picked WHERE u.id = picked.id AND u.status = 'pending'
+           FROM picked WHERE u.tenant_id = picked.tenant_id AND u.id = picked.id AND u.status = 'pending'
          RETURNING u.tenant_id, u.reserved
        )
        -- A SELECT around the UPDATE: TypeORM answers a bare UPDATE with [rows, count], a SELECT with rows.

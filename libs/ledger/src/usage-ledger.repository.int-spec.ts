@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
-import { balanceOf, createTenant, ledgerRows } from '../testing/gateway.fixture';
+import { balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
 import { RELEASE, type Reservation, SETTLE, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
 
 let db: TestDatabase;

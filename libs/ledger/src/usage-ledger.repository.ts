@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE } from '@flagship/persistence';
-import type { Endpoint, ProviderKey } from '../providers/provider.types';
+import { DATA_SOURCE, queryPool } from '@flagship/persistence';
 
-/** One request's reservation and `pending` row. */
-export interface Reservation {
+/**
+ * One request's reservation and `pending` row. The gateway narrows `provider` and `endpoint` to its
+ * own key types; the ledger stores them as text.
+ */
+export interface Reservation<ProviderKey extends string = string, Endpoint extends string = string> {
   /** The ledger row's id, chosen by the gateway. */
   id: string;
   tenantId: string;
@@ -23,7 +24,7 @@ export interface Reservation {
 }
 
 /** One request's outcome. */
-export interface Settlement {
+export interface Settlement<ProviderKey extends string = string> {
   id: string;
   tenantId: string;
   status: 'succeeded' | 'failed';
@@ -175,7 +176,7 @@ SELECT id FROM gone`;
 
 /**
  * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
- * row. The reservations run as named prepared statements on TypeORM's own pg pool: planning RESERVE
+ * row. The reservations run as named prepared statements on the DataSource's pg pool: planning RESERVE
  * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
  * planned once per connection, not once per batch. SETTLE and RELEASE, which look rows of
  * usage_ledger up, are planned each time they run (unnamed statements), with the table as it is
@@ -189,10 +190,8 @@ export class UsageLedgerRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
 
   /** `name`: a named prepared statement, planned once per connection; undefined: planned on every run. */
-  private async run(name: string | undefined, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
-    const pool = (this.ds.driver as unknown as { master?: Pool }).master;
-    if (pool === undefined) return this.ds.query(text, values);
-    return (await pool.query<{ id: string }>(name === undefined ? { text, values } : { name, text, values })).rows;
+  private run(name: string | undefined, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
+    return queryPool<{ id: string }>(this.ds, { name, text, values });
   }
 
   /** For each reservation, in order: whether it was admitted (row written, credit held). */

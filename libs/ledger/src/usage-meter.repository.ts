@@ -1,0 +1,43 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { DATA_SOURCE, type Tx } from '@flagship/persistence';
+import { toUsageRow, USAGE_ROW_COLUMNS, type UsageRow, type UsageRowRecord } from './usage-row';
+
+/** The usage ledger as the meter outbox (billing-worker): billable rows not yet accepted by Stripe. */
+@Injectable()
+export class UsageMeterRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  /**
+   * Claims up to `limit` billable unreported rows, of any tenant, for this transaction. Rows another
+   * replica holds are skipped, not waited for; one it reported meanwhile no longer matches when re-checked.
+   */
+  async claim(m: Tx, limit: number): Promise<UsageRow[]> {
+    const rows: UsageRowRecord[] = await m.query(
+      `SELECT ${USAGE_ROW_COLUMNS} FROM usage_ledger
+       WHERE status = 'succeeded' AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL
+       ORDER BY completed_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      [limit],
+    );
+    return rows.map(toUsageRow);
+  }
+
+  /** Marks claimed rows reported, each named with its tenant. */
+  async markReported(m: Tx, rows: ReadonlyArray<Pick<UsageRow, 'id' | 'tenantId'>>): Promise<void> {
+    if (rows.length === 0) return;
+    await m.query(
+      `UPDATE usage_ledger u SET meter_reported_at = now()
+         FROM unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
+        WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.meter_reported_at IS NULL`,
+      [rows.map((r) => r.id), rows.map((r) => r.tenantId)],
+    );
+  }
+
+  /** Billable rows of every tenant not yet reported (a gauge of the outbox). */
+  async unreportedCount(): Promise<number> {
+    const rows: Array<{ n: string }> = await this.ds.query(
+      `SELECT count(*) AS n FROM usage_ledger WHERE status = 'succeeded' AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`,
+    );
+    return Number(rows[0]!.n);
+  }
+}
