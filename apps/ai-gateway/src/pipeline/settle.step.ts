@@ -8,8 +8,12 @@ type Release = Pick<Reservation, 'id' | 'tenantId'>;
  * The last step, after the provider: the row completed (`succeeded` or `failed`, tokens, debit,
  * provider used, latency, whether the usage was estimated), the reservation released and the real
  * cost debited, batched per event-loop turn like the reservation. A settlement that cannot be written
- * (Postgres down) is retried a few times, then left `pending` for billing-worker's reconciler, which
- * releases the reservation; the client's answer never waits for it. Settlements gather for
+ * (Postgres down) is retried for as long as a Postgres restart takes (`retries` times, waits growing by
+ * `retryDelayMs` up to `maxRetryDelayMs`: about 77 s by default), then left `pending` for
+ * billing-worker's reconciler, which releases the reservation without a debit; the client's answer
+ * never waits for it. (Three tries over 3 s were given up on while Postgres recovered from a crash:
+ * answered requests left unbilled, ledger-crash.e2e-spec.) Only the requests under way when Postgres
+ * went away wait here: while it is down, new ones fail at their reservation (503). Settlements gather for
  * `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they are written: at a steady rate each request
  * otherwise settled in a statement of its own, taking its tenant's balance row lock (and a Postgres
  * round trip) once more per request, right when the next request's reservation wanted it; gathered
@@ -31,8 +35,9 @@ export class SettleStep {
     repository: UsageLedgerRepository,
     /** How long settlements gather before they are written together (0: the same event-loop turn's only). */
     private readonly gatherMs = 0,
-    private readonly retries = 3,
+    private readonly retries = 20,
     private readonly retryDelayMs = 500,
+    private readonly maxRetryDelayMs = 5000,
   ) {
     this.settlements = new TurnBatcher((batch) => repository.settle(batch), 500);
     this.releases = new TurnBatcher((batch) => repository.release(batch), 500);
@@ -88,7 +93,7 @@ export class SettleStep {
         this.logger.error({ err, id: item.id }, `cannot ${what} the ledger row; the reconciler will release its reservation`);
         return;
       }
-      await new Promise((r) => setTimeout(r, this.retryDelayMs * (attempt + 1)));
+      await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * (attempt + 1), this.maxRetryDelayMs)));
       await this.write(batcher, item, what, attempt + 1);
     }
   }

@@ -1,0 +1,201 @@
+/**
+ * The money path through a real Postgres crash (issue 22): the built gateway on a Postgres cluster of
+ * this file's own (DisposablePostgres), paid chat completions from six callers through the `openai`
+ * client, then the cluster is stopped with `pg_ctl stop -m immediate` (no checkpoint: what was not
+ * flushed to the WAL is lost, as when the machine dies) in the middle of the load, kept down a few
+ * seconds (an operator's restart), and started again (crash recovery). The gateway is then stopped
+ * (SIGTERM: it writes every settlement it still holds), billing-worker's usage reconciler settles
+ * what was left pending, and every request answered 200 must have exactly one ledger row, billed at
+ * its real cost, and the balance must have fallen by exactly the sum of the debits.
+ *
+ * LEDGER_CRASH_MODES (comma-separated `on`/`off`, default `on`) chooses the gateway's
+ * GATEWAY_LEDGER_SYNCHRONOUS_COMMIT settings run. `off` (the gateway's default today) loses answered
+ * requests' billing on a crash, by design of that setting, so CI runs only `on`; see README
+ * "Pipeline and money". Needs the build: `npx nx run ai-gateway:build`.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import OpenAI, { APIError } from 'openai';
+import { Client } from 'pg';
+import { DATA_SOURCE, runMigrations, type Tx } from '@flagship/persistence';
+import type { RunningApp } from '@flagship/service-kit';
+import { type BuiltProcess, createTestEnvironment, DisposablePostgres, FakeModelUpstream, startBuiltProcess, type TestEnvironment } from '@flagship/testing';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- billing-worker's reconciler itself, run as its job runs it (libs/ledger will own this statement: import it from there then)
+import { UsageReconcilerRepository } from '../../billing-worker/src/jobs/usage-reconciler.repository';
+import { createTenant, type IssueToken, type Sql, startIssuer } from './testing/gateway.fixture';
+
+const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
+const ISSUER = 'https://api.flagship.test';
+const AUDIENCE = 'flagship-api';
+const CALLERS = 6;
+/** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
+const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
+const BALANCE = 1_000_000_000;
+const LOAD_BEFORE_MS = Number(process.env['LEDGER_CRASH_LOAD_MS'] ?? 2000);
+const DOWN_MS = Number(process.env['LEDGER_CRASH_DOWN_MS'] ?? 4000);
+const LOAD_AFTER_MS = Number(process.env['LEDGER_CRASH_LOAD_MS'] ?? 2000);
+const MODES = (process.env['LEDGER_CRASH_MODES'] ?? 'on').split(',').map((m) => m.trim()) as Array<'on' | 'off'>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface LedgerRow {
+  id: string;
+  request_id: string;
+  status: string;
+  input_tokens: number;
+  output_tokens: number;
+  reserved: string;
+  debit: string;
+  error_code: string | null;
+}
+
+describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=%s)', (mode) => {
+  let pg: DisposablePostgres;
+  let te: TestEnvironment;
+  let fake: FakeModelUpstream;
+  let issuer: RunningApp;
+  let issue: IssueToken;
+  let gateway: BuiltProcess | undefined;
+
+  beforeAll(async () => {
+    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ai-gateway:build\` first`);
+    pg = await DisposablePostgres.start();
+    await runMigrations(pg.url);
+    te = await createTestEnvironment({ DATABASE_URL: pg.url });
+    fake = await FakeModelUpstream.start();
+    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
+  }, 60_000);
+
+  afterAll(async () => {
+    if (gateway?.child.exitCode === null) gateway.child.kill('SIGKILL');
+    await issuer?.close().catch(() => undefined);
+    await fake?.close();
+    await te?.teardown();
+    await pg?.destroy();
+  }, 30_000);
+
+  /** A connection of the test's own (the issuer's pool lost its connections in the crash). */
+  async function withSql<T>(work: (c: Client) => Promise<T>): Promise<T> {
+    const c = new Client({ connectionString: pg.url });
+    await c.connect();
+    try {
+      return await work(c);
+    } finally {
+      await c.end();
+    }
+  }
+
+  /** billing-worker's usage reconciler, its repository in one transaction per batch, for rows pending for over `olderThanS`. */
+  async function reconcile(olderThanS: number): Promise<number> {
+    return withSql(async (c) => {
+      const m = { query: async (sql: string, params?: unknown[]) => (await c.query(sql, params)).rows } as unknown as Tx;
+      let total = 0;
+      for (;;) {
+        await c.query('BEGIN');
+        const batch = await new UsageReconcilerRepository().abandonStale(m, olderThanS, 500);
+        await c.query('COMMIT');
+        total += batch.settled;
+        if (batch.settled < 500) return total;
+      }
+    });
+  }
+
+  it('bills every request answered 200 exactly once, at its cost, and the balance falls by the debits', async () => {
+    const tenant = await createTenant(issuer.app.get<Sql>(DATA_SOURCE), { plan: 'premium', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: BALANCE });
+    gateway = await startBuiltProcess(main, {
+      ...te.env,
+      LOG_LEVEL: 'warn',
+      OAUTH_ISSUER: ISSUER,
+      OAUTH_AUDIENCE: AUDIENCE,
+      PROVIDER_INHOUSE_URL: fake.url,
+      GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: mode,
+      GATEWAY_RATE_LIMIT_RPM: '10000000',
+      GATEWAY_RATE_LIMIT_TPM: '1000000000',
+      GATEWAY_TENANT_RATE_LIMIT_RPM: 'premium=10000000',
+      SHUTDOWN_GRACE_MS: '20000',
+    });
+    const clients = await Promise.all(
+      Array.from({ length: CALLERS }, async () =>
+        new OpenAI({ baseURL: `${gateway!.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 }),
+      ),
+    );
+
+    /** Request id -> the cost of the answer (its usage), for every 200. */
+    const answered = new Map<string, number>();
+    const refused = new Map<number, number>();
+    let stop = false;
+    const caller = async (client: OpenAI, n: number) => {
+      for (let i = 0; !stop; i++) {
+        const words = `caller ${n} request ${i}`;
+        try {
+          const { data, response } = await client.chat.completions.create({ model: 'fake-chat-1', max_tokens: 16, messages: [{ role: 'user', content: words }] }).withResponse();
+          answered.set(response.headers.get('x-request-id')!, cost(data.usage!.prompt_tokens, data.usage!.completion_tokens));
+        } catch (err) {
+          const status = err instanceof APIError ? (err.status ?? 0) : 0;
+          refused.set(status, (refused.get(status) ?? 0) + 1);
+          await sleep(20);
+        }
+      }
+    };
+    const load = Promise.all(clients.map((c, n) => caller(c, n)));
+    await sleep(LOAD_BEFORE_MS);
+    const beforeCrash = answered.size;
+    await pg.crash();
+    await sleep(DOWN_MS);
+    await pg.start();
+    await sleep(LOAD_AFTER_MS);
+    stop = true;
+    await load;
+
+    // The gateway writes what it holds on SIGTERM; then the reconciler settles what it left pending.
+    const exited = new Promise((r) => gateway!.child.once('exit', r));
+    gateway.child.kill('SIGTERM');
+    await exited;
+    const reconciled = await reconcile(0);
+
+    const { rows, balance } = await withSql(async (c) => ({
+      rows: (await c.query<LedgerRow>('SELECT * FROM usage_ledger WHERE tenant_id = $1', [tenant])).rows,
+      balance: (await c.query<{ balance: string; reserved: string }>('SELECT balance, reserved FROM credit_balances WHERE tenant_id = $1', [tenant])).rows[0]!,
+    }));
+    const byRequest = new Map<string, LedgerRow[]>();
+    for (const r of rows) byRequest.set(r.request_id, [...(byRequest.get(r.request_id) ?? []), r]);
+    const losses = { noRow: 0, duplicated: 0, unbilled: 0, wrongDebit: 0 };
+    const examples: Record<string, unknown[]> = { noRow: [], unbilled: [], wrongDebit: [] };
+    for (const [requestId, owed] of answered) {
+      const mine = byRequest.get(requestId) ?? [];
+      if (mine.length === 0) {
+        losses.noRow++;
+        examples['noRow']!.push(requestId);
+      } else if (mine.length > 1) losses.duplicated++;
+      else if (Number(mine[0]!.debit) === 0) {
+        losses.unbilled++;
+        examples['unbilled']!.push({ status: mine[0]!.status, error_code: mine[0]!.error_code, reserved: mine[0]!.reserved });
+      } else if (Number(mine[0]!.debit) !== owed && mine[0]!.status === 'succeeded') {
+        losses.wrongDebit++;
+        examples['wrongDebit']!.push({ owed, row: mine[0] });
+      }
+    }
+    const debits = rows.reduce((s, r) => s + Number(r.debit), 0);
+    const figures = {
+      mode,
+      answered200: answered.size,
+      answeredBeforeCrash: beforeCrash,
+      refused: Object.fromEntries(refused),
+      rows: rows.length,
+      reconciled,
+      settlementsGivenUp: (gateway.output().match(/cannot settle the ledger row/g) ?? []).length,
+      losses,
+      balanceFall: BALANCE - Number(balance.balance),
+      debits,
+      reserved: Number(balance.reserved),
+    };
+    if (process.env['LEDGER_CRASH_VERBOSE']) console.log(JSON.stringify({ ...figures, examples: Object.fromEntries(Object.entries(examples).map(([k, v]) => [k, v.slice(0, 5)])) }));
+    // The crash happened under load: requests were answered on both sides of it, and some refused while Postgres was down.
+    expect(beforeCrash).toBeGreaterThan(50);
+    expect(answered.size).toBeGreaterThan(beforeCrash + 50);
+    expect(refused.get(503) ?? 0).toBeGreaterThan(0);
+    expect(losses).toEqual({ noRow: 0, duplicated: 0, unbilled: 0, wrongDebit: 0 });
+    expect(figures.balanceFall).toBe(debits);
+    expect(figures.reserved).toBe(0);
+  }, 120_000);
+});
