@@ -19,7 +19,7 @@ import OpenAI, { APIError } from 'openai';
 import { Client } from 'pg';
 import { DATA_SOURCE, runMigrations, type Tx } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
-import { type BuiltProcess, createTestEnvironment, DisposablePostgres, FakeModelUpstream, startBuiltProcess, type TestEnvironment } from '@flagship/testing';
+import { type BuiltProcess, createTestEnvironment, DisposablePostgres, FakeModelUpstream, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- billing-worker's reconciler itself, run as its job runs it (libs/ledger will own this statement: import it from there then)
 import { UsageReconcilerRepository } from '../../billing-worker/src/jobs/usage-reconciler.repository';
 import { createTenant, type IssueToken, type Sql, startIssuer } from './testing/gateway.fixture';
@@ -31,9 +31,11 @@ const CALLERS = 6;
 /** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
 const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
 const BALANCE = 1_000_000_000;
-const LOAD_BEFORE_MS = Number(process.env['LEDGER_CRASH_LOAD_MS'] ?? 2000);
+/** Answers before the crash, and after the restart (LEDGER_CRASH_ANSWERS sets both). */
+const ANSWERED_BEFORE = Number(process.env['LEDGER_CRASH_ANSWERS'] ?? 150);
+const ANSWERED_AFTER = ANSWERED_BEFORE;
+/** How long Postgres stays down: longer than the 3 s the gateway used to retry a settlement for. */
 const DOWN_MS = Number(process.env['LEDGER_CRASH_DOWN_MS'] ?? 4000);
-const LOAD_AFTER_MS = Number(process.env['LEDGER_CRASH_LOAD_MS'] ?? 2000);
 const MODES = (process.env['LEDGER_CRASH_MODES'] ?? 'on').split(',').map((m) => m.trim()) as Array<'on' | 'off'>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -138,12 +140,13 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
       }
     };
     const load = Promise.all(clients.map((c, n) => caller(c, n)));
-    await sleep(LOAD_BEFORE_MS);
+    // Crashed in the middle of the load: after ANSWERED_BEFORE answers, with the callers still sending.
+    await waitFor(async () => answered.size >= ANSWERED_BEFORE, 60_000);
     const beforeCrash = answered.size;
     await pg.crash();
     await sleep(DOWN_MS);
     await pg.start();
-    await sleep(LOAD_AFTER_MS);
+    await waitFor(async () => answered.size >= beforeCrash + ANSWERED_AFTER, 60_000);
     stop = true;
     await load;
 
@@ -184,15 +187,14 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
       rows: rows.length,
       reconciled,
       settlementsGivenUp: (gateway.output().match(/cannot settle the ledger row/g) ?? []).length,
+      settledNoRow: (gateway.output().match(/no longer pending/g) ?? []).length,
       losses,
       balanceFall: BALANCE - Number(balance.balance),
       debits,
       reserved: Number(balance.reserved),
     };
     if (process.env['LEDGER_CRASH_VERBOSE']) console.log(JSON.stringify({ ...figures, examples: Object.fromEntries(Object.entries(examples).map(([k, v]) => [k, v.slice(0, 5)])) }));
-    // The crash happened under load: requests were answered on both sides of it, and some refused while Postgres was down.
-    expect(beforeCrash).toBeGreaterThan(50);
-    expect(answered.size).toBeGreaterThan(beforeCrash + 50);
+    // Postgres was down for a while under load: requests were refused meanwhile.
     expect(refused.get(503) ?? 0).toBeGreaterThan(0);
     expect(losses).toEqual({ noRow: 0, duplicated: 0, unbilled: 0, wrongDebit: 0 });
     expect(figures.balanceFall).toBe(debits);
