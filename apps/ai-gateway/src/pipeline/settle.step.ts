@@ -87,7 +87,18 @@ export class SettleStep {
   private async write<T extends { id: string }>(batcher: TurnBatcher<T, boolean>, item: T, what: 'settle' | 'release', attempt: number): Promise<void> {
     try {
       const completed = await batcher.add(item);
-      if (!completed) this.logger.warn({ id: item.id }, 'ledger row was no longer pending (settled by the reconciler)');
+      if (completed) return;
+      if (what === 'settle' && attempt === 0) {
+        // Not a retry of a write whose answer was lost: the row was abandoned by the reconciler, or
+        // was never durable (its reservation lost in a Postgres crash with synchronous_commit off).
+        // Either way this answered request's debit is recorded nowhere.
+        this.logger.error({ id: item.id }, 'ledger row was no longer pending (abandoned by the reconciler, or lost in a Postgres crash): its debit is not recorded');
+      } else {
+        // A release, or a retry: the try whose answer was lost may have written it (with Postgres
+        // back, the usual case with synchronous_commit on), or it is gone as above (usual with it off).
+        const earlier = attempt > 0 ? 'written by the earlier try whose answer was lost, ' : '';
+        this.logger.warn({ id: item.id }, `ledger row was no longer pending at this ${what} (${earlier}abandoned by the reconciler, or lost in a Postgres crash)`);
+      }
     } catch (err) {
       if (attempt >= this.retries) {
         this.logger.error({ err, id: item.id }, `cannot ${what} the ledger row; the reconciler will release its reservation`);
