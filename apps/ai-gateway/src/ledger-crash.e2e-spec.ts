@@ -14,8 +14,10 @@
  * setting, so CI runs only `on`: in four runs here `off` lost 0 to 6 answered requests' rows
  * entirely (the reservation's commit was not yet flushed when the answer went out; the settlement
  * then found no row) and left 4 to 10 at zero debit (their settlement's commit was lost, so the
- * reconciler found them pending and released them unbilled), of about 320 answered. Needs the
- * build: `npx nx run ai-gateway:build`.
+ * reconciler found them pending and released them unbilled), of about 320 answered. A second case,
+ * the gateway itself killed under load, runs with LEDGER_CRASH_GATEWAY_KILL=1 and fails today with
+ * either setting (11 of 156 answered left at zero debit in one run with `on`). Needs the build:
+ * `npx nx run ai-gateway:build`.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -106,7 +108,12 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
     });
   }
 
-  it('bills every request answered 200 exactly once, at its cost, and the balance falls by the debits', async () => {
+  /**
+   * Six callers until ANSWERED_BEFORE answers, then `what` crashes: Postgres (down DOWN_MS, then
+   * started again, and the callers go on until ANSWERED_AFTER more answers; the gateway is then
+   * stopped with SIGTERM) or the gateway itself (SIGKILL). Then the reconciler, and the checks.
+   */
+  async function crashUnderLoad(what: 'postgres' | 'gateway'): Promise<void> {
     const tenant = await createTenant(issuer.app.get<Sql>(DATA_SOURCE), { plan: 'premium', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: BALANCE });
     gateway = await startBuiltProcess(main, {
       ...te.env,
@@ -147,16 +154,21 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
     // Crashed in the middle of the load: after ANSWERED_BEFORE answers, with the callers still sending.
     await waitFor(async () => answered.size >= ANSWERED_BEFORE, 60_000);
     const beforeCrash = answered.size;
-    await pg.crash();
-    await sleep(DOWN_MS);
-    await pg.start();
-    await waitFor(async () => answered.size >= beforeCrash + ANSWERED_AFTER, 60_000);
-    stop = true;
-    await load;
-
-    // The gateway writes what it holds on SIGTERM; then the reconciler settles what it left pending.
     const exited = new Promise((r) => gateway!.child.once('exit', r));
-    gateway.child.kill('SIGTERM');
+    if (what === 'postgres') {
+      await pg.crash();
+      await sleep(DOWN_MS);
+      await pg.start();
+      await waitFor(async () => answered.size >= beforeCrash + ANSWERED_AFTER, 60_000);
+      stop = true;
+      await load;
+      // The gateway writes what it holds on SIGTERM; then the reconciler settles what it left pending.
+      gateway.child.kill('SIGTERM');
+    } else {
+      gateway.child.kill('SIGKILL');
+      stop = true;
+      await load;
+    }
     await exited;
     const reconciled = await reconcile(0);
 
@@ -187,6 +199,7 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
     const debits = rows.reduce((s, r) => s + Number(r.debit), 0);
     const figures = {
       mode,
+      what,
       answered200: answered.size,
       answeredBeforeCrash: beforeCrash,
       refused: Object.fromEntries(refused),
@@ -202,10 +215,21 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
     };
     if (process.env['LEDGER_CRASH_VERBOSE']) console.log(JSON.stringify({ ...figures, examples: Object.fromEntries(Object.entries(examples).map(([k, v]) => [k, v.slice(0, 5)])) }));
     // Postgres was down for a while under load: requests were refused meanwhile.
-    expect(refused.get(503) ?? 0).toBeGreaterThan(0);
+    if (what === 'postgres') expect(refused.get(503) ?? 0).toBeGreaterThan(0);
     expect(losses).toEqual({ noRow: 0, duplicated: 0, unbilled: 0, wrongDebit: 0 });
     expect(billedUnanswered).toBe(0);
     expect(figures.balanceFall).toBe(debits);
     expect(figures.reserved).toBe(0);
-  }, 120_000);
+  }
+
+  it('Postgres crashed and restarted: bills every request answered 200 exactly once, at its cost, and the balance falls by the debits', () => crashUnderLoad('postgres'), 120_000);
+
+  // Fails today (LEDGER_CRASH_GATEWAY_KILL=1 runs it): the requests answered in the last moments
+  // before the kill (their settlements still gathering, GATEWAY_SETTLE_GATHER_MS) are left pending
+  // and the reconciler abandons them at zero debit; issue 22 asks for the reserved estimate, marked.
+  (process.env['LEDGER_CRASH_GATEWAY_KILL'] ? it : it.skip)(
+    'the gateway killed (SIGKILL) under load: every request answered 200 billed at a non-zero amount',
+    () => crashUnderLoad('gateway'),
+    120_000,
+  );
 });
