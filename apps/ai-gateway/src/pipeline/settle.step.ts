@@ -9,8 +9,12 @@ type Release = Pick<Reservation, 'id' | 'tenantId'>;
  * The last step, after the provider: the row completed (`succeeded` or `failed`, tokens, debit,
  * provider used, latency, whether the usage was estimated), the reservation released and the real
  * cost debited, batched per event-loop turn like the reservation. A settlement that cannot be written
- * (Postgres down) is retried a few times, then left `pending` for billing-worker's reconciler, which
- * releases the reservation; the client's answer never waits for it. Settlements gather for
+ * (Postgres down) is retried for as long as a Postgres restart takes (`retries` times, waits growing by
+ * `retryDelayMs` up to `maxRetryDelayMs`: about 77 s by default), then left `pending` for
+ * billing-worker's reconciler, which releases the reservation without a debit; the client's answer
+ * never waits for it. (Three tries over 3 s were given up on while Postgres recovered from a crash:
+ * answered requests left unbilled, ledger-crash.e2e-spec.) Only the requests under way when Postgres
+ * went away wait here: while it is down, new ones fail at their reservation (503). Settlements gather for
  * `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they are written: at a steady rate each request
  * otherwise settled in a statement of its own, taking its tenant's balance row lock (and a Postgres
  * round trip) once more per request, right when the next request's reservation wanted it; gathered
@@ -32,8 +36,9 @@ export class SettleStep {
     repository: UsageLedgerRepository,
     /** How long settlements gather before they are written together (0: the same event-loop turn's only). */
     private readonly gatherMs = 0,
-    private readonly retries = 3,
+    private readonly retries = 20,
     private readonly retryDelayMs = 500,
+    private readonly maxRetryDelayMs = 5000,
   ) {
     this.settlements = new TurnBatcher((batch) => repository.settle(batch), 500);
     this.releases = new TurnBatcher((batch) => repository.release(batch), 500);
@@ -83,13 +88,24 @@ export class SettleStep {
   private async write<T extends { id: string }>(batcher: TurnBatcher<T, boolean>, item: T, what: 'settle' | 'release', attempt: number): Promise<void> {
     try {
       const completed = await batcher.add(item);
-      if (!completed) this.logger.warn({ id: item.id }, 'ledger row was no longer pending (settled by the reconciler)');
+      if (completed) return;
+      if (what === 'settle' && attempt === 0) {
+        // Not a retry of a write whose answer was lost: the row was abandoned by the reconciler, or
+        // was never durable (its reservation lost in a Postgres crash with synchronous_commit off).
+        // Either way this answered request's debit is recorded nowhere.
+        this.logger.error({ id: item.id }, 'ledger row was no longer pending (abandoned by the reconciler, or lost in a Postgres crash): its debit is not recorded');
+      } else {
+        // A release, or a retry: the try whose answer was lost may have written it (with Postgres
+        // back, the usual case with synchronous_commit on), or it is gone as above (usual with it off).
+        const earlier = attempt > 0 ? 'written by the earlier try whose answer was lost, ' : '';
+        this.logger.warn({ id: item.id }, `ledger row was no longer pending at this ${what} (${earlier}abandoned by the reconciler, or lost in a Postgres crash)`);
+      }
     } catch (err) {
       if (attempt >= this.retries) {
         this.logger.error({ err, id: item.id }, `cannot ${what} the ledger row; the reconciler will release its reservation`);
         return;
       }
-      await new Promise((r) => setTimeout(r, this.retryDelayMs * (attempt + 1)));
+      await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * (attempt + 1), this.maxRetryDelayMs)));
       await this.write(batcher, item, what, attempt + 1);
     }
   }
