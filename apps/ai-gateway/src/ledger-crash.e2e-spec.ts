@@ -25,11 +25,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import { Client } from 'pg';
+import { UsageReconcilerRepository } from '@flagship/ledger';
 import { DATA_SOURCE, runMigrations, type Tx } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
 import { type BuiltProcess, createTestEnvironment, DisposablePostgres, FakeModelUpstream, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- billing-worker's reconciler itself, run as its job runs it (libs/ledger will own this statement: import it from there then)
-import { UsageReconcilerRepository } from '../../billing-worker/src/jobs/usage-reconciler.repository';
 import { createTenant, type IssueToken, type Sql, startIssuer } from './testing/gateway.fixture';
 
 const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
@@ -95,7 +94,7 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
     }
   }
 
-  /** billing-worker's usage reconciler, its repository in one transaction per batch, for rows pending for over `olderThanS`. */
+  /** billing-worker's usage reconciler (its statement in libs/ledger), in one transaction per batch, for rows pending for over `olderThanS`. */
   async function reconcile(olderThanS: number): Promise<number> {
     return withSql(async (c) => {
       const m = { query: async (sql: string, params?: unknown[]) => (await c.query(sql, params)).rows } as unknown as Tx;
