@@ -18,7 +18,7 @@ export const aiGatewayEnv = {
   PROVIDER_HOSTED_EMERGENCY: bool({ default: false, desc: 'allow the hosted provider for everyone, and as fallback when inhouse fails' }),
   GATEWAY_MODELS: str({
     default: '',
-    desc: 'JSON: [{"id","provider"?,"inputPer1k","outputPer1k"}] prices in micro-credits per 1,000 tokens; empty = the built-in catalogue',
+    desc: 'JSON: [{"id","provider"?,"inputPer1k","outputPer1k","cachedInputPer1k"?}] prices in micro-credits per 1,000 tokens (cachedInputPer1k: input tokens the provider reports cached, at most inputPer1k); empty = the built-in catalogue',
   }),
   GATEWAY_RATE_LIMIT_RPM: num({ default: 6000, desc: 'requests per OAuth client per minute' }),
   GATEWAY_RATE_LIMIT_TPM: num({ default: 2_000_000, desc: 'tokens (estimated input + max output) per OAuth client per minute' }),

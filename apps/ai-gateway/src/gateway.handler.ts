@@ -134,6 +134,11 @@ export class GatewayHandler {
         estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
         zeroRatedReason: rating.zeroRatedReason,
         requestId: x.requestId,
+        // The prices are decided here, at admission, and recorded on the row; the settlement below
+        // charges the same entry's prices (request.model), never a later catalogue's.
+        inputPer1k: request.model.inputPer1k,
+        outputPer1k: request.model.outputPer1k,
+        cachedInputPer1k: request.model.cachedInputPer1k ?? null,
       });
       // Its failure is thrown below once the rate limit has answered; meanwhile it is not an unhandled rejection.
       reserving.catch(() => undefined);
@@ -189,13 +194,15 @@ export class GatewayHandler {
   }
 
   private complete(reservation: Reservation, model: ModelEntry, outcome: CallOutcome, latencyMs: number): void {
-    const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens) : 0;
+    const cachedTokens = outcome.usage.cachedTokens ?? 0;
+    const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens, cachedTokens) : 0;
     void this.steps.settle.settle({
       id: reservation.id,
       tenantId: reservation.tenantId,
       status: outcome.status,
       inputTokens: outcome.usage.inputTokens,
       outputTokens: outcome.usage.outputTokens,
+      cachedTokens,
       debit,
       provider: outcome.provider,
       latencyMs: Math.round(latencyMs),

@@ -417,6 +417,66 @@ describe('ai-gateway through the openai SDK', () => {
     });
   });
 
+  describe('prices with provenance: cached input tokens', () => {
+    // 1,002 prompt tokens (the fake counts words): 'be brief' and 1,000 words; the reply is cut to 10.
+    const long = { messages: [{ role: 'system' as const, content: 'be brief' }, { role: 'user' as const, content: Array(1000).fill('word').join(' ') }], max_tokens: 10 };
+    const PROMPT = 1002;
+    const CACHED = 600;
+    const OUTPUT = 10;
+    /** gpt-4o-mini in the built-in catalogue: 150 per 1,000 input tokens, 75 per 1,000 cached ones, 600 per 1,000 output. */
+    const miniCost = (input: number, cached: number, output: number) => Math.ceil(((input - cached) * 150 + cached * 75 + output * 600) / 1000);
+
+    /** One request of `body` from a tenant of its own; its row once settled, and what it took from the balance. */
+    const paid = async (body: OpenAI.ChatCompletionCreateParamsNonStreaming | OpenAI.ChatCompletionCreateParamsStreaming) => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      const client = await sdk(tenant);
+      let usage: OpenAI.CompletionUsage | null | undefined;
+      if (body.stream) {
+        for await (const chunk of await client.chat.completions.create(body)) if (chunk.usage) usage = chunk.usage;
+      } else {
+        usage = (await client.chat.completions.create(body)).usage;
+      }
+      await settled();
+      const rows = await ledgerRows(ds, tenant);
+      expect(rows).toHaveLength(1);
+      const { balance, reserved } = await balanceOf(ds, tenant);
+      expect(reserved).toBe(0);
+      return { row: rows[0]!, usage, spent: 100_000 - balance };
+    };
+
+    it.each([false, true])('stream %s: cached tokens are charged at cachedInputPer1k, the rest at inputPer1k, never twice; the row records prices and cached tokens', async (stream) => {
+      fake.behave({ cachedPromptTokens: CACHED });
+      const { row, usage, spent } = await paid(
+        stream ? { ...long, model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true } } : { ...long, model: 'gpt-4o-mini' },
+      );
+      // The client sees the provider's usage as it was sent.
+      expect(usage).toMatchObject({ prompt_tokens: PROMPT, completion_tokens: OUTPUT, prompt_tokens_details: { cached_tokens: CACHED } });
+      const expected = miniCost(PROMPT, CACHED, OUTPUT); // 112: (402 x 150 + 600 x 75 + 10 x 600) / 1,000, rounded up once
+      expect(expected).toBeLessThan(miniCost(PROMPT, 0, OUTPUT)); // below the all-uncached price (a cached price ignored)...
+      expect(expected).toBeLessThan(miniCost(PROMPT + CACHED, CACHED, OUTPUT)); // ...and below cached tokens charged on top of the prompt
+      expect(row).toMatchObject({
+        status: 'succeeded', stream, usage_estimated: false,
+        input_tokens: PROMPT, output_tokens: OUTPUT, cached_tokens: CACHED,
+        input_per_1k: '150', output_per_1k: '600', cached_input_per_1k: '75',
+        debit: String(expected),
+      });
+      expect(spent).toBe(expected);
+    });
+
+    it('a model without cachedInputPer1k charges every prompt token at inputPer1k, cached or not, and still records the cached count', async () => {
+      fake.behave({ cachedPromptTokens: CACHED });
+      const { row, spent } = await paid({ ...long, model: 'fake-chat-1' });
+      expect(row).toMatchObject({ input_tokens: PROMPT, cached_tokens: CACHED, input_per_1k: '1000', output_per_1k: '2000', cached_input_per_1k: null, debit: String(cost(PROMPT, OUTPUT)) });
+      expect(spent).toBe(cost(PROMPT, OUTPUT));
+    });
+
+    it('no cached tokens reported: all at inputPer1k, cached_tokens 0, the prices still recorded', async () => {
+      const { row, spent } = await paid({ ...long, model: 'gpt-4o-mini' });
+      expect(row).toMatchObject({ input_tokens: PROMPT, cached_tokens: 0, input_per_1k: '150', output_per_1k: '600', cached_input_per_1k: '75', debit: String(miniCost(PROMPT, 0, OUTPUT)) });
+      expect(spent).toBe(miniCost(PROMPT, 0, OUTPUT));
+    });
+  });
+
   describe('zero-rating', () => {
     it('an internal suite product in the allow-list is served, recorded with debit 0 and the reason, and reserves nothing', async () => {
       const tenant = await createTenant(ds, { balance: 0 });

@@ -58,6 +58,9 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
       estimate: 1 + pick(MAX_ESTIMATE),
       zeroRatedReason: rnd() < 0.1 ? 'internal_suite:insights' : null,
       requestId: `req-${randomUUID()}`,
+      inputPer1k: 1000,
+      outputPer1k: 2000,
+      cachedInputPer1k: null,
     });
     const settlement = (r: Reservation): Settlement => {
       const failed = rnd() < 0.2;
@@ -67,6 +70,7 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
         status: failed ? 'failed' : 'succeeded',
         inputTokens: pick(100),
         outputTokens: pick(100),
+        cachedTokens: 0,
         // The upstream is asked for no more than was reserved: a request costs at most its estimate.
         debit: failed ? 0 : pick(r.estimate + 1),
         provider: 'inhouse',

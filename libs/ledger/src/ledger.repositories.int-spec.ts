@@ -28,8 +28,8 @@ async function paidRequest(tenantId: string, debit: number): Promise<string> {
   const repo = new UsageLedgerRepository(ds);
   const id = randomUUID();
   const base = { id, tenantId, clientId: 'ffc_repoSpec', productKey: 'core', provider: 'inhouse', model: 'fake-chat-1', endpoint: 'chat.completions' };
-  expect(await repo.reserve([{ ...base, stream: false, estimate: 100, zeroRatedReason: null, requestId: `req-${id}` }])).toEqual([true]);
-  expect(await repo.settle([{ id, tenantId, status: 'succeeded', inputTokens: 3, outputTokens: 4, debit, provider: 'inhouse', latencyMs: 5, usageEstimated: false, errorCode: null }])).toEqual([true]);
+  expect(await repo.reserve([{ ...base, stream: false, estimate: 100, zeroRatedReason: null, requestId: `req-${id}`, inputPer1k: 1000, outputPer1k: 2000, cachedInputPer1k: null }])).toEqual([true]);
+  expect(await repo.settle([{ id, tenantId, status: 'succeeded', inputTokens: 3, outputTokens: 4, cachedTokens: 0, debit, provider: 'inhouse', latencyMs: 5, usageEstimated: false, errorCode: null }])).toEqual([true]);
   return id;
 }
 

@@ -33,6 +33,9 @@ const reservation = (tenantId: string, estimate: number, zeroRatedReason: string
   estimate,
   zeroRatedReason,
   requestId: `req-${randomUUID()}`,
+  inputPer1k: 1000,
+  outputPer1k: 2000,
+  cachedInputPer1k: null,
 });
 
 /**
@@ -86,6 +89,25 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
     expect(await ledgerRows(ds, noRow)).toEqual([]);
   });
 
+  it.each(shapes)('%s: records on each row the prices it was admitted at, billable or zero-rated, with or without a cached price', async (_shape, reserve) => {
+    const tenant = await createTenant(ds, { balance: 1000 });
+    const rs = [
+      { ...reservation(tenant, 10), inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 },
+      { ...reservation(tenant, 10), inputPer1k: 2500, outputPer1k: 10_000, cachedInputPer1k: null },
+      { ...reservation(tenant, 10, 'internal_suite:suite_a'), inputPer1k: 20, outputPer1k: 0, cachedInputPer1k: 5 },
+    ];
+    expect(await reserve(rs)).toEqual([true, true, true]);
+    const rows = new Map((await ledgerRows(ds, tenant)).map((r) => [r.id, r]));
+    for (const r of rs) {
+      expect(rows.get(r.id)).toMatchObject({
+        input_per_1k: String(r.inputPer1k),
+        output_per_1k: String(r.outputPer1k),
+        cached_input_per_1k: r.cachedInputPer1k === null ? null : String(r.cachedInputPer1k),
+        cached_tokens: 0,
+      });
+    }
+  });
+
   it('one-at-a-time reservations racing on one connection each never hold more than the credit left allows', async () => {
     // 10 available, estimate 3: admissions at 10, 7, 4 left; the 1 left covers none. 20 concurrent batches of one.
     const tenant = await createTenant(ds, { balance: 10 });
@@ -114,6 +136,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     status: 'succeeded',
     inputTokens: 7,
     outputTokens: 5,
+    cachedTokens: 0,
     debit,
     provider: 'inhouse',
     latencyMs: 3,
@@ -135,7 +158,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     expect(await repo.release([{ id: b.id, tenantId: other }])).toEqual([false]);
     expect(await balanceOf(ds, other)).toEqual({ balance: 1000, reserved: 0 });
 
-    expect(await repo.settle([settlement(a, 40), settlement(c, 40)])).toEqual([true, false]);
+    expect(await repo.settle([{ ...settlement(a, 40), cachedTokens: 3 }, settlement(c, 40)])).toEqual([true, false]);
     expect(await repo.release([{ id: b.id, tenantId: b.tenantId }])).toEqual([true]);
 
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 960, reserved: 0 });
@@ -145,6 +168,8 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     );
     expect(rows).toHaveLength(2);
     expect(rows.find((r) => r.id === a.id)?.completed_at).not.toBeNull();
+    // The cached input tokens the settlement reported, and the prices written at its reservation, kept.
+    expect(rows.find((r) => r.id === a.id)).toMatchObject({ cached_tokens: 3, input_tokens: 7, input_per_1k: '1000', output_per_1k: '2000', cached_input_per_1k: null });
     // Settling or releasing again changes nothing.
     expect(await repo.settle([settlement(a, 40)])).toEqual([false]);
     expect(await repo.release([{ id: a.id, tenantId: tenant }])).toEqual([false]);
@@ -193,6 +218,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     const settleReads = await readsOfLedger(SETTLE, [
       pending.map((r) => r.id), pending.map((r) => r.tenantId), pending.map(() => 'succeeded'), pending.map(() => 1), pending.map(() => 1),
       pending.map(() => 5), pending.map(() => 'inhouse'), pending.map(() => 3), pending.map(() => false), pending.map(() => null),
+      pending.map(() => 0),
     ]);
     const releaseReads = await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId)]);
     expect(settleReads).toEqual(['Index Scan usage_ledger_pkey']);

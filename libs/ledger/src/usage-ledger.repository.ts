@@ -21,6 +21,15 @@ export interface Reservation<ProviderKey extends string = string, Endpoint exten
   estimate: number;
   zeroRatedReason: string | null;
   requestId: string;
+  /**
+   * The prices the request is admitted at (micro-credits per 1,000 tokens), recorded on its row when
+   * it is reserved: the estimate is computed from them, and the settlement's debit must be too, so a
+   * row's prices are the ones it was charged at (and an abandoned row's, settled at its estimate,
+   * have them as well). `cachedInputPer1k`: null when the model has no cached-input price.
+   */
+  inputPer1k: number;
+  outputPer1k: number;
+  cachedInputPer1k: number | null;
 }
 
 /** One request's outcome. */
@@ -30,6 +39,8 @@ export interface Settlement<ProviderKey extends string = string> {
   status: 'succeeded' | 'failed';
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, those the provider reported as cached (0 when it said nothing). */
+  cachedTokens: number;
   /** Micro-credits; forced to 0 on a zero-rated row. */
   debit: number;
   provider: ProviderKey;
@@ -40,7 +51,7 @@ export interface Settlement<ProviderKey extends string = string> {
 
 /** The pending row's columns, the same for the batch and the single statements below. */
 const INSERT_PENDING =
-  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id)';
+  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k)';
 
 /**
  * Reserves credit and writes `pending` rows for a batch of requests, in ONE statement: the balances
@@ -53,8 +64,8 @@ const INSERT_PENDING =
  */
 const RESERVE = `
 WITH req AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[])
-    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, ord)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[])
+    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, ord)
 ),
 bal AS (
   SELECT c.tenant_id, c.balance - c.reserved AS available
@@ -69,9 +80,9 @@ billable AS (
    WHERE r.zero_rated_reason IS NULL
 ),
 admitted AS (
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id FROM billable WHERE left_before >= GREATEST(estimate, 1)
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k FROM billable WHERE left_before >= GREATEST(estimate, 1)
   UNION ALL
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id FROM req WHERE zero_rated_reason IS NOT NULL
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k FROM req WHERE zero_rated_reason IS NOT NULL
 ),
 held AS (
   UPDATE credit_balances c SET reserved = c.reserved + s.total, updated_at = now()
@@ -79,7 +90,7 @@ held AS (
    WHERE c.tenant_id = s.tenant_id
 )
 ${INSERT_PENDING}
-SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id
+SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k
   FROM admitted
 RETURNING id`;
 
@@ -97,13 +108,13 @@ WITH held AS (
   RETURNING tenant_id
 )
 ${INSERT_PENDING}
-SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10 FROM held
+SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint FROM held
 RETURNING id`;
 
 /** RESERVE for a batch of one zero-rated request: nothing held, the row always written. */
 const RESERVE_ONE_ZERO_RATED = `
 ${INSERT_PENDING}
-VALUES ($1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', 0, true, $9, $10)
+VALUES ($1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', 0, true, $9, $10, $11::bigint, $12::bigint, $13::bigint)
 RETURNING id`;
 
 /**
@@ -121,12 +132,12 @@ RETURNING id`;
  */
 export const SETTLE = `
 WITH s AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[])
-    AS s(id, tenant_id, status, input_tokens, output_tokens, debit, provider, latency_ms, usage_estimated, error_code)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::int[])
+    AS s(id, tenant_id, status, input_tokens, output_tokens, debit, provider, latency_ms, usage_estimated, error_code, cached_tokens)
 ),
 done AS (
   UPDATE usage_ledger u
-     SET status = s.status, input_tokens = s.input_tokens, output_tokens = s.output_tokens,
+     SET status = s.status, input_tokens = s.input_tokens, output_tokens = s.output_tokens, cached_tokens = s.cached_tokens,
          debit = CASE WHEN u.zero_rated THEN 0 ELSE s.debit END,
          provider = s.provider, latency_ms = s.latency_ms, usage_estimated = s.usage_estimated, error_code = s.error_code,
          completed_at = now()
@@ -199,10 +210,11 @@ export class UsageLedgerRepository {
     if (batch.length === 1) {
       const r = batch[0]!;
       const common = [r.id, r.tenantId, r.clientId, r.productKey, r.provider, r.model, r.endpoint, r.stream];
+      const prices = [r.inputPer1k, r.outputPer1k, r.cachedInputPer1k];
       const rows =
         r.zeroRatedReason === null
-          ? await this.run('gateway_reserve_one', RESERVE_ONE, [...common, r.estimate, r.requestId])
-          : await this.run('gateway_reserve_one_zero_rated', RESERVE_ONE_ZERO_RATED, [...common, r.zeroRatedReason, r.requestId]);
+          ? await this.run('gateway_reserve_one', RESERVE_ONE, [...common, r.estimate, r.requestId, ...prices])
+          : await this.run('gateway_reserve_one_zero_rated', RESERVE_ONE_ZERO_RATED, [...common, r.zeroRatedReason, r.requestId, ...prices]);
       return [rows.length === 1];
     }
     const rows = await this.run('gateway_reserve', RESERVE, [
@@ -217,6 +229,9 @@ export class UsageLedgerRepository {
       batch.map((r) => r.estimate),
       batch.map((r) => r.zeroRatedReason),
       batch.map((r) => r.requestId),
+      batch.map((r) => r.inputPer1k),
+      batch.map((r) => r.outputPer1k),
+      batch.map((r) => r.cachedInputPer1k),
     ]);
     const admitted = new Set(rows.map((r) => r.id));
     return batch.map((r) => admitted.has(r.id));
@@ -242,6 +257,7 @@ export class UsageLedgerRepository {
       batch.map((s) => s.latencyMs),
       batch.map((s) => s.usageEstimated),
       batch.map((s) => s.errorCode),
+      batch.map((s) => s.cachedTokens),
     ]);
     const done = new Set(rows.map((r) => r.id));
     return batch.map((s) => done.has(s.id));

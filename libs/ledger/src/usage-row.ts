@@ -23,6 +23,16 @@ export interface UsageRow {
   zeroRatedReason: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, those the provider reported as cached (`prompt_tokens_details.cached_tokens`). */
+  cachedTokens: number;
+  /**
+   * The prices the row was charged at, in micro-credits per 1,000 tokens, fixed when the request was
+   * admitted; null on rows written before prices were recorded. `cachedInputPer1k` is null when the
+   * model has no cached price (cached tokens were then charged at `inputPer1k`).
+   */
+  inputPer1k: number | null;
+  outputPer1k: number | null;
+  cachedInputPer1k: number | null;
   usageEstimated: boolean;
   errorCode: string | null;
   latencyMs: number | null;
@@ -49,6 +59,10 @@ export interface UsageRowRecord {
   zero_rated_reason: string | null;
   input_tokens: number;
   output_tokens: number;
+  cached_tokens: number;
+  input_per_1k: string | null;
+  output_per_1k: string | null;
+  cached_input_per_1k: string | null;
   usage_estimated: boolean;
   error_code: string | null;
   latency_ms: number | null;
@@ -60,7 +74,10 @@ export interface UsageRowRecord {
 /** The columns of a UsageRowRecord, for a SELECT on usage_ledger (unqualified). */
 export const USAGE_ROW_COLUMNS = `id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status,
   reserved::text AS reserved, debit::text AS debit, zero_rated, zero_rated_reason, input_tokens, output_tokens,
+  cached_tokens, input_per_1k::text AS input_per_1k, output_per_1k::text AS output_per_1k, cached_input_per_1k::text AS cached_input_per_1k,
   usage_estimated, error_code, latency_ms, request_id, created_at, completed_at`;
+
+const priceOf = (v: string | null): number | null => (v === null ? null : Number(v));
 
 /** The one mapping from a pg record to a UsageRow. */
 export function toUsageRow(r: UsageRowRecord): UsageRow {
@@ -81,6 +98,10 @@ export function toUsageRow(r: UsageRowRecord): UsageRow {
     zeroRatedReason: r.zero_rated_reason,
     inputTokens: r.input_tokens,
     outputTokens: r.output_tokens,
+    cachedTokens: r.cached_tokens,
+    inputPer1k: priceOf(r.input_per_1k),
+    outputPer1k: priceOf(r.output_per_1k),
+    cachedInputPer1k: priceOf(r.cached_input_per_1k),
     usageEstimated: r.usage_estimated,
     errorCode: r.error_code,
     latencyMs: r.latency_ms,

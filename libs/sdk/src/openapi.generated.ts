@@ -1522,6 +1522,14 @@ export interface components {
             zeroRatedReason: string | null;
             inputTokens: number;
             outputTokens: number;
+            /** @description of inputTokens, those the provider reported as cached (prompt_tokens_details.cached_tokens), charged at cachedInputPer1k when set */
+            cachedTokens: number;
+            /** @description micro-credits per 1,000 input tokens the row was charged at (fixed when the request was admitted); null on rows from before prices were recorded */
+            inputPer1k: number | null;
+            /** @description micro-credits per 1,000 output tokens the row was charged at; null on rows from before prices were recorded */
+            outputPer1k: number | null;
+            /** @description micro-credits per 1,000 cached input tokens the row was charged at; null when the model has no cached price (cached tokens cost inputPer1k) */
+            cachedInputPer1k: number | null;
             /** @description true when the provider sent no usage and tokens were estimated from the text */
             usageEstimated: boolean;
             errorCode: string | null;

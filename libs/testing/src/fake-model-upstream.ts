@@ -41,6 +41,11 @@ export interface FakeBehaviour {
   omitUsage: boolean;
   /** Streams: end cleanly without `data: [DONE]` (some servers do). */
   omitDone: boolean;
+  /**
+   * Chat: report this many of the prompt tokens as cached (`usage.prompt_tokens_details.cached_tokens`,
+   * at most the prompt's tokens, as OpenAI counts them: part of `prompt_tokens`); undefined: no details.
+   */
+  cachedPromptTokens: number | undefined;
   /** A failure for every request (until `reset`); `failNext` failures come first. */
   failure: FakeFailure | undefined;
 }
@@ -60,6 +65,7 @@ const DEFAULT_BEHAVIOUR: FakeBehaviour = {
   breakAfterChunks: undefined,
   omitUsage: false,
   omitDone: false,
+  cachedPromptTokens: undefined,
   failure: undefined,
 };
 
@@ -257,8 +263,19 @@ export class FakeModelUpstream {
       created: CREATED,
       model: body.model,
       choices: [{ index: 0, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: 'stop' }],
-      ...(this.behaviour.omitUsage ? {} : { usage: { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length } }),
+      ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, words.length) }),
     });
+  }
+
+  /** A chat answer's `usage`, with `prompt_tokens_details` when cachedPromptTokens is set. */
+  private chatUsage(prompt: number, completion: number): Record<string, unknown> {
+    const cached = this.behaviour.cachedPromptTokens;
+    return {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+      ...(cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: Math.min(cached, prompt), audio_tokens: 0 } }),
+    };
   }
 
   private sendJson(res: ServerResponse, value: unknown): void {
@@ -310,7 +327,7 @@ export class FakeModelUpstream {
     await sleep(b.chunkDelayMs);
     if (res.destroyed) return;
     res.write(event([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]));
-    if (includeUsage) res.write(event([], { prompt_tokens: prompt, completion_tokens: words.length, total_tokens: prompt + words.length }));
+    if (includeUsage) res.write(event([], this.chatUsage(prompt, words.length)));
     res.end(b.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 }

@@ -7,6 +7,12 @@ export interface ModelEntry {
   provider: ProviderKey;
   inputPer1k: number;
   outputPer1k: number;
+  /**
+   * The price of input tokens the provider reports as cached (`prompt_tokens_details.cached_tokens`,
+   * which are part of `prompt_tokens`), at most `inputPer1k` so that a request's estimate (every input
+   * token at `inputPer1k`) still bounds its cost. Absent: cached tokens cost `inputPer1k` like the rest.
+   */
+  cachedInputPer1k?: number;
 }
 
 /**
@@ -16,8 +22,8 @@ export interface ModelEntry {
 export const DEFAULT_MODELS: readonly ModelEntry[] = [
   { id: 'fake-chat-1', provider: 'inhouse', inputPer1k: 1000, outputPer1k: 2000 },
   { id: 'fake-embed-1', provider: 'inhouse', inputPer1k: 100, outputPer1k: 0 },
-  { id: 'gpt-4o-mini', provider: 'inhouse', inputPer1k: 150, outputPer1k: 600 },
-  { id: 'gpt-4o', provider: 'hosted', inputPer1k: 2500, outputPer1k: 10000 },
+  { id: 'gpt-4o-mini', provider: 'inhouse', inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 },
+  { id: 'gpt-4o', provider: 'hosted', inputPer1k: 2500, outputPer1k: 10000, cachedInputPer1k: 1250 },
   { id: 'text-embedding-3-small', provider: 'inhouse', inputPer1k: 20, outputPer1k: 0 },
 ];
 
@@ -43,11 +49,23 @@ function parseEntries(json: string): ModelEntry[] {
     if (typeof m['id'] !== 'string' || m['id'] === '') throw new Error(`[${i}].id must be a non-empty string`);
     if (provider !== 'inhouse' && provider !== 'hosted') throw new Error(`[${i}].provider must be inhouse or hosted`);
     if (!isPrice(m['inputPer1k']) || !isPrice(m['outputPer1k'])) throw new Error(`[${i}] needs inputPer1k and outputPer1k as integers >= 0 (micro-credits)`);
-    return { id: m['id'], provider, inputPer1k: m['inputPer1k'], outputPer1k: m['outputPer1k'] };
+    const cached = m['cachedInputPer1k'];
+    if (cached !== undefined && (!isPrice(cached) || cached > m['inputPer1k'])) {
+      throw new Error(`[${i}].cachedInputPer1k must be an integer >= 0 and <= inputPer1k (micro-credits), or left out`);
+    }
+    return { id: m['id'], provider, inputPer1k: m['inputPer1k'], outputPer1k: m['outputPer1k'], ...(cached === undefined ? {} : { cachedInputPer1k: cached }) };
   });
 }
 
-/** Micro-credits for the tokens, rounded up: a request never costs less than what it used. */
-export function costOf(model: ModelEntry, inputTokens: number, outputTokens: number): number {
-  return Math.ceil((inputTokens * model.inputPer1k + outputTokens * model.outputPer1k) / 1000);
+/**
+ * Micro-credits for the tokens, rounded up once over the whole request: a request never costs less
+ * than what it used. `cachedTokens` are part of `inputTokens` (as OpenAI counts them): charged at
+ * `cachedInputPer1k` when the model has one, and the rest of the input at `inputPer1k`, so no token is
+ * charged twice; without a cached price, every input token costs `inputPer1k`. A cached count above
+ * the input count (a provider's error) is taken as all of the input.
+ */
+export function costOf(model: ModelEntry, inputTokens: number, outputTokens: number, cachedTokens = 0): number {
+  const cached = model.cachedInputPer1k === undefined ? 0 : Math.min(Math.max(cachedTokens, 0), inputTokens);
+  const input = (inputTokens - cached) * model.inputPer1k + cached * (model.cachedInputPer1k ?? 0);
+  return Math.ceil((input + outputTokens * model.outputPer1k) / 1000);
 }

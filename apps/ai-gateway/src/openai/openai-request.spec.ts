@@ -144,4 +144,25 @@ describe('model catalogue', () => {
       expect(() => parseModelCatalogue(bad)).toThrow();
     }
   });
+
+  it('reads an optional cachedInputPer1k: an integer >= 0 and at most inputPer1k (so the estimate still bounds the cost)', () => {
+    const custom = parseModelCatalogue('[{"id":"m1","inputPer1k":10,"outputPer1k":7,"cachedInputPer1k":5},{"id":"m2","inputPer1k":10,"outputPer1k":7,"cachedInputPer1k":10},{"id":"m3","inputPer1k":10,"outputPer1k":7,"cachedInputPer1k":0}]');
+    expect([...custom.values()].map((m) => m.cachedInputPer1k)).toEqual([5, 10, 0]);
+    for (const cached of ['11', '-1', '2.5', '"5"', 'null']) {
+      expect(() => parseModelCatalogue(`[{"id":"m","inputPer1k":10,"outputPer1k":7,"cachedInputPer1k":${cached}}]`)).toThrow(/cachedInputPer1k/);
+    }
+    expect(models.get('gpt-4o-mini')).toMatchObject({ inputPer1k: 150, cachedInputPer1k: 75 });
+    expect(models.get('fake-chat-1')?.cachedInputPer1k).toBeUndefined();
+  });
+
+  it('costOf: cached tokens (part of the input) at cachedInputPer1k, the rest at inputPer1k, rounded up once; without a cached price all at inputPer1k', () => {
+    const mini = models.get('gpt-4o-mini')!;
+    expect(costOf(mini, 1000, 100, 400)).toBe(Math.ceil((600 * 150 + 400 * 75 + 100 * 600) / 1000));
+    expect(costOf(mini, 1000, 100)).toBe(costOf(mini, 1000, 100, 0));
+    // A cached count above the input (a provider's error) is all of the input, never more.
+    expect(costOf(mini, 1000, 0, 5000)).toBe(costOf(mini, 1000, 0, 1000));
+    expect(costOf(mini, 1000, 0, 1000)).toBe(75);
+    const chat = models.get('fake-chat-1')!;
+    expect(costOf(chat, 1000, 100, 400)).toBe(costOf(chat, 1000, 100));
+  });
 });

@@ -21,6 +21,8 @@ export interface Usage {
   outputTokens: number;
   /** True when the upstream sent no usage and the counts were estimated from the text. */
   estimated: boolean;
+  /** Of inputTokens, those the upstream reported as cached (`prompt_tokens_details.cached_tokens`); absent: none. */
+  cachedTokens?: number;
 }
 
 export interface UpstreamRequest {

@@ -50,7 +50,10 @@ export function choiceText(part: unknown): string {
 export function usageFrom(usage: unknown): Usage | undefined {
   if (!isRecord(usage) || typeof usage.prompt_tokens !== 'number') return undefined;
   const output = typeof usage.completion_tokens === 'number' ? usage.completion_tokens : 0;
-  return { inputTokens: usage.prompt_tokens, outputTokens: output, estimated: false };
+  const details = usage.prompt_tokens_details;
+  const cached = isRecord(details) && typeof details.cached_tokens === 'number' && Number.isSafeInteger(details.cached_tokens) && details.cached_tokens > 0 ? details.cached_tokens : 0;
+  // Cached tokens are part of prompt_tokens; a count above it (a provider's error) is cut to it.
+  return { inputTokens: usage.prompt_tokens, outputTokens: output, estimated: false, ...(cached > 0 ? { cachedTokens: Math.min(cached, usage.prompt_tokens) } : {}) };
 }
 
 /** Usage of a non-streamed 2xx answer: the upstream's, else estimated from the texts (embeddings have input only). */

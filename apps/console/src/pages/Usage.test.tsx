@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderSignedIn, routeServer } from '../testing';
 import type { UsageRow } from '../tenant-queries';
-import { byDay, toCsv, Usage } from './Usage';
+import { byDay, pricesText, toCsv, Usage } from './Usage';
 
 function aRow(over: Partial<UsageRow> = {}): UsageRow {
   return {
@@ -22,6 +22,10 @@ function aRow(over: Partial<UsageRow> = {}): UsageRow {
     zeroRatedReason: null,
     inputTokens: 3,
     outputTokens: 4,
+    cachedTokens: 0,
+    inputPer1k: 1000,
+    outputPer1k: 2000,
+    cachedInputPer1k: null,
     usageEstimated: false,
     errorCode: null,
     latencyMs: 12,
@@ -59,7 +63,7 @@ describe('AI usage', () => {
   afterEach(() => vi.unstubAllGlobals());
 
   it('sends the filters to both usage endpoints and exports every page of the filtered ledger as CSV', async () => {
-    const page1 = [aRow({ id: 'u-2', requestId: 'req-2', createdAt: '2026-11-22T11:00:00.000Z' })];
+    const page1 = [aRow({ id: 'u-2', requestId: 'req-2', createdAt: '2026-11-22T11:00:00.000Z', cachedTokens: 2, cachedInputPer1k: 500 })];
     const page2 = [aRow({ id: 'u-1', requestId: 'req-1', model: 'fake=chat', errorCode: 'provider_error, "late"', status: 'failed' })];
     const sent = routeServer((req) => {
       if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 2_500_000, reserved: 11 } };
@@ -101,6 +105,8 @@ describe('AI usage', () => {
     expect(lines[2]).toContain('"provider_error, ""late"""');
     const ledger = screen.getByTestId('ledger');
     expect(within(ledger).getByText('req-2')).toBeInTheDocument();
+    expect(within(ledger).getByText('3 / 4 (2 cached)')).toBeInTheDocument();
+    expect(within(ledger).getByRole('columnheader', { name: 'Prices per 1k tokens' })).toBeInTheDocument();
   }, 20_000);
 
   it('shows an empty state, and a 429 with when to retry', async () => {
@@ -125,6 +131,16 @@ describe('AI usage', () => {
     expect(alert).toHaveTextContent('Try again in 7 seconds');
     expect(alert).toHaveTextContent('req-429');
   }, 15_000);
+
+  it('shows the prices each row was charged at and its cached tokens, in the table and the CSV', () => {
+    const cachedRow = aRow({ inputTokens: 1000, cachedTokens: 600, inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 });
+    expect(pricesText(cachedRow)).toBe(`${(0.00015).toLocaleString(undefined, { maximumFractionDigits: 6 })} in / ${(0.000075).toLocaleString(undefined, { maximumFractionDigits: 6 })} cached / ${(0.0006).toLocaleString(undefined, { maximumFractionDigits: 6 })} out`);
+    expect(pricesText(aRow())).not.toContain('cached');
+    expect(pricesText(aRow({ inputPer1k: null, outputPer1k: null }))).toBe('—');
+    const [header, line] = toCsv([cachedRow]).trimEnd().split('\r\n');
+    const cells = Object.fromEntries(header!.split(',').map((h, i) => [h, line!.split(',')[i]]));
+    expect(cells).toMatchObject({ inputTokens: '1000', cachedTokens: '600', inputPer1k: '150', cachedInputPer1k: '75', outputPer1k: '600' });
+  });
 
   it('CSV cells are quoted and formula-safe; the chart counts requests per day per product and model', () => {
     const csv = toCsv([aRow({ model: '=cmd()', errorCode: 'a\nb' })]);

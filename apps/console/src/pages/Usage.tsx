@@ -25,15 +25,29 @@ const CSV_COLUMNS: (keyof UsageRow)[] = [
   'stream',
   'status',
   'inputTokens',
+  'cachedTokens',
   'outputTokens',
   'usageEstimated',
   'reserved',
   'debit',
+  'inputPer1k',
+  'cachedInputPer1k',
+  'outputPer1k',
   'zeroRated',
   'zeroRatedReason',
   'errorCode',
   'latencyMs',
 ];
+
+/**
+ * The prices a row was charged at, in credits per 1,000 tokens (input / cached input / output); "—"
+ * on rows from before prices were recorded. Cached input is shown only when the model had a price for it.
+ */
+export function pricesText(r: UsageRow): string {
+  if (r.inputPer1k === null || r.outputPer1k === null) return '—';
+  const cached = r.cachedInputPer1k === null ? '' : ` / ${credits(r.cachedInputPer1k)} cached`;
+  return `${credits(r.inputPer1k)} in${cached} / ${credits(r.outputPer1k)} out`;
+}
 
 /** RFC 4180 CSV of ledger rows (quotes doubled; a field starting with = + - @ is prefixed so spreadsheets do not run it). */
 export function toCsv(rows: UsageRow[]): string {
@@ -244,6 +258,7 @@ export function Usage() {
                   <th scope="col">Status</th>
                   <th scope="col">Tokens in / out</th>
                   <th scope="col">Debit</th>
+                  <th scope="col">Prices per 1k tokens</th>
                   <th scope="col">Client</th>
                   <th scope="col">Request id</th>
                 </tr>
@@ -260,8 +275,10 @@ export function Usage() {
                     </td>
                     <td>
                       {r.inputTokens} / {r.outputTokens}
+                      {r.cachedTokens > 0 ? ` (${r.cachedTokens} cached)` : ''}
                     </td>
                     <td>{r.zeroRated ? `0 (zero-rated${r.zeroRatedReason ? `: ${r.zeroRatedReason}` : ''})` : credits(r.debit)}</td>
+                    <td>{pricesText(r)}</td>
                     <td>
                       <code>{r.clientId}</code>
                     </td>

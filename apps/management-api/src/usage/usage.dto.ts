@@ -64,6 +64,14 @@ export class UsageRowDto {
   @ApiProperty({ nullable: true, type: String }) zeroRatedReason: string | null;
   @ApiProperty() inputTokens: number;
   @ApiProperty() outputTokens: number;
+  @ApiProperty({ description: 'of inputTokens, those the provider reported as cached (prompt_tokens_details.cached_tokens), charged at cachedInputPer1k when set' })
+  cachedTokens: number;
+  @ApiProperty({ nullable: true, type: Number, description: 'micro-credits per 1,000 input tokens the row was charged at (fixed when the request was admitted); null on rows from before prices were recorded' })
+  inputPer1k: number | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'micro-credits per 1,000 output tokens the row was charged at; null on rows from before prices were recorded' })
+  outputPer1k: number | null;
+  @ApiProperty({ nullable: true, type: Number, description: 'micro-credits per 1,000 cached input tokens the row was charged at; null when the model has no cached price (cached tokens cost inputPer1k)' })
+  cachedInputPer1k: number | null;
   @ApiProperty({ description: 'true when the provider sent no usage and tokens were estimated from the text' }) usageEstimated: boolean;
   @ApiProperty({ nullable: true, type: String }) errorCode: string | null;
   @ApiProperty({ nullable: true, type: Number }) latencyMs: number | null;

@@ -13,6 +13,9 @@ interface LedgerRow {
   debit?: number;
   reserved?: number;
   zeroRated?: boolean;
+  cachedTokens?: number;
+  /** [inputPer1k, outputPer1k, cachedInputPer1k]: the prices the gateway recorded; absent on rows from before it did. */
+  prices?: [number, number, number | null];
 }
 
 describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', () => {
@@ -30,11 +33,13 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     ids[name] = id;
     await db.query(
       `INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, model, endpoint, status, reserved, debit,
-                                 zero_rated, zero_rated_reason, input_tokens, output_tokens, request_id, created_at, completed_at)
-       VALUES ($1, $2, 'ffc_test', $3, 'inhouse', $4, 'chat.completions', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+                                 zero_rated, zero_rated_reason, input_tokens, output_tokens, request_id, created_at, completed_at,
+                                 cached_tokens, input_per_1k, output_per_1k, cached_input_per_1k)
+       VALUES ($1, $2, 'ffc_test', $3, 'inhouse', $4, 'chat.completions', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
       [
         id, tenantId, r.productKey, r.model, r.status, r.reserved ?? 0, r.debit ?? 0, r.zeroRated ?? false, r.zeroRated ? 'internal product' : null,
         r.inputTokens ?? 0, r.outputTokens ?? 0, `req-${name}`, r.createdAt, r.status === 'pending' ? null : r.createdAt,
+        r.cachedTokens ?? 0, r.prices?.[0] ?? null, r.prices?.[1] ?? null, r.prices?.[2] ?? null,
       ],
     );
   };
@@ -53,7 +58,7 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     const t = ada.tenantId;
     await insert(t, 'a', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-01T10:00:00.000Z', inputTokens: 10, outputTokens: 20, debit: 300 });
     await insert(t, 'b', { productKey: 'core', model: 'small', status: 'failed', createdAt: '2026-11-02T10:00:00.000Z', inputTokens: 5, debit: 0 });
-    await insert(t, 'c', { productKey: 'core', model: 'large', status: 'succeeded', createdAt: '2026-11-03T10:00:00.000Z', inputTokens: 100, outputTokens: 50, debit: 4000 });
+    await insert(t, 'c', { productKey: 'core', model: 'large', status: 'succeeded', createdAt: '2026-11-03T10:00:00.000Z', inputTokens: 100, outputTokens: 50, debit: 4000, cachedTokens: 40, prices: [2500, 10000, 1250] });
     await insert(t, 'd', { productKey: 'insights', model: 'small', status: 'succeeded', createdAt: '2026-11-04T10:00:00.000Z', inputTokens: 7, outputTokens: 3, zeroRated: true });
     // Two rows of one millisecond: pages must neither skip nor repeat either.
     await insert(t, 'e', { productKey: 'core', model: 'small', status: 'pending', createdAt: '2026-11-05T10:00:00.000Z', reserved: 500 });
@@ -76,9 +81,12 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     expect(res.body.find((r: { id: string }) => r.id === ids['c'])).toEqual({
       id: ids['c'], clientId: 'ffc_test', productKey: 'core', provider: 'inhouse', requestedProvider: null, model: 'large', endpoint: 'chat.completions',
       stream: false, status: 'succeeded', reserved: 0, debit: 4000, zeroRated: false, zeroRatedReason: null, inputTokens: 100, outputTokens: 50,
+      cachedTokens: 40, inputPer1k: 2500, outputPer1k: 10000, cachedInputPer1k: 1250,
       usageEstimated: false, errorCode: null, latencyMs: null, requestId: 'req-c', createdAt: '2026-11-03T10:00:00.000Z', completedAt: '2026-11-03T10:00:00.000Z',
     });
     expect(res.body.find((r: { id: string }) => r.id === ids['d'])).toMatchObject({ zeroRated: true, zeroRatedReason: 'internal product', debit: 0 });
+    // A row from before prices were recorded says so: null prices, no cached tokens.
+    expect(res.body.find((r: { id: string }) => r.id === ids['a'])).toMatchObject({ cachedTokens: 0, inputPer1k: null, outputPer1k: null, cachedInputPer1k: null });
   });
 
   it('pages with Link rel="next" through every row exactly once, filters kept', async () => {

@@ -30,6 +30,13 @@ export interface UsageRow {
   zeroRatedReason: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, those the provider reported as cached; charged at cachedInputPer1k when set. */
+  cachedTokens: number;
+  /** Micro-credits per 1,000 tokens the row was charged at, fixed at admission; null on rows from before prices were recorded. */
+  inputPer1k: number | null;
+  outputPer1k: number | null;
+  /** Null when the model has no cached price (cached tokens cost inputPer1k). */
+  cachedInputPer1k: number | null;
   usageEstimated: boolean;
   errorCode: string | null;
   latencyMs: number | null;
