@@ -9,6 +9,7 @@ import { Invitations1763800670000 } from './1763800670000-invitations';
 import { OAuthClientsAiInvoke1763810000000 } from './1763810000000-oauth-clients-ai-invoke';
 import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions';
 import { ClauseContextKinds1763820000000 } from './1763820000000-clause-context-kinds';
+import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alerts';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   OAuthClientsAiInvoke1763810000000,
   CheckoutSessions1763810100000,
   ClauseContextKinds1763820000000,
+  LowBalanceAlerts1763830300000,
 ];
