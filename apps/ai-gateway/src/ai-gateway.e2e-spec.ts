@@ -136,6 +136,13 @@ describe('two gateway processes sharing one balance', () => {
     expect(reserved).toBe(0);
     expect(balance).toBeGreaterThanOrEqual(-COST);
     expect(rows.reduce((sum, r) => sum + Number(r.debit), 0)).toBe(START - balance);
+    // More settlements below the threshold, one in each process, record nothing more: the crossing was
+    // recorded once, and no grant has taken the balance back above the threshold (this SQL top-up, under a
+    // threshold raised by SQL to stay above it, is no grant and re-arms nothing).
+    await ds.query(`UPDATE low_balance_alerts SET threshold = 1000000 WHERE tenant_id = $1`, [tenant]);
+    await ds.query(`UPDATE credit_balances SET balance = balance + 2000 WHERE tenant_id = $1`, [tenant]);
+    for (const c of clients) await c.chat.completions.create({ model: 'fake-chat-1', max_tokens: 4, messages: [{ role: 'user', content: 'one two three' }] });
+    await waitFor(async () => (await ledgerRows(ds, tenant)).every((r) => r.status !== 'pending') || undefined, 10_000);
     const crossings = await ds.query<Array<{ threshold: string }>>(`SELECT threshold::text FROM low_balance_crossings WHERE tenant_id = $1`, [tenant]);
     expect(crossings).toEqual([{ threshold: String(START - COST) }]);
   }, 60_000);
