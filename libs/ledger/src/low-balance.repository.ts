@@ -54,20 +54,17 @@ export class LowBalanceRepository {
   /**
    * Sets the threshold. Armed only while the balance is above it: setting a threshold the balance is
    * already at or below records no crossing (none happened); the next grant above it arms it. The
-   * balance row is locked (as a settlement locks it first) so a settlement at the same moment sees
-   * either the old threshold or the new one with `armed` matching the balance it leaves.
+   * balance row is locked first (as a settlement locks it), in the same statement, so a settlement at
+   * the same moment sees either the old threshold or the new one with `armed` matching its balance.
    */
   async set(tenantId: string, threshold: number): Promise<LowBalanceAlert> {
-    const rows: Array<{ threshold: string; armed: boolean; updated_at: Date }> = await this.ds.transaction(async (m) => {
-      const bal: Array<{ balance: string }> = await m.query(`SELECT balance::text AS balance FROM credit_balances WHERE tenant_id = $1 FOR UPDATE`, [tenantId]);
-      const balance = bal[0] ? Number(bal[0].balance) : 0;
-      return m.query(
-        `INSERT INTO low_balance_alerts (tenant_id, threshold, armed) VALUES ($1, $2, $3)
-         ON CONFLICT (tenant_id) DO UPDATE SET threshold = EXCLUDED.threshold, armed = EXCLUDED.armed, updated_at = now()
-         RETURNING threshold::text AS threshold, armed, updated_at`,
-        [tenantId, threshold, balance > threshold],
-      );
-    });
+    const rows: Array<{ threshold: string; armed: boolean; updated_at: Date }> = await this.ds.query(
+      `INSERT INTO low_balance_alerts (tenant_id, threshold, armed)
+       SELECT $1, $2, COALESCE((SELECT balance FROM credit_balances WHERE tenant_id = $1 FOR UPDATE), 0) > $2
+       ON CONFLICT (tenant_id) DO UPDATE SET threshold = EXCLUDED.threshold, armed = EXCLUDED.armed, updated_at = now()
+       RETURNING threshold::text AS threshold, armed, updated_at`,
+      [tenantId, threshold],
+    );
     const r = rows[0]!;
     return { threshold: Number(r.threshold), armed: r.armed, updatedAt: r.updated_at.toISOString() };
   }
