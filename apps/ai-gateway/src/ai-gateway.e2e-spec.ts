@@ -101,6 +101,8 @@ describe('two gateway processes sharing one balance', () => {
     const COST = 11;
     const START = 20 * COST;
     const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: START });
+    // A low-balance threshold the first debit crosses: both processes settle below it, one crossing is recorded.
+    await ds.query(`INSERT INTO low_balance_alerts (tenant_id, threshold) VALUES ($1, $2)`, [tenant, START - COST]);
     const apiKey = await clientToken(tenant);
     const clients = gateways.map(
       (g) => new OpenAI({ baseURL: `${g.url}/v1`, apiKey, defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 20_000 }),
@@ -109,7 +111,7 @@ describe('two gateway processes sharing one balance', () => {
       Array.from({ length: 200 }, (_, i) =>
         clients[i % 2]!.chat.completions.create({ model: 'fake-chat-1', max_tokens: 4, messages: [{ role: 'user', content: 'one two three' }] }).then(
           (r) => ({ status: 200, tokens: r.usage?.total_tokens }),
-          (e: { status?: number; code?: string }) => ({ status: e.status, code: e.code }),
+          (e: { status?: number; code?: string; message?: string }) => ({ status: e.status, code: e.code, message: e.message }),
         ),
       ),
     );
@@ -119,6 +121,8 @@ describe('two gateway processes sharing one balance', () => {
     expect(ok.length).toBeLessThanOrEqual(20);
     expect(refused.length).toBe(200 - ok.length);
     expect(refused.every((r) => 'code' in r && r.code === 'insufficient_credits')).toBe(true);
+    // Where to buy credits: the console's billing page at management-api's address (the gateways' OAUTH_ISSUER).
+    expect(refused.every((r) => 'message' in r && r.message?.includes(`${managementApi.url}/console/billing`))).toBe(true);
     expect(ok.every((r) => 'tokens' in r && r.tokens === 7)).toBe(true);
     // The provider was called for the admitted requests only.
     expect(fake.calls.chat).toBe(ok.length);
@@ -132,6 +136,15 @@ describe('two gateway processes sharing one balance', () => {
     expect(reserved).toBe(0);
     expect(balance).toBeGreaterThanOrEqual(-COST);
     expect(rows.reduce((sum, r) => sum + Number(r.debit), 0)).toBe(START - balance);
+    // More settlements below the threshold, one in each process, record nothing more: the crossing was
+    // recorded once, and no grant has taken the balance back above the threshold (this SQL top-up, under a
+    // threshold raised by SQL to stay above it, is no grant and re-arms nothing).
+    await ds.query(`UPDATE low_balance_alerts SET threshold = 1000000 WHERE tenant_id = $1`, [tenant]);
+    await ds.query(`UPDATE credit_balances SET balance = balance + 2000 WHERE tenant_id = $1`, [tenant]);
+    for (const c of clients) await c.chat.completions.create({ model: 'fake-chat-1', max_tokens: 4, messages: [{ role: 'user', content: 'one two three' }] });
+    await waitFor(async () => (await ledgerRows(ds, tenant)).every((r) => r.status !== 'pending') || undefined, 10_000);
+    const crossings = await ds.query<Array<{ threshold: string }>>(`SELECT threshold::text FROM low_balance_crossings WHERE tenant_id = $1`, [tenant]);
+    expect(crossings).toEqual([{ threshold: String(START - COST) }]);
   }, 60_000);
 
   it('a later request still gets a 402 once the credit is spent, and one succeeds after a grant that covers its estimate', async () => {

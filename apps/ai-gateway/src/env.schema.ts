@@ -9,6 +9,10 @@ export const aiGatewayEnv = {
   ...portEnv(3001),
   ...providerEnv,
   OAUTH_ISSUER: str({ devDefault: 'http://127.0.0.1:3000', desc: "iss of the access tokens accepted: management-api's OAUTH_ISSUER (its public base URL by default)" }),
+  CONSOLE_BILLING_URL: str({
+    default: '',
+    desc: "where a 402 insufficient_credits sends the caller to buy credits: the web console's billing page; default OAUTH_ISSUER/console/billing (management-api's public base URL, where it serves the console)",
+  }),
   OAUTH_AUDIENCE: str({ default: 'flagship-api', desc: "aud of the access tokens accepted: management-api's OAUTH_AUDIENCE" }),
   PRODUCT_KEY_OWN: str({ default: OWN_PRODUCT_KEY }),
   PRODUCT_KEYS_INTERNAL: str({ default: INTERNAL_PRODUCT_KEYS.join(',') }),
@@ -64,6 +68,7 @@ export function loadAiGatewayConfig(env: NodeJS.ProcessEnv) {
     internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),
     legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),
     hostedProducts: list(raw.PROVIDER_HOSTED_PRODUCTS),
+    consoleBillingUrl: raw.CONSOLE_BILLING_URL || `${raw.OAUTH_ISSUER.replace(/\/$/, '')}/console/billing`,
   };
 }
 

@@ -2,7 +2,8 @@ import OpenAI, { APIError, APIUserAbortError, AuthenticationError, BadRequestErr
 import type { DataSource } from 'typeorm';
 import { ClientRevocations } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
-import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
+import { LowBalanceRepository } from '@flagship/ledger';
+import { CHANNELS, type LowBalance, PUBSUB, type PubSub } from '@flagship/redis';
 import type { RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, FakeModelUpstream, http, type TestEnvironment, waitFor } from '@flagship/testing';
 import type { GatewayPipeline } from './gateway.pipeline';
@@ -252,6 +253,8 @@ describe('ai-gateway through the openai SDK', () => {
       for (const tenant of [broke, noRow]) {
         const err = await expectError((await sdk(tenant)).chat.completions.create(chat), APIError, 402, 'insufficient_credits');
         expect(err.type).toBe('insufficient_quota');
+        // Where to buy credits: the console's billing page, at management-api's address (OAUTH_ISSUER by default).
+        expect(err.message).toContain(`buy credits at ${ISSUER}/console/billing`);
         await expectError((await sdk(tenant)).chat.completions.create({ ...chat, stream: true }), APIError, 402, 'insufficient_credits');
       }
       expect(fake.calls.chat).toBe(0);
@@ -474,6 +477,36 @@ describe('ai-gateway through the openai SDK', () => {
       const { row, spent } = await paid({ ...long, model: 'gpt-4o-mini' });
       expect(row).toMatchObject({ input_tokens: PROMPT, cached_tokens: 0, input_per_1k: '150', output_per_1k: '600', cached_input_per_1k: '75', debit: String(miniCost(PROMPT, 0, OUTPUT)) });
       expect(spent).toBe(miniCost(PROMPT, 0, OUTPUT));
+    });
+  });
+
+  describe('low-balance alerts', () => {
+    it('concurrent requests taking the balance below the threshold: one crossing recorded, published once with its typed payload after it commits', async () => {
+      const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      await new LowBalanceRepository(ds).set(tenant, 99_900);
+      const heard: LowBalance[] = [];
+      const pubsub = gw.app.get<PubSub>(PUBSUB);
+      const stop = await pubsub.subscribe(CHANNELS.lowBalance, (m) => {
+        if (m.tenantId === tenant) heard.push(m);
+      });
+      try {
+        // 20 requests at once (each costs cost(5, 4) = 13): the balance falls from 100,000 to 99,740.
+        const clients = await Promise.all(Array.from({ length: 20 }, () => sdk(tenant)));
+        await Promise.all(clients.map((c) => c.chat.completions.create({ ...chat, max_tokens: 10 })));
+        await settled();
+        expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - 20 * cost(5, 4), reserved: 0 });
+        const recorded = await new LowBalanceRepository(ds).crossings(tenant, { limit: 10 });
+        expect(recorded).toHaveLength(1);
+        expect(recorded[0]!.threshold).toBe(99_900);
+        expect(recorded[0]!.balance).toBeLessThanOrEqual(99_900);
+        const c = recorded[0]!;
+        await waitFor(async () => (heard.length > 0 ? heard : undefined), 3000, 10);
+        // Give a duplicate the time to arrive before asserting there is none.
+        await new Promise((r) => setTimeout(r, 100));
+        expect(heard).toEqual([{ tenantId: tenant, crossingId: c.id, threshold: 99_900, balance: c.balance, crossedAt: c.crossedAt }]);
+      } finally {
+        await stop();
+      }
     });
   });
 

@@ -2,13 +2,13 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import type Redis from 'ioredis';
 import { APP_CONFIG } from '@flagship/config';
 import { AccessTokenVerifier } from '@flagship/oauth';
-import { PUBSUB, type PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
+import { CHANNELS, PUBSUB, type PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
 import { RateLimitService } from '@flagship/request-policies';
 import { HttpMetrics, type ReadinessCheck } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
-import { UsageLedgerRepository } from '@flagship/ledger';
+import { type LowBalanceCrossing, UsageLedgerRepository } from '@flagship/ledger';
 import { EntitlementStep } from './pipeline/entitlement.step';
 import { ProductKeyStep } from './pipeline/product-key.step';
 import { ProviderCallStep } from './pipeline/provider-call.step';
@@ -48,7 +48,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
   ) {
     this.graceMs = config.SHUTDOWN_GRACE_MS;
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS, pubsub);
-    this.settleStep = new SettleStep(ledger, config.GATEWAY_SETTLE_GATHER_MS);
+    this.settleStep = new SettleStep(ledger, (crossings) => this.publishCrossings(pubsub, crossings), config.GATEWAY_SETTLE_GATHER_MS);
     this.handler = new GatewayHandler(
       {
         token: new TokenStep(verifier),
@@ -66,7 +66,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
           { requestsPerMinute: config.GATEWAY_RATE_LIMIT_RPM, tokensPerMinute: config.GATEWAY_RATE_LIMIT_TPM },
           { limiter: rateLimits, perPlan: config.tenantRateLimits },
         ),
-        reservation: new ReservationStep(ledger),
+        reservation: new ReservationStep(ledger, config.consoleBillingUrl),
         providerCall: new ProviderCallStep(providers),
         settle: this.settleStep,
       },
@@ -74,6 +74,17 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
       new GatewayMetrics(httpMetrics.registry),
       { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS, imageTokens: config.GATEWAY_IMAGE_TOKENS },
     );
+  }
+
+  /**
+   * Each crossing's record is already committed (Postgres' low_balance_crossings is the durable
+   * record); the event is for whoever listens now, so a Redis failure is logged, not retried.
+   */
+  private publishCrossings(pubsub: PubSub, crossings: LowBalanceCrossing[]): void {
+    for (const c of crossings) {
+      const event = { tenantId: c.tenantId, crossingId: c.id, threshold: c.threshold, balance: c.balance, crossedAt: c.crossedAt };
+      pubsub.publish(CHANNELS.lowBalance, event).catch((err: unknown) => this.logger.warn({ err, tenantId: c.tenantId, crossingId: c.id }, 'cannot publish a low-balance crossing (it is recorded in Postgres)'));
+    }
   }
 
   onModuleInit(): void {

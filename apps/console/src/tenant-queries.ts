@@ -1,12 +1,12 @@
 // Server state of the tenant pages (projects, team, OAuth clients, sandbox, tours, usage, billing):
 // each a query on management-api's public REST API, keyed by tenant so a switch never shows another's.
 import { useQuery } from '@tanstack/react-query';
-import type { CreditBalance, Invitation, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
+import type { CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
 import { request, requestAll, type RequestScope } from './api';
 import type { OAuthClient, OAuthClientWithSecret } from '@flagship/domain';
 
 export type { OAuthClient, OAuthClientWithSecret };
-export type { CreditBalance, Invitation, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
+export type { CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
 
 
 export interface TourStatus { completed: boolean; completed_at: string | null }
@@ -135,6 +135,22 @@ export function useCredits(scope: RequestScope) {
   return useQuery({
     queryKey: ['credits', scope.tenantId],
     queryFn: async () => (await request<CreditBalance>('GET', '/api/billing/credits', tenantOnly(scope))).body,
+  });
+}
+
+/** The tenant's low-balance threshold (tenant admins; a 403 otherwise). */
+export function useLowBalanceAlert(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['low-balance-alert', scope.tenantId],
+    queryFn: async () => (await request<LowBalanceAlert>('GET', '/api/billing/low-balance-alert', tenantOnly(scope))).body,
+  });
+}
+
+/** The latest recorded crossings of it, newest first. */
+export function useLowBalanceCrossings(scope: RequestScope, limit = 10) {
+  return useQuery({
+    queryKey: ['low-balance-crossings', scope.tenantId, limit],
+    queryFn: async () => (await request<LowBalanceCrossing[]>('GET', `/api/billing/low-balance-alert/crossings?limit=${limit}`, tenantOnly(scope))).body,
   });
 }
 

@@ -29,13 +29,23 @@ export class CreditsRepository {
     return rows[0] ? { balance: Number(rows[0].balance), reserved: Number(rows[0].reserved) } : null;
   }
 
-  /** Records the grant and adds it to the balance, in the caller's transaction; answers the new balance. */
+  /**
+   * Records the grant and adds it to the balance, in the caller's transaction; answers the new balance.
+   * A low-balance alert the new balance is above is re-armed, so the next fall below it is recorded.
+   */
   async grantCredits(m: Tx, tenantId: string, grant: CreditGrant): Promise<CreditBalance> {
     await m.query(`INSERT INTO credit_grants (tenant_id, amount, reason, granted_by) VALUES ($1, $2, $3, $4)`, [tenantId, grant.amount, grant.reason, grant.grantedBy]);
     const rows: Array<{ balance: string; reserved: string }> = await m.query(
-      `INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)
-       ON CONFLICT (tenant_id) DO UPDATE SET balance = credit_balances.balance + EXCLUDED.balance, updated_at = now()
-       RETURNING balance::text AS balance, reserved::text AS reserved`,
+      `WITH b AS (
+         INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)
+         ON CONFLICT (tenant_id) DO UPDATE SET balance = credit_balances.balance + EXCLUDED.balance, updated_at = now()
+         RETURNING balance, reserved
+       ),
+       rearmed AS (
+         UPDATE low_balance_alerts a SET armed = true, updated_at = now()
+           FROM b WHERE a.tenant_id = $1 AND NOT a.armed AND b.balance > a.threshold
+       )
+       SELECT balance::text AS balance, reserved::text AS reserved FROM b`,
       [tenantId, grant.amount],
     );
     return { balance: Number(rows[0]!.balance), reserved: Number(rows[0]!.reserved) };

@@ -4,3 +4,4 @@ export * from './usage-reconciler.repository';
 export * from './usage-meter.repository';
 export * from './credits.repository';
 export * from './usage.repository';
+export * from './low-balance.repository';

@@ -55,6 +55,22 @@ export interface SigningKeysChanged {
   kid?: string;
 }
 
+/**
+ * A tenant's balance crossed its low-balance threshold (from above to at or below it): published by the
+ * AI gateway after the settlement recording the crossing commits (the durable record is Postgres'
+ * low_balance_crossings row `crossingId`, so a subscriber that missed the message can read it there).
+ * Micro-credits; `crossedAt` ISO 8601.
+ */
+export interface LowBalance {
+  tenantId: string;
+  crossingId: string;
+  threshold: number;
+  balance: number;
+  crossedAt: string;
+}
+
+const isInteger = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
+
 export const CHANNELS = {
   /** management-api publishes after a flag write commits; flag stores re-read that flag. */
   flagChanged: defineChannel<FlagChanged>('flag-changed', (m) => {
@@ -86,5 +102,11 @@ export const CHANNELS = {
   /** Verifiers re-read the published keys (libs/oauth VerificationKeys). */
   signingKeysChanged: defineChannel<SigningKeysChanged>('oauth-signing-keys-changed', (m) =>
     isOptionalText(m.kid) ? (m.kid !== undefined ? { kid: m.kid } : {}) : undefined,
+  ),
+  /** Outbound webhooks (and anyone watching a tenant's money) deliver it; see LowBalance. */
+  lowBalance: defineChannel<LowBalance>('low-balance', (m) =>
+    isText(m.tenantId) && isText(m.crossingId) && isInteger(m.threshold) && isInteger(m.balance) && isText(m.crossedAt) && !Number.isNaN(Date.parse(m.crossedAt))
+      ? { tenantId: m.tenantId, crossingId: m.crossingId, threshold: m.threshold, balance: m.balance, crossedAt: m.crossedAt }
+      : undefined,
   ),
 } as const;

@@ -36,7 +36,7 @@ export interface TransportSettings {
   onRetry: ((event: RetryEvent) => void) | undefined;
 }
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface ApiRequest {
   method: HttpMethod;

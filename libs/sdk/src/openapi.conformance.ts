@@ -85,6 +85,10 @@ export type EnvironmentsCovered =
 /** `billing.credits()`, `subscription.*` (checkout serves both `checkout(plan)` and `buyCredits(amount)`). */
 export type BillingCovered =
   | Op<'Credits_get', [Reads<'Credits_get', 200, sdk.CreditBalance>]>
+  | Op<'LowBalance_get', [Reads<'LowBalance_get', 200, sdk.LowBalanceAlert>]>
+  | Op<'LowBalance_put', [Reads<'LowBalance_put', 200, sdk.LowBalanceAlert>, Writes<'LowBalance_put', { threshold: number }>]>
+  | Op<'LowBalance_remove', [Empty<'LowBalance_remove', 204>]>
+  | Op<'LowBalance_crossings', [Reads<'LowBalance_crossings', 200, sdk.LowBalanceCrossing[]>, Asks<'LowBalance_crossings', sdk.PageQuery>]>
   | Op<'StripeBilling_subscription', [Reads<'StripeBilling_subscription', 200, sdk.Subscription>]>
   | Op<
       'StripeBilling_checkout',

@@ -433,6 +433,16 @@ describe('FlagshipClient against management-api', () => {
       expect(await client.billing.credits()).toEqual({ balance: 2_500_000, reserved: 400 });
     });
 
+    it('sets, reads and removes the low-balance alert, and lists its crossings', async () => {
+      // The balance is 2,500,000 (the test above): a threshold below it is armed.
+      expect(await client.billing.setLowBalanceAlert(1_000_000)).toEqual({ threshold: 1_000_000, armed: true, below: false, balance: 2_500_000 });
+      expect(await client.billing.lowBalanceAlert()).toEqual({ threshold: 1_000_000, armed: true, below: false, balance: 2_500_000 });
+      expect(await client.billing.lowBalanceCrossings({ limit: 5 })).toEqual([]);
+      await expect(client.billing.setLowBalanceAlert(-1)).rejects.toMatchObject({ status: 422 });
+      await client.billing.removeLowBalanceAlert();
+      expect(await client.billing.lowBalanceAlert()).toEqual({ threshold: null, armed: false, below: false, balance: 2_500_000 });
+    });
+
     it('lists usage newest first with filters, pages through listAll(), and sums the same filter', async () => {
       const page = await client.usage.list({ limit: 2 });
       expect(page.map((r) => [r.model, r.debit])).toEqual([['large', 4000], ['small', 30]]);

@@ -10,13 +10,17 @@ import type { Reservation } from './ledger.types';
  * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
  * RESERVE). Zero-rated requests reserve nothing and debit 0 but are recorded all the same. A billable
  * request whose estimate the tenant's credit left (balance - reserved) does not cover is refused with
- * 402 `insufficient_credits`, so the provider is never called for it.
+ * 402 `insufficient_credits`, naming the console's billing page, so the provider is never called for it.
  */
 export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
   private readonly batcher: TurnBatcher<Reservation, boolean>;
 
-  constructor(repository: UsageLedgerRepository) {
+  constructor(
+    repository: UsageLedgerRepository,
+    /** The console's billing page, named in the 402 so the caller knows where to buy credits. */
+    private readonly billingUrl: string,
+  ) {
     this.batcher = new TurnBatcher((batch) => repository.reserve(batch), 500);
   }
 
@@ -30,7 +34,11 @@ export class ReservationStep {
       throw dependencyDown('Postgres');
     }
     if (!admitted) {
-      throw new GatewayError(402, 'insufficient_credits', 'The tenant\'s AI credit left does not cover this request\'s estimate (its input and max_tokens x n); lower max_tokens, or buy credits or ask your administrator.');
+      throw new GatewayError(
+        402,
+        'insufficient_credits',
+        `The tenant's AI credit left does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or buy credits at ${this.billingUrl} (or ask your administrator).`,
+      );
     }
     return reservation;
   }

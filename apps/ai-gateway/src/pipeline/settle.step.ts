@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/lean-http';
-import type { UsageLedgerRepository } from '@flagship/ledger';
+import type { LowBalanceCrossing, UsageLedgerRepository } from '@flagship/ledger';
 import type { Reservation, Settlement } from './ledger.types';
 
 type Release = Pick<Reservation, 'id' | 'tenantId'>;
@@ -21,6 +21,8 @@ type Release = Pick<Reservation, 'id' | 'tenantId'>;
  * for 20 ms, p50 and p99 at 200 req/s fell in 4 of 5 interleaved rounds (tools/bench). The row stays
  * `pending` and the estimate held that much longer; a crash meanwhile leaves it to the reconciler,
  * as before.
+ * A settlement batch that takes a tenant's balance across its low-balance threshold records the
+ * crossing in the same statement; `onCrossings` hears of it once that statement has committed.
  * Also the way back for a reservation whose request was refused after all (a 429 from the rate limit
  * checked at the same time): its pending row is deleted and its estimate released, the same way.
  */
@@ -34,13 +36,19 @@ export class SettleStep {
 
   constructor(
     repository: UsageLedgerRepository,
+    /** Crossings a settlement batch recorded, once committed (the gateway publishes them); must not throw. */
+    onCrossings: (crossings: LowBalanceCrossing[]) => void,
     /** How long settlements gather before they are written together (0: the same event-loop turn's only). */
     private readonly gatherMs = 0,
     private readonly retries = 20,
     private readonly retryDelayMs = 500,
     private readonly maxRetryDelayMs = 5000,
   ) {
-    this.settlements = new TurnBatcher((batch) => repository.settle(batch), 500);
+    this.settlements = new TurnBatcher(async (batch) => {
+      const { completed, crossings } = await repository.settleBatch(batch);
+      if (crossings.length > 0) onCrossings(crossings);
+      return completed;
+    }, 500);
     this.releases = new TurnBatcher((batch) => repository.release(batch), 500);
   }
 

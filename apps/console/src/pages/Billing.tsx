@@ -3,6 +3,7 @@ import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
 import { request } from '../api';
+import { LowBalanceAlert } from '../components/LowBalanceAlert';
 import { ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -143,6 +144,7 @@ export function Billing() {
           </div>
         </Form>
         {buy.error && <ErrorState error={buy.error} />}
+        <LowBalanceAlert />
       </div>
     </section>
   );

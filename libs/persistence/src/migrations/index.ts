@@ -10,6 +10,7 @@ import { OAuthClientsAiInvoke1763810000000 } from './1763810000000-oauth-clients
 import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions';
 import { ClauseContextKinds1763820000000 } from './1763820000000-clause-context-kinds';
 import { UsageLedgerPrices1763820100000 } from './1763820100000-usage-ledger-prices';
+import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alerts';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   CheckoutSessions1763810100000,
   ClauseContextKinds1763820000000,
   UsageLedgerPrices1763820100000,
+  LowBalanceAlerts1763830300000,
 ];

@@ -1,11 +1,30 @@
 import type { HttpTransport } from '../http-transport';
-import type { RequestOptions } from '../sdk.types';
+import type { PageQuery, RequestOptions } from '../sdk.types';
 
 /** A tenant's AI credits, in micro-credits (1 credit = 1,000,000). */
 export interface CreditBalance {
   balance: number;
   /** Held by AI gateway requests in flight; released when they complete. */
   reserved: number;
+}
+
+/** The tenant's low-balance alert; micro-credits. */
+export interface LowBalanceAlert {
+  /** Null when no threshold is set. */
+  threshold: number | null;
+  /** Whether the next fall to or below the threshold will be recorded (false once it was, until the balance is back above it). */
+  armed: boolean;
+  /** The balance is at or below the threshold now. */
+  below: boolean;
+  balance: number;
+}
+
+/** A recorded crossing: a gateway settlement took the balance from above `threshold` to `balance`. */
+export interface LowBalanceCrossing {
+  id: string;
+  threshold: number;
+  balance: number;
+  crossedAt: string;
 }
 
 /** `/api/billing`. */
@@ -15,5 +34,25 @@ export class BillingResource {
   /** The tenant's AI credit balance (any member; user tokens only). */
   async credits(options?: RequestOptions): Promise<CreditBalance> {
     return (await this.http.request<CreditBalance>({ method: 'GET', path: '/api/billing/credits', options })).body;
+  }
+
+  /** The low-balance threshold and whether the balance is below it (tenant admins). */
+  async lowBalanceAlert(options?: RequestOptions): Promise<LowBalanceAlert> {
+    return (await this.http.request<LowBalanceAlert>({ method: 'GET', path: '/api/billing/low-balance-alert', options })).body;
+  }
+
+  /** Sets the threshold (micro-credits); each fall of the balance to or below it is recorded once and published. */
+  async setLowBalanceAlert(threshold: number, options?: RequestOptions): Promise<LowBalanceAlert> {
+    return (await this.http.request<LowBalanceAlert>({ method: 'PUT', path: '/api/billing/low-balance-alert', body: { threshold }, options })).body;
+  }
+
+  /** Removes the threshold; its recorded crossings stay. */
+  async removeLowBalanceAlert(options?: RequestOptions): Promise<void> {
+    await this.http.request<void>({ method: 'DELETE', path: '/api/billing/low-balance-alert', options });
+  }
+
+  /** One page of recorded crossings, newest first. */
+  async lowBalanceCrossings(query: PageQuery = {}, options?: RequestOptions): Promise<LowBalanceCrossing[]> {
+    return (await this.http.request<LowBalanceCrossing[]>({ method: 'GET', path: '/api/billing/low-balance-alert/crossings', query: { limit: query.limit, cursor: query.cursor }, options })).body;
   }
 }
