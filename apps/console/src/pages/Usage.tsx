@@ -248,47 +248,50 @@ export function Usage() {
               {csv.isPending ? 'Preparing the CSV…' : csv.data !== undefined ? `Exported ${csv.data} ${csv.data === 1 ? 'row' : 'rows'}.` : ''}
             </p>
             {csv.error && <ErrorState error={csv.error} />}
-            <table data-testid="ledger">
-              <caption className="visually-hidden">Ledger rows, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Product</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Tokens in / out</th>
-                  <th scope="col">Debit</th>
-                  <th scope="col">Prices per 1k tokens</th>
-                  <th scope="col">Client</th>
-                  <th scope="col">Request id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.data.map((r) => (
-                  <tr key={r.id}>
-                    <td>{new Date(r.createdAt).toLocaleString()}</td>
-                    <td>{r.productKey}</td>
-                    <td>{r.model}</td>
-                    <td>
-                      {r.status}
-                      {r.errorCode ? ` (${r.errorCode})` : ''}
-                    </td>
-                    <td>
-                      {r.inputTokens} / {r.outputTokens}
-                      {r.cachedTokens > 0 ? ` (${r.cachedTokens} cached)` : ''}
-                    </td>
-                    <td>{r.zeroRated ? `0 (zero-rated${r.zeroRatedReason ? `: ${r.zeroRatedReason}` : ''})` : credits(r.debit)}</td>
-                    <td>{pricesText(r)}</td>
-                    <td>
-                      <code>{r.clientId}</code>
-                    </td>
-                    <td>
-                      <code>{r.requestId ?? '—'}</code>
-                    </td>
+            {/* Wide (ten columns): it scrolls inside the panel rather than out of it. Focusable, so a keyboard can scroll it. */}
+            <div className="table-scroll" role="region" aria-label="Ledger rows" tabIndex={0}>
+              <table data-testid="ledger">
+                <caption className="visually-hidden">Ledger rows, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Time</th>
+                    <th scope="col">Product</th>
+                    <th scope="col">Model</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Tokens in / out</th>
+                    <th scope="col">Debit</th>
+                    <th scope="col">Prices per 1k tokens</th>
+                    <th scope="col">Client</th>
+                    <th scope="col">Request id</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {rows.data.map((r) => (
+                    <tr key={r.id}>
+                      <td>{new Date(r.createdAt).toLocaleString()}</td>
+                      <td>{r.productKey}</td>
+                      <td>{r.model}</td>
+                      <td>
+                        {r.status}
+                        {r.errorCode ? ` (${r.errorCode})` : ''}
+                      </td>
+                      <td>
+                        {r.inputTokens} / {r.outputTokens}
+                        {r.cachedTokens > 0 ? ` (${r.cachedTokens} cached)` : ''}
+                      </td>
+                      <td>{r.zeroRated ? `0 (zero-rated${r.zeroRatedReason ? `: ${r.zeroRatedReason}` : ''})` : credits(r.debit)}</td>
+                      <td>{pricesText(r)}</td>
+                      <td>
+                        <code>{r.clientId}</code>
+                      </td>
+                      <td>
+                        <code>{r.requestId ?? '—'}</code>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           </div>
         </>
       )}
