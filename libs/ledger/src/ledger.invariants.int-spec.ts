@@ -7,11 +7,10 @@
  * - nothing stays held: once every request is settled, released or abandoned, reserved is 0;
  * - the debits recorded on the rows add up to the balance's fall, exactly.
  */
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, seededRandom, type TestDatabase } from '@flagship/testing';
-import { balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
+import { aReservation, aSettlement, balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
 import { type Reservation, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
 import { UsageReconcilerRepository } from './usage-reconciler.repository';
 
@@ -46,38 +45,24 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
     const stats = { admitted: 0, refused: 0, released: 0, settled: 0, lateSettles: 0 };
     let running = true;
 
-    const reservation = (): Reservation => ({
-      id: randomUUID(),
-      tenantId: tenant,
-      clientId: 'ffc_invariants',
-      productKey: 'core',
-      provider: 'inhouse',
-      model: 'fake-chat-1',
-      endpoint: 'chat.completions',
-      stream: false,
-      estimate: 1 + pick(MAX_ESTIMATE),
-      zeroRatedReason: rnd() < 0.1 ? 'internal_suite:insights' : null,
-      requestId: `req-${randomUUID()}`,
-      inputPer1k: 1000,
-      outputPer1k: 2000,
-      cachedInputPer1k: null,
-    });
+    // The random draws in the order the scenario has always taken them (a seed replays the same run).
+    const reservation = (): Reservation => {
+      const estimate = 1 + pick(MAX_ESTIMATE);
+      return aReservation(tenant, estimate, { clientId: 'ffc_invariants', zeroRatedReason: rnd() < 0.1 ? 'internal_suite:insights' : null });
+    };
     const settlement = (r: Reservation): Settlement => {
       const failed = rnd() < 0.2;
-      return {
-        id: r.id,
-        tenantId: r.tenantId,
+      const inputTokens = pick(100);
+      const outputTokens = pick(100);
+      // The upstream is asked for no more than was reserved: a request costs at most its estimate.
+      const debit = failed ? 0 : pick(r.estimate + 1);
+      return aSettlement(r, debit, {
         status: failed ? 'failed' : 'succeeded',
-        inputTokens: pick(100),
-        outputTokens: pick(100),
-        cachedTokens: 0,
-        // The upstream is asked for no more than was reserved: a request costs at most its estimate.
-        debit: failed ? 0 : pick(r.estimate + 1),
-        provider: 'inhouse',
+        inputTokens,
+        outputTokens,
         latencyMs: pick(50),
-        usageEstimated: false,
         errorCode: failed ? 'provider_error' : null,
-      };
+      });
     };
 
     // A replica's request loop: reserve a batch (one, or several in one turn), then settle or release each admitted one.

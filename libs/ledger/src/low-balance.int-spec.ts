@@ -4,15 +4,14 @@
  * further settlements below it none, a grant above the threshold re-arms it, and a grant that leaves
  * the balance at or below it does not.
  */
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
 import { CreditsRepository } from './credits.repository';
 import { LowBalanceRepository } from './low-balance.repository';
-import { balanceOf, createTenant } from './testing/ledger.fixture';
+import { aReservation, aSettlement, balanceOf, createTenant } from './testing/ledger.fixture';
 import { type LowBalanceCrossing } from './low-balance.repository';
-import { type Reservation, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
+import { UsageLedgerRepository } from './usage-ledger.repository';
 
 jest.setTimeout(60_000);
 
@@ -30,37 +29,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const reservation = (tenantId: string, estimate: number): Reservation => ({
-  id: randomUUID(),
-  tenantId,
-  clientId: 'ffc_alerts',
-  productKey: 'core',
-  provider: 'inhouse',
-  model: 'fake-chat-1',
-  endpoint: 'chat.completions',
-  stream: false,
-  estimate,
-  zeroRatedReason: null,
-  requestId: `req-${randomUUID()}`,
-  inputPer1k: 1000,
-  outputPer1k: 2000,
-  cachedInputPer1k: null,
-});
-
-const settlement = (r: Reservation, debit: number): Settlement => ({
-  id: r.id,
-  tenantId: r.tenantId,
-  status: 'succeeded',
-  inputTokens: 1,
-  outputTokens: 1,
-  debit,
-  provider: 'inhouse',
-  latencyMs: 1,
-  usageEstimated: false,
-  errorCode: null,
-  cachedTokens: 0,
-});
-
 describe('low-balance crossings (real Postgres, two pools)', () => {
   const crossingsOf = (tenantId: string) => new LowBalanceRepository(replicas[0]!).crossings(tenantId, { limit: 100 });
   const grant = (tenantId: string, amount: number) =>
@@ -69,9 +37,9 @@ describe('low-balance crossings (real Postgres, two pools)', () => {
   /** `requests` requests of `debit` reserved up front, then settled concurrently from both pools, each in its own statement. */
   async function spendConcurrently(tenantId: string, requests: number, debit: number): Promise<LowBalanceCrossing[]> {
     const repos = replicas.map((ds) => new UsageLedgerRepository(ds));
-    const held = Array.from({ length: requests }, () => reservation(tenantId, debit));
+    const held = Array.from({ length: requests }, () => aReservation(tenantId, debit));
     expect(await repos[0]!.reserve(held)).toEqual(held.map(() => true));
-    const results = await Promise.all(held.map((r, i) => repos[i % 2]!.settleBatch([settlement(r, debit)])));
+    const results = await Promise.all(held.map((r, i) => repos[i % 2]!.settleBatch([aSettlement(r, debit)])));
     expect(results.every((x) => x.completed[0] === true)).toBe(true);
     return results.flatMap((x) => x.crossings);
   }
@@ -109,10 +77,10 @@ describe('low-balance crossings (real Postgres, two pools)', () => {
       const tenant = await createTenant(replicas[0]!, { balance: 1_000 });
       await new LowBalanceRepository(replicas[1]!).set(tenant, 900);
       const repos = replicas.map((ds) => new UsageLedgerRepository(ds));
-      const held = Array.from({ length: 8 }, () => reservation(tenant, 50));
+      const held = Array.from({ length: 8 }, () => aReservation(tenant, 50));
       await repos[0]!.reserve(held);
       // Each pool settles half in one statement: both take the balance below 900 (1,000 - 4 x 50 = 800).
-      const [a, b] = await Promise.all([repos[0]!.settleBatch(held.slice(0, 4).map((r) => settlement(r, 50))), repos[1]!.settleBatch(held.slice(4).map((r) => settlement(r, 50)))]);
+      const [a, b] = await Promise.all([repos[0]!.settleBatch(held.slice(0, 4).map((r) => aSettlement(r, 50))), repos[1]!.settleBatch(held.slice(4).map((r) => aSettlement(r, 50)))]);
       expect(a!.crossings.length + b!.crossings.length).toBe(1);
       expect(await crossingsOf(tenant)).toHaveLength(1);
     }
@@ -124,9 +92,9 @@ describe('low-balance crossings (real Postgres, two pools)', () => {
     const repo = new LowBalanceRepository(replicas[0]!);
     expect(await repo.set(low, 500)).toMatchObject({ threshold: 500, armed: false });
     expect(await repo.get(other)).toBeNull();
-    const r = reservation(low, 10);
+    const r = aReservation(low, 10);
     await new UsageLedgerRepository(replicas[0]!).reserve([r]);
-    expect((await new UsageLedgerRepository(replicas[0]!).settleBatch([settlement(r, 10)])).crossings).toEqual([]);
+    expect((await new UsageLedgerRepository(replicas[0]!).settleBatch([aSettlement(r, 10)])).crossings).toEqual([]);
     expect(await crossingsOf(low)).toEqual([]);
     expect(await repo.remove(low)).toBe(true);
     expect(await repo.get(low)).toBeNull();

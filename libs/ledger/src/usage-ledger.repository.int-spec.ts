@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
-import { balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
-import { RELEASE, type Reservation, SETTLE, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
+import { aReservation, aSettlement, balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
+import { RELEASE, type Reservation, SETTLE, UsageLedgerRepository } from './usage-ledger.repository';
 
 let db: TestDatabase;
 let ds: DataSource;
@@ -19,23 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await ds?.destroy();
   await db?.drop();
-});
-
-const reservation = (tenantId: string, estimate: number, zeroRatedReason: string | null = null): Reservation => ({
-  id: randomUUID(),
-  tenantId,
-  clientId: 'ffc_ledgerSpec',
-  productKey: 'core',
-  provider: 'inhouse',
-  model: 'fake-chat-1',
-  endpoint: 'chat.completions',
-  stream: false,
-  estimate,
-  zeroRatedReason,
-  requestId: `req-${randomUUID()}`,
-  inputPer1k: 1000,
-  outputPer1k: 2000,
-  cachedInputPer1k: null,
 });
 
 /**
@@ -58,7 +40,7 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
   it.each(shapes)('%s: admits while the credit left covers the whole estimate, holds each estimate, and writes one pending row per admission', async (_shape, reserve) => {
     // 250 available: the first two (100 each) fit; the 50 left do not cover a third (nor a fourth).
     const tenant = await createTenant(ds, { balance: 250 });
-    const rs = [reservation(tenant, 100), reservation(tenant, 100), reservation(tenant, 100), reservation(tenant, 100)];
+    const rs = [aReservation(tenant, 100), aReservation(tenant, 100), aReservation(tenant, 100), aReservation(tenant, 100)];
     expect(await reserve(rs)).toEqual([true, true, false, false]);
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 250, reserved: 200 });
     const rows = await ledgerRows(ds, tenant);
@@ -72,7 +54,7 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
   it.each(shapes)('%s: a balance of 1 admits no request estimated above it, and a billable estimate of 0 still needs 1 left', async (_shape, reserve) => {
     const one = await createTenant(ds, { balance: 1 });
     const empty = await createTenant(ds, { balance: 0 });
-    expect(await reserve([reservation(one, 60_000), reservation(empty, 0), reservation(one, 2)])).toEqual([false, false, false]);
+    expect(await reserve([aReservation(one, 60_000), aReservation(empty, 0), aReservation(one, 2)])).toEqual([false, false, false]);
     expect(await balanceOf(ds, one)).toEqual({ balance: 1, reserved: 0 });
     expect(await ledgerRows(ds, one)).toEqual([]);
   });
@@ -80,7 +62,7 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
   it.each(shapes)('%s: a zero-rated request is always admitted and holds nothing; a tenant with no balance row is refused', async (_shape, reserve) => {
     const broke = await createTenant(ds, { balance: 0 });
     const noRow = await createTenant(ds);
-    const rs = [reservation(broke, 100, 'internal_suite:suite_a'), reservation(broke, 100), reservation(noRow, 1)];
+    const rs = [aReservation(broke, 100, { zeroRatedReason: 'internal_suite:suite_a' }), aReservation(broke, 100), aReservation(noRow, 1)];
     expect(await reserve(rs)).toEqual([true, false, false]);
     expect(await balanceOf(ds, broke)).toEqual({ balance: 0, reserved: 0 });
     const [row, ...others] = await ledgerRows(ds, broke);
@@ -92,9 +74,9 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
   it.each(shapes)('%s: records on each row the prices it was admitted at, billable or zero-rated, with or without a cached price', async (_shape, reserve) => {
     const tenant = await createTenant(ds, { balance: 1000 });
     const rs = [
-      { ...reservation(tenant, 10), inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 },
-      { ...reservation(tenant, 10), inputPer1k: 2500, outputPer1k: 10_000, cachedInputPer1k: null },
-      { ...reservation(tenant, 10, 'internal_suite:suite_a'), inputPer1k: 20, outputPer1k: 0, cachedInputPer1k: 5 },
+      { ...aReservation(tenant, 10), inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 },
+      { ...aReservation(tenant, 10), inputPer1k: 2500, outputPer1k: 10_000, cachedInputPer1k: null },
+      { ...aReservation(tenant, 10, { zeroRatedReason: 'internal_suite:suite_a' }), inputPer1k: 20, outputPer1k: 0, cachedInputPer1k: 5 },
     ];
     expect(await reserve(rs)).toEqual([true, true, true]);
     const rows = new Map((await ledgerRows(ds, tenant)).map((r) => [r.id, r]));
@@ -111,7 +93,7 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
   it('one-at-a-time reservations racing on one connection each never hold more than the credit left allows', async () => {
     // 10 available, estimate 3: admissions at 10, 7, 4 left; the 1 left covers none. 20 concurrent batches of one.
     const tenant = await createTenant(ds, { balance: 10 });
-    const results = await Promise.all(Array.from({ length: 20 }, () => repo.reserve([reservation(tenant, 3)])));
+    const results = await Promise.all(Array.from({ length: 20 }, () => repo.reserve([aReservation(tenant, 3)])));
     expect(results.flat().filter(Boolean)).toHaveLength(3);
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 10, reserved: 9 });
   });
@@ -130,23 +112,9 @@ interface PlanNode {
 }
 
 describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
-  const settlement = (r: Reservation, debit: number): Settlement => ({
-    id: r.id,
-    tenantId: r.tenantId,
-    status: 'succeeded',
-    inputTokens: 7,
-    outputTokens: 5,
-    cachedTokens: 0,
-    debit,
-    provider: 'inhouse',
-    latencyMs: 3,
-    usageEstimated: false,
-    errorCode: null,
-  });
-
   it('completes pending rows, debits their cost and releases their holds; a row the reconciler abandoned is left alone', async () => {
     const tenant = await createTenant(ds, { balance: 1000 });
-    const [a, b, c] = [reservation(tenant, 100), reservation(tenant, 100), reservation(tenant, 100)];
+    const [a, b, c] = [aReservation(tenant, 100), aReservation(tenant, 100), aReservation(tenant, 100)];
     expect(await repo.reserve([a, b, c])).toEqual([true, true, true]);
     // The reconciler's way out of pending: abandoned, completed, its hold released.
     await ds.query(`UPDATE usage_ledger SET status = 'abandoned', completed_at = now() WHERE id = $1`, [c.id]);
@@ -154,11 +122,11 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
 
     // Named under another tenant, a row is neither settled nor released (every statement names the row's tenant).
     const other = await createTenant(ds, { balance: 1000 });
-    expect(await repo.settle([{ ...settlement(a, 40), tenantId: other }])).toEqual([false]);
+    expect(await repo.settle([{ ...aSettlement(a, 40), tenantId: other }])).toEqual([false]);
     expect(await repo.release([{ id: b.id, tenantId: other }])).toEqual([false]);
     expect(await balanceOf(ds, other)).toEqual({ balance: 1000, reserved: 0 });
 
-    expect(await repo.settle([{ ...settlement(a, 40), cachedTokens: 3 }, settlement(c, 40)])).toEqual([true, false]);
+    expect(await repo.settle([{ ...aSettlement(a, 40), cachedTokens: 3 }, aSettlement(c, 40)])).toEqual([true, false]);
     expect(await repo.release([{ id: b.id, tenantId: b.tenantId }])).toEqual([true]);
 
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 960, reserved: 0 });
@@ -171,7 +139,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     // The cached input tokens the settlement reported, and the prices written at its reservation, kept.
     expect(rows.find((r) => r.id === a.id)).toMatchObject({ cached_tokens: 3, input_tokens: 7, input_per_1k: '1000', output_per_1k: '2000', cached_input_per_1k: null });
     // Settling or releasing again changes nothing.
-    expect(await repo.settle([settlement(a, 40)])).toEqual([false]);
+    expect(await repo.settle([aSettlement(a, 40)])).toEqual([false]);
     expect(await repo.release([{ id: a.id, tenantId: tenant }])).toEqual([false]);
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 960, reserved: 0 });
   });
@@ -200,7 +168,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     );
     await ds.query(`UPDATE usage_ledger SET status = 'succeeded', completed_at = now() WHERE tenant_id = $1`, [tenant]);
     await ds.query('ANALYZE usage_ledger');
-    const pending = [reservation(tenant, 10), reservation(tenant, 10), reservation(tenant, 10)];
+    const pending = [aReservation(tenant, 10), aReservation(tenant, 10), aReservation(tenant, 10)];
     expect(await repo.reserve(pending)).toEqual([true, true, true]);
 
     // EXPLAIN of the very text the repository runs, with a batch's values, planned as the repository has it planned (unnamed):

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Reservation, Settlement } from '../usage-ledger.repository';
 import type { UsageRowRecord } from '../usage-row';
 
 /** The test database, as the specs' DataSource offers it. */
@@ -22,4 +23,43 @@ export function ledgerRows(ds: Sql, tenantId: string): Promise<Array<UsageRowRec
 export async function balanceOf(ds: Sql, tenantId: string): Promise<{ balance: number; reserved: number }> {
   const [row] = await ds.query<Array<{ balance: string; reserved: string }>>(`SELECT balance, reserved FROM credit_balances WHERE tenant_id = $1`, [tenantId]);
   return { balance: Number(row?.balance ?? 0), reserved: Number(row?.reserved ?? 0) };
+}
+
+/** A billable reservation as the gateway makes one (fake-chat-1 at its catalogue prices); `over` replaces any field. */
+export function aReservation(tenantId: string, estimate: number, over: Partial<Reservation> = {}): Reservation {
+  return {
+    id: randomUUID(),
+    tenantId,
+    clientId: 'ffc_ledgerSpec',
+    productKey: 'core',
+    provider: 'inhouse',
+    model: 'fake-chat-1',
+    endpoint: 'chat.completions',
+    stream: false,
+    estimate,
+    zeroRatedReason: null,
+    requestId: `req-${randomUUID()}`,
+    inputPer1k: 1000,
+    outputPer1k: 2000,
+    cachedInputPer1k: null,
+    ...over,
+  };
+}
+
+/** `r` succeeded, debiting `debit`; `over` replaces any field. */
+export function aSettlement(r: Reservation, debit: number, over: Partial<Settlement> = {}): Settlement {
+  return {
+    id: r.id,
+    tenantId: r.tenantId,
+    status: 'succeeded',
+    inputTokens: 7,
+    outputTokens: 5,
+    cachedTokens: 0,
+    debit,
+    provider: 'inhouse',
+    latencyMs: 3,
+    usageEstimated: false,
+    errorCode: null,
+    ...over,
+  };
 }
