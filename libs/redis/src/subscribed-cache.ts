@@ -69,8 +69,10 @@ export interface SubscribedCacheOptions<K, V> {
 interface Entry<K, V> {
   key: K;
   value: V | undefined;
-  loadedAt: number;
-  /** When an eager cache's timer reconciles it: `reconcileMs` after its last whole load, ±10 %. */
+  /**
+   * When it is due for 'reconcile': `reconcileMs` after its last whole load (±10 % in an eager cache,
+   * whose timer would otherwise compare every value loaded together at once); Infinity without reconcileMs.
+   */
   reconcileAt: number;
   expiresAt: number;
   /** The whole value is to be re-read ('whole'), or compared ('reconcile'). */
@@ -303,7 +305,6 @@ export class SubscribedCache<K, V> {
       e = {
         key,
         value: undefined,
-        loadedAt: 0,
         reconcileAt: Infinity,
         expiresAt: Infinity,
         whole: undefined,
@@ -336,9 +337,8 @@ export class SubscribedCache<K, V> {
   }
 
   private reconcileIfDue(e: Entry<K, V>): void {
-    const ms = this.options.reconcileMs;
     if (e.loading !== undefined || e.retryAt > Date.now()) return;
-    if (e.whole === 'reconcile' || (ms !== undefined && Date.now() - e.loadedAt > ms)) {
+    if (e.whole === 'reconcile' || Date.now() > e.reconcileAt) {
       if (e.whole === undefined) e.whole = 'reconcile';
       void this.load(e).catch(() => undefined);
     }
@@ -413,9 +413,8 @@ export class SubscribedCache<K, V> {
       e.value = value;
       e.loadingAnnounced = false;
       // A 'changed' load is partial: the whole value was last compared when it was last loaded whole.
-      if (reason !== 'changed') {
-        e.loadedAt = now;
-        if (this.options.reconcileMs !== undefined) e.reconcileAt = now + this.options.reconcileMs * (0.9 + 0.2 * Math.random());
+      if (reason !== 'changed' && this.options.reconcileMs !== undefined) {
+        e.reconcileAt = now + this.options.reconcileMs * (this.options.eager ? 0.9 + 0.2 * Math.random() : 1);
       }
       e.expiresAt = this.options.expiresAt?.(value, now) ?? Infinity;
       e.retryMs = 0;
