@@ -64,6 +64,13 @@ describe('Postgres source', () => {
     return { status: res.status, checks: res.status === 200 ? res.body.details : res.body.checks };
   };
 
+  /** A failed wait says what the app reported then: its value and readiness (seen flaking once in CI, not reproduced). */
+  const explained = async <T>(app: RunningApp, wait: Promise<T>): Promise<T> =>
+    wait.catch(async (err: Error) => {
+      const state = { limit: await valueOf(app, 'limit').catch(String), readiness: await readiness(app).catch(String) };
+      throw new Error(`${err.message}; the app then: ${JSON.stringify(state)}`);
+    });
+
   beforeAll(async () => {
     redis = await DisposableRedis.start();
     te = await createTestEnvironment({ REDIS_URL: redis.url });
@@ -199,7 +206,7 @@ describe('Postgres source', () => {
 
       await setFlag('limit', 3); // nobody can publish this one
       await redis.start();
-      await waitFor(async () => (await valueOf(app, 'limit')) === 3, 15000, 50);
+      await explained(app, waitFor(async () => (await valueOf(app, 'limit')) === 3, 15000, 50));
       await waitFor(async () => (await readiness(app)).checks.redis?.status === 'up', 10000, 50);
     });
 
@@ -217,7 +224,7 @@ describe('Postgres source', () => {
       expect(during.checks.snapshot.lastError?.message).toMatch(/Postgres/);
 
       await proxy.restore();
-      await waitFor(async () => (await valueOf(app, 'limit')) === 4, 15000, 50);
+      await explained(app, waitFor(async () => (await valueOf(app, 'limit')) === 4, 15000, 50));
       await waitFor(async () => (await readiness(app)).checks.snapshot.lastError === undefined, 5000, 50);
     });
 
@@ -237,7 +244,7 @@ describe('Postgres source', () => {
       await redis.start();
       await new Promise((r) => setTimeout(r, 500));
       await proxy.restore();
-      await waitFor(async () => (await valueOf(app, 'limit')) === 5, 15000, 50);
+      await explained(app, waitFor(async () => (await valueOf(app, 'limit')) === 5, 15000, 50));
       expect(await valueOf(app, 'marker')).toBe('not found');
       const after = await readiness(app);
       expect(after.checks).toMatchObject({ postgres: { status: 'up' }, snapshot: { status: 'up' } });

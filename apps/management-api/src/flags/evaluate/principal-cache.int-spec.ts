@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { DataSource } from 'typeorm';
 import { AccessTokenIssuer } from '@flagship/oauth';
 import { ProblemException } from '@flagship/problem-details';
-import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
+import { CHANNELS, type Channel, PUBSUB, type PubSub } from '@flagship/redis';
 import { http, waitFor } from '@flagship/testing';
 import { TenantAccessResolver, type TenantPrincipal } from '../../auth/tenant-access.resolver';
 import { ManagementApiFixture, type SignedUp } from '../../testing/management-api.fixture';
@@ -36,6 +36,19 @@ describe('PrincipalCache (real resolver, Postgres, Redis)', () => {
     } catch (err) {
       if (err instanceof ProblemException) return err.problem.slug;
       throw err;
+    }
+  };
+  /** Publishes `marker` on `channel` and resolves once the app's subscriber has delivered it. */
+  const heardEverythingSoFar = async <T extends { userId: string }>(channel: Channel<T>, marker: T): Promise<void> => {
+    let heard = false;
+    const unsubscribe = await pubsub.subscribe(channel, (m) => {
+      if (m.userId === marker.userId) heard = true;
+    });
+    try {
+      await pubsub.publish(channel, marker);
+      await waitFor(async () => heard, 5000, 5);
+    } finally {
+      await unsubscribe();
     }
   };
   const clientFor = async (u: SignedUp) => {
@@ -87,6 +100,10 @@ describe('PrincipalCache (real resolver, Postgres, Redis)', () => {
   it('refuses a removed member at once after the membershipChanged announcement', async () => {
     const cache = await started(60_000);
     const member = await f.addMember(owner, owner.tenantId, `removed-${Date.now()}@flagship.test`, 'viewer');
+    // Accepting the invitation announced the new membership; were that message to arrive after the
+    // entry below is loaded, it would drop the entry. A marker published now arrives after it (one
+    // subscriber connection, in order), so once the marker is heard the add's announcement was too.
+    await heardEverythingSoFar(CHANNELS.membershipChanged, { tenantId: owner.tenantId, userId: `marker-${Date.now()}` });
     const req = request(member.idToken, owner.tenantId);
     expect(await outcome(cache, req)).toMatchObject({ caller: { callerId: `user:${member.userId}` } });
     await db.query('DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2', [owner.tenantId, member.userId]);
