@@ -52,7 +52,19 @@ export interface Settlement<ProviderKey extends string = string> {
 
 /** The pending row's columns, the same for the batch and the single statements below. */
 const INSERT_PENDING =
-  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k)';
+  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, budget_month, client_budget_held, product_budget_held)';
+
+/** The UTC calendar month a reservation made now counts in (budget_months.month). */
+const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
+
+/**
+ * What admission said of one reservation. `budget_client` / `budget_product`: the credit covered it but
+ * this month's budget of its OAuth client / product key did not. `retry` stays inside the repository:
+ * a budget applied whose month row did not exist yet (the first request of a month); the statement
+ * created it and admitted nothing, and the request is admitted again on the row.
+ */
+export type ReserveOutcome = 'admitted' | 'insufficient_credits' | 'budget_client' | 'budget_product';
+type StatementOutcome = ReserveOutcome | 'retry';
 
 /**
  * Reserves credit and writes `pending` rows for a batch of requests, in ONE statement: the balances
@@ -62,6 +74,17 @@ const INSERT_PENDING =
  * the rows of every admitted request are inserted. Zero-rated requests reserve nothing and are always
  * admitted. Because admission needs credit left and settles at most the reserved estimate more, a
  * balance never ends below minus one request's cost, however many replicas reserve at once.
+ *
+ * Budgets, in the same statement: the budgets of the batch's billable requests (`lim`: their OAuth
+ * client's and their product key's, when set) have this month's budget_months rows locked AFTER the
+ * balances (`mon`, in (tenant, kind, scope) order, and only for tenants whose balance row `bal` has
+ * locked: every statement that writes a month row holds its tenant's balance lock first, so month
+ * rows add no lock cycle), and a request is admitted only while each of its budgets' cap - spent -
+ * reserved, less the estimates before it in the batch under that budget, covers its estimate, as for
+ * the balance. Its estimate is then added to each budget's `reserved` and the row records the month
+ * and which budgets hold it. A budget with no month row yet (`missing`: a new month) has its row
+ * created here (`born`) and the request is answered `retry`: a row another transaction creates is
+ * invisible to this statement's snapshot, so admission never counts on a row it could not lock.
  */
 const RESERVE = `
 WITH req AS (
@@ -75,47 +98,188 @@ bal AS (
    ORDER BY c.tenant_id
      FOR UPDATE
 ),
+lim AS MATERIALIZED (
+  SELECT g.tenant_id, g.scope_kind, g.scope_id, g.monthly_cap
+    FROM budgets g
+   WHERE (g.tenant_id, g.scope_kind, g.scope_id) IN (
+           SELECT tenant_id, 'client'::text, client_id FROM req WHERE zero_rated_reason IS NULL
+           UNION ALL
+           SELECT tenant_id, 'product'::text, product_key FROM req WHERE zero_rated_reason IS NULL)
+),
+mon AS (
+  SELECT m.tenant_id, m.scope_kind, m.scope_id, m.spent + m.reserved AS used
+    FROM budget_months m
+   WHERE m.month = ${THIS_MONTH}
+     AND (m.tenant_id, m.scope_kind, m.scope_id) IN (SELECT tenant_id, scope_kind, scope_id FROM lim)
+     AND m.tenant_id IN (SELECT tenant_id FROM bal)
+   ORDER BY m.tenant_id, m.scope_kind, m.scope_id
+     FOR UPDATE
+),
 billable AS (
-  SELECT r.*, bal.available - COALESCE(sum(r.estimate) OVER (PARTITION BY r.tenant_id ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS left_before
+  SELECT r.*,
+         bal.available - COALESCE(sum(r.estimate) OVER (PARTITION BY r.tenant_id ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS left_before,
+         cl.tenant_id IS NOT NULL AS client_limited,
+         cl.tenant_id IS NOT NULL AND cm.tenant_id IS NULL AS client_missing,
+         cl.monthly_cap - cm.used - COALESCE(sum(r.estimate) OVER (PARTITION BY r.tenant_id, r.client_id ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS client_left,
+         pl.tenant_id IS NOT NULL AS product_limited,
+         pl.tenant_id IS NOT NULL AND pm.tenant_id IS NULL AS product_missing,
+         pl.monthly_cap - pm.used - COALESCE(sum(r.estimate) OVER (PARTITION BY r.tenant_id, r.product_key ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS product_left
     FROM req r JOIN bal ON bal.tenant_id = r.tenant_id
+    LEFT JOIN lim cl ON cl.tenant_id = r.tenant_id AND cl.scope_kind = 'client' AND cl.scope_id = r.client_id
+    LEFT JOIN mon cm ON cm.tenant_id = r.tenant_id AND cm.scope_kind = 'client' AND cm.scope_id = r.client_id
+    LEFT JOIN lim pl ON pl.tenant_id = r.tenant_id AND pl.scope_kind = 'product' AND pl.scope_id = r.product_key
+    LEFT JOIN mon pm ON pm.tenant_id = r.tenant_id AND pm.scope_kind = 'product' AND pm.scope_id = r.product_key
    WHERE r.zero_rated_reason IS NULL
 ),
+judged AS (
+  SELECT b.*,
+         CASE WHEN b.left_before < GREATEST(b.estimate, 1) THEN 'insufficient_credits'
+              WHEN b.client_limited AND NOT b.client_missing AND b.client_left < GREATEST(b.estimate, 1) THEN 'budget_client'
+              WHEN b.product_limited AND NOT b.product_missing AND b.product_left < GREATEST(b.estimate, 1) THEN 'budget_product'
+              WHEN b.client_missing OR b.product_missing THEN 'retry'
+              ELSE 'admitted' END AS outcome
+    FROM billable b
+),
 admitted AS (
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k FROM billable WHERE left_before >= GREATEST(estimate, 1)
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_limited, product_limited
+    FROM judged WHERE outcome = 'admitted'
   UNION ALL
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k FROM req WHERE zero_rated_reason IS NOT NULL
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, false, false
+    FROM req WHERE zero_rated_reason IS NOT NULL
 ),
 held AS (
   UPDATE credit_balances c SET reserved = c.reserved + s.total, updated_at = now()
     FROM (SELECT tenant_id, sum(estimate) AS total FROM admitted WHERE zero_rated_reason IS NULL GROUP BY tenant_id) s
    WHERE c.tenant_id = s.tenant_id
+),
+budget_held AS (
+  UPDATE budget_months m SET reserved = m.reserved + s.total, updated_at = now()
+    FROM (SELECT tenant_id, 'client'::text AS scope_kind, client_id AS scope_id, sum(estimate) AS total FROM admitted WHERE client_limited GROUP BY tenant_id, client_id
+          UNION ALL
+          SELECT tenant_id, 'product'::text, product_key, sum(estimate) FROM admitted WHERE product_limited GROUP BY tenant_id, product_key) s
+   WHERE m.tenant_id = s.tenant_id AND m.scope_kind = s.scope_kind AND m.scope_id = s.scope_id AND m.month = ${THIS_MONTH}
+),
+born AS (
+  INSERT INTO budget_months (tenant_id, scope_kind, scope_id, month)
+  SELECT tenant_id, 'client', client_id, ${THIS_MONTH} FROM judged WHERE outcome = 'retry' AND client_missing
+  UNION
+  SELECT tenant_id, 'product', product_key, ${THIS_MONTH} FROM judged WHERE outcome = 'retry' AND product_missing
+  ON CONFLICT DO NOTHING
+),
+written AS (
+  ${INSERT_PENDING}
+  SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k,
+         CASE WHEN client_limited OR product_limited THEN ${THIS_MONTH} END, client_limited, product_limited
+    FROM admitted
+  RETURNING id
 )
-${INSERT_PENDING}
-SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k
-  FROM admitted
-RETURNING id`;
+SELECT id, 'admitted' AS outcome FROM written
+UNION ALL
+SELECT id, outcome FROM judged WHERE outcome <> 'admitted'`;
 
 /**
  * RESERVE for a batch of one billable request, the usual case below a few hundred requests a second:
  * the same admission (credit left covering the estimate, checked on the row's latest version under its lock, as UPDATE
  * re-reads a row another transaction changed) and the same row, without the batch's unnest, window
  * and CTEs, which cost about 0.1 ms of the request's wait each time (measured here: 0.30 ms against
- * 0.18 ms a statement, one connection, after warm-up).
+ * 0.18 ms a statement, one connection, after warm-up). It admits only a request none of whose budgets
+ * is set (the NOT EXISTS probe of the budgets primary key); a request it does not admit is asked
+ * again of RESERVE_ONE_BUDGETED, which says why (credit or budget) or admits it under its budgets.
+ *
+ * Measured with EXPLAIN (ANALYZE, TIMING OFF) of the prepared statements, alternating, 1,500 runs
+ * each, a tenant without budgets beside another tenant's 100: before budgets 0.084 ms median
+ * execution, this statement 0.092 ms (the probe: 2 buffer hits), RESERVE_ONE_BUDGETED for the same
+ * request 0.133 ms (its dozen CTEs are initialised on every run even though a one-time filter stops
+ * each one: "never executed"). Hence two statements, and a request known to be under a budget going
+ * straight to the second (UsageLedgerRepository.budgetedScopes).
  */
 const RESERVE_ONE = `
 WITH held AS (
   UPDATE credit_balances SET reserved = reserved + $9::bigint, updated_at = now()
    WHERE tenant_id = $2::uuid AND balance - reserved >= GREATEST($9::bigint, 1)
+     AND NOT EXISTS (SELECT 1 FROM budgets WHERE tenant_id = $2::uuid AND (scope_kind, scope_id) IN (('client', $3), ('product', $4)))
   RETURNING tenant_id
 )
 ${INSERT_PENDING}
-SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint FROM held
+SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint, NULL, false, false FROM held
 RETURNING id`;
 
-/** RESERVE for a batch of one zero-rated request: nothing held, the row always written. */
+/**
+ * RESERVE for one billable request that RESERVE_ONE did not admit, or whose client or product key had
+ * a budget the last time: one statement either way. With no budget set (`lim` empty) it takes `plain`,
+ * RESERVE_ONE's own conditional UPDATE; every other CTE is gated on `lim` by a one-time filter, so it
+ * touches no other row. With a budget it takes the budgeted branch: the balance row locked first
+ * (`bal`), then the budgets' month rows (`mon`, in kind order), the verdict computed from what they
+ * hold now, and only on `admitted` both moved. Its rows: the outcome (none: the credit did not cover
+ * it) and whether a budget applied, as RESERVE explains, `retry` included.
+ */
+const RESERVE_ONE_BUDGETED = `
+WITH lim AS MATERIALIZED (
+  SELECT scope_kind, scope_id, monthly_cap FROM budgets
+   WHERE tenant_id = $2::uuid AND (scope_kind, scope_id) IN (('client', $3), ('product', $4))
+),
+plain AS (
+  UPDATE credit_balances SET reserved = reserved + $9::bigint, updated_at = now()
+   WHERE tenant_id = $2::uuid AND balance - reserved >= GREATEST($9::bigint, 1) AND NOT EXISTS (SELECT 1 FROM lim)
+  RETURNING tenant_id
+),
+bal AS (
+  SELECT balance - reserved AS available FROM credit_balances
+   WHERE tenant_id = $2::uuid AND EXISTS (SELECT 1 FROM lim)
+     FOR UPDATE
+),
+mon AS (
+  SELECT m.scope_kind, m.scope_id, m.spent + m.reserved AS used FROM budget_months m
+   WHERE m.tenant_id = $2::uuid AND m.month = ${THIS_MONTH}
+     AND ((m.scope_kind = 'client' AND m.scope_id = $3) OR (m.scope_kind = 'product' AND m.scope_id = $4))
+     AND EXISTS (SELECT 1 FROM bal)
+   ORDER BY m.scope_kind, m.scope_id
+     FOR UPDATE
+),
+checked AS (
+  SELECT l.scope_kind, l.scope_id, m.used IS NULL AS missing, l.monthly_cap - m.used AS left_now
+    FROM lim l LEFT JOIN mon m ON m.scope_kind = l.scope_kind
+),
+verdict AS (
+  SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM bal WHERE available >= GREATEST($9::bigint, 1)) THEN 'insufficient_credits'
+              WHEN EXISTS (SELECT 1 FROM checked WHERE scope_kind = 'client' AND left_now < GREATEST($9::bigint, 1)) THEN 'budget_client'
+              WHEN EXISTS (SELECT 1 FROM checked WHERE scope_kind = 'product' AND left_now < GREATEST($9::bigint, 1)) THEN 'budget_product'
+              WHEN EXISTS (SELECT 1 FROM checked WHERE missing) THEN 'retry'
+              ELSE 'admitted' END AS outcome
+   WHERE EXISTS (SELECT 1 FROM lim)
+),
+held AS (
+  UPDATE credit_balances SET reserved = reserved + $9::bigint, updated_at = now()
+   WHERE tenant_id = $2::uuid AND (SELECT outcome FROM verdict) = 'admitted'
+  RETURNING tenant_id
+),
+budget_held AS (
+  UPDATE budget_months m SET reserved = m.reserved + $9::bigint, updated_at = now()
+    FROM mon
+   WHERE (SELECT outcome FROM verdict) = 'admitted'
+     AND m.tenant_id = $2::uuid AND m.month = ${THIS_MONTH} AND m.scope_kind = mon.scope_kind AND m.scope_id = mon.scope_id
+),
+born AS (
+  INSERT INTO budget_months (tenant_id, scope_kind, scope_id, month)
+  SELECT $2::uuid, scope_kind, scope_id, ${THIS_MONTH} FROM checked WHERE missing AND (SELECT outcome FROM verdict) = 'retry'
+  ON CONFLICT DO NOTHING
+),
+written AS (
+  ${INSERT_PENDING}
+  SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint,
+         CASE WHEN EXISTS (SELECT 1 FROM lim) THEN ${THIS_MONTH} END,
+         EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'client'), EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'product')
+    FROM (SELECT tenant_id FROM plain UNION ALL SELECT tenant_id FROM held) h
+  RETURNING id
+)
+SELECT 'admitted' AS outcome, EXISTS (SELECT 1 FROM lim) AS budgeted FROM written
+UNION ALL
+SELECT outcome, true FROM verdict WHERE outcome <> 'admitted'`;
+
+/** RESERVE for a batch of one zero-rated request: nothing held (no budget either), the row always written. */
 const RESERVE_ONE_ZERO_RATED = `
 ${INSERT_PENDING}
-VALUES ($1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', 0, true, $9, $10, $11::bigint, $12::bigint, $13::bigint)
+VALUES ($1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', 0, true, $9, $10, $11::bigint, $12::bigint, $13::bigint, NULL, false, false)
 RETURNING id`;
 
 /**
@@ -139,9 +303,39 @@ recorded AS (
 )`;
 
 /**
+ * The budget side of a completion, as CTEs after a statement's `locked` (its tenants' balance rows,
+ * locked in tenant id order) over `rows` (the completed ledger rows, with their budget columns,
+ * `reserved` and `debit`): each budget month a row reserved in gets its estimate back out of
+ * `reserved` and its debit into `spent`. Month rows are locked after the balance rows (only those of
+ * tenants `locked` holds) and in (tenant, kind, scope, month) order, as RESERVE locks them.
+ */
+export function budgetSettlement(rows: string): string {
+  return `budget_moved AS (
+  SELECT tenant_id, scope_kind, scope_id, month, sum(reserved) AS released, sum(debit) AS debited FROM (
+    SELECT tenant_id, 'client'::text AS scope_kind, client_id AS scope_id, budget_month AS month, reserved, debit FROM ${rows} WHERE client_budget_held
+    UNION ALL
+    SELECT tenant_id, 'product'::text, product_key, budget_month, reserved, debit FROM ${rows} WHERE product_budget_held
+  ) x GROUP BY tenant_id, scope_kind, scope_id, month HAVING sum(reserved) > 0 OR sum(debit) > 0
+),
+budget_locked AS (
+  SELECT m.tenant_id, m.scope_kind, m.scope_id, m.month FROM budget_months m
+   WHERE (m.tenant_id, m.scope_kind, m.scope_id, m.month) IN (SELECT tenant_id, scope_kind, scope_id, month FROM budget_moved)
+     AND m.tenant_id IN (SELECT tenant_id FROM locked)
+   ORDER BY m.tenant_id, m.scope_kind, m.scope_id, m.month
+     FOR UPDATE
+),
+budget_settled AS (
+  UPDATE budget_months m SET reserved = m.reserved - b.released, spent = m.spent + b.debited, updated_at = now()
+    FROM budget_moved b JOIN budget_locked l USING (tenant_id, scope_kind, scope_id, month)
+   WHERE m.tenant_id = b.tenant_id AND m.scope_kind = b.scope_kind AND m.scope_id = b.scope_id AND m.month = b.month
+)`;
+}
+
+/**
  * Completes a batch of rows still `pending` (a row the reconciler already marked `abandoned` had its
  * reservation released there, so it is left alone), releases their reservations and debits their
- * cost, in ONE statement; balances are locked in tenant id order, as in RESERVE. "Still pending" is
+ * cost, in ONE statement; balances are locked in tenant id order, as in RESERVE, then the budget
+ * months the rows reserved in (budgetSettlement). "Still pending" is
  * said as `completed_at IS NULL` (the same thing, by the usage_ledger_completed_iff_settled check):
  * with `status = 'pending'` Postgres read every pending row through usage_ledger_pending_idx and
  * joined them with the batch, and that index keeps an entry for every row settled since the last
@@ -166,7 +360,7 @@ done AS (
          completed_at = now()
     FROM s
    WHERE u.tenant_id = s.tenant_id AND u.id = s.id AND u.completed_at IS NULL
-  RETURNING u.id, u.tenant_id, u.reserved, u.debit
+  RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held
 ),
 moved AS (
   SELECT tenant_id, sum(reserved) AS released, sum(debit) AS debited FROM done GROUP BY tenant_id HAVING sum(reserved) > 0 OR sum(debit) > 0
@@ -180,6 +374,7 @@ moved_balances AS (
    WHERE c.tenant_id = m.tenant_id
   RETURNING c.tenant_id, c.balance
 ),
+${budgetSettlement('done')},
 ${LOW_BALANCE_CROSSINGS}
 SELECT id, NULL::json AS crossing FROM done
 UNION ALL
@@ -189,7 +384,7 @@ SELECT NULL, json_build_object('id', id, 'tenantId', tenant_id, 'threshold', thr
  * Takes back reservations whose requests were refused after all (the rate limit, checked in Redis
  * while the reservation was being made, said 429, or Redis was down): their `pending` rows are
  * deleted, as though never written (a refused request leaves no row), and their estimates leave
- * `reserved`; balances locked in tenant id order, as in RESERVE. A row no longer pending (the
+ * `reserved` (and their budgets'); balances locked in tenant id order, as in RESERVE. A row no longer pending (the
  * reconciler got there first, and released it) is left alone; "pending" said as in SETTLE.
  */
 export const RELEASE = `
@@ -197,7 +392,7 @@ WITH gone AS (
   DELETE FROM usage_ledger u
    USING unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
    WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL
-  RETURNING u.id, u.tenant_id, u.reserved
+  RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held
 ),
 moved AS (
   SELECT tenant_id, sum(reserved) AS released FROM gone GROUP BY tenant_id HAVING sum(reserved) > 0
@@ -209,7 +404,8 @@ moved_balances AS (
   UPDATE credit_balances c SET reserved = c.reserved - m.released, updated_at = now()
     FROM moved m JOIN locked l ON l.tenant_id = m.tenant_id
    WHERE c.tenant_id = m.tenant_id
-)
+),
+${budgetSettlement('gone')}
 SELECT id FROM gone`;
 
 /**
@@ -225,7 +421,24 @@ SELECT id FROM gone`;
  */
 @Injectable()
 export class UsageLedgerRepository {
+  /**
+   * `tenant client product` of the single requests RESERVE_ONE_BUDGETED last found under a budget:
+   * they go to it first, not through RESERVE_ONE (which would refuse them) and then it. A hint only:
+   * a budget set since is found by RESERVE_ONE's probe, one removed since by RESERVE_ONE_BUDGETED.
+   * Bounded (the oldest entry leaves first), so many scopes cost at most one statement more each.
+   */
+  private readonly budgetedScopes = new Set<string>();
+
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+
+  private noteBudgeted(scope: string, budgeted: boolean): void {
+    if (!budgeted) {
+      this.budgetedScopes.delete(scope);
+      return;
+    }
+    if (this.budgetedScopes.size >= 10_000) this.budgetedScopes.delete(this.budgetedScopes.values().next().value!);
+    this.budgetedScopes.add(scope);
+  }
 
   /** `name`: a named prepared statement, planned once per connection; undefined: planned on every run. */
   private run(name: string | undefined, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
@@ -234,17 +447,43 @@ export class UsageLedgerRepository {
 
   /** For each reservation, in order: whether it was admitted (row written, credit held). */
   async reserve(batch: readonly Reservation[]): Promise<boolean[]> {
+    return (await this.admit(batch)).map((o) => o === 'admitted');
+  }
+
+  /**
+   * For each reservation, in order: admitted (row written, credit and budgets held), or why not. A
+   * request answered `retry` (its budget's month row was just created) is reserved again at once;
+   * twice more at most, as only a month turning between the tries asks again.
+   */
+  async admit(batch: readonly Reservation[]): Promise<ReserveOutcome[]> {
+    const outcomes = await this.admitOnce(batch);
+    for (let attempt = 0; attempt < 2 && outcomes.includes('retry'); attempt++) {
+      const again = batch.filter((_, i) => outcomes[i] === 'retry');
+      const redo = await this.admitOnce(again);
+      let k = 0;
+      for (let i = 0; i < outcomes.length; i++) if (outcomes[i] === 'retry') outcomes[i] = redo[k++]!;
+    }
+    if (outcomes.includes('retry')) throw new Error('budget month rows were not found after being created');
+    return outcomes as ReserveOutcome[];
+  }
+
+  private async admitOnce(batch: readonly Reservation[]): Promise<StatementOutcome[]> {
     if (batch.length === 1) {
       const r = batch[0]!;
       const common = [r.id, r.tenantId, r.clientId, r.productKey, r.provider, r.model, r.endpoint, r.stream];
       const prices = [r.inputPer1k, r.outputPer1k, r.cachedInputPer1k];
-      const rows =
-        r.zeroRatedReason === null
-          ? await this.run('gateway_reserve_one', RESERVE_ONE, [...common, r.estimate, r.requestId, ...prices])
-          : await this.run('gateway_reserve_one_zero_rated', RESERVE_ONE_ZERO_RATED, [...common, r.zeroRatedReason, r.requestId, ...prices]);
-      return [rows.length === 1];
+      if (r.zeroRatedReason !== null) {
+        await this.run('gateway_reserve_one_zero_rated', RESERVE_ONE_ZERO_RATED, [...common, r.zeroRatedReason, r.requestId, ...prices]);
+        return ['admitted'];
+      }
+      const values = [...common, r.estimate, r.requestId, ...prices];
+      const scope = `${r.tenantId} ${r.clientId} ${r.productKey}`;
+      if (!this.budgetedScopes.has(scope) && (await this.run('gateway_reserve_one', RESERVE_ONE, values)).length === 1) return ['admitted'];
+      const rows = await queryPool<{ outcome: StatementOutcome; budgeted: boolean }>(this.ds, { name: 'gateway_reserve_one_budgeted', text: RESERVE_ONE_BUDGETED, values });
+      this.noteBudgeted(scope, rows[0]?.budgeted ?? false);
+      return [rows[0]?.outcome ?? 'insufficient_credits'];
     }
-    const rows = await this.run('gateway_reserve', RESERVE, [
+    const rows = await queryPool<{ id: string; outcome: StatementOutcome }>(this.ds, { name: 'gateway_reserve_budgeted', text: RESERVE, values: [
       batch.map((r) => r.id),
       batch.map((r) => r.tenantId),
       batch.map((r) => r.clientId),
@@ -259,9 +498,10 @@ export class UsageLedgerRepository {
       batch.map((r) => r.inputPer1k),
       batch.map((r) => r.outputPer1k),
       batch.map((r) => r.cachedInputPer1k),
-    ]);
-    const admitted = new Set(rows.map((r) => r.id));
-    return batch.map((r) => admitted.has(r.id));
+    ] });
+    const outcome = new Map(rows.map((r) => [r.id, r.outcome]));
+    // A request of a tenant without a credit_balances row is not in the statement's answer: no credit.
+    return batch.map((r) => outcome.get(r.id) ?? 'insufficient_credits');
   }
 
   /** For each reservation, in order: whether its row was still pending and is now gone, its estimate released. */
