@@ -107,8 +107,9 @@ export class BudgetsRepository {
    * there, and a budget set again this month goes on from what was spent.
    */
   async remove(tenantId: string, kind: BudgetKind, scopeId: string): Promise<boolean> {
+    // A SELECT around the DELETE: TypeORM answers a bare DELETE ... RETURNING with [rows, count].
     const rows: unknown[] = await this.ds.query(
-      `DELETE FROM budgets WHERE tenant_id = $1 AND scope_kind = $2 AND scope_id = $3 RETURNING scope_id`,
+      `WITH gone AS (DELETE FROM budgets WHERE tenant_id = $1 AND scope_kind = $2 AND scope_id = $3 RETURNING scope_id) SELECT scope_id FROM gone`,
       [tenantId, kind, scopeId],
     );
     return rows.length > 0;
