@@ -94,6 +94,22 @@ describe('budgets at admission (real Postgres)', () => {
     expect(await budgetMonthOf(ds, tenant, 'client', 'ffc_ledgerSpec')).toEqual({ spent: 0, reserved: 60, exists: true });
     expect(await budgetMonthOf(ds, tenant, 'product', 'core')).toEqual({ spent: 0, reserved: 60, exists: true });
   });
+  it('a batch mixing budgeted, unbudgeted and zero-rated requests: each decided once, whether or not the repository knew the budget', async () => {
+    const tenant = await createTenant(ds, { balance: 10_000 });
+    await setBudget(tenant, 'client', 'ffc_capped', 250);
+    const ledger = new UsageLedgerRepository(ds);
+    const capped = (estimate: number) => aReservation(tenant, estimate, { clientId: 'ffc_capped' });
+    const zero = aReservation(tenant, 100, { zeroRatedReason: 'internal_suite:suite_a' });
+    // Unknown to the repository: RESERVE admits the unbudgeted two, RESERVE_BUDGETED the capped two.
+    expect(await ledger.admit([capped(100), aReservation(tenant, 100), zero, capped(100)])).toEqual(['admitted', 'admitted', 'admitted', 'admitted']);
+    // Known now: the capped requests go straight to RESERVE_BUDGETED. The 50 is refused although 50 are
+    // left: within a batch a refused request's estimate still counts against those after it, as for the credit.
+    expect(await ledger.admit([capped(100), aReservation(tenant, 100), capped(50)])).toEqual(['budget_client', 'admitted', 'budget_client']);
+    expect(await budgetMonthOf(ds, tenant, 'client', 'ffc_capped')).toMatchObject({ spent: 0, reserved: 200 });
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 10_000, reserved: 400 });
+    expect(await ledgerRows(ds, tenant)).toHaveLength(5);
+  });
+
   it('one repository follows a budget set, then removed, between two requests of the same client (its hint never decides)', async () => {
     const tenant = await createTenant(ds, { balance: 10_000 });
     const ledger = new UsageLedgerRepository(ds);

@@ -36,6 +36,7 @@ export class ReservationStep {
       this.logger.warn({ err }, 'cannot reserve credit');
       throw dependencyDown('Postgres');
     }
+    if (outcome === 'unavailable') throw dependencyDown('Postgres');
     if (outcome === 'insufficient_credits') {
       throw new GatewayError(
         402,
