@@ -77,8 +77,8 @@ type StatementOutcome = ReserveOutcome | 'retry';
  * admitted. Because admission needs credit left and settles at most the reserved estimate more, a
  * balance never ends below minus one request's cost, however many replicas reserve at once.
  *
- * It admits only requests none of whose budgets is set (the NOT EXISTS probe of the budgets primary
- * key, per request); a billable request it does not admit is asked again of RESERVE_BUDGETED, which
+ * It admits only requests none of whose budgets is set (RESERVE_ONE's NOT EXISTS probe of `budgets`,
+ * per request); a billable request it does not admit is asked again of RESERVE_BUDGETED, which
  * says why or admits it under its budgets. Measured as RESERVE_ONE is (below), 800 runs each, a batch
  * of 4 billable requests of a tenant without budgets: 0.34 ms median before budgets, 0.35 ms with the
  * probe; RESERVE_BUDGETED for the same batch 0.52 ms (its budget CTEs, joins and two more window
@@ -119,19 +119,16 @@ RETURNING id`;
 
 /**
  * RESERVE with budgets, for the requests of a batch RESERVE did not admit or that were under a budget
- * the last time. It reserves credit and writes `pending` rows in ONE statement: the balances
- * of the batch's billable tenants are locked (in tenant id order, so two replicas never deadlock), a
- * request is admitted while its tenant's available credit (balance - reserved), less the estimates
- * admitted before it in the batch, is above 0, the admitted estimates are added to `reserved`, and
- * the rows of every admitted request are inserted. Zero-rated requests reserve nothing and are always
- * admitted. Because admission needs credit left and settles at most the reserved estimate more, a
- * balance never ends below minus one request's cost, however many replicas reserve at once.
+ * the last time: the same admission on the credit, in ONE statement, and the budgets in it too.
+ * Its rows: each request's outcome (a request of a tenant without a balance row is not there: no
+ * credit) and whether a budget applied to it.
  *
- * Budgets, in the same statement: the budgets of the batch's billable requests (`lim`: their OAuth
+ * Budgets: the budgets of the batch's billable requests (`lim`: their OAuth
  * client's and their product key's, when set) have this month's budget_months rows locked AFTER the
  * balances (`mon`, in (tenant, kind, scope) order, and only for tenants whose balance row `bal` has
- * locked: every statement that writes a month row holds its tenant's balance lock first, so month
- * rows add no lock cycle), and a request is admitted only while each of its budgets' cap - spent -
+ * locked: every statement that changes a month row's figures holds its tenant's balance lock first,
+ * and the one other writer, BudgetsRepository.set, only inserts a missing row holding no balance lock,
+ * so month rows add no lock cycle), and a request is admitted only while each of its budgets' cap - spent -
  * reserved, less the estimates before it in the batch under that budget, covers its estimate, as for
  * the balance. Its estimate is then added to each budget's `reserved` and the row records the month
  * and which budgets hold it. A budget with no month row yet (`missing`: a new month) has its row
@@ -235,12 +232,13 @@ SELECT id, outcome, client_limited OR product_limited FROM judged WHERE outcome 
  * re-reads a row another transaction changed) and the same row, without the batch's unnest, window
  * and CTEs, which cost about 0.1 ms of the request's wait each time (measured here: 0.30 ms against
  * 0.18 ms a statement, one connection, after warm-up). It admits only a request none of whose budgets
- * is set (the NOT EXISTS probe of the budgets primary key); a request it does not admit is asked
+ * is set (the NOT EXISTS probe of `budgets`: its primary key once the table is more than a few pages
+ * and analysed; at 100 rows Postgres reads its 2 pages instead); a request it does not admit is asked
  * again of RESERVE_ONE_BUDGETED, which says why (credit or budget) or admits it under its budgets.
  *
  * Measured with EXPLAIN (ANALYZE, TIMING OFF) of the prepared statements, alternating, 1,500 runs
  * each, a tenant without budgets beside another tenant's 100: before budgets 0.084 ms median
- * execution, this statement 0.092 ms (the probe: 2 buffer hits), RESERVE_ONE_BUDGETED for the same
+ * execution, this statement 0.092 ms (the probe: 2 more buffer hits), RESERVE_ONE_BUDGETED for the same
  * request 0.133 ms (its dozen CTEs are initialised on every run even though a one-time filter stops
  * each one: "never executed"). Hence two statements, and a request known to be under a budget going
  * straight to the second (UsageLedgerRepository.budgetedScopes).
