@@ -126,7 +126,7 @@ RETURNING id`;
  * replicas settling at once the second re-reads the alert row disarmed and records nothing; a grant
  * lifting the balance above the threshold re-arms it (CreditsRepository.grantCredits).
  */
-const LOW_BALANCE_CROSSINGS = `crossed AS (
+export const LOW_BALANCE_CROSSINGS = `crossed AS (
   UPDATE low_balance_alerts a SET armed = false, updated_at = now()
     FROM moved_balances b
    WHERE a.tenant_id = b.tenant_id AND a.armed AND b.balance <= a.threshold
@@ -213,6 +213,20 @@ moved_balances AS (
 SELECT id FROM gone`;
 
 /**
+ * The "upstream called" marker: stamps the rows of requests the gateway is sending to their provider
+ * (see migration 1763840100000). Only a row still pending is stamped (a settlement that got there
+ * first already recorded the outcome). One row is looked up by its primary key as a named prepared
+ * statement (a generic plan on a unique equality is an index scan whatever the table's size); a batch
+ * joins an unnest and is planned each time, for SETTLE's reason below.
+ */
+const MARK_CALLED_ONE = `UPDATE usage_ledger SET upstream_called_at = now() WHERE tenant_id = $1::uuid AND id = $2::uuid AND completed_at IS NULL RETURNING id`;
+const MARK_CALLED = `
+UPDATE usage_ledger u SET upstream_called_at = now()
+  FROM unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
+ WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL
+RETURNING u.id`;
+
+/**
  * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
  * row. The reservations run as named prepared statements on the DataSource's pg pool: planning RESERVE
  * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
@@ -269,6 +283,16 @@ export class UsageLedgerRepository {
     const rows = await this.run(undefined, RELEASE, [batch.map((r) => r.id), batch.map((r) => r.tenantId)]);
     const gone = new Set(rows.map((r) => r.id));
     return batch.map((r) => gone.has(r.id));
+  }
+
+  /**
+   * Stamps "upstream called" on each request's row (see MARK_CALLED). Resolves once the stamps are
+   * committed; the rows no longer pending are simply not stamped.
+   */
+  async markUpstreamCalled(batch: ReadonlyArray<Pick<Reservation, 'id' | 'tenantId'>>): Promise<void> {
+    if (batch.length === 0) return;
+    if (batch.length === 1) await this.run('gateway_mark_called_one', MARK_CALLED_ONE, [batch[0]!.tenantId, batch[0]!.id]);
+    else await this.run(undefined, MARK_CALLED, [batch.map((r) => r.id), batch.map((r) => r.tenantId)]);
   }
 
   /** For each settlement, in order: whether its row was still pending and is now complete. */

@@ -5,6 +5,8 @@ import { dependencyDown, GatewayError } from '../gateway.errors';
 import type { UsageLedgerRepository } from '@flagship/ledger';
 import type { Reservation } from './ledger.types';
 
+const DONE = Promise.resolve();
+
 /**
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
  * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
@@ -15,6 +17,8 @@ import type { Reservation } from './ledger.types';
 export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
   private readonly batcher: TurnBatcher<Reservation, boolean>;
+  private readonly marks: TurnBatcher<Reservation, undefined>;
+  private markFailing = false;
 
   constructor(
     repository: UsageLedgerRepository,
@@ -22,6 +26,33 @@ export class ReservationStep {
     private readonly billingUrl: string,
   ) {
     this.batcher = new TurnBatcher((batch) => repository.reserve(batch), 500);
+    this.marks = new TurnBatcher(async (batch) => {
+      await repository.markUpstreamCalled(batch);
+      return batch.map(() => undefined);
+    }, 500);
+  }
+
+  /**
+   * Step 8's marker: the request is being sent to its provider. Its row is stamped "upstream called"
+   * (one statement per event-loop turn), so that if this process dies before its settlement is
+   * written, the reconciler charges the reserved estimate rather than nothing. The caller sends the
+   * request at once and waits for this only before it answers, so the stamp costs the answer nothing
+   * unless the provider answers faster than Postgres commits. Never rejects: with Postgres down the
+   * answer still goes out (its settlement is retried until Postgres is back); the row then says
+   * "not called" only if this process also dies before the settlement lands.
+   */
+  upstreamCalled(reservation: Reservation): Promise<void> {
+    if (reservation.zeroRatedReason !== null) return DONE; // debits nothing either way
+    return this.marks.add(reservation).then(
+      () => {
+        if (this.markFailing) this.logger.log('"upstream called" stamps are written again');
+        this.markFailing = false;
+      },
+      (err: unknown) => {
+        if (!this.markFailing) this.logger.warn({ err }, 'cannot stamp "upstream called" on ledger rows; answering all the same');
+        this.markFailing = true;
+      },
+    );
   }
 
   async reserve(request: Omit<Reservation, 'id'>): Promise<Reservation> {

@@ -11,6 +11,7 @@ import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions
 import { ClauseContextKinds1763820000000 } from './1763820000000-clause-context-kinds';
 import { UsageLedgerPrices1763820100000 } from './1763820100000-usage-ledger-prices';
 import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alerts';
+import { UsageLedgerUpstreamCalled1763840100000 } from './1763840100000-usage-ledger-upstream-called';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   ClauseContextKinds1763820000000,
   UsageLedgerPrices1763820100000,
   LowBalanceAlerts1763830300000,
+  UsageLedgerUpstreamCalled1763840100000,
 ];
