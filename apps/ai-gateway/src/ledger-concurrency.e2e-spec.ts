@@ -25,8 +25,8 @@ import { balanceOf, createTenant, fakeChatCost as cost, type IssueToken, ledgerR
 const SEEDS = (process.env['LEDGER_CONCURRENCY_SEEDS'] ?? '1,2,3').split(',').map((s) => Number(s.trim()));
 const VERBOSE = Boolean(process.env['LEDGER_CONCURRENCY_VERBOSE']);
 /** Requests per seed, and how many are in flight at once (over both gateways). */
-const REQUESTS = 300;
-const IN_FLIGHT = 32;
+const REQUESTS = 200;
+const IN_FLIGHT = 24;
 
 /** The tenants of one seed: credit for a few requests (two), for about a third of theirs, plenty, and zero-rated. */
 const TENANTS: ReadonlyArray<{ name: string; zeroRated?: boolean; balance: (pick: (n: number) => number) => number }> = [
