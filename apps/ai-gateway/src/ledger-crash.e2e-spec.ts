@@ -21,22 +21,15 @@
  * requests sent upstream but never answered are charged the same way. Needs the build:
  * `npx nx run ai-gateway:build`.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import { Client } from 'pg';
 import { UsageReconcilerRepository } from '@flagship/ledger';
 import { DATA_SOURCE, runMigrations, type Tx } from '@flagship/persistence';
-import type { RunningApp } from '@flagship/service-kit';
-import { type BuiltProcess, createTestEnvironment, DisposablePostgres, FakeModelUpstream, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
-import { createTenant, type IssueToken, type Sql, startIssuer } from './testing/gateway.fixture';
+import { type BuiltProcess, DisposablePostgres, waitFor } from '@flagship/testing';
+import { type GatewayE2e, NO_RATE_LIMITS, setUpGatewayE2e } from './testing/built-gateway.fixture';
+import { createTenant, fakeChatCost as cost, type Sql } from './testing/gateway.fixture';
 
-const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
-const ISSUER = 'https://api.flagship.test';
-const AUDIENCE = 'flagship-api';
 const CALLERS = 6;
-/** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
-const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
 const BALANCE = 1_000_000_000;
 /** Answers before the crash, and after the restart (LEDGER_CRASH_ANSWERS sets both). */
 const ANSWERED_BEFORE = Number(process.env['LEDGER_CRASH_ANSWERS'] ?? 150);
@@ -60,26 +53,17 @@ interface LedgerRow {
 
 describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=%s)', (mode) => {
   let pg: DisposablePostgres;
-  let te: TestEnvironment;
-  let fake: FakeModelUpstream;
-  let issuer: RunningApp;
-  let issue: IssueToken;
+  let e2e: GatewayE2e;
   let gateway: BuiltProcess | undefined;
 
   beforeAll(async () => {
-    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ai-gateway:build\` first`);
     pg = await DisposablePostgres.start();
     await runMigrations(pg.url);
-    te = await createTestEnvironment({ DATABASE_URL: pg.url });
-    fake = await FakeModelUpstream.start();
-    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
+    e2e = await setUpGatewayE2e({ DATABASE_URL: pg.url });
   }, 60_000);
 
   afterAll(async () => {
-    if (gateway?.child.exitCode === null) gateway.child.kill('SIGKILL');
-    await issuer?.close().catch(() => undefined);
-    await fake?.close();
-    await te?.teardown();
+    await e2e?.close();
     await pg?.destroy();
   }, 30_000);
 
@@ -115,22 +99,11 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
    * stopped with SIGTERM) or the gateway itself (SIGKILL). Then the reconciler, and the checks.
    */
   async function crashUnderLoad(what: 'postgres' | 'gateway'): Promise<void> {
-    const tenant = await createTenant(issuer.app.get<Sql>(DATA_SOURCE), { plan: 'premium', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: BALANCE });
-    gateway = await startBuiltProcess(main, {
-      ...te.env,
-      LOG_LEVEL: 'warn',
-      OAUTH_ISSUER: ISSUER,
-      OAUTH_AUDIENCE: AUDIENCE,
-      PROVIDER_INHOUSE_URL: fake.url,
-      GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: mode,
-      GATEWAY_RATE_LIMIT_RPM: '10000000',
-      GATEWAY_RATE_LIMIT_TPM: '1000000000',
-      GATEWAY_TENANT_RATE_LIMIT_RPM: 'premium=10000000',
-      SHUTDOWN_GRACE_MS: '20000',
-    });
+    const tenant = await createTenant(e2e.issuer.app.get<Sql>(DATA_SOURCE), { plan: 'premium', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: BALANCE });
+    gateway = await e2e.startGateway({ ...NO_RATE_LIMITS, GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: mode, SHUTDOWN_GRACE_MS: '20000' });
     const clients = await Promise.all(
       Array.from({ length: CALLERS }, async () =>
-        new OpenAI({ baseURL: `${gateway!.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 }),
+        new OpenAI({ baseURL: `${gateway!.url}/v1`, apiKey: await e2e.issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 }),
       ),
     );
 
