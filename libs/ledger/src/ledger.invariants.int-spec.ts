@@ -129,7 +129,7 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
     // reconciler got to it: a stamp on a row already abandoned writes nothing), nothing otherwise, and
     // says which; a zero-rated row debits nothing either way. A released request left no row.
     const abandoned = rows.filter((r) => r.status === 'abandoned');
-    const calledOf = (r: (typeof rows)[number]) => (r as { upstream_called_at: Date | null }).upstream_called_at !== null;
+    const calledOf = (r: (typeof rows)[number]) => r.upstream_called_at !== null;
     const wrong = abandoned.filter((r) =>
       calledOf(r)
         ? Number(r.debit) !== (r.zero_rated ? 0 : Number(r.reserved)) || r.error_code !== 'abandoned_upstream_called' || !r.usage_estimated
