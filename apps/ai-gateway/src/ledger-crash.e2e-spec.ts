@@ -9,12 +9,13 @@
  * its real cost, and the balance must have fallen by exactly the sum of the debits.
  *
  * LEDGER_CRASH_MODES (comma-separated `on`/`off`, default `on`) chooses the gateway's
- * GATEWAY_LEDGER_SYNCHRONOUS_COMMIT settings run; LEDGER_CRASH_VERBOSE=1 prints the figures. `off`
- * (the gateway's default today) loses answered requests' billing on a crash, by design of that
- * setting, so CI runs only `on`: in four runs here `off` lost 0 to 6 answered requests' rows
- * entirely (the reservation's commit was not yet flushed when the answer went out; the settlement
- * then found no row) and left 4 to 10 at zero debit (their settlement's commit was lost, so the
- * reconciler found them pending and released them unbilled), of about 320 answered. A second case,
+ * GATEWAY_LEDGER_SYNCHRONOUS_COMMIT settings run; LEDGER_CRASH_VERBOSE=1 prints the figures. `on`
+ * (the default) flushes every answer's row before the answer and confirms settlements with a flush
+ * barrier; `off` waits for no flush and may lose answered requests' billing on a crash, by design
+ * of that setting, so CI runs only `on`: before the "upstream called" stamp, in four runs here `off`
+ * lost 0 to 6 answered requests' rows entirely (the reservation's commit was not yet flushed when
+ * the answer went out; the settlement then found no row) and left 4 to 10 at zero debit, of about
+ * 320 answered (one run since lost none, its lost settlements charged their estimate). A second case,
  * the gateway itself killed the moment an answer arrives: the answers whose settlements were still
  * gathering or being written at the kill are charged their reserved estimate by the reconciler,
  * marked `abandoned_upstream_called` (every answer waits for its row's "upstream called" stamp), and

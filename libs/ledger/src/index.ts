@@ -5,3 +5,4 @@ export * from './usage-meter.repository';
 export * from './credits.repository';
 export * from './usage.repository';
 export * from './low-balance.repository';
+export * from './ledger-durability';

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE, queryPool } from '@flagship/persistence';
+import { LedgerDurableConnections } from './ledger-durability';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, toCrossing } from './low-balance.repository';
 
 /**
@@ -227,6 +228,17 @@ UPDATE usage_ledger u SET upstream_called_at = now()
 RETURNING u.id`;
 
 /**
+ * A commit that waits for the WAL flush (run on a synchronous_commit=on connection), and so puts on
+ * disk every record written before it, including the asynchronous commits of RESERVE and SETTLE on
+ * the app's pool, which released their balance row locks without waiting for a flush. It must write
+ * WAL to wait at all (Postgres skips the flush of a transaction that wrote none), so it upserts its
+ * connection's own row of ledger_flush_barriers (migration 1763840200000): no lock shared with anyone.
+ */
+const FLUSH_BARRIER = `
+INSERT INTO ledger_flush_barriers (backend_pid, flushed_at) VALUES (pg_backend_pid(), now())
+ON CONFLICT (backend_pid) DO UPDATE SET flushed_at = excluded.flushed_at`;
+
+/**
  * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
  * row. The reservations run as named prepared statements on the DataSource's pg pool: planning RESERVE
  * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
@@ -239,7 +251,25 @@ RETURNING u.id`;
  */
 @Injectable()
 export class UsageLedgerRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+  /** The durable connections' DataSource when the app has them (the gateway's durable mode), else the app's. */
+  private readonly durable: DataSource | undefined;
+
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource, @Optional() durable?: LedgerDurableConnections) {
+    this.durable = durable?.ds;
+  }
+
+  /** Whether flushBarrier() waits for anything (the app opened LedgerDurableConnections). */
+  get confirmsFlushes(): boolean {
+    return this.durable !== undefined;
+  }
+
+  /**
+   * Resolves once everything this process committed before the call is on disk (Postgres' WAL
+   * flushed past it), when the app has durable connections; at once otherwise. See FLUSH_BARRIER.
+   */
+  async flushBarrier(): Promise<void> {
+    if (this.durable !== undefined) await queryPool(this.durable, { name: 'ledger_flush_barrier', text: FLUSH_BARRIER, values: [] });
+  }
 
   /** `name`: a named prepared statement, planned once per connection; undefined: planned on every run. */
   private run(name: string | undefined, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
@@ -291,8 +321,11 @@ export class UsageLedgerRepository {
    */
   async markUpstreamCalled(batch: ReadonlyArray<Pick<Reservation, 'id' | 'tenantId'>>): Promise<void> {
     if (batch.length === 0) return;
-    if (batch.length === 1) await this.run('gateway_mark_called_one', MARK_CALLED_ONE, [batch[0]!.tenantId, batch[0]!.id]);
-    else await this.run(undefined, MARK_CALLED, [batch.map((r) => r.id), batch.map((r) => r.tenantId)]);
+    // On the durable connections when there are: the stamp's commit waits for the WAL flush, which
+    // also puts the request's reservation (committed asynchronously before it) on disk.
+    const ds = this.durable ?? this.ds;
+    if (batch.length === 1) await queryPool(ds, { name: 'gateway_mark_called_one', text: MARK_CALLED_ONE, values: [batch[0]!.tenantId, batch[0]!.id] });
+    else await queryPool(ds, { text: MARK_CALLED, values: [batch.map((r) => r.id), batch.map((r) => r.tenantId)] });
   }
 
   /** For each settlement, in order: whether its row was still pending and is now complete. */

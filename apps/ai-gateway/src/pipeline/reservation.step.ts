@@ -5,8 +5,6 @@ import { dependencyDown, GatewayError } from '../gateway.errors';
 import type { UsageLedgerRepository } from '@flagship/ledger';
 import type { Reservation } from './ledger.types';
 
-const DONE = Promise.resolve();
-
 /**
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
  * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
@@ -42,7 +40,8 @@ export class ReservationStep {
    * "not called" only if this process also dies before the settlement lands.
    */
   upstreamCalled(reservation: Reservation): Promise<void> {
-    if (reservation.zeroRatedReason !== null) return DONE; // debits nothing either way
+    // A zero-rated row debits nothing either way, but is stamped all the same: in the durable mode the
+    // stamp's flush is what puts the request's row on disk before its answer.
     return this.marks.add(reservation).then(
       () => {
         if (this.markFailing) this.logger.log('"upstream called" stamps are written again');
