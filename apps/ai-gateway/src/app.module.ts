@@ -6,7 +6,7 @@ import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayPipeline, GatewayReadiness } from './gateway.pipeline';
-import { UsageLedgerRepository } from '@flagship/ledger';
+import { LedgerDurableConnections, UsageLedgerRepository } from '@flagship/ledger';
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
 import { ProvidersModule } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
@@ -19,7 +19,9 @@ export class AppModule {
       module: AppModule,
       imports: [
         ...platformModules(
-          { ...config, DATABASE_URL: withSynchronousCommit(config.DATABASE_URL, config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT) },
+          // Asynchronous commits on the app's pool in either mode: no statement holds a tenant's balance
+          // row lock through a WAL flush (see LedgerDurableConnections for what 'on' adds).
+          { ...config, DATABASE_URL: withSynchronousCommit(config.DATABASE_URL, 'off') },
           {
             serviceName: 'ai-gateway',
             // Keeps async hooks off (see ServiceKitOptions.requestLogging), as orep-server does: Nest
@@ -36,19 +38,29 @@ export class AppModule {
         // Its limiter only (the tenant budget of RateLimitStep); no guard or interceptor is registered.
         RequestPoliciesModule.forRoot({ limits: config.tenantRateLimits }),
       ],
-      providers: [TenantContextRepository, UsageLedgerRepository, GatewayPipeline, GatewayReadiness],
+      providers: [
+        TenantContextRepository,
+        // 'on' (the default): the ledger writes an answer depends on are flushed to disk before it goes out.
+        {
+          provide: LedgerDurableConnections,
+          useFactory: () => (config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT === 'on' ? LedgerDurableConnections.open(config.DATABASE_URL) : null),
+        },
+        UsageLedgerRepository,
+        GatewayPipeline,
+        GatewayReadiness,
+      ],
     };
   }
 }
 
 /**
- * The gateway's connections with Postgres' synchronous_commit set as configured. Every request
- * reserves and settles on its tenant's one credit_balances row; with synchronous_commit on, each
- * of those transactions holds that row lock through its WAL flush, so one busy tenant's requests
- * queue behind each other's disk waits (measured in tools/bench/gateway.ts: p50 at 200 req/s 20 ms
- * with it on, under 5 ms off, on this machine). Off, a Postgres crash (not an app crash) can lose the
- * last fraction of a second of ledger writes: those requests go unbilled, their holds and pending
- * rows vanish with them, and no balance is ever overspent. `on` keeps every write durable.
+ * The gateway's pool with Postgres' synchronous_commit set to `mode`, unless DATABASE_URL sets it.
+ * Every request reserves and settles on its tenant's one credit_balances row; with synchronous_commit
+ * on, each of those transactions would hold that row lock through its WAL flush, so one busy tenant's
+ * requests queued behind each other's disk waits (tools/bench/gateway.ts: p50 at 200 req/s 20 ms with
+ * it on, under 5 ms off, on this machine). So the pool always commits asynchronously, and durability
+ * comes from GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=on's flushes on connections of their own, which hold
+ * no balance lock (LedgerDurableConnections, UsageLedgerRepository.flushBarrier).
  */
 export function withSynchronousCommit(url: string, mode: 'on' | 'off'): string {
   const u = new URL(url);

@@ -37,8 +37,8 @@ export const aiGatewayEnv = {
   GATEWAY_IMAGE_TOKENS: num({ default: 50_000, desc: "input tokens an image part counts in a request's estimate (its URL's bytes do not)" }),
   GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: str({
     choices: ['on', 'off'],
-    default: 'off',
-    desc: "Postgres' synchronous_commit for the gateway's ledger writes; see README 'Pipeline and money'",
+    default: 'on',
+    desc: "on: every answer waits until its ledger row (reservation and 'upstream called' stamp) is flushed to Postgres' WAL, and a settlement counts as written once flushed; off: nothing waits for a flush (a Postgres crash can lose the last moments' billing); see README 'Pipeline and money'",
   }),
   GATEWAY_SETTLE_GATHER_MS: num({
     default: 20,

@@ -149,6 +149,8 @@ export class GatewayHandler {
         throw err;
       }
       const reservation = await reserving;
+      // Stamped while the provider is called, waited for before the answer (see ProviderCallStep).
+      const stamp = s.reservation.upstreamCalled(reservation);
       const beforeCall = x.elapsedMs();
       let settled = false;
       const settle = (outcome: CallOutcome): void => {
@@ -168,6 +170,7 @@ export class GatewayHandler {
             return overhead;
           },
           settle,
+          stamp,
           cutter,
         );
         settle(outcome);

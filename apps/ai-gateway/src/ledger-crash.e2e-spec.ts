@@ -9,34 +9,28 @@
  * its real cost, and the balance must have fallen by exactly the sum of the debits.
  *
  * LEDGER_CRASH_MODES (comma-separated `on`/`off`, default `on`) chooses the gateway's
- * GATEWAY_LEDGER_SYNCHRONOUS_COMMIT settings run; LEDGER_CRASH_VERBOSE=1 prints the figures. `off`
- * (the gateway's default today) loses answered requests' billing on a crash, by design of that
- * setting, so CI runs only `on`: in four runs here `off` lost 0 to 6 answered requests' rows
- * entirely (the reservation's commit was not yet flushed when the answer went out; the settlement
- * then found no row) and left 4 to 10 at zero debit (their settlement's commit was lost, so the
- * reconciler found them pending and released them unbilled), of about 320 answered. A second case,
- * the gateway itself killed the moment an answer arrives, runs with LEDGER_CRASH_GATEWAY_KILL=1 and
- * fails today whenever settlements were still gathering or being written at the kill (with `on`, 11,
- * 5 and 4 of about 150 answered left at zero debit in three runs; with `off`, whose writes are
- * quicker, none in two). Needs the build:
+ * GATEWAY_LEDGER_SYNCHRONOUS_COMMIT settings run; LEDGER_CRASH_VERBOSE=1 prints the figures. `on`
+ * (the default) flushes every answer's row before the answer and confirms settlements with a flush
+ * barrier; `off` waits for no flush and may lose answered requests' billing on a crash, by design
+ * of that setting, so CI runs only `on`: before the "upstream called" stamp, in four runs here `off`
+ * lost 0 to 6 answered requests' rows entirely (the reservation's commit was not yet flushed when
+ * the answer went out; the settlement then found no row) and left 4 to 10 at zero debit, of about
+ * 320 answered (one run since lost none, its lost settlements charged their estimate). A second case,
+ * the gateway itself killed the moment an answer arrives: the answers whose settlements were still
+ * gathering or being written at the kill are charged their reserved estimate by the reconciler,
+ * marked `abandoned_upstream_called` (every answer waits for its row's "upstream called" stamp), and
+ * requests sent upstream but never answered are charged the same way. Needs the build:
  * `npx nx run ai-gateway:build`.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import { Client } from 'pg';
 import { UsageReconcilerRepository } from '@flagship/ledger';
 import { DATA_SOURCE, runMigrations, type Tx } from '@flagship/persistence';
-import type { RunningApp } from '@flagship/service-kit';
-import { type BuiltProcess, createTestEnvironment, DisposablePostgres, FakeModelUpstream, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
-import { createTenant, type IssueToken, type Sql, startIssuer } from './testing/gateway.fixture';
+import { type BuiltProcess, DisposablePostgres, waitFor } from '@flagship/testing';
+import { type GatewayE2e, NO_RATE_LIMITS, setUpGatewayE2e } from './testing/built-gateway.fixture';
+import { createTenant, fakeChatCost as cost, type Sql } from './testing/gateway.fixture';
 
-const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
-const ISSUER = 'https://api.flagship.test';
-const AUDIENCE = 'flagship-api';
 const CALLERS = 6;
-/** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
-const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
 const BALANCE = 1_000_000_000;
 /** Answers before the crash, and after the restart (LEDGER_CRASH_ANSWERS sets both). */
 const ANSWERED_BEFORE = Number(process.env['LEDGER_CRASH_ANSWERS'] ?? 150);
@@ -60,26 +54,17 @@ interface LedgerRow {
 
 describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=%s)', (mode) => {
   let pg: DisposablePostgres;
-  let te: TestEnvironment;
-  let fake: FakeModelUpstream;
-  let issuer: RunningApp;
-  let issue: IssueToken;
+  let e2e: GatewayE2e;
   let gateway: BuiltProcess | undefined;
 
   beforeAll(async () => {
-    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ai-gateway:build\` first`);
     pg = await DisposablePostgres.start();
     await runMigrations(pg.url);
-    te = await createTestEnvironment({ DATABASE_URL: pg.url });
-    fake = await FakeModelUpstream.start();
-    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
+    e2e = await setUpGatewayE2e({ DATABASE_URL: pg.url });
   }, 60_000);
 
   afterAll(async () => {
-    if (gateway?.child.exitCode === null) gateway.child.kill('SIGKILL');
-    await issuer?.close().catch(() => undefined);
-    await fake?.close();
-    await te?.teardown();
+    await e2e?.close();
     await pg?.destroy();
   }, 30_000);
 
@@ -115,22 +100,11 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
    * stopped with SIGTERM) or the gateway itself (SIGKILL). Then the reconciler, and the checks.
    */
   async function crashUnderLoad(what: 'postgres' | 'gateway'): Promise<void> {
-    const tenant = await createTenant(issuer.app.get<Sql>(DATA_SOURCE), { plan: 'premium', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: BALANCE });
-    gateway = await startBuiltProcess(main, {
-      ...te.env,
-      LOG_LEVEL: 'warn',
-      OAUTH_ISSUER: ISSUER,
-      OAUTH_AUDIENCE: AUDIENCE,
-      PROVIDER_INHOUSE_URL: fake.url,
-      GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: mode,
-      GATEWAY_RATE_LIMIT_RPM: '10000000',
-      GATEWAY_RATE_LIMIT_TPM: '1000000000',
-      GATEWAY_TENANT_RATE_LIMIT_RPM: 'premium=10000000',
-      SHUTDOWN_GRACE_MS: '20000',
-    });
+    const tenant = await createTenant(e2e.issuer.app.get<Sql>(DATA_SOURCE), { plan: 'premium', entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: BALANCE });
+    gateway = await e2e.startGateway({ ...NO_RATE_LIMITS, GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: mode, SHUTDOWN_GRACE_MS: '20000' });
     const clients = await Promise.all(
       Array.from({ length: CALLERS }, async () =>
-        new OpenAI({ baseURL: `${gateway!.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 }),
+        new OpenAI({ baseURL: `${gateway!.url}/v1`, apiKey: await e2e.issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 }),
       ),
     );
 
@@ -196,8 +170,13 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
         examples['wrongDebit']!.push({ owed, row: mine[0] });
       }
     }
-    // Nor is anything billed that was not answered (a request refused with 503 whose reservation committed is released at zero).
-    const billedUnanswered = rows.filter((r) => Number(r.debit) > 0 && !answered.has(r.request_id)).length;
+    // Nor is anything billed that was not answered (a request refused with 503 whose reservation
+    // committed is released at zero), except a request the killed gateway had sent upstream: the
+    // provider had it, and the reconciler charged its estimate, saying so.
+    const billedUnanswered = rows.filter((r) => Number(r.debit) > 0 && !answered.has(r.request_id) && r.error_code !== 'abandoned_upstream_called').length;
+    // A row the reconciler settled after an answer went out was stamped "upstream called" (the answer waits for the stamp) and charged its estimate.
+    const answeredAbandoned = rows.filter((r) => r.status === 'abandoned' && answered.has(r.request_id));
+    const abandonedWrong = answeredAbandoned.filter((r) => r.error_code !== 'abandoned_upstream_called' || r.debit !== r.reserved).length;
     const debits = rows.reduce((s, r) => s + Number(r.debit), 0);
     const figures = {
       mode,
@@ -211,6 +190,8 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
       settledNoRow: (gateway.output().match(/no longer pending/g) ?? []).length,
       losses,
       billedUnanswered,
+      answeredAbandoned: answeredAbandoned.length,
+      abandonedWrong,
       balanceFall: BALANCE - Number(balance.balance),
       debits,
       reserved: Number(balance.reserved),
@@ -220,16 +201,18 @@ describe.each(MODES)('paid chat through a Postgres crash (GATEWAY_LEDGER_SYNCHRO
     if (what === 'postgres') expect(refused.get(503) ?? 0).toBeGreaterThan(0);
     expect(losses).toEqual({ noRow: 0, duplicated: 0, unbilled: 0, wrongDebit: 0 });
     expect(billedUnanswered).toBe(0);
+    expect(abandonedWrong).toBe(0);
     expect(figures.balanceFall).toBe(debits);
     expect(figures.reserved).toBe(0);
   }
 
   it('Postgres crashed and restarted: bills every request answered 200 exactly once, at its cost, and the balance falls by the debits', () => crashUnderLoad('postgres'), 120_000);
 
-  // Fails today (LEDGER_CRASH_GATEWAY_KILL=1 runs it): the requests answered in the last moments
-  // before the kill (their settlements still gathering, GATEWAY_SETTLE_GATHER_MS) are left pending
-  // and the reconciler abandons them at zero debit; issue 22 asks for the reserved estimate, marked.
-  (process.env['LEDGER_CRASH_GATEWAY_KILL'] ? it : it.skip)(
+  // The requests answered in the last moments before the kill (their settlements still gathering,
+  // GATEWAY_SETTLE_GATHER_MS) are left pending; each was stamped "upstream called" before its answer
+  // went out, so the reconciler charges its reserved estimate and says so (before the stamp, 11, 5
+  // and 4 of about 150 answered were left at zero debit in three runs).
+  it(
     'the gateway killed (SIGKILL) under load: every request answered 200 billed at a non-zero amount',
     () => crashUnderLoad('gateway'),
     120_000,

@@ -5,53 +5,31 @@
  * cuts it and bills what it used before it exits. Needs the build: `npx nx run ai-gateway:build`.
  */
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import OpenAI, { APIError } from 'openai';
 import { DATA_SOURCE } from '@flagship/persistence';
-import type { RunningApp } from '@flagship/service-kit';
-import { type BuiltProcess, createTestEnvironment, FakeModelUpstream, http, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
-import { balanceOf, createTenant, type IssueToken, ledgerRows, type Sql, startIssuer } from './testing/gateway.fixture';
-
-const main = join(__dirname, '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
-const ISSUER = 'https://api.flagship.test';
-const AUDIENCE = 'flagship-api';
-/** fake-chat-1: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
-const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
+import { type BuiltProcess, type FakeModelUpstream, http, waitFor } from '@flagship/testing';
+import { type GatewayE2e, setUpGatewayE2e } from './testing/built-gateway.fixture';
+import { balanceOf, createTenant, fakeChatCost as cost, type IssueToken, ledgerRows, type Sql } from './testing/gateway.fixture';
 
 type Gateway = BuiltProcess;
 
 describe('the gateway on SIGTERM (a rollout)', () => {
-  let te: TestEnvironment;
+  let e2e: GatewayE2e;
   let fake: FakeModelUpstream;
-  let issuer: RunningApp;
   let issue: IssueToken;
   let ds: Sql;
-  const started: Gateway[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ai-gateway:build\` first`);
-    te = await createTestEnvironment();
-    fake = await FakeModelUpstream.start();
-    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
-    ds = issuer.app.get<Sql>(DATA_SOURCE);
+    e2e = await setUpGatewayE2e();
+    ({ fake, issue } = e2e);
+    ds = e2e.issuer.app.get<Sql>(DATA_SOURCE);
   });
 
-  afterAll(async () => {
-    for (const g of started) if (g.child.exitCode === null) g.child.kill('SIGKILL');
-    await issuer?.close();
-    await fake?.close();
-    await te?.teardown();
-  });
+  afterAll(() => e2e?.close());
 
   beforeEach(() => fake.reset());
 
-  async function startGateway(graceMs: number): Promise<Gateway> {
-    const env = { ...te.env, LOG_LEVEL: 'warn', OAUTH_ISSUER: ISSUER, OAUTH_AUDIENCE: AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, SHUTDOWN_GRACE_MS: String(graceMs) };
-    const g = await startBuiltProcess(main, env);
-    started.push(g);
-    return g;
-  }
+  const startGateway = (graceMs: number): Promise<Gateway> => e2e.startGateway({ SHUTDOWN_GRACE_MS: String(graceMs) });
 
   const openai = async (g: Gateway, tenant: string) =>
     new OpenAI({ baseURL: `${g.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 30_000 });

@@ -65,7 +65,7 @@ describe('billing-worker process', () => {
     expect(balance).toEqual({ balance: 1_000_000, reserved: 0 });
     await waitFor(async () => (await http(`http://127.0.0.1:${port}/healthz`)).status === 200, 10_000);
     expect((await http(`http://127.0.0.1:${metricsPort}/metrics`)).text).toMatch(/^usage_reconciler_settled_rows_total\{service="billing-worker"\} 1$/m);
-    expect(output).toContain('abandoned 1 usage rows pending for over 60 s, released 2500 reserved micro-credits of 1 tenants');
+    expect(output).toContain('abandoned 1 usage rows pending for over 60 s (0 of them sent upstream, charged their estimate: 0 micro-credits), released 2500 reserved micro-credits of 1 tenants');
     const started = Date.now();
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');

@@ -168,14 +168,17 @@ describe('budgets at completion (real Postgres)', () => {
     expect(await budgetMonthOf(ds, tenant, 'client', 'ffc_ledgerSpec')).toMatchObject({ spent: 0, reserved: 0 });
   });
 
-  it("the reconciler's abandon gives an abandoned row's budget hold back", async () => {
+  it("the reconciler's abandon gives an abandoned row's budget hold back, and charges it what it charges the balance", async () => {
     const tenant = await createTenant(ds, { balance: 10_000 });
     await setBudget(tenant, 'client', 'ffc_ledgerSpec', 1000);
-    expect(await repo.reserve([aReservation(tenant, 100), aReservation(tenant, 50)])).toEqual([true, true]);
+    const [called, notCalled] = [aReservation(tenant, 100), aReservation(tenant, 50)];
+    expect(await repo.reserve([called, notCalled])).toEqual([true, true]);
+    // The gateway sent one to its provider and died: that one is charged its estimate, the other nothing.
+    await repo.markUpstreamCalled([called]);
     const batch = await ds.transaction((m) => new UsageReconcilerRepository().abandonStale(m, 0, 100));
     expect(batch.settled).toBeGreaterThanOrEqual(2);
-    expect(await budgetMonthOf(ds, tenant, 'client', 'ffc_ledgerSpec')).toMatchObject({ spent: 0, reserved: 0 });
-    expect(await balanceOf(ds, tenant)).toEqual({ balance: 10_000, reserved: 0 });
+    expect(await budgetMonthOf(ds, tenant, 'client', 'ffc_ledgerSpec')).toMatchObject({ spent: 100, reserved: 0 });
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 9_900, reserved: 0 });
   });
 });
 

@@ -6,3 +6,4 @@ export * from './credits.repository';
 export * from './usage.repository';
 export * from './low-balance.repository';
 export * from './budgets.repository';
+export * from './ledger-durability';

@@ -37,6 +37,9 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
 
   it.each(seeds)('seed %i: credit left never below 0, nothing held at the end, debits equal the fall', async (seed) => {
     const rnd = seededRandom(seed);
+    // Which admitted requests are stamped "upstream called": drawn apart, so `rnd` keeps its order.
+    const stampRnd = seededRandom(seed + 1000);
+    const stamped = new Set<string>();
     const pick = (n: number) => Math.floor(rnd() * n);
     const start = 20_000;
     const tenant = await createTenant(replicas[0]!, { balance: start });
@@ -73,6 +76,11 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
         const held = batch.filter((_, k) => admitted[k]);
         stats.admitted += held.length;
         stats.refused += batch.length - held.length;
+        const sent = held.filter(() => stampRnd() < 0.5);
+        if (sent.length > 0) {
+          for (const r of sent) stamped.add(r.id);
+          await repo.markUpstreamCalled(sent);
+        }
         const toRelease = held.filter(() => rnd() < 0.15);
         const toSettle = held.filter((r) => !toRelease.includes(r)).map(settlement);
         if (toRelease.length > 0) {
@@ -117,8 +125,20 @@ describe('ledger balance invariants (real Postgres, two pools)', () => {
     expect(end.reserved).toBe(0);
     expect(rows.filter((r) => r.status === 'pending')).toEqual([]);
     expect(debited).toBe(start - end.balance);
-    // Abandoned rows were released, not charged; a released request left no row.
-    expect(rows.filter((r) => r.status === 'abandoned' && Number(r.debit) !== 0)).toEqual([]);
+    // An abandoned row was charged its reservation when its upstream was called (stamped before the
+    // reconciler got to it: a stamp on a row already abandoned writes nothing), nothing otherwise, and
+    // says which; a zero-rated row debits nothing either way. A released request left no row.
+    const abandoned = rows.filter((r) => r.status === 'abandoned');
+    const calledOf = (r: (typeof rows)[number]) => r.upstream_called_at !== null;
+    const wrong = abandoned.filter((r) =>
+      calledOf(r)
+        ? Number(r.debit) !== (r.zero_rated ? 0 : Number(r.reserved)) || r.error_code !== 'abandoned_upstream_called' || !r.usage_estimated
+        : Number(r.debit) !== 0 || r.error_code !== 'abandoned',
+    );
+    expect(wrong).toEqual([]);
+    expect(rows.filter((r) => calledOf(r) && !stamped.has(r.id))).toEqual([]);
+    expect(abandoned.some((r) => calledOf(r) && Number(r.debit) > 0)).toBe(true);
+    expect(abandoned.some((r) => !calledOf(r))).toBe(true);
     expect(rows).toHaveLength(stats.admitted - stats.released);
     // The run did what it is about: it drained the credit (refusals), and the reconciler raced the settlements.
     expect(stats.refused).toBeGreaterThan(0);

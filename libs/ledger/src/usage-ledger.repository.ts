@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE, queryPool } from '@flagship/persistence';
+import { LedgerDurableConnections } from './ledger-durability';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, toCrossing } from './low-balance.repository';
 
 /**
@@ -340,7 +341,7 @@ RETURNING id`;
  * replicas settling at once the second re-reads the alert row disarmed and records nothing; a grant
  * lifting the balance above the threshold re-arms it (CreditsRepository.grantCredits).
  */
-const LOW_BALANCE_CROSSINGS = `crossed AS (
+export const LOW_BALANCE_CROSSINGS = `crossed AS (
   UPDATE low_balance_alerts a SET armed = false, updated_at = now()
     FROM moved_balances b
    WHERE a.tenant_id = b.tenant_id AND a.armed AND b.balance <= a.threshold
@@ -480,6 +481,31 @@ const reserveValues = (batch: readonly Reservation[]): unknown[] => [
 ];
 
 /**
+ * The "upstream called" marker: stamps the rows of requests the gateway is sending to their provider
+ * (see migration 1763840100000). Only a row still pending is stamped (a settlement that got there
+ * first already recorded the outcome). One row is looked up by its primary key as a named prepared
+ * statement (a generic plan on a unique equality is an index scan whatever the table's size); a batch
+ * joins an unnest and is planned each time, for SETTLE's reason below.
+ */
+const MARK_CALLED_ONE = `UPDATE usage_ledger SET upstream_called_at = now() WHERE tenant_id = $1::uuid AND id = $2::uuid AND completed_at IS NULL RETURNING id`;
+const MARK_CALLED = `
+UPDATE usage_ledger u SET upstream_called_at = now()
+  FROM unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
+ WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL
+RETURNING u.id`;
+
+/**
+ * A commit that waits for the WAL flush (run on a synchronous_commit=on connection), and so puts on
+ * disk every record written before it, including the asynchronous commits of RESERVE and SETTLE on
+ * the app's pool, which released their balance row locks without waiting for a flush. It must write
+ * WAL to wait at all (Postgres skips the flush of a transaction that wrote none), so it upserts its
+ * connection's own row of ledger_flush_barriers (migration 1763840200000): no lock shared with anyone.
+ */
+const FLUSH_BARRIER = `
+INSERT INTO ledger_flush_barriers (backend_pid, flushed_at) VALUES (pg_backend_pid(), now())
+ON CONFLICT (backend_pid) DO UPDATE SET flushed_at = excluded.flushed_at`;
+
+/**
  * The gateway's writes to usage_ledger and credit_balances; every statement names the tenant of each
  * row. The reservations run as named prepared statements on the DataSource's pg pool: planning RESERVE
  * took about as long as executing it (0.45 ms each, EXPLAIN ANALYZE), and a prepared statement is
@@ -493,14 +519,33 @@ const reserveValues = (batch: readonly Reservation[]): unknown[] => [
 @Injectable()
 export class UsageLedgerRepository {
   /**
-   * `tenant client product` of the single requests RESERVE_ONE_BUDGETED last found under a budget:
-   * they go to it first, not through RESERVE_ONE (which would refuse them) and then it. A hint only:
-   * a budget set since is found by RESERVE_ONE's probe, one removed since by RESERVE_ONE_BUDGETED.
-   * Bounded (the oldest entry leaves first), so many scopes cost at most one statement more each.
+   * `tenant client product` of the requests RESERVE_BUDGETED (RESERVE_ONE_BUDGETED) last found under a
+   * budget: they go to it first, not through RESERVE (RESERVE_ONE), which would refuse them, and then
+   * it. A hint only: a budget set since is found by RESERVE's probe, one removed since by
+   * RESERVE_BUDGETED. Bounded (the oldest entry leaves first), so many scopes cost at most one
+   * statement more each.
    */
   private readonly budgetedScopes = new Set<string>();
 
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+  /** The durable connections' DataSource when the app has them (the gateway's durable mode), else the app's. */
+  private readonly durable: DataSource | undefined;
+
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource, @Optional() durable?: LedgerDurableConnections) {
+    this.durable = durable?.ds;
+  }
+
+  /** Whether flushBarrier() waits for anything (the app opened LedgerDurableConnections). */
+  get confirmsFlushes(): boolean {
+    return this.durable !== undefined;
+  }
+
+  /**
+   * Resolves once everything this process committed before the call is on disk (Postgres' WAL
+   * flushed past it), when the app has durable connections; at once otherwise. See FLUSH_BARRIER.
+   */
+  async flushBarrier(): Promise<void> {
+    if (this.durable !== undefined) await queryPool(this.durable, { name: 'ledger_flush_barrier', text: FLUSH_BARRIER, values: [] });
+  }
 
   private noteBudgeted(scope: string, budgeted: boolean): void {
     if (!budgeted) {
@@ -597,6 +642,19 @@ export class UsageLedgerRepository {
     const rows = await this.run(undefined, RELEASE, [batch.map((r) => r.id), batch.map((r) => r.tenantId)]);
     const gone = new Set(rows.map((r) => r.id));
     return batch.map((r) => gone.has(r.id));
+  }
+
+  /**
+   * Stamps "upstream called" on each request's row (see MARK_CALLED). Resolves once the stamps are
+   * committed; the rows no longer pending are simply not stamped.
+   */
+  async markUpstreamCalled(batch: ReadonlyArray<Pick<Reservation, 'id' | 'tenantId'>>): Promise<void> {
+    if (batch.length === 0) return;
+    // On the durable connections when there are: the stamp's commit waits for the WAL flush, which
+    // also puts the request's reservation (committed asynchronously before it) on disk.
+    const ds = this.durable ?? this.ds;
+    if (batch.length === 1) await queryPool(ds, { name: 'gateway_mark_called_one', text: MARK_CALLED_ONE, values: [batch[0]!.tenantId, batch[0]!.id] });
+    else await queryPool(ds, { text: MARK_CALLED, values: [batch.map((r) => r.id), batch.map((r) => r.tenantId)] });
   }
 
   /** For each settlement, in order: whether its row was still pending and is now complete. */

@@ -15,7 +15,7 @@ export class UsageMeterRepository {
   async claim(m: Tx, limit: number): Promise<UsageRow[]> {
     const rows: UsageRowRecord[] = await m.query(
       `SELECT ${USAGE_ROW_COLUMNS} FROM usage_ledger
-       WHERE status = 'succeeded' AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL
+       WHERE status IN ('succeeded', 'abandoned') AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL
        ORDER BY completed_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
       [limit],
     );
@@ -36,7 +36,7 @@ export class UsageMeterRepository {
   /** Billable rows of every tenant not yet reported (a gauge of the outbox). */
   async unreportedCount(): Promise<number> {
     const rows: Array<{ n: string }> = await this.ds.query(
-      `SELECT count(*) AS n FROM usage_ledger WHERE status = 'succeeded' AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`,
+      `SELECT count(*) AS n FROM usage_ledger WHERE status IN ('succeeded', 'abandoned') AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`,
     );
     return Number(rows[0]!.n);
   }

@@ -1,28 +1,43 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
-import { budgetSettlement } from './usage-ledger.repository';
+import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
 
 export interface SettledBatch {
   /** Rows moved from pending to abandoned. */
   settled: number;
   /** Micro-credits given back to credit_balances.reserved. */
   released: number;
+  /** Of `settled`, the rows whose upstream was called, charged their reserved estimate. */
+  charged: number;
+  /** Micro-credits debited for them. */
+  debited: number;
   /** Distinct tenants whose reservation shrank. */
   tenants: number;
 }
 
+/** What the reconciler writes on a row it settles, by whether the gateway stamped it "upstream called". */
+export const ABANDONED_UPSTREAM_CALLED = 'abandoned_upstream_called';
+export const ABANDONED_NOT_CALLED = 'abandoned';
+
 /**
  * The usage ledger's crash recovery (billing-worker's reconciler), inside the caller's transaction
  * (one per batch). It works across tenants by design: it picks the oldest stale rows of any tenant,
- * then names each picked row's tenant when it releases the holds. Rows are
- * locked with SKIP LOCKED, so replicas split the work instead of queueing behind each other, and
- * only a row still `pending` under its lock is settled: a reservation is released at most once,
- * whether another replica or the gateway itself got there first.
+ * then names each picked row's tenant when it moves their credit. Rows are locked with SKIP LOCKED,
+ * so replicas split the work instead of queueing behind each other, and only a row still `pending`
+ * under its lock is settled: a reservation is released at most once, whether another replica or the
+ * gateway itself got there first.
+ *
+ * A row the gateway stamped "upstream called" (migration 1763840100000) is charged its reserved
+ * estimate: the provider had the request, and the client may have had its answer (the gateway
+ * answers only once the stamp is written), so the estimate (the input's tokens and max_tokens x n at
+ * the row's own prices) is what the request could have cost, never more, and the row says it was
+ * estimated (`usage_estimated`, `error_code` abandoned_upstream_called). A row without the stamp
+ * never reached the provider and was never answered: it is released at zero (`error_code` abandoned).
  */
 @Injectable()
 export class UsageReconcilerRepository {
   async abandonStale(m: Tx, olderThanS: number, batchSize: number): Promise<SettledBatch> {
-    const rows: Array<{ id: string; tenant_id: string; reserved: string }> = await m.query(
+    const rows: Array<{ id: string; tenant_id: string; reserved: string; debit: string }> = await m.query(
       `WITH picked AS (
          SELECT id, tenant_id FROM usage_ledger
           WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
@@ -30,32 +45,53 @@ export class UsageReconcilerRepository {
           LIMIT $2
           FOR UPDATE SKIP LOCKED
        ), settled AS (
-         UPDATE usage_ledger u SET status = 'abandoned', completed_at = now(), error_code = COALESCE(u.error_code, 'abandoned')
+         UPDATE usage_ledger u
+            SET status = 'abandoned', completed_at = now(),
+                debit = CASE WHEN u.upstream_called_at IS NOT NULL AND NOT u.zero_rated THEN u.reserved ELSE 0 END,
+                usage_estimated = u.upstream_called_at IS NOT NULL,
+                error_code = COALESCE(u.error_code, CASE WHEN u.upstream_called_at IS NOT NULL THEN '${ABANDONED_UPSTREAM_CALLED}' ELSE '${ABANDONED_NOT_CALLED}' END)
            FROM picked WHERE u.tenant_id = picked.tenant_id AND u.id = picked.id AND u.status = 'pending'
-         RETURNING u.id, u.tenant_id, u.reserved
+         RETURNING u.id, u.tenant_id, u.reserved, u.debit
        )
        -- A SELECT around the UPDATE: TypeORM answers a bare UPDATE with [rows, count], a SELECT with rows.
-       SELECT id, tenant_id, reserved::text AS reserved FROM settled`,
+       SELECT id, tenant_id, reserved::text AS reserved, debit::text AS debit FROM settled`,
       [olderThanS, batchSize],
     );
-    const perTenant = new Map<string, number>();
-    for (const r of rows) perTenant.set(r.tenant_id, (perTenant.get(r.tenant_id) ?? 0) + Number(r.reserved));
-    for (const [tenant, amount] of perTenant) if (amount === 0) perTenant.delete(tenant);
+    const perTenant = new Map<string, { released: number; debited: number }>();
+    let charged = 0;
+    for (const r of rows) {
+      const t = perTenant.get(r.tenant_id) ?? { released: 0, debited: 0 };
+      t.released += Number(r.reserved);
+      t.debited += Number(r.debit);
+      if (Number(r.debit) > 0) charged++;
+      perTenant.set(r.tenant_id, t);
+    }
+    for (const [tenant, t] of perTenant) if (t.released === 0 && t.debited === 0) perTenant.delete(tenant);
     const tenants = [...perTenant.keys()].sort();
     if (tenants.length > 0) {
       // Balance rows locked in one order by every replica: two batches sharing tenants wait, never deadlock.
       await m.query('SELECT 1 FROM credit_balances WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id FOR UPDATE', [tenants]);
+      // A debit here can cross a tenant's low-balance threshold like any settlement: recorded the same way.
       await m.query(
-        `UPDATE credit_balances b SET reserved = b.reserved - v.amount, updated_at = now()
-           FROM unnest($1::uuid[], $2::bigint[]) AS v(tenant_id, amount)
-          WHERE b.tenant_id = v.tenant_id`,
-        [tenants, tenants.map((t) => String(perTenant.get(t)))],
+        `WITH moved_balances AS (
+           UPDATE credit_balances b SET reserved = b.reserved - v.released, balance = b.balance - v.debited, updated_at = now()
+             FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS v(tenant_id, released, debited)
+            WHERE b.tenant_id = v.tenant_id
+           RETURNING b.tenant_id, b.balance
+         ),
+         ${LOW_BALANCE_CROSSINGS}
+         SELECT count(*) AS crossings FROM recorded`,
+        [tenants, tenants.map((t) => String(perTenant.get(t)!.released)), tenants.map((t) => String(perTenant.get(t)!.debited))],
       );
     }
     await this.settleBudgets(m, rows.map((r) => ({ tenantId: r.tenant_id, id: r.id })));
     let released = 0;
-    for (const amount of perTenant.values()) released += amount;
-    return { settled: rows.length, released, tenants: tenants.length };
+    let debited = 0;
+    for (const t of perTenant.values()) {
+      released += t.released;
+      debited += t.debited;
+    }
+    return { settled: rows.length, released, charged, debited, tenants: tenants.length };
   }
 
   /**

@@ -31,6 +31,22 @@ const SSE_HEADERS: OutgoingHttpHeaders = {
  * anything reached the client is thrown as the matching GatewayError (502/503/504) after the outcome
  * was handed to `failed`, so the row is completed either way.
  */
+/**
+ * Longest an answer waits for its row's "upstream called" stamp. The stamp is one small UPDATE per
+ * event-loop turn, committed in about a millisecond; only a Postgres that stopped answering since the
+ * reservation makes it wait this long, and then the answer goes out all the same (availability first;
+ * the settlement is retried until Postgres is back).
+ */
+const STAMP_WAIT_MS = 1000;
+
+function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export class ProviderCallStep {
   constructor(private readonly client: ProviderClient) {}
 
@@ -41,8 +57,16 @@ export class ProviderCallStep {
     headers: OutgoingHttpHeaders,
     overheadMs: (upstreamMs: number) => number,
     failed: (outcome: CallOutcome) => void,
+    /** The row's "upstream called" stamp (ReservationStep.upstreamCalled): no answer goes out before it, or STAMP_WAIT_MS. */
+    stamp: Promise<void>,
     cutter?: CallCutter,
   ): Promise<CallOutcome> {
+    let stamped = false;
+    const stampWritten = stamp.then(() => {
+      stamped = true;
+    });
+    // Usually written long before the provider answers: then nothing is waited for, and no timer is set.
+    const beforeAnswer = (): Promise<void> | undefined => (stamped ? undefined : waitAtMost(stampWritten, STAMP_WAIT_MS));
     const controller = new AbortController();
     const res = x.res;
     let clientGone = false;
@@ -58,6 +82,7 @@ export class ProviderCallStep {
     try {
       if (!request.stream) {
         const result = await this.client.json(upstream);
+        await beforeAnswer();
         const ok = result.status >= 200 && result.status < 300;
         x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, result.body);
         // A client that left after the request was sent is billed the answer's usage all the same.
@@ -73,7 +98,8 @@ export class ProviderCallStep {
       }
       let out: ServerResponse | undefined;
       const sink = {
-        start: (provider: ProviderKey): void => {
+        start: async (provider: ProviderKey): Promise<void> => {
+          await beforeAnswer();
           // The head goes out before the upstream's time is known: the overhead is what preceded the call.
           out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
         },
@@ -83,6 +109,7 @@ export class ProviderCallStep {
       };
       const result = await this.client.stream(upstream, sink);
       if (result.outcome === 'rejected') {
+        await beforeAnswer();
         const rejection = result.rejection ?? { status: 502, body: Buffer.from('{"error":{"message":"The provider refused the request.","type":"server_error","code":"provider_error","param":null}}') };
         x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, rejection.body);
         return { provider: result.provider, status: 'failed', usage: NO_USAGE, upstreamMs: result.upstreamMs, errorCode: `upstream_${rejection.status}`, outcome: 'upstream_refused' };

@@ -18,6 +18,8 @@ import type { Reservation } from './ledger.types';
 export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
   private readonly batcher: TurnBatcher<Reservation, ReserveOutcome>;
+  private readonly marks: TurnBatcher<Reservation, undefined>;
+  private markFailing = false;
 
   constructor(
     repository: UsageLedgerRepository,
@@ -25,6 +27,34 @@ export class ReservationStep {
     private readonly billingUrl: string,
   ) {
     this.batcher = new TurnBatcher((batch) => repository.admit(batch), 500);
+    this.marks = new TurnBatcher(async (batch) => {
+      await repository.markUpstreamCalled(batch);
+      return batch.map(() => undefined);
+    }, 500);
+  }
+
+  /**
+   * Step 8's marker: the request is being sent to its provider. Its row is stamped "upstream called"
+   * (one statement per event-loop turn), so that if this process dies before its settlement is
+   * written, the reconciler charges the reserved estimate rather than nothing. The caller sends the
+   * request at once and waits for this only before it answers, so the stamp costs the answer nothing
+   * unless the provider answers faster than Postgres commits. Never rejects: with Postgres down the
+   * answer still goes out (its settlement is retried until Postgres is back); the row then says
+   * "not called" only if this process also dies before the settlement lands.
+   */
+  upstreamCalled(reservation: Reservation): Promise<void> {
+    // A zero-rated row debits nothing either way, but is stamped all the same: in the durable mode the
+    // stamp's flush is what puts the request's row on disk before its answer.
+    return this.marks.add(reservation).then(
+      () => {
+        if (this.markFailing) this.logger.log('"upstream called" stamps are written again');
+        this.markFailing = false;
+      },
+      (err: unknown) => {
+        if (!this.markFailing) this.logger.warn({ err }, 'cannot stamp "upstream called" on ledger rows; answering all the same');
+        this.markFailing = true;
+      },
+    );
   }
 
   async reserve(request: Omit<Reservation, 'id'>): Promise<Reservation> {

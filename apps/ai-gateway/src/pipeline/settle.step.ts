@@ -46,6 +46,11 @@ export class SettleStep {
   ) {
     this.settlements = new TurnBatcher(async (batch) => {
       const { completed, crossings } = await repository.settleBatch(batch);
+      // Committed asynchronously (the balance row lock is not held through a flush); in the durable
+      // mode it counts as written once a flush barrier is past it. A barrier that fails (Postgres
+      // crashed: the commit may be lost) fails the batch, which is retried like any failed write; a
+      // retry that finds its row no longer pending means the first write was kept after all.
+      await repository.flushBarrier();
       if (crossings.length > 0) onCrossings(crossings);
       return completed;
     }, 500);

@@ -84,7 +84,8 @@ export interface JsonResult {
  * they end the stream through `finish`.
  */
 export interface StreamSink {
-  start(provider: ProviderKey): void;
+  /** Before the first event is relayed; the stream waits for a returned promise (nothing is read meanwhile). */
+  start(provider: ProviderKey): void | Promise<void>;
   /** One or more complete SSE events (`data: ...\n\n`), as bytes to write to the client. */
   chunk(bytes: Buffer): void;
 }

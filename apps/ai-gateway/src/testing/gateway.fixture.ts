@@ -10,6 +10,13 @@ import { loadAiGatewayConfig } from '../env.schema';
 import { GatewayPipeline } from '../gateway.pipeline';
 import { installGateway } from '../install-gateway';
 
+/** The issuer and audience the gateway's tests sign client tokens for (startIssuer) and the gateway trusts. */
+export const TEST_ISSUER = 'https://api.flagship.test';
+export const TEST_AUDIENCE = 'flagship-api';
+
+/** What fake-chat-1 costs at its catalogue prices: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
+export const fakeChatCost = (input: number, output: number): number => Math.ceil((input * 1000 + output * 2000) / 1000);
+
 /**
  * management-api's token issuing, as libs/oauth does it there: ES256 keys in the shared
  * `signing_keys` table, the same claims. Tests of the gateway issue client tokens through it against

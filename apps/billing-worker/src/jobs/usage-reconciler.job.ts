@@ -13,7 +13,9 @@ const MAX_BATCHES_PER_PASS = 100;
 /**
  * Settles usage rows a gateway left `pending` (it crashed or lost Postgres between reserving and
  * completing): after RECONCILE_PENDING_AFTER_S they are `abandoned` and their reservation goes back
- * to the tenant, so no credit stays locked. Safe with any number of billing-worker replicas.
+ * to the tenant, so no credit stays locked; a row the gateway stamped "upstream called" is charged its
+ * reserved estimate, one it never sent is charged nothing (UsageReconcilerRepository). Safe with any
+ * number of billing-worker replicas.
  */
 @Injectable()
 export class UsageReconcilerJob implements Job {
@@ -22,6 +24,7 @@ export class UsageReconcilerJob implements Job {
   private readonly logger = new Logger('UsageReconciler');
   private readonly settledRows: Counter;
   private readonly releasedCredits: Counter;
+  private readonly chargedCredits: Counter;
 
   constructor(
     private readonly tx: TransactionRunner,
@@ -34,6 +37,11 @@ export class UsageReconcilerJob implements Job {
     this.releasedCredits = new Counter({
       name: 'usage_reconciler_released_credits_total',
       help: 'Micro-credits of reservation released from abandoned rows',
+      registers: [metrics.registry],
+    });
+    this.chargedCredits = new Counter({
+      name: 'usage_reconciler_charged_credits_total',
+      help: 'Micro-credits debited from abandoned rows whose upstream was called (charged their reserved estimate)',
       registers: [metrics.registry],
     });
   }
@@ -53,8 +61,9 @@ export class UsageReconcilerJob implements Job {
     if (batch.settled === 0) return;
     this.settledRows.inc(batch.settled);
     this.releasedCredits.inc(batch.released);
+    this.chargedCredits.inc(batch.debited);
     this.logger.log(
-      `abandoned ${batch.settled} usage rows pending for over ${olderThanS} s, released ${batch.released} reserved micro-credits of ${batch.tenants} tenants`,
+      `abandoned ${batch.settled} usage rows pending for over ${olderThanS} s (${batch.charged} of them sent upstream, charged their estimate: ${batch.debited} micro-credits), released ${batch.released} reserved micro-credits of ${batch.tenants} tenants`,
     );
   }
 }

@@ -16,7 +16,7 @@ export async function createTenant(ds: Sql, setup: { balance?: number } = {}): P
 }
 
 /** A tenant's ledger rows as Postgres holds them (every column), oldest first. */
-export function ledgerRows(ds: Sql, tenantId: string): Promise<Array<UsageRowRecord & { meter_reported_at: Date | null }>> {
+export function ledgerRows(ds: Sql, tenantId: string): Promise<Array<UsageRowRecord & { meter_reported_at: Date | null; upstream_called_at: Date | null }>> {
   return ds.query(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
 }
 

@@ -12,6 +12,8 @@ import { ClauseContextKinds1763820000000 } from './1763820000000-clause-context-
 import { UsageLedgerPrices1763820100000 } from './1763820100000-usage-ledger-prices';
 import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alerts';
 import { Budgets1763840000000 } from './1763840000000-budgets';
+import { UsageLedgerUpstreamCalled1763840100000 } from './1763840100000-usage-ledger-upstream-called';
+import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-barriers';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -29,4 +31,6 @@ export const MIGRATIONS = [
   UsageLedgerPrices1763820100000,
   LowBalanceAlerts1763830300000,
   Budgets1763840000000,
+  UsageLedgerUpstreamCalled1763840100000,
+  LedgerFlushBarriers1763840200000,
 ];
