@@ -168,6 +168,20 @@ describe('budgets at completion (real Postgres)', () => {
     expect(await budgetMonthOf(ds, tenant, 'client', 'ffc_ledgerSpec')).toMatchObject({ spent: 0, reserved: 0 });
   });
 
+  it("a budget set mid-month starts from what its client or product key already spent this month; a cap change keeps the figures", async () => {
+    const tenant = await createTenant(ds, { balance: 10_000 });
+    const [now, lastMonth, other, inFlight] = [aReservation(tenant, 100), aReservation(tenant, 100), aReservation(tenant, 100, { clientId: 'ffc_other', productKey: 'other' }), aReservation(tenant, 100)];
+    expect(await repo.reserve([now, lastMonth, other, inFlight])).toEqual([true, true, true, true]);
+    expect(await repo.settle([aSettlement(now, 70), aSettlement(lastMonth, 40), aSettlement(other, 30)])).toEqual([true, true, true]);
+    await ds.query(`UPDATE usage_ledger SET created_at = date_trunc('month', now()) - interval '1 day' WHERE tenant_id = $1 AND id = $2`, [tenant, lastMonth.id]);
+    const set = await setBudget(tenant, 'client', 'ffc_ledgerSpec', 1000);
+    expect(set).toMatchObject({ spent: 70, reserved: 0, monthlyCap: 1000 });
+    expect((await setBudget(tenant, 'product', 'core', 1000)).spent).toBe(70);
+    // The request in flight when the budget was set is not held by it: its settlement leaves the budget alone.
+    expect(await repo.settle([aSettlement(inFlight, 20)])).toEqual([true]);
+    expect((await setBudget(tenant, 'client', 'ffc_ledgerSpec', 500))).toMatchObject({ spent: 70, reserved: 0, monthlyCap: 500 });
+  });
+
   it("the reconciler's abandon gives an abandoned row's budget hold back, and charges it what it charges the balance", async () => {
     const tenant = await createTenant(ds, { balance: 10_000 });
     await setBudget(tenant, 'client', 'ffc_ledgerSpec', 1000);

@@ -86,8 +86,11 @@ export class BudgetsRepository {
   /**
    * Sets (or changes) a budget's cap, in the caller's transaction. The running month's row is made
    * here too, so the first request after a budget is set is admitted in one statement (a month's first
-   * request otherwise makes it: RESERVE's `born`). A cap lowered below what is spent refuses every
-   * request until the month turns; what is spent stays.
+   * request otherwise makes it, at zero: RESERVE's `born`). A budget set in the middle of a month starts
+   * from what its client or product key already spent this month (the debits of its completed rows;
+   * a request in flight at that moment is not counted), so "monthly" means the calendar month, not
+   * "since it was set"; a month row already there (the cap changed, or the budget set again) keeps
+   * its figures. A cap lowered below what is spent refuses every request until the month turns.
    */
   async set(m: Tx, tenantId: string, kind: BudgetKind, scopeId: string, monthlyCap: number): Promise<Budget> {
     await m.query(
@@ -95,8 +98,14 @@ export class BudgetsRepository {
        ON CONFLICT (tenant_id, scope_kind, scope_id) DO UPDATE SET monthly_cap = EXCLUDED.monthly_cap, updated_at = now()`,
       [tenantId, kind, scopeId, monthlyCap],
     );
+    // The month's debits so far: the tenant's rows of this month, by usage_ledger_tenant_idx (tenant_id, created_at).
     await m.query(
-      `INSERT INTO budget_months (tenant_id, scope_kind, scope_id, month) VALUES ($1, $2, $3, ${THIS_MONTH}) ON CONFLICT DO NOTHING`,
+      `INSERT INTO budget_months (tenant_id, scope_kind, scope_id, month, spent)
+       SELECT $1, $2, $3, ${THIS_MONTH}, COALESCE(sum(u.debit), 0)
+         FROM usage_ledger u
+        WHERE u.tenant_id = $1 AND u.created_at >= (${THIS_MONTH})::timestamp AT TIME ZONE 'UTC'
+          AND CASE WHEN $2 = 'client' THEN u.client_id = $3 ELSE u.product_key = $3 END
+       ON CONFLICT DO NOTHING`,
       [tenantId, kind, scopeId],
     );
     return (await this.get(tenantId, kind, scopeId, m))!;
