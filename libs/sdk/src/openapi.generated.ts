@@ -1599,7 +1599,7 @@ export interface components {
             id: string;
             /** @description micro-credits a month */
             monthlyCapMicroCredits: number;
-            /** @description micro-credits this month's completed requests debited under it */
+            /** @description micro-credits this month's completed requests of its client or product key debited (from the month's start: a budget set mid-month starts from what was already spent) */
             spentMicroCredits: number;
             /** @description micro-credits held now by its requests in flight */
             reservedMicroCredits: number;

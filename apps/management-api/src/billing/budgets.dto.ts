@@ -31,7 +31,7 @@ export class BudgetDto {
   @ApiProperty({ enum: BUDGET_KINDS }) kind: BudgetKind;
   @ApiProperty({ description: 'the OAuth client id, or the product key' }) id: string;
   @ApiProperty({ description: 'micro-credits a month' }) monthlyCapMicroCredits: number;
-  @ApiProperty({ description: "micro-credits this month's completed requests debited under it" }) spentMicroCredits: number;
+  @ApiProperty({ description: "micro-credits this month's completed requests of its client or product key debited (from the month's start: a budget set mid-month starts from what was already spent)" }) spentMicroCredits: number;
   @ApiProperty({ description: 'micro-credits held now by its requests in flight' }) reservedMicroCredits: number;
   @ApiProperty({ description: 'the month spent and reserved are of: YYYY-MM, UTC', example: '2026-11' }) month: string;
   @ApiProperty({ format: 'date-time' }) createdAt: string;

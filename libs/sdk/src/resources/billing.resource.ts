@@ -36,7 +36,7 @@ export interface Budget {
   /** The OAuth client id, or the product key. */
   id: string;
   monthlyCapMicroCredits: number;
-  /** Debited this month by completed requests under it. */
+  /** Debited this month by its client's or product key's completed requests (from the month's start, also before the budget was set). */
   spentMicroCredits: number;
   /** Held now by its requests in flight. */
   reservedMicroCredits: number;
