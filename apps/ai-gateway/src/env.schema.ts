@@ -11,7 +11,7 @@ export const aiGatewayEnv = {
   OAUTH_ISSUER: str({ devDefault: 'http://127.0.0.1:3000', desc: "iss of the access tokens accepted: management-api's OAUTH_ISSUER (its public base URL by default)" }),
   CONSOLE_BILLING_URL: str({
     default: '',
-    desc: "where a 402 insufficient_credits sends the caller to buy credits: the web console's billing page; default OAUTH_ISSUER/console/billing (management-api's public base URL, where it serves the console)",
+    desc: "where a 402 insufficient_credits or budget_exceeded sends the caller (to buy credits, or to a tenant admin for the budget): the web console's billing page; default OAUTH_ISSUER/console/billing (management-api's public base URL, where it serves the console)",
   }),
   OAUTH_AUDIENCE: str({ default: 'flagship-api', desc: "aud of the access tokens accepted: management-api's OAUTH_AUDIENCE" }),
   PRODUCT_KEY_OWN: str({ default: OWN_PRODUCT_KEY }),

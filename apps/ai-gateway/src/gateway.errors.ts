@@ -13,6 +13,7 @@ export type GatewayErrorCode =
   | 'entitlement_required'
   | 'provider_restricted'
   | 'insufficient_credits'
+  | 'budget_exceeded'
   | 'rate_limited'
   | 'provider_unavailable'
   | 'provider_error'

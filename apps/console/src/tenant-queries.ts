@@ -1,12 +1,12 @@
 // Server state of the tenant pages (projects, team, OAuth clients, sandbox, tours, usage, billing):
 // each a query on management-api's public REST API, keyed by tenant so a switch never shows another's.
 import { useQuery } from '@tanstack/react-query';
-import type { CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
+import type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
 import { request, requestAll, type RequestScope } from './api';
 import type { OAuthClient, OAuthClientWithSecret } from '@flagship/domain';
 
 export type { OAuthClient, OAuthClientWithSecret };
-export type { CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
+export type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
 
 
 export interface TourStatus { completed: boolean; completed_at: string | null }
@@ -151,6 +151,14 @@ export function useLowBalanceCrossings(scope: RequestScope, limit = 10) {
   return useQuery({
     queryKey: ['low-balance-crossings', scope.tenantId, limit],
     queryFn: async () => (await request<LowBalanceCrossing[]>('GET', `/api/billing/low-balance-alert/crossings?limit=${limit}`, tenantOnly(scope))).body,
+  });
+}
+
+/** The tenant's monthly budgets per OAuth client and product key, with this month's spent and held (tenant admins). */
+export function useBudgets(scope: RequestScope) {
+  return useQuery({
+    queryKey: ['budgets', scope.tenantId],
+    queryFn: () => requestAll<Budget>('/api/billing/budgets?limit=1000', tenantOnly(scope)),
   });
 }
 

@@ -68,7 +68,12 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
       provider: 'google',
       userId: 'me',
       tourKey: 'intro',
+      kind: 'product',
+      scopeId: 'core',
     });
+    // Two budgets, so their list has a second page.
+    await f.call('PUT', '/api/billing/budgets/product/core', { ...auth, json: { monthlyCapMicroCredits: 1 } });
+    await f.call('PUT', `/api/billing/budgets/client/${client.body.clientId}`, { ...auth, json: { monthlyCapMicroCredits: 1 } });
     const doc = JSON.parse(JSON.stringify(managementApiDocument(f.svc.app)));
     schemas = doc.components.schemas;
     operations = [];
@@ -373,6 +378,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     const lists = allOperations.filter((o) => o.method === 'GET' && o.queryParams.includes('cursor'));
     expect(lists.map((o) => o.template).sort()).toEqual([
       '/admin/users',
+      '/api/billing/budgets',
       '/api/billing/low-balance-alert/crossings',
       '/api/flags',
       '/api/oauth/clients',

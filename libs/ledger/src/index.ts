@@ -5,4 +5,5 @@ export * from './usage-meter.repository';
 export * from './credits.repository';
 export * from './usage.repository';
 export * from './low-balance.repository';
+export * from './budgets.repository';
 export * from './ledger-durability';

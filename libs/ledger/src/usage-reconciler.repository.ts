@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
-import { LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
+import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
 
 export interface SettledBatch {
   /** Rows moved from pending to abandoned. */
@@ -37,7 +37,7 @@ export const ABANDONED_NOT_CALLED = 'abandoned';
 @Injectable()
 export class UsageReconcilerRepository {
   async abandonStale(m: Tx, olderThanS: number, batchSize: number): Promise<SettledBatch> {
-    const rows: Array<{ tenant_id: string; reserved: string; debit: string }> = await m.query(
+    const rows: Array<{ id: string; tenant_id: string; reserved: string; debit: string }> = await m.query(
       `WITH picked AS (
          SELECT id, tenant_id FROM usage_ledger
           WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
@@ -51,10 +51,10 @@ export class UsageReconcilerRepository {
                 usage_estimated = u.upstream_called_at IS NOT NULL,
                 error_code = COALESCE(u.error_code, CASE WHEN u.upstream_called_at IS NOT NULL THEN '${ABANDONED_UPSTREAM_CALLED}' ELSE '${ABANDONED_NOT_CALLED}' END)
            FROM picked WHERE u.tenant_id = picked.tenant_id AND u.id = picked.id AND u.status = 'pending'
-         RETURNING u.tenant_id, u.reserved, u.debit
+         RETURNING u.id, u.tenant_id, u.reserved, u.debit
        )
        -- A SELECT around the UPDATE: TypeORM answers a bare UPDATE with [rows, count], a SELECT with rows.
-       SELECT tenant_id, reserved::text AS reserved, debit::text AS debit FROM settled`,
+       SELECT id, tenant_id, reserved::text AS reserved, debit::text AS debit FROM settled`,
       [olderThanS, batchSize],
     );
     const perTenant = new Map<string, { released: number; debited: number }>();
@@ -84,6 +84,7 @@ export class UsageReconcilerRepository {
         [tenants, tenants.map((t) => String(perTenant.get(t)!.released)), tenants.map((t) => String(perTenant.get(t)!.debited))],
       );
     }
+    await this.settleBudgets(m, rows.map((r) => ({ tenantId: r.tenant_id, id: r.id })));
     let released = 0;
     let debited = 0;
     for (const t of perTenant.values()) {
@@ -91,5 +92,29 @@ export class UsageReconcilerRepository {
       debited += t.debited;
     }
     return { settled: rows.length, released, charged, debited, tenants: tenants.length };
+  }
+
+  /**
+   * The budget side of rows this transaction just moved out of `pending` (abandoned): each budget
+   * month a row reserved in gets its `reserved` back and its `debit` (as the row now holds it: 0 when
+   * released, its estimate when charged) added to `spent`. Call it once per row, in the transaction
+   * that moved it, after the balance update (its balance lock is taken again here, a no-op when held,
+   * so the month rows are locked after it, as in every ledger statement).
+   */
+  async settleBudgets(m: Tx, moved: ReadonlyArray<{ tenantId: string; id: string }>): Promise<void> {
+    if (moved.length === 0) return;
+    await m.query(
+      `WITH rows AS (
+         SELECT u.tenant_id, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held, u.reserved, u.debit
+           FROM usage_ledger u JOIN unnest($1::uuid[], $2::uuid[]) AS v(tenant_id, id) ON u.tenant_id = v.tenant_id AND u.id = v.id
+          WHERE u.budget_month IS NOT NULL
+       ),
+       locked AS (
+         SELECT c.tenant_id FROM credit_balances c WHERE c.tenant_id IN (SELECT tenant_id FROM rows) ORDER BY c.tenant_id FOR UPDATE
+       ),
+       ${budgetSettlement('rows')}
+       SELECT count(*)::int AS n FROM budget_moved`,
+      [moved.map((r) => r.tenantId), moved.map((r) => r.id)],
+    );
   }
 }

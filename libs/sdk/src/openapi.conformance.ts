@@ -89,6 +89,9 @@ export type BillingCovered =
   | Op<'LowBalance_put', [Reads<'LowBalance_put', 200, sdk.LowBalanceAlert>, Writes<'LowBalance_put', { threshold: number }>]>
   | Op<'LowBalance_remove', [Empty<'LowBalance_remove', 204>]>
   | Op<'LowBalance_crossings', [Reads<'LowBalance_crossings', 200, sdk.LowBalanceCrossing[]>, Asks<'LowBalance_crossings', sdk.PageQuery>]>
+  | Op<'Budgets_list', [Reads<'Budgets_list', 200, sdk.Budget[]>, Asks<'Budgets_list', sdk.PageQuery>]>
+  | Op<'Budgets_put', [Reads<'Budgets_put', 200, sdk.Budget>, Writes<'Budgets_put', { monthlyCapMicroCredits: number }>]>
+  | Op<'Budgets_remove', [Empty<'Budgets_remove', 204>]>
   | Op<'StripeBilling_subscription', [Reads<'StripeBilling_subscription', 200, sdk.Subscription>]>
   | Op<
       'StripeBilling_checkout',

@@ -443,6 +443,17 @@ describe('FlagshipClient against management-api', () => {
       expect(await client.billing.lowBalanceAlert()).toEqual({ threshold: null, armed: false, below: false, balance: 2_500_000 });
     });
 
+    it('sets, lists and removes a budget; names a missing client with its problem', async () => {
+      // Spent: what core already debited this month (the usage rows seeded for the tests below count when they fall in it).
+      expect(await client.billing.setBudget('product', 'core', 5_000_000)).toMatchObject({ kind: 'product', id: 'core', monthlyCapMicroCredits: 5_000_000, spentMicroCredits: expect.any(Number), reservedMicroCredits: 0 });
+      expect((await client.billing.budgets({ limit: 5 })).map((b) => [b.kind, b.id, b.monthlyCapMicroCredits])).toEqual([['product', 'core', 5_000_000]]);
+      await expect(client.billing.setBudget('client', 'ffc_noSuchClient000000000', 1)).rejects.toMatchObject({ status: 404 });
+      await expect(client.billing.setBudget('product', 'core', -1)).rejects.toMatchObject({ status: 422 });
+      await client.billing.removeBudget('product', 'core');
+      expect(await client.billing.budgets()).toEqual([]);
+      await expect(client.billing.removeBudget('product', 'core')).rejects.toMatchObject({ status: 404 });
+    });
+
     it('lists usage newest first with filters, pages through listAll(), and sums the same filter', async () => {
       const page = await client.usage.list({ limit: 2 });
       expect(page.map((r) => [r.model, r.debit])).toEqual([['large', 4000], ['small', 30]]);

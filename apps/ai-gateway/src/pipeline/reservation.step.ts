@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/lean-http';
 import { dependencyDown, GatewayError } from '../gateway.errors';
-import type { UsageLedgerRepository } from '@flagship/ledger';
+import type { ReserveOutcome, UsageLedgerRepository } from '@flagship/ledger';
 import type { Reservation } from './ledger.types';
 
 /**
@@ -10,11 +10,14 @@ import type { Reservation } from './ledger.types';
  * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
  * RESERVE). Zero-rated requests reserve nothing and debit 0 but are recorded all the same. A billable
  * request whose estimate the tenant's credit left (balance - reserved) does not cover is refused with
- * 402 `insufficient_credits`, naming the console's billing page, so the provider is never called for it.
+ * 402 `insufficient_credits`, naming the console's billing page, so the provider is never called for it;
+ * one whose estimate this month's budget of its OAuth client or of its product key does not cover (the
+ * same statement decides) is refused with 402 `budget_exceeded`, naming the budget and the same page,
+ * where a tenant admin changes it.
  */
 export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
-  private readonly batcher: TurnBatcher<Reservation, boolean>;
+  private readonly batcher: TurnBatcher<Reservation, ReserveOutcome>;
   private readonly marks: TurnBatcher<Reservation, undefined>;
   private markFailing = false;
 
@@ -23,7 +26,7 @@ export class ReservationStep {
     /** The console's billing page, named in the 402 so the caller knows where to buy credits. */
     private readonly billingUrl: string,
   ) {
-    this.batcher = new TurnBatcher((batch) => repository.reserve(batch), 500);
+    this.batcher = new TurnBatcher((batch) => repository.admit(batch), 500);
     this.marks = new TurnBatcher(async (batch) => {
       await repository.markUpstreamCalled(batch);
       return batch.map(() => undefined);
@@ -56,18 +59,27 @@ export class ReservationStep {
 
   async reserve(request: Omit<Reservation, 'id'>): Promise<Reservation> {
     const reservation = { ...request, id: randomUUID() };
-    let admitted: boolean;
+    let outcome: ReserveOutcome;
     try {
-      admitted = await this.batcher.add(reservation);
+      outcome = await this.batcher.add(reservation);
     } catch (err) {
       this.logger.warn({ err }, 'cannot reserve credit');
       throw dependencyDown('Postgres');
     }
-    if (!admitted) {
+    if (outcome === 'unavailable') throw dependencyDown('Postgres');
+    if (outcome === 'insufficient_credits') {
       throw new GatewayError(
         402,
         'insufficient_credits',
         `The tenant's AI credit left does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or buy credits at ${this.billingUrl} (or ask your administrator).`,
+      );
+    }
+    if (outcome !== 'admitted') {
+      const budget = outcome === 'budget_client' ? `OAuth client ${request.clientId}` : `product key ${request.productKey}`;
+      throw new GatewayError(
+        402,
+        'budget_exceeded',
+        `This month's budget of ${budget} does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or ask a tenant administrator to raise the budget at ${this.billingUrl}. Budgets restart each calendar month (UTC).`,
       );
     }
     return reservation;

@@ -3,6 +3,7 @@ import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Button, FieldError, Form, Input, Label, TextField } from 'react-aria-components';
 import { request } from '../api';
+import { Budgets } from '../components/Budgets';
 import { LowBalanceAlert } from '../components/LowBalanceAlert';
 import { ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
@@ -145,6 +146,9 @@ export function Billing() {
         </Form>
         {buy.error && <ErrorState error={buy.error} />}
         <LowBalanceAlert />
+      </div>
+      <div className="panel">
+        <Budgets />
       </div>
     </section>
   );

@@ -120,6 +120,11 @@ export class OAuthClientsService {
     await this.clients.markDeleted(tenantId, client.clientId, nowMs());
   }
 
+  /** Whether the tenant has this client, not deleted (another tenant's client is not its own: false). */
+  async isActive(tenantId: string, clientId: string): Promise<boolean> {
+    return (await this.clients.findActive(tenantId, clientId)) !== null;
+  }
+
   /** A new secret, shown once; the old one stops working at once. Tokens already issued stay valid until they expire. */
   async rotateSecret(tenantId: string, clientId: string): Promise<OAuthClientWithSecret> {
     const clientSecret = newClientSecret();

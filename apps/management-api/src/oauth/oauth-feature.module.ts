@@ -30,6 +30,8 @@ export class OAuthFeatureModule {
     if (!options.oauth.issuing) throw new Error('OAuthFeatureModule: management-api issues tokens, set oauth.issuing');
     return {
       module: OAuthFeatureModule,
+      // Global for its one export: features that name a client (billing's budgets) ask OAuthClientsService whether it exists.
+      global: true,
       imports: [OAuthModule.forRoot(options.oauth)],
       controllers: [OAuthTokenController, OAuthMetadataController, OAuthClientsController],
       providers: [

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { COUNT_BUDGETS } from '@flagship/ledger';
 import type { QuotaName } from './quotas';
 
 /** What each quota counts, for one tenant (or, for tenants-per-user, one user: the tenants they administer). */
@@ -8,6 +9,8 @@ const COUNTS: Record<QuotaName, string> = {
   'environments-per-tenant': 'SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1',
   'oauth-clients-per-tenant': 'SELECT count(*)::int AS n FROM oauth_clients WHERE tenant_id = $1 AND deleted_at IS NULL',
   'tenants-per-user': `SELECT count(*)::int AS n FROM memberships WHERE user_id = $1 AND role = 'admin'`,
+  // The ledger owns every statement on the budget tables, this count included.
+  'budgets-per-tenant': COUNT_BUDGETS,
 };
 
 @Injectable()

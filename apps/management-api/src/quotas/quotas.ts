@@ -6,7 +6,7 @@ import type { ManagementApiConfig } from '../env.schema';
 import { QuotaProblems } from './quotas.errors';
 import { QuotasRepository } from './quotas.repository';
 
-export type QuotaName = 'flags-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user';
+export type QuotaName = 'flags-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user' | 'budgets-per-tenant';
 
 /** The refusal's detail: what there is, the limit, and that the request would pass it. */
 const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number) => string> = {
@@ -14,6 +14,7 @@ const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number)
   'environments-per-tenant': (c, l) => `This tenant has ${c} of its ${l} environments.`,
   'oauth-clients-per-tenant': (c, l) => `This tenant has ${c} of its ${l} OAuth clients; delete one first.`,
   'tenants-per-user': (c, l) => `You administer ${c} tenants; a user may create tenants while administering fewer than ${l}.`,
+  'budgets-per-tenant': (c, l) => `This tenant has ${c} of its ${l} budgets; delete one first.`,
 };
 
 /**
@@ -35,6 +36,7 @@ export class Quotas {
       'environments-per-tenant': config.QUOTA_ENVIRONMENTS_PER_TENANT,
       'oauth-clients-per-tenant': config.QUOTA_OAUTH_CLIENTS_PER_TENANT,
       'tenants-per-user': config.QUOTA_TENANTS_PER_USER,
+      'budgets-per-tenant': config.QUOTA_BUDGETS_PER_TENANT,
     };
   }
 

@@ -63,3 +63,18 @@ export function aSettlement(r: Reservation, debit: number, over: Partial<Settlem
     ...over,
   };
 }
+
+/** A budget's month row as Postgres holds it (zeros when there is none); `month`: `YYYY-MM-01`, default the running UTC month. */
+export async function budgetMonthOf(ds: Sql, tenantId: string, kind: 'client' | 'product', scopeId: string, month?: string): Promise<{ spent: number; reserved: number; exists: boolean }> {
+  const [row] = await ds.query<Array<{ spent: string; reserved: string }>>(
+    `SELECT spent, reserved FROM budget_months WHERE tenant_id = $1 AND scope_kind = $2 AND scope_id = $3
+        AND month = COALESCE($4::date, date_trunc('month', now() AT TIME ZONE 'UTC')::date)`,
+    [tenantId, kind, scopeId, month ?? null],
+  );
+  return { spent: Number(row?.spent ?? 0), reserved: Number(row?.reserved ?? 0), exists: row !== undefined };
+}
+
+/** A budget set straight in the table, without the running month's row (as at a month's first request). */
+export async function insertBudget(ds: Sql, tenantId: string, kind: 'client' | 'product', scopeId: string, monthlyCap: number): Promise<void> {
+  await ds.query(`INSERT INTO budgets (tenant_id, scope_kind, scope_id, monthly_cap) VALUES ($1, $2, $3, $4)`, [tenantId, kind, scopeId, monthlyCap]);
+}

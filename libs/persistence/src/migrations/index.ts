@@ -11,6 +11,7 @@ import { CheckoutSessions1763810100000 } from './1763810100000-checkout-sessions
 import { ClauseContextKinds1763820000000 } from './1763820000000-clause-context-kinds';
 import { UsageLedgerPrices1763820100000 } from './1763820100000-usage-ledger-prices';
 import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alerts';
+import { Budgets1763840000000 } from './1763840000000-budgets';
 import { UsageLedgerUpstreamCalled1763840100000 } from './1763840100000-usage-ledger-upstream-called';
 import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-barriers';
 
@@ -29,6 +30,7 @@ export const MIGRATIONS = [
   ClauseContextKinds1763820000000,
   UsageLedgerPrices1763820100000,
   LowBalanceAlerts1763830300000,
+  Budgets1763840000000,
   UsageLedgerUpstreamCalled1763840100000,
   LedgerFlushBarriers1763840200000,
 ];

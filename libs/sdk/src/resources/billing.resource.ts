@@ -27,6 +27,25 @@ export interface LowBalanceCrossing {
   crossedAt: string;
 }
 
+/** What a budget caps: one OAuth client's requests, or those sent with one product key (`x-service-product-key`). */
+export type BudgetKind = 'client' | 'product';
+
+/** A monthly AI budget (micro-credits) and this UTC month's figures under it. */
+export interface Budget {
+  kind: BudgetKind;
+  /** The OAuth client id, or the product key. */
+  id: string;
+  monthlyCapMicroCredits: number;
+  /** Debited this month by its client's or product key's completed requests (from the month's start, also before the budget was set). */
+  spentMicroCredits: number;
+  /** Held now by its requests in flight. */
+  reservedMicroCredits: number;
+  /** `YYYY-MM`, UTC. */
+  month: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
 /** `/api/billing`. */
 export class BillingResource {
   constructor(private readonly http: HttpTransport) {}
@@ -49,6 +68,25 @@ export class BillingResource {
   /** Removes the threshold; its recorded crossings stay. */
   async removeLowBalanceAlert(options?: RequestOptions): Promise<void> {
     await this.http.request<void>({ method: 'DELETE', path: '/api/billing/low-balance-alert', options });
+  }
+
+  /** One page of the tenant's budgets, oldest first (tenant admins). */
+  async budgets(query: PageQuery = {}, options?: RequestOptions): Promise<Budget[]> {
+    return (await this.http.request<Budget[]>({ method: 'GET', path: '/api/billing/budgets', query: { limit: query.limit, cursor: query.cursor }, options })).body;
+  }
+
+  /**
+   * Sets (or changes) the monthly cap of a client's or a product key's budget; the gateway then refuses
+   * a request the month's budget does not cover with 402 `budget_exceeded`. 404 for a client not in
+   * the tenant or an unknown product key; 409 `quota-exceeded` past the tenant's number of budgets.
+   */
+  async setBudget(kind: BudgetKind, id: string, monthlyCapMicroCredits: number, options?: RequestOptions): Promise<Budget> {
+    return (await this.http.request<Budget>({ method: 'PUT', path: `/api/billing/budgets/${kind}/${encodeURIComponent(id)}`, body: { monthlyCapMicroCredits }, options })).body;
+  }
+
+  /** Removes a budget (404 when there is none); its requests are no longer limited. */
+  async removeBudget(kind: BudgetKind, id: string, options?: RequestOptions): Promise<void> {
+    await this.http.request<void>({ method: 'DELETE', path: `/api/billing/budgets/${kind}/${encodeURIComponent(id)}`, options });
   }
 
   /** One page of recorded crossings, newest first. */
