@@ -353,6 +353,16 @@ async function stop(child: ChildProcess | undefined) {
     expect(await page.getByTestId('plan').textContent()).toBe('free');
     await shot('17-billing');
     await accessible('billing');
+    // A monthly budget for the OAuth client that called the gateway above: set here, then listed
+    // with what that client spent this month (the request above, zero-rated: 0).
+    await page.getByRole('textbox', { name: 'Monthly cap (credits)' }).fill('5');
+    await page.getByRole('button', { name: 'Save budget' }).click();
+    const budgetRow = page.getByRole('table', { name: 'Budgets' }).getByRole('row').filter({ hasText: 'Insights backend' });
+    await budgetRow.waitFor();
+    expect(await budgetRow.textContent()).toContain('5');
+    await budgetRow.scrollIntoViewIfNeeded();
+    await shot('17b-budgets');
+    await accessible('billing with a budget');
     // Upgrade and credit purchase follow the URL the API answers with, to (the fake) Stripe Checkout and back.
     await page.getByRole('button', { name: 'Switch to Premium' }).click();
     await page.waitForURL(`${stripe.url}/checkout/**`);

@@ -106,6 +106,7 @@ export function Budgets() {
       )}
       {remove.error && <ErrorState error={remove.error} />}
       <Form
+        className="react-aria-Form budget-form"
         aria-label="Set a budget"
         onSubmit={(e) => {
           e.preventDefault();
