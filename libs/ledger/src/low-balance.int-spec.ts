@@ -98,5 +98,7 @@ describe('low-balance crossings (real Postgres, two pools)', () => {
     expect(await crossingsOf(low)).toEqual([]);
     expect(await repo.remove(low)).toBe(true);
     expect(await repo.get(low)).toBeNull();
+    // Nothing left to remove: says so (TypeORM's [rows, count] answer made this true as well).
+    expect(await repo.remove(low)).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE } from '@flagship/persistence';
+import { DATA_SOURCE, queryPool } from '@flagship/persistence';
 
 /** A tenant's low-balance threshold (micro-credits); `armed` until the balance crosses it, re-armed above it. */
 export interface LowBalanceAlert {
@@ -71,7 +71,8 @@ export class LowBalanceRepository {
 
   /** Whether there was a threshold to remove; its crossings stay on record. */
   async remove(tenantId: string): Promise<boolean> {
-    const rows: unknown[] = await this.ds.query(`DELETE FROM low_balance_alerts WHERE tenant_id = $1 RETURNING tenant_id`, [tenantId]);
+    // queryPool answers the rows: TypeORM's query() answers a bare DELETE ... RETURNING with [rows, count], always 2 long.
+    const rows = await queryPool(this.ds, { text: `DELETE FROM low_balance_alerts WHERE tenant_id = $1 RETURNING tenant_id`, values: [tenantId] });
     return rows.length > 0;
   }
 
