@@ -361,12 +361,21 @@ describe('chart options', () => {
     badPolicy['spec'].template.spec.restartPolicy = 'Sometimes';
     const unknownKind = { apiVersion: 'apps/v1', kind: 'Deploymnt', metadata: { name: 'x' } };
     const badName = { ...deployment(), metadata: { name: 'Flagship_API' } };
-    expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName] })).toEqual([
+    // Misspelt fields, which the API server's strict field validation refuses; a new key of a map
+    // (labels, annotations) is not one.
+    const misspelt = deployment();
+    misspelt['spec'].template.spec.toleration = [];
+    misspelt['spec'].template.spec.containers[0].lifecycle.preStop.sleeep = { seconds: 5 };
+    misspelt['spec'].template.metadata.labels['team'] = 'platform';
+    misspelt['spec'].template.metadata.annotations['example.com/any'] = 'x';
+    expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName, misspelt] })).toEqual([
       expect.stringContaining('containers/0/ports/0/containerPort must be integer'),
       expect.stringContaining('spec/template/spec must have required property containers'),
       expect.stringContaining('restartPolicy must be equal to one of the allowed values'),
       'broken: no Kubernetes schema for apps/v1 Deploymnt',
       expect.stringContaining('the name is not a DNS label'),
+      expect.stringMatching(/Deployment\/flagship-\S+: unknown field \/spec\/template\/spec\/containers\/0\/lifecycle\/preStop\/sleeep$/),
+      expect.stringMatching(/Deployment\/flagship-\S+: unknown field \/spec\/template\/spec\/toleration$/),
     ]);
   });
 

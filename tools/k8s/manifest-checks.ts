@@ -72,8 +72,57 @@ export function schemaProblems(set: ManifestSet): string[] {
     } catch (err) {
       problems.push(`${set.name}: ${id(o)}: ${(err as Error).message}`);
     }
+    for (const path of unknownFields(Model, o)) problems.push(`${set.name}: ${id(o)}: unknown field ${path}`);
   }
   return problems;
+}
+
+/**
+ * Fields of an object that its Kubernetes schema does not have (a misspelt `tolerations`, a
+ * `sleep` under the wrong parent): the API server's strict field validation refuses them, while
+ * kubernetes-models' validators ignore them (their schemas allow additional properties). Those
+ * validators are compiled JSON Schema code that reads every property its schema declares, and
+ * enumerates the keys only of maps (labels, annotations, ConfigMap data); so the object is
+ * validated again behind a Proxy that records what the validator reads, and a key of a struct it
+ * never read is unknown. A spec shows it reporting a misspelt field deep in a pod and no key of a
+ * map.
+ */
+export function unknownFields(Model: new (o: Obj) => { validate(): void }, o: Obj): string[] {
+  const visits = new Map<string, { read: Set<string | symbol>; enumerated: boolean; value: Obj }>();
+  const wrap = (value: unknown, path: string): unknown => {
+    if (typeof value !== 'object' || value === null) return value;
+    const visit = visits.get(path) ?? { read: new Set(), enumerated: false, value: value as Obj };
+    visits.set(path, visit);
+    return new Proxy(value as Obj, {
+      get(target, key) {
+        visit.read.add(key);
+        const v = Reflect.get(target, key) as unknown;
+        return typeof key === 'string' && Object.hasOwn(target, key) ? wrap(v, `${path}/${key}`) : v;
+      },
+      ownKeys(target) {
+        visit.enumerated = true;
+        return Reflect.ownKeys(target);
+      },
+    });
+  };
+  try {
+    Model.prototype.validate.call(wrap(structuredClone(o), ''));
+  } catch {
+    // Type errors are schemaProblems' to report; only the fields matter here.
+  }
+  const unknown: string[] = [];
+  const walk = (value: unknown, path: string): void => {
+    if (typeof value !== 'object' || value === null) return;
+    if (Array.isArray(value)) return value.forEach((v, i) => walk(v, `${path}/${i}`));
+    const visit = visits.get(path);
+    for (const [key, v] of Object.entries(value)) {
+      // A struct the validator entered but never read this key of; a map is enumerated.
+      if (visit && !visit.enumerated && !visit.read.has(key)) unknown.push(`${path}/${key}`);
+      else walk(v, `${path}/${key}`);
+    }
+  };
+  walk(o, '');
+  return unknown;
 }
 
 /** The environment a Deployment's first container gets, resolved through the set's ConfigMaps. */

