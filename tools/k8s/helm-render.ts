@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
 export type Value = unknown;
@@ -314,6 +314,13 @@ const FUNCTIONS: Record<string, Fn> = {
   },
   list: (_r, ...xs) => xs,
   hasKey: (_r, m, k) => isMap(m) && Object.hasOwn(m, String(k)),
+  index: (_r, m, ...keys) =>
+    keys.reduce((v: Value, k) => {
+      if (Array.isArray(v)) return v[toInt(k)];
+      if (isMap(v)) return v[String(k)];
+      if (v === undefined || v === null) throw new TemplateError('index of a nil value');
+      throw new TemplateError(`can't index ${str(v)}`);
+    }, m),
   toYaml: (_r, x) => (x === undefined || x === null ? 'null' : stringifyYaml(x, { sortMapEntries: true, lineWidth: 0 }).replace(/\n$/, '')),
   toJson: (_r, x) => JSON.stringify(x ?? null),
   indent: (_r, n, s) => {
@@ -491,11 +498,13 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Char
   const chart = parseYaml(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as Record<string, string>;
   const values = readChartValues(chartDir, options);
   const templatesDir = join(chartDir, 'templates');
-  const files = readdirSync(templatesDir).filter((f) => /\.(ya?ml|tpl)$/.test(f)).sort();
+  // Every template, subdirectories included (templates/tests), as paths relative to templates/.
+  const files = (readdirSync(templatesDir, { recursive: true }) as string[]).filter((f) => /\.(ya?ml|tpl)$/.test(f)).sort();
+  const isPartial = (f: string) => basename(f).startsWith('_');
   const defines = new Map<string, Node[]>();
   const parsed: Record<string, Node[]> = {};
   // Partials (_*.tpl) first, so every define is known before anything renders.
-  for (const f of [...files.filter((f) => f.startsWith('_')), ...files.filter((f) => !f.startsWith('_'))]) {
+  for (const f of [...files.filter(isPartial), ...files.filter((f) => !isPartial(f))]) {
     parsed[f] = parseTemplate(readFileSync(join(templatesDir, f), 'utf8'), `templates/${f}`, defines);
   }
   const root = {
@@ -506,7 +515,7 @@ export function renderChart(chartDir: string, options: RenderOptions = {}): Char
   };
   const renderer = new Renderer(defines, root);
   const out: ChartRender = { values, files: {}, documents: [] };
-  for (const f of files.filter((f) => !f.startsWith('_'))) {
+  for (const f of files.filter((f) => !isPartial(f))) {
     let text: string;
     try {
       text = renderer.render(parsed[f]);

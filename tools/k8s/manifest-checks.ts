@@ -246,8 +246,11 @@ export function podProblems(set: ManifestSet, w: Workload, contract: AppContract
     if (get.port !== 'http' && get.port !== httpPort.containerPort) problems.push(`${where}: ${probe} on port ${get.port}, not the app's`);
   }
   const graceMs = Number(w.env['SHUTDOWN_GRACE_MS'] ?? defaultOf(contract, 'SHUTDOWN_GRACE_MS'));
-  const preStop = c['lifecycle']?.preStop?.exec?.command;
-  const preStopMs = Array.isArray(preStop) && preStop[0] === 'sleep' ? Number(preStop[1]) * 1000 : 0;
+  // The kubelet's sleep action, or a `sleep` command (an overlay's, an older chart's).
+  const preStop = c['lifecycle']?.preStop;
+  const preStopMs = typeof preStop?.sleep?.seconds === 'number'
+    ? preStop.sleep.seconds * 1000
+    : Array.isArray(preStop?.exec?.command) && preStop.exec.command[0] === 'sleep' ? Number(preStop.exec.command[1]) * 1000 : 0;
   const termination = w.deployment['spec'].template.spec.terminationGracePeriodSeconds;
   if (typeof termination !== 'number' || termination * 1000 < graceMs + preStopMs) {
     problems.push(`${where}: terminationGracePeriodSeconds ${termination} is shorter than the preStop pause (${preStopMs} ms) plus SHUTDOWN_GRACE_MS (${graceMs})`);
@@ -265,7 +268,8 @@ export function podProblems(set: ManifestSet, w: Workload, contract: AppContract
 export function securityProblems(where: string, podSpec: Obj): string[] {
   const problems: string[] = [];
   if (podSpec['securityContext']?.runAsNonRoot !== true) problems.push(`${where}: pod securityContext.runAsNonRoot is not true`);
-  for (const c of podSpec['containers'] ?? []) {
+  // Native sidecars are init containers; the restricted profile covers them as well.
+  for (const c of [...(podSpec['initContainers'] ?? []), ...(podSpec['containers'] ?? [])]) {
     const sc = c.securityContext ?? {};
     if (sc.readOnlyRootFilesystem !== true) problems.push(`${where}/${c.name}: root filesystem not read-only`);
     if (sc.allowPrivilegeEscalation !== false) problems.push(`${where}/${c.name}: allowPrivilegeEscalation is not false`);
@@ -329,7 +333,11 @@ export function reachableFrom(set: ManifestSet, labels: Record<string, string>):
           const name = f.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'];
           peers.add(name ? `namespace:${name}` : 'anyone');
         } else if (f.podSelector && Object.keys(f.podSelector).length === 0) peers.add('same-namespace');
-        else if (f.podSelector) peers.add(`pods:${JSON.stringify(f.podSelector.matchLabels ?? f.podSelector)}`);
+        // Keys sorted: kustomize reorders them, the chart may not.
+        else if (f.podSelector) {
+          const sel = (f.podSelector.matchLabels ?? f.podSelector) as Record<string, unknown>;
+          peers.add(`pods:${JSON.stringify(Object.fromEntries(Object.keys(sel).sort().map((k) => [k, sel[k]])))}`);
+        }
       }
     }
   }
