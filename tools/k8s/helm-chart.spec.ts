@@ -6,10 +6,13 @@
  * tools/k8s/helm-render.ts, which generates k8s/base and renders the what-if cases of
  * k8s-manifests.spec.ts, so that renderer cannot drift from Helm.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { ROOT } from './app-contracts';
 import { renderChart } from './helm-render';
 import { type Obj, ofKind, schemaProblems, securityProblems } from './manifest-checks';
@@ -90,5 +93,69 @@ describe('helm and values.schema.json', () => {
     const out = helm(['lint', CHART, ...setArgs([], sets)]);
     expect(out.status).not.toBe(0);
     expect(out.stdout + out.stderr).toMatch(/schema/i);
+  });
+});
+
+describe('what helm tells the installer', () => {
+  // --dry-run=client renders NOTES.txt as `helm install` prints it, without a cluster.
+  const notes = (files: string[], sets: string[] = []) => {
+    const out = helm(['install', 'flagship', CHART, '--dry-run=client', '--namespace', 'flagship', ...setArgs(files, sets)]);
+    if (out.status !== 0) throw new Error(`helm install --dry-run=client failed: ${out.stderr}`);
+    return out.stdout.slice(out.stdout.indexOf('NOTES:'));
+  };
+
+  it('NOTES.txt: how to check the install (helm test) and where each app answers, with the Ingress', () => {
+    const text = notes([join(CHART, 'values-production.yaml')]);
+    expect(text).toContain('helm test flagship -n flagship');
+    expect(text).toContain('https://api.flagship.example.com');
+    expect(text).toContain('http://flagship-orep-acme-production.flagship:8016');
+    expect(text).toContain('AWS Secrets Manager secret "flagship/production"');
+    expect(text).not.toContain('<no value>');
+  });
+
+  it('NOTES.txt: without an Ingress, the in-cluster addresses', () => {
+    const text = notes([]);
+    expect(text).toContain('http://flagship-management-api.flagship:3000');
+    expect(text).toContain('http://flagship-ai-gateway.flagship:3001/v1');
+    expect(text).not.toContain('<no value>');
+  });
+
+  it("Chart.yaml lists the images values.yaml runs (Artifact Hub's artifacthub.io/images)", () => {
+    const chart = parseYaml(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { annotations: Record<string, string>; appVersion: string };
+    const values = parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { image: { repository: string; tag: string } };
+    const images = (parseYaml(chart.annotations['artifacthub.io/images']) as Array<{ name: string; image: string }>).map((i) => i.image);
+    const deployed = helmTemplate([]).filter((o) => o['kind'] === 'Deployment').map((d) => d['spec'].template.spec.containers[0].image as string);
+    expect(images.sort()).toEqual([...new Set(deployed)].sort());
+    expect(values.image.tag).toBe(chart.appVersion);
+  });
+});
+
+describe('helm test pods', () => {
+  // Against the real apps: tools/dev/deploy.e2e-spec.ts. Here, what a failure looks like.
+  const pods = helmTemplate([]).filter((o) => o['kind'] === 'Pod' && o['metadata'].annotations?.['helm.sh/hook'] === 'test');
+
+  it('one per app and orep-server instance, through its Service', () => {
+    const targets = pods.map((p) => p['spec'].containers[0].env.find((e: Obj) => e.name === 'TARGET').value);
+    expect(targets.sort()).toEqual(['http://flagship-ai-gateway:3001', 'http://flagship-billing-worker:3002', 'http://flagship-management-api:3000', 'http://flagship-orep-example-production:8016']);
+  });
+
+  it('fails naming the call, its status and the answer when the app is not healthy', async () => {
+    const server = createServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"status":"error"}'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const c = pods.find((p) => p['metadata'].name === 'flagship-test-management-api')!['spec'].containers[0];
+      const env = Object.fromEntries(c.env.map((e: Obj) => [e.name, e.value]));
+      const target = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, c.command.slice(1), { env: { PATH: process.env['PATH'], ...env, TARGET: target } });
+        let stderr = '';
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('exit', (code) => resolve({ code, stderr }));
+      });
+      expect(result).toEqual({ code: 1, stderr: `GET ${target}/readyz: 503, expected 200: {"status":"error"}\n` });
+    } finally {
+      server.close();
+    }
   });
 });
