@@ -84,6 +84,12 @@ describe.each(VALUES)('helm, with %s', (name, files) => {
   });
 });
 
+it('refuses a cluster older than Chart.yaml kubeVersion (the preStop sleep action needs 1.30)', () => {
+  const out = helm(['template', 'flagship', CHART, '--kube-version', '1.29.5']);
+  expect([out.status, out.stderr]).toEqual([1, expect.stringContaining('chart requires kubeVersion: >=1.30.0-0')]);
+  expect(helm(['template', 'flagship', CHART, '--kube-version', '1.30.0']).status).toBe(0);
+});
+
 describe('helm and values.schema.json', () => {
   it.each<[string, string[]]>([
     ['a misspelt key', ['apps.billing-worker.replica=2']],

@@ -1,6 +1,7 @@
 /**
- * The Helm chart, k8s/base and the kustomize overlays, checked without a cluster and without a helm
- * binary: the chart is rendered by tools/k8s/helm-render.ts, the overlays by `kubectl kustomize`
+ * The Helm chart, k8s/base and the kustomize overlays, checked without a cluster: the chart is
+ * rendered in-process by tools/k8s/helm-render.ts (helm-chart.spec.ts proves it renders what the
+ * real helm does), the overlays by `kubectl kustomize`
  * (skipped, saying so, where kubectl is missing). Every object is validated against the Kubernetes
  * schemas, and the workloads against the apps' own code: each app's env schema (what it requires,
  * its port) and its routes (the probes).
