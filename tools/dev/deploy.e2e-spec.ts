@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { parse } from 'yaml';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { renderChart } from '../k8s/helm-render';
+import { renderChart } from '../k8s/helm';
 import { ofKind, workloads } from '../k8s/manifest-checks';
 
 const root = join(__dirname, '..', '..');

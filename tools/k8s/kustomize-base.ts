@@ -6,7 +6,7 @@
  * while the committed files differ.
  */
 import { stringify } from 'yaml';
-import { renderChart } from './helm-render';
+import { renderChart } from './helm';
 
 type Obj = Record<string, any>;
 

@@ -1,10 +1,3 @@
-{{/*
-Templates here use a small subset of Helm's template language on purpose: the chart is rendered in
-tests without a helm binary by tools/k8s/helm-render.ts, which implements exactly that subset
-(see k8s/README.md). Stay inside it: if, else if, else, range, with, define, include, variables,
-and the functions listed in helm-render.ts.
-*/}}
-
 {{- define "flagship.fullname" -}}
 {{- default .Release.Name .Values.nameOverride | trunc 30 | trimSuffix "-" -}}
 {{- end }}
