@@ -562,6 +562,9 @@ describe('chart options', () => {
     for (const w of workloads(targets[0])) {
       expect([w.component, w.container['lifecycle']]).toEqual([w.component, { preStop: { sleep: { seconds: 5 } } }]);
     }
+    // preStopSeconds 0: no hook at all (a sleep of 0 s is refused before Kubernetes 1.33).
+    const none = workloads({ name: 'no pause', objects: renderChart(CHART, { values: { preStopSeconds: 0 } }).documents });
+    expect(none.map((w) => w.container['lifecycle'])).toEqual(none.map(() => undefined));
   });
 
   it('merging values: a later file replaces lists and scalars, merges maps, null removes', () => {

@@ -151,11 +151,14 @@ spec:
             periodSeconds: 5
             timeoutSeconds: 2
             failureThreshold: 2
-          # The kubelet's own sleep, no shell or sleep binary in the image needed.
+          {{- if $v.preStopSeconds }}
+          # The kubelet's own sleep, no shell or sleep binary in the image needed. (0: no hook, as a
+          # sleep of 0 s is refused before Kubernetes 1.33.)
           lifecycle:
             preStop:
               sleep:
                 seconds: {{ $v.preStopSeconds }}
+          {{- end }}
           resources:
             {{- toYaml .spec.resources | nindent 12 }}
           securityContext:
