@@ -308,6 +308,20 @@ describe('chart options', () => {
     expect(migrateSa['metadata'].labels['app.kubernetes.io/component']).toBe('migration');
   });
 
+  it("an app's own Secrets Manager secret (awsSecretsManagerSecretId) replaces the shared one for it alone", () => {
+    const set = { name: 'own secrets', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production], values: { apps: { 'ai-gateway': { awsSecretsManagerSecretId: 'flagship/production/ai-gateway' } } } }).documents };
+    const ids = Object.fromEntries(workloads(set).map((w) => [w.component, [w.env['SECRETS_MANAGER_SECRET_ID'], w.env['AWS_REGION']]]));
+    expect(ids).toEqual({
+      'management-api': ['flagship/production', 'us-east-1'],
+      'ai-gateway': ['flagship/production/ai-gateway', 'us-east-1'],
+      'billing-worker': ['flagship/production', 'us-east-1'],
+      'orep-acme-production': ['flagship/production', 'us-east-1'],
+    });
+    // Without a shared secret, only that app reads Secrets Manager.
+    const alone = workloads({ name: 'alone', objects: renderChart(CHART, { values: { apps: { 'billing-worker': { awsSecretsManagerSecretId: 'flagship/billing' } } } }).documents });
+    expect(alone.filter((w) => w.env['SECRETS_MANAGER_SECRET_ID']).map((w) => [w.component, w.env['SECRETS_MANAGER_SECRET_ID']])).toEqual([['billing-worker', 'flagship/billing']]);
+  });
+
   it('ServiceAccounts: serviceAccount.annotations on all, an app\'s own added (and winning); existing ones by name when the chart creates none', () => {
     const accounts = (values: Record<string, unknown>) => {
       const set = { name: 'sa', objects: renderChart(CHART, { values }).documents };

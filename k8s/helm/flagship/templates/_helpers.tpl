@@ -105,8 +105,10 @@ DATABASE_POOL_SIZE: {{ $v.postgres.poolSize | toString | quote }}
 REDIS_URL: {{ $v.redis.url | quote }}
 {{- end }}
 REDIS_KEY_PREFIX: {{ $v.redis.keyPrefix | quote }}
-{{- if $v.secrets.awsSecretsManager.secretId }}
-SECRETS_MANAGER_SECRET_ID: {{ $v.secrets.awsSecretsManager.secretId | quote }}
+{{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. */}}
+{{- $secretId := default $v.secrets.awsSecretsManager.secretId .spec.awsSecretsManagerSecretId }}
+{{- if $secretId }}
+SECRETS_MANAGER_SECRET_ID: {{ $secretId | quote }}
 SECRETS_REFRESH_S: {{ $v.secrets.awsSecretsManager.refreshSeconds | toString | quote }}
 AWS_REGION: {{ $v.secrets.awsSecretsManager.region | quote }}
 {{- end }}
