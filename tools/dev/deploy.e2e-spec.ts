@@ -6,15 +6,15 @@
  * first (npm test does it). The manifests, the Dockerfile's stages, compose's environment and the
  * fakes' image commands are checked in tools/k8s.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { parse } from 'yaml';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { renderChart } from '../k8s/helm-render';
-import { workloads } from '../k8s/manifest-checks';
+import { renderChart } from '../k8s/helm';
+import { ofKind, workloads } from '../k8s/manifest-checks';
 
 const root = join(__dirname, '..', '..');
 const APPS = ['management-api', 'ai-gateway', 'billing-worker', 'orep-server'];
@@ -102,12 +102,23 @@ describe('each image command, run as a process', () => {
   });
 
   /** What the Helm chart's production values give each app, as the Deployment's container sees it. */
-  const production = workloads({
+  const chartProduction = {
     name: 'chart values-production.yaml',
     objects: renderChart(join(root, 'k8s/helm/flagship'), { valuesFiles: [join(root, 'k8s/helm/flagship/values-production.yaml')] }).documents,
-  });
+  };
+  const production = workloads(chartProduction);
 
-  it.each(APPS)('%s, given the chart production environment, answers the probes its Deployment declares', async (app) => {
+  /** Runs the program of the chart's `helm test` pod of this app against it, as `helm test` would. */
+  function helmTestPod(app: string, target: string, secrets: NodeJS.ProcessEnv): { status: number | null; output: string } {
+    const pod = ofKind(chartProduction, 'Pod').find((p) => p['metadata'].labels['app.kubernetes.io/name'] === app)!;
+    const c = pod['spec'].containers[0] as { command: string[]; env: Array<{ name: string; value?: string }> };
+    expect(c.command[0]).toBe('node');
+    const podEnv = Object.fromEntries(c.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
+    const out = spawnSync(process.execPath, c.command.slice(1), { env: { PATH: process.env['PATH'], ...podEnv, ...secrets, TARGET: target }, encoding: 'utf8', timeout: 30000 });
+    return { status: out.status, output: out.stdout + out.stderr };
+  }
+
+  it.each(APPS)('%s, given the chart production environment, answers the probes its Deployment declares, and passes its helm test', async (app) => {
     const w = production.find((x) => x.app === app)!;
     const c = w.container;
     const port = await freePort();
@@ -129,6 +140,8 @@ describe('each image command, run as a process', () => {
       // Nothing leaves loopback from a test: no AWS Secrets Manager, an identity provider that is never asked.
       SECRETS_MANAGER_SECRET_ID: '',
       ...(env['IDP_JWKS_URI'] ? { IDP_JWKS_URI: 'http://127.0.0.1:9/jwks', IDP_ISSUER: 'http://127.0.0.1:9' } : {}),
+      // The helm test refuses a billing-worker that cannot take Stripe's webhooks.
+      ...(app === 'billing-worker' ? { STRIPE_WEBHOOK_SECRET: 'whsec_e2e' } : {}),
     });
     expect(env['NODE_ENV']).toBe('production');
     const dir = imageLayout(app);
@@ -142,6 +155,8 @@ describe('each image command, run as a process', () => {
         const res = await http(`http://127.0.0.1:${port}${path}`);
         expect([path, res.status, res.status === 200 ? '' : output()]).toEqual([path, 200, '']);
       }
+      const test = helmTestPod(app, `http://127.0.0.1:${port}`, { OREP_AUTH_TOKEN: env['OREP_AUTH_TOKEN'] });
+      expect([test.status, test.output]).toEqual([0, expect.stringMatching(/: 200\n.*: (200|401|400)\n$/)]);
     } finally {
       stopping = Date.now();
       child.kill('SIGTERM');

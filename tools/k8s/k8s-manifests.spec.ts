@@ -1,6 +1,6 @@
 /**
- * The Helm chart, k8s/base and the kustomize overlays, checked without a cluster and without a helm
- * binary: the chart is rendered by tools/k8s/helm-render.ts, the overlays by `kubectl kustomize`
+ * The Helm chart, k8s/base and the kustomize overlays, checked without a cluster: the chart is
+ * rendered by the real `helm template` (tools/k8s/helm.ts), the overlays by `kubectl kustomize`
  * (skipped, saying so, where kubectl is missing). Every object is validated against the Kubernetes
  * schemas, and the workloads against the apps' own code: each app's env schema (what it requires,
  * its port) and its routes (the probes).
@@ -9,9 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv from 'ajv';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { appContract, appNames, nestGetRoutes, ROOT, type AppContract } from './app-contracts';
-import { mergeValues, readChartValues, renderChart, TemplateError } from './helm-render';
+import { HelmError, mergeValues, readChartValues, renderChart } from './helm';
 import { kustomizeBase } from './kustomize-base';
 import {
   type ManifestSet,
@@ -71,6 +71,11 @@ const targets: Target[] = [
       ]
     : []),
 ];
+
+/** values.schema.json compiled once, as strict as helm's validation (and stricter: ajv's strict mode). */
+let compiled: ReturnType<Ajv['compile']> | undefined;
+const valuesValidator = () =>
+  (compiled ??= new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as object));
 
 const contracts = new Map<string, AppContract>(appNames().map((a) => [a, appContract(a)]));
 const contractOf = (app: string): AppContract => {
@@ -155,13 +160,13 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     expect(securityProblems(`${target.name}: Job/${job['metadata'].name}`, job['spec'].template.spec)).toEqual([]);
   });
 
-  it('lets only management-api and ai-gateway be reached from anywhere; billing-worker only from the ingress controller', () => {
+  it('lets only management-api and ai-gateway be reached from anywhere; billing-worker only from the ingress controller (and helm test)', () => {
     const open = all.filter((w) => reachableFrom(target, w.deployment['spec'].template.metadata.labels).has('anyone')).map((w) => w.app);
     expect(open.sort()).toEqual(['ai-gateway', 'management-api']);
     const billing = all.find((w) => w.app === 'billing-worker')!;
     // Prometheus may scrape it too when the ServiceMonitor is on.
     const peers = [...reachableFrom(target, billing.deployment['spec'].template.metadata.labels)].filter((p) => p !== 'namespace:monitoring');
-    expect(peers).toEqual(['namespace:ingress-nginx']);
+    expect(peers).toEqual(['namespace:ingress-nginx', `pods:${JSON.stringify({ 'app.kubernetes.io/component': 'helm-test', 'app.kubernetes.io/instance': 'flagship' })}`]);
   });
 
   it('routes only /webhooks/stripe of billing-worker through the Ingress', () => {
@@ -266,7 +271,10 @@ describe('values.schema.json', () => {
   it('and the templates refuse what the schema cannot express (autoscaling minReplicas above maxReplicas)', () => {
     expect(() =>
       renderChart(CHART, { values: { apps: { 'ai-gateway': { autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } } } } }),
-    ).toThrow(TemplateError);
+    ).toThrow(HelmError);
+    expect(() => renderChart(CHART, { values: { apps: { 'ai-gateway': { autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 } } } } })).toThrow(
+      /ai-gateway: autoscaling.minReplicas is above maxReplicas/,
+    );
   });
 });
 
@@ -278,15 +286,56 @@ describe('chart options', () => {
     expect(env({ idp: { clientId: 'console-spa', displayName: 'Acme SSO' } })).toMatchObject({ IDP_CLIENT_ID: 'console-spa', IDP_DISPLAY_NAME: 'Acme SSO' });
   });
 
-  it('AWS Secrets Manager: the apps get SECRETS_MANAGER_SECRET_ID and the ServiceAccount its IAM role', () => {
+  it('AWS Secrets Manager: the apps get SECRETS_MANAGER_SECRET_ID, each through a ServiceAccount of its own with its own IAM role', () => {
     const set = { name: 'production', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production] }).documents };
-    const sa = ofKind(set, 'ServiceAccount');
-    expect(sa).toHaveLength(1);
-    expect(sa[0]['metadata'].annotations['eks.amazonaws.com/role-arn']).toMatch(/^arn:aws:iam::/);
+    const roles = Object.fromEntries(ofKind(set, 'ServiceAccount').map((sa) => [sa['metadata'].name, sa['metadata'].annotations?.['eks.amazonaws.com/role-arn']]));
+    expect(roles).toEqual({
+      'flagship-management-api': 'arn:aws:iam::123456789012:role/flagship-production-management-api',
+      'flagship-ai-gateway': 'arn:aws:iam::123456789012:role/flagship-production-ai-gateway',
+      'flagship-billing-worker': 'arn:aws:iam::123456789012:role/flagship-production-billing-worker',
+      'flagship-orep-server': 'arn:aws:iam::123456789012:role/flagship-production-orep-server',
+      // Migrations read only DATABASE_URL, from the Kubernetes Secret: no AWS role.
+      'flagship-migrate': undefined,
+    });
     for (const w of workloads(set)) {
       expect([w.component, w.env['SECRETS_MANAGER_SECRET_ID']]).toEqual([w.component, 'flagship/production']);
-      expect(w.deployment['spec'].template.spec.serviceAccountName).toBe(sa[0]['metadata'].name);
+      expect([w.component, w.deployment['spec'].template.spec.serviceAccountName]).toEqual([w.component, `flagship-${w.app}`]);
     }
+    expect(ofKind(set, 'Job')[0]['spec'].template.spec.serviceAccountName).toBe('flagship-migrate');
+    // The Job's ServiceAccount is a hook created before it: the release's objects do not exist yet then.
+    const migrateSa = ofKind(set, 'ServiceAccount').find((sa) => sa['metadata'].name === 'flagship-migrate')!;
+    expect(migrateSa['metadata'].annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-1' });
+    expect(migrateSa['metadata'].labels['app.kubernetes.io/component']).toBe('migration');
+  });
+
+  it("an app's own Secrets Manager secret (awsSecretsManagerSecretId) replaces the shared one for it alone", () => {
+    const set = { name: 'own secrets', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production], values: { apps: { 'ai-gateway': { awsSecretsManagerSecretId: 'flagship/production/ai-gateway' } } } }).documents };
+    const ids = Object.fromEntries(workloads(set).map((w) => [w.component, [w.env['SECRETS_MANAGER_SECRET_ID'], w.env['AWS_REGION']]]));
+    expect(ids).toEqual({
+      'management-api': ['flagship/production', 'us-east-1'],
+      'ai-gateway': ['flagship/production/ai-gateway', 'us-east-1'],
+      'billing-worker': ['flagship/production', 'us-east-1'],
+      'orep-acme-production': ['flagship/production', 'us-east-1'],
+    });
+    // Without a shared secret, only that app reads Secrets Manager.
+    const alone = workloads({ name: 'alone', objects: renderChart(CHART, { values: { apps: { 'billing-worker': { awsSecretsManagerSecretId: 'flagship/billing' } } } }).documents });
+    expect(alone.filter((w) => w.env['SECRETS_MANAGER_SECRET_ID']).map((w) => [w.component, w.env['SECRETS_MANAGER_SECRET_ID']])).toEqual([['billing-worker', 'flagship/billing']]);
+  });
+
+  it('ServiceAccounts: serviceAccount.annotations on all, an app\'s own added (and winning); existing ones by name when the chart creates none', () => {
+    const accounts = (values: Record<string, unknown>) => {
+      const set = { name: 'sa', objects: renderChart(CHART, { values }).documents };
+      return {
+        created: Object.fromEntries(ofKind(set, 'ServiceAccount').map((sa) => [sa['metadata'].name, sa['metadata'].annotations ?? {}])),
+        used: [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')].map((o) => o['spec'].template.spec.serviceAccountName),
+      };
+    };
+    const annotated = accounts({ serviceAccount: { annotations: { team: 'platform', tier: 'shared' } }, apps: { 'ai-gateway': { serviceAccount: { annotations: { tier: 'gateway' } } } } });
+    expect(annotated.created['flagship-ai-gateway']).toEqual({ team: 'platform', tier: 'gateway' });
+    expect(annotated.created['flagship-management-api']).toEqual({ team: 'platform', tier: 'shared' });
+    const existing = accounts({ serviceAccount: { create: false, name: 'shared' }, apps: { 'management-api': { serviceAccount: { name: 'api-sa' } } } });
+    expect(existing.created).toEqual({});
+    expect(existing.used.sort()).toEqual(['api-sa', 'shared', 'shared', 'shared', 'shared']);
   });
 
   it('in-cluster Postgres and Redis are reachable only from the apps and the migration Job', () => {
@@ -361,17 +410,28 @@ describe('chart options', () => {
     badPolicy['spec'].template.spec.restartPolicy = 'Sometimes';
     const unknownKind = { apiVersion: 'apps/v1', kind: 'Deploymnt', metadata: { name: 'x' } };
     const badName = { ...deployment(), metadata: { name: 'Flagship_API' } };
-    expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName] })).toEqual([
+    // Misspelt fields, which the API server's strict field validation refuses; a new key of a map
+    // (labels, annotations) is not one.
+    const misspelt = deployment();
+    misspelt['spec'].template.spec.toleration = [];
+    misspelt['spec'].template.spec.containers[0].lifecycle.preStop.sleeep = { seconds: 5 };
+    misspelt['spec'].template.metadata.labels['team'] = 'platform';
+    misspelt['spec'].template.metadata.annotations['example.com/any'] = 'x';
+    expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName, misspelt] })).toEqual([
       expect.stringContaining('containers/0/ports/0/containerPort must be integer'),
       expect.stringContaining('spec/template/spec must have required property containers'),
       expect.stringContaining('restartPolicy must be equal to one of the allowed values'),
       'broken: no Kubernetes schema for apps/v1 Deploymnt',
       expect.stringContaining('the name is not a DNS label'),
+      expect.stringMatching(/Deployment\/flagship-\S+: unknown field \/spec\/template\/spec\/containers\/0\/lifecycle\/preStop\/sleeep$/),
+      expect.stringMatching(/Deployment\/flagship-\S+: unknown field \/spec\/template\/spec\/toleration$/),
     ]);
   });
 
   it('the checks name what is wrong (each of these renders, and must not deploy)', () => {
-    const render = (values: Record<string, unknown>) => ({ name: 'what-if', objects: renderChart(CHART, { values }).documents });
+    // Past the schema, which refuses the first two as well: the checks below catch them on their own
+    // (an overlay or a hand-written manifest has no schema).
+    const render = (values: Record<string, unknown>) => ({ name: 'what-if', objects: renderChart(CHART, { values, skipSchemaValidation: true }).documents });
     const startup = (set: ManifestSet) => workloads(set).flatMap((w) => startupProblems(set, w, contractOf(w.app)).problems);
     // No Secret: orep-server's token has no source.
     const noSecret = render({ secrets: { existingSecret: '' }, postgres: { url: 'postgres://db/flagship' }, redis: { url: 'redis://r:6379' } });
@@ -414,6 +474,111 @@ describe('chart options', () => {
       expect.stringContaining('is given PUBLIC_BASE_ULR'),
       expect.stringContaining('is given OAUTH_SIGNING_KEY_OLD'),
     ]);
+  });
+
+  describe('per-app options (tools/k8s/fixtures/values-every-option.yaml)', () => {
+    const values = parseYaml(readFileSync(join(__dirname, 'fixtures/values-every-option.yaml'), 'utf8')) as Record<string, any>;
+    const set = { name: 'every option', objects: renderChart(CHART, { valuesFiles: [join(__dirname, 'fixtures/values-every-option.yaml')] }).documents };
+    const pod = (component: string) => ofKind(set, 'Deployment').find((d) => d['spec'].template.metadata.labels['app.kubernetes.io/component'] === component)!['spec'].template as Obj;
+    const api = values['apps']['management-api'];
+
+    it('the options are accepted by values.schema.json and render valid Kubernetes objects, pods still restricted', () => {
+      const validate = valuesValidator();
+      expect(validate(readChartValues(CHART, { valuesFiles: [join(__dirname, 'fixtures/values-every-option.yaml')] })) ? [] : validate.errors).toEqual([]);
+      expect(schemaProblems(set)).toEqual([]);
+      const pods = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')].map((o) => [o['metadata'].name, o['spec'].template.spec] as const);
+      expect(pods.flatMap(([name, spec]) => securityProblems(name, spec))).toEqual([]);
+    });
+
+    it('placement: priorityClassName, nodeSelector, affinity, tolerations go to the pod spec of their app only', () => {
+      const spec = pod('management-api').spec;
+      expect([spec.priorityClassName, spec.nodeSelector, spec.affinity, spec.tolerations]).toEqual([api.priorityClassName, api.nodeSelector, api.affinity, api.tolerations]);
+      expect(pod('ai-gateway').spec).not.toHaveProperty('nodeSelector');
+      expect(pod('orep-example-production').spec.tolerations).toEqual(values['orepServer'].tolerations);
+      const job = ofKind(set, 'Job')[0]['spec'].template;
+      expect(job.spec.nodeSelector).toEqual(values['migrations'].nodeSelector);
+      expect(job.metadata.labels).toMatchObject(values['migrations'].podLabels);
+    });
+
+    it('pod annotations and labels are added beside the chart\'s own, which the schema protects', () => {
+      const t = pod('management-api');
+      expect(t.metadata.annotations).toEqual({ ...api.podAnnotations, 'checksum/config': expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(t.metadata.labels).toMatchObject({ ...api.podLabels, 'app.kubernetes.io/component': 'management-api' });
+      const validate = valuesValidator();
+      const base = readChartValues(CHART);
+      for (const podLabels of [{ 'app.kubernetes.io/component': 'x' }, { 'flagship.io/database-client': 'false' }, { 'not a label': 'x' }]) {
+        expect([podLabels, validate(mergeValues(base, { apps: { 'ai-gateway': { podLabels } } }))]).toEqual([podLabels, false]);
+      }
+      expect(validate(mergeValues(base, { apps: { 'ai-gateway': { podAnnotations: { 'checksum/config': 'x' } } } }))).toBe(false);
+    });
+
+    it('extraEnv after the secret variables, extraEnvFrom after the ConfigMap, extra volumes beside /tmp', () => {
+      const c = pod('management-api').spec.containers[0];
+      expect(c.env.slice(-2)).toEqual(api.extraEnv);
+      expect(c.envFrom).toEqual([{ configMapRef: { name: 'flagship-management-api' } }, ...api.extraEnvFrom]);
+      expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }, ...api.extraVolumeMounts]);
+      expect(pod('management-api').spec.volumes.map((v: Obj) => v.name)).toEqual(['tmp', 'ca-bundle']);
+      const job = ofKind(set, 'Job')[0]['spec'].template.spec.containers[0];
+      expect(job.env.map((e: Obj) => e.name)).toEqual(['NODE_ENV', 'DATABASE_URL', 'PGSSLMODE']);
+    });
+
+    it('sidecars run as native sidecars (init containers that restart Always), the app stays the first container', () => {
+      const spec = pod('management-api').spec;
+      expect(spec.initContainers).toEqual([{ ...api.sidecars[0], restartPolicy: 'Always' }]);
+      expect(spec.containers.map((c: Obj) => c.name)).toEqual(['management-api']);
+      // A sidecar that would break the restricted profile is refused by the schema.
+      const validate = valuesValidator();
+      const base = readChartValues(CHART);
+      const sidecar = api.sidecars[0];
+      for (const bad of [
+        { ...sidecar, securityContext: { ...sidecar.securityContext, allowPrivilegeEscalation: true } },
+        { ...sidecar, securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['NET_RAW'] } } },
+        { ...sidecar, resources: { requests: { cpu: '10m', memory: '10Mi' } } },
+        { ...sidecar, restartPolicy: 'Never' },
+      ]) {
+        expect(validate(mergeValues(base, { apps: { 'ai-gateway': { sidecars: [bad] } } }))).toBe(false);
+      }
+    });
+
+    it('image.digest wins over the tag, per app; the migration Job runs management-api\'s', () => {
+      expect(pod('management-api').spec.containers[0].image).toBe(`ghcr.io/example/flagship/management-api@${api.image.digest}`);
+      expect(pod('ai-gateway').spec.containers[0].image).toBe('ghcr.io/example/flagship/ai-gateway:0.1.0');
+      expect(pod('orep-example-production').spec.containers[0].image).toBe(`ghcr.io/example/flagship/orep-server@${values['orepServer'].image.digest}`);
+      expect(ofKind(set, 'Job')[0]['spec'].template.spec.containers[0].image).toBe(`ghcr.io/example/flagship/management-api@${api.image.digest}`);
+      const validate = valuesValidator();
+      expect(validate(mergeValues(readChartValues(CHART), { apps: { 'ai-gateway': { image: { digest: 'latest' } } } }))).toBe(false);
+    });
+
+    it('topology spread: zones then nodes, ScheduleAnyway, for replicated workloads by default; a list replaces it, [] removes it', () => {
+      const spread = (objects: Obj[], component: string) =>
+        ofKind({ name: '', objects }, 'Deployment').find((d) => d['spec'].template.metadata.labels['app.kubernetes.io/component'] === component)!['spec'].template.spec.topologySpreadConstraints;
+      const defaults = renderChart(CHART).documents;
+      expect(spread(defaults, 'management-api')).toEqual(
+        ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'].map((topologyKey) => ({
+          maxSkew: 1,
+          topologyKey,
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: { 'app.kubernetes.io/instance': 'flagship', 'app.kubernetes.io/component': 'management-api' } },
+          matchLabelKeys: ['pod-template-hash'],
+        })),
+      );
+      // One pod (development): nothing to spread.
+      expect(spread(renderChart(CHART, { valuesFiles: [VALUES_FILES.development] }).documents, 'management-api')).toBeUndefined();
+      expect(spread(set.objects, 'ai-gateway')).toEqual(values['apps']['ai-gateway'].topologySpreadConstraints);
+      expect(spread(set.objects, 'billing-worker')).toBeUndefined();
+    });
+  });
+
+  it('PodDisruptionBudgets let unhealthy pods be evicted (a crash-looping pod never blocks a drain); preStop is the kubelet\'s sleep', () => {
+    const pdbs = ofKind(targets[0], 'PodDisruptionBudget');
+    expect(pdbs.length).toBe(ofKind(targets[0], 'Deployment').length);
+    for (const pdb of pdbs) expect([pdb['metadata'].name, pdb['spec'].unhealthyPodEvictionPolicy]).toEqual([pdb['metadata'].name, 'AlwaysAllow']);
+    for (const w of workloads(targets[0])) {
+      expect([w.component, w.container['lifecycle']]).toEqual([w.component, { preStop: { sleep: { seconds: 5 } } }]);
+    }
+    // preStopSeconds 0: no hook at all (a sleep of 0 s is refused before Kubernetes 1.33).
+    const none = workloads({ name: 'no pause', objects: renderChart(CHART, { values: { preStopSeconds: 0 } }).documents });
+    expect(none.map((w) => w.container['lifecycle'])).toEqual(none.map(() => undefined));
   });
 
   it('merging values: a later file replaces lists and scalars, merges maps, null removes', () => {

@@ -6,7 +6,7 @@
  * while the committed files differ.
  */
 import { stringify } from 'yaml';
-import { renderChart } from './helm-render';
+import { renderChart } from './helm';
 
 type Obj = Record<string, any>;
 
@@ -16,7 +16,8 @@ export function kustomizeBase(chartDir: string): Record<string, string> {
   const { documents } = renderChart(chartDir, { releaseName: 'flagship' });
   const configMaps = documents.filter((d) => d['kind'] === 'ConfigMap') as Obj[];
   const resources = documents
-    .filter((d) => d['kind'] !== 'ConfigMap')
+    // `helm test` pods are Helm's alone: kustomize would create them with the apps.
+    .filter((d) => d['kind'] !== 'ConfigMap' && (d['metadata'] as Obj | undefined)?.annotations?.['helm.sh/hook'] !== 'test')
     .map((d) => {
       const copy = structuredClone(d) as Obj;
       // Helm's own bookkeeping means nothing to kustomize; the generator's hash replaces the checksum.

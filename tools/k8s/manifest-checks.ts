@@ -72,8 +72,57 @@ export function schemaProblems(set: ManifestSet): string[] {
     } catch (err) {
       problems.push(`${set.name}: ${id(o)}: ${(err as Error).message}`);
     }
+    for (const path of unknownFields(Model, o)) problems.push(`${set.name}: ${id(o)}: unknown field ${path}`);
   }
   return problems;
+}
+
+/**
+ * Fields of an object that its Kubernetes schema does not have (a misspelt `tolerations`, a
+ * `sleep` under the wrong parent): the API server's strict field validation refuses them, while
+ * kubernetes-models' validators ignore them (their schemas allow additional properties). Those
+ * validators are compiled JSON Schema code that reads every property its schema declares, and
+ * enumerates the keys only of maps (labels, annotations, ConfigMap data); so the object is
+ * validated again behind a Proxy that records what the validator reads, and a key of a struct it
+ * never read is unknown. A spec shows it reporting a misspelt field deep in a pod and no key of a
+ * map.
+ */
+export function unknownFields(Model: new (o: Obj) => { validate(): void }, o: Obj): string[] {
+  const visits = new Map<string, { read: Set<string | symbol>; enumerated: boolean; value: Obj }>();
+  const wrap = (value: unknown, path: string): unknown => {
+    if (typeof value !== 'object' || value === null) return value;
+    const visit = visits.get(path) ?? { read: new Set(), enumerated: false, value: value as Obj };
+    visits.set(path, visit);
+    return new Proxy(value as Obj, {
+      get(target, key) {
+        visit.read.add(key);
+        const v = Reflect.get(target, key) as unknown;
+        return typeof key === 'string' && Object.hasOwn(target, key) ? wrap(v, `${path}/${key}`) : v;
+      },
+      ownKeys(target) {
+        visit.enumerated = true;
+        return Reflect.ownKeys(target);
+      },
+    });
+  };
+  try {
+    Model.prototype.validate.call(wrap(structuredClone(o), ''));
+  } catch {
+    // Type errors are schemaProblems' to report; only the fields matter here.
+  }
+  const unknown: string[] = [];
+  const walk = (value: unknown, path: string): void => {
+    if (typeof value !== 'object' || value === null) return;
+    if (Array.isArray(value)) return value.forEach((v, i) => walk(v, `${path}/${i}`));
+    const visit = visits.get(path);
+    for (const [key, v] of Object.entries(value)) {
+      // A struct the validator entered but never read this key of; a map is enumerated.
+      if (visit && !visit.enumerated && !visit.read.has(key)) unknown.push(`${path}/${key}`);
+      else walk(v, `${path}/${key}`);
+    }
+  };
+  walk(o, '');
+  return unknown;
 }
 
 /** The environment a Deployment's first container gets, resolved through the set's ConfigMaps. */
@@ -197,8 +246,11 @@ export function podProblems(set: ManifestSet, w: Workload, contract: AppContract
     if (get.port !== 'http' && get.port !== httpPort.containerPort) problems.push(`${where}: ${probe} on port ${get.port}, not the app's`);
   }
   const graceMs = Number(w.env['SHUTDOWN_GRACE_MS'] ?? defaultOf(contract, 'SHUTDOWN_GRACE_MS'));
-  const preStop = c['lifecycle']?.preStop?.exec?.command;
-  const preStopMs = Array.isArray(preStop) && preStop[0] === 'sleep' ? Number(preStop[1]) * 1000 : 0;
+  // The kubelet's sleep action, or a `sleep` command (an overlay's, an older chart's).
+  const preStop = c['lifecycle']?.preStop;
+  const preStopMs = typeof preStop?.sleep?.seconds === 'number'
+    ? preStop.sleep.seconds * 1000
+    : Array.isArray(preStop?.exec?.command) && preStop.exec.command[0] === 'sleep' ? Number(preStop.exec.command[1]) * 1000 : 0;
   const termination = w.deployment['spec'].template.spec.terminationGracePeriodSeconds;
   if (typeof termination !== 'number' || termination * 1000 < graceMs + preStopMs) {
     problems.push(`${where}: terminationGracePeriodSeconds ${termination} is shorter than the preStop pause (${preStopMs} ms) plus SHUTDOWN_GRACE_MS (${graceMs})`);
@@ -216,7 +268,8 @@ export function podProblems(set: ManifestSet, w: Workload, contract: AppContract
 export function securityProblems(where: string, podSpec: Obj): string[] {
   const problems: string[] = [];
   if (podSpec['securityContext']?.runAsNonRoot !== true) problems.push(`${where}: pod securityContext.runAsNonRoot is not true`);
-  for (const c of podSpec['containers'] ?? []) {
+  // Native sidecars are init containers; the restricted profile covers them as well.
+  for (const c of [...(podSpec['initContainers'] ?? []), ...(podSpec['containers'] ?? [])]) {
     const sc = c.securityContext ?? {};
     if (sc.readOnlyRootFilesystem !== true) problems.push(`${where}/${c.name}: root filesystem not read-only`);
     if (sc.allowPrivilegeEscalation !== false) problems.push(`${where}/${c.name}: allowPrivilegeEscalation is not false`);
@@ -280,7 +333,11 @@ export function reachableFrom(set: ManifestSet, labels: Record<string, string>):
           const name = f.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'];
           peers.add(name ? `namespace:${name}` : 'anyone');
         } else if (f.podSelector && Object.keys(f.podSelector).length === 0) peers.add('same-namespace');
-        else if (f.podSelector) peers.add(`pods:${JSON.stringify(f.podSelector.matchLabels ?? f.podSelector)}`);
+        // Keys sorted: kustomize reorders them, the chart may not.
+        else if (f.podSelector) {
+          const sel = (f.podSelector.matchLabels ?? f.podSelector) as Record<string, unknown>;
+          peers.add(`pods:${JSON.stringify(Object.fromEntries(Object.keys(sel).sort().map((k) => [k, sel[k]])))}`);
+        }
       }
     }
   }

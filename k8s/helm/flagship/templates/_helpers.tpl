@@ -1,20 +1,60 @@
-{{/*
-Templates here use a small subset of Helm's template language on purpose: the chart is rendered in
-tests without a helm binary by tools/k8s/helm-render.ts, which implements exactly that subset
-(see k8s/README.md). Stay inside it: if, else if, else, range, with, define, include, variables,
-and the functions listed in helm-render.ts.
-*/}}
-
 {{- define "flagship.fullname" -}}
 {{- default .Release.Name .Values.nameOverride | trunc 30 | trimSuffix "-" -}}
 {{- end }}
 
+{{/*
+The ServiceAccount of one app (or of the migration Job, app "migrate"): its own, so an IAM role
+for service accounts can grant each app only what it reads. Created by the chart:
+<fullname>-<app> unless the app's serviceAccount.name says otherwise; not created: that name, else
+serviceAccount.name, else "default". Argument: dict root, app, spec (the app's values).
+*/}}
 {{- define "flagship.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "flagship.fullname" .) .Values.serviceAccount.name -}}
+{{- $sa := .root.Values.serviceAccount -}}
+{{- $name := "" -}}
+{{- with .spec.serviceAccount }}{{ $name = .name }}{{ end -}}
+{{- if $sa.create -}}
+{{- default (printf "%s-%s" (include "flagship.fullname" .root) .app) $name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- default (default "default" $sa.name) $name -}}
 {{- end -}}
+{{- end }}
+
+{{/*
+One ServiceAccount: the chart's annotations for all (serviceAccount.annotations) and the app's
+own (an IAM role per app). Argument: dict root, app, spec, and for the migration Job's component
+and hook (its hook annotations).
+*/}}
+{{- define "flagship.serviceAccount" -}}
+{{- $annotations := dict -}}
+{{- with .root.Values.serviceAccount.annotations }}{{ $annotations = . }}{{ end -}}
+{{- $own := dict -}}
+{{- with .spec.serviceAccount }}{{ with .annotations }}{{ $own = . }}{{ end }}{{ end -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "flagship.serviceAccountName" . }}
+  labels:
+    {{- include "flagship.commonLabels" .root | nindent 4 }}
+    app.kubernetes.io/name: {{ .app }}
+    {{- with .component }}
+    app.kubernetes.io/component: {{ . }}
+    {{- end }}
+  {{- if or $annotations $own .hook }}
+  annotations:
+    {{- with .hook }}
+    {{- . | nindent 4 }}
+    {{- end }}
+    {{- range $k, $v := $annotations }}
+    {{- if not (hasKey $own $k) }}
+    {{ $k }}: {{ $v | quote }}
+    {{- end }}
+    {{- end }}
+    {{- range $k, $v := $own }}
+    {{ $k }}: {{ $v | quote }}
+    {{- end }}
+  {{- end }}
+# The apps never call the Kubernetes API.
+automountServiceAccountToken: false
 {{- end }}
 
 {{/* Labels shared by everything of the release. Argument: the root context. */}}
@@ -65,8 +105,10 @@ DATABASE_POOL_SIZE: {{ $v.postgres.poolSize | toString | quote }}
 REDIS_URL: {{ $v.redis.url | quote }}
 {{- end }}
 REDIS_KEY_PREFIX: {{ $v.redis.keyPrefix | quote }}
-{{- if $v.secrets.awsSecretsManager.secretId }}
-SECRETS_MANAGER_SECRET_ID: {{ $v.secrets.awsSecretsManager.secretId | quote }}
+{{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. */}}
+{{- $secretId := default $v.secrets.awsSecretsManager.secretId .spec.awsSecretsManagerSecretId }}
+{{- if $secretId }}
+SECRETS_MANAGER_SECRET_ID: {{ $secretId | quote }}
 SECRETS_REFRESH_S: {{ $v.secrets.awsSecretsManager.refreshSeconds | toString | quote }}
 AWS_REGION: {{ $v.secrets.awsSecretsManager.region | quote }}
 {{- end }}
@@ -126,5 +168,42 @@ OAUTH_AUDIENCE: {{ $v.oauth.audience | quote }}
   valueFrom:
     secretKeyRef: { name: {{ $secret | quote }}, key: {{ default $item.name $item.key | quote }}, optional: {{ default false $item.optional }} }
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The image of one app: <repository>/<app>@<digest> when the app's image.digest is set (it wins over
+the tag), else <repository>/<app>:<tag>. Argument: dict root, app, spec.
+*/}}
+{{- define "flagship.image" -}}
+{{- $v := .root.Values.image -}}
+{{- $digest := "" -}}
+{{- with .spec.image }}{{ $digest = .digest }}{{ end -}}
+{{- if $digest -}}
+{{- printf "%s/%s@%s" $v.repository .app $digest -}}
+{{- else -}}
+{{- printf "%s/%s:%s" $v.repository .app $v.tag -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Where a pod may run, from the values of its app (or of the migrations): priorityClassName,
+nodeSelector, affinity, tolerations. Argument: those values. Renders pod spec fields at column 0.
+*/}}
+{{- define "flagship.placement" -}}
+{{- with .priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}

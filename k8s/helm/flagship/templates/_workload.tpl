@@ -9,6 +9,7 @@ values), instance (orep-server only), replicas.
 {{- $name := printf "%s-%s" (include "flagship.fullname" $root) .component -}}
 {{- $config := include "flagship.configData" . -}}
 {{- $secretEnv := include "flagship.secretEnv" . -}}
+{{- $ctx := . -}}
 {{- $minReplicas := .replicas -}}
 {{- if .spec.autoscaling.enabled -}}
 {{- $minReplicas = .spec.autoscaling.minReplicas -}}
@@ -56,11 +57,17 @@ spec:
         app.kubernetes.io/name: {{ .app }}
         app.kubernetes.io/component: {{ .component }}
         flagship.io/database-client: "true"
+        {{- with .spec.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       annotations:
         # A changed ConfigMap rolls the pods (secrets rotate without a restart: see k8s/README.md).
         checksum/config: {{ $config | sha256sum }}
+        {{- with .spec.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
     spec:
-      serviceAccountName: {{ include "flagship.serviceAccountName" $root }}
+      serviceAccountName: {{ include "flagship.serviceAccountName" (dict "root" $root "app" .app "spec" .spec) }}
       automountServiceAccountToken: false
       {{- with $v.imagePullSecrets }}
       imagePullSecrets:
@@ -68,12 +75,44 @@ spec:
       {{- end }}
       securityContext:
         {{- toYaml $v.podSecurityContext | nindent 8 }}
+      {{- with include "flagship.placement" .spec }}
+      {{- . | nindent 6 }}
+      {{- end }}
+      {{- /* Spread replicated workloads across zones and nodes unless the values say how (or [] for not). */}}
+      {{- if hasKey .spec "topologySpreadConstraints" }}
+      {{- with .spec.topologySpreadConstraints }}
+      topologySpreadConstraints:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- else if gt (int $minReplicas) 1 }}
+      # ScheduleAnyway: a preference, so a cluster of one zone (or too few nodes) still schedules
+      # every pod; pod-template-hash counts only the pods of the current rollout.
+      topologySpreadConstraints:
+        {{- range $key := list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+        - maxSkew: 1
+          topologyKey: {{ $key }}
+          whenUnsatisfiable: ScheduleAnyway
+          labelSelector:
+            matchLabels:
+              {{- include "flagship.selectorLabels" $ctx | nindent 14 }}
+          matchLabelKeys: ["pod-template-hash"]
+        {{- end }}
+      {{- end }}
+      {{- with .spec.sidecars }}
+      # Native sidecars (restartPolicy Always): they start before the app and stop after it, so a
+      # proxy the app talks through outlives its drain.
+      initContainers:
+        {{- range . }}
+        - restartPolicy: Always
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
+      {{- end }}
       # SHUTDOWN_GRACE_MS of draining after the preStop pause (the gateway's follows its
       # PROVIDER_TOTAL_TIMEOUT_MS: flagship.shutdownGraceMs), plus a margin before SIGKILL.
       terminationGracePeriodSeconds: {{ add $v.preStopSeconds (div (add (int (include "flagship.shutdownGraceMs" .)) 999) 1000) 5 }}
       containers:
         - name: {{ .app }}
-          image: {{ printf "%s/%s:%s" $v.image.repository .app $v.image.tag | quote }}
+          image: {{ include "flagship.image" . | quote }}
           imagePullPolicy: {{ $v.image.pullPolicy }}
           ports:
             - name: http
@@ -86,9 +125,17 @@ spec:
           envFrom:
             - configMapRef:
                 name: {{ $name }}
-          {{- if $secretEnv }}
+            {{- with .spec.extraEnvFrom }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          {{- if or $secretEnv .spec.extraEnv }}
           env:
-            {{- $secretEnv | trim | nindent 12 }}
+            {{- with $secretEnv }}
+            {{- . | trim | nindent 12 }}
+            {{- end }}
+            {{- with .spec.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
           {{- end }}
           startupProbe:
             httpGet: { path: /healthz, port: http }
@@ -104,10 +151,14 @@ spec:
             periodSeconds: 5
             timeoutSeconds: 2
             failureThreshold: 2
+          {{- if $v.preStopSeconds }}
+          # The kubelet's own sleep, no shell or sleep binary in the image needed. (0: no hook, as a
+          # sleep of 0 s is refused before Kubernetes 1.33.)
           lifecycle:
             preStop:
-              exec:
-                command: ["sleep", {{ $v.preStopSeconds | toString | quote }}]
+              sleep:
+                seconds: {{ $v.preStopSeconds }}
+          {{- end }}
           resources:
             {{- toYaml .spec.resources | nindent 12 }}
           securityContext:
@@ -119,11 +170,17 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- with .spec.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir:
             medium: Memory
             sizeLimit: 16Mi
+        {{- with .spec.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
 ---
 apiVersion: v1
 kind: Service
@@ -182,6 +239,9 @@ metadata:
     app.kubernetes.io/component: {{ .component }}
 spec:
   minAvailable: {{ .spec.pdb.minAvailable }}
+  # A pod that is not ready serves nothing: evicting it never costs availability, and under the
+  # default (IfHealthyBudget) a crash-looping pod would block every node drain.
+  unhealthyPodEvictionPolicy: AlwaysAllow
   selector:
     matchLabels:
       {{- include "flagship.selectorLabels" . | nindent 6 }}
