@@ -13,7 +13,8 @@ import { dialHost } from './http';
  *   `max_completion_tokens` words), or by the tool result's text when the last message is a `tool`
  *   one; a token is one whitespace-separated word, so prompt tokens are the words of every message's
  *   text and completion tokens the words of the reply (times `n`: every choice is the same answer).
- *   `finish_reason` is `length` when the limit cut the reply, `stop` otherwise.
+ *   `finish_reason` is `length` when the limit cut the reply, `stop` otherwise; a `stop` string ends
+ *   the reply before the first word containing it, named in `stop_reason` as vLLM does.
  * - tool calls (see toolCallOf): when `tools` are offered and `tool_choice` names one of them, or is
  *   `required`, or (absent or `auto`) the last message is the user's and names a tool, the answer is
  *   a call of that tool (`finish_reason: "tool_calls"`, id `call_fake_<choice>`), its arguments
@@ -100,14 +101,25 @@ interface Message {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The reply the fake gives to a chat body, as words, and whether `max_tokens` cut it. */
-function reply(body: Record<string, unknown>): { words: string[]; cut: boolean } {
+/**
+ * The reply the fake gives to a chat body, as words; whether `max_tokens` cut it; the `stop` string
+ * that ended it (the reply stops before the first word containing one), reported as vLLM does
+ * (`stop_reason` beside `finish_reason: "stop"`).
+ */
+function reply(body: Record<string, unknown>): { words: string[]; cut: boolean; stoppedBy: string | null } {
   const messages = Array.isArray(body.messages) ? (body.messages as Message[]) : [];
   const last = messages[messages.length - 1];
   const source = last?.role === 'tool' ? last : [...messages].reverse().find((m) => m && m.role === 'user');
-  const words = ['echo:', ...contentText(source?.content).split(/\s+/).filter((w) => w !== '')];
+  let words = ['echo:', ...contentText(source?.content).split(/\s+/).filter((w) => w !== '')];
+  const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter((x): x is string => typeof x === 'string' && x !== '');
+  let stoppedBy: string | null = null;
+  const at = words.findIndex((w) => stops.some((x) => w.includes(x)));
+  if (at >= 0) {
+    stoppedBy = stops.find((x) => words[at]!.includes(x))!;
+    words = words.slice(0, at);
+  }
   const limit = Number(body.max_completion_tokens ?? body.max_tokens);
-  return Number.isInteger(limit) && limit > 0 && words.length > limit ? { words: words.slice(0, limit), cut: true } : { words, cut: false };
+  return Number.isInteger(limit) && limit > 0 && words.length > limit ? { words: words.slice(0, limit), cut: true, stoppedBy: null } : { words, cut: false, stoppedBy };
 }
 
 /** A tool call the fake answers with. */
@@ -326,13 +338,13 @@ export class FakeModelUpstream {
         ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, toolCallTokens(call) * n) }),
       });
     }
-    const { words, cut } = reply(body);
+    const { words, cut, stoppedBy } = reply(body);
     this.sendJson(res, {
       id: 'chatcmpl-fake',
       object: 'chat.completion',
       created: CREATED,
       model: body.model,
-      choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: cut ? 'length' : 'stop' })),
+      choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: cut ? 'length' : 'stop', ...(stoppedBy === null ? {} : { stop_reason: stoppedBy }) })),
       ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, words.length * n) }),
     });
   }
@@ -384,6 +396,7 @@ export class FakeModelUpstream {
     let deltas: Array<Record<string, unknown>>;
     let finish: string;
     let completion: number;
+    let stoppedBy: string | null = null;
     if (call !== undefined) {
       const pieces = call.arguments.match(/[\s\S]{1,8}/g) ?? [];
       deltas = [
@@ -393,7 +406,9 @@ export class FakeModelUpstream {
       finish = 'tool_calls';
       completion = toolCallTokens(call);
     } else {
-      const { words, cut } = reply(body);
+      const r = reply(body);
+      const { words, cut } = r;
+      stoppedBy = r.stoppedBy;
       deltas = [{ role: 'assistant', content: '' }, ...words.map((w, i) => ({ content: i === 0 ? w : ` ${w}` }))];
       finish = cut ? 'length' : 'stop';
       completion = words.length;
@@ -422,7 +437,7 @@ export class FakeModelUpstream {
     if (b.breakAfterChunks !== undefined && deltas.length - 1 >= b.breakAfterChunks) return this.breakOff(res);
     await sleep(b.chunkDelayMs);
     if (res.destroyed) return;
-    for (let c = 0; c < n; c++) res.write(event([{ index: c, delta: {}, logprobs: null, finish_reason: finish }]));
+    for (let c = 0; c < n; c++) res.write(event([{ index: c, delta: {}, logprobs: null, finish_reason: finish, ...(stoppedBy === null ? {} : { stop_reason: stoppedBy }) }]));
     if (includeUsage) res.write(event([], this.chatUsage(prompt, completion * n)));
     res.end(b.omitDone ? undefined : 'data: [DONE]\n\n');
   }

@@ -13,6 +13,7 @@ import { UsageLedgerPrices1763820100000 } from './1763820100000-usage-ledger-pri
 import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alerts';
 import { UsageLedgerUpstreamCalled1763840100000 } from './1763840100000-usage-ledger-upstream-called';
 import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-barriers';
+import { UsageLedgerAgentEndpoints1763850000000 } from './1763850000000-usage-ledger-agent-endpoints';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   LowBalanceAlerts1763830300000,
   UsageLedgerUpstreamCalled1763840100000,
   LedgerFlushBarriers1763840200000,
+  UsageLedgerAgentEndpoints1763850000000,
 ];
