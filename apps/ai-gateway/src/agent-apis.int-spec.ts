@@ -289,4 +289,138 @@ describe('ai-gateway: tool calling and the agent APIs', () => {
       expect(fake.calls.chat).toBe(0);
     });
   });
+
+  describe('POST /v1/responses through the openai SDK', () => {
+    const weatherFn: OpenAI.Responses.FunctionTool = { type: 'function', name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
+
+    it('create: input and instructions -> a response with a message item, output_text and usage; one row under endpoint responses', async () => {
+      const client = await openai();
+      const { data, response } = await client.responses.create({ model: 'fake-chat-1', instructions: 'be brief', input: 'hello there world', max_output_tokens: 50, temperature: 0.2 }).withResponse();
+      expect(data).toMatchObject({ object: 'response', status: 'completed', model: 'fake-chat-1', output_text: 'echo: hello there world', instructions: 'be brief', temperature: 0.2, store: false });
+      expect(data.id).toMatch(/^resp_/);
+      expect(data.output).toEqual([expect.objectContaining({ type: 'message', role: 'assistant', status: 'completed', content: [expect.objectContaining({ type: 'output_text', text: 'echo: hello there world' })] })]);
+      expect(data.usage).toMatchObject({ input_tokens: 5, output_tokens: 4, total_tokens: 9 });
+      expect(fake.lastBody.chat).toMatchObject({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello there world' }], max_completion_tokens: 50, temperature: 0.2 });
+      expect(Number(response.headers.get('x-gateway-overhead-ms'))).toBeGreaterThanOrEqual(0);
+      expect(response.headers.get('x-ratelimit-limit-tokens')).toBe('50000');
+      const row = await rowOf(response.headers.get('x-request-id'));
+      expect(row).toMatchObject({ status: 'succeeded', endpoint: 'responses', input_tokens: 5, output_tokens: 4, debit: String(fakeChatCost(5, 4)) });
+      expect(Number(row.reserved)).toBeGreaterThanOrEqual(fakeChatCost(5, 50));
+      const cut = await client.responses.create({ model: 'fake-chat-1', input: 'a b c d', max_output_tokens: 2 });
+      expect(cut).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output_text: 'echo: a' });
+    });
+
+    it('function tools round trip: a function_call item, its output sent back as items, the final answer', async () => {
+      const client = await openai();
+      const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: [{ type: 'input_text', text: 'get_weather for Paris' }] }];
+      const first = await client.responses.create({ model: 'fake-chat-1', input, tools: [weatherFn], tool_choice: 'auto' });
+      expect(first.output).toEqual([expect.objectContaining({ type: 'function_call', call_id: 'call_fake_0', name: 'get_weather', arguments: '{"city":"get_weather for Paris"}', status: 'completed' })]);
+      expect(fake.lastBody.chat).toMatchObject({ tools: [{ type: 'function', function: { name: 'get_weather', parameters: weatherFn.parameters, strict: false } }], tool_choice: 'auto' });
+      const call = first.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+      input.push({ type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments }, { type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21 C' });
+      const second = await client.responses.create({ model: 'fake-chat-1', input, tools: [weatherFn] });
+      expect(second.output_text).toBe('echo: sunny, 21 C');
+      expect(fake.lastBody.chat).toMatchObject({
+        messages: [
+          { role: 'user', content: 'get_weather for Paris' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_fake_0', type: 'function', function: { name: 'get_weather' } }] },
+          { role: 'tool', tool_call_id: 'call_fake_0', content: 'sunny, 21 C' },
+        ],
+      });
+      const forced = await client.responses.create({ model: 'fake-chat-1', input: 'hi', tools: [weatherFn], tool_choice: { type: 'function', name: 'get_weather' } });
+      expect(forced.output[0]).toMatchObject({ type: 'function_call', arguments: '{"city":"hi"}' });
+    });
+
+    it('streamed: the documented events in order, text deltas, completed with usage; one streamed row', async () => {
+      const client = await openai();
+      const stream = await client.responses.create({ model: 'fake-chat-1', input: 'one two', stream: true });
+      const types: string[] = [];
+      let text = '';
+      let completed: OpenAI.Responses.Response | undefined;
+      const sequence: number[] = [];
+      for await (const event of stream) {
+        types.push(event.type);
+        sequence.push(event.sequence_number);
+        if (event.type === 'response.output_text.delta') text += event.delta;
+        if (event.type === 'response.completed') completed = event.response;
+      }
+      expect(text).toBe('echo: one two');
+      expect(types).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+        'response.output_text.delta',
+        'response.output_text.delta',
+        'response.output_text.delta',
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      expect(sequence).toEqual(types.map((_, i) => i));
+      expect(completed).toMatchObject({ status: 'completed', usage: { input_tokens: 2, output_tokens: 3, total_tokens: 5 }, output: [{ type: 'message', content: [{ text: 'echo: one two' }] }] });
+      await settled();
+      const rows = (await ledgerRows(ds, tenant)).filter((r) => r.endpoint === 'responses' && r.stream);
+      expect(rows).toEqual([expect.objectContaining({ status: 'succeeded', input_tokens: 2, output_tokens: 3, usage_estimated: false })]);
+    });
+
+    it("streamed function call through the SDK's stream helper: arguments deltas, the final response", async () => {
+      const client = await openai();
+      const stream = client.responses.stream({ model: 'fake-chat-1', input: 'please get_weather in Rome', tools: [weatherFn] });
+      const deltas: string[] = [];
+      stream.on('response.function_call_arguments.delta', (e) => deltas.push(e.delta));
+      const final = await stream.finalResponse();
+      expect(deltas.join('')).toBe('{"city":"please get_weather in Rome"}');
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(final.output).toEqual([expect.objectContaining({ type: 'function_call', call_id: 'call_fake_0', name: 'get_weather', arguments: '{"city":"please get_weather in Rome"}' })]);
+      const text = await client.responses.stream({ model: 'fake-chat-1', input: 'a b c' }).finalResponse();
+      expect(text.output_text).toBe('echo: a b c');
+    });
+
+    it('what needs server-side state is refused with a clear 400, before the provider; so are built-in tools and unbounded lists', async () => {
+      const client = await openai();
+      const refused = async (body: Record<string, unknown>, param: string, message: RegExp) => {
+        const err = await client.responses.create({ model: 'fake-chat-1', input: 'hi', ...body } as never).then(() => undefined, (e: unknown) => e);
+        expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+        expect(err).toMatchObject({ status: 400, code: 'invalid_request', param });
+        expect((err as Error).message).toMatch(message);
+      };
+      await refused({ previous_response_id: 'resp_123' }, 'previous_response_id', /stateless/);
+      await refused({ store: true }, 'store', /stateless/);
+      await refused({ background: true }, 'background', /stateless/);
+      await refused({ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0]', /stored/);
+      await refused({ tools: [{ type: 'web_search' }] }, 'tools[0].type', /built-in/);
+      await refused({ tools: Array.from({ length: 129 }, (_, i) => ({ ...weatherFn, name: `t${i}` })) }, 'tools', /at most 128/);
+      await refused({ input: Array.from({ length: 4097 }, () => ({ role: 'user', content: 'x' })) }, 'input', /at most 4096/);
+      await expect(client.responses.create({ model: 'fake-chat-1', input: 'hi', store: false })).resolves.toMatchObject({ status: 'completed' });
+      expect(fake.calls.chat).toBe(1);
+    });
+
+    it('a stream the upstream breaks midway ends with an error event the SDK raises; the row records it as failed', async () => {
+      const t = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
+      fake.behave({ breakAfterChunks: 3, chunkDelayMs: 20 });
+      const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: await issue(t), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
+      const stream = await client.responses.create({ model: 'fake-chat-1', input: 'a b c d e f g h', stream: true });
+      const types: string[] = [];
+      await expect(
+        (async () => {
+          for await (const e of stream) types.push(e.type);
+        })(),
+      ).rejects.toBeInstanceOf(OpenAI.APIError);
+      expect(types).toContain('response.output_text.delta');
+      expect(types).not.toContain('response.completed');
+      await settled();
+      const [row] = await ledgerRows(ds, t);
+      expect(row).toMatchObject({ endpoint: 'responses', status: 'failed', error_code: 'upstream_broken' });
+    });
+
+    it('exports overhead and requests by endpoint for the new routes', async () => {
+      const metrics = await http(`${gw.metricsUrl}/metrics`);
+      const text = String(metrics.text);
+      expect(text).toMatch(/gateway_overhead_seconds_count\{[^}]*endpoint="messages"[^}]*\} [1-9]/);
+      expect(text).toMatch(/gateway_overhead_seconds_count\{[^}]*endpoint="responses"[^}]*\} [1-9]/);
+      expect(text).toMatch(/gateway_requests_total\{[^}]*endpoint="messages",outcome="succeeded"[^}]*\} [1-9]/);
+    });
+  });
 });

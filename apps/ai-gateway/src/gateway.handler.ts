@@ -5,6 +5,7 @@ import type { GatewayMetrics } from './gateway.metrics';
 import { costOf, type ModelEntry } from './models/model-catalogue';
 import type { Dialect, GatewayRoute } from './dialects/dialect';
 import { anthropicMessages } from './dialects/anthropic-messages';
+import { openAiResponses } from './dialects/openai-responses';
 import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf } from './openai/openai-request';
 import type { EntitlementStep } from './pipeline/entitlement.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
@@ -19,7 +20,7 @@ import type { Reservation } from './pipeline/ledger.types';
 import type { CallCutter, ProviderClient } from './providers/provider.types';
 
 /** The routes answered in another API than OpenAI's, translated to and from chat completions. */
-const DIALECTS: Readonly<Partial<Record<GatewayRoute, Dialect>>> = { messages: anthropicMessages };
+const DIALECTS: Readonly<Partial<Record<GatewayRoute, Dialect>>> = { messages: anthropicMessages, responses: openAiResponses };
 
 export interface GatewaySteps {
   token: TokenStep;
