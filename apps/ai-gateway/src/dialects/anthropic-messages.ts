@@ -272,8 +272,11 @@ class AnthropicStream implements StreamTranslator {
       }
       if (!isRecord(data)) continue;
       if (data.error !== undefined && data.error !== null) {
-        const message = isRecord(data.error) && typeof data.error.message === 'string' ? data.error.message : 'The provider failed midway.';
-        out += event('error', { error: { type: 'api_error', message } });
+        const e = isRecord(data.error) ? data.error : {};
+        const message = typeof e.message === 'string' ? e.message : 'The provider failed midway.';
+        // The gateway's own stream errors (provider layer): a shutdown cut is overloaded_error (retry elsewhere), a time-out timeout_error.
+        const type = e.code === 'service_unavailable' ? 'overloaded_error' : e.code === 'provider_timeout' ? 'timeout_error' : 'api_error';
+        out += event('error', { error: { type, message } });
         this.finished = true;
         break;
       }
