@@ -92,6 +92,12 @@ describe('FakeModelUpstream, through the openai SDK', () => {
     expect(cut.choices[0]!.finish_reason).toBe('length');
   });
 
+  it('ends the reply before a stop string and names it as vLLM does (stop_reason)', async () => {
+    const r = await client.chat.completions.create({ model: 'm', stop: ['c'], messages: [{ role: 'user', content: 'a b c d' }] });
+    expect(r.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'echo: a b' }, stop_reason: 'c' });
+    expect(r.usage?.completion_tokens).toBe(3);
+  });
+
   it('streams a tool call as OpenAI does (name, then argument pieces), and n choices each', async () => {
     const stream = await client.chat.completions.create({ model: 'm', stream: true, n: 2, stream_options: { include_usage: true }, tools: weather, messages: [{ role: 'user', content: 'get_weather in Rome' }] });
     const args: Record<number, string> = { 0: '', 1: '' };

@@ -14,7 +14,7 @@ import { dialHost } from './http';
  *   one; a token is one whitespace-separated word, so prompt tokens are the words of every message's
  *   text and completion tokens the words of the reply (times `n`: every choice is the same answer).
  *   `finish_reason` is `length` when the limit cut the reply, `stop` otherwise; a `stop` string ends
- *   the reply before the first word containing it, named in `stop_reason` as vLLM does.
+ *   the reply before the first echoed word containing it, named in `stop_reason` as vLLM does.
  * - tool calls (see toolCallOf): when `tools` are offered and `tool_choice` names one of them, or is
  *   `required`, or (absent or `auto`) the last message is the user's and names a tool, the answer is
  *   a call of that tool (`finish_reason: "tool_calls"`, id `call_fake_<choice>`), its arguments
@@ -113,7 +113,8 @@ function reply(body: Record<string, unknown>): { words: string[]; cut: boolean; 
   let words = ['echo:', ...contentText(source?.content).split(/\s+/).filter((w) => w !== '')];
   const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter((x): x is string => typeof x === 'string' && x !== '');
   let stoppedBy: string | null = null;
-  const at = words.findIndex((w) => stops.some((x) => w.includes(x)));
+  // The echoed words only: `echo:` itself never stops the reply.
+  const at = words.findIndex((w, i) => i > 0 && stops.some((x) => w.includes(x)));
   if (at >= 0) {
     stoppedBy = stops.find((x) => words[at]!.includes(x))!;
     words = words.slice(0, at);
