@@ -255,6 +255,9 @@ describe('ai-gateway: tool calling and the agent APIs', () => {
       const malformed = await http(`${gw.url}/v1/messages`, { method: 'POST', body: '{nope', headers: { 'content-type': 'application/json', 'x-api-key': token, 'x-service-product-key': 'core' } });
       expect(malformed.status).toBe(400);
       expect(malformed.body).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String) }, request_id: expect.any(String) });
+      const countTokens = await http(`${gw.url}/v1/messages/count_tokens`, { method: 'POST', json: ask, headers: { 'x-api-key': token } });
+      expect(countTokens.status).toBe(404);
+      expect(countTokens.body).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
       const wrongMethod = await http(`${gw.url}/v1/messages`, { method: 'GET', headers: { 'x-api-key': token } });
       expect(wrongMethod.status).toBe(405);
       expect(wrongMethod.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });

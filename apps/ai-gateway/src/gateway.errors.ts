@@ -68,8 +68,9 @@ const LAYER_CODES: Readonly<Record<string, string>> = {
  * time the gateway spent (`x-gateway-overhead-ms`).
  */
 export const openAiErrorWriter: ErrorWriter = (x, error, headers) => {
-  // Anthropic's SDKs read Anthropic's error body: /v1/messages answers in it, the layer's own refusals too.
-  if (x.route === '/v1/messages') {
+  // Anthropic's SDKs read Anthropic's error body: /v1/messages answers in it, the layer's own refusals too
+  // (and the 404 of a route below it that the gateway does not serve, such as count_tokens).
+  if (x.route === '/v1/messages' || x.req.url?.startsWith('/v1/messages/') === true) {
     return x.send(error.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, anthropicError(error.status, error.message, x.requestId));
   }
   const code = LAYER_CODES[error.code] ?? error.code;

@@ -131,12 +131,17 @@ function translateTools(tools: unknown): Array<Record<string, unknown>> {
 function translateToolChoice(choice: unknown, chat: Record<string, unknown>): void {
   if (choice === undefined || choice === null) return;
   if (!isRecord(choice)) throw bad('tool_choice must be an object with a type.', 'tool_choice');
+  // Without tools there is nothing to choose (OpenAI refuses a tool_choice without tools).
+  if (chat.tools === undefined) {
+    if (choice.type === 'tool' || choice.type === 'any') throw bad(`tool_choice ${String(choice.type)} needs tools.`, 'tool_choice');
+    return;
+  }
   if (choice.type === 'auto') chat.tool_choice = 'auto';
   else if (choice.type === 'any') chat.tool_choice = 'required';
   else if (choice.type === 'none') chat.tool_choice = 'none';
   else if (choice.type === 'tool' && typeof choice.name === 'string') chat.tool_choice = { type: 'function', function: { name: choice.name } };
   else throw bad('tool_choice.type must be auto, any, none, or tool with a name.', 'tool_choice');
-  if (choice.disable_parallel_tool_use === true && chat.tools !== undefined) chat.parallel_tool_calls = false;
+  if (choice.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
 }
 
 function toChat(body: Record<string, unknown>): Record<string, unknown> {

@@ -85,7 +85,10 @@ describe('Anthropic Messages dialect', () => {
     refused({ messages: [{ role: 'system', content: 'x' }] }, 'messages[0].role');
     refused({ messages: [{ role: 'user', content: [{ type: 'document', source: {} }] }] }, 'messages[0].content[0].type');
     refused({ messages: [{ role: 'assistant', content: [{ type: 'tool_result', tool_use_id: 'x' }] }] }, 'messages[0].content[0]');
-    refused({ tool_choice: { type: 'sometimes' } }, 'tool_choice');
+    refused({ tools: [{ name: 'w', input_schema: {} }], tool_choice: { type: 'sometimes' } }, 'tool_choice');
+    refused({ tool_choice: { type: 'any' } }, 'tool_choice');
+    // auto without tools is nothing to send: OpenAI would refuse a tool_choice without tools.
+    expect(anthropicMessages.toChat({ ...base, messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'auto' } })).not.toHaveProperty('tool_choice');
   });
 
   it('answers a completion as a message: text and tool_use blocks, stop_reason, usage with cached tokens apart', () => {

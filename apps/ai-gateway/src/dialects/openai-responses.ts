@@ -122,7 +122,12 @@ function toChat(body: Record<string, unknown>): Record<string, unknown> {
     chat.max_completion_tokens = max;
   }
   if (body.tools !== undefined && body.tools !== null) chat.tools = translateTools(body.tools);
-  if (body.tool_choice !== undefined && body.tool_choice !== null) chat.tool_choice = translateToolChoice(body.tool_choice);
+  if (body.tool_choice !== undefined && body.tool_choice !== null) {
+    const choice = translateToolChoice(body.tool_choice);
+    // Without tools there is nothing to choose (chat completions refuses a tool_choice without tools).
+    if (chat.tools !== undefined) chat.tool_choice = choice;
+    else if (choice !== 'auto' && choice !== 'none') throw bad('tool_choice needs tools.', 'tool_choice');
+  }
   for (const field of ['temperature', 'top_p'] as const) {
     const v = body[field];
     if (v === undefined || v === null) continue;
