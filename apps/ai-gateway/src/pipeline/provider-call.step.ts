@@ -87,7 +87,8 @@ export class ProviderCallStep {
     if (res.destroyed || res.socket === null || res.socket.destroyed) onClose();
     else res.once('close', onClose);
     const dialect = request.dialect;
-    const context = { requestId: x.requestId, model: request.model.id, body: request.original ?? request.body };
+    // Made only for another API's request: the chat hot path allocates nothing more.
+    const context = dialect === undefined ? undefined : { requestId: x.requestId, model: request.model.id, body: request.original ?? request.body };
     const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal, cutter };
     try {
       if (!request.stream) {
@@ -95,7 +96,7 @@ export class ProviderCallStep {
         await beforeAnswer();
         const ok = result.status >= 200 && result.status < 300;
         // Another API's client gets the answer (or the provider's refusal) in its API's terms.
-        const body = dialect === undefined ? result.body : ok ? dialect.answer(parseJson(result.body), context) : dialect.refusal(result.status, result.body);
+        const body = dialect === undefined ? result.body : ok ? dialect.answer(parseJson(result.body), context!) : dialect.refusal(result.status, result.body);
         x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, body);
         // A client that left after the request was sent is billed the answer's usage all the same.
         const gone = ok && clientGone;
@@ -109,7 +110,7 @@ export class ProviderCallStep {
         };
       }
       let out: ServerResponse | undefined;
-      const translator = dialect?.stream(context);
+      const translator = dialect?.stream(context!);
       const write = (bytes: Buffer | undefined): void => {
         if (bytes !== undefined && out !== undefined && !out.writableEnded && !out.destroyed) out.write(bytes);
       };
