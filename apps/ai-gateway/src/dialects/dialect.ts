@@ -1,4 +1,6 @@
 import type { Endpoint } from '../providers/provider.types';
+import { sseEventData } from '../providers/sse-relay';
+import { isRecord } from '../providers/usage';
 
 /** A gateway route as the ledger and the metrics name it: a provider endpoint, or an API translated to chat completions. */
 export type GatewayRoute = Endpoint | 'messages' | 'responses';
@@ -41,16 +43,13 @@ export interface Dialect {
   stream(context: DialectContext): StreamTranslator;
 }
 
-export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export { isRecord };
 
-/** The JSON data of each complete SSE event in `bytes` ('[DONE]' as the string; unparsable data skipped). */
+/** The JSON data of each complete SSE event in `bytes` (as the relay passes them on: whole events only); '[DONE]' as the string; unparsable data skipped. */
 export function sseData(bytes: Buffer): unknown[] {
   const out: unknown[] = [];
   for (const event of bytes.toString('utf8').split(/\r?\n\r?\n/)) {
-    let data = '';
-    for (const line of event.split(/\r?\n/)) {
-      if (line.startsWith('data:')) data += (data === '' ? '' : '\n') + line.slice(line.startsWith('data: ') ? 6 : 5);
-    }
+    const data = sseEventData(event);
     if (data === '') continue;
     if (data === '[DONE]') {
       out.push('[DONE]');
