@@ -26,7 +26,10 @@
  * 2,000 µs (issue 22); the gateway's own CPU per request >= 9 x leaner than Portkey's (issue 22);
  * our max throughput >= 5 x Portkey's (issue 10).
  *
- * BENCH_CASES=direct,gateway,portkey picks cases (default all three); BENCH_CONNECTIONS changes the
+ * BENCH_CASES=direct,gateway,portkey picks cases (default all three); `messages` adds the same
+ * request as Anthropic's Messages API through the same gateway (POST /v1/messages, `x-api-key`,
+ * translated to and from the upstream's chat completions), measured like the gateway case, with its
+ * added latency and x-gateway-overhead-ms beside the chat case's (issue 23); BENCH_CONNECTIONS changes the
  * max measurement's 32 connections (the issue's figure), to see whether a case is bound by latency.
  * For comparing two versions of the gateway on a noisy machine, BENCH_BASELINE_MAIN=<another build's
  * main.js> (and/or BENCH_BASELINE_ENV="K=V ...") adds a case `baseline gateway`, started the same way
@@ -58,6 +61,8 @@ const TENANT_ID = '00000000-0000-4000-8000-0000000be4c0';
 const CLIENT_ID = 'ffc_benchGatewayClient0000001';
 const CLIENT_SECRET = 'ffs_bench-only-secret-not-for-use-anywhere-else';
 const BODY = JSON.stringify({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hello from the gateway benchmark' }] });
+/** The same request in Anthropic's Messages API (max_tokens is required there). */
+const MESSAGES_BODY = JSON.stringify({ model: 'fake-chat-1', max_tokens: 256, messages: [{ role: 'user', content: 'hello from the gateway benchmark' }] });
 
 // ---- processes ---------------------------------------------------------------------------------
 
@@ -221,6 +226,7 @@ async function startPortkey(): Promise<{ url: string; pid: number }> {
 interface Case {
   name: string;
   url: string;
+  body: string;
   headers: Record<string, string>;
   /** The meter of the process serving the case (the upstream for direct calls): its CPU time per request is steadier than req/s on a shared machine. */
   serving: string;
@@ -237,14 +243,14 @@ interface Case {
 
 /** One request first: a case that does not answer 200 with the echo is a broken setup, not a figure. */
 async function check(c: Case): Promise<void> {
-  const res = await fetch(c.url, { method: 'POST', headers: c.headers, body: BODY });
+  const res = await fetch(c.url, { method: 'POST', headers: c.headers, body: c.body });
   const text = await res.text();
   if (res.status !== 200 || !text.includes('echo: hello from the gateway benchmark')) {
     throw new Error(`${c.name}: a first request answered ${res.status}: ${text.slice(0, 500)}`);
   }
 }
 
-const opts = (c: Case, seconds: number) => ({ url: c.url, method: 'POST' as const, headers: c.headers, body: BODY, duration: seconds });
+const opts = (c: Case, seconds: number) => ({ url: c.url, method: 'POST' as const, headers: c.headers, body: c.body, duration: seconds });
 
 /**
  * On-CPU time a process has used so far, in µs: the sum over its threads of the scheduler's run time
@@ -352,7 +358,7 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
       while (process.hrtime.bigint() < due) await new Promise((r) => setImmediate(r));
       late.push(Number(process.hrtime.bigint() - due) / 1e3);
       pending.push(
-        pool.request({ path: url.pathname, method: 'POST', headers: c.headers, body: BODY }).then(
+        pool.request({ path: url.pathname, method: 'POST', headers: c.headers, body: c.body }).then(
           async (res) => {
             await res.body.arrayBuffer();
             if (res.statusCode >= 200 && res.statusCode < 300) times.push(Number(process.hrtime.bigint() - due) / 1e3);
@@ -375,7 +381,7 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
 async function gatewayOverhead(c: Case): Promise<{ p50: number; p99: number } | undefined> {
   const values: number[] = [];
   for (let i = 0; i < 200; i++) {
-    const res = await fetch(c.url, { method: 'POST', headers: c.headers, body: BODY });
+    const res = await fetch(c.url, { method: 'POST', headers: c.headers, body: c.body });
     await res.arrayBuffer();
     const v = Number(res.headers.get('x-gateway-overhead-ms'));
     if (res.ok && Number.isFinite(v)) values.push(v);
@@ -402,7 +408,9 @@ async function main(): Promise<void> {
   const cases: Case[] = [];
   let ledger = '';
   let overhead: { p50: number; p99: number } | undefined;
+  let messagesOverhead: { p50: number; p99: number } | undefined;
   let ours: Case | undefined;
+  let messages: Case | undefined;
   let base: Case | undefined;
   try {
     meters.push({
@@ -415,9 +423,10 @@ async function main(): Promise<void> {
     });
     const { url: upstream, pid: upstreamPid } = await startUpstream();
     processMeter('upstream', upstreamPid);
-    const make = (name: string, url: string, serving: string, headers: Record<string, string>): Case => ({
+    const make = (name: string, url: string, serving: string, headers: Record<string, string>, body = BODY): Case => ({
       name,
       url,
+      body,
       serving,
       cpuMax: new Map(),
       cpuFixed: new Map(),
@@ -429,7 +438,7 @@ async function main(): Promise<void> {
       failures: 0,
     });
     if (CASES.includes('direct')) cases.push(make('direct to the upstream', `${upstream}/chat/completions`, 'upstream', { authorization: `Bearer ${UPSTREAM_KEY}` }));
-    if (CASES.includes('gateway')) {
+    if (CASES.includes('gateway') || CASES.includes('messages')) {
       // A redis-server of the bench's own, so its CPU time is the gateway's traffic and nobody else's.
       redis = await DisposableRedis.start();
       const probe = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -447,8 +456,16 @@ async function main(): Promise<void> {
       const token = await accessToken(te, issuer, mgmtPort);
       const gw = await startGateway(te, issuer, upstream);
       processMeter('gateway', gw.pid);
-      ours = make('through our gateway (full pipeline)', `${gw.url}/v1/chat/completions`, 'gateway', { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' });
-      cases.push(ours);
+      if (CASES.includes('gateway')) {
+        ours = make('through our gateway (full pipeline)', `${gw.url}/v1/chat/completions`, 'gateway', { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' });
+        cases.push(ours);
+      }
+      if (CASES.includes('messages')) {
+        // As Anthropic's SDK sends it (apiKey: x-api-key, anthropic-version).
+        const headers = { 'x-api-key': token, 'anthropic-version': '2023-06-01', 'x-service-product-key': 'core' };
+        messages = make('our gateway, /v1/messages (Anthropic)', `${gw.url}/v1/messages`, 'gateway', headers, MESSAGES_BODY);
+        cases.push(messages);
+      }
       if (process.env['BENCH_BASELINE_MAIN'] || process.env['BENCH_BASELINE_ENV']) {
         const b = await startGateway(te, issuer, upstream, process.env['BENCH_BASELINE_MAIN'] || undefined, envOf(process.env['BENCH_BASELINE_ENV']));
         processMeter('baseline', b.pid);
@@ -483,6 +500,7 @@ async function main(): Promise<void> {
       }
     }
     if (ours) overhead = await gatewayOverhead(ours);
+    if (messages) messagesOverhead = await gatewayOverhead(messages);
     if (te) {
       const db = new pg.Client({ connectionString: te.db.url });
       await db.connect();
@@ -543,15 +561,16 @@ async function main(): Promise<void> {
 
   if (ledger) console.log(`\n${ledger}`);
   if (overhead) console.log(`x-gateway-overhead-ms (the gateway's own time, 200 sequential requests): p50 ${ms(overhead.p50)}, p99 ${ms(overhead.p99)}`);
+  if (messagesOverhead) console.log(`x-gateway-overhead-ms of /v1/messages (200 sequential requests): p50 ${ms(messagesOverhead.p50)}, p99 ${ms(messagesOverhead.p99)}`);
   const direct = cases.find((c) => c.name.startsWith('direct'));
   const portkey = cases.find((c) => c.name.includes('Portkey'));
   const verdicts: string[] = [];
   const us = (n: number): string => `${fmt(n)} µs`;
-  for (const g of [ours, base]) {
+  for (const g of [ours, base, messages]) {
     if (!g || !direct) continue;
     const addedP50 = median(g.p50) - median(direct.p50);
     const addedP99 = median(g.p99) - median(direct.p99);
-    const who = g === base ? 'baseline ' : '';
+    const who = g === base ? 'baseline ' : g === messages ? '/v1/messages ' : '';
     verdicts.push(`${who}added p50 ${us(addedP50)} (<= 500: ${addedP50 <= 500 ? 'met' : 'NOT met'})`);
     verdicts.push(`${who}added p99 ${us(addedP99)} (<= 2,000: ${addedP99 <= 2000 ? 'met' : 'NOT met'})`);
   }

@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { type ErrorWriter, JSON_TYPE } from '@flagship/lean-http';
+import { anthropicError } from './dialects/anthropic-errors';
 
 /** Every refusal the gateway answers (CONTRACT.md section 7's table plus OpenAI's own request errors). */
 export type GatewayErrorCode =
@@ -68,6 +69,11 @@ const LAYER_CODES: Readonly<Record<string, string>> = {
  * time the gateway spent (`x-gateway-overhead-ms`).
  */
 export const openAiErrorWriter: ErrorWriter = (x, error, headers) => {
+  // Anthropic's SDKs read Anthropic's error body: /v1/messages answers in it, the layer's own refusals too
+  // (and the 404 of a route below it that the gateway does not serve, such as count_tokens).
+  if (x.route === '/v1/messages' || x.req.url?.startsWith('/v1/messages/') === true) {
+    return x.send(error.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, anthropicError(error.status, error.message, x.requestId));
+  }
   const code = LAYER_CODES[error.code] ?? error.code;
   const body = JSON.stringify({ error: { message: error.message, type: typeFor(error.status), code, param: error.param ?? null } });
   x.send(error.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, body);

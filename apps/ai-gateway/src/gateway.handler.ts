@@ -1,9 +1,12 @@
-import type { OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
 import { GatewayError } from './gateway.errors';
 import type { GatewayMetrics } from './gateway.metrics';
 import { costOf, type ModelEntry } from './models/model-catalogue';
-import { parseGatewayRequest } from './openai/openai-request';
+import type { Dialect, GatewayRoute } from './dialects/dialect';
+import { anthropicMessages } from './dialects/anthropic-messages';
+import { openAiResponses } from './dialects/openai-responses';
+import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf } from './openai/openai-request';
 import type { EntitlementStep } from './pipeline/entitlement.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
 import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
@@ -14,7 +17,10 @@ import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
 import type { TokenStep } from './pipeline/token.step';
 import type { Reservation } from './pipeline/ledger.types';
-import type { CallCutter, Endpoint, ProviderClient } from './providers/provider.types';
+import type { CallCutter, ProviderClient } from './providers/provider.types';
+
+/** The routes answered in another API than OpenAI's, translated to and from chat completions. */
+const DIALECTS: Readonly<Partial<Record<GatewayRoute, Dialect>>> = { messages: anthropicMessages, responses: openAiResponses };
 
 export interface GatewaySteps {
   token: TokenStep;
@@ -92,7 +98,7 @@ export class GatewayHandler {
     });
   }
 
-  async completion(x: Exchange, endpoint: Endpoint, text: string): Promise<void> {
+  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
     if (this.draining) {
       return x.error(
         { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
@@ -109,13 +115,13 @@ export class GatewayHandler {
     }
   }
 
-  private async serve(x: Exchange, endpoint: Endpoint, text: string, cutter: CallCutter): Promise<void> {
+  private async serve(x: Exchange, endpoint: GatewayRoute, text: string, cutter: CallCutter): Promise<void> {
     const s = this.steps;
     let headers: OutgoingHttpHeaders = {};
     try {
-      const principal = await s.token.verify(x.req.headers);
+      const principal = await s.token.verify(endpoint === 'messages' ? anthropicAuth(x.req.headers) : x.req.headers);
       const product = s.productKey.resolve(x.req.headers);
-      const request = parseGatewayRequest(endpoint, text, this.options.models, this.options.defaultMaxOutputTokens, this.options.imageTokens);
+      const request = this.parse(endpoint, text);
       const tenant = await s.tenant.resolve(principal);
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
@@ -129,7 +135,7 @@ export class GatewayHandler {
         productKey: product.key,
         provider: providers[0]!,
         model: request.model.id,
-        endpoint,
+        endpoint: request.route,
         stream: request.stream,
         estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
         zeroRatedReason: rating.zeroRatedReason,
@@ -184,6 +190,18 @@ export class GatewayHandler {
     }
   }
 
+  /** The request of a route's body: OpenAI's as it is, another API's through the chat body its dialect makes of it. */
+  private parse(route: GatewayRoute, text: string): GatewayRequest {
+    const o = this.options;
+    const dialect = DIALECTS[route];
+    if (dialect === undefined) return parseGatewayRequest(route as 'chat.completions' | 'embeddings', text, o.models, o.defaultMaxOutputTokens, o.imageTokens);
+    const body = parseJsonObject(text);
+    const chat = dialect.toChat(body);
+    // The chat body's bytes bound its input as a Chat Completions request's do (estimateInput).
+    const request = requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), o.models, o.defaultMaxOutputTokens, o.imageTokens);
+    return { ...request, route, dialect, original: body };
+  }
+
   /** GET /v1/models: the configured catalogue, each model under its provider (OpenAI's list shape). */
   async models(x: Exchange): Promise<void> {
     try {
@@ -221,4 +239,14 @@ export class GatewayHandler {
       outcome.upstreamMs,
     );
   }
+}
+
+/**
+ * Anthropic's SDKs send the key as `x-api-key` (`apiKey`) or `Authorization: Bearer` (`authToken`):
+ * either carries the gateway's access token; Authorization wins when both are sent.
+ */
+function anthropicAuth(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const key = headers['x-api-key'];
+  if (headers.authorization !== undefined || typeof key !== 'string' || key === '') return headers;
+  return { ...headers, authorization: `Bearer ${key}` };
 }

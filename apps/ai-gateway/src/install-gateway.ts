@@ -21,6 +21,8 @@ export function installGateway(app: INestApplication): void {
   installLeanRouter(server, (fallback) =>
     new LeanRouter({ metrics, fallback, bodyLimit: BODY_LIMIT, errors: openAiErrorWriter, ownedPrefixes: ['/v1'], name: 'Gateway' })
       .add({ path: '/v1/chat/completions', method: 'POST', run: (x, _p, text) => handler.completion(x, 'chat.completions', text) })
+      .add({ path: '/v1/messages', method: 'POST', run: (x, _p, text) => handler.completion(x, 'messages', text) })
+      .add({ path: '/v1/responses', method: 'POST', run: (x, _p, text) => handler.completion(x, 'responses', text) })
       .add({ path: '/v1/embeddings', method: 'POST', run: (x, _p, text) => handler.completion(x, 'embeddings', text) })
       .add({ path: '/v1/models', method: 'GET', run: (x) => handler.models(x) }),
   );

@@ -1635,8 +1635,11 @@ export interface components {
             requestedProvider: string | null;
             /** @example gpt-4o-mini */
             model: string;
-            /** @enum {string} */
-            endpoint: "chat.completions" | "embeddings";
+            /**
+             * @description the gateway route: messages is Anthropic's Messages API, responses OpenAI's Responses API
+             * @enum {string}
+             */
+            endpoint: "chat.completions" | "embeddings" | "messages" | "responses";
             stream: boolean;
             /** @enum {string} */
             status: "pending" | "succeeded" | "failed" | "abandoned";

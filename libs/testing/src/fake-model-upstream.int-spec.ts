@@ -62,6 +62,64 @@ describe('FakeModelUpstream, through the openai SDK', () => {
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
   });
 
+  const weather = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+
+  it('calls the tool the last user message names; answers the tool result with text; says length when max_tokens cut', async () => {
+    const asked = await client.chat.completions.create({ model: 'm', tools: weather, messages: [{ role: 'user', content: 'get_weather Paris' }] });
+    expect(asked.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      message: { content: null, tool_calls: [{ id: 'call_fake_0', type: 'function', function: { name: 'get_weather', arguments: '{"city":"get_weather Paris"}' } }] },
+    });
+    expect(asked.usage?.completion_tokens).toBe(1 + 2);
+    const answered = await client.chat.completions.create({
+      model: 'm',
+      tools: weather,
+      messages: [
+        { role: 'user', content: 'get_weather Paris' },
+        { role: 'assistant', content: null, tool_calls: asked.choices[0]!.message.tool_calls },
+        { role: 'tool', tool_call_id: 'call_fake_0', content: 'sunny 21C' },
+      ],
+    });
+    expect(answered.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'echo: sunny 21C' } });
+    // Not named, not forced: no call; 'none' never calls.
+    const plain = await client.chat.completions.create({ model: 'm', tools: weather, messages: [{ role: 'user', content: 'hello' }] });
+    expect(plain.choices[0]!.message.tool_calls).toBeUndefined();
+    const none = await client.chat.completions.create({ model: 'm', tools: weather, tool_choice: 'none', messages: [{ role: 'user', content: 'get_weather' }] });
+    expect(none.choices[0]!.finish_reason).toBe('stop');
+    const forced = await client.chat.completions.create({ model: 'm', tools: weather, tool_choice: { type: 'function', function: { name: 'get_weather' } }, messages: [{ role: 'user', content: 'hi' }] });
+    expect(forced.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather', arguments: '{"city":"hi"}' } });
+    const cut = await client.chat.completions.create({ model: 'm', max_tokens: 2, messages: [{ role: 'user', content: 'a b c' }] });
+    expect(cut.choices[0]!.finish_reason).toBe('length');
+  });
+
+  it('ends the reply before a stop string and names it as vLLM does (stop_reason)', async () => {
+    const r = await client.chat.completions.create({ model: 'm', stop: ['c'], messages: [{ role: 'user', content: 'a b c d' }] });
+    expect(r.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'echo: a b' }, stop_reason: 'c' });
+    expect(r.usage?.completion_tokens).toBe(3);
+  });
+
+  it('streams a tool call as OpenAI does (name, then argument pieces), and n choices each', async () => {
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, n: 2, stream_options: { include_usage: true }, tools: weather, messages: [{ role: 'user', content: 'get_weather in Rome' }] });
+    const args: Record<number, string> = { 0: '', 1: '' };
+    const finishes: Array<string | null> = [];
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const c of stream) {
+      for (const choice of c.choices) {
+        const call = choice.delta.tool_calls?.[0];
+        if (call?.id) expect(call).toMatchObject({ index: 0, id: `call_fake_${choice.index}`, function: { name: 'get_weather' } });
+        args[choice.index] += call?.function?.arguments ?? '';
+        if (choice.finish_reason) finishes.push(choice.finish_reason);
+      }
+      if (c.usage) usage = c.usage;
+    }
+    expect(args).toEqual({ 0: '{"city":"get_weather in Rome"}', 1: '{"city":"get_weather in Rome"}' });
+    expect(finishes).toEqual(['tool_calls', 'tool_calls']);
+    expect(usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 2 * (1 + 3) });
+    const many = await client.chat.completions.create({ model: 'm', n: 3, messages: [{ role: 'user', content: 'a b' }] });
+    expect(many.choices.map((c) => [c.index, c.message.content])).toEqual([[0, 'echo: a b'], [1, 'echo: a b'], [2, 'echo: a b']]);
+    expect(many.usage?.completion_tokens).toBe(9);
+  });
+
   it('embeds a string or an array deterministically', async () => {
     const one = await client.embeddings.create({ model: 'fake-embed-1', input: 'alpha beta' });
     expect(one.data).toHaveLength(1);

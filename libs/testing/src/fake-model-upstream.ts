@@ -10,10 +10,19 @@ import { dialHost } from './http';
  * talk to it unchanged. Everything it answers is deterministic:
  *
  * - chat: the reply is `echo: ` followed by the last user message's text (cut to `max_tokens` or
- *   `max_completion_tokens` words); a token is one whitespace-separated word, so prompt tokens are the
- *   words of every message's text and completion tokens the words of the reply.
- * - streaming: one chunk per word, then a chunk with `finish_reason: "stop"`, then, when
- *   `stream_options.include_usage` is true, a usage-only chunk (`choices: []`) AFTER the finish
+ *   `max_completion_tokens` words), or by the tool result's text when the last message is a `tool`
+ *   one; a token is one whitespace-separated word, so prompt tokens are the words of every message's
+ *   text and completion tokens the words of the reply (times `n`: every choice is the same answer).
+ *   `finish_reason` is `length` when the limit cut the reply, `stop` otherwise; a `stop` string ends
+ *   the reply before the first echoed word containing it, named in `stop_reason` as vLLM does.
+ * - tool calls (see toolCallOf): when `tools` are offered and `tool_choice` names one of them, or is
+ *   `required`, or (absent or `auto`) the last message is the user's and names a tool, the answer is
+ *   a call of that tool (`finish_reason: "tool_calls"`, id `call_fake_<choice>`), its arguments
+ *   `{"<first string property>": "<the last user message's text>"}` (`{}` without one); it counts
+ *   one token for the name plus the words of the arguments.
+ * - streaming: one chunk per word (a tool call: its name and id, then its arguments in pieces of
+ *   at most 8 characters), each choice's chunk in turn, then a chunk with the `finish_reason`, then,
+ *   when `stream_options.include_usage` is true, a usage-only chunk (`choices: []`) AFTER the finish
  *   chunk, as OpenAI sends it, then `data: [DONE]`.
  * - embeddings: a unit vector per input from SHA-256 of the text (`dimensions`, default 8).
  *
@@ -90,13 +99,70 @@ interface Message {
   content?: unknown;
 }
 
-/** The reply the fake gives to a chat body, as words. */
-function replyWords(body: Record<string, unknown>): string[] {
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The reply the fake gives to a chat body, as words; whether `max_tokens` cut it; the `stop` string
+ * that ended it (the reply stops before the first word containing one), reported as vLLM does
+ * (`stop_reason` beside `finish_reason: "stop"`).
+ */
+function reply(body: Record<string, unknown>): { words: string[]; cut: boolean; stoppedBy: string | null } {
   const messages = Array.isArray(body.messages) ? (body.messages as Message[]) : [];
-  const lastUser = [...messages].reverse().find((m) => m && m.role === 'user');
-  const words = ['echo:', ...contentText(lastUser?.content).split(/\s+/).filter((w) => w !== '')];
+  const last = messages[messages.length - 1];
+  const source = last?.role === 'tool' ? last : [...messages].reverse().find((m) => m && m.role === 'user');
+  let words = ['echo:', ...contentText(source?.content).split(/\s+/).filter((w) => w !== '')];
+  const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter((x): x is string => typeof x === 'string' && x !== '');
+  let stoppedBy: string | null = null;
+  // The echoed words only: `echo:` itself never stops the reply.
+  const at = words.findIndex((w, i) => i > 0 && stops.some((x) => w.includes(x)));
+  if (at >= 0) {
+    stoppedBy = stops.find((x) => words[at]!.includes(x))!;
+    words = words.slice(0, at);
+  }
   const limit = Number(body.max_completion_tokens ?? body.max_tokens);
-  return Number.isInteger(limit) && limit > 0 ? words.slice(0, limit) : words;
+  return Number.isInteger(limit) && limit > 0 && words.length > limit ? { words: words.slice(0, limit), cut: true, stoppedBy: null } : { words, cut: false, stoppedBy };
+}
+
+/** A tool call the fake answers with. */
+export interface FakeToolCall {
+  name: string;
+  arguments: string;
+}
+
+/**
+ * The tool call a chat body gets, if any: `tool_choice` naming an offered function, or `required`
+ * (the tool the last user message names, else the first), or, when it is absent or `auto`, the
+ * offered function whose name the last message (a user's) contains.
+ */
+export function toolCallOf(body: Record<string, unknown>): FakeToolCall | undefined {
+  const tools = (Array.isArray(body.tools) ? body.tools : [])
+    .map((t: unknown) => (isObject(t) && t.type === 'function' && isObject(t.function) && typeof t.function.name === 'string' ? t.function : undefined))
+    .filter((f): f is Record<string, unknown> & { name: string } => f !== undefined);
+  if (tools.length === 0) return undefined;
+  const choice = body.tool_choice;
+  const messages = Array.isArray(body.messages) ? (body.messages as Message[]) : [];
+  const last = messages[messages.length - 1];
+  const lastUser = last?.role === 'user' ? contentText(last.content) : undefined;
+  const named = lastUser === undefined ? undefined : tools.find((f) => lastUser.includes(f.name));
+  let tool: (Record<string, unknown> & { name: string }) | undefined;
+  if (isObject(choice) && isObject(choice.function)) tool = tools.find((f) => f.name === (choice.function as Record<string, unknown>).name);
+  else if (choice === 'required') tool = named ?? tools[0];
+  else if (choice === undefined || choice === null || choice === 'auto') tool = named;
+  if (tool === undefined) return undefined;
+  const properties = isObject(tool.parameters) && isObject(tool.parameters.properties) ? tool.parameters.properties : {};
+  const first = Object.keys(properties).find((k) => isObject(properties[k]) && (properties[k] as Record<string, unknown>).type === 'string');
+  const userText = [...messages].reverse().find((m) => m && m.role === 'user');
+  const args = first === undefined ? {} : { [first]: contentText(userText?.content) };
+  return { name: tool.name, arguments: JSON.stringify(args) };
+}
+
+/** Completion tokens of a tool call: its name, then the words of its arguments. */
+const toolCallTokens = (call: FakeToolCall): number => 1 + fakeTokenCount(call.arguments);
+
+/** `n`, as the fake reads it. */
+function choicesOf(body: Record<string, unknown>): number {
+  const n = Number(body.n);
+  return Number.isInteger(n) && n > 0 ? n : 1;
 }
 
 function promptTokens(body: Record<string, unknown>): number {
@@ -255,15 +321,32 @@ export class FakeModelUpstream {
     if (endpoint === 'embeddings') return this.embeddings(res, body);
     if (!Array.isArray(body.messages)) return openAiError(res, 400, "Missing required parameter: 'messages'.", 'missing_required_parameter');
     if (body.stream === true) return this.stream(res, body);
-    const words = replyWords(body);
     const prompt = promptTokens(body);
+    const n = choicesOf(body);
+    const call = toolCallOf(body);
+    if (call !== undefined) {
+      return this.sendJson(res, {
+        id: 'chatcmpl-fake',
+        object: 'chat.completion',
+        created: CREATED,
+        model: body.model,
+        choices: Array.from({ length: n }, (_, index) => ({
+          index,
+          message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: `call_fake_${index}`, type: 'function', function: call }] },
+          logprobs: null,
+          finish_reason: 'tool_calls',
+        })),
+        ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, toolCallTokens(call) * n) }),
+      });
+    }
+    const { words, cut, stoppedBy } = reply(body);
     this.sendJson(res, {
       id: 'chatcmpl-fake',
       object: 'chat.completion',
       created: CREATED,
       model: body.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: 'stop' }],
-      ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, words.length) }),
+      choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: cut ? 'length' : 'stop', ...(stoppedBy === null ? {} : { stop_reason: stoppedBy }) })),
+      ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, words.length * n) }),
     });
   }
 
@@ -307,27 +390,56 @@ export class FakeModelUpstream {
 
   private async stream(res: ServerResponse, body: Record<string, unknown>): Promise<void> {
     const b = this.behaviour;
-    const words = replyWords(body);
     const prompt = promptTokens(body);
+    const n = choicesOf(body);
+    const call = toolCallOf(body);
+    // Each step's delta, the same for every choice; the first carries the role.
+    let deltas: Array<Record<string, unknown>>;
+    let finish: string;
+    let completion: number;
+    let stoppedBy: string | null = null;
+    if (call !== undefined) {
+      const pieces = call.arguments.match(/[\s\S]{1,8}/g) ?? [];
+      deltas = [
+        { role: 'assistant', content: null, tool_calls: [{ index: 0, id: '', type: 'function', function: { name: call.name, arguments: '' } }] },
+        ...pieces.map((p) => ({ tool_calls: [{ index: 0, function: { arguments: p } }] })),
+      ];
+      finish = 'tool_calls';
+      completion = toolCallTokens(call);
+    } else {
+      const r = reply(body);
+      const { words, cut } = r;
+      stoppedBy = r.stoppedBy;
+      deltas = [{ role: 'assistant', content: '' }, ...words.map((w, i) => ({ content: i === 0 ? w : ` ${w}` }))];
+      finish = cut ? 'length' : 'stop';
+      completion = words.length;
+    }
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     const includeUsage = options?.include_usage === true && !b.omitUsage;
     // OpenAI sends `usage: null` on every chunk when usage was asked for.
     const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: CREATED, model: body.model, system_fingerprint: null };
     const event = (choices: unknown[], usage?: unknown): string =>
       `data: ${JSON.stringify({ ...base, choices, ...(includeUsage ? { usage: usage ?? null } : {}) })}\n\n`;
+    /** A delta for choice `index` (a tool call's id names its choice). */
+    const forChoice = (delta: Record<string, unknown>, index: number): Record<string, unknown> =>
+      Array.isArray(delta.tool_calls) && (delta.tool_calls[0] as { id?: string }).id === ''
+        ? { ...delta, tool_calls: [{ ...(delta.tool_calls[0] as object), id: `call_fake_${index}` }] }
+        : delta;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    res.write(event([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
-    for (let i = 0; i < words.length; i++) {
-      if (b.breakAfterChunks !== undefined && i >= b.breakAfterChunks) return this.breakOff(res);
-      await sleep(b.chunkDelayMs);
-      if (res.destroyed) return;
-      res.write(event([{ index: 0, delta: { content: i === 0 ? words[i] : ` ${words[i]}` }, logprobs: null, finish_reason: null }]));
+    for (let i = 0; i < deltas.length; i++) {
+      // The first (role) chunk is not a content chunk: breakAfterChunks counts those after it.
+      if (i > 0) {
+        if (b.breakAfterChunks !== undefined && i - 1 >= b.breakAfterChunks) return this.breakOff(res);
+        await sleep(b.chunkDelayMs);
+        if (res.destroyed) return;
+      }
+      for (let c = 0; c < n; c++) res.write(event([{ index: c, delta: forChoice(deltas[i]!, c), logprobs: null, finish_reason: null }]));
     }
-    if (b.breakAfterChunks !== undefined && words.length >= b.breakAfterChunks) return this.breakOff(res);
+    if (b.breakAfterChunks !== undefined && deltas.length - 1 >= b.breakAfterChunks) return this.breakOff(res);
     await sleep(b.chunkDelayMs);
     if (res.destroyed) return;
-    res.write(event([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]));
-    if (includeUsage) res.write(event([], this.chatUsage(prompt, words.length)));
+    for (let c = 0; c < n; c++) res.write(event([{ index: c, delta: {}, logprobs: null, finish_reason: finish, ...(stoppedBy === null ? {} : { stop_reason: stoppedBy }) }]));
+    if (includeUsage) res.write(event([], this.chatUsage(prompt, completion * n)));
     res.end(b.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 }

@@ -27,6 +27,13 @@ describe('parseGatewayRequest', () => {
     expect(parse('chat.completions', { model: 'fake-chat-1', messages: [user], stream: true, stream_options: { include_usage: false } }).stream).toBe(true);
   });
 
+  it('bounds tools at OpenAI\'s 128', () => {
+    const tools = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'function', function: { name: `t${i}` } }));
+    expect(refusal('chat.completions', { model: 'fake-chat-1', messages: [user], tools: tools(128) })).toBeUndefined();
+    expect(refusal('chat.completions', { model: 'fake-chat-1', messages: [user], tools: tools(129) })).toBe('400 invalid_request tools');
+    expect(refusal('chat.completions', { model: 'fake-chat-1', messages: [user], tools: { a: 1 } })).toBe('400 invalid_request tools');
+  });
+
   it('accepts content parts and assistant tool calls without content', () => {
     const messages = [
       { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'https://x/y.png' } }] },

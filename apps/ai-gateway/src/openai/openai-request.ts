@@ -2,10 +2,18 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { GatewayError } from '../gateway.errors';
 import type { ModelEntry } from '../models/model-catalogue';
 import type { Endpoint } from '../providers/provider.types';
+import type { Dialect, GatewayRoute } from '../dialects/dialect';
 
-/** A request body as the gateway needs it; `body` is the client's object, passed on untouched. */
+/** A request body as the gateway needs it; `body` is the client's object, passed on untouched (or the chat body a dialect made of it). */
 export interface GatewayRequest {
+  /** The provider endpoint called. */
   endpoint: Endpoint;
+  /** The gateway route asked (the ledger's and the metrics' endpoint): the provider endpoint, or `messages` / `responses`. */
+  route: GatewayRoute;
+  /** The API the client speaks when it is not OpenAI's Chat Completions or Embeddings: its answers are translated back. */
+  dialect?: Dialect;
+  /** With a dialect: the client's own body, before its translation. */
+  original?: Record<string, unknown>;
   body: Record<string, unknown>;
   model: ModelEntry;
   stream: boolean;
@@ -20,6 +28,8 @@ export const DEFAULT_IMAGE_TOKENS = 50_000;
 
 /** OpenAI's own upper bound for `n`. */
 const MAX_CHOICES = 128;
+/** OpenAI's own upper bound for `tools`. */
+export const MAX_TOOLS = 128;
 
 const ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
@@ -39,6 +49,11 @@ export function parseGatewayRequest(
   defaultMaxOutputTokens: number,
   imageTokens = DEFAULT_IMAGE_TOKENS,
 ): GatewayRequest {
+  return requestOf(endpoint, parseJsonObject(text), Buffer.byteLength(text, 'utf8'), models, defaultMaxOutputTokens, imageTokens);
+}
+
+/** The body as a JSON object: refused when empty, deeper than MAX_JSON_DEPTH, not JSON, or not an object. */
+export function parseJsonObject(text: string): Record<string, unknown> {
   if (text === '') throw bad('The request body is empty; send a JSON object.', null);
   // Deeper JSON than any OpenAI request needs is refused before it is parsed (CONTRACT.md section 4).
   if (exceedsJsonDepth(text)) throw bad(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels.`, null);
@@ -49,6 +64,22 @@ export function parseGatewayRequest(
     throw new GatewayError(400, 'invalid_json', 'The request body is not valid JSON.', null);
   }
   if (!isRecord(body)) throw bad('The request body must be a JSON object.', null);
+  return body;
+}
+
+/**
+ * The request of a parsed OpenAI body whose JSON text is `bytes` long. A dialect's request comes here
+ * as the chat body made of it (its bytes those of that body's JSON), so its estimate and admission
+ * are the same as a Chat Completions request's.
+ */
+export function requestOf(
+  endpoint: Endpoint,
+  body: Record<string, unknown>,
+  bytes: number,
+  models: ReadonlyMap<string, ModelEntry>,
+  defaultMaxOutputTokens: number,
+  imageTokens = DEFAULT_IMAGE_TOKENS,
+): GatewayRequest {
   const modelId = body['model'];
   if (typeof modelId !== 'string' || modelId === '') throw bad('model is required: a model id from /v1/models.', 'model');
   const model = models.get(modelId);
@@ -66,14 +97,16 @@ export function parseGatewayRequest(
   if (endpoint === 'embeddings') {
     if (stream === true) throw bad('embeddings cannot be streamed.', 'stream');
     checkInput(body['input']);
-    return { endpoint, body, model, stream: false, inputTokens: estimateInput(text, { urlBytes: 0, images: 0 }, imageTokens), outputTokens: 0 };
+    return { endpoint, route: endpoint, body, model, stream: false, inputTokens: estimateInput(bytes, { urlBytes: 0, images: 0 }, imageTokens), outputTokens: 0 };
   }
   const images = messageImages(body['messages']);
+  const tools = body['tools'];
+  if (tools !== undefined && tools !== null && (!Array.isArray(tools) || tools.length > MAX_TOOLS)) throw bad(`tools must be an array of at most ${MAX_TOOLS} tools.`, 'tools');
   const perChoice = positiveInt(body, 'max_completion_tokens') ?? positiveInt(body, 'max_tokens') ?? defaultMaxOutputTokens;
   const n = positiveInt(body, 'n') ?? 1;
   if (n > MAX_CHOICES) throw bad(`n must be at most ${MAX_CHOICES}.`, 'n');
   capOutput(body, perChoice);
-  return { endpoint, body, model, stream: stream === true, inputTokens: estimateInput(text, images, imageTokens), outputTokens: perChoice * n };
+  return { endpoint, route: endpoint, body, model, stream: stream === true, inputTokens: estimateInput(bytes, images, imageTokens), outputTokens: perChoice * n };
 }
 
 /** A field that must be a positive integer when present (null counts as absent, as OpenAI reads it). */
@@ -105,8 +138,8 @@ function capOutput(body: Record<string, unknown>, perChoice: number): void {
  * (about four bytes a token): the reservation is released at settlement, and only an upper bound
  * keeps every balance above minus one request's cost.
  */
-function estimateInput(text: string, images: { urlBytes: number; images: number }, imageTokens: number): number {
-  return Buffer.byteLength(text, 'utf8') - images.urlBytes + images.images * imageTokens + 64;
+function estimateInput(bytes: number, images: { urlBytes: number; images: number }, imageTokens: number): number {
+  return bytes - images.urlBytes + images.images * imageTokens + 64;
 }
 
 /** Validates the messages; counts their image parts and the bytes of those parts' URLs. */

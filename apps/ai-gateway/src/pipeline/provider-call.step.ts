@@ -47,6 +47,14 @@ function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 export class ProviderCallStep {
   constructor(private readonly client: ProviderClient) {}
 
@@ -78,13 +86,18 @@ export class ProviderCallStep {
     // A client that left before this point is not sent upstream at all (and pays nothing).
     if (res.destroyed || res.socket === null || res.socket.destroyed) onClose();
     else res.once('close', onClose);
+    const dialect = request.dialect;
+    // Made only for another API's request: the chat hot path allocates nothing more.
+    const context = dialect === undefined ? undefined : { requestId: x.requestId, model: request.model.id, body: request.original ?? request.body };
     const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal, cutter };
     try {
       if (!request.stream) {
         const result = await this.client.json(upstream);
         await beforeAnswer();
         const ok = result.status >= 200 && result.status < 300;
-        x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, result.body);
+        // Another API's client gets the answer (or the provider's refusal) in its API's terms.
+        const body = dialect === undefined ? result.body : ok ? dialect.answer(parseJson(result.body), context!) : dialect.refusal(result.status, result.body);
+        x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, body);
         // A client that left after the request was sent is billed the answer's usage all the same.
         const gone = ok && clientGone;
         return {
@@ -97,23 +110,27 @@ export class ProviderCallStep {
         };
       }
       let out: ServerResponse | undefined;
+      const translator = dialect?.stream(context!);
+      const write = (bytes: Buffer | undefined): void => {
+        if (bytes !== undefined && out !== undefined && !out.writableEnded && !out.destroyed) out.write(bytes);
+      };
       const sink = {
         start: async (provider: ProviderKey): Promise<void> => {
           await beforeAnswer();
           // The head goes out before the upstream's time is known: the overhead is what preceded the call.
           out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
         },
-        chunk: (bytes: Buffer): void => {
-          if (out !== undefined && !out.writableEnded && !out.destroyed) out.write(bytes);
-        },
+        chunk: (bytes: Buffer): void => write(translator === undefined ? bytes : translator.push(bytes)),
       };
       const result = await this.client.stream(upstream, sink);
       if (result.outcome === 'rejected') {
         await beforeAnswer();
         const rejection = result.rejection ?? { status: 502, body: Buffer.from('{"error":{"message":"The provider refused the request.","type":"server_error","code":"provider_error","param":null}}') };
-        x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, rejection.body);
+        const body = dialect === undefined ? rejection.body : dialect.refusal(rejection.status, rejection.body);
+        x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, body);
         return { provider: result.provider, status: 'failed', usage: NO_USAGE, upstreamMs: result.upstreamMs, errorCode: `upstream_${rejection.status}`, outcome: 'upstream_refused' };
       }
+      if (translator !== undefined) write(translator.end());
       if (out !== undefined && !out.writableEnded && !out.destroyed) out.end();
       if (result.outcome === 'completed') {
         return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: null, outcome: 'succeeded' };

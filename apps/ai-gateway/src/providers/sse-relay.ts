@@ -4,6 +4,15 @@ import type { Usage } from './provider.types';
 
 const EVENT_END = /\r?\n\r?\n/;
 
+/** The data of one server-sent event (its `data:` lines joined), '' when it has none. */
+export function sseEventData(event: string): string {
+  let data = '';
+  for (const line of event.split(/\r?\n/)) {
+    if (line.startsWith('data:')) data += (data === '' ? '' : '\n') + line.slice(line.startsWith('data: ') ? 6 : 5);
+  }
+  return data;
+}
+
 /**
  * Reads an upstream's chat-completion server-sent events as they arrive and says what to pass on:
  * every event as the upstream wrote it, except the usage-only chunk (`choices: []`) when the client
@@ -49,10 +58,7 @@ export class SseRelay {
 
   /** Reads one event; whether it is passed on. */
   private take(event: string): boolean {
-    let data = '';
-    for (const line of event.split(/\r?\n/)) {
-      if (line.startsWith('data:')) data += (data === '' ? '' : '\n') + line.slice(line.startsWith('data: ') ? 6 : 5);
-    }
+    const data = sseEventData(event);
     if (data === '') return event.trim() !== '';
     if (data === '[DONE]') {
       this.sawDone = true;

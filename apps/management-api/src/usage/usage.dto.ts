@@ -55,7 +55,7 @@ export class UsageRowDto {
   @ApiProperty({ description: 'the provider that served, after any fallback', example: 'inhouse' }) provider: string;
   @ApiProperty({ nullable: true, type: String, description: 'the provider asked for, when another one served' }) requestedProvider: string | null;
   @ApiProperty({ example: 'gpt-4o-mini' }) model: string;
-  @ApiProperty({ enum: ['chat.completions', 'embeddings'] }) endpoint: string;
+  @ApiProperty({ enum: ['chat.completions', 'embeddings', 'messages', 'responses'], description: 'the gateway route: messages is Anthropic\'s Messages API, responses OpenAI\'s Responses API' }) endpoint: string;
   @ApiProperty() stream: boolean;
   @ApiProperty({ enum: USAGE_STATUSES }) status: UsageStatus;
   @ApiProperty({ description: 'micro-credits held while pending' }) reserved: number;

@@ -14,6 +14,7 @@ import { LowBalanceAlerts1763830300000 } from './1763830300000-low-balance-alert
 import { Budgets1763840000000 } from './1763840000000-budgets';
 import { UsageLedgerUpstreamCalled1763840100000 } from './1763840100000-usage-ledger-upstream-called';
 import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-barriers';
+import { UsageLedgerAgentEndpoints1763850000000 } from './1763850000000-usage-ledger-agent-endpoints';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   Budgets1763840000000,
   UsageLedgerUpstreamCalled1763840100000,
   LedgerFlushBarriers1763840200000,
+  UsageLedgerAgentEndpoints1763850000000,
 ];

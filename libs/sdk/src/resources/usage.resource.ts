@@ -21,7 +21,7 @@ export interface UsageRow {
   provider: string;
   requestedProvider: string | null;
   model: string;
-  endpoint: 'chat.completions' | 'embeddings';
+  endpoint: 'chat.completions' | 'embeddings' | 'messages' | 'responses';
   stream: boolean;
   status: UsageStatus;
   reserved: number;
