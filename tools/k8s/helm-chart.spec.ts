@@ -66,6 +66,12 @@ describe('helm and values.schema.json', () => {
   it.each<[string, string[], string]>([
     ['a misspelt key', ['apps.billing-worker.replica=2'], "at '/apps/billing-worker': additional properties 'replica' not allowed"],
     ['the dev identity provider in production', ['nodeEnv=production', 'idp.mode=dev'], "at '/idp/mode': value must be 'oidc'"],
+    [
+      'an egress destination mixing an address block with a namespace (a NetworkPolicy peer is one or the other)',
+      ['networkPolicy.egress.redis[0].ipBlocks[0].cidr=10.0.0.0/8', 'networkPolicy.egress.redis[0].namespaces[0]=cache', 'networkPolicy.egress.redis[0].ports[0]=6379'],
+      "at '/networkPolicy/egress/redis/0': 'anyOf' failed",
+    ],
+    ['an HTTPRoute attached to no Gateway', ['httpRoute.enabled=true'], "at '/httpRoute/parentRefs': minItems: got 0, want 1"],
     ['an unknown top-level key', ['postgress.url=postgres://x/y'], "additional properties 'postgress' not allowed"],
     ["an extra volume named as the chart's own", ['apps.ai-gateway.extraVolumes[0].name=tmp', 'apps.ai-gateway.extraVolumes[0].emptyDir.medium=Memory'], "at '/apps/ai-gateway/extraVolumes/0/name': 'not' failed"],
     ['a pod label the chart selects on', ['apps.ai-gateway.podLabels.app\\.kubernetes\\.io/component=x'], "invalid propertyName 'app.kubernetes.io/component'"],

@@ -11,10 +11,17 @@ values), instance (orep-server only), replicas.
 {{- $secretEnv := include "flagship.secretEnv" . -}}
 {{- $ctx := . -}}
 {{- $minReplicas := .replicas -}}
+{{- $maxReplicas := 0 -}}
 {{- if .spec.autoscaling.enabled -}}
 {{- $minReplicas = .spec.autoscaling.minReplicas -}}
+{{- $maxReplicas = .spec.autoscaling.maxReplicas -}}
 {{- if gt .spec.autoscaling.minReplicas .spec.autoscaling.maxReplicas -}}
 {{- fail (printf "%s: autoscaling.minReplicas is above maxReplicas" .component) -}}
+{{- end -}}
+{{- /* An orep-server instance's own replicas are its floor (orepServer.autoscaling is shared by all). */ -}}
+{{- if and .instance .instance.replicas -}}
+{{- $minReplicas = .instance.replicas -}}
+{{- $maxReplicas = max $maxReplicas .instance.replicas -}}
 {{- end -}}
 {{- end }}
 ---
@@ -217,8 +224,8 @@ spec:
     apiVersion: apps/v1
     kind: Deployment
     name: {{ $name }}
-  minReplicas: {{ .spec.autoscaling.minReplicas }}
-  maxReplicas: {{ .spec.autoscaling.maxReplicas }}
+  minReplicas: {{ $minReplicas }}
+  maxReplicas: {{ $maxReplicas }}
   metrics:
     - type: Resource
       resource:
