@@ -12,6 +12,7 @@ import Ajv from 'ajv';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { appContract, appNames, nestGetRoutes, ROOT, type AppContract } from './app-contracts';
 import { HelmError, mergeValues, readChartValues, renderChart } from './helm';
+import { createDataSource } from '@flagship/persistence';
 import { KUSTOMIZE_RENDERINGS, kustomizeBase } from './kustomize-base';
 import {
   type ManifestSet,
@@ -153,15 +154,23 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     expect(wiringProblems(target)).toEqual([]);
   });
 
-  it('runs the migrations as a Job that gets DATABASE_URL, before the apps (a pre-install/pre-upgrade hook)', () => {
+  it('runs the migrations as a Job that gets DATABASE_URL and a lock timeout, before the apps (a Helm hook; with kustomize a plain Job applied first)', () => {
     const jobs = ofKind(target, 'Job');
     expect(jobs).toHaveLength(1);
     const job = jobs[0];
-    expect(job['metadata'].annotations['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    if (target.name.startsWith('chart')) {
+      expect(job['metadata'].name).toBe('flagship-migrate');
+      expect(job['metadata'].annotations['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    } else {
+      // Named after what it runs (a Job's template is immutable); Argo CD applies it in an earlier wave.
+      expect(job['metadata'].name).toMatch(/^flagship-migrate-[0-9a-f]{10}$/);
+      expect(job['metadata'].annotations).toEqual({ 'argocd.argoproj.io/sync-wave': '-1' });
+    }
     const c = job['spec'].template.spec.containers[0];
     expect(c.command).toEqual(['node', 'dist/migrate.js']);
     expect(c.image).toMatch(/\/management-api:/);
     expect(c.env.map((e: Obj) => e.name)).toContain('DATABASE_URL');
+    expect(c.env.find((e: Obj) => e.name === 'PGOPTIONS')).toEqual({ name: 'PGOPTIONS', value: '-c lock_timeout=10s' });
     expect(securityProblems(`${target.name}: Job/${job['metadata'].name}`, job['spec'].template.spec)).toEqual([]);
   });
 
@@ -484,6 +493,31 @@ describe('chart options', () => {
     for (const w of workloads(off)) expect(egressOf(off, w.deployment['spec'].template.metadata.labels)).toEqual(['anything']);
   });
 
+  it('migrations.mode job: a plain Job whose name changes with what it runs, not from one rendering to the next', () => {
+    const job = (values: Record<string, unknown>) => ofKind({ name: 'job', objects: renderChart(CHART, { values: { migrations: { mode: 'job' }, ...values } }).documents }, 'Job')[0];
+    const a = job({});
+    expect(a['metadata'].annotations['helm.sh/hook']).toBeUndefined();
+    expect(job({})['metadata'].name).toBe(a['metadata'].name);
+    expect(job({ image: { tag: '0.1.1' } })['metadata'].name).not.toBe(a['metadata'].name);
+    expect(job({ migrations: { mode: 'job', lockTimeout: '30s' } })['metadata'].name).not.toBe(a['metadata'].name);
+  });
+
+  it("the migration Job's lock timeout reaches Postgres: its sessions run with lock_timeout (PGOPTIONS, through the apps' own DataSource)", async () => {
+    const env = ofKind(targets[0], 'Job')[0]['spec'].template.spec.containers[0].env as Obj[];
+    const pgoptions = env.find((e) => e.name === 'PGOPTIONS')!.value as string;
+    const before = process.env['PGOPTIONS'];
+    process.env['PGOPTIONS'] = pgoptions;
+    const ds = createDataSource({ url: 'postgres://postgres@127.0.0.1:5432/postgres', poolSize: 1, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
+    try {
+      await ds.initialize();
+      expect(await ds.query('SHOW lock_timeout')).toEqual([{ lock_timeout: '10s' }]);
+    } finally {
+      if (ds.isInitialized) await ds.destroy();
+      if (before === undefined) delete process.env['PGOPTIONS'];
+      else process.env['PGOPTIONS'] = before;
+    }
+  });
+
   it("the gateway drains for its longest request: SHUTDOWN_GRACE_MS and terminationGracePeriodSeconds follow PROVIDER_TOTAL_TIMEOUT_MS", () => {
     const grace = (values?: Record<string, unknown>) =>
       workloads({ name: 'grace', objects: renderChart(CHART, values ? { values } : {}).documents }).map((w) => [
@@ -639,7 +673,7 @@ describe('chart options', () => {
       expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }, ...api.extraVolumeMounts]);
       expect(pod('management-api').spec.volumes.map((v: Obj) => v.name)).toEqual(['tmp', 'ca-bundle']);
       const job = ofKind(set, 'Job')[0]['spec'].template.spec.containers[0];
-      expect(job.env.map((e: Obj) => e.name)).toEqual(['NODE_ENV', 'DATABASE_URL', 'PGSSLMODE']);
+      expect(job.env.map((e: Obj) => e.name)).toEqual(['NODE_ENV', 'DATABASE_URL', 'PGOPTIONS', 'PGSSLMODE']);
     });
 
     it('sidecars run as native sidecars (init containers that restart Always), the app stays the first container', () => {

@@ -13,16 +13,18 @@ import { renderChart } from './helm';
 type Obj = Record<string, any>;
 
 /** Each generated directory: the values files it renders (after values.yaml) and its namespace. */
-export const KUSTOMIZE_RENDERINGS: Array<{ dir: string; valuesFiles: string[]; namespace?: string }> = [
-  { dir: 'k8s/base', valuesFiles: [] },
-  { dir: 'k8s/overlays/production', valuesFiles: ['values-production.yaml'], namespace: 'flagship' },
-  { dir: 'k8s/overlays/development', valuesFiles: ['values-development.yaml'], namespace: 'flagship-dev' },
+// Kustomize has no hooks: the migration is a plain Job, named after what it runs (migrations.mode job).
+const PLAIN_JOB = { migrations: { mode: 'job' } };
+export const KUSTOMIZE_RENDERINGS: Array<{ dir: string; valuesFiles: string[]; namespace?: string; values: Record<string, unknown> }> = [
+  { dir: 'k8s/base', valuesFiles: [], values: PLAIN_JOB },
+  { dir: 'k8s/overlays/production', valuesFiles: ['values-production.yaml'], namespace: 'flagship', values: PLAIN_JOB },
+  { dir: 'k8s/overlays/development', valuesFiles: ['values-development.yaml'], namespace: 'flagship-dev', values: PLAIN_JOB },
 ];
 
 export function kustomizeBase(chartDir: string, rendering: (typeof KUSTOMIZE_RENDERINGS)[number] = KUSTOMIZE_RENDERINGS[0]): Record<string, string> {
   const source = rendering.valuesFiles.length ? rendering.valuesFiles.join(', ') : 'default values';
   const HEADER = `# Generated from k8s/helm/flagship (${source}) by tools/k8s/kustomize-base.ts: do not edit;\n# adapt it in an overlay of your own that lists this directory in its resources.\n# Regenerate: UPDATE_K8S_BASE=1 npx jest tools/k8s\n`;
-  const { documents } = renderChart(chartDir, { releaseName: 'flagship', valuesFiles: rendering.valuesFiles.map((f) => join(chartDir, f)) });
+  const { documents } = renderChart(chartDir, { releaseName: 'flagship', valuesFiles: rendering.valuesFiles.map((f) => join(chartDir, f)), values: rendering.values });
   const configMaps = documents.filter((d) => d['kind'] === 'ConfigMap') as Obj[];
   const resources = documents
     // `helm test` pods are Helm's alone: kustomize would create them with the apps.
