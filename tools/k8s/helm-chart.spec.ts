@@ -71,6 +71,11 @@ describe('helm and values.schema.json', () => {
       ['networkPolicy.egress.redis[0].ipBlocks[0].cidr=10.0.0.0/8', 'networkPolicy.egress.redis[0].namespaces[0]=cache', 'networkPolicy.egress.redis[0].ports[0]=6379'],
       "at '/networkPolicy/egress/redis/0': 'anyOf' failed",
     ],
+    [
+      'a KEDA trigger whose metadata is not a string (KEDA reads strings)',
+      ['orepServer.autoscaling.keda.enabled=true', 'orepServer.autoscaling.keda.triggers[0].type=prometheus', 'orepServer.autoscaling.keda.triggers[0].metadata.threshold=5000'],
+      "at '/orepServer/autoscaling/keda/triggers/0/metadata/threshold': got number, want string",
+    ],
     ['an HTTPRoute attached to no Gateway', ['httpRoute.enabled=true'], "at '/httpRoute/parentRefs': minItems: got 0, want 1"],
     ['an unknown top-level key', ['postgress.url=postgres://x/y'], "additional properties 'postgress' not allowed"],
     ["an extra volume named as the chart's own", ['apps.ai-gateway.extraVolumes[0].name=tmp', 'apps.ai-gateway.extraVolumes[0].emptyDir.medium=Memory'], "at '/apps/ai-gateway/extraVolumes/0/name': 'not' failed"],

@@ -518,6 +518,33 @@ describe('chart options', () => {
     }
   });
 
+  it('autoscaling beyond CPU: more HPA metrics after CPU (the gateway), or a KEDA ScaledObject instead of the HPA (orep-server), floors and PDBs kept', () => {
+    const perPod = { type: 'Pods', pods: { metric: { name: 'gateway_requests_in_progress' }, target: { type: 'AverageValue', averageValue: '50' } } };
+    const prometheus = { type: 'prometheus', metadata: { serverAddress: 'http://prometheus.monitoring:9090', query: 'sum(x)', threshold: '5000' } };
+    const set = {
+      name: 'autoscaling',
+      objects: renderChart(CHART, {
+        valuesFiles: [VALUES_FILES.production],
+        values: { apps: { 'ai-gateway': { autoscaling: { metrics: [perPod] } } }, orepServer: { autoscaling: { keda: { enabled: true, triggers: [prometheus] } } } },
+      }).documents,
+    };
+    expect(schemaProblems(set)).toEqual([]);
+    expect(wiringProblems(set)).toEqual([]);
+    const gateway = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['metadata'].name === 'flagship-ai-gateway')!;
+    expect(gateway['spec'].metrics.map((m: Obj) => m.type)).toEqual(['Resource', 'Pods']);
+    expect(gateway['spec'].metrics[1]).toEqual(perPod);
+    expect(ofKind(set, 'HorizontalPodAutoscaler').map((h) => h['metadata'].name)).not.toContain('flagship-orep-acme-production');
+    const scaled = ofKind(set, 'ScaledObject');
+    expect(scaled.map((o) => [o['spec'].scaleTargetRef.name, o['spec'].minReplicaCount, o['spec'].maxReplicaCount, o['spec'].triggers.map((t: Obj) => t.type)])).toEqual([
+      ['flagship-orep-acme-production', 3, 10, ['cpu', 'prometheus']],
+    ]);
+    expect(ofKind(set, 'Deployment').find((d) => d['metadata'].name === 'flagship-orep-acme-production')!['spec'].replicas).toBeUndefined();
+    expect(ofKind(set, 'PodDisruptionBudget').map((p) => p['metadata'].name)).toContain('flagship-orep-acme-production');
+    // What the check catches: an HPA beside the ScaledObject.
+    const both = { name: 'both', objects: [...set.objects, { ...gateway, metadata: { name: 'extra' }, spec: { ...gateway['spec'], scaleTargetRef: scaled[0]['spec'].scaleTargetRef } }] };
+    expect(wiringProblems(both)).toEqual(['both: Deployment/flagship-orep-acme-production has both an HPA and a ScaledObject, which would fight']);
+  });
+
   it("the gateway drains for its longest request: SHUTDOWN_GRACE_MS and terminationGracePeriodSeconds follow PROVIDER_TOTAL_TIMEOUT_MS", () => {
     const grace = (values?: Record<string, unknown>) =>
       workloads({ name: 'grace', objects: renderChart(CHART, values ? { values } : {}).documents }).map((w) => [

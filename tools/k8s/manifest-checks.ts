@@ -75,6 +75,20 @@ const CUSTOM_RESOURCES: Record<string, ReturnType<Ajv['compile']>> = {
       },
     }, ['parentRefs', 'rules'])),
   ),
+  'keda.sh/v1alpha1 ScaledObject': ajv.compile(
+    customResource('keda.sh/v1alpha1', 'ScaledObject', strict({
+      scaleTargetRef: strict({ apiVersion: str, kind: str, name: str }, ['name']),
+      minReplicaCount: { type: 'integer', minimum: 0 },
+      maxReplicaCount: { type: 'integer', minimum: 1 },
+      pollingInterval: { type: 'integer', minimum: 1 },
+      cooldownPeriod: { type: 'integer', minimum: 1 },
+      triggers: {
+        type: 'array',
+        minItems: 1,
+        items: strict({ type: str, name: str, metricType: { enum: ['AverageValue', 'Value', 'Utilization'] }, metadata: strMap, authenticationRef: strict({ name: str, kind: str }, ['name']) }, ['type', 'metadata']),
+      },
+    }, ['scaleTargetRef', 'triggers'])),
+  ),
   'monitoring.coreos.com/v1 ServiceMonitor': ajv.compile(
     customResource('monitoring.coreos.com/v1', 'ServiceMonitor', strict({ selector: labelSelector, namespaceSelector: strict({ any: { type: 'boolean' }, matchNames: { type: 'array' } }), endpoints: { type: 'array', minItems: 1, items: scrapeEndpoint } }, ['selector', 'endpoints'])),
   ),
@@ -346,11 +360,18 @@ export function wiringProblems(set: ManifestSet): string[] {
     else if (!services[0]['spec'].ports.some((p: Obj) => p.targetPort === 'http')) problems.push(`${set.name}: ${id(services[0])} does not target the http port`);
     else if (!services[0]['spec'].ports.some((p: Obj) => p.name === 'metrics' && p.targetPort === 'metrics')) problems.push(`${set.name}: ${id(services[0])} has no metrics port (for the ServiceMonitor)`);
     const hpa = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['spec'].scaleTargetRef.name === d['metadata'].name);
-    if (hpa) {
+    // KEDA's ScaledObject creates the HPA itself: never both on one Deployment.
+    const scaled = ofKind(set, 'ScaledObject').find((h) => h['spec'].scaleTargetRef.name === d['metadata'].name);
+    if (hpa && scaled) problems.push(`${set.name}: ${id(d)} has both an HPA and a ScaledObject, which would fight`);
+    if (scaled) {
+      if (!scaled['spec'].triggers.some((t: Obj) => t.type === 'cpu')) problems.push(`${set.name}: ${id(scaled)} does not scale on CPU`);
+      if (scaled['spec'].minReplicaCount > scaled['spec'].maxReplicaCount) problems.push(`${set.name}: ${id(scaled)} minReplicaCount above maxReplicaCount`);
+      if (typeof d['spec'].replicas === 'number') problems.push(`${set.name}: ${id(d)} sets replicas under a ScaledObject: each apply would reset the scale`);
+    } else if (hpa) {
       if (!hpa['spec'].metrics?.some((m: Obj) => m.resource?.name === 'cpu')) problems.push(`${set.name}: ${id(hpa)} does not scale on CPU`);
       if (hpa['spec'].minReplicas > hpa['spec'].maxReplicas) problems.push(`${set.name}: ${id(hpa)} minReplicas above maxReplicas`);
     } else if (typeof d['spec'].replicas !== 'number') problems.push(`${set.name}: ${id(d)} has neither an HPA nor replicas`);
-    const least = hpa ? hpa['spec'].minReplicas : d['spec'].replicas;
+    const least = scaled ? scaled['spec'].minReplicaCount : hpa ? hpa['spec'].minReplicas : d['spec'].replicas;
     const pdb = ofKind(set, 'PodDisruptionBudget').find((p) => matches(p['spec'].selector, labels));
     if (least > 1 && !pdb) problems.push(`${set.name}: ${id(d)} runs ${least}+ pods without a PodDisruptionBudget`);
     if (pdb && least <= 1) problems.push(`${set.name}: ${id(pdb)} on a single pod blocks every node drain`);
