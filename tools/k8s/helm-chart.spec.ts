@@ -115,6 +115,15 @@ describe('what helm tells the installer', () => {
     expect(text).not.toContain('<no value>');
   });
 
+  it('NOTES.txt: the hosts with HTTPRoutes instead of an Ingress, the monitors, the egress hint, the plain migration Job', () => {
+    const text = notes([], ['httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=public', 'podMonitor.enabled=true', 'migrations.mode=job']);
+    expect(text).toContain('https://api.flagship.example.com');
+    expect(text).toContain('scraped by PodMonitor flagship');
+    expect(text).toContain('Egress is restricted (networkPolicy.egress)');
+    expect(text).toContain('plain Job beside the apps (migrations.mode job)');
+    expect(text).not.toContain('<no value>');
+  });
+
   it("Chart.yaml lists the images values.yaml runs (Artifact Hub's artifacthub.io/images)", () => {
     const chart = parseYaml(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { annotations: Record<string, string>; appVersion: string };
     const values = parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { image: { repository: string; tag: string } };
