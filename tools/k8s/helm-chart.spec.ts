@@ -66,6 +66,17 @@ describe('helm and values.schema.json', () => {
   it.each<[string, string[], string]>([
     ['a misspelt key', ['apps.billing-worker.replica=2'], "at '/apps/billing-worker': additional properties 'replica' not allowed"],
     ['the dev identity provider in production', ['nodeEnv=production', 'idp.mode=dev'], "at '/idp/mode': value must be 'oidc'"],
+    [
+      'an egress destination mixing an address block with a namespace (a NetworkPolicy peer is one or the other)',
+      ['networkPolicy.egress.redis[0].ipBlocks[0].cidr=10.0.0.0/8', 'networkPolicy.egress.redis[0].namespaces[0]=cache', 'networkPolicy.egress.redis[0].ports[0]=6379'],
+      "at '/networkPolicy/egress/redis/0': 'anyOf' failed",
+    ],
+    [
+      'a KEDA trigger whose metadata is not a string (KEDA reads strings)',
+      ['orepServer.autoscaling.keda.enabled=true', 'orepServer.autoscaling.keda.triggers[0].type=prometheus', 'orepServer.autoscaling.keda.triggers[0].metadata.threshold=5000'],
+      "at '/orepServer/autoscaling/keda/triggers/0/metadata/threshold': got number, want string",
+    ],
+    ['an HTTPRoute attached to no Gateway', ['httpRoute.enabled=true'], "at '/httpRoute/parentRefs': minItems: got 0, want 1"],
     ['an unknown top-level key', ['postgress.url=postgres://x/y'], "additional properties 'postgress' not allowed"],
     ["an extra volume named as the chart's own", ['apps.ai-gateway.extraVolumes[0].name=tmp', 'apps.ai-gateway.extraVolumes[0].emptyDir.medium=Memory'], "at '/apps/ai-gateway/extraVolumes/0/name': 'not' failed"],
     ['a pod label the chart selects on', ['apps.ai-gateway.podLabels.app\\.kubernetes\\.io/component=x'], "invalid propertyName 'app.kubernetes.io/component'"],
@@ -101,6 +112,15 @@ describe('what helm tells the installer', () => {
     const text = notes([]);
     expect(text).toContain('http://flagship-management-api.flagship:3000');
     expect(text).toContain('http://flagship-ai-gateway.flagship:3001/v1');
+    expect(text).not.toContain('<no value>');
+  });
+
+  it('NOTES.txt: the hosts with HTTPRoutes instead of an Ingress, the monitors, the egress hint, the plain migration Job', () => {
+    const text = notes([], ['httpRoute.enabled=true', 'httpRoute.parentRefs[0].name=public', 'podMonitor.enabled=true', 'migrations.mode=job']);
+    expect(text).toContain('https://api.flagship.example.com');
+    expect(text).toContain('scraped by PodMonitor flagship');
+    expect(text).toContain('Egress is restricted (networkPolicy.egress)');
+    expect(text).toContain('plain Job beside the apps (migrations.mode job)');
     expect(text).not.toContain('<no value>');
   });
 

@@ -6,16 +6,19 @@
  * its port) and its routes (the probes).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv from 'ajv';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { appContract, appNames, nestGetRoutes, ROOT, type AppContract } from './app-contracts';
 import { HelmError, mergeValues, readChartValues, renderChart } from './helm';
-import { kustomizeBase } from './kustomize-base';
+import { createDataSource } from '@flagship/persistence';
+import { KUSTOMIZE_RENDERINGS, kustomizeBase } from './kustomize-base';
 import {
   type ManifestSet,
   type Obj,
+  egressOf,
+  matchesSelector,
   ofKind,
   podProblems,
   reachableFrom,
@@ -97,13 +100,16 @@ describe('kubectl kustomize', () => {
 });
 
 describe('k8s/base', () => {
-  it('is what the chart renders with its default values (UPDATE_K8S_BASE=1 rewrites it)', () => {
-    const files = kustomizeBase(CHART);
+  // The overlays too: each is the chart rendered with its values file, so neither can drift from it.
+  it.each(KUSTOMIZE_RENDERINGS.map((r) => [r.dir, r] as const))('%s is what the chart renders with its values (UPDATE_K8S_BASE=1 rewrites it)', (dir, rendering) => {
+    const files = kustomizeBase(CHART, rendering);
     for (const [name, text] of Object.entries(files)) {
-      const path = join(ROOT, 'k8s/base', name);
+      const path = join(ROOT, dir, name);
       if (process.env['UPDATE_K8S_BASE'] === '1') writeFileSync(path, text);
       expect([name, readFileSync(path, 'utf8')]).toEqual([name, text]);
     }
+    // Nothing else in the directory: a hand-written patch beside the generated files would drift.
+    expect(readdirSync(join(ROOT, dir)).sort()).toEqual(Object.keys(files).sort());
   });
 
   it('parses: every document of every file is a Kubernetes object', () => {
@@ -148,25 +154,63 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     expect(wiringProblems(target)).toEqual([]);
   });
 
-  it('runs the migrations as a Job that gets DATABASE_URL, before the apps (a pre-install/pre-upgrade hook)', () => {
+  it('runs the migrations as a Job that gets DATABASE_URL and a lock timeout, before the apps (a Helm hook; with kustomize a plain Job applied first)', () => {
     const jobs = ofKind(target, 'Job');
     expect(jobs).toHaveLength(1);
     const job = jobs[0];
-    expect(job['metadata'].annotations['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    if (target.name.startsWith('chart')) {
+      expect(job['metadata'].name).toBe('flagship-migrate');
+      expect(job['metadata'].annotations['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    } else {
+      // Named after what it runs (a Job's template is immutable); Argo CD applies it in an earlier wave.
+      expect(job['metadata'].name).toMatch(/^flagship-migrate-[0-9a-f]{10}$/);
+      expect(job['metadata'].annotations).toEqual({ 'argocd.argoproj.io/sync-wave': '-1' });
+    }
     const c = job['spec'].template.spec.containers[0];
     expect(c.command).toEqual(['node', 'dist/migrate.js']);
     expect(c.image).toMatch(/\/management-api:/);
     expect(c.env.map((e: Obj) => e.name)).toContain('DATABASE_URL');
+    expect(c.env.find((e: Obj) => e.name === 'PGOPTIONS')).toEqual({ name: 'PGOPTIONS', value: '-c lock_timeout=10s' });
     expect(securityProblems(`${target.name}: Job/${job['metadata'].name}`, job['spec'].template.spec)).toEqual([]);
   });
 
-  it('lets only management-api and ai-gateway be reached from anywhere; billing-worker only from the ingress controller (and helm test)', () => {
-    const open = all.filter((w) => reachableFrom(target, w.deployment['spec'].template.metadata.labels).has('anyone')).map((w) => w.app);
-    expect(open.sort()).toEqual(['ai-gateway', 'management-api']);
-    const billing = all.find((w) => w.app === 'billing-worker')!;
-    // Prometheus may scrape it too when the ServiceMonitor is on.
-    const peers = [...reachableFrom(target, billing.deployment['spec'].template.metadata.labels)].filter((p) => p !== 'namespace:monitoring');
-    expect(peers).toEqual(['namespace:ingress-nginx', `pods:${JSON.stringify({ 'app.kubernetes.io/component': 'helm-test', 'app.kubernetes.io/instance': 'flagship' })}`]);
+  it('lets no app be reached from anywhere: management-api, ai-gateway and billing-worker only from the ingress controller (and helm test), never on the metrics port', () => {
+    const fromController = ['namespace:ingress-nginx', `pods:${JSON.stringify({ 'app.kubernetes.io/component': 'helm-test', 'app.kubernetes.io/instance': 'flagship' })}`];
+    for (const w of all) {
+      const labels = w.deployment['spec'].template.metadata.labels;
+      // Prometheus may scrape every app (its metrics port) when a monitor is on.
+      const peers = [...reachableFrom(target, labels)].filter((p) => p !== 'namespace:monitoring');
+      expect([w.component, peers]).toEqual([w.component, w.app === 'orep-server' ? expect.not.arrayContaining(['anyone']) : fromController]);
+    }
+    // The controller's rules open the http port alone.
+    for (const p of ofKind(target, 'NetworkPolicy')) {
+      for (const rule of p['spec'].ingress ?? []) {
+        if ((rule.from ?? []).some((f: Obj) => f.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === 'ingress-nginx')) {
+          expect([p['metadata'].name, rule.ports]).toEqual([p['metadata'].name, [{ port: 'http', protocol: 'TCP' }]]);
+        }
+      }
+    }
+  });
+
+  it('lets each app open connections only to what it calls: DNS, Postgres, Redis, and its own providers (egress)', () => {
+    const dns = ['namespace:kube-system pods:{"k8s-app":"kube-dns"} TCP/53', 'namespace:kube-system pods:{"k8s-app":"kube-dns"} UDP/53'];
+    const vpc = (port: number) => ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'].map((c) => `ipBlock:${c} TCP/${port}`);
+    const internet = 'ipBlock:0.0.0.0/0 except 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16 TCP/443';
+    const aws = 'ipBlock:0.0.0.0/0 TCP/443';
+    const calls: Record<string, string[]> = {
+      'management-api': [internet], // Stripe and the identity provider's JWKS
+      'ai-gateway': ['namespace:ml TCP/8000', internet], // the in-house and the hosted model providers
+      'billing-worker': [internet], // Stripe
+      'orep-server': [],
+    };
+    for (const w of all) {
+      const usesAws = 'SECRETS_MANAGER_SECRET_ID' in w.env;
+      const expected = [...new Set([...dns, ...vpc(5432), ...vpc(6379), ...calls[w.app], ...(usesAws ? [aws] : [])])].sort();
+      expect([w.component, egressOf(target, w.deployment['spec'].template.metadata.labels)]).toEqual([w.component, expected]);
+    }
+    for (const job of ofKind(target, 'Job')) {
+      expect(egressOf(target, job['spec'].template.metadata.labels)).toEqual([...dns, ...vpc(5432)].sort());
+    }
   });
 
   it('routes only /webhooks/stripe of billing-worker through the Ingress', () => {
@@ -217,6 +261,21 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
       expect(api.env['IDP_MODE']).toBe('oidc');
     });
   }
+});
+
+describe('orep-server replicas', () => {
+  // An instance's replicas is its floor under the shared orepServer.autoscaling (production says 3).
+  it.each(['chart values-production.yaml', ...(hasKubectl ? ['k8s/overlays/production'] : [])])('%s runs each instance with at least the replicas its values give it', (name) => {
+    const values = parseYaml(readFileSync(VALUES_FILES.production, 'utf8')) as { orepServer: { instances: Array<{ name: string; replicas: number }> } };
+    const set = targets.find((t) => t.name === name)!;
+    const floors = values.orepServer.instances.map((i) => {
+      const hpa = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['metadata'].name === `flagship-orep-${i.name}`);
+      const deployment = ofKind(set, 'Deployment').find((d) => d['metadata'].name === `flagship-orep-${i.name}`)!;
+      return [i.name, hpa ? hpa['spec'].minReplicas : deployment['spec'].replicas];
+    });
+    expect(floors).toEqual(values.orepServer.instances.map((i) => [i.name, i.replicas]));
+    expect(floors).toEqual([['acme-production', 3]]);
+  });
 });
 
 describe('development and production', () => {
@@ -363,7 +422,7 @@ describe('chart options', () => {
   });
 
   it('the optional Ingress and ServiceMonitor are off by default and valid when on', () => {
-    expect(targets[0].objects.filter((o) => ['Ingress', 'ServiceMonitor'].includes(o['kind']))).toEqual([]);
+    expect(targets[0].objects.filter((o) => ['Ingress', 'ServiceMonitor', 'PodMonitor', 'HTTPRoute'].includes(o['kind']))).toEqual([]);
     const set = { name: 'ingress and monitor', objects: renderChart(CHART, { values: { ingress: { enabled: true }, serviceMonitor: { enabled: true } } }).documents };
     expect(schemaProblems(set)).toEqual([]);
     const monitor = ofKind(set, 'ServiceMonitor')[0];
@@ -377,6 +436,113 @@ describe('chart options', () => {
     expect(metricsPolicy['spec'].ingress[0].ports).toEqual([{ port: 'metrics', protocol: 'TCP' }]);
     const publicPolicy = ofKind(set, 'NetworkPolicy').find((p) => p['metadata'].name.endsWith('-public'))!;
     expect(publicPolicy['spec'].ingress[0].ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+  });
+
+  it('Gateway API: HTTPRoutes route the Ingress\'s hosts and paths to the http ports only, the webhook path exactly', () => {
+    const parentRefs = [{ name: 'public', namespace: 'gateway-system', sectionName: 'https' }];
+    const set = { name: 'httpRoute', objects: renderChart(CHART, { values: { httpRoute: { enabled: true, parentRefs } } }).documents };
+    expect(schemaProblems(set)).toEqual([]);
+    const routes = ofKind(set, 'HTTPRoute');
+    const paths = routes.flatMap((r) =>
+      r['spec'].rules.flatMap((rule: Obj) => rule.matches.map((m: Obj) => `${r['spec'].hostnames.join()} ${m.path.type} ${m.path.value} -> ${rule.backendRefs.map((b: Obj) => `${b.name}:${b.port}`).join()}`)),
+    );
+    expect(paths).toEqual([
+      'api.flagship.example.com Exact /webhooks/stripe -> flagship-billing-worker:3002',
+      'api.flagship.example.com PathPrefix / -> flagship-management-api:3000',
+      'gateway.flagship.example.com PathPrefix / -> flagship-ai-gateway:3001',
+    ]);
+    expect(routes.map((r) => r['spec'].parentRefs)).toEqual([parentRefs, parentRefs]);
+    // Each backend port is its Service's http port, never the metrics one.
+    for (const r of routes) {
+      for (const b of r['spec'].rules.flatMap((rule: Obj) => rule.backendRefs)) {
+        const service = ofKind(set, 'Service').find((x) => x['metadata'].name === b.name)!;
+        expect(service['spec'].ports.find((p: Obj) => p.port === b.port).name).toBe('http');
+      }
+    }
+    expect(() => renderChart(CHART, { values: { httpRoute: { enabled: true } } })).toThrow("at '/httpRoute/parentRefs': minItems: got 0, want 1");
+  });
+
+  it('PodMonitor: the apps\' pods on their metrics port, not the Job\'s or helm test\'s; Prometheus may reach that port', () => {
+    const set = { name: 'podMonitor', objects: renderChart(CHART, { values: { podMonitor: { enabled: true } } }).documents };
+    expect(schemaProblems(set)).toEqual([]);
+    const monitor = ofKind(set, 'PodMonitor')[0];
+    expect(monitor['spec'].podMetricsEndpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    const pods = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')].map((o) => o['spec'].template.metadata.labels as Record<string, string>);
+    const selected = pods.filter((l) => matchesSelector(monitor['spec'].selector, l));
+    expect(selected.map((l) => l['app.kubernetes.io/component']).sort()).toEqual(workloads(set).map((w) => w.component).sort());
+    for (const w of workloads(set)) expect(reachableFrom(set, w.deployment['spec'].template.metadata.labels)).toContain('namespace:monitoring');
+    const metricsPolicy = ofKind(set, 'NetworkPolicy').find((p) => p['metadata'].name.endsWith('-metrics'))!;
+    expect(metricsPolicy['spec'].ingress[0].ports).toEqual([{ port: 'metrics', protocol: 'TCP' }]);
+  });
+
+  it('egress destinations are values: in-cluster Postgres by pod labels, NodeLocal DNS by address, more for every app; off with egress.enabled false', () => {
+    const egress = {
+      dns: [{ ipBlocks: [{ cidr: '169.254.20.10/32' }], ports: [53] }],
+      postgres: [{ namespaces: ['databases'], podSelector: { app: 'postgres' }, ports: [5432] }],
+      extra: [{ to: [{ ipBlock: { cidr: '10.20.0.0/16' } }], ports: [{ port: 4317, protocol: 'TCP' }] }],
+    };
+    const set = { name: 'egress values', objects: renderChart(CHART, { values: { networkPolicy: { egress } } }).documents };
+    expect(schemaProblems(set)).toEqual([]);
+    const gateway = workloads(set).find((w) => w.app === 'ai-gateway')!;
+    expect(egressOf(set, gateway.deployment['spec'].template.metadata.labels)).toEqual(
+      expect.arrayContaining(['ipBlock:169.254.20.10/32 UDP/53', 'namespace:databases pods:{"app":"postgres"} TCP/5432', 'ipBlock:10.20.0.0/16 TCP/4317']),
+    );
+    expect(egressOf(set, gateway.deployment['spec'].template.metadata.labels)).not.toContain('ipBlock:10.0.0.0/8 TCP/5432');
+    const off = { name: 'egress off', objects: renderChart(CHART, { values: { networkPolicy: { egress: { enabled: false } } } }).documents };
+    expect(ofKind(off, 'NetworkPolicy').find((p) => p['metadata'].name.endsWith('-default-deny'))!['spec'].policyTypes).toEqual(['Ingress']);
+    for (const w of workloads(off)) expect(egressOf(off, w.deployment['spec'].template.metadata.labels)).toEqual(['anything']);
+  });
+
+  it('migrations.mode job: a plain Job whose name changes with what it runs, not from one rendering to the next', () => {
+    const job = (values: Record<string, unknown>) => ofKind({ name: 'job', objects: renderChart(CHART, { values: { migrations: { mode: 'job' }, ...values } }).documents }, 'Job')[0];
+    const a = job({});
+    expect(a['metadata'].annotations['helm.sh/hook']).toBeUndefined();
+    expect(job({})['metadata'].name).toBe(a['metadata'].name);
+    expect(job({ image: { tag: '0.1.1' } })['metadata'].name).not.toBe(a['metadata'].name);
+    expect(job({ migrations: { mode: 'job', lockTimeout: '30s' } })['metadata'].name).not.toBe(a['metadata'].name);
+  });
+
+  it("the migration Job's lock timeout reaches Postgres: its sessions run with lock_timeout (PGOPTIONS, through the apps' own DataSource)", async () => {
+    const env = ofKind(targets[0], 'Job')[0]['spec'].template.spec.containers[0].env as Obj[];
+    const pgoptions = env.find((e) => e.name === 'PGOPTIONS')!.value as string;
+    const before = process.env['PGOPTIONS'];
+    process.env['PGOPTIONS'] = pgoptions;
+    const ds = createDataSource({ url: 'postgres://postgres@127.0.0.1:5432/postgres', poolSize: 1, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
+    try {
+      await ds.initialize();
+      expect(await ds.query('SHOW lock_timeout')).toEqual([{ lock_timeout: '10s' }]);
+    } finally {
+      if (ds.isInitialized) await ds.destroy();
+      if (before === undefined) delete process.env['PGOPTIONS'];
+      else process.env['PGOPTIONS'] = before;
+    }
+  });
+
+  it('autoscaling beyond CPU: more HPA metrics after CPU (the gateway), or a KEDA ScaledObject instead of the HPA (orep-server), floors and PDBs kept', () => {
+    const perPod = { type: 'Pods', pods: { metric: { name: 'gateway_requests_in_progress' }, target: { type: 'AverageValue', averageValue: '50' } } };
+    const prometheus = { type: 'prometheus', metadata: { serverAddress: 'http://prometheus.monitoring:9090', query: 'sum(x)', threshold: '5000' } };
+    const set = {
+      name: 'autoscaling',
+      objects: renderChart(CHART, {
+        valuesFiles: [VALUES_FILES.production],
+        values: { apps: { 'ai-gateway': { autoscaling: { metrics: [perPod] } } }, orepServer: { autoscaling: { keda: { enabled: true, triggers: [prometheus] } } } },
+      }).documents,
+    };
+    expect(schemaProblems(set)).toEqual([]);
+    expect(wiringProblems(set)).toEqual([]);
+    const gateway = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['metadata'].name === 'flagship-ai-gateway')!;
+    expect(gateway['spec'].metrics.map((m: Obj) => m.type)).toEqual(['Resource', 'Pods']);
+    expect(gateway['spec'].metrics[1]).toEqual(perPod);
+    expect(ofKind(set, 'HorizontalPodAutoscaler').map((h) => h['metadata'].name)).not.toContain('flagship-orep-acme-production');
+    const scaled = ofKind(set, 'ScaledObject');
+    expect(scaled.map((o) => [o['spec'].scaleTargetRef.name, o['spec'].minReplicaCount, o['spec'].maxReplicaCount, o['spec'].triggers.map((t: Obj) => t.type)])).toEqual([
+      ['flagship-orep-acme-production', 3, 10, ['cpu', 'prometheus']],
+    ]);
+    expect(ofKind(set, 'Deployment').find((d) => d['metadata'].name === 'flagship-orep-acme-production')!['spec'].replicas).toBeUndefined();
+    expect(ofKind(set, 'PodDisruptionBudget').map((p) => p['metadata'].name)).toContain('flagship-orep-acme-production');
+    // What the check catches: an HPA beside the ScaledObject.
+    const both = { name: 'both', objects: [...set.objects, { ...gateway, metadata: { name: 'extra' }, spec: { ...gateway['spec'], scaleTargetRef: scaled[0]['spec'].scaleTargetRef } }] };
+    expect(wiringProblems(both)).toEqual(['both: Deployment/flagship-orep-acme-production has both an HPA and a ScaledObject, which would fight']);
   });
 
   it("the gateway drains for its longest request: SHUTDOWN_GRACE_MS and terminationGracePeriodSeconds follow PROVIDER_TOTAL_TIMEOUT_MS", () => {
@@ -417,6 +583,21 @@ describe('chart options', () => {
     misspelt['spec'].template.spec.containers[0].lifecycle.preStop.sleeep = { seconds: 5 };
     misspelt['spec'].template.metadata.labels['team'] = 'platform';
     misspelt['spec'].template.metadata.annotations['example.com/any'] = 'x';
+    // Custom resources: a misspelt field, a Service backend without its port.
+    const route = {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'r' },
+      spec: { parentRefs: [{ name: 'gw' }], rules: [{ matches: [{ path: { type: 'Prefix', value: '/' } }], backendRefs: [{ name: 'svc' }] }], hostname: ['x'] },
+    };
+    const monitor = { apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor', metadata: { name: 'm' }, spec: { selector: {}, podMetricsEndpoint: [] } };
+    expect(schemaProblems({ name: 'broken', objects: [route, monitor] })).toEqual([
+      "broken: HTTPRoute/r: /spec must NOT have additional properties (hostname)",
+      'broken: HTTPRoute/r: /spec/rules/0/matches/0/path/type must be equal to one of the allowed values',
+      "broken: HTTPRoute/r: /spec/rules/0/backendRefs/0 must have required property 'port'",
+      "broken: PodMonitor/m: /spec must have required property 'podMetricsEndpoints'",
+      "broken: PodMonitor/m: /spec must NOT have additional properties (podMetricsEndpoint)",
+    ]);
     expect(schemaProblems({ name: 'broken', objects: [portAsString, noContainers, badPolicy, unknownKind, badName, misspelt] })).toEqual([
       expect.stringContaining('containers/0/ports/0/containerPort must be integer'),
       expect.stringContaining('spec/template/spec must have required property containers'),
@@ -519,7 +700,7 @@ describe('chart options', () => {
       expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }, ...api.extraVolumeMounts]);
       expect(pod('management-api').spec.volumes.map((v: Obj) => v.name)).toEqual(['tmp', 'ca-bundle']);
       const job = ofKind(set, 'Job')[0]['spec'].template.spec.containers[0];
-      expect(job.env.map((e: Obj) => e.name)).toEqual(['NODE_ENV', 'DATABASE_URL', 'PGSSLMODE']);
+      expect(job.env.map((e: Obj) => e.name)).toEqual(['NODE_ENV', 'DATABASE_URL', 'PGOPTIONS', 'PGSSLMODE']);
     });
 
     it('sidecars run as native sidecars (init containers that restart Always), the app stays the first container', () => {

@@ -1,19 +1,30 @@
 /**
- * k8s/base is generated from the Helm chart (default values), so the plain manifests and the chart
- * cannot drift apart: the chart's ConfigMaps become kustomize configMapGenerators (a changed config
+ * k8s/base and the kustomize overlays are generated from the Helm chart (k8s/base from its default
+ * values, each overlay from its values file, KUSTOMIZE_RENDERINGS), so the plain manifests and the
+ * chart cannot drift apart: the chart's ConfigMaps become kustomize configMapGenerators (a changed config
  * gets a new name suffix and rolls the pods, as the chart's checksum annotation does), everything
  * else is written as rendered. `UPDATE_K8S_BASE=1 npx jest tools/k8s` rewrites it; the test fails
  * while the committed files differ.
  */
+import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { renderChart } from './helm';
 
 type Obj = Record<string, any>;
 
-const HEADER = '# Generated from k8s/helm/flagship (default values) by tools/k8s/kustomize-base.ts: do not edit.\n# Regenerate: UPDATE_K8S_BASE=1 npx jest tools/k8s\n';
+/** Each generated directory: the values files it renders (after values.yaml) and its namespace. */
+// Kustomize has no hooks: the migration is a plain Job, named after what it runs (migrations.mode job).
+const PLAIN_JOB = { migrations: { mode: 'job' } };
+export const KUSTOMIZE_RENDERINGS: Array<{ dir: string; valuesFiles: string[]; namespace?: string; values: Record<string, unknown> }> = [
+  { dir: 'k8s/base', valuesFiles: [], values: PLAIN_JOB },
+  { dir: 'k8s/overlays/production', valuesFiles: ['values-production.yaml'], namespace: 'flagship', values: PLAIN_JOB },
+  { dir: 'k8s/overlays/development', valuesFiles: ['values-development.yaml'], namespace: 'flagship-dev', values: PLAIN_JOB },
+];
 
-export function kustomizeBase(chartDir: string): Record<string, string> {
-  const { documents } = renderChart(chartDir, { releaseName: 'flagship' });
+export function kustomizeBase(chartDir: string, rendering: (typeof KUSTOMIZE_RENDERINGS)[number] = KUSTOMIZE_RENDERINGS[0]): Record<string, string> {
+  const source = rendering.valuesFiles.length ? rendering.valuesFiles.join(', ') : 'default values';
+  const HEADER = `# Generated from k8s/helm/flagship (${source}) by tools/k8s/kustomize-base.ts: do not edit;\n# adapt it in an overlay of your own that lists this directory in its resources.\n# Regenerate: UPDATE_K8S_BASE=1 npx jest tools/k8s\n`;
+  const { documents } = renderChart(chartDir, { releaseName: 'flagship', valuesFiles: rendering.valuesFiles.map((f) => join(chartDir, f)), values: rendering.values });
   const configMaps = documents.filter((d) => d['kind'] === 'ConfigMap') as Obj[];
   const resources = documents
     // `helm test` pods are Helm's alone: kustomize would create them with the apps.
@@ -36,6 +47,7 @@ export function kustomizeBase(chartDir: string): Record<string, string> {
   const kustomization = {
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
+    ...(rendering.namespace ? { namespace: rendering.namespace } : {}),
     resources: ['flagship.yaml'],
     configMapGenerator: configMaps.map((cm) => ({
       name: cm['metadata'].name,

@@ -3,6 +3,7 @@
  * the apps' own code. Each returns a list of problems, each naming the object and what is wrong, so
  * a failing test says exactly what to fix.
  */
+import Ajv from 'ajv';
 import { type AppContract, defaultOf, requiredVariables } from './app-contracts';
 
 export type Obj = Record<string, any>;
@@ -43,6 +44,59 @@ export function modelClass(apiVersion: string, kind: string): (new (o: Obj) => {
   }
 }
 
+/**
+ * The custom resources the chart renders, which kubernetes-models does not know: the fields of
+ * their CRDs that the chart may use (Gateway API v1 HTTPRoute; the Prometheus Operator's
+ * ServiceMonitor and PodMonitor), required ones required, and nothing else (a misspelt field is
+ * refused, as the API server's strict field validation would).
+ */
+const str = { type: 'string', minLength: 1 };
+const strMap = { type: 'object', additionalProperties: { type: 'string' } };
+const strict = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', additionalProperties: false, required, properties });
+const metadata = strict({ name: str, namespace: str, labels: strMap, annotations: strMap }, ['name']);
+const labelSelector = strict({ matchLabels: strMap, matchExpressions: { type: 'array', items: strict({ key: str, operator: { enum: ['In', 'NotIn', 'Exists', 'DoesNotExist'] }, values: { type: 'array', items: { type: 'string' } } }, ['key', 'operator']) } });
+const scrapeEndpoint = strict({ port: str, path: { type: 'string', pattern: '^/' }, interval: { type: 'string', pattern: '^[0-9]+(ms|s|m|h)$' }, scrapeTimeout: str, scheme: { enum: ['http', 'https'] }, honorLabels: { type: 'boolean' } }, ['port']);
+const customResource = (apiVersion: string, kind: string, spec: object) =>
+  strict({ apiVersion: { const: apiVersion }, kind: { const: kind }, metadata, spec }, ['apiVersion', 'kind', 'metadata', 'spec']);
+const ajv = new Ajv({ allErrors: true, strict: true });
+const CUSTOM_RESOURCES: Record<string, ReturnType<Ajv['compile']>> = {
+  'gateway.networking.k8s.io/v1 HTTPRoute': ajv.compile(
+    customResource('gateway.networking.k8s.io/v1', 'HTTPRoute', strict({
+      parentRefs: { type: 'array', minItems: 1, items: strict({ group: { type: 'string' }, kind: str, namespace: str, name: str, sectionName: str, port: { type: 'integer' } }, ['name']) },
+      hostnames: { type: 'array', items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' } },
+      rules: {
+        type: 'array',
+        minItems: 1,
+        items: strict({
+          matches: { type: 'array', items: strict({ path: strict({ type: { enum: ['Exact', 'PathPrefix', 'RegularExpression'] }, value: { type: 'string', pattern: '^/' } }, ['type', 'value']) }) },
+          // A Service backend needs its (Service) port number.
+          backendRefs: { type: 'array', minItems: 1, items: strict({ group: { type: 'string' }, kind: str, name: str, namespace: str, port: { type: 'integer', minimum: 1, maximum: 65535 }, weight: { type: 'integer' } }, ['name', 'port']) },
+        }),
+      },
+    }, ['parentRefs', 'rules'])),
+  ),
+  'keda.sh/v1alpha1 ScaledObject': ajv.compile(
+    customResource('keda.sh/v1alpha1', 'ScaledObject', strict({
+      scaleTargetRef: strict({ apiVersion: str, kind: str, name: str }, ['name']),
+      minReplicaCount: { type: 'integer', minimum: 0 },
+      maxReplicaCount: { type: 'integer', minimum: 1 },
+      pollingInterval: { type: 'integer', minimum: 1 },
+      cooldownPeriod: { type: 'integer', minimum: 1 },
+      triggers: {
+        type: 'array',
+        minItems: 1,
+        items: strict({ type: str, name: str, metricType: { enum: ['AverageValue', 'Value', 'Utilization'] }, metadata: strMap, authenticationRef: strict({ name: str, kind: str }, ['name']) }, ['type', 'metadata']),
+      },
+    }, ['scaleTargetRef', 'triggers'])),
+  ),
+  'monitoring.coreos.com/v1 ServiceMonitor': ajv.compile(
+    customResource('monitoring.coreos.com/v1', 'ServiceMonitor', strict({ selector: labelSelector, namespaceSelector: strict({ any: { type: 'boolean' }, matchNames: { type: 'array' } }), endpoints: { type: 'array', minItems: 1, items: scrapeEndpoint } }, ['selector', 'endpoints'])),
+  ),
+  'monitoring.coreos.com/v1 PodMonitor': ajv.compile(
+    customResource('monitoring.coreos.com/v1', 'PodMonitor', strict({ selector: labelSelector, namespaceSelector: strict({ any: { type: 'boolean' }, matchNames: { type: 'array' } }), podMetricsEndpoints: { type: 'array', minItems: 1, items: scrapeEndpoint } }, ['selector', 'podMetricsEndpoints'])),
+  ),
+};
+
 /** Every object against the Kubernetes API schema (kubernetes-models); custom resources by hand. */
 export function schemaProblems(set: ManifestSet): string[] {
   const problems: string[] = [];
@@ -55,11 +109,9 @@ export function schemaProblems(set: ManifestSet): string[] {
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(o['metadata'].name)) {
       problems.push(`${set.name}: ${id(o)}: the name is not a DNS label of at most 63 characters`);
     }
-    if (o['apiVersion'] === 'monitoring.coreos.com/v1' && o['kind'] === 'ServiceMonitor') {
-      const eps = o['spec']?.endpoints;
-      if (!o['spec']?.selector || !Array.isArray(eps) || eps.length === 0 || eps.some((e: Obj) => typeof e['port'] !== 'string')) {
-        problems.push(`${set.name}: ${id(o)} needs spec.selector and endpoints with a named port`);
-      }
+    const custom = CUSTOM_RESOURCES[`${o['apiVersion']} ${o['kind']}`];
+    if (custom) {
+      if (!custom(o)) problems.push(...(custom.errors ?? []).map((e) => `${set.name}: ${id(o)}: ${e.instancePath || '/'} ${e.message}${e.params['additionalProperty'] ? ` (${String(e.params['additionalProperty'])})` : ''}`));
       continue;
     }
     const Model = modelClass(o['apiVersion'], o['kind']);
@@ -280,6 +332,10 @@ export function securityProblems(where: string, podSpec: Obj): string[] {
   return problems;
 }
 
+export const matchesSelector = (selector: Obj | undefined, labels: Record<string, string>): boolean => {
+  return matches(selector, labels);
+};
+
 const matches = (selector: Obj | undefined, labels: Record<string, string>): boolean => {
   if (!selector) return false;
   for (const [k, v] of Object.entries(selector['matchLabels'] ?? {})) if (labels[k] !== v) return false;
@@ -304,11 +360,18 @@ export function wiringProblems(set: ManifestSet): string[] {
     else if (!services[0]['spec'].ports.some((p: Obj) => p.targetPort === 'http')) problems.push(`${set.name}: ${id(services[0])} does not target the http port`);
     else if (!services[0]['spec'].ports.some((p: Obj) => p.name === 'metrics' && p.targetPort === 'metrics')) problems.push(`${set.name}: ${id(services[0])} has no metrics port (for the ServiceMonitor)`);
     const hpa = ofKind(set, 'HorizontalPodAutoscaler').find((h) => h['spec'].scaleTargetRef.name === d['metadata'].name);
-    if (hpa) {
+    // KEDA's ScaledObject creates the HPA itself: never both on one Deployment.
+    const scaled = ofKind(set, 'ScaledObject').find((h) => h['spec'].scaleTargetRef.name === d['metadata'].name);
+    if (hpa && scaled) problems.push(`${set.name}: ${id(d)} has both an HPA and a ScaledObject, which would fight`);
+    if (scaled) {
+      if (!scaled['spec'].triggers.some((t: Obj) => t.type === 'cpu')) problems.push(`${set.name}: ${id(scaled)} does not scale on CPU`);
+      if (scaled['spec'].minReplicaCount > scaled['spec'].maxReplicaCount) problems.push(`${set.name}: ${id(scaled)} minReplicaCount above maxReplicaCount`);
+      if (typeof d['spec'].replicas === 'number') problems.push(`${set.name}: ${id(d)} sets replicas under a ScaledObject: each apply would reset the scale`);
+    } else if (hpa) {
       if (!hpa['spec'].metrics?.some((m: Obj) => m.resource?.name === 'cpu')) problems.push(`${set.name}: ${id(hpa)} does not scale on CPU`);
       if (hpa['spec'].minReplicas > hpa['spec'].maxReplicas) problems.push(`${set.name}: ${id(hpa)} minReplicas above maxReplicas`);
     } else if (typeof d['spec'].replicas !== 'number') problems.push(`${set.name}: ${id(d)} has neither an HPA nor replicas`);
-    const least = hpa ? hpa['spec'].minReplicas : d['spec'].replicas;
+    const least = scaled ? scaled['spec'].minReplicaCount : hpa ? hpa['spec'].minReplicas : d['spec'].replicas;
     const pdb = ofKind(set, 'PodDisruptionBudget').find((p) => matches(p['spec'].selector, labels));
     if (least > 1 && !pdb) problems.push(`${set.name}: ${id(d)} runs ${least}+ pods without a PodDisruptionBudget`);
     if (pdb && least <= 1) problems.push(`${set.name}: ${id(pdb)} on a single pod blocks every node drain`);
@@ -342,4 +405,28 @@ export function reachableFrom(set: ManifestSet, labels: Record<string, string>):
     }
   }
   return peers;
+}
+
+/**
+ * Where a pod may open connections, by the NetworkPolicies of the set: 'anything' when no policy
+ * restricts its egress, else one entry per allowed destination and port, e.g.
+ * 'ipBlock:0.0.0.0/0 except 10.0.0.0/8 TCP/443', 'namespace:kube-system pods:{"k8s-app":"kube-dns"} UDP/53'.
+ */
+export function egressOf(set: ManifestSet, labels: Record<string, string>): string[] {
+  const policies = ofKind(set, 'NetworkPolicy').filter((p) => (p['spec'].policyTypes ?? []).includes('Egress') && matches(p['spec'].podSelector, labels));
+  if (policies.length === 0) return ['anything'];
+  const out = new Set<string>();
+  for (const p of policies) {
+    for (const rule of p['spec'].egress ?? []) {
+      const ports = (rule.ports ?? []).map((x: Obj) => `${x.protocol ?? 'TCP'}/${x.port}`);
+      const peers = (rule.to ?? []).map((t: Obj) => {
+        if (t.ipBlock) return `ipBlock:${t.ipBlock.cidr}${t.ipBlock.except ? ` except ${t.ipBlock.except.join(',')}` : ''}`;
+        const ns = t.namespaceSelector ? `namespace:${t.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'] ?? '*'}` : '';
+        const pods = t.podSelector ? `pods:${JSON.stringify(Object.fromEntries(Object.entries(t.podSelector.matchLabels ?? {}).sort()))}` : '';
+        return [ns, pods].filter(Boolean).join(' ');
+      });
+      for (const peer of peers.length ? peers : ['anywhere']) for (const port of ports.length ? ports : ['any port']) out.add(`${peer} ${port}`);
+    }
+  }
+  return [...out].sort();
 }

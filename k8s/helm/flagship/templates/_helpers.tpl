@@ -207,3 +207,63 @@ tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+Who may reach the public ports: the ingress controller's pods (networkPolicy.ingressControllerNamespace
+and ingressControllerPodSelector), and `helm test`'s pods (templates/tests). Argument: the root context.
+*/}}
+{{- define "flagship.ingressControllerPeers" -}}
+{{- $np := .Values.networkPolicy -}}
+- namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ $np.ingressControllerNamespace | quote }}
+  {{- with $np.ingressControllerPodSelector }}
+  podSelector:
+    matchLabels:
+      {{- toYaml . | nindent 6 }}
+  {{- end }}
+- podSelector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .Release.Name }}
+      app.kubernetes.io/component: helm-test
+{{- end }}
+
+{{/*
+NetworkPolicy egress rules of a list of destinations (networkPolicy.egress.*): each {ipBlocks,
+namespaces, podSelector, ports} one rule. Argument: dict destinations, protocols (default TCP).
+*/}}
+{{- define "flagship.egressRules" -}}
+{{- $protocols := default (list "TCP") .protocols -}}
+{{- range $d := .destinations }}
+- to:
+    {{- range $b := $d.ipBlocks }}
+    - ipBlock:
+        cidr: {{ $b.cidr | quote }}
+        {{- with $b.except }}
+        except: {{ toJson . }}
+        {{- end }}
+    {{- end }}
+    {{- if $d.namespaces }}
+    {{- range $ns := $d.namespaces }}
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ $ns | quote }}
+      {{- with $d.podSelector }}
+      podSelector:
+        matchLabels:
+          {{- toYaml . | nindent 10 }}
+      {{- end }}
+    {{- end }}
+    {{- else if $d.podSelector }}
+    - podSelector:
+        matchLabels:
+          {{- toYaml $d.podSelector | nindent 10 }}
+    {{- end }}
+  ports:
+    {{- range $port := $d.ports }}
+    {{- range $p := $protocols }}
+    - { port: {{ $port }}, protocol: {{ $p }} }
+    {{- end }}
+    {{- end }}
+{{- end }}
+{{- end }}

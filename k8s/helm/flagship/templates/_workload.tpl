@@ -11,10 +11,17 @@ values), instance (orep-server only), replicas.
 {{- $secretEnv := include "flagship.secretEnv" . -}}
 {{- $ctx := . -}}
 {{- $minReplicas := .replicas -}}
+{{- $maxReplicas := 0 -}}
 {{- if .spec.autoscaling.enabled -}}
 {{- $minReplicas = .spec.autoscaling.minReplicas -}}
+{{- $maxReplicas = .spec.autoscaling.maxReplicas -}}
 {{- if gt .spec.autoscaling.minReplicas .spec.autoscaling.maxReplicas -}}
 {{- fail (printf "%s: autoscaling.minReplicas is above maxReplicas" .component) -}}
+{{- end -}}
+{{- /* An orep-server instance's own replicas are its floor (orepServer.autoscaling is shared by all). */ -}}
+{{- if and .instance .instance.replicas -}}
+{{- $minReplicas = .instance.replicas -}}
+{{- $maxReplicas = max $maxReplicas .instance.replicas -}}
 {{- end -}}
 {{- end }}
 ---
@@ -203,7 +210,34 @@ spec:
       port: {{ $v.metricsPort }}
       targetPort: metrics
       protocol: TCP
-{{- if .spec.autoscaling.enabled }}
+{{- $keda := and .spec.autoscaling.enabled .spec.autoscaling.keda .spec.autoscaling.keda.enabled }}
+{{- if $keda }}
+---
+# KEDA scales it (and creates the HorizontalPodAutoscaler itself: the chart renders none, as two
+# autoscalers on one Deployment would fight): CPU as without KEDA, plus the triggers of the values.
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "flagship.commonLabels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  scaleTargetRef:
+    name: {{ $name }}
+  minReplicaCount: {{ $minReplicas }}
+  maxReplicaCount: {{ $maxReplicas }}
+  pollingInterval: {{ default 30 .spec.autoscaling.keda.pollingInterval }}
+  cooldownPeriod: {{ default 300 .spec.autoscaling.keda.cooldownPeriod }}
+  triggers:
+    - type: cpu
+      metricType: Utilization
+      metadata:
+        value: {{ .spec.autoscaling.targetCPUUtilizationPercentage | toString | quote }}
+    {{- with .spec.autoscaling.keda.triggers }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- else if .spec.autoscaling.enabled }}
 ---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
@@ -217,8 +251,8 @@ spec:
     apiVersion: apps/v1
     kind: Deployment
     name: {{ $name }}
-  minReplicas: {{ .spec.autoscaling.minReplicas }}
-  maxReplicas: {{ .spec.autoscaling.maxReplicas }}
+  minReplicas: {{ $minReplicas }}
+  maxReplicas: {{ $maxReplicas }}
   metrics:
     - type: Resource
       resource:
@@ -226,6 +260,10 @@ spec:
         target:
           type: Utilization
           averageUtilization: {{ .spec.autoscaling.targetCPUUtilizationPercentage }}
+    {{- /* More metrics (Pods, Object, External: a metrics adapter serves them); the HPA follows the one asking for most replicas. */}}
+    {{- with .spec.autoscaling.metrics }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end }}
 {{- /* A PDB on a single replica would block every node drain. */}}
 {{- if gt (int $minReplicas) 1 }}
