@@ -52,15 +52,31 @@ function timeouts(ms: number): Record<string, number> {
   return { statement_timeout: ms, query_timeout: ms + 1000 };
 }
 
+/** The advisory lock every migration run of this schema takes (any constant; it names nothing else here). */
+const MIGRATION_LOCK_KEY = '7046120311';
+
 /** Applies every pending migration; returns the names applied. */
 export async function runMigrations(url: string): Promise<string[]> {
-  // No statement timeout: building an index on a big table may take minutes.
-  const ds = createDataSource({ url, poolSize: 1, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
+  // No statement timeout: building an index on a big table may take minutes. Two connections: one
+  // holds the lock below, the other runs the migrations.
+  const ds = createDataSource({ url, poolSize: 2, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
   await ds.initialize();
+  const lock = ds.createQueryRunner();
   try {
-    const applied = await ds.runMigrations({ transaction: 'each' });
-    return applied.map((m) => m.name);
+    await lock.connect();
+    // Two runs at once (two releases' Jobs, a plain Job applied twice, a Job and `npm start`) take
+    // turns: the second waits, then finds nothing left to apply. Without it both read the same
+    // pending list and the second fails halfway (a table that already exists). The wait is bounded
+    // by the session's lock_timeout when one is set (the chart's PGOPTIONS), as any lock wait is.
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      const applied = await ds.runMigrations({ transaction: 'each' });
+      return applied.map((m) => m.name);
+    } finally {
+      await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    }
   } finally {
+    await lock.release();
     await ds.destroy();
   }
 }
