@@ -61,6 +61,11 @@ export class GatewayHandler {
     private readonly options: GatewayHandlerOptions,
   ) {}
 
+  /** Requests under way (from the token check to the answer's end). */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
   get isDraining(): boolean {
     return this.draining;
   }

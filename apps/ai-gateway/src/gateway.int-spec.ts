@@ -107,9 +107,15 @@ describe('ai-gateway through the openai SDK', () => {
     const held = Number(pending!.reserved);
     expect(held).toBeGreaterThanOrEqual(cost(5, 10));
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000, reserved: held });
+    // Stamped "upstream called" while the provider works (the reconciler would charge the estimate).
+    await waitFor(async () => (await ledgerRows(ds, tenant))[0]?.upstream_called_at != null, 3000, 10);
+    // And counted in flight, for an autoscaler.
+    const inFlight = async () => Number(/^gateway_requests_in_flight(?:\{[^}]*\})? (\d+)$/m.exec((await http(`${gw.metricsUrl}/metrics`)).text)?.[1]);
+    expect(await inFlight()).toBe(1);
     await answer;
     await settled();
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - cost(5, 4), reserved: 0 });
+    expect(await inFlight()).toBe(0);
   });
 
   it('passes every field it does not validate to the provider untouched', async () => {

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 type Labels = 'product' | 'provider' | 'model';
 
@@ -28,8 +28,23 @@ export class GatewayMetrics {
   private readonly children = new Map<string, Children>();
   private readonly overheadByEndpoint = new Map<string, Histogram.Internal<'endpoint'>>();
 
-  constructor(registry: Registry) {
+  constructor(
+    registry: Registry,
+    /** Requests being served now (the handler's own count), read when Prometheus scrapes. */
+    inFlight?: () => number,
+  ) {
     const registers = [registry];
+    if (inFlight !== undefined) {
+      // What an autoscaler scales the gateway on (its work is waiting on providers, not CPU): k8s/README.md.
+      new Gauge({
+        name: 'gateway_requests_in_flight',
+        help: 'Gateway requests being served now, from the token check to the answer (streams until they end)',
+        registers,
+        collect() {
+          this.set(inFlight());
+        },
+      });
+    }
     this.requests = new Counter({
       name: 'gateway_requests_total',
       help: 'Gateway requests that reached a provider, by outcome (succeeded, failed, client_gone, ...)',

@@ -71,7 +71,8 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
         settle: this.settleStep,
       },
       providers,
-      new GatewayMetrics(httpMetrics.registry),
+      // Read at scrape time, when the handler exists.
+      new GatewayMetrics(httpMetrics.registry, () => this.handler.inFlight),
       { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS, imageTokens: config.GATEWAY_IMAGE_TOKENS },
     );
   }

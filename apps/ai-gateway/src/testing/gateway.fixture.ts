@@ -74,8 +74,8 @@ export async function createTenant(ds: Sql, setup: TenantSetup = {}): Promise<st
   return id;
 }
 
-/** A tenant's ledger rows as Postgres holds them. */
-export type LedgerRow = UsageRowRecord;
+/** A tenant's ledger rows as Postgres holds them (SELECT *: the usage columns and the "upstream called" stamp). */
+export type LedgerRow = UsageRowRecord & { upstream_called_at: Date | null };
 
 export async function ledgerRows(ds: Sql, tenantId: string): Promise<LedgerRow[]> {
   return ds.query<LedgerRow[]>(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);

@@ -320,7 +320,11 @@ describe('OFREP push', () => {
       const over = await RawSse.open(bare(), from('10.0.0.5'));
       expect([...open.map((s) => s.status), over.status]).toEqual([200, 200, 200, 503]);
       expect(over.headers['retry-after']).toBe('5');
+      // The open streams are what orep_sse_connections says (what an autoscaler scales on); the refused one is not counted.
+      const connections = async () => Number(/^orep_sse_connections(?:\{[^}]*\})? (\d+)$/m.exec((await http(`${app.metricsUrl}/metrics`)).text)?.[1]);
+      expect(await connections()).toBe(3);
       for (const s of [...open, over]) s.close();
+      await waitFor(async () => (await connections()) === 0, 2000, 20);
     });
   });
 

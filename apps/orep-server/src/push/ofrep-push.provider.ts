@@ -1,5 +1,7 @@
 import type { OnModuleDestroy, Provider } from '@nestjs/common';
+import { Gauge } from 'prom-client';
 import { APP_CONFIG } from '@flagship/config';
+import { HttpMetrics } from '@flagship/service-kit';
 import type { OrepServerConfig } from '../env.schema';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 import { OfrepPush } from './ofrep-push';
@@ -25,11 +27,26 @@ export function scopeOf(config: OrepServerConfig): string {
   }
 }
 
+/**
+ * `orep_sse_connections`: the push streams open now, read when Prometheus scrapes (nothing per
+ * connection); what an autoscaler scales orep-server on (k8s/README.md).
+ */
+function exportConnections(metrics: HttpMetrics, push: OfrepPush | undefined): void {
+  new Gauge({
+    name: 'orep_sse_connections',
+    help: 'OFREP push (SSE) streams open on this process',
+    registers: [metrics.registry],
+    collect() {
+      this.set(push?.hub.size ?? 0);
+    },
+  });
+}
+
 export const ofrepPushProvider: Provider = {
   provide: OfrepPushHolder,
-  inject: [APP_CONFIG, FLAG_SOURCE],
-  useFactory: (config: OrepServerConfig, source: FlagSource) =>
-    new OfrepPushHolder(
+  inject: [APP_CONFIG, FLAG_SOURCE, HttpMetrics],
+  useFactory: (config: OrepServerConfig, source: FlagSource, metrics: HttpMetrics) => {
+    const holder = new OfrepPushHolder(
       config.OREP_SSE_MAX_CONNECTIONS === 0
         ? undefined
         : new OfrepPush(source, {
@@ -44,5 +61,8 @@ export const ofrepPushProvider: Provider = {
             maxBufferedBytes: config.OREP_SSE_MAX_BUFFER_BYTES,
             heartbeatMs: config.OREP_SSE_HEARTBEAT_S * 1000,
           }),
-    ),
+    );
+    exportConnections(metrics, holder.push);
+    return holder;
+  },
 };
