@@ -352,12 +352,13 @@ describe('chart options', () => {
       'flagship-management-api': 'arn:aws:iam::123456789012:role/flagship-production-management-api',
       'flagship-ai-gateway': 'arn:aws:iam::123456789012:role/flagship-production-ai-gateway',
       'flagship-billing-worker': 'arn:aws:iam::123456789012:role/flagship-production-billing-worker',
-      'flagship-orep-server': 'arn:aws:iam::123456789012:role/flagship-production-orep-server',
-      // Migrations read only DATABASE_URL, from the Kubernetes Secret: no AWS role.
+      // orep-server and the migrations read only the Kubernetes Secret: no AWS role.
+      'flagship-orep-server': undefined,
       'flagship-migrate': undefined,
     });
     for (const w of workloads(set)) {
-      expect([w.component, w.env['SECRETS_MANAGER_SECRET_ID']]).toEqual([w.component, 'flagship/production']);
+      // orep-server reads no secret store: it is given none.
+      expect([w.component, w.env['SECRETS_MANAGER_SECRET_ID']]).toEqual([w.component, w.app === 'orep-server' ? undefined : 'flagship/production']);
       expect([w.component, w.deployment['spec'].template.spec.serviceAccountName]).toEqual([w.component, `flagship-${w.app}`]);
     }
     expect(ofKind(set, 'Job')[0]['spec'].template.spec.serviceAccountName).toBe('flagship-migrate');
@@ -374,7 +375,7 @@ describe('chart options', () => {
       'management-api': ['flagship/production', 'us-east-1'],
       'ai-gateway': ['flagship/production/ai-gateway', 'us-east-1'],
       'billing-worker': ['flagship/production', 'us-east-1'],
-      'orep-acme-production': ['flagship/production', 'us-east-1'],
+      'orep-acme-production': [undefined, undefined],
     });
     // Without a shared secret, only that app reads Secrets Manager.
     const alone = workloads({ name: 'alone', objects: renderChart(CHART, { values: { apps: { 'billing-worker': { awsSecretsManagerSecretId: 'flagship/billing' } } } }).documents });

@@ -105,9 +105,9 @@ DATABASE_POOL_SIZE: {{ $v.postgres.poolSize | toString | quote }}
 REDIS_URL: {{ $v.redis.url | quote }}
 {{- end }}
 REDIS_KEY_PREFIX: {{ $v.redis.keyPrefix | quote }}
-{{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. */}}
+{{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. orep-server reads no secret store (its token comes from a Kubernetes Secret): it gets none. */}}
 {{- $secretId := default $v.secrets.awsSecretsManager.secretId .spec.awsSecretsManagerSecretId }}
-{{- if $secretId }}
+{{- if and $secretId (ne .app "orep-server") }}
 SECRETS_MANAGER_SECRET_ID: {{ $secretId | quote }}
 SECRETS_REFRESH_S: {{ $v.secrets.awsSecretsManager.refreshSeconds | toString | quote }}
 AWS_REGION: {{ $v.secrets.awsSecretsManager.region | quote }}
