@@ -3,46 +3,31 @@ import OpenAI from 'openai';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
-import { createTestEnvironment, FakeModelUpstream, http, type TestEnvironment } from '@flagship/testing';
+import { type FakeModelUpstream, http } from '@flagship/testing';
 import type { GatewayPipeline } from './gateway.pipeline';
-import { balanceOf, createTenant, fakeChatCost, type IssueToken, ledgerRows, startGateway, startIssuer, TEST_AUDIENCE, TEST_ISSUER } from './testing/gateway.fixture';
+import { balanceOf, createTenant, fakeChatCost, type GatewayIntegration, type IssueToken, ledgerRows, startGatewayIntegration } from './testing/gateway.fixture';
 
 /**
  * What agents speak (issue 23), through the real SDKs against the started gateway and the fake
  * upstream: Chat Completions tool calling and `n`; each call's ledger row.
  */
 describe('ai-gateway: tool calling and the agent APIs', () => {
-  let te: TestEnvironment;
   let fake: FakeModelUpstream;
-  let issuer: RunningApp;
   let issue: IssueToken;
   let gw: RunningApp & { pipeline: GatewayPipeline };
   let ds: DataSource;
   let tenant: string;
 
+  let setup: GatewayIntegration | undefined;
+
   beforeAll(async () => {
-    te = await createTestEnvironment();
-    fake = await FakeModelUpstream.start();
-    ({ app: issuer, issue } = await startIssuer(te, TEST_ISSUER, TEST_AUDIENCE));
-    gw = await startGateway(te, {
-      OAUTH_ISSUER: TEST_ISSUER,
-      OAUTH_AUDIENCE: TEST_AUDIENCE,
-      PROVIDER_INHOUSE_URL: fake.url,
-      PROVIDER_MAX_RETRIES: '0',
-      PROVIDER_BREAKER_FAILURES: '1000',
-      GATEWAY_RATE_LIMIT_TPM: '50000',
-      GATEWAY_IMAGE_TOKENS: '1000',
-    });
+    setup = await startGatewayIntegration({ PROVIDER_BREAKER_FAILURES: '1000', GATEWAY_RATE_LIMIT_TPM: '50000', GATEWAY_IMAGE_TOKENS: '1000' });
+    ({ fake, issue, gw } = setup);
     ds = gw.app.get<DataSource>(DATA_SOURCE);
     tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 10_000_000 });
   });
 
-  afterAll(async () => {
-    await gw?.close();
-    await issuer?.close();
-    await fake?.close();
-    await te?.teardown();
-  });
+  afterAll(() => setup?.close());
 
   beforeEach(() => fake.reset());
 

@@ -3,9 +3,9 @@ import type { DataSource } from 'typeorm';
 import { BudgetsRepository, type BudgetKind } from '@flagship/ledger';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
-import { createTestEnvironment, FakeModelUpstream, type TestEnvironment } from '@flagship/testing';
+import type { FakeModelUpstream } from '@flagship/testing';
 import type { GatewayPipeline } from './gateway.pipeline';
-import { createTenant, type IssueToken, ledgerRows, startGateway, startIssuer } from './testing/gateway.fixture';
+import { createTenant, type GatewayIntegration, type IssueToken, ledgerRows, startGatewayIntegration, TEST_ISSUER as ISSUER } from './testing/gateway.fixture';
 
 /**
  * Budgets per OAuth client and per product key through the real `openai` SDK and the started gateway:
@@ -13,31 +13,22 @@ import { createTenant, type IssueToken, ledgerRows, startGateway, startIssuer } 
  * `budget_exceeded` before the provider is called, whatever credit the tenant has left.
  */
 
-const ISSUER = 'https://api.flagship.test';
-const AUDIENCE = 'flagship-api';
 
 describe('ai-gateway budgets through the openai SDK', () => {
-  let te: TestEnvironment;
   let fake: FakeModelUpstream;
-  let issuer: RunningApp;
   let issue: IssueToken;
   let gw: RunningApp & { pipeline: GatewayPipeline };
   let ds: DataSource;
 
+  let setup: GatewayIntegration | undefined;
+
   beforeAll(async () => {
-    te = await createTestEnvironment();
-    fake = await FakeModelUpstream.start();
-    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
-    gw = await startGateway(te, { OAUTH_ISSUER: ISSUER, OAUTH_AUDIENCE: AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, PROVIDER_MAX_RETRIES: '0' });
+    setup = await startGatewayIntegration();
+    ({ fake, issue, gw } = setup);
     ds = gw.app.get<DataSource>(DATA_SOURCE);
   });
 
-  afterAll(async () => {
-    await gw?.close();
-    await issuer?.close();
-    await fake?.close();
-    await te?.teardown();
-  });
+  afterAll(() => setup?.close());
 
   const sdk = async (tenantId: string, clientId: string) =>
     new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: await issue(tenantId, ['core'], clientId), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 10_000 });

@@ -5,9 +5,9 @@ import { DATA_SOURCE } from '@flagship/persistence';
 import { LowBalanceRepository } from '@flagship/ledger';
 import { CHANNELS, type LowBalance, PUBSUB, type PubSub } from '@flagship/redis';
 import type { RunningApp } from '@flagship/service-kit';
-import { createTestEnvironment, FakeModelUpstream, http, type TestEnvironment, waitFor } from '@flagship/testing';
+import { FakeModelUpstream, http, type TestEnvironment, waitFor } from '@flagship/testing';
 import type { GatewayPipeline } from './gateway.pipeline';
-import { balanceOf, createTenant, type IssueToken, ledgerRows, startGateway, startIssuer } from './testing/gateway.fixture';
+import { balanceOf, createTenant, type GatewayIntegration, type IssueToken, ledgerRows, startGateway, startGatewayIntegration, startIssuer, TEST_ISSUER as ISSUER } from './testing/gateway.fixture';
 
 /**
  * The gateway through the real `openai` SDK (what product backends use), over real HTTP, with a real
@@ -15,8 +15,6 @@ import { balanceOf, createTenant, type IssueToken, ledgerRows, startGateway, sta
  * tokens of this service, issued by libs/oauth against the same database, as management-api issues them.
  */
 
-const ISSUER = 'https://api.flagship.test';
-const AUDIENCE = 'flagship-api';
 /** fake-chat-1 in the built-in catalogue: 1,000 micro-credits per 1,000 input tokens, 2,000 per 1,000 output. */
 const cost = (input: number, output: number) => Math.ceil((input * 1000 + output * 2000) / 1000);
 
@@ -30,29 +28,16 @@ describe('ai-gateway through the openai SDK', () => {
   /** Billable, entitled for core, with credit. */
   let billable: string;
 
+  let setup: GatewayIntegration | undefined;
+
   beforeAll(async () => {
-    te = await createTestEnvironment();
-    fake = await FakeModelUpstream.start();
-    ({ app: issuer, issue } = await startIssuer(te, ISSUER, AUDIENCE));
-    gw = await startGateway(te, {
-      OAUTH_ISSUER: ISSUER,
-      OAUTH_AUDIENCE: AUDIENCE,
-      PROVIDER_INHOUSE_URL: fake.url,
-      PROVIDER_FIRST_BYTE_TIMEOUT_MS: '400',
-      PROVIDER_MAX_RETRIES: '0',
-      PROVIDER_BREAKER_FAILURES: '1000',
-      GATEWAY_RATE_LIMIT_TPM: '50000',
-    });
+    setup = await startGatewayIntegration({ PROVIDER_FIRST_BYTE_TIMEOUT_MS: '400', PROVIDER_BREAKER_FAILURES: '1000', GATEWAY_RATE_LIMIT_TPM: '50000' });
+    ({ te, fake, issuer, issue, gw } = setup);
     ds = gw.app.get<DataSource>(DATA_SOURCE);
     billable = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
   });
 
-  afterAll(async () => {
-    await gw?.close();
-    await issuer?.close();
-    await fake?.close();
-    await te?.teardown();
-  });
+  afterAll(() => setup?.close());
 
   beforeEach(() => fake.reset());
 
@@ -108,7 +93,7 @@ describe('ai-gateway through the openai SDK', () => {
     expect(held).toBeGreaterThanOrEqual(cost(5, 10));
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000, reserved: held });
     // Stamped "upstream called" while the provider works (the reconciler would charge the estimate).
-    await waitFor(async () => (await ledgerRows(ds, tenant))[0]?.upstream_called_at != null, 3000, 10);
+    await waitFor(async () => Boolean((await ledgerRows(ds, tenant))[0]?.upstream_called_at), 3000, 10);
     // And counted in flight, for an autoscaler.
     const inFlight = async () => Number(/^gateway_requests_in_flight(?:\{[^}]*\})? (\d+)$/m.exec((await http(`${gw.metricsUrl}/metrics`)).text)?.[1]);
     expect(await inFlight()).toBe(1);

@@ -4,7 +4,7 @@ import { commonEnv, loadConfig, portEnv, SecretStore } from '@flagship/config';
 import { AccessTokenIssuer, OAuthModule } from '@flagship/oauth';
 import type { UsageRowRecord } from '@flagship/ledger';
 import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
-import type { TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, FakeModelUpstream, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { loadAiGatewayConfig } from '../env.schema';
 import { GatewayPipeline } from '../gateway.pipeline';
@@ -45,6 +45,44 @@ export async function startGateway(te: TestEnvironment, env: NodeJS.ProcessEnv):
   const config = loadAiGatewayConfig({ ...te.env, ...env });
   const app = await startTestApp(AppModule.forConfig(config, SecretStore.fromEnv({ ...te.env, ...env })), installGateway);
   return { ...app, pipeline: app.app.get(GatewayPipeline) };
+}
+
+/** What an int-spec runs the gateway against, in this process (see startGatewayIntegration). */
+export interface GatewayIntegration {
+  /** The file's database and Redis prefix. */
+  te: TestEnvironment;
+  /** The gateway's in-house provider. */
+  fake: FakeModelUpstream;
+  /** management-api's token issuing, on the same database. */
+  issuer: RunningApp;
+  issue: IssueToken;
+  gw: RunningApp & { pipeline: GatewayPipeline };
+  /** Stops the gateway, the issuer and the fake, and drops the database and Redis keys. */
+  close(): Promise<void>;
+}
+
+/**
+ * The file's database and Redis, the fake upstream, the token issuer, and the gateway trusting the
+ * issuer's tokens and calling the fake without retries; `env` adds to that or overrides it.
+ */
+export async function startGatewayIntegration(env: NodeJS.ProcessEnv = {}): Promise<GatewayIntegration> {
+  const te = await createTestEnvironment();
+  const stops: Array<() => Promise<void>> = [() => te.teardown()];
+  const close = async (): Promise<void> => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    const fake = await FakeModelUpstream.start();
+    stops.push(() => fake.close());
+    const { app: issuer, issue } = await startIssuer(te, TEST_ISSUER, TEST_AUDIENCE);
+    stops.push(() => issuer.close());
+    const gw = await startGateway(te, { OAUTH_ISSUER: TEST_ISSUER, OAUTH_AUDIENCE: TEST_AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, PROVIDER_MAX_RETRIES: '0', ...env });
+    stops.push(() => gw.close());
+    return { te, fake, issuer, issue, gw, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }
 
 /** The test database, as the tests' DataSource offers it (TypeORM itself stays in repositories). */
