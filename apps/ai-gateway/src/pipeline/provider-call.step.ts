@@ -25,13 +25,6 @@ const SSE_HEADERS: OutgoingHttpHeaders = {
 };
 
 /**
- * Step 8: the provider, through the provider layer (ProviderClient: pooled upstreams, retries
- * before the first byte, breakers, fallback among `providers`). Answers the client itself (the
- * upstream's JSON as it is, or its events as they arrive) and reports what happened; a failure before
- * anything reached the client is thrown as the matching GatewayError (502/503/504) after the outcome
- * was handed to `failed`, so the row is completed either way.
- */
-/**
  * Longest an answer waits for its row's "upstream called" stamp. The stamp is one small UPDATE per
  * event-loop turn, committed in about a millisecond; only a Postgres that stopped answering since the
  * reservation makes it wait this long, and then the answer goes out all the same (availability first;
@@ -55,6 +48,14 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
+/**
+ * Step 8: the provider, through the provider layer (ProviderClient: pooled upstreams, retries
+ * before the first byte, breakers, fallback among `providers`). Answers the client itself (the
+ * upstream's JSON as it is, or its events as they arrive) and reports what happened; a failure before
+ * anything reached the client is thrown as the matching GatewayError (502/503/504) after the outcome
+ * was handed to `failed`, so the row is completed either way. No answer goes out before the row's
+ * "upstream called" stamp is written (`stamp`, waited for at most STAMP_WAIT_MS).
+ */
 export class ProviderCallStep {
   constructor(private readonly client: ProviderClient) {}
 
