@@ -11,8 +11,8 @@ type Release = Pick<Reservation, 'id' | 'tenantId'>;
  * cost debited, batched per event-loop turn like the reservation. A settlement that cannot be written
  * (Postgres down) is retried for as long as a Postgres restart takes (`retries` times, waits growing by
  * `retryDelayMs` up to `maxRetryDelayMs`: about 77 s by default), then left `pending` for
- * billing-worker's reconciler, which releases the reservation without a debit; the client's answer
- * never waits for it. (Three tries over 3 s were given up on while Postgres recovered from a crash:
+ * billing-worker's reconciler, which charges it the reserved estimate (the row was stamped "upstream
+ * called" before its answer went out) and says so; the client's answer never waits for it. (Three tries over 3 s were given up on while Postgres recovered from a crash:
  * answered requests left unbilled, ledger-crash.e2e-spec.) Only the requests under way when Postgres
  * went away wait here: while it is down, new ones fail at their reservation (503). Settlements gather for
  * `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they are written: at a steady rate each request
@@ -115,7 +115,7 @@ export class SettleStep {
       }
     } catch (err) {
       if (attempt >= this.retries) {
-        this.logger.error({ err, id: item.id }, `cannot ${what} the ledger row; the reconciler will release its reservation`);
+        this.logger.error({ err, id: item.id }, `cannot ${what} the ledger row; the reconciler will settle it (its estimate if the upstream was called)`);
         return;
       }
       await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * (attempt + 1), this.maxRetryDelayMs)));
