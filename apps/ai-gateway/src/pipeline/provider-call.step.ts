@@ -111,19 +111,36 @@ export class ProviderCallStep {
         };
       }
       let out: ServerResponse | undefined;
+      // Events read from the upstream before the stamp is written wait here, so the upstream is read
+      // as it arrives (a connection it breaks right after its first events loses none of them).
+      let held: Buffer[] | undefined;
+      let opened: Promise<void> | undefined;
       const translator = dialect?.stream(context!);
       const write = (bytes: Buffer | undefined): void => {
-        if (bytes !== undefined && out !== undefined && !out.writableEnded && !out.destroyed) out.write(bytes);
+        if (bytes === undefined) return;
+        if (held !== undefined) held.push(bytes);
+        else if (out !== undefined && !out.writableEnded && !out.destroyed) out.write(bytes);
       };
       const sink = {
-        start: async (provider: ProviderKey): Promise<void> => {
-          await beforeAnswer();
-          // The head goes out before the upstream's time is known: the overhead is what preceded the call.
-          out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
+        start: (provider: ProviderKey): void => {
+          const open = (): void => {
+            // The head goes out before the upstream's time is known: the overhead is what preceded the call.
+            out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
+            const waiting = held ?? [];
+            held = undefined;
+            for (const bytes of waiting) write(bytes);
+          };
+          const wait = beforeAnswer();
+          if (wait === undefined) open();
+          else {
+            held = [];
+            opened = wait.then(open);
+          }
         },
         chunk: (bytes: Buffer): void => write(translator === undefined ? bytes : translator.push(bytes)),
       };
       const result = await this.client.stream(upstream, sink);
+      await opened;
       if (result.outcome === 'rejected') {
         await beforeAnswer();
         const rejection = result.rejection ?? { status: 502, body: Buffer.from('{"error":{"message":"The provider refused the request.","type":"server_error","code":"provider_error","param":null}}') };

@@ -239,7 +239,7 @@ export class OpenAiCompatibleProviders implements ProviderClient {
           upstreamMs: performance.now() - sentAt,
         };
       }
-      await sink.start(upstream.key);
+      sink.start(upstream.key);
       let outcome: StreamResult['outcome'];
       // Bytes read since the client left: past abandonedReadBytes the rest is not waited for.
       let unread = this.options.abandonedReadBytes ?? 8 * 1024 * 1024;

@@ -84,8 +84,7 @@ export interface JsonResult {
  * they end the stream through `finish`.
  */
 export interface StreamSink {
-  /** Before the first event is relayed; the stream waits for a returned promise (nothing is read meanwhile). */
-  start(provider: ProviderKey): void | Promise<void>;
+  start(provider: ProviderKey): void;
   /** One or more complete SSE events (`data: ...\n\n`), as bytes to write to the client. */
   chunk(bytes: Buffer): void;
 }
