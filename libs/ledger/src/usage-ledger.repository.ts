@@ -70,6 +70,23 @@ export type ReserveOutcome = 'admitted' | 'insufficient_credits' | 'budget_clien
 type StatementOutcome = ReserveOutcome | 'retry';
 
 /**
+ * The batch statements' first CTEs, the same in RESERVE and RESERVE_BUDGETED: the batch's requests
+ * (`$1`..`$14`, in order: `ord`) and their billable tenants' balance rows, locked in tenant id order
+ * (so two replicas never deadlock) with the credit each has left.
+ */
+const BATCH_AND_BALANCES = `req AS (
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[])
+    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, ord)
+),
+bal AS (
+  SELECT c.tenant_id, c.balance - c.reserved AS available
+    FROM credit_balances c
+   WHERE c.tenant_id IN (SELECT tenant_id FROM req WHERE zero_rated_reason IS NULL)
+   ORDER BY c.tenant_id
+     FOR UPDATE
+)`;
+
+/**
  * Reserves credit and writes `pending` rows for a batch of requests, in ONE statement: the balances
  * of the batch's billable tenants are locked (in tenant id order, so two replicas never deadlock), a
  * request is admitted while its tenant's available credit (balance - reserved), less the estimates
@@ -86,17 +103,7 @@ type StatementOutcome = ReserveOutcome | 'retry';
  * sorts run for every batch), hence it only for what needs it.
  */
 const RESERVE = `
-WITH req AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[])
-    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, ord)
-),
-bal AS (
-  SELECT c.tenant_id, c.balance - c.reserved AS available
-    FROM credit_balances c
-   WHERE c.tenant_id IN (SELECT tenant_id FROM req WHERE zero_rated_reason IS NULL)
-   ORDER BY c.tenant_id
-     FOR UPDATE
-),
+WITH ${BATCH_AND_BALANCES},
 billable AS (
   SELECT r.*, bal.available - COALESCE(sum(r.estimate) OVER (PARTITION BY r.tenant_id ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS left_before
     FROM req r JOIN bal ON bal.tenant_id = r.tenant_id
@@ -137,17 +144,7 @@ RETURNING id`;
  * invisible to this statement's snapshot, so admission never counts on a row it could not lock.
  */
 const RESERVE_BUDGETED = `
-WITH req AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[])
-    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, ord)
-),
-bal AS (
-  SELECT c.tenant_id, c.balance - c.reserved AS available
-    FROM credit_balances c
-   WHERE c.tenant_id IN (SELECT tenant_id FROM req WHERE zero_rated_reason IS NULL)
-   ORDER BY c.tenant_id
-     FOR UPDATE
-),
+WITH ${BATCH_AND_BALANCES},
 lim AS MATERIALIZED (
   SELECT g.tenant_id, g.scope_kind, g.scope_id, g.monthly_cap
     FROM budgets g
