@@ -8,7 +8,7 @@ import { HttpMetrics, type ReadinessCheck } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
-import { type LowBalanceCrossing, UsageLedgerRepository } from '@flagship/ledger';
+import { type LowBalanceCrossing, lowBalanceEvent, UsageLedgerRepository } from '@flagship/ledger';
 import { EntitlementStep } from './pipeline/entitlement.step';
 import { ProductKeyStep } from './pipeline/product-key.step';
 import { ProviderCallStep } from './pipeline/provider-call.step';
@@ -83,8 +83,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
    */
   private publishCrossings(pubsub: PubSub, crossings: LowBalanceCrossing[]): void {
     for (const c of crossings) {
-      const event = { tenantId: c.tenantId, crossingId: c.id, threshold: c.threshold, balance: c.balance, crossedAt: c.crossedAt };
-      pubsub.publish(CHANNELS.lowBalance, event).catch((err: unknown) => this.logger.warn({ err, tenantId: c.tenantId, crossingId: c.id }, 'cannot publish a low-balance crossing (it is recorded in Postgres)'));
+      pubsub.publish(CHANNELS.lowBalance, lowBalanceEvent(c)).catch((err: unknown) => this.logger.warn({ err, tenantId: c.tenantId, crossingId: c.id }, 'cannot publish a low-balance crossing (it is recorded in Postgres)'));
     }
   }
 

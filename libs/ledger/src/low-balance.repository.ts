@@ -32,6 +32,17 @@ export function toCrossing(r: LowBalanceCrossingRow): LowBalanceCrossing {
   return { id: r.id, tenantId: r.tenantId, threshold: Number(r.threshold), balance: Number(r.balance), crossedAt: new Date(r.crossedAt).toISOString() };
 }
 
+/**
+ * A recorded crossing as the change feed's `low-balance` message (libs/redis CHANNELS.lowBalance), the
+ * same whoever recorded it: the gateway's settlement or billing-worker's reconciler.
+ */
+export function lowBalanceEvent(c: LowBalanceCrossing): { tenantId: string; crossingId: string; threshold: number; balance: number; crossedAt: string } {
+  return { tenantId: c.tenantId, crossingId: c.id, threshold: c.threshold, balance: c.balance, crossedAt: c.crossedAt };
+}
+
+/** The crossings LOW_BALANCE_CROSSINGS recorded, as a statement's rows (`SELECT ... FROM recorded`). */
+export const RECORDED_CROSSINGS = `json_build_object('id', id, 'tenantId', tenant_id, 'threshold', threshold, 'balance', balance, 'crossedAt', crossed_at)`;
+
 const CROSSING_COLUMNS = `id, tenant_id AS "tenantId", threshold::text AS threshold, balance::text AS balance, crossed_at AS "crossedAt"`;
 
 /**

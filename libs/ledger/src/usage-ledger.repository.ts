@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE, queryPool } from '@flagship/persistence';
 import { LedgerDurableConnections } from './ledger-durability';
-import { type LowBalanceCrossing, type LowBalanceCrossingRow, toCrossing } from './low-balance.repository';
+import { type LowBalanceCrossing, type LowBalanceCrossingRow, RECORDED_CROSSINGS, toCrossing } from './low-balance.repository';
 
 /**
  * One request's reservation and `pending` row. The gateway narrows `provider` and `endpoint` to its
@@ -426,7 +426,7 @@ ${budgetSettlement('done')},
 ${LOW_BALANCE_CROSSINGS}
 SELECT id, NULL::json AS crossing FROM done
 UNION ALL
-SELECT NULL, json_build_object('id', id, 'tenantId', tenant_id, 'threshold', threshold, 'balance', balance, 'crossedAt', crossed_at) FROM recorded`;
+SELECT NULL, ${RECORDED_CROSSINGS} FROM recorded`;
 
 /**
  * Takes back reservations whose requests were refused after all (the rate limit, checked in Redis

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
+import { type LowBalanceCrossing, type LowBalanceCrossingRow, RECORDED_CROSSINGS, toCrossing } from './low-balance.repository';
 import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
 
 export interface SettledBatch {
@@ -13,6 +14,11 @@ export interface SettledBatch {
   debited: number;
   /** Distinct tenants whose reservation shrank. */
   tenants: number;
+  /**
+   * Low-balance crossings the charges recorded (in the caller's transaction: announce them only once
+   * it has committed, as the gateway announces a settlement's).
+   */
+  crossings: LowBalanceCrossing[];
 }
 
 /** What the reconciler writes on a row it settles, by whether the gateway stamped it "upstream called". */
@@ -68,11 +74,12 @@ export class UsageReconcilerRepository {
     }
     for (const [tenant, t] of perTenant) if (t.released === 0 && t.debited === 0) perTenant.delete(tenant);
     const tenants = [...perTenant.keys()].sort();
+    let crossings: LowBalanceCrossing[] = [];
     if (tenants.length > 0) {
       // Balance rows locked in one order by every replica: two batches sharing tenants wait, never deadlock.
       await m.query('SELECT 1 FROM credit_balances WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id FOR UPDATE', [tenants]);
       // A debit here can cross a tenant's low-balance threshold like any settlement: recorded the same way.
-      await m.query(
+      const recorded: Array<{ crossing: LowBalanceCrossingRow }> = await m.query(
         `WITH moved_balances AS (
            UPDATE credit_balances b SET reserved = b.reserved - v.released, balance = b.balance - v.debited, updated_at = now()
              FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS v(tenant_id, released, debited)
@@ -80,9 +87,10 @@ export class UsageReconcilerRepository {
            RETURNING b.tenant_id, b.balance
          ),
          ${LOW_BALANCE_CROSSINGS}
-         SELECT count(*) AS crossings FROM recorded`,
+         SELECT ${RECORDED_CROSSINGS} AS crossing FROM recorded`,
         [tenants, tenants.map((t) => String(perTenant.get(t)!.released)), tenants.map((t) => String(perTenant.get(t)!.debited))],
       );
+      crossings = recorded.map((r) => toCrossing(r.crossing));
     }
     await this.settleBudgets(m, rows.map((r) => ({ tenantId: r.tenant_id, id: r.id })));
     let released = 0;
@@ -91,7 +99,7 @@ export class UsageReconcilerRepository {
       released += t.released;
       debited += t.debited;
     }
-    return { settled: rows.length, released, charged, debited, tenants: tenants.length };
+    return { settled: rows.length, released, charged, debited, tenants: tenants.length, crossings };
   }
 
   /**

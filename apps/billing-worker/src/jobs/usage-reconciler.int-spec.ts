@@ -6,6 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
+import { LowBalanceRepository } from '@flagship/ledger';
+import { DATA_SOURCE } from '@flagship/persistence';
+import { CHANNELS, type LowBalance, PUBSUB, type PubSub } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, http, TcpProxy, waitFor, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
@@ -136,6 +139,39 @@ describe('usage reconciler (real Postgres, started apps)', () => {
     expect(await balances()).toEqual(after);
     // The request in flight finishes, so the next tests (with a shorter age) start from a settled ledger.
     await complete(young, 'succeeded', 0);
+  });
+
+  it('a charge that crosses a low-balance threshold is recorded once and announced on the change feed after its commit', async () => {
+    const tenant = '7a1d0c52-1b7e-4c1e-9a51-2d9f4c1e0a04';
+    await db.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'Tenant', 'owner@example.com')`, [tenant]);
+    await db.query('INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, 10000)', [tenant]);
+    const worker = await startWorker();
+    // Its bootstrap pass done first, so the pass below is the one that finds these rows.
+    await waitFor(async () => (await metricByOutcome(worker, 'ok')) >= 1, 10_000, 20);
+    const alerts = new LowBalanceRepository(worker.app.get(DATA_SOURCE));
+    await alerts.set(tenant, 9_000);
+    // Two rows a crashed gateway left after calling the provider: 1,500 each, charged their estimate.
+    const ids = [await reserve(tenant, 1_500, 700), await reserve(tenant, 1_500, 700)];
+    await db.query('UPDATE usage_ledger SET upstream_called_at = now() WHERE id = ANY($1::uuid[])', [ids]);
+    const heard: LowBalance[] = [];
+    const stop = await worker.app.get<PubSub>(PUBSUB).subscribe(CHANNELS.lowBalance, (m) => {
+      if (m.tenantId === tenant) heard.push(m);
+    });
+    try {
+      await worker.app.get(UsageReconcilerJob).run(new AbortController().signal);
+      expect((await balances())[tenant]).toEqual({ balance: 7_000, reserved: 0 });
+      const recorded = await alerts.crossings(tenant, { limit: 10 });
+      expect(recorded).toHaveLength(1);
+      const c = recorded[0]!;
+      expect(c).toMatchObject({ threshold: 9_000, balance: 7_000 });
+      await waitFor(async () => (heard.length > 0 ? heard : undefined), 3000, 10);
+      // Give a duplicate the time to arrive before asserting there is none.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(heard).toEqual([{ tenantId: tenant, crossingId: c.id, threshold: 9_000, balance: 7_000, crossedAt: c.crossedAt }]);
+    } finally {
+      await stop();
+      await stopAll();
+    }
   });
 
   it('runs by itself from bootstrap on RECONCILE_INTERVAL_S, and stops with the app', async () => {

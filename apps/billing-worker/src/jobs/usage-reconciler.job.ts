@@ -2,10 +2,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { APP_CONFIG } from '@flagship/config';
 import { TransactionRunner } from '@flagship/persistence';
+import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { BillingWorkerConfig } from '../env.schema';
 import type { Job } from './job';
-import { type SettledBatch, UsageReconcilerRepository } from '@flagship/ledger';
+import { lowBalanceEvent, type SettledBatch, UsageReconcilerRepository } from '@flagship/ledger';
 
 /** A pass settles at most this many batches, so a huge backlog cannot hold one pass (and shutdown) for long. */
 const MAX_BATCHES_PER_PASS = 100;
@@ -15,7 +16,9 @@ const MAX_BATCHES_PER_PASS = 100;
  * completing): after RECONCILE_PENDING_AFTER_S they are `abandoned` and their reservation goes back
  * to the tenant, so no credit stays locked; a row the gateway stamped "upstream called" is charged its
  * reserved estimate, one it never sent is charged nothing (UsageReconcilerRepository). Safe with any
- * number of billing-worker replicas.
+ * number of billing-worker replicas. A charge that takes a tenant's balance across its low-balance
+ * threshold is recorded in the batch's transaction and announced on the change feed once it has
+ * committed, as the gateway announces a settlement's (CHANNELS.lowBalance).
  */
 @Injectable()
 export class UsageReconcilerJob implements Job {
@@ -31,6 +34,7 @@ export class UsageReconcilerJob implements Job {
     private readonly repo: UsageReconcilerRepository,
     @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
     metrics: HttpMetrics,
+    @Inject(PUBSUB) private readonly pubsub: PubSub,
   ) {
     this.intervalMs = config.RECONCILE_INTERVAL_S * 1000;
     this.settledRows = new Counter({ name: 'usage_reconciler_settled_rows_total', help: 'Pending usage rows marked abandoned', registers: [metrics.registry] });
@@ -53,7 +57,17 @@ export class UsageReconcilerJob implements Job {
       // One transaction per batch: rows and reservations change together or not at all.
       const batch = await this.tx.run((m) => this.repo.abandonStale(m, olderThanS, batchSize));
       this.record(batch, olderThanS);
+      await this.announce(batch);
       if (batch.settled < batchSize) return;
+    }
+  }
+
+  /** After the batch's commit. Redis down: logged, not retried (the crossing is recorded in Postgres, where the console reads it). */
+  private async announce(batch: SettledBatch): Promise<void> {
+    for (const c of batch.crossings) {
+      await this.pubsub
+        .publish(CHANNELS.lowBalance, lowBalanceEvent(c))
+        .catch((err: unknown) => this.logger.warn({ err, tenantId: c.tenantId, crossingId: c.id }, 'cannot publish a low-balance crossing (it is recorded in Postgres)'));
     }
   }
 
