@@ -68,7 +68,15 @@ export default tseslint.config(
     files: ['apps/**/*.ts', 'libs/**/*.ts'],
     ignores: TEST_FILES,
     rules: {
-      '@typescript-eslint/no-restricted-imports': ['error', { paths: [{ name: '@flagship/testing', message: 'Test helpers stay out of production code.' }] }],
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: '@flagship/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/ledger/testing', message: 'Test helpers stay out of production code.' },
+          ],
+        },
+      ],
     },
   },
   {

@@ -2,7 +2,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { commonEnv, loadConfig, portEnv, SecretStore } from '@flagship/config';
 import { AccessTokenIssuer, OAuthModule } from '@flagship/oauth';
-import type { UsageRowRecord } from '@flagship/ledger';
 import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, FakeModelUpstream, type TestEnvironment } from '@flagship/testing';
 import { AppModule } from '../app.module';
@@ -112,14 +111,5 @@ export async function createTenant(ds: Sql, setup: TenantSetup = {}): Promise<st
   return id;
 }
 
-/** A tenant's ledger rows as Postgres holds them (SELECT *: the usage columns and the "upstream called" stamp). */
-export type LedgerRow = UsageRowRecord & { upstream_called_at: Date | null };
-
-export async function ledgerRows(ds: Sql, tenantId: string): Promise<LedgerRow[]> {
-  return ds.query<LedgerRow[]>(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
-}
-
-export async function balanceOf(ds: Sql, tenantId: string): Promise<{ balance: number; reserved: number }> {
-  const [row] = await ds.query<Array<{ balance: string; reserved: string }>>(`SELECT balance, reserved FROM credit_balances WHERE tenant_id = $1`, [tenantId]);
-  return { balance: Number(row?.balance ?? 0), reserved: Number(row?.reserved ?? 0) };
-}
+/** A tenant's ledger rows and balance as Postgres holds them: the ledger's own test helpers, one copy. */
+export { balanceOf, type LedgerRow, ledgerRows } from '@flagship/ledger/testing';

@@ -15,8 +15,11 @@ export async function createTenant(ds: Sql, setup: { balance?: number } = {}): P
   return id;
 }
 
+/** A ledger row as Postgres holds it (SELECT *: the usage columns, the meter's mark and the "upstream called" stamp). */
+export type LedgerRow = UsageRowRecord & { meter_reported_at: Date | null; upstream_called_at: Date | null };
+
 /** A tenant's ledger rows as Postgres holds them (every column), oldest first. */
-export function ledgerRows(ds: Sql, tenantId: string): Promise<Array<UsageRowRecord & { meter_reported_at: Date | null; upstream_called_at: Date | null }>> {
+export function ledgerRows(ds: Sql, tenantId: string): Promise<LedgerRow[]> {
   return ds.query(`SELECT * FROM usage_ledger WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
 }
 
