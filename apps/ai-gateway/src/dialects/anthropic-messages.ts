@@ -1,7 +1,7 @@
 import { GatewayError } from '../gateway.errors';
 import { MAX_TOOLS } from '../openai/openai-request';
 import { anthropicError } from './anthropic-errors';
-import { type Dialect, type DialectContext, isRecord, sseData, type StreamTranslator, upstreamMessage } from './dialect';
+import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, upstreamMessage } from './dialect';
 
 /**
  * Anthropic's Messages API (POST /v1/messages) over the OpenAI-compatible providers. The request is
@@ -254,79 +254,41 @@ const event = (type: string, data: Record<string, unknown>): string => `event: $
  * error event becomes Anthropic's `error` event, and nothing follows it. Only the first choice is
  * read (Anthropic has no `n`).
  */
-class AnthropicStream implements StreamTranslator {
-  private started = false;
-  private finished = false;
+class AnthropicStream extends ChatStreamTranslator {
   /** The open block's index and kind (-1: none), and the upstream tool call index it is for. */
   private block = -1;
   private kind: 'text' | 'tool_use' | undefined;
   private toolIndex: number | undefined;
-  private finish: unknown;
-  private matched: unknown;
-  private usage: unknown;
 
-  constructor(private readonly context: DialectContext) {}
-
-  push(bytes: Buffer): Buffer | undefined {
-    let out = '';
-    for (const data of sseData(bytes)) {
-      if (this.finished) break;
-      if (data === '[DONE]') {
-        out += this.close();
-        continue;
-      }
-      if (!isRecord(data)) continue;
-      if (data.error !== undefined && data.error !== null) {
-        const e = isRecord(data.error) ? data.error : {};
-        const message = typeof e.message === 'string' ? e.message : 'The provider failed midway.';
-        // The gateway's own stream errors (provider layer): a shutdown cut is overloaded_error (retry elsewhere), a time-out timeout_error.
-        const type = e.code === 'service_unavailable' ? 'overloaded_error' : e.code === 'provider_timeout' ? 'timeout_error' : 'api_error';
-        out += event('error', { error: { type, message } });
-        this.finished = true;
-        break;
-      }
-      out += this.start();
-      if (data.usage !== undefined && data.usage !== null) this.usage = data.usage;
-      const choice = Array.isArray(data.choices) ? data.choices.find((c: unknown) => isRecord(c) && (c.index ?? 0) === 0) : undefined;
-      if (!isRecord(choice)) continue;
-      const delta = isRecord(choice.delta) ? choice.delta : {};
-      if (typeof delta.content === 'string' && delta.content !== '') {
-        if (this.kind !== 'text') out += this.open('text', { type: 'text', text: '' });
-        out += event('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: delta.content } });
-      }
-      if (Array.isArray(delta.tool_calls)) {
-        for (const call of delta.tool_calls) {
-          if (!isRecord(call)) continue;
-          const fn = isRecord(call.function) ? call.function : {};
-          const index = typeof call.index === 'number' ? call.index : 0;
-          if (this.kind !== 'tool_use' || this.toolIndex !== index) {
-            out += this.open('tool_use', { type: 'tool_use', id: typeof call.id === 'string' ? call.id : '', name: typeof fn.name === 'string' ? fn.name : '', input: {} });
-            this.toolIndex = index;
-          }
-          if (typeof fn.arguments === 'string' && fn.arguments !== '') {
-            out += event('content_block_delta', { index: this.block, delta: { type: 'input_json_delta', partial_json: fn.arguments } });
-          }
-        }
-      }
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
-        this.finish = choice.finish_reason;
-        this.matched = choice.stop_reason;
-      }
-    }
-    return out === '' ? undefined : Buffer.from(out, 'utf8');
+  constructor(private readonly context: DialectContext) {
+    super();
   }
 
-  end(): Buffer | undefined {
-    // A stream that ended cleanly without [DONE] (some servers) is closed all the same.
-    if (this.finished || !this.started || this.finish === undefined) return undefined;
-    return Buffer.from(this.close(), 'utf8');
-  }
-
-  private start(): string {
-    if (this.started) return '';
-    this.started = true;
+  protected opening(): string {
     const message = { id: messageId(this.context.requestId), type: 'message', role: 'assistant', model: this.context.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
     return event('message_start', { message }) + event('ping', {});
+  }
+
+  protected error(e: Record<string, unknown>): string {
+    const message = typeof e.message === 'string' ? e.message : 'The provider failed midway.';
+    // The gateway's own stream errors (provider layer): a shutdown cut is overloaded_error (retry elsewhere), a time-out timeout_error.
+    const type = e.code === 'service_unavailable' ? 'overloaded_error' : e.code === 'provider_timeout' ? 'timeout_error' : 'api_error';
+    return event('error', { error: { type, message } });
+  }
+
+  protected text(content: string): string {
+    const out = this.kind !== 'text' ? this.open('text', { type: 'text', text: '' }) : '';
+    return out + event('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: content } });
+  }
+
+  protected toolCall(call: ToolCallDelta): string {
+    let out = '';
+    if (this.kind !== 'tool_use' || this.toolIndex !== call.index) {
+      out += this.open('tool_use', { type: 'tool_use', id: call.id ?? '', name: call.name, input: {} });
+      this.toolIndex = call.index;
+    }
+    if (call.arguments !== '') out += event('content_block_delta', { index: this.block, delta: { type: 'input_json_delta', partial_json: call.arguments } });
+    return out;
   }
 
   private open(kind: 'text' | 'tool_use', block: Record<string, unknown>): string {
@@ -343,12 +305,10 @@ class AnthropicStream implements StreamTranslator {
     return event('content_block_stop', { index: this.block });
   }
 
-  private close(): string {
-    if (this.finished) return '';
-    this.finished = true;
-    const { reason, sequence } = stopReason(this.finish, this.matched, this.context.body);
+  protected closing(): string {
+    const { reason, sequence } = stopReason(this.finish, this.finishChoice?.stop_reason, this.context.body);
     // The input's count is known only now (OpenAI reports usage last): message_delta carries it, as Anthropic's does its cumulative counts.
-    return this.start() + this.stopBlock() + event('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage: usageOf(this.usage) }) + event('message_stop', {});
+    return this.stopBlock() + event('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage: usageOf(this.usage) }) + event('message_stop', {});
   }
 }
 

@@ -45,6 +45,100 @@ export interface Dialect {
 
 export { isRecord };
 
+/** One tool call's piece in a chat-completion chunk (its first piece names it; the later ones add arguments). */
+export interface ToolCallDelta {
+  /** The upstream's tool call index: a new index opens a new call. */
+  index: number;
+  /** The call's id, when this piece says it. */
+  id: string | undefined;
+  name: string;
+  /** Arguments' text added by this piece ('' when none). */
+  arguments: string;
+}
+
+/**
+ * The walk over the upstream's chat-completion chunks that every dialect's stream shares: whole SSE
+ * events in, the first choice's text and tool-call deltas, its finish reason, the usage chunk, an
+ * upstream error event (after which nothing more is written), `[DONE]` or a clean end closing the
+ * stream once. A dialect says what each of those is in its own events.
+ */
+export abstract class ChatStreamTranslator implements StreamTranslator {
+  private started = false;
+  private finished = false;
+  /** The first choice's finish_reason once a chunk gave one, and that chunk's choice. */
+  protected finish: unknown;
+  protected finishChoice: Record<string, unknown> | undefined;
+  /** The usage chunk's `usage` (OpenAI sends it last, with stream_options.include_usage). */
+  protected usage: unknown;
+
+  /** What opens the dialect's stream, written before anything else. */
+  protected abstract opening(): string;
+  /** What closes it (after the opening, once), from what was read. */
+  protected abstract closing(): string;
+  /** The dialect's error event for the upstream's error object. */
+  protected abstract error(e: Record<string, unknown>): string;
+  protected abstract text(content: string): string;
+  protected abstract toolCall(call: ToolCallDelta): string;
+
+  push(bytes: Buffer): Buffer | undefined {
+    let out = '';
+    for (const data of sseData(bytes)) {
+      if (this.finished) break;
+      if (data === '[DONE]') {
+        out += this.close();
+        continue;
+      }
+      if (!isRecord(data)) continue;
+      if (data.error !== undefined && data.error !== null) {
+        out += this.error(isRecord(data.error) ? data.error : {});
+        this.finished = true;
+        break;
+      }
+      out += this.start();
+      if (data.usage !== undefined && data.usage !== null) this.usage = data.usage;
+      const choice = Array.isArray(data.choices) ? data.choices.find((c: unknown) => isRecord(c) && (c.index ?? 0) === 0) : undefined;
+      if (!isRecord(choice)) continue;
+      const delta = isRecord(choice.delta) ? choice.delta : {};
+      if (typeof delta.content === 'string' && delta.content !== '') out += this.text(delta.content);
+      if (Array.isArray(delta.tool_calls)) {
+        for (const call of delta.tool_calls) {
+          if (!isRecord(call)) continue;
+          const fn = isRecord(call.function) ? call.function : {};
+          out += this.toolCall({
+            index: typeof call.index === 'number' ? call.index : 0,
+            id: typeof call.id === 'string' ? call.id : undefined,
+            name: typeof fn.name === 'string' ? fn.name : '',
+            arguments: typeof fn.arguments === 'string' ? fn.arguments : '',
+          });
+        }
+      }
+      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
+        this.finish = choice.finish_reason;
+        this.finishChoice = choice;
+      }
+    }
+    return out === '' ? undefined : Buffer.from(out, 'utf8');
+  }
+
+  end(): Buffer | undefined {
+    // A stream that ended cleanly without [DONE] (some servers) is closed all the same.
+    if (this.finished || !this.started || this.finish === undefined) return undefined;
+    return Buffer.from(this.close(), 'utf8');
+  }
+
+  private start(): string {
+    if (this.started) return '';
+    this.started = true;
+    return this.opening();
+  }
+
+  private close(): string {
+    if (this.finished) return '';
+    this.finished = true;
+    return this.start() + this.closing();
+  }
+}
+
 /** The JSON data of each complete SSE event in `bytes` (as the relay passes them on: whole events only); '[DONE]' as the string; unparsable data skipped. */
 export function sseData(bytes: Buffer): unknown[] {
   const out: unknown[] = [];

@@ -1,6 +1,6 @@
 import { GatewayError } from '../gateway.errors';
 import { MAX_TOOLS } from '../openai/openai-request';
-import { type Dialect, type DialectContext, isRecord, sseData, type StreamTranslator } from './dialect';
+import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta } from './dialect';
 
 /**
  * OpenAI's Responses API (POST /v1/responses), stateless, over the providers' chat completions. The
@@ -249,17 +249,14 @@ interface OpenItem {
  * response.completed (or incomplete) with the whole output and usage. An upstream error event becomes
  * an `error` event, and nothing follows it. Only the first choice is read.
  */
-class ResponsesStream implements StreamTranslator {
+class ResponsesStream extends ChatStreamTranslator {
   private sequence = 0;
-  private started = false;
-  private finished = false;
   private item: OpenItem | undefined;
   private readonly done: Array<Record<string, unknown>> = [];
-  private finish: unknown;
-  private usage: unknown;
   private readonly rid: string;
 
   constructor(private readonly context: DialectContext) {
+    super();
     this.rid = compact(context.requestId);
   }
 
@@ -267,62 +264,31 @@ class ResponsesStream implements StreamTranslator {
     return `event: ${type}\ndata: ${JSON.stringify({ type, ...data, sequence_number: this.sequence++ })}\n\n`;
   }
 
-  push(bytes: Buffer): Buffer | undefined {
-    let out = '';
-    for (const data of sseData(bytes)) {
-      if (this.finished) break;
-      if (data === '[DONE]') {
-        out += this.close();
-        continue;
-      }
-      if (!isRecord(data)) continue;
-      if (data.error !== undefined && data.error !== null) {
-        const e = isRecord(data.error) ? data.error : {};
-        out += this.event('error', { code: typeof e.code === 'string' ? e.code : 'provider_error', message: typeof e.message === 'string' ? e.message : 'The provider failed midway.', param: null });
-        this.finished = true;
-        break;
-      }
-      out += this.start();
-      if (data.usage !== undefined && data.usage !== null) this.usage = data.usage;
-      const choice = Array.isArray(data.choices) ? data.choices.find((c: unknown) => isRecord(c) && (c.index ?? 0) === 0) : undefined;
-      if (!isRecord(choice)) continue;
-      const delta = isRecord(choice.delta) ? choice.delta : {};
-      if (typeof delta.content === 'string' && delta.content !== '') {
-        if (this.item?.kind !== 'message') out += this.open('message', '', '', 0);
-        const item = this.item!;
-        item.text += delta.content;
-        out += this.event('response.output_text.delta', { item_id: item.id, output_index: item.index, content_index: 0, delta: delta.content, logprobs: [] });
-      }
-      if (Array.isArray(delta.tool_calls)) {
-        for (const call of delta.tool_calls) {
-          if (!isRecord(call)) continue;
-          const fn = isRecord(call.function) ? call.function : {};
-          const index = typeof call.index === 'number' ? call.index : 0;
-          if (this.item?.kind !== 'function_call' || this.item.toolIndex !== index) {
-            out += this.open('function_call', typeof call.id === 'string' ? call.id : `call_${this.rid}_${index}`, typeof fn.name === 'string' ? fn.name : '', index);
-          }
-          const item = this.item!;
-          if (typeof fn.arguments === 'string' && fn.arguments !== '') {
-            item.text += fn.arguments;
-            out += this.event('response.function_call_arguments.delta', { item_id: item.id, output_index: item.index, delta: fn.arguments });
-          }
-        }
-      }
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) this.finish = choice.finish_reason;
-    }
-    return out === '' ? undefined : Buffer.from(out, 'utf8');
-  }
-
-  end(): Buffer | undefined {
-    if (this.finished || !this.started || this.finish === undefined) return undefined;
-    return Buffer.from(this.close(), 'utf8');
-  }
-
-  private start(): string {
-    if (this.started) return '';
-    this.started = true;
+  protected opening(): string {
     const response = responseObject(this.context, { output: [] });
     return this.event('response.created', { response }) + this.event('response.in_progress', { response });
+  }
+
+  protected error(e: Record<string, unknown>): string {
+    return this.event('error', { code: typeof e.code === 'string' ? e.code : 'provider_error', message: typeof e.message === 'string' ? e.message : 'The provider failed midway.', param: null });
+  }
+
+  protected text(content: string): string {
+    const out = this.item?.kind !== 'message' ? this.open('message', '', '', 0) : '';
+    const item = this.item!;
+    item.text += content;
+    return out + this.event('response.output_text.delta', { item_id: item.id, output_index: item.index, content_index: 0, delta: content, logprobs: [] });
+  }
+
+  protected toolCall(call: ToolCallDelta): string {
+    let out = '';
+    if (this.item?.kind !== 'function_call' || this.item.toolIndex !== call.index) out += this.open('function_call', call.id ?? `call_${this.rid}_${call.index}`, call.name, call.index);
+    const item = this.item!;
+    if (call.arguments !== '') {
+      item.text += call.arguments;
+      out += this.event('response.function_call_arguments.delta', { item_id: item.id, output_index: item.index, delta: call.arguments });
+    }
+    return out;
   }
 
   private open(kind: 'message' | 'function_call', callId: string, name: string, toolIndex: number): string {
@@ -357,14 +323,11 @@ class ResponsesStream implements StreamTranslator {
     return out + this.event('response.output_item.done', { output_index: item.index, item: done });
   }
 
-  private close(): string {
-    if (this.finished) return '';
-    this.finished = true;
-    let out = this.start() + this.closeItem();
+  protected closing(): string {
+    const out = this.closeItem();
     const state = statusOf(this.finish);
     const response = responseObject(this.context, { ...state, output: this.done, usage: usageOf(this.usage) });
-    out += this.event(state.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
-    return out;
+    return out + this.event(state.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
   }
 }
 
