@@ -7,6 +7,7 @@
  * fakes' image commands are checked in tools/k8s.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ import { ofKind, workloads } from '../k8s/manifest-checks';
 
 const root = join(__dirname, '..', '..');
 const APPS = ['management-api', 'ai-gateway', 'billing-worker', 'orep-server'];
+/** The access-token signing key a production management-api requires (the Secret's OAUTH_SIGNING_KEY). */
+const SIGNING_KEY = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 interface ComposeService {
   build?: { context: string; dockerfile: string; args?: Record<string, string> };
@@ -128,6 +131,8 @@ describe('each image command, run as a process', () => {
       if (w.optional.has(name)) delete env[name];
       else env[name] = `e2e-${name.toLowerCase()}`;
     }
+    // Optional in the Secret (it may come from Secrets Manager instead), but production needs a signing key.
+    if (app === 'management-api') env['OAUTH_SIGNING_KEY'] = SIGNING_KEY;
     Object.assign(env, {
       // This test file's database and Redis prefix; a free loopback port instead of the container's.
       DATABASE_URL: te.env['DATABASE_URL'],
@@ -165,6 +170,33 @@ describe('each image command, run as a process', () => {
     expect(code).toBe(0);
     // Kubernetes kills the pod terminationGracePeriodSeconds after SIGTERM: the drain fits inside.
     expect(Date.now() - stopping).toBeLessThan(w.deployment['spec'].template.spec.terminationGracePeriodSeconds * 1000);
+  });
+
+  it('management-api, given the chart production environment without an access-token signing key, stops at start-up saying so', async () => {
+    const w = production.find((x) => x.app === 'management-api')!;
+    const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], ...w.env };
+    for (const name of w.fromSecret) {
+      if (w.optional.has(name)) delete env[name];
+      else env[name] = `e2e-${name.toLowerCase()}`;
+    }
+    Object.assign(env, {
+      DATABASE_URL: te.env['DATABASE_URL'],
+      REDIS_URL: te.env['REDIS_URL'],
+      REDIS_KEY_PREFIX: te.env['REDIS_KEY_PREFIX'],
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      METRICS_PORT: String(await freePort()),
+      SECRETS_MANAGER_SECRET_ID: '',
+      IDP_JWKS_URI: 'http://127.0.0.1:9/jwks',
+      IDP_ISSUER: 'http://127.0.0.1:9',
+    });
+    expect(env['OAUTH_SIGNING_KEY']).toBeUndefined();
+    const dir = imageLayout('management-api');
+    layouts.push(dir);
+    const { child, output } = run(dir, ['dist/main.js'], env);
+    const [code] = await once(child, 'exit');
+    expect(code).not.toBe(0);
+    expect(output()).toContain('invalid configuration: OAUTH_SIGNING_KEY is required');
   });
 
   it('the migration command applies nothing twice', async () => {

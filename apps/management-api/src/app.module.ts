@@ -65,7 +65,9 @@ export class AppModule {
           ipLimitPerMinute: config.RATE_LIMIT_IP_PER_MINUTE,
         }),
         QuotasModule,
-        OAuthFeatureModule.forConfig(config, secrets),
+        // In production the access-token signing key comes from the Secret or Secrets Manager, never
+        // generated into Postgres (where a database dump would hand it out): without it, start-up stops.
+        OAuthFeatureModule.forConfig(config, secrets, { requireConfiguredKey: config.NODE_ENV === 'production' }),
         AuthModule.forRoot(config.IDP_MODE, { imports: [], provider: CLIENT_TOKEN_PROVIDER }),
         TenantsModule,
         AdminModule,

@@ -23,7 +23,7 @@ export const managementApiEnv = {
   PLATFORM_ADMIN_EMAILS: str({ default: '', desc: 'comma-separated e-mails of platform admins' }),
   OAUTH_ISSUER: str({ default: '', desc: 'iss of access tokens; default PUBLIC_BASE_URL' }),
   OAUTH_AUDIENCE: str({ default: 'flagship-api' }),
-  OAUTH_SIGNING_KEY: str({ default: '', desc: 'secret: EC P-256 private key (PEM PKCS#8 or JWK); none = a generated key kept in Postgres' }),
+  OAUTH_SIGNING_KEY: str({ default: '', desc: 'secret: EC P-256 private key (PEM PKCS#8 or JWK); required when NODE_ENV=production; none (development only) = a generated key kept in Postgres' }),
   PRODUCT_KEY_OWN: str({ default: 'core' }),
   PRODUCT_KEYS_INTERNAL: str({ default: 'insights,helpdesk,forms,studio' }),
   PRODUCT_KEYS_LEGACY: str({ default: 'partner_portal' }),

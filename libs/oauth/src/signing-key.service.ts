@@ -48,7 +48,7 @@ export class SigningKeyService implements OnModuleInit, OnApplicationShutdown {
     const issuing = this.options.issuing;
     if (!issuing) return;
     if (issuing.requireConfiguredKey && this.readSecret() === undefined) {
-      throw new ConfigError(`invalid configuration: ${issuing.secretName} is required`);
+      throw new ConfigError(`invalid configuration: ${issuing.secretName} is required (an EC P-256 private key, PEM PKCS#8 or JWK, from the environment or Secrets Manager); a key generated and kept in Postgres is for development only`);
     }
     try {
       await this.current();
