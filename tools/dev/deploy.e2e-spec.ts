@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -30,14 +30,15 @@ interface ComposeService {
 // merge: compose files share settings through YAML merge keys (<<), as Docker Compose reads them.
 const compose = parse(readFileSync(join(root, 'docker/compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
 
-/** Lays out one image's /app as the Dockerfile's runtime stage does. */
+const dockerfile = readFileSync(join(root, 'docker/Dockerfile'), 'utf8');
+/** The last stage's (the runtime's) CMD, `node dist/main.js`: what each app's container runs. */
+const IMAGE_CMD = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile.slice(dockerfile.lastIndexOf('\nFROM ')))![1]) as string[];
+
+/** Lays out one image's /app as the Dockerfile does: its build stage's docker/image-layout.sh from the built dist/ into dist/. */
 function imageLayout(app: string): string {
   const dir = mkdtempSync(join(tmpdir(), `image-${app}-`));
-  cpSync(join(root, 'dist/apps', app), join(dir, 'dist'), { recursive: true });
-  writeFileSync(join(dir, 'dist/main.js'), `require('./apps/${app}/src/main.js');\n`);
-  for (const script of ['migrate', 'seed']) {
-    if (existsSync(join(dir, `dist/apps/${app}/src/${script}.js`))) writeFileSync(join(dir, `dist/${script}.js`), `require('./apps/${app}/src/${script}.js');\n`);
-  }
+  const layout = spawnSync('sh', [join(root, 'docker/image-layout.sh'), app, join(root, 'dist'), join(dir, 'dist')], { encoding: 'utf8' });
+  expect([layout.status, layout.stderr]).toEqual([0, '']);
   // IMAGE_NODE_MODULES: a production-only node_modules laid out as the Dockerfile's prod-deps stage
   // leaves it, to run the commands without the devDependencies; by default the repository's.
   symlinkSync(process.env['IMAGE_NODE_MODULES'] ?? join(root, 'node_modules'), join(dir, 'node_modules'));
@@ -87,7 +88,8 @@ describe('each image command, run as a process', () => {
     const dir = imageLayout(app);
     layouts.push(dir);
     const port = await freePort();
-    const { child, output } = run(dir, ['dist/main.js'], {
+    expect(IMAGE_CMD[0]).toBe('node');
+    const { child, output } = run(dir, IMAGE_CMD.slice(1), {
       ...te.env,
       PORT: String(port),
       OREP_PORT: String(port),
@@ -151,7 +153,7 @@ describe('each image command, run as a process', () => {
     expect(env['NODE_ENV']).toBe('production');
     const dir = imageLayout(app);
     layouts.push(dir);
-    const { child, output } = run(dir, ['dist/main.js'], env);
+    const { child, output } = run(dir, IMAGE_CMD.slice(1), env);
     const probes = ['startupProbe', 'livenessProbe', 'readinessProbe'].map((p) => c[p].httpGet.path as string);
     let stopping = 0;
     try {

