@@ -197,6 +197,17 @@ describe('the PrometheusRule the chart renders', () => {
     expect(plain.filter((o) => o['kind'] === 'PrometheusRule' || o['metadata']?.name?.includes('-dashboard-'))).toEqual([]);
   });
 
+  it('NOTES.txt names the rule and the runbooks, and says when no monitor scrapes what it reads', () => {
+    const notes = (sets: string[]) => {
+      const out = helm(['install', 'flagship', CHART, '--dry-run=client', '--namespace', 'flagship', ...sets.flatMap((x) => ['--set', x])]);
+      return out.stdout.slice(out.stdout.indexOf('NOTES:'));
+    };
+    const alone = notes(['prometheusRule.enabled=true']);
+    expect(alone).toContain('Alerts: PrometheusRule flagship (it reads what a ServiceMonitor or PodMonitor scrapes: enable one)');
+    expect(notes(['prometheusRule.enabled=true', 'serviceMonitor.enabled=true'])).toContain('Alerts: PrometheusRule flagship; runbooks at https://github.com/example/flagship/blob/main/k8s/runbooks.');
+    expect(notes([])).not.toContain('Alerts:');
+  });
+
   it('the monitors honour the apps\' service and job labels, which the alerts read', () => {
     const both = renderChart(CHART, { values: { serviceMonitor: { enabled: true }, podMonitor: { enabled: true } } }).documents;
     const endpoints = [...ofKind({ name: 'm', objects: both }, 'ServiceMonitor').flatMap((m) => m['spec'].endpoints), ...ofKind({ name: 'm', objects: both }, 'PodMonitor').flatMap((m) => m['spec'].podMetricsEndpoints)];
