@@ -32,31 +32,43 @@ interface Selector {
   metric: string;
   /** The apps its `service` matcher names (= or =~ an alternation); undefined: any app. */
   services: string[] | undefined;
+  /** The label names its matchers test. */
+  matched: string[];
 }
 
+/** Labels Prometheus adds to every series of a target (the operator's ServiceMonitor and PodMonitor). */
+const TARGET_LABELS = new Set(['namespace', 'pod', 'container', 'endpoint', 'instance', 'job', 'service']);
+
 /** Parse errors of a PromQL expression (lezer marks them as error nodes), and the selectors it reads. */
-function promql(expr: string): { errors: string[]; selectors: Selector[] } {
+function promql(expr: string): { errors: string[]; selectors: Selector[]; grouping: string[] } {
   const tree = parser.parse(expr);
   const errors: string[] = [];
   const selectors: Selector[] = [];
+  const grouping: string[] = [];
   tree.iterate({
     enter: (n) => {
       if (n.type.isError) errors.push(`parse error at ${n.from}: ${JSON.stringify(expr.slice(Math.max(0, n.from - 20), n.from + 20))}`);
+      // by (...) of an aggregation (not on (...) of a binary operator's matching).
+      if (n.name === 'GroupingLabels' && n.node.parent?.name === 'AggregateModifier') {
+        for (const l of n.node.getChildren('LabelName')) grouping.push(expr.slice(l.from, l.to));
+      }
       if (n.name !== 'VectorSelector') return;
       const node = n.node;
       const id = node.getChild('Identifier');
       if (!id) return;
       let services: string[] | undefined;
+      const matched: string[] = [];
       for (const m of node.getChild('LabelMatchers')?.getChildren('UnquotedLabelMatcher') ?? []) {
         const label = expr.slice(m.getChild('LabelName')!.from, m.getChild('LabelName')!.to);
+        matched.push(label);
         const op = expr.slice(m.getChild('MatchOp')!.from, m.getChild('MatchOp')!.to);
         const value = JSON.parse(expr.slice(m.getChild('StringLiteral')!.from, m.getChild('StringLiteral')!.to)) as string;
         if (label === 'service' && (op === '=' || op === '=~')) services = op === '=' ? [value] : value.split('|');
       }
-      selectors.push({ metric: expr.slice(id.from, id.to), services });
+      selectors.push({ metric: expr.slice(id.from, id.to), services, matched });
     },
   });
-  return { errors, selectors };
+  return { errors, selectors, grouping };
 }
 
 /** Grafana's variables, replaced by values a query can hold, so what remains is PromQL. */
@@ -86,19 +98,27 @@ const dashboards: Dashboard[] = readdirSync(DASHBOARDS)
 
 describe('the apps really export what the alerts and dashboards read', () => {
   let exported: Record<string, Set<string>>;
+  let labels: Record<string, Map<string, Set<string>>>;
 
   beforeAll(async () => {
     const apps = await startAppsForMetrics();
     try {
       exported = Object.fromEntries(Object.entries(apps.metrics).map(([app, text]) => [app, exposedNames(text)]));
+      labels = apps.labels;
     } finally {
       await apps.close();
     }
   });
 
-  /** What is wrong with the metrics `expr` reads: one it names that no app exports, or not the app its `service` matcher names. */
-  const missing = (where: string, expr: string, defaultApps: string[]): string[] =>
-    promql(expr).selectors.flatMap(({ metric, services }) => {
+  /**
+   * What is wrong with the series `expr` reads: a metric no app exports, or not the app its `service`
+   * matcher names; a label it matches or groups by that neither the metric (its registry's label
+   * names) nor the scrape target has.
+   */
+  const missing = (where: string, expr: string, defaultApps: string[]): string[] => {
+    const { selectors, grouping } = promql(expr);
+    const known = new Set(TARGET_LABELS);
+    const problems = selectors.flatMap(({ metric, services, matched }) => {
       if (PROMETHEUS_OWN.has(metric)) return [];
       const apps = services ?? defaultApps;
       const unknownApps = apps.filter((a) => !METRIC_APPS.includes(a));
@@ -107,8 +127,12 @@ describe('the apps really export what the alerts and dashboards read', () => {
       if (services === undefined ? exporting.length === 0 : exporting.length < apps.length) {
         return [`${where}: ${metric} is not exported by ${apps.filter((a) => !exported[a]!.has(metric)).join(', ')}`];
       }
-      return [];
+      const own = new Set(exporting.flatMap((a) => [...(labels[a]!.get(metric) ?? [])]));
+      for (const l of own) known.add(l);
+      return matched.filter((l) => !own.has(l) && !TARGET_LABELS.has(l)).map((l) => `${where}: ${metric} has no label ${l}`);
     });
+    return [...problems, ...grouping.filter((l) => !known.has(l)).map((l) => `${where}: no series it reads has the label ${l} it groups by`)];
+  };
 
   it('every app started and exported its HTTP and process series (the real /metrics, not a list)', () => {
     for (const app of METRIC_APPS) {
@@ -116,12 +140,12 @@ describe('the apps really export what the alerts and dashboards read', () => {
     }
   });
 
-  it('every metric an alert reads is exported by an app (by the apps its service matcher names)', () => {
+  it('every metric an alert reads is exported by an app (by the apps its service matcher names), with the labels it reads', () => {
     expect(alerts.length).toBeGreaterThan(10);
     expect(alerts.flatMap((a) => missing(a['alert'], a['expr'], METRIC_APPS))).toEqual([]);
   });
 
-  it.each(dashboards.map((d) => [d.file, d] as const))("every metric dashboard %s reads is exported by its app", (_file, d) => {
+  it.each(dashboards.map((d) => [d.file, d] as const))("every metric dashboard %s reads is exported by its app, with the labels it reads", (_file, d) => {
     const app = d.file.replace(/\.json$/, '');
     expect(METRIC_APPS).toContain(app);
     expect(d.queries.length).toBeGreaterThan(5);
@@ -132,6 +156,11 @@ describe('the apps really export what the alerts and dashboards read', () => {
     expect(missing('typo', 'rate(http_request_total{service="ai-gateway"}[5m])', METRIC_APPS)).toEqual(['typo: http_request_total is not exported by ai-gateway']);
     expect(missing('wrong app', 'max(usage_ledger_pending_rows{service="management-api"})', METRIC_APPS)).toEqual(['wrong app: usage_ledger_pending_rows is not exported by management-api']);
     expect(missing('any app', 'max(usage_ledger_pending_rows)', METRIC_APPS)).toEqual([]);
+    expect(missing('label', 'sum by (provder) (rate(gateway_requests_total{outcom="x"}[5m]))', METRIC_APPS)).toEqual([
+      'label: gateway_requests_total has no label outcom',
+      'label: no series it reads has the label provder it groups by',
+    ]);
+    expect(missing('labels', 'sum by (provider, le) (rate(gateway_upstream_duration_seconds_bucket{namespace="x", model="m"}[5m]))', METRIC_APPS)).toEqual([]);
   });
 });
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { DynamicModule, INestApplication } from '@nestjs/common';
 import { SecretStore } from '@flagship/config';
-import { type RunningApp, startTestApp } from '@flagship/service-kit';
+import { HttpMetrics, type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, http, type TestEnvironment } from '@flagship/testing';
 import { appContract, ROOT } from './app-contracts';
 
@@ -60,7 +60,25 @@ export function exposedNames(text: string): Set<string> {
 export interface StartedApps {
   /** Each app's /metrics text, read once it started. */
   metrics: Record<string, string>;
+  /**
+   * The label names of each app's series, from its registry (a series without samples yet shows
+   * none in the text): the metric's own, the registry's default `service`, and `le` on a
+   * histogram's buckets.
+   */
+  labels: Record<string, Map<string, Set<string>>>;
   close(): Promise<void>;
+}
+
+function labelNames(registry: HttpMetrics['registry']): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const m of registry.getMetricsAsArray() as unknown as Array<{ name: string; type: string; labelNames: string[] }>) {
+    const own = ['service', ...m.labelNames];
+    if (m.type === 'histogram') {
+      out.set(`${m.name}_bucket`, new Set([...own, 'le']));
+      for (const s of ['_sum', '_count']) out.set(`${m.name}${s}`, new Set(own));
+    } else out.set(m.name, new Set(own));
+  }
+  return out;
 }
 
 /** Starts the four apps (one after the other, on one test database), reads each /metrics. */
@@ -72,6 +90,7 @@ export async function startAppsForMetrics(): Promise<StartedApps> {
     await te.teardown();
   };
   const metrics: Record<string, string> = {};
+  const labels: Record<string, Map<string, Set<string>>> = {};
   try {
     for (const [app, start] of Object.entries(STARTS)) {
       const env = { ...te.env, ...start.env };
@@ -83,10 +102,11 @@ export async function startAppsForMetrics(): Promise<StartedApps> {
       const res = await http<string>(`${r.metricsUrl}/metrics`);
       if (res.status !== 200) throw new Error(`${app}: GET /metrics answered ${res.status}`);
       metrics[app] = res.text;
+      labels[app] = labelNames(r.app.get(HttpMetrics).registry);
     }
   } catch (err) {
     await close();
     throw err;
   }
-  return { metrics, close };
+  return { metrics, labels, close };
 }
