@@ -467,7 +467,7 @@ describe('chart options', () => {
     const set = { name: 'podMonitor', objects: renderChart(CHART, { values: { podMonitor: { enabled: true } } }).documents };
     expect(schemaProblems(set)).toEqual([]);
     const monitor = ofKind(set, 'PodMonitor')[0];
-    expect(monitor['spec'].podMetricsEndpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    expect(monitor['spec'].podMetricsEndpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s', honorLabels: true }]);
     const pods = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')].map((o) => o['spec'].template.metadata.labels as Record<string, string>);
     const selected = pods.filter((l) => matchesSelector(monitor['spec'].selector, l));
     expect(selected.map((l) => l['app.kubernetes.io/component']).sort()).toEqual(workloads(set).map((w) => w.component).sort());

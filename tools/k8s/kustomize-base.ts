@@ -24,7 +24,8 @@ export const KUSTOMIZE_RENDERINGS: Array<{ dir: string; valuesFiles: string[]; n
 export function kustomizeBase(chartDir: string, rendering: (typeof KUSTOMIZE_RENDERINGS)[number] = KUSTOMIZE_RENDERINGS[0]): Record<string, string> {
   const source = rendering.valuesFiles.length ? rendering.valuesFiles.join(', ') : 'default values';
   const HEADER = `# Generated from k8s/helm/flagship (${source}) by tools/k8s/kustomize-base.ts: do not edit;\n# adapt it in an overlay of your own that lists this directory in its resources.\n# Regenerate: UPDATE_K8S_BASE=1 npx jest tools/k8s\n`;
-  const { documents } = renderChart(chartDir, { releaseName: 'flagship', valuesFiles: rendering.valuesFiles.map((f) => join(chartDir, f)), values: rendering.values });
+  // In the overlay's namespace: what reads .Release.Namespace (the alerts' namespace matcher) names the one kustomize sets.
+  const { documents } = renderChart(chartDir, { releaseName: 'flagship', namespace: rendering.namespace, valuesFiles: rendering.valuesFiles.map((f) => join(chartDir, f)), values: rendering.values });
   const configMaps = documents.filter((d) => d['kind'] === 'ConfigMap') as Obj[];
   const resources = documents
     // `helm test` pods are Helm's alone: kustomize would create them with the apps.

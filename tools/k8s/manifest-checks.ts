@@ -3,8 +3,13 @@
  * the apps' own code. Each returns a list of problems, each naming the object and what is wrong, so
  * a failing test says exactly what to fix.
  */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import Ajv from 'ajv';
 import { type AppContract, defaultOf, requiredVariables } from './app-contracts';
+import { unknownFields } from './unknown-fields';
+
+export { unknownFields };
 
 export type Obj = Record<string, any>;
 
@@ -97,9 +102,24 @@ const CUSTOM_RESOURCES: Record<string, ReturnType<Ajv['compile']>> = {
   ),
 };
 
-/** Every object against the Kubernetes API schema (kubernetes-models); custom resources by hand. */
+/**
+ * The Prometheus Operator's resources against its CRDs' schemas (@kubernetes-models/prometheus-operator,
+ * through prometheus-operator-check.mjs: the package is ES modules only), unknown fields included.
+ */
+export function prometheusOperatorProblems(objects: Obj[]): string[] {
+  if (objects.length === 0) return [];
+  const out = spawnSync(process.execPath, [join(__dirname, 'prometheus-operator-check.mjs')], { input: JSON.stringify(objects), encoding: 'utf8', timeout: 60_000 });
+  if (out.status !== 0) throw new Error(`prometheus-operator-check.mjs failed: ${out.stderr}`);
+  return JSON.parse(out.stdout) as string[];
+}
+
+/**
+ * Every object against the Kubernetes API schema (kubernetes-models); the Prometheus Operator's
+ * against its CRDs (prometheusOperatorProblems); other custom resources by hand.
+ */
 export function schemaProblems(set: ManifestSet): string[] {
   const problems: string[] = [];
+  const operator: Obj[] = [];
   for (const o of set.objects) {
     if (typeof o['apiVersion'] !== 'string' || typeof o['kind'] !== 'string' || typeof o['metadata']?.name !== 'string') {
       problems.push(`${set.name}: an object without apiVersion, kind or metadata.name: ${JSON.stringify(o).slice(0, 120)}`);
@@ -114,6 +134,10 @@ export function schemaProblems(set: ManifestSet): string[] {
       if (!custom(o)) problems.push(...(custom.errors ?? []).map((e) => `${set.name}: ${id(o)}: ${e.instancePath || '/'} ${e.message}${e.params['additionalProperty'] ? ` (${String(e.params['additionalProperty'])})` : ''}`));
       continue;
     }
+    if (String(o['apiVersion']).startsWith('monitoring.coreos.com/')) {
+      operator.push(o);
+      continue;
+    }
     const Model = modelClass(o['apiVersion'], o['kind']);
     if (!Model) {
       problems.push(`${set.name}: no Kubernetes schema for ${o['apiVersion']} ${o['kind']}`);
@@ -126,55 +150,8 @@ export function schemaProblems(set: ManifestSet): string[] {
     }
     for (const path of unknownFields(Model, o)) problems.push(`${set.name}: ${id(o)}: unknown field ${path}`);
   }
+  problems.push(...prometheusOperatorProblems(operator).map((p) => `${set.name}: ${p}`));
   return problems;
-}
-
-/**
- * Fields of an object that its Kubernetes schema does not have (a misspelt `tolerations`, a
- * `sleep` under the wrong parent): the API server's strict field validation refuses them, while
- * kubernetes-models' validators ignore them (their schemas allow additional properties). Those
- * validators are compiled JSON Schema code that reads every property its schema declares, and
- * enumerates the keys only of maps (labels, annotations, ConfigMap data); so the object is
- * validated again behind a Proxy that records what the validator reads, and a key of a struct it
- * never read is unknown. A spec shows it reporting a misspelt field deep in a pod and no key of a
- * map.
- */
-export function unknownFields(Model: new (o: Obj) => { validate(): void }, o: Obj): string[] {
-  const visits = new Map<string, { read: Set<string | symbol>; enumerated: boolean; value: Obj }>();
-  const wrap = (value: unknown, path: string): unknown => {
-    if (typeof value !== 'object' || value === null) return value;
-    const visit = visits.get(path) ?? { read: new Set(), enumerated: false, value: value as Obj };
-    visits.set(path, visit);
-    return new Proxy(value as Obj, {
-      get(target, key) {
-        visit.read.add(key);
-        const v = Reflect.get(target, key) as unknown;
-        return typeof key === 'string' && Object.hasOwn(target, key) ? wrap(v, `${path}/${key}`) : v;
-      },
-      ownKeys(target) {
-        visit.enumerated = true;
-        return Reflect.ownKeys(target);
-      },
-    });
-  };
-  try {
-    Model.prototype.validate.call(wrap(structuredClone(o), ''));
-  } catch {
-    // Type errors are schemaProblems' to report; only the fields matter here.
-  }
-  const unknown: string[] = [];
-  const walk = (value: unknown, path: string): void => {
-    if (typeof value !== 'object' || value === null) return;
-    if (Array.isArray(value)) return value.forEach((v, i) => walk(v, `${path}/${i}`));
-    const visit = visits.get(path);
-    for (const [key, v] of Object.entries(value)) {
-      // A struct the validator entered but never read this key of; a map is enumerated.
-      if (visit && !visit.enumerated && !visit.read.has(key)) unknown.push(`${path}/${key}`);
-      else walk(v, `${path}/${key}`);
-    }
-  };
-  walk(o, '');
-  return unknown;
 }
 
 /** The environment a Deployment's first container gets, resolved through the set's ConfigMaps. */

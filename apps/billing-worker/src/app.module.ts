@@ -4,6 +4,7 @@ import { SecretStore } from '@flagship/config';
 import { platformModules } from '@flagship/service-kit';
 import { BillingMetrics } from './billing.metrics';
 import type { BillingWorkerConfig } from './env.schema';
+import { BacklogMetricsJob } from './jobs/backlog-metrics.job';
 import { JOB_MAX_BACKOFF_MS, JOBS } from './jobs/job';
 import { JobScheduler } from './jobs/job-scheduler';
 import { JobsModule } from './jobs/jobs.module';
@@ -56,11 +57,13 @@ export class AppModule {
         UsagePricingService,
         StripeEventsCatchUpService,
         PortalConfigurationService,
+        BacklogMetricsJob,
         {
           provide: JOBS,
-          // The reconciler always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
+          // The reconciler and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
           useFactory: (
             reconciler: UsageReconcilerJob,
+            backlog: BacklogMetricsJob,
             processor: StripeEventProcessor,
             meter: UsageMeterService,
             catchUp: StripeEventsCatchUpService,
@@ -68,6 +71,7 @@ export class AppModule {
             pricing: UsagePricingService,
           ) => [
             reconciler,
+            backlog,
             ...(config.BILLING_JOBS_ENABLED
               ? [
                   webhookInboxJob(processor, config),
@@ -78,7 +82,7 @@ export class AppModule {
                 ]
               : []),
           ],
-          inject: [UsageReconcilerJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService],
+          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService],
         },
         { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
         JobScheduler,

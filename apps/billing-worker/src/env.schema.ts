@@ -37,6 +37,7 @@ export const billingWorkerEnv = {
   }),
   RECONCILE_INTERVAL_S: positiveInteger({ default: 60, desc: 'seconds between passes of the usage reconciler' }),
   RECONCILE_BATCH_SIZE: positiveInteger({ default: 500, desc: 'pending rows settled per transaction' }),
+  BACKLOG_METRICS_INTERVAL_S: positiveInteger({ default: 15, desc: 'seconds between refreshes of the backlog gauges (pending ledger rows, meter outbox, webhook inbox)' }),
 };
 
 export type BillingWorkerConfig = ReturnType<typeof loadBillingWorkerConfig>;

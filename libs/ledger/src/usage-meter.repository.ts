@@ -3,6 +3,12 @@ import type { DataSource } from 'typeorm';
 import { DATA_SOURCE, type Tx } from '@flagship/persistence';
 import { toUsageRow, USAGE_ROW_COLUMNS, type UsageRow, type UsageRowRecord } from './usage-row';
 
+/** Rows waiting in a queue-like table and the age of the oldest (0 when none): what billing-worker's backlog gauges show. */
+export interface Backlog {
+  rows: number;
+  oldestAgeSeconds: number;
+}
+
 /** The usage ledger as the meter outbox (billing-worker): billable rows not yet accepted by Stripe. */
 @Injectable()
 export class UsageMeterRepository {
@@ -33,11 +39,16 @@ export class UsageMeterRepository {
     );
   }
 
-  /** Billable rows of every tenant not yet reported (a gauge of the outbox). */
-  async unreportedCount(): Promise<number> {
-    const rows: Array<{ n: string }> = await this.ds.query(
-      `SELECT count(*) AS n FROM usage_ledger WHERE status IN ('succeeded', 'abandoned') AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`,
+  /**
+   * The outbox's backlog, for billing-worker's gauges: billable rows of every tenant not yet
+   * reported, and how long (Postgres' clock) the oldest has waited since it completed. Aggregates
+   * across tenants by design (a monitoring read), over the outbox's partial index.
+   */
+  async backlog(m: Tx): Promise<Backlog> {
+    const rows: Array<{ n: number; age: number }> = await m.query(
+      `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(completed_at)), 0)::float8 AS age FROM usage_ledger
+        WHERE status IN ('succeeded', 'abandoned') AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`,
     );
-    return Number(rows[0]!.n);
+    return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, RECORDED_CROSSINGS, toCrossing } from './low-balance.repository';
 import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
+import type { Backlog } from './usage-meter.repository';
 
 export interface SettledBatch {
   /** Rows moved from pending to abandoned. */
@@ -100,6 +101,18 @@ export class UsageReconcilerRepository {
       debited += t.debited;
     }
     return { settled: rows.length, released, charged, debited, tenants: tenants.length, crossings };
+  }
+
+  /**
+   * Rows still `pending` (of every tenant: a monitoring read, over the pending partial index) and
+   * the age of the oldest by Postgres' clock. Requests in flight are pending for as long as they
+   * run; one older than RECONCILE_PENDING_AFTER_S plus a pass means the reconciler is not settling.
+   */
+  async pendingBacklog(m: Tx): Promise<Backlog> {
+    const rows: Array<{ n: number; age: number }> = await m.query(
+      `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age FROM usage_ledger WHERE status = 'pending'`,
+    );
+    return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
   }
 
   /**

@@ -13,6 +13,16 @@ export interface ActiveSigningKey extends SigningKeyMaterial {
   configured: boolean;
   /** The secret's value it was read from (undefined for a generated key), to notice a rotation. */
   source: string | undefined;
+  /** The end of its publication lease in `signing_keys` as of its last renewal (Postgres' clock). */
+  leaseEndsAt: Date;
+}
+
+/** What management-api's gauges export (oauth_signing_key_*): the lease that keeps the key verifiable, and a refused rotation. */
+export interface SigningKeyStatus {
+  /** When the signing key's lease runs out unless renewed (renewed every keyRenewIntervalSeconds); undefined before the first key. */
+  leaseEndsAt: Date | undefined;
+  /** The secret's current value was refused (unparsable) or is gone, and the previous key still signs. */
+  secretRefused: boolean;
 }
 
 /**
@@ -82,6 +92,10 @@ export class SigningKeyService implements OnModuleInit, OnApplicationShutdown {
     return this.activate(source);
   }
 
+  status(): SigningKeyStatus {
+    return { leaseEndsAt: this.active?.leaseEndsAt, secretRefused: this.refusedSource !== undefined };
+  }
+
   private readSecret(): string | undefined {
     const issuing = this.options.issuing;
     const value = issuing?.secrets?.get(issuing.secretName);
@@ -121,11 +135,11 @@ export class SigningKeyService implements OnModuleInit, OnApplicationShutdown {
     const lease = this.options.keyLeaseSeconds;
     if (source !== undefined) {
       const key = parseSigningKey(source, this.options.issuing?.secretName ?? 'OAUTH_SIGNING_KEY');
-      await this.repository.upsertConfigured({ kid: key.kid, publicJwk: key.publicJwk }, lease);
-      return { ...key, configured: true, source };
+      const leaseEndsAt = await this.repository.upsertConfigured({ kid: key.kid, publicJwk: key.publicJwk }, lease);
+      return { ...key, configured: true, source, leaseEndsAt };
     }
     const row = await this.repository.activeGeneratedOrCreate(generateSigningKey, lease);
-    return { kid: row.kid, privateKey: privateKeyFromJwk(row.privateJwk), publicJwk: row.publicJwk, configured: false, source: undefined };
+    return { kid: row.kid, privateKey: privateKeyFromJwk(row.privateJwk), publicJwk: row.publicJwk, configured: false, source: undefined, leaseEndsAt: row.leaseEndsAt };
   }
 
   /** Re-reads the secret (a rotation activates the new key) and renews the active key's lease. */
@@ -134,8 +148,12 @@ export class SigningKeyService implements OnModuleInit, OnApplicationShutdown {
       const key = await this.current();
       const lease = this.options.keyLeaseSeconds;
       if (key.configured) {
-        await this.repository.upsertConfigured({ kid: key.kid, publicJwk: key.publicJwk }, lease);
-      } else if (!(await this.repository.renewGenerated(key.kid, lease))) {
+        key.leaseEndsAt = await this.repository.upsertConfigured({ kid: key.kid, publicJwk: key.publicJwk }, lease);
+        return;
+      }
+      const leaseEndsAt = await this.repository.renewGenerated(key.kid, lease);
+      if (leaseEndsAt !== undefined) key.leaseEndsAt = leaseEndsAt;
+      else {
         // Someone retired the generated key: stop signing with it.
         if (this.active === key) this.active = undefined;
         await this.current();

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
+import type { Backlog } from '@flagship/ledger';
 
 export interface StoredEvent {
   id: string;
@@ -46,8 +47,11 @@ export class StripeEventsRepository {
     );
   }
 
-  async unprocessedCount(): Promise<number> {
-    const rows: Array<{ n: string }> = await this.ds.query(`SELECT count(*) AS n FROM stripe_events WHERE processed_at IS NULL`);
-    return Number(rows[0].n);
+  /** Events not yet processed and how long ago the oldest was received (a monitoring read for the inbox's gauges). */
+  async inboxBacklog(m: EntityManager): Promise<Backlog> {
+    const rows: Array<{ n: number; age: number }> = await m.query(
+      `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(received_at)), 0)::float8 AS age FROM stripe_events WHERE processed_at IS NULL`,
+    );
+    return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
   }
 }

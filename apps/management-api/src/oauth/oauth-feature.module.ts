@@ -14,6 +14,7 @@ import { OAuthClientsController } from './oauth-clients.controller';
 import { OAuthMetadataController } from './oauth-metadata.controller';
 import { OAuthTokenController } from './oauth-token.controller';
 import { OAuthTokenService } from './oauth-token.service';
+import { SigningKeyMetrics } from './signing-key.metrics';
 
 /** Entities of this feature, for `platformModules(config, { entities })`. */
 export const OAUTH_FEATURE_ENTITIES = [OAuthClientEntity];
@@ -39,6 +40,7 @@ export class OAuthFeatureModule {
         { provide: OAuthClientsRepository, useClass: TypeOrmOAuthClientsRepository },
         OAuthClientsService,
         OAuthTokenService,
+        SigningKeyMetrics,
       ],
       exports: [OAuthClientsService],
     };
