@@ -4,7 +4,8 @@
  * `openai` client. One request's trace holds the incoming request, the Postgres and Redis calls, the
  * model call's GenAI span and its HTTP call to the provider, linked to the caller's `traceparent`; the
  * log lines of a request carry its trace id; without an endpoint no OpenTelemetry module is loaded.
- * Needs the builds: `npx nx run-many -t build -p management-api,ai-gateway`.
+ * orep-server and billing-worker: their incoming requests and Postgres statements, under their own names.
+ * Needs the builds: `npx nx run-many -t build -p management-api,ai-gateway,orep-server,billing-worker`.
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -18,7 +19,8 @@ import { type BuiltProcess, type CollectedSpan, FakeOtlpCollector, freePort, htt
 import { type GatewayE2e, setUpGatewayE2e } from './testing/built-gateway.fixture';
 import { createTenant, type Sql } from './testing/gateway.fixture';
 
-const MANAGEMENT_API_MAIN = join(__dirname, '..', '..', '..', 'dist/apps/management-api/apps/management-api/src/main.js');
+const builtMain = (app: string) => join(__dirname, '..', '..', '..', `dist/apps/${app}/apps/${app}/src/main.js`);
+const MANAGEMENT_API_MAIN = builtMain('management-api');
 const SERVER = 2;
 const CLIENT = 3;
 const ERROR = 2;
@@ -243,6 +245,37 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       expect(logged.every((l) => all.some((s) => s.spanId === l.span_id))).toBe(true);
     } finally {
       await stop(api);
+    }
+  }, 60_000);
+
+  it.each<[string, (port: number) => NodeJS.ProcessEnv, (url: string, traceparent: string) => Promise<number>]>([
+    [
+      'orep-server',
+      (port) => ({ OREP_PORT: String(port), OREP_HOST: '127.0.0.1', OREP_AUTH_TOKEN: 'trace-token', OREP_TENANT_ID: tenant }),
+      async (url, traceparent) =>
+        (
+          await http(`${url}/ofrep/v1/evaluate/flags`, {
+            method: 'POST',
+            headers: { authorization: 'Bearer trace-token', 'content-type': 'application/json', traceparent },
+            body: '{"context":{"targetingKey":"u1"}}',
+          })
+        ).status,
+    ],
+    ['billing-worker', () => ({}), async (url, traceparent) => (await http(`${url}/no-such-route`, { headers: { traceparent } })).status],
+  ])("%s: its incoming request continues the caller's trace; its Postgres statements are exported under its name", async (app, env, request) => {
+    const main = builtMain(app);
+    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ${app}:build\` first`);
+    const port = await freePort();
+    const before = collector.spans.length;
+    const p = await startBuiltProcess(main, { ...e2e.te.env, ...otelEnv(), NODE_ENV: 'test', LOG_LEVEL: 'info', ...env(port) }, port);
+    try {
+      const caller = callerContext();
+      expect(await request(p.url, caller.traceparent)).toBe(app === 'orep-server' ? 200 : 404);
+      const server = one(await traceOf(caller.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
+      expect(server).toMatchObject({ service: app, parentSpanId: caller.parentId });
+      await waitFor(async () => collector.spans.slice(before).some((s) => s.service === app && isPg(s)) || undefined, 5000);
+    } finally {
+      await stop(p);
     }
   }, 60_000);
 
