@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { hashSecret } from '@flagship/config';
 import { DATA_SOURCE } from '@flagship/persistence';
-import { type BuiltProcess, type CollectedSpan, FakeOtlpCollector, freePort, http, startBuiltProcess, waitFor } from '@flagship/testing';
+import { type BuiltProcess, type CollectedSpan, FakeOtlpCollector, FakeStripe, freePort, http, startBuiltProcess, waitFor } from '@flagship/testing';
 import { type GatewayE2e, setUpGatewayE2e } from './testing/built-gateway.fixture';
 import { createTenant, type Sql } from './testing/gateway.fixture';
 
@@ -25,6 +25,7 @@ const SERVER = 2;
 const CLIENT = 3;
 const ERROR = 2;
 const PROMPT = 'the secret recipe of the house';
+const STRIPE_KEY = 'sk_test_tracing';
 
 /** A caller's W3C trace context: the trace the request joins, and the span that is its parent. */
 const callerContext = () => {
@@ -36,6 +37,7 @@ const callerContext = () => {
 describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
   let e2e: GatewayE2e;
   let collector: FakeOtlpCollector;
+  let stripe: FakeStripe;
   let ds: Sql;
   let gateway: BuiltProcess;
   let dir: string;
@@ -83,6 +85,7 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       "process.on('exit', () => require('node:fs').writeFileSync(process.env.MODULES_REPORT, JSON.stringify(Object.keys(require.cache))));\n",
     );
     collector = await FakeOtlpCollector.start();
+    stripe = await FakeStripe.start({ apiKey: STRIPE_KEY });
     e2e = await setUpGatewayE2e();
     ds = e2e.issuer.app.get<Sql>(DATA_SOURCE);
     tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 1_000_000 });
@@ -92,6 +95,7 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
   afterAll(async () => {
     await e2e?.close();
     await collector?.close();
+    await stripe?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -261,7 +265,7 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
           })
         ).status,
     ],
-    ['billing-worker', () => ({}), async (url, traceparent) => (await http(`${url}/no-such-route`, { headers: { traceparent } })).status],
+    ['billing-worker', () => ({ STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_BASE: stripe.url }), async (url, traceparent) => (await http(`${url}/no-such-route`, { headers: { traceparent } })).status],
   ])("%s: its incoming request continues the caller's trace; its Postgres statements are exported under its name", async (app, env, request) => {
     const main = builtMain(app);
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ${app}:build\` first`);
@@ -274,6 +278,15 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       const server = one(await traceOf(caller.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
       expect(server).toMatchObject({ service: app, parentSpanId: caller.parentId });
       await waitFor(async () => collector.spans.slice(before).some((s) => s.service === app && isPg(s)) || undefined, 5000);
+      if (app === 'billing-worker') {
+        // Its start-up catch-up of Stripe events: a client span to Stripe, without the secret key the request carried.
+        const toStripe = await waitFor(
+          async () => collector.spans.slice(before).find((s) => s.service === app && s.kind === CLIENT && String(s.attributes['url.full']).startsWith(`${stripe.url}/v1/events`)),
+          5000,
+        );
+        expect(toStripe.attributes).toMatchObject({ 'http.request.method': 'GET', 'http.response.status_code': 200 });
+        expect(JSON.stringify(collector.spans)).not.toContain(STRIPE_KEY);
+      }
     } finally {
       await stop(p);
     }
