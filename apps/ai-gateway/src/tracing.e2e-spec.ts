@@ -247,6 +247,13 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       const logged = lines.filter((l) => l.trace_id === caller.traceId);
       expect(logged.length).toBeGreaterThan(0);
       expect(logged.every((l) => all.some((s) => s.spanId === l.span_id))).toBe(true);
+
+      // An OAuth redirect's code and state in a URL are redacted from the span.
+      const redirect = callerContext();
+      await http(`${url}/api/auth/callback?code=oauth-code-4242&state=state-4242&page=2`, { headers: { traceparent: redirect.traceparent } });
+      const redirected = one(await traceOf(redirect.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
+      expect(redirected.attributes['url.query']).toBe('code=REDACTED&state=REDACTED&page=2');
+      expect(JSON.stringify(collector.spans)).not.toMatch(/oauth-code-4242|state-4242/);
     } finally {
       await stop(api);
     }
