@@ -76,6 +76,7 @@ describe('helm and values.schema.json', () => {
       ['orepServer.autoscaling.keda.enabled=true', 'orepServer.autoscaling.keda.triggers[0].type=prometheus', 'orepServer.autoscaling.keda.triggers[0].metadata.threshold=5000'],
       "at '/orepServer/autoscaling/keda/triggers/0/metadata/threshold': got number, want string",
     ],
+    ['a trace sampler the OpenTelemetry SDK does not know (the apps would refuse to start)', ['tracing.sampler=sometimes'], "at '/tracing/sampler'"],
     ['an HTTPRoute attached to no Gateway', ['httpRoute.enabled=true'], "at '/httpRoute/parentRefs': minItems: got 0, want 1"],
     ['an unknown top-level key', ['postgress.url=postgres://x/y'], "additional properties 'postgress' not allowed"],
     ["an extra volume named as the chart's own", ['apps.ai-gateway.extraVolumes[0].name=tmp', 'apps.ai-gateway.extraVolumes[0].emptyDir.medium=Memory'], "at '/apps/ai-gateway/extraVolumes/0/name': 'not' failed"],

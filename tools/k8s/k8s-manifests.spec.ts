@@ -494,6 +494,35 @@ describe('chart options', () => {
     for (const w of workloads(off)) expect(egressOf(off, w.deployment['spec'].template.metadata.labels)).toEqual(['anything']);
   });
 
+  it('tracing: off by default (no OTEL_ variable, no egress to a collector); with tracing.endpoint every app gets what its env schema reads and may reach the collector, the Job neither', () => {
+    const otel = (env: Record<string, string>) => Object.keys(env).filter((k) => k.startsWith('OTEL_'));
+    const collector = 'namespace:observability TCP/4318';
+    const off = { name: 'tracing off', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production] }).documents };
+    for (const w of workloads(off)) {
+      expect([w.component, otel(w.env)]).toEqual([w.component, []]);
+      expect(egressOf(off, w.deployment['spec'].template.metadata.labels)).not.toContain(collector);
+    }
+    const values = { tracing: { endpoint: 'http://otel-collector.observability:4318', resourceAttributes: { 'deployment.environment.name': 'production', 'service.namespace': 'flagship' } } };
+    const on = { name: 'tracing on', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production], values }).documents };
+    expect(schemaProblems(on)).toEqual([]);
+    const all = workloads(on);
+    expect(all.length).toBeGreaterThanOrEqual(4);
+    for (const w of all) {
+      expect([w.component, w.env]).toEqual([
+        w.component,
+        expect.objectContaining({
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+          OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: '0.1',
+          OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=production,service.namespace=flagship',
+        }),
+      ]);
+      expect([...w.problems, ...startupProblems(on, w, contractOf(w.app)).problems, ...unknownVariables(on, w, contractOf(w.app))]).toEqual([]);
+      expect(egressOf(on, w.deployment['spec'].template.metadata.labels)).toContain(collector);
+    }
+    for (const job of ofKind(on, 'Job')) expect(egressOf(on, job['spec'].template.metadata.labels)).not.toContain(collector);
+  });
+
   it('migrations.mode job: a plain Job whose name changes with what it runs, not from one rendering to the next', () => {
     const job = (values: Record<string, unknown>) => ofKind({ name: 'job', objects: renderChart(CHART, { values: { migrations: { mode: 'job' }, ...values } }).documents }, 'Job')[0];
     const a = job({});

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { runMain } from '@flagship/config';
 import { startService } from '@flagship/service-kit';

@@ -1,4 +1,5 @@
 import { bool, makeValidator, num, port, str, url } from 'envalid';
+import { tracingEnv } from '@flagship/tracing';
 
 /**
  * How many reverse proxies in front of the app to believe: the client address is read that many
@@ -40,6 +41,8 @@ export const commonEnv = {
     default: false,
     desc: 'internal port serving GET /metrics and the detailed /readyz (never routed by the ingress); empty = not served',
   }),
+  // OpenTelemetry traces (libs/tracing): off unless an OTLP endpoint is set.
+  ...tracingEnv,
 };
 
 export const portEnv = (defaultPort: number) => ({ PORT: port({ default: defaultPort }) });

@@ -5,6 +5,7 @@ import { Logger } from 'nestjs-pino';
 import { type NextFunction, raw, type Request, type Response } from 'express';
 import { CommonProblems, ProblemException, toProblem } from '@flagship/problem-details';
 import { APP_CONFIG } from '@flagship/config';
+import { stopTracing } from '@flagship/tracing';
 import type { RequestListener, Server } from 'node:http';
 import { markTrustedHops } from './client-address';
 import { startInternalListener } from './internal-port';
@@ -151,6 +152,8 @@ function installGracefulShutdown(app: NestExpressApplication, graceMs: number): 
     setTimeout(() => process.exit(1), graceMs).unref();
     app
       .close()
+      // The spans still batched go to the collector before the process ends (nothing when tracing is off).
+      .then(() => stopTracing().catch(() => undefined))
       .then(() => process.exit(0))
       .catch(() => process.exit(1));
   };

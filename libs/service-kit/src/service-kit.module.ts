@@ -2,6 +2,7 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
+import { traceLogMixin } from '@flagship/tracing';
 import { ContentTypeGuard, DEPENDENCY_OUTAGE_LISTENER, ProblemDetailsFilter, StrictValidationPipe } from '@flagship/problem-details';
 import { DEGRADED_WITHOUT, HealthController, READINESS_CHECK_TYPES } from './health.controller';
 import { HttpMetrics } from './metrics';
@@ -38,6 +39,8 @@ export interface ServiceKitOptions {
 @Module({})
 export class ServiceKitModule {
   static forRoot(options: ServiceKitOptions): DynamicModule {
+    // With tracing on, each line carries the active span's trace_id and span_id; off, no mixin runs.
+    const mixin = traceLogMixin();
     return {
       module: ServiceKitModule,
       global: true,
@@ -47,6 +50,7 @@ export class ServiceKitModule {
           pinoHttp: {
             name: options.serviceName,
             level: options.logLevel,
+            ...(mixin === undefined ? {} : { mixin }),
             // The request id was assigned by the first middleware (see bootstrap).
             genReqId: (req) => (req as { id?: string }).id ?? '',
             redact: {

@@ -10,4 +10,5 @@ export * from './fake-model-upstream';
 export * from './fake-stripe';
 export * from './stripe-form';
 export * from './fake-secrets-manager';
+export * from './fake-otlp-collector';
 export * from './flag-rows';

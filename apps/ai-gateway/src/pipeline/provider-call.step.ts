@@ -1,8 +1,10 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
+import { inSpan } from '@flagship/tracing';
 import { GatewayError } from '../gateway.errors';
 import type { GatewayRequest } from '../openai/openai-request';
 import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
+import { ModelCallSpan } from './model-call.span';
 
 /** What the settle step needs to know of a call. */
 export interface CallOutcome {
@@ -59,7 +61,7 @@ function parseJson(body: Buffer): unknown {
 export class ProviderCallStep {
   constructor(private readonly client: ProviderClient) {}
 
-  async call(
+  call(
     x: Exchange,
     request: GatewayRequest,
     providers: ProviderKey[],
@@ -69,6 +71,32 @@ export class ProviderCallStep {
     /** The row's "upstream called" stamp (ReservationStep.upstreamCalled): no answer goes out before it, or STAMP_WAIT_MS. */
     stamp: Promise<void>,
     cutter?: CallCutter,
+  ): Promise<CallOutcome> {
+    // Tracing on: the call's GenAI span, parent of the provider layer's HTTP spans. Off: undefined, and nothing more is done.
+    const span = ModelCallSpan.start(request);
+    if (span === undefined) return this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter);
+    return inSpan(span.span, () => this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter, span)).then(
+      (outcome) => {
+        span.end(outcome);
+        return outcome;
+      },
+      (err: unknown) => {
+        span.thrown(err);
+        throw err;
+      },
+    );
+  }
+
+  private async callUpstream(
+    x: Exchange,
+    request: GatewayRequest,
+    providers: ProviderKey[],
+    headers: OutgoingHttpHeaders,
+    overheadMs: (upstreamMs: number) => number,
+    failed: (outcome: CallOutcome) => void,
+    stamp: Promise<void>,
+    cutter: CallCutter | undefined,
+    span?: ModelCallSpan,
   ): Promise<CallOutcome> {
     let stamped = false;
     const stampWritten = stamp.then(() => {
@@ -94,6 +122,7 @@ export class ProviderCallStep {
     try {
       if (!request.stream) {
         const result = await this.client.json(upstream);
+        span?.answered(result.body);
         await beforeAnswer();
         const ok = result.status >= 200 && result.status < 300;
         // Another API's client gets the answer (or the provider's refusal) in its API's terms.
@@ -137,7 +166,10 @@ export class ProviderCallStep {
             opened = wait.then(open);
           }
         },
-        chunk: (bytes: Buffer): void => write(translator === undefined ? bytes : translator.push(bytes)),
+        chunk: (bytes: Buffer): void => {
+          span?.chunk(bytes);
+          write(translator === undefined ? bytes : translator.push(bytes));
+        },
       };
       const result = await this.client.stream(upstream, sink);
       await opened;
@@ -163,7 +195,9 @@ export class ProviderCallStep {
       if (!(err instanceof ProviderError)) throw err;
       // A time-out after sending carries the input's estimate: the provider had the request.
       const code = cutter?.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;
-      failed({ provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code });
+      const outcome: CallOutcome = { provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code };
+      span?.end(outcome);
+      failed(outcome);
       throw new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});
     } finally {
       res.removeListener('close', onClose);

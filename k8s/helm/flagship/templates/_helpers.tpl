@@ -105,6 +105,14 @@ DATABASE_POOL_SIZE: {{ $v.postgres.poolSize | toString | quote }}
 REDIS_URL: {{ $v.redis.url | quote }}
 {{- end }}
 REDIS_KEY_PREFIX: {{ $v.redis.keyPrefix | quote }}
+{{- if $v.tracing.endpoint }}
+OTEL_EXPORTER_OTLP_ENDPOINT: {{ $v.tracing.endpoint | quote }}
+OTEL_TRACES_SAMPLER: {{ $v.tracing.sampler | quote }}
+OTEL_TRACES_SAMPLER_ARG: {{ $v.tracing.samplerArg | quote }}
+{{- with $v.tracing.resourceAttributes }}
+OTEL_RESOURCE_ATTRIBUTES: {{ include "flagship.resourceAttributes" . | quote }}
+{{- end }}
+{{- end }}
 {{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. orep-server reads no secret store (its token comes from a Kubernetes Secret): it gets none. */}}
 {{- $secretId := default $v.secrets.awsSecretsManager.secretId .spec.awsSecretsManagerSecretId }}
 {{- if and $secretId (ne .app "orep-server") }}
@@ -266,4 +274,15 @@ namespaces, podSelector, ports} one rule. Argument: dict destinations, protocols
     {{- end }}
     {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+OTEL_RESOURCE_ATTRIBUTES of a map: key=value pairs, comma-separated, in key order.
+*/}}
+{{- define "flagship.resourceAttributes" -}}
+{{- $pairs := list -}}
+{{- range $k := keys . | sortAlpha -}}
+{{- $pairs = append $pairs (printf "%s=%s" $k (index $ $k | toString)) -}}
+{{- end -}}
+{{- join "," $pairs -}}
 {{- end }}
