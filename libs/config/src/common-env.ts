@@ -25,6 +25,12 @@ export const commonEnv = {
   LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
   HOST: str({ default: '127.0.0.1', desc: 'bind address' }),
   DATABASE_URL: url({ default: 'postgres://postgres@127.0.0.1:5432/flagship' }),
+  DATABASE_SSL_MODE: str({
+    choices: ['', 'disable', 'require', 'verify-ca', 'verify-full'],
+    default: '',
+    desc: "TLS to Postgres, libpq's sslmode meanings; empty = DATABASE_URL's sslmode, else disable",
+  }),
+  DATABASE_SSL_CA_FILE: str({ default: '', desc: 'PEM bundle of the CAs that may sign the Postgres server certificate (a mounted secret)' }),
   DATABASE_POOL_SIZE: num({ default: 10 }),
   DATABASE_QUERY_TIMEOUT_MS: num({ default: 5000, desc: 'statement timeout; requests fail fast (503) while Postgres does not answer' }),
   REDIS_URL: url({ default: 'redis://127.0.0.1:6379' }),
