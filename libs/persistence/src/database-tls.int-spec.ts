@@ -81,6 +81,10 @@ describe('database TLS (a real hostssl-only Postgres)', () => {
     expect(await refusal(pg.url, {})).toMatch(/^Postgres TLS \(mode disable, trusting none\): no pg_hba\.conf entry for host "127\.0\.0\.1".*no encryption/);
     expect(await refusal(pg.url, { mode: 'disable' })).toMatch(/no encryption/);
     expect(await connectAndAsk(pg.url, { mode: 'require' })).toBe(true);
+    // The URL's sslmode=require means the same (pg alone would read it as verify-full and refuse this server).
+    const requireInUrl = new URL(pg.url);
+    requireInUrl.searchParams.set('sslmode', 'require');
+    expect(await connectAndAsk(requireInUrl.toString(), {})).toBe(true);
     // require with a CA file checks the chain, as libpq's does.
     expect(await refusal(pg.url, { mode: 'require', caFile: otherCa.certFile })).toMatch(/^Postgres TLS \(mode require/);
   });
