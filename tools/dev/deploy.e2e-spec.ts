@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { parse } from 'yaml';
-import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { runMigrations } from '@flagship/persistence';
+import { createTestCa, createTestEnvironment, DisposablePostgres, freePort, http, type TestCa, waitFor, type TestEnvironment } from '@flagship/testing';
 import { renderChart } from '../k8s/helm';
 import { ofKind, workloads } from '../k8s/manifest-checks';
 
@@ -74,14 +75,23 @@ describe('docker recipe', () => {
 describe('each image command, run as a process', () => {
   let te: TestEnvironment;
   const layouts: string[] = [];
+  // The production values connect with TLS (verify-full, the CA bundle of a Secret): their runs go
+  // to a Postgres of this file's own that takes TCP only over TLS, its certificate signed by `ca`.
+  let ca: TestCa;
+  let tlsPostgres: DisposablePostgres;
 
   beforeAll(async () => {
     te = await createTestEnvironment();
-  });
+    ca = createTestCa();
+    tlsPostgres = await DisposablePostgres.start({ tls: ca.issueServer('127.0.0.1', ['IP:127.0.0.1']), password: 'e2e-database-password' });
+    await runMigrations(tlsPostgres.url, { mode: 'verify-full', caFile: ca.certFile });
+  }, 30_000);
 
   afterAll(async () => {
     for (const d of layouts) rmSync(d, { recursive: true, force: true });
     await te?.teardown();
+    await tlsPostgres?.destroy();
+    ca?.remove();
   });
 
   it.each(APPS)('%s starts, answers /healthz and /readyz, and exits 0 on SIGTERM', async (app) => {
@@ -135,9 +145,12 @@ describe('each image command, run as a process', () => {
     }
     // Optional in the Secret (it may come from Secrets Manager instead), but production needs a signing key.
     if (app === 'management-api') env['OAUTH_SIGNING_KEY'] = SIGNING_KEY;
+    // The chart's TLS settings, with the CA bundle of the test's server where the Secret would be mounted.
+    expect([env['DATABASE_SSL_MODE'], env['DATABASE_SSL_CA_FILE']]).toEqual(['verify-full', '/etc/flagship/postgres-ca/ca.crt']);
     Object.assign(env, {
-      // This test file's database and Redis prefix; a free loopback port instead of the container's.
-      DATABASE_URL: te.env['DATABASE_URL'],
+      // This test file's TLS-only database and Redis prefix; a free loopback port instead of the container's.
+      DATABASE_URL: tlsPostgres.url,
+      DATABASE_SSL_CA_FILE: ca.certFile,
       REDIS_URL: te.env['REDIS_URL'],
       REDIS_KEY_PREFIX: te.env['REDIS_KEY_PREFIX'],
       LOG_LEVEL: 'silent',
@@ -182,7 +195,8 @@ describe('each image command, run as a process', () => {
       else env[name] = `e2e-${name.toLowerCase()}`;
     }
     Object.assign(env, {
-      DATABASE_URL: te.env['DATABASE_URL'],
+      DATABASE_URL: tlsPostgres.url,
+      DATABASE_SSL_CA_FILE: ca.certFile,
       REDIS_URL: te.env['REDIS_URL'],
       REDIS_KEY_PREFIX: te.env['REDIS_KEY_PREFIX'],
       PORT: String(await freePort()),

@@ -122,6 +122,8 @@ export function nestGetRoutes(app: string, config: Record<string, unknown>): Set
     for (const c of [...((Reflect.getMetadata('controllers', cls) as Ctor[]) ?? []), ...(dyn?.controllers ?? [])]) controller(c);
     for (const i of [...((Reflect.getMetadata('imports', cls) as unknown[]) ?? []), ...(dyn?.imports ?? [])]) visit(i);
   };
-  visit(mod.AppModule.forConfig(config));
+  // The Postgres CA bundle is a Secret mounted in the pod, not a file here, and no route depends on
+  // it: left out, so building the modules does not stop at reading it.
+  visit(mod.AppModule.forConfig({ ...config, DATABASE_SSL_MODE: '', DATABASE_SSL_CA_FILE: '' }));
   return routes;
 }

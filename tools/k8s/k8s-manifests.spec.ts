@@ -17,6 +17,7 @@ import { KUSTOMIZE_RENDERINGS, kustomizeBase } from './kustomize-base';
 import {
   type ManifestSet,
   type Obj,
+  databaseTlsProblems,
   egressOf,
   matchesSelector,
   ofKind,
@@ -174,6 +175,14 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     expect(securityProblems(`${target.name}: Job/${job['metadata'].name}`, job['spec'].template.spec)).toEqual([]);
   });
 
+  it('connects to Postgres the same way from every app and the migration Job; a CA bundle it names is mounted read-only from a Secret', () => {
+    expect(databaseTlsProblems(target)).toEqual([]);
+    if (/production/.test(target.name)) {
+      // The production values verify the server: its certificate from the CA bundle, and the host it names.
+      for (const w of all) expect([w.component, w.env['DATABASE_SSL_MODE']]).toEqual([w.component, 'verify-full']);
+    }
+  });
+
   it('lets no app be reached from anywhere: management-api, ai-gateway and billing-worker only from the ingress controller (and helm test), never on the metrics port', () => {
     const fromController = ['namespace:ingress-nginx', `pods:${JSON.stringify({ 'app.kubernetes.io/component': 'helm-test', 'app.kubernetes.io/instance': 'flagship' })}`];
     for (const w of all) {
@@ -323,6 +332,9 @@ describe('values.schema.json', () => {
     ['a shutdown grace in seconds instead of milliseconds', { shutdownGraceMs: 10 }],
     ['a root pod', { podSecurityContext: { runAsNonRoot: false } }],
     ['a Redis URL that is not one', { redis: { url: 'localhost:6379' } }],
+    ["libpq's sslmode prefer, which the driver cannot honour", { postgres: { tls: { mode: 'prefer' } } }],
+    ['a misspelt TLS key', { postgres: { tls: { caSecret: { name: 'rds-ca', file: 'ca.pem' } } } }],
+    ["an app's DATABASE_URL Secret without a name", { apps: { 'ai-gateway': { databaseUrlSecret: { key: 'DATABASE_URL' } } } }],
   ])('rejects %s', (_name, override) => {
     expect(validate(mergeValues(base, override))).toBe(false);
   });
@@ -338,6 +350,78 @@ describe('values.schema.json', () => {
 });
 
 describe('chart options', () => {
+  it('database TLS (postgres.tls): every app and the migration Job get the mode and the CA bundle, mounted read-only from the Secret', () => {
+    const set = {
+      name: 'database TLS',
+      objects: renderChart(CHART, { values: { migrations: { mode: 'job' }, postgres: { tls: { mode: 'verify-full', caSecret: { name: 'rds-ca', key: 'global-bundle.pem' } } } } }).documents,
+    };
+    expect(databaseTlsProblems(set)).toEqual([]);
+    const pods = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')].map((o) => o['spec'].template.spec as Obj);
+    expect(pods).toHaveLength(5);
+    for (const pod of pods) {
+      expect(pod['volumes']).toContainEqual({ name: 'postgres-ca', secret: { secretName: 'rds-ca', items: [{ key: 'global-bundle.pem', path: 'ca.crt' }], defaultMode: 0o444 } });
+      expect(pod['containers'][0].volumeMounts).toContainEqual({ name: 'postgres-ca', mountPath: '/etc/flagship/postgres-ca', readOnly: true });
+    }
+    for (const w of workloads(set)) {
+      expect(w.env).toMatchObject({ DATABASE_SSL_MODE: 'verify-full', DATABASE_SSL_CA_FILE: '/etc/flagship/postgres-ca/ca.crt' });
+      // Each app's own schema reads both, and its start-up validation takes them.
+      expect(unknownVariables(set, w, contractOf(w.app))).toEqual([]);
+      expect(startupProblems(set, w, contractOf(w.app)).problems).toEqual([]);
+    }
+    const job = ofKind(set, 'Job')[0]['spec'].template.spec.containers[0].env as Obj[];
+    expect(job).toEqual(expect.arrayContaining([{ name: 'DATABASE_SSL_MODE', value: 'verify-full' }, { name: 'DATABASE_SSL_CA_FILE', value: '/etc/flagship/postgres-ca/ca.crt' }]));
+    // Off by default: nothing set, nothing mounted (the URL's sslmode, else disable).
+    const plain = { name: 'no TLS values', objects: renderChart(CHART).documents };
+    for (const w of workloads(plain)) expect(Object.keys(w.env).filter((k) => k.startsWith('DATABASE_SSL'))).toEqual([]);
+    expect(JSON.stringify(plain.objects)).not.toContain('postgres-ca');
+    // What the apps would refuse at start-up, helm refuses first.
+    expect(() => renderChart(CHART, { values: { postgres: { tls: { mode: 'verify-ca' } } } })).toThrow(/postgres.tls.mode verify-ca needs postgres.tls.caSecret/);
+    expect(() => renderChart(CHART, { values: { postgres: { tls: { mode: 'disable', caSecret: { name: 'rds-ca' } } } } })).toThrow(/postgres.tls.caSecret is set but postgres.tls.mode is disable/);
+    // The check itself: a mount that is not read-only, a Job connecting less safely than the apps.
+    const broken = structuredClone(set);
+    const [first] = ofKind(broken, 'Deployment');
+    first!['spec'].template.spec.containers[0].volumeMounts.find((m: Obj) => m.name === 'postgres-ca').readOnly = false;
+    const brokenJob = ofKind(broken, 'Job')[0]['spec'].template.spec.containers[0].env as Obj[];
+    brokenJob.find((e) => e.name === 'DATABASE_SSL_MODE')!.value = 'require';
+    expect(databaseTlsProblems(broken)).toEqual([
+      expect.stringContaining("the CA bundle's mount /etc/flagship/postgres-ca is not read-only"),
+      expect.stringMatching(/Job\/flagship-migrate-\w+ connects with DATABASE_SSL_MODE=require .* with DATABASE_SSL_MODE=verify-full/),
+    ]);
+  });
+
+  it("database credentials per app (databaseUrlSecret): an app's own Secret for DATABASE_URL, the shared one for the others", () => {
+    const urlSource = (values: Record<string, unknown>) => {
+      const set = { name: 'per-app credentials', objects: renderChart(CHART, { values }).documents };
+      const pods = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')];
+      return Object.fromEntries(
+        pods.map((o) => {
+          const env = o['spec'].template.spec.containers[0].env as Obj[];
+          const url = env.find((e) => e.name === 'DATABASE_URL');
+          const configMap = workloads(set).find((w) => w.deployment === o);
+          return [o['spec'].template.metadata.labels['app.kubernetes.io/component'], url?.valueFrom?.secretKeyRef ?? url?.value ?? configMap?.env['DATABASE_URL']];
+        }),
+      );
+    };
+    const shared = { name: 'flagship-secrets', key: 'DATABASE_URL' };
+    expect(urlSource({})).toEqual({ 'management-api': shared, 'ai-gateway': shared, 'billing-worker': shared, 'orep-example-production': shared, migration: shared });
+    expect(
+      urlSource({
+        apps: { 'ai-gateway': { databaseUrlSecret: { name: 'flagship-db-gateway' } } },
+        orepServer: { databaseUrlSecret: { name: 'flagship-db-orep', key: 'url' } },
+        migrations: { databaseUrlSecret: { name: 'flagship-db-owner' } },
+      }),
+    ).toEqual({
+      'management-api': shared,
+      'ai-gateway': { name: 'flagship-db-gateway', key: 'DATABASE_URL' },
+      'billing-worker': shared,
+      'orep-example-production': { name: 'flagship-db-orep', key: 'url' },
+      migration: { name: 'flagship-db-owner', key: 'DATABASE_URL' },
+    });
+    // With postgres.url as a value, an app's own Secret still wins for it (and its ConfigMap holds no URL).
+    const withUrl = urlSource({ postgres: { url: 'postgres://flagship@db:5432/flagship' }, apps: { 'billing-worker': { databaseUrlSecret: { name: 'flagship-db-billing' } } } });
+    expect(withUrl).toMatchObject({ 'management-api': 'postgres://flagship@db:5432/flagship', 'billing-worker': { name: 'flagship-db-billing', key: 'DATABASE_URL' }, migration: 'postgres://flagship@db:5432/flagship' });
+  });
+
   it("the console's OIDC client (idp.clientId, idp.displayName) reaches management-api only when set", () => {
     const env = (values?: Record<string, unknown>) =>
       workloads({ name: 'idp', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production], ...(values ? { values } : {}) }).documents }).find((w) => w.component === 'management-api')!.env;

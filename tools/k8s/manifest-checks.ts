@@ -407,3 +407,42 @@ export function egressOf(set: ManifestSet, labels: Record<string, string>): stri
   }
   return [...out].sort();
 }
+
+/**
+ * Every pod that connects to Postgres (the apps' Deployments and the migration Job) gets the same
+ * TLS settings (DATABASE_SSL_MODE, DATABASE_SSL_CA_FILE), so the Job never connects less safely than
+ * the apps; and a CA file it names is in a read-only mount of a Secret volume that puts a file of
+ * that name there (else the app refuses to start: "DATABASE_SSL_CA_FILE cannot be read").
+ */
+export function databaseTlsProblems(set: ManifestSet): string[] {
+  const problems: string[] = [];
+  const pods: Array<{ where: string; pod: Obj; env: Record<string, string> }> = [
+    ...workloads(set).map((w) => ({ where: `Deployment/${w.deployment['metadata'].name}`, pod: w.deployment['spec'].template.spec as Obj, env: w.env })),
+    ...ofKind(set, 'Job').map((j) => {
+      const env: Record<string, string> = {};
+      for (const e of (j['spec'].template.spec.containers[0].env ?? []) as Obj[]) if (e.value !== undefined) env[e.name] = String(e.value);
+      return { where: `Job/${j['metadata'].name}`, pod: j['spec'].template.spec as Obj, env };
+    }),
+  ];
+  const settings = (env: Record<string, string>) => `DATABASE_SSL_MODE=${env['DATABASE_SSL_MODE'] ?? ''} DATABASE_SSL_CA_FILE=${env['DATABASE_SSL_CA_FILE'] ?? ''}`;
+  const first = pods[0];
+  for (const { where, pod, env } of pods) {
+    if (first && settings(env) !== settings(first.env)) problems.push(`${set.name}: ${where} connects with ${settings(env)}, ${first.where} with ${settings(first.env)}`);
+    const file = env['DATABASE_SSL_CA_FILE'];
+    if (!file) continue;
+    const container = pod['containers'][0] as Obj;
+    const mount = ((container['volumeMounts'] ?? []) as Obj[]).find((m) => file.startsWith(`${String(m.mountPath).replace(/\/$/, '')}/`));
+    if (!mount) {
+      problems.push(`${set.name}: ${where}: DATABASE_SSL_CA_FILE ${file} is in no volume mount`);
+      continue;
+    }
+    if (mount.readOnly !== true) problems.push(`${set.name}: ${where}: the CA bundle's mount ${mount.mountPath} is not read-only`);
+    const volume = ((pod['volumes'] ?? []) as Obj[]).find((v) => v.name === mount.name);
+    const relative = file.slice(String(mount.mountPath).replace(/\/$/, '').length + 1);
+    if (!volume?.secret) problems.push(`${set.name}: ${where}: the CA bundle's volume ${mount.name} is not a Secret`);
+    else if (volume.secret.items && !(volume.secret.items as Obj[]).some((i) => i.path === relative)) {
+      problems.push(`${set.name}: ${where}: Secret volume ${mount.name} puts no file at ${relative} (DATABASE_SSL_CA_FILE ${file})`);
+    }
+  }
+  return problems;
+}

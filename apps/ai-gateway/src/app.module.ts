@@ -1,6 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { OAuthModule } from '@flagship/oauth';
-import { PostgresReadiness } from '@flagship/persistence';
+import { databaseTlsSettings, PostgresReadiness } from '@flagship/persistence';
 import { RedisReadiness } from '@flagship/redis';
 import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
@@ -43,7 +43,7 @@ export class AppModule {
         // 'on' (the default): the ledger writes an answer depends on are flushed to disk before it goes out.
         {
           provide: LedgerDurableConnections,
-          useFactory: () => (config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT === 'on' ? LedgerDurableConnections.open(config.DATABASE_URL) : null),
+          useFactory: () => (config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT === 'on' ? LedgerDurableConnections.open(config.DATABASE_URL, databaseTlsSettings(config)) : null),
         },
         UsageLedgerRepository,
         GatewayPipeline,

@@ -20,4 +20,23 @@ describe('commonEnv: TRUST_PROXY and METRICS_PORT, validated at start-up for eve
     expect(load({ METRICS_PORT: '0' }).METRICS_PORT).toBe(0);
     for (const bad of ['metrics', '70000', '-1']) expect(() => load({ METRICS_PORT: bad })).toThrow(/^invalid configuration: METRICS_PORT is invalid/);
   });
+
+  it('DATABASE_URL and REDIS_URL: a URL of their scheme, refused without the value (it may hold a password) in the one line', () => {
+    expect(load({ DATABASE_URL: 'postgresql://app:pw@db:5432/flagship?sslmode=verify-full' }).DATABASE_URL).toMatch(/^postgresql:/);
+    expect(load({ REDIS_URL: 'rediss://:pw@cache:6379' }).REDIS_URL).toMatch(/^rediss:/);
+    for (const [name, bad] of [
+      ['DATABASE_URL', 'postgres://app:hunter2-secret@db:port/flagship'],
+      ['DATABASE_URL', 'mysql://app:hunter2-secret@db/flagship'],
+      ['REDIS_URL', 'rediss://:hunter2-secret@cache:port'],
+    ] as const) {
+      expect(() => load({ [name]: bad })).toThrow(new RegExp(`^invalid configuration: ${name} is invalid`));
+      expect(() => load({ [name]: bad })).not.toThrow(/hunter2/);
+    }
+  });
+
+  it('DATABASE_SSL_MODE is one of libpq\'s modes the driver honours, or empty (the URL\'s sslmode decides)', () => {
+    expect(load({}).DATABASE_SSL_MODE).toBe('');
+    expect(load({ DATABASE_SSL_MODE: 'verify-full' }).DATABASE_SSL_MODE).toBe('verify-full');
+    for (const bad of ['prefer', 'allow', 'true', 'verify_full']) expect(() => load({ DATABASE_SSL_MODE: bad })).toThrow(/^invalid configuration: DATABASE_SSL_MODE is invalid/);
+  });
 });

@@ -1,4 +1,4 @@
-import { bool, makeValidator, num, port, str, url } from 'envalid';
+import { bool, makeValidator, num, port, str } from 'envalid';
 import { tracingEnv } from '@flagship/tracing';
 
 /**
@@ -20,15 +20,38 @@ const optionalPort = makeValidator<number | false>((input) => {
   return n;
 });
 
+/**
+ * A URL that may hold a password (DATABASE_URL, REDIS_URL): refused when it does not parse or has
+ * another scheme, without the value in the message (envalid's url() quotes it, and start-up errors
+ * go to the logs).
+ */
+const credentialUrl = (schemes: string[]) =>
+  makeValidator<string>((input) => {
+    let u: URL;
+    try {
+      u = new URL(input);
+    } catch {
+      throw new Error('not a URL (the value is not shown: it may hold a password)');
+    }
+    if (!schemes.includes(u.protocol.slice(0, -1))) throw new Error(`expected a ${schemes.join(': or ')}: URL, got ${u.protocol}`);
+    return input;
+  });
+
 /** Settings every app reads; each app spreads these into its own schema. */
 export const commonEnv = {
   NODE_ENV: str({ choices: ['development', 'test', 'production'], default: 'development' }),
   LOG_LEVEL: str({ choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }),
   HOST: str({ default: '127.0.0.1', desc: 'bind address' }),
-  DATABASE_URL: url({ default: 'postgres://postgres@127.0.0.1:5432/flagship' }),
+  DATABASE_URL: credentialUrl(['postgres', 'postgresql'])({ default: 'postgres://postgres@127.0.0.1:5432/flagship' }),
+  DATABASE_SSL_MODE: str({
+    choices: ['', 'disable', 'require', 'verify-ca', 'verify-full'],
+    default: '',
+    desc: "TLS to Postgres, libpq's sslmode meanings; empty = DATABASE_URL's sslmode, else disable",
+  }),
+  DATABASE_SSL_CA_FILE: str({ default: '', desc: 'PEM bundle of the CAs that may sign the Postgres server certificate (a mounted secret)' }),
   DATABASE_POOL_SIZE: num({ default: 10 }),
   DATABASE_QUERY_TIMEOUT_MS: num({ default: 5000, desc: 'statement timeout; requests fail fast (503) while Postgres does not answer' }),
-  REDIS_URL: url({ default: 'redis://127.0.0.1:6379' }),
+  REDIS_URL: credentialUrl(['redis', 'rediss'])({ default: 'redis://127.0.0.1:6379' }),
   REDIS_KEY_PREFIX: str({ default: 'ff:', desc: 'prefix of every Redis key and channel (tests give each file its own)' }),
   SHUTDOWN_GRACE_MS: num({ default: 10000 }),
   SECRETS_MANAGER_SECRET_ID: str({ default: '' }),

@@ -21,7 +21,7 @@ beforeAll(async () => {
   asyncPool = createDataSource({ url: url.toString(), poolSize: 2 });
   await asyncPool.initialize();
   // Given the asynchronous URL on purpose: the durable connections set synchronous_commit on whatever it says.
-  durable = await LedgerDurableConnections.open(url.toString(), 2);
+  durable = await LedgerDurableConnections.open(url.toString(), {}, 2);
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { createDataSource } from '@flagship/persistence';
+import { type DatabaseTlsSettings, openDataSource } from '@flagship/persistence';
 
 /**
  * Connections of their own for the ledger writes that must be on disk before the gateway goes on,
@@ -17,13 +17,15 @@ export class LedgerDurableConnections implements OnApplicationShutdown {
     this.ds = ds;
   }
 
-  /** `url`: the app's DATABASE_URL; synchronous_commit is set on for these connections whatever it says. */
-  static async open(url: string, poolSize = 4): Promise<LedgerDurableConnections> {
+  /**
+   * `url` and `tls`: the app's DATABASE_URL and TLS settings, as its pool has them; synchronous_commit
+   * is set on for these connections whatever the URL says.
+   */
+  static async open(url: string, tls: DatabaseTlsSettings, poolSize = 4): Promise<LedgerDurableConnections> {
     const u = new URL(url);
     const options = (u.searchParams.get('options') ?? '').replace(/-c\s*synchronous_commit=\S+/g, '').trim();
     u.searchParams.set('options', `${options} -c synchronous_commit=on`.trim());
-    const ds = createDataSource({ url: u.toString(), poolSize, applicationName: 'flagship-ledger-durable' });
-    await ds.initialize();
+    const ds = await openDataSource({ url: u.toString(), tls, poolSize, applicationName: 'flagship-ledger-durable' });
     return new LedgerDurableConnections(ds);
   }
 

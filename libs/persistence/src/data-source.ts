@@ -1,5 +1,6 @@
 import { DataSource, type EntitySchema, type MixedList } from 'typeorm';
 import { MIGRATIONS } from './migrations';
+import { explainConnectError, pgConnection, type DatabaseTlsSettings } from './database-tls';
 import { TenantEntity } from './entities/tenant.entity';
 import { EntitlementEntity } from './entities/entitlement.entity';
 
@@ -18,15 +19,21 @@ export interface DataSourceOptions {
    * a request must fail fast (503) while the database is unreachable, not hang.
    */
   queryTimeoutMs?: number;
+  /** DATABASE_SSL_MODE and DATABASE_SSL_CA_FILE (see pgConnection); unset, the URL's sslmode decides. */
+  tls?: DatabaseTlsSettings;
 }
 
 export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
 
-/** One DataSource factory for every app, the migrate command and the tests. `synchronize` is never on. */
+/**
+ * One DataSource factory for every app, the migrate command and the tests. `synchronize` is never on.
+ * Throws a ConfigError at once for TLS settings it cannot honour (see pgConnection).
+ */
 export function createDataSource(options: DataSourceOptions): DataSource {
+  const connection = pgConnection(options.url, options.tls);
   return new DataSource({
     type: 'postgres',
-    url: options.url,
+    url: connection.url,
     entities: options.entities ?? SHARED_ENTITIES,
     migrations: MIGRATIONS,
     migrationsTableName: 'schema_migrations',
@@ -36,6 +43,9 @@ export function createDataSource(options: DataSourceOptions): DataSource {
     poolSize: options.poolSize ?? 10,
     extra: {
       application_name: options.applicationName ?? 'flagship',
+      // pg's own TLS options (TypeORM's `ssl` is typed for servers, without checkServerIdentity); never
+      // undefined, which would let pg read PGSSLMODE behind the settings' back.
+      ssl: connection.ssl,
       // Also bounds the wait for a free connection when the pool is exhausted (pg-pool).
       connectionTimeoutMillis: 2000,
       // Notices a peer that vanished without closing the connection.
@@ -55,12 +65,22 @@ function timeouts(ms: number): Record<string, number> {
 /** The advisory lock every migration run of this schema takes (any constant; it names nothing else here). */
 const MIGRATION_LOCK_KEY = '7046120311';
 
+/** createDataSource, then initialize(); a connection refused for TLS reasons says which mode and CAs were tried. */
+export async function openDataSource(options: DataSourceOptions): Promise<DataSource> {
+  const ds = createDataSource(options);
+  try {
+    await ds.initialize();
+  } catch (err) {
+    throw explainConnectError(err, pgConnection(options.url, options.tls));
+  }
+  return ds;
+}
+
 /** Applies every pending migration; returns the names applied. */
-export async function runMigrations(url: string): Promise<string[]> {
+export async function runMigrations(url: string, tls?: DatabaseTlsSettings): Promise<string[]> {
   // No statement timeout: building an index on a big table may take minutes. Two connections: one
   // holds the lock below, the other runs the migrations.
-  const ds = createDataSource({ url, poolSize: 2, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
-  await ds.initialize();
+  const ds = await openDataSource({ url, tls, poolSize: 2, applicationName: 'flagship-migrate', queryTimeoutMs: 0 });
   const lock = ds.createQueryRunner();
   try {
     await lock.connect();

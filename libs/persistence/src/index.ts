@@ -1,4 +1,5 @@
 export * from './data-source';
+export * from './database-tls';
 export * from './transaction';
 export * from './migrations';
 export * from './entities/tenant.entity';

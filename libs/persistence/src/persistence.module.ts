@@ -1,6 +1,7 @@
 import { type DynamicModule, Global, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { createDataSource, type DataSourceOptions } from './data-source';
+import { openDataSource, type DataSourceOptions } from './data-source';
+import { pgConnection } from './database-tls';
 import { PostgresReadiness } from './postgres.readiness';
 import { DATA_SOURCE } from './tokens';
 import { TransactionRunner } from './transaction';
@@ -22,16 +23,14 @@ class DataSourceCloser implements OnApplicationShutdown {
 @Module({})
 export class PersistenceModule {
   static forRoot(options: DataSourceOptions): DynamicModule {
+    // Bad TLS settings fail here, while main.ts builds its modules (one line from runMain), not inside Nest's start.
+    pgConnection(options.url, options.tls);
     return {
       module: PersistenceModule,
       providers: [
         {
           provide: DATA_SOURCE,
-          useFactory: async () => {
-            const ds = createDataSource(options);
-            await ds.initialize();
-            return ds;
-          },
+          useFactory: () => openDataSource(options),
         },
         DataSourceCloser,
         PostgresReadiness,

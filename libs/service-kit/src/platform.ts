@@ -1,7 +1,7 @@
 import type { DynamicModule, Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { APP_CONFIG, type commonEnv } from '@flagship/config';
-import { PersistenceModule, PostgresReadiness, SHARED_ENTITIES } from '@flagship/persistence';
+import { databaseTlsSettings, PersistenceModule, PostgresReadiness, SHARED_ENTITIES } from '@flagship/persistence';
 import { RedisModule, RedisReadiness } from '@flagship/redis';
 import type { CleanedEnv } from 'envalid';
 import { type BootstrapOptions, bootstrapService } from './bootstrap';
@@ -31,6 +31,7 @@ export function platformModules(config: CommonConfig, options: PlatformOptions):
     : [
         PersistenceModule.forRoot({
           url: config.DATABASE_URL,
+          tls: databaseTlsSettings(config),
           poolSize: config.DATABASE_POOL_SIZE,
           queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
           entities: [...SHARED_ENTITIES, ...(options.entities ?? [])],

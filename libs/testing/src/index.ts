@@ -2,6 +2,7 @@ export * from './test-database';
 export * from './test-redis';
 export * from './test-app';
 export * from './processes';
+export * from './test-certificates';
 export * from './http';
 export * from './seeded-random';
 export * from './tcp-proxy';

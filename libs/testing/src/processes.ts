@@ -98,14 +98,21 @@ export class DisposableRedis {
   }
 }
 
+export interface DisposablePostgresOptions {
+  /** The server's certificate and key: TLS on, and TCP connections accepted only over TLS (pg_hba `hostssl`). */
+  tls?: { certFile: string; keyFile: string };
+  /** The `postgres` user's password, then required over TCP (SCRAM); unset, TCP is trusted. */
+  password?: string;
+}
+
 /** Where `initdb` and `pg_ctl` are: TEST_PG_BIN, or PATH. */
 const pgBin = (tool: 'initdb' | 'pg_ctl'): string => (process.env['TEST_PG_BIN'] ? `${process.env['TEST_PG_BIN']}/${tool}` : tool);
 
 /**
  * A Postgres cluster of a test's own (initdb in a temporary directory, on a free loopback port,
- * trust authentication), that the test may crash for real (`pg_ctl stop -m immediate`: no
- * checkpoint, what was not flushed to the WAL is gone, as when the machine loses power or the
- * postmaster is killed) and start again (crash recovery replays the WAL). Postgres refuses to run as
+ * trust authentication; or TLS only, with a password: DisposablePostgresOptions), that the test may
+ * crash for real (`pg_ctl stop -m immediate`: no checkpoint, what was not flushed to the WAL is
+ * gone, as when the machine loses power or the postmaster is killed) and start again (crash recovery replays the WAL). Postgres refuses to run as
  * root: run as root, the cluster belongs to the `postgres` user.
  */
 export class DisposablePostgres {
@@ -113,11 +120,12 @@ export class DisposablePostgres {
     readonly port: number,
     private readonly dir: string,
     private readonly owner: { uid: number; gid: number } | undefined,
+    private readonly options: DisposablePostgresOptions,
   ) {}
 
   /** initdb (about 0.6 s) and start. */
-  static async start(): Promise<DisposablePostgres> {
-    const { mkdtempSync, chownSync } = await import('node:fs');
+  static async start(options: DisposablePostgresOptions = {}): Promise<DisposablePostgres> {
+    const { mkdtempSync, chownSync, copyFileSync, chmodSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const { execFileSync } = await import('node:child_process');
@@ -127,8 +135,28 @@ export class DisposablePostgres {
       owner = { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) };
       chownSync(dir, owner.uid, owner.gid);
     }
-    const pg = new DisposablePostgres(await freePort(), dir, owner);
-    await pg.ctl(pgBin('initdb'), ['-D', pg.data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--no-locale']);
+    const own = (file: string, mode: number) => {
+      chmodSync(file, mode);
+      if (owner) chownSync(file, owner.uid, owner.gid);
+    };
+    const pg = new DisposablePostgres(await freePort(), dir, owner, options);
+    const initdb = ['-D', pg.data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--no-locale'];
+    if (options.password !== undefined) {
+      writeFileSync(join(dir, 'pwfile'), `${options.password}\n`);
+      own(join(dir, 'pwfile'), 0o600);
+      initdb.push(`--pwfile=${join(dir, 'pwfile')}`);
+    }
+    await pg.ctl(pgBin('initdb'), initdb);
+    if (options.tls) {
+      // The server's key must belong to the server's user and be private (Postgres refuses it otherwise).
+      copyFileSync(options.tls.certFile, join(dir, 'server.crt'));
+      copyFileSync(options.tls.keyFile, join(dir, 'server.key'));
+      own(join(dir, 'server.crt'), 0o644);
+      own(join(dir, 'server.key'), 0o600);
+      // TCP only over TLS (a plain connection finds no pg_hba entry); the socket, which pg_ctl -w probes, stays open.
+      const auth = options.password !== undefined ? 'scram-sha-256' : 'trust';
+      writeFileSync(join(pg.data, 'pg_hba.conf'), `local all all trust\nhostssl all all 127.0.0.1/32 ${auth}\n`);
+    }
     await pg.start();
     return pg;
   }
@@ -142,13 +170,16 @@ export class DisposablePostgres {
     return this.urlFor('postgres');
   }
 
-  urlFor(database: string): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  /** `host`: another name for 127.0.0.1 (say `localhost`, to connect by a name the server certificate may not hold). */
+  urlFor(database: string, host = '127.0.0.1'): string {
+    const password = this.options.password !== undefined ? `:${encodeURIComponent(this.options.password)}` : '';
+    return `postgres://postgres${password}@${host}:${this.port}/${database}`;
   }
 
   /** Starts (or, after crash(), recovers) the cluster; resolves once it accepts connections. */
   async start(): Promise<void> {
-    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1`;
+    let options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1`;
+    if (this.options.tls) options += ` -c ssl=on -c ssl_cert_file=${this.dir}/server.crt -c ssl_key_file=${this.dir}/server.key`;
     await this.ctl(pgBin('pg_ctl'), ['-D', this.data, '-l', `${this.dir}/log`, '-w', '-t', '60', '-o', options, 'start']);
   }
 

@@ -97,10 +97,11 @@ NODE_ENV: {{ $v.nodeEnv | quote }}
 LOG_LEVEL: {{ $v.logLevel | quote }}
 SHUTDOWN_GRACE_MS: {{ include "flagship.shutdownGraceMs" . | quote }}
 METRICS_PORT: {{ $v.metricsPort | toString | quote }}
-{{- if $v.postgres.url }}
+{{- if and $v.postgres.url (not (include "flagship.databaseUrlSecret" .)) }}
 DATABASE_URL: {{ $v.postgres.url | quote }}
 {{- end }}
 DATABASE_POOL_SIZE: {{ $v.postgres.poolSize | toString | quote }}
+{{- include "flagship.databaseTlsVars" .root }}
 {{- if $v.redis.url }}
 REDIS_URL: {{ $v.redis.url | quote }}
 {{- end }}
@@ -155,12 +156,12 @@ OAUTH_AUDIENCE: {{ $v.oauth.audience | quote }}
 {{- define "flagship.secretEnv" -}}
 {{- $v := .root.Values -}}
 {{- $secret := $v.secrets.existingSecret -}}
-{{- if $secret }}
-{{- if not $v.postgres.url }}
+{{- with include "flagship.databaseUrlSecret" . }}
 - name: DATABASE_URL
   valueFrom:
-    secretKeyRef: { name: {{ $secret | quote }}, key: DATABASE_URL }
+    secretKeyRef: {{ . }}
 {{- end }}
+{{- if $secret }}
 {{- if not $v.redis.url }}
 - name: REDIS_URL
   valueFrom:
@@ -285,4 +286,71 @@ OTEL_RESOURCE_ATTRIBUTES of a map: key=value pairs, comma-separated, in key orde
 {{- $pairs = append $pairs (printf "%s=%s" $k (index $ $k | toString)) -}}
 {{- end -}}
 {{- join "," $pairs -}}
+{{- end }}
+
+{{/*
+Where DATABASE_URL comes from when it is a Secret's: the workload's own databaseUrlSecret (a
+Postgres role per app), else secrets.existingSecret's DATABASE_URL unless postgres.url gives it as
+a value. Renders the secretKeyRef's inline map, or nothing. Argument: dict root, spec (the
+workload's values).
+*/}}
+{{- define "flagship.databaseUrlSecret" -}}
+{{- $v := .root.Values -}}
+{{- $own := dict -}}
+{{- with .spec.databaseUrlSecret }}{{ $own = . }}{{ end -}}
+{{- if $own.name -}}
+{ name: {{ $own.name | quote }}, key: {{ default "DATABASE_URL" $own.key | quote }} }
+{{- else if and $v.secrets.existingSecret (not $v.postgres.url) -}}
+{ name: {{ $v.secrets.existingSecret | quote }}, key: DATABASE_URL }
+{{- end -}}
+{{- end }}
+
+{{/* Where the Postgres CA bundle (postgres.tls.caSecret) is mounted in every pod that connects. */}}
+{{- define "flagship.databaseCaDir" -}}/etc/flagship/postgres-ca{{- end }}
+
+{{/*
+DATABASE_SSL_MODE and DATABASE_SSL_CA_FILE from postgres.tls, as YAML lines of a map (a ConfigMap's
+data; the migration Job turns them into env entries). Refuses what the apps would refuse at start-up
+anyway, so helm says it before a pod crash-loops. Argument: the root context.
+*/}}
+{{- define "flagship.databaseTlsVars" -}}
+{{- $tls := .Values.postgres.tls | default dict -}}
+{{- $ca := $tls.caSecret | default dict -}}
+{{- if and (eq (default "" $tls.mode) "verify-ca") (not $ca.name) -}}
+{{- fail "postgres.tls.mode verify-ca needs postgres.tls.caSecret (the CA that signed the server certificate)" -}}
+{{- end -}}
+{{- if and (eq (default "" $tls.mode) "disable") $ca.name -}}
+{{- fail "postgres.tls.caSecret is set but postgres.tls.mode is disable" -}}
+{{- end -}}
+{{- with $tls.mode }}
+DATABASE_SSL_MODE: {{ . | quote }}
+{{- end }}
+{{- if $ca.name }}
+DATABASE_SSL_CA_FILE: {{ printf "%s/ca.crt" (include "flagship.databaseCaDir" .) | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The CA bundle's volume (pod spec volumes list item), or nothing. Argument: the root context. */}}
+{{- define "flagship.databaseCaVolume" -}}
+{{- $ca := (.Values.postgres.tls | default dict).caSecret | default dict -}}
+{{- if $ca.name }}
+- name: postgres-ca
+  secret:
+    secretName: {{ $ca.name | quote }}
+    items:
+      - { key: {{ default "ca.crt" $ca.key | quote }}, path: ca.crt }
+    # 0444 (in decimal, as YAML 1.1 and 1.2 read it alike): certificates, not keys, readable by the
+    # app's user whatever its uid.
+    defaultMode: 292
+{{- end }}
+{{- end }}
+
+{{/* The CA bundle's read-only mount (container volumeMounts list item), or nothing. Argument: the root context. */}}
+{{- define "flagship.databaseCaVolumeMount" -}}
+{{- $ca := (.Values.postgres.tls | default dict).caSecret | default dict -}}
+{{- if $ca.name }}
+- name: postgres-ca
+  mountPath: {{ include "flagship.databaseCaDir" . }}
+  readOnly: true
+{{- end }}
 {{- end }}

@@ -177,6 +177,7 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- include "flagship.databaseCaVolumeMount" $root | nindent 12 }}
             {{- with .spec.extraVolumeMounts }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
@@ -185,6 +186,7 @@ spec:
           emptyDir:
             medium: Memory
             sizeLimit: 16Mi
+        {{- include "flagship.databaseCaVolume" $root | nindent 8 }}
         {{- with .spec.extraVolumes }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
