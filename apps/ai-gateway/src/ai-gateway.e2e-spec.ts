@@ -25,15 +25,18 @@ interface Started {
   url: string;
   child: ChildProcess;
   stop: () => Promise<number | null>;
+  /** What the process printed (the tail): said when a check fails, so a failure explains itself. */
+  output: () => string;
 }
 
 async function startBuilt(app: string, env: NodeJS.ProcessEnv, port?: number): Promise<Started> {
   const main = mainOf(app);
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npx nx run ${app}:build\` first`);
-  const { url, child } = await startBuiltProcess(main, env, port);
+  const { url, child, output } = await startBuiltProcess(main, env, port);
   return {
     url,
     child,
+    output: () => output().slice(-4000),
     stop: async () => {
       if (child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');
@@ -89,7 +92,10 @@ describe('two gateway processes sharing one balance', () => {
   }, 90_000);
 
   afterAll(async () => {
-    for (const g of gateways) expect(await g.stop()).toBe(0);
+    for (const g of gateways) {
+      const code = await g.stop();
+      expect([code, code === 0 ? '' : g.output()]).toEqual([0, '']);
+    }
     await managementApi?.stop();
     await issuer?.close();
     await fake?.close();
@@ -119,6 +125,9 @@ describe('two gateway processes sharing one balance', () => {
     const refused = results.filter((r) => r.status === 402);
     expect(ok.length).toBeGreaterThan(0);
     expect(ok.length).toBeLessThanOrEqual(20);
+    // Anything else (a 5xx, a connection error) is shown with what each gateway printed.
+    const others = results.filter((r) => r.status !== 200 && r.status !== 402);
+    expect([others.slice(0, 5), others.length === 0 ? [] : gateways.map((g) => `exit ${g.child.exitCode}: ${g.output()}`)]).toEqual([[], []]);
     expect(refused.length).toBe(200 - ok.length);
     expect(refused.every((r) => 'code' in r && r.code === 'insufficient_credits')).toBe(true);
     // Where to buy credits: the console's billing page at management-api's address (the gateways' OAUTH_ISSUER).
