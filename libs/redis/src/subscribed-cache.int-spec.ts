@@ -196,6 +196,33 @@ describe('SubscribedCache over a Redis of the test\'s own', () => {
     await waitFor(async () => cache.peek('k') === 'k@3');
   });
 
+  it('eager: a failing reload is retried even when a reader\'s load (peek stale, as /readyz does) took the pending change while the retry fired', async () => {
+    const { cache, source, pubsub } = await setup({ eager: true });
+    expect(await cache.get('k')).toBe('k@1');
+    source.failing = new Error('down');
+    source.version = 2;
+    await pubsub.publish(CHANGED, { key: 'k', part: 'p' });
+    // The eager reload fails (request 2) and is to be retried after its backoff (100 ms)...
+    await waitFor(async () => source.requests.length >= 2);
+    await new Promise((r) => setImmediate(r));
+    // ...but before that timer runs, a reader's stale peek starts a load of its own, held at the gate.
+    const until = Date.now() + 150;
+    while (Date.now() < until) {
+      // The event loop held: the retry timer is due and waits; the peek below comes first.
+    }
+    let open!: () => void;
+    source.gate = new Promise<void>((r) => (open = r));
+    expect(cache.peek('k', { stale: true })).toBe('k@1');
+    expect(source.requests).toHaveLength(3);
+    // The retry timer fires while that load is under way; then the load fails, and Postgres is back.
+    await new Promise((r) => setTimeout(r, 50));
+    open();
+    source.gate = undefined;
+    await new Promise((r) => setTimeout(r, 20));
+    source.failing = undefined;
+    await waitFor(async () => cache.peek('k') === 'k@2', 3000);
+  });
+
   it('eager: while an announced change is being reloaded, the old value is not served as current (a writer reads its own change)', async () => {
     const loaded: Array<[string, string, string]> = [];
     const { cache, source } = await setup({ eager: true, onLoaded: (key, value, reason) => loaded.push([key, value, reason]) });

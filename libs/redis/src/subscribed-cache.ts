@@ -355,9 +355,15 @@ export class SubscribedCache<K, V> {
     void this.settle(e);
   }
 
-  /** Loads until nothing is pending (an eager reload), retrying failures with a capped backoff. */
+  /**
+   * Loads until nothing is pending (an eager reload), retrying failures with a capped backoff. A load
+   * already under way (a reader's, or a status peek's: /readyz) has taken the pending work off the
+   * entry, so it is waited for first: judged by the loop's condition alone, nothing was pending and
+   * no retry was set, and when that load failed nobody loaded again (orep-server kept its old flags
+   * after Postgres came back; the subscribed-cache spec reproduces it).
+   */
   private async settle(e: Entry<K, V>): Promise<void> {
-    let outcome: 'fresh' | 'stale' | 'failed' = 'fresh';
+    let outcome: 'fresh' | 'stale' | 'failed' = e.loading === undefined ? 'fresh' : await e.loading.catch(() => 'failed' as const);
     while (outcome === 'fresh' && !this.closed && this.entries.get(this.idOf(e.key)) === e && (e.whole !== undefined || e.changed.size > 0)) {
       outcome = await this.load(e).catch(() => 'failed' as const);
     }
