@@ -1,5 +1,6 @@
-import { FakeSecretsManager, waitFor } from '@flagship/testing';
-import { SecretStore } from './secret-store';
+import { SecretStore } from '@flagship/config';
+import { FakeSecretsManager } from './fake-secrets-manager';
+import { waitFor } from './processes';
 
 /** SecretStore's AWS Secrets Manager path, through the real AWS SDK against a local fake of its JSON protocol. */
 describe('SecretStore with AWS Secrets Manager', () => {

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '@flagship/config';
-import { createTestCa, DisposablePostgres, type TestCa } from '@flagship/testing';
-import { openDataSource, runMigrations } from './data-source';
-import { pgConnection } from './database-tls';
+import { openDataSource, pgConnection, runMigrations } from '@flagship/persistence';
+import { DisposablePostgres } from './processes';
+import { createTestCa, type TestCa } from './test-certificates';
 
 const PASSWORD = 'tls-test-pass/word';
 
