@@ -1,6 +1,8 @@
 /**
  * Load test of the AI gateway against calling the model upstream directly and through Portkey's
- * open-source gateway, all against the same fake OpenAI-compatible upstream (0 ms latency), in one run.
+ * open-source gateway, all against the same fake OpenAI-compatible upstream (0 ms latency, or
+ * FAKE_UPSTREAM_LATENCY_MS before its first byte: a model's time, which the ledger's durable writes
+ * then overlap), in one run.
  *
  *   npx nx run-many -t build -p management-api,ai-gateway --output-style=static
  *   TS_NODE_PROJECT=tsconfig.json node -r ts-node/register/transpile-only -r tsconfig-paths/register \
@@ -530,7 +532,7 @@ async function main(): Promise<void> {
   const cpuAtMax = (c: Case, meter: string): number => Math.min(...(c.cpuMax.get(meter) ?? [NaN]));
   const cpuAtRate = (c: Case, meter: string): number => median(c.cpuFixed.get(meter) ?? []);
   console.log(
-    `node ${process.version}, loopback, fake upstream 0 ms; max: ${CONNECTIONS} connections; fixed: ${FIXED_RATE} req/s over ${FIXED_CONNECTIONS} connections; ` +
+    `node ${process.version}, loopback, fake upstream ${Number(process.env['FAKE_UPSTREAM_LATENCY_MS'] ?? 0)} ms; max: ${CONNECTIONS} connections; fixed: ${FIXED_RATE} req/s over ${FIXED_CONNECTIONS} connections; ` +
       `${SECONDS} s per measurement x ${ROUNDS} interleaved rounds (median shown) after ${WARMUP_SECONDS} s warm-up\n`,
   );
   console.log(
