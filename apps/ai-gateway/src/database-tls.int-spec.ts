@@ -2,6 +2,8 @@ import { ConfigError, SecretStore } from '@flagship/config';
 import { LedgerDurableConnections } from '@flagship/ledger';
 import { DATA_SOURCE, runMigrations } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createTestCa, createTestEnvironment, DisposablePostgres, http, type TestCa, type TestEnvironment } from '@flagship/testing';
 import type { DataSource } from 'typeorm';
 import { AppModule } from './app.module';
@@ -59,6 +61,11 @@ describe('ai-gateway over TLS to Postgres', () => {
     )) as Array<{ application_name: string; ssl: boolean }>;
     expect(new Set(rows.map((r) => r.application_name))).toEqual(new Set(['ai-gateway', 'flagship-ledger-durable']));
     expect(rows.every((r) => r.ssl)).toBe(true);
+    // The CA bundle's expiry, for the FlagshipDatabaseCaExpiring alert: the test CA's own notAfter.
+    const metrics = (await http(`${gw.metricsUrl}/metrics`)).text;
+    const line = metrics.split('\n').find((l) => l.startsWith('database_tls_ca_expiry_timestamp_seconds{'));
+    const notAfter = Date.parse(new X509Certificate(readFileSync(ca.certFile)).validTo) / 1000;
+    expect(line).toBe(`database_tls_ca_expiry_timestamp_seconds{file="${ca.certFile}",service="ai-gateway"} ${notAfter}`);
     await gw.close();
     gw = undefined;
   });

@@ -21,6 +21,8 @@ export interface PgConnection {
   ssl: false | ConnectionOptions;
   /** Where the trusted CAs come from, for error messages: the file's path, or Node's built-in public CAs. */
   trust: string;
+  /** The CA bundle's path when one is trusted (DATABASE_SSL_CA_FILE or the URL's sslrootcert), for its expiry gauge. */
+  caFile?: string;
 }
 
 /** The settings of a validated config (every app's commonEnv has both). */
@@ -97,7 +99,7 @@ export function pgConnection(url: string, settings: DatabaseTlsSettings = {}): P
   const ssl: ConnectionOptions = { rejectUnauthorized: true, ...(ca !== undefined ? { ca } : {}) };
   // verify-full keeps Node's host name check; verify-ca (and require with a CA, as in libpq) checks the chain only.
   if (mode !== 'verify-full') ssl.checkServerIdentity = () => undefined;
-  return { url: stripped, mode, ssl, trust };
+  return { url: stripped, mode, ssl, trust, ...(caFile !== '' ? { caFile } : {}) };
 }
 
 /**

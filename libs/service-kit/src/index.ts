@@ -14,3 +14,4 @@ export * from './outage-log';
 export * from './json-depth';
 export * from './client-address';
 export * from './internal-port';
+export * from './database-ca.metrics';

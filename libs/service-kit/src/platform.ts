@@ -5,6 +5,7 @@ import { databaseTlsSettings, PersistenceModule, PostgresReadiness, SHARED_ENTIT
 import { RedisModule, RedisReadiness } from '@flagship/redis';
 import type { CleanedEnv } from 'envalid';
 import { type BootstrapOptions, bootstrapService } from './bootstrap';
+import { DatabaseCaMetrics } from './database-ca.metrics';
 import type { ReadinessCheck } from './readiness';
 import { ServiceKitModule } from './service-kit.module';
 
@@ -38,6 +39,7 @@ export function platformModules(config: CommonConfig, options: PlatformOptions):
           applicationName: options.serviceName,
         }),
         RedisModule.forRoot({ url: config.REDIS_URL, keyPrefix: config.REDIS_KEY_PREFIX, name: options.serviceName }),
+        { module: DatabaseCaMetricsModule, providers: [DatabaseCaMetrics] },
       ];
   return [
     ServiceKitModule.forRoot({
@@ -54,6 +56,9 @@ export function platformModules(config: CommonConfig, options: PlatformOptions):
 }
 
 class ConfigHolderModule {}
+
+/** The Postgres CA bundle's expiry gauge, in every app that connects to Postgres. */
+class DatabaseCaMetricsModule {}
 
 /** Starts an app from its validated config: what main.ts and the tests both call. */
 export function startService(
