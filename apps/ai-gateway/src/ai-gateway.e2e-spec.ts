@@ -92,14 +92,13 @@ describe('two gateway processes sharing one balance', () => {
   }, 90_000);
 
   afterAll(async () => {
-    for (const g of gateways) {
-      const code = await g.stop();
-      expect([code, code === 0 ? '' : g.output()]).toEqual([0, '']);
-    }
+    // Everything stopped first, then judged: a failed check must not leave management-api running.
+    const stopped = await Promise.all(gateways.map(async (g) => ({ code: await g.stop(), output: g.output() })));
     await managementApi?.stop();
     await issuer?.close();
     await fake?.close();
     await te?.teardown();
+    for (const { code, output } of stopped) expect([code, code === 0 ? '' : output]).toEqual([0, '']);
   });
 
   it('credit for exactly 20 requests, 200 fired at once at both: at most 20 succeed, the rest 402, debits equal the fall', async () => {

@@ -3,6 +3,23 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { http } from './http';
 
+const children = new Set<ChildProcess>();
+let exitHook = false;
+
+/**
+ * A process a test started is killed when the test process exits, whatever the test did: jest runs
+ * with --forceExit, and a spec whose afterAll failed or timed out left its app running (a built
+ * management-api outlived a failed CI run by an hour, holding its database's connections).
+ */
+export function killOnExit(child: ChildProcess): void {
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+  }
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -42,6 +59,7 @@ export interface BuiltProcess {
 export async function startBuiltProcess(main: string, env: NodeJS.ProcessEnv, port?: number): Promise<BuiltProcess> {
   port ??= await freePort();
   const child = spawn(process.execPath, [main], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  killOnExit(child);
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { freePort, http, waitFor } from '@flagship/testing';
+import { freePort, http, killOnExit, waitFor } from '@flagship/testing';
 
 const ROOT = join(__dirname, '../../../..');
 const MAIN = join(ROOT, 'apps/management-api/src/main.ts');
@@ -28,6 +28,7 @@ export async function startManagementApiProcess(env: NodeJS.ProcessEnv, startTim
     env: { ...env, PORT: String(port), HOST: '127.0.0.1', TS_NODE_PROJECT: join(ROOT, 'tsconfig.json') },
     stdio: ['ignore', process.env['TEST_LOG_LEVEL'] ? 'inherit' : 'ignore', 'inherit'],
   });
+  killOnExit(child);
   const exited = once(child, 'exit');
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
