@@ -124,6 +124,11 @@ function isMode(s: string): s is DatabaseSslMode {
   return (DATABASE_SSL_MODES as readonly string[]).includes(s);
 }
 
+/** The certificates of a PEM bundle, each as its own PEM block, in order. */
+export function pemCertificates(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+}
+
 function readCaBundle(path: string, setting: string): string {
   let pem: string;
   try {
@@ -131,7 +136,7 @@ function readCaBundle(path: string, setting: string): string {
   } catch (err) {
     throw new ConfigError(`invalid configuration: ${setting} cannot be read (${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)})`);
   }
-  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  const blocks = pemCertificates(pem);
   if (blocks.length === 0) throw new ConfigError(`invalid configuration: ${setting} holds no PEM certificate (${path})`);
   for (const block of blocks) {
     try {

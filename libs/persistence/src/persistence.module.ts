@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { openDataSource, type DataSourceOptions } from './data-source';
 import { pgConnection } from './database-tls';
 import { PostgresReadiness } from './postgres.readiness';
-import { DATA_SOURCE } from './tokens';
+import { DATA_SOURCE, DATABASE_CA_FILE } from './tokens';
 import { TransactionRunner } from './transaction';
 
 @Injectable()
@@ -24,7 +24,7 @@ class DataSourceCloser implements OnApplicationShutdown {
 export class PersistenceModule {
   static forRoot(options: DataSourceOptions): DynamicModule {
     // Bad TLS settings fail here, while main.ts builds its modules (one line from runMain), not inside Nest's start.
-    pgConnection(options.url, options.tls);
+    const connection = pgConnection(options.url, options.tls);
     return {
       module: PersistenceModule,
       providers: [
@@ -32,11 +32,12 @@ export class PersistenceModule {
           provide: DATA_SOURCE,
           useFactory: () => openDataSource(options),
         },
+        { provide: DATABASE_CA_FILE, useValue: connection.caFile ?? null },
         DataSourceCloser,
         PostgresReadiness,
         TransactionRunner,
       ],
-      exports: [DATA_SOURCE, PostgresReadiness, TransactionRunner],
+      exports: [DATA_SOURCE, DATABASE_CA_FILE, PostgresReadiness, TransactionRunner],
     };
   }
 }

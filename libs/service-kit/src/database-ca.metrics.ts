@@ -2,15 +2,13 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Inject, Injectable } from '@nestjs/common';
 import { Gauge } from 'prom-client';
-import { APP_CONFIG, type commonEnv } from '@flagship/config';
-import { databaseTlsSettings, pgConnection } from '@flagship/persistence';
-import type { CleanedEnv } from 'envalid';
+import { DATABASE_CA_FILE, pemCertificates } from '@flagship/persistence';
 import { HttpMetrics } from './metrics';
 
 /** The earliest `notAfter` of the certificates in a PEM bundle, in Unix seconds; undefined when it holds none. */
 export function earliestExpiry(pem: string): number | undefined {
   let earliest: number | undefined;
-  for (const block of pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []) {
+  for (const block of pemCertificates(pem)) {
     const end = Date.parse(new X509Certificate(block).validTo) / 1000;
     if (earliest === undefined || end < earliest) earliest = end;
   }
@@ -20,13 +18,13 @@ export function earliestExpiry(pem: string): number | undefined {
 /**
  * The Postgres CA bundle's expiry, for the alert FlagshipDatabaseCaExpiring (k8s/runbooks): once a
  * certificate of the bundle the apps verify Postgres with runs out, every new connection is refused.
- * Read when Prometheus scrapes (the Secret's file is replaced in place on rotation); no sample without
- * a CA file (TLS off, or Node's public CAs), or when the file cannot be read.
+ * The file is the one PersistenceModule's connection settings trust; it is read when Prometheus
+ * scrapes (the Secret's file is replaced in place on rotation). No sample without a CA file (TLS
+ * off, or Node's public CAs), or when the file cannot be read.
  */
 @Injectable()
 export class DatabaseCaMetrics {
-  constructor(metrics: HttpMetrics, @Inject(APP_CONFIG) config: CleanedEnv<typeof commonEnv>) {
-    const { caFile } = pgConnection(config.DATABASE_URL, databaseTlsSettings(config));
+  constructor(metrics: HttpMetrics, @Inject(DATABASE_CA_FILE) caFile: string | null) {
     new Gauge({
       name: 'database_tls_ca_expiry_timestamp_seconds',
       help: 'When the first certificate of the Postgres CA bundle (DATABASE_SSL_CA_FILE) expires (Unix time)',
@@ -34,7 +32,7 @@ export class DatabaseCaMetrics {
       registers: [metrics.registry],
       collect() {
         this.reset();
-        if (caFile === undefined) return;
+        if (caFile === null) return;
         try {
           const end = earliestExpiry(readFileSync(caFile, 'utf8'));
           if (end !== undefined) this.set({ file: caFile }, end);
