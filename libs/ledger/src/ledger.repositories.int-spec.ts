@@ -87,7 +87,7 @@ describe('UsageRepository and UsageMeterRepository (real Postgres)', () => {
     const tenant = await createTenant(ds, { balance: 1000 });
     const other = await createTenant(ds, { balance: 1000 });
     const id = await paidRequest(tenant, 30);
-    const meter = new UsageMeterRepository(ds);
+    const meter = new UsageMeterRepository();
     await ds.transaction(async (m) => {
       const claimed = (await meter.claim(m, 1000)).filter((r) => r.id === id);
       expect(claimed).toEqual([expect.objectContaining({ id, tenantId: tenant, productKey: 'core', debit: 30 })]);

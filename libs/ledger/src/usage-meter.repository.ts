@@ -1,6 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
-import { DATA_SOURCE, type Tx } from '@flagship/persistence';
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '@flagship/persistence';
 import { toUsageRow, USAGE_ROW_COLUMNS, type UsageRow, type UsageRowRecord } from './usage-row';
 
 /** Rows waiting in a queue-like table and the age of the oldest (0 when none): what billing-worker's backlog gauges show. */
@@ -9,11 +8,21 @@ export interface Backlog {
   oldestAgeSeconds: number;
 }
 
+/**
+ * The backlog of a queue-like table, in one read: the rows `where` selects and the age, by Postgres'
+ * clock, of the oldest of them by its `since` column. The arguments are the callers' own SQL text,
+ * never input.
+ */
+export async function backlogOf(m: Tx, table: string, since: string, where: string): Promise<Backlog> {
+  const rows: Array<{ n: number; age: number }> = await m.query(
+    `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(${since})), 0)::float8 AS age FROM ${table} WHERE ${where}`,
+  );
+  return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
+}
+
 /** The usage ledger as the meter outbox (billing-worker): billable rows not yet accepted by Stripe. */
 @Injectable()
 export class UsageMeterRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
-
   /**
    * Claims up to `limit` billable unreported rows, of any tenant, for this transaction. Rows another
    * replica holds are skipped, not waited for; one it reported meanwhile no longer matches when re-checked.
@@ -45,10 +54,6 @@ export class UsageMeterRepository {
    * across tenants by design (a monitoring read), over the outbox's partial index.
    */
   async backlog(m: Tx): Promise<Backlog> {
-    const rows: Array<{ n: number; age: number }> = await m.query(
-      `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(completed_at)), 0)::float8 AS age FROM usage_ledger
-        WHERE status IN ('succeeded', 'abandoned') AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`,
-    );
-    return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
+    return backlogOf(m, 'usage_ledger', 'completed_at', `status IN ('succeeded', 'abandoned') AND NOT zero_rated AND debit > 0 AND meter_reported_at IS NULL`);
   }
 }

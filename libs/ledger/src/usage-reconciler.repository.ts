@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, RECORDED_CROSSINGS, toCrossing } from './low-balance.repository';
 import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
-import type { Backlog } from './usage-meter.repository';
+import { type Backlog, backlogOf } from './usage-meter.repository';
 
 export interface SettledBatch {
   /** Rows moved from pending to abandoned. */
@@ -109,10 +109,7 @@ export class UsageReconcilerRepository {
    * run; one older than RECONCILE_PENDING_AFTER_S plus a pass means the reconciler is not settling.
    */
   async pendingBacklog(m: Tx): Promise<Backlog> {
-    const rows: Array<{ n: number; age: number }> = await m.query(
-      `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age FROM usage_ledger WHERE status = 'pending'`,
-    );
-    return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
+    return backlogOf(m, 'usage_ledger', 'created_at', `status = 'pending'`);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
-import type { Backlog } from '@flagship/ledger';
+import { type Backlog, backlogOf } from '@flagship/ledger';
 
 export interface StoredEvent {
   id: string;
@@ -49,9 +49,6 @@ export class StripeEventsRepository {
 
   /** Events not yet processed and how long ago the oldest was received (a monitoring read for the inbox's gauges). */
   async inboxBacklog(m: EntityManager): Promise<Backlog> {
-    const rows: Array<{ n: number; age: number }> = await m.query(
-      `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(received_at)), 0)::float8 AS age FROM stripe_events WHERE processed_at IS NULL`,
-    );
-    return { rows: rows[0]!.n, oldestAgeSeconds: Math.max(0, rows[0]!.age) };
+    return backlogOf(m, 'stripe_events', 'received_at', 'processed_at IS NULL');
   }
 }
