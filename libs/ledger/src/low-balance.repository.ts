@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE, queryPool } from '@flagship/persistence';
+import type { LowBalance } from '@flagship/redis';
 
 /** A tenant's low-balance threshold (micro-credits); `armed` until the balance crosses it, re-armed above it. */
 export interface LowBalanceAlert {
@@ -36,7 +37,7 @@ export function toCrossing(r: LowBalanceCrossingRow): LowBalanceCrossing {
  * A recorded crossing as the change feed's `low-balance` message (libs/redis CHANNELS.lowBalance), the
  * same whoever recorded it: the gateway's settlement or billing-worker's reconciler.
  */
-export function lowBalanceEvent(c: LowBalanceCrossing): { tenantId: string; crossingId: string; threshold: number; balance: number; crossedAt: string } {
+export function lowBalanceEvent(c: LowBalanceCrossing): LowBalance {
   return { tenantId: c.tenantId, crossingId: c.id, threshold: c.threshold, balance: c.balance, crossedAt: c.crossedAt };
 }
 

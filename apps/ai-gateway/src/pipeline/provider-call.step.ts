@@ -74,8 +74,9 @@ export class ProviderCallStep {
   ): Promise<CallOutcome> {
     // Tracing on: the call's GenAI span, parent of the provider layer's HTTP spans. Off: undefined, and nothing more is done.
     const span = ModelCallSpan.start(request);
-    if (span === undefined) return this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter);
-    return inSpan(span.span, () => this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter, span)).then(
+    const run = (): Promise<CallOutcome> => this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter, span);
+    if (span === undefined) return run();
+    return inSpan(span.span, run).then(
       (outcome) => {
         span.end(outcome);
         return outcome;
