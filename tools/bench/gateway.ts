@@ -28,7 +28,9 @@
  * 2,000 µs (issue 22); the gateway's own CPU per request >= 9 x leaner than Portkey's (issue 22);
  * our max throughput >= 5 x Portkey's (issue 10).
  *
- * BENCH_CASES=direct,gateway,portkey picks cases (default all three); `messages` adds the same
+ * BENCH_CASES=direct,gateway,portkey picks cases (default all three); `floor` adds tools/bench/bare-proxy.ts,
+ * node:http + undici with the body and the answer parsed and nothing else: what Node itself costs per
+ * proxied request here, the floor under the gateway's own CPU figure; `messages` adds the same
  * request as Anthropic's Messages API through the same gateway (POST /v1/messages, `x-api-key`,
  * translated to and from the upstream's chat completions), measured like the gateway case, with its
  * added latency and x-gateway-overhead-ms beside the chat case's (issue 23); BENCH_CONNECTIONS changes the
@@ -113,14 +115,13 @@ async function ready(p: Proc, probe: () => Promise<boolean>, timeoutMs = 60_000)
   });
 }
 
+/** One of the repository's TypeScript scripts as a child process, compiled as it loads. */
+const launchScript = (name: string, script: string, env: NodeJS.ProcessEnv): Proc =>
+  launch(name, ['-r', 'ts-node/register/transpile-only', script], { ...process.env, TS_NODE_PROJECT: 'tsconfig.json', ...env });
+
 async function startUpstream(): Promise<{ url: string; pid: number }> {
   const port = await freePort();
-  const p = launch('fake upstream', ['-r', 'ts-node/register/transpile-only', 'tools/dev/fake-upstream.ts'], {
-    ...process.env,
-    TS_NODE_PROJECT: 'tsconfig.json',
-    FAKE_UPSTREAM_PORT: String(port),
-    FAKE_UPSTREAM_API_KEY: UPSTREAM_KEY,
-  });
+  const p = launchScript('fake upstream', 'tools/dev/fake-upstream.ts', { FAKE_UPSTREAM_PORT: String(port), FAKE_UPSTREAM_API_KEY: UPSTREAM_KEY });
   const url = `http://127.0.0.1:${port}/v1`;
   await ready(p, async () => (await fetch(`${url}/models`, { headers: { authorization: `Bearer ${UPSTREAM_KEY}` } })).ok);
   return { url, pid: p.child.pid! };
@@ -211,6 +212,19 @@ async function startGateway(
   // What Kubernetes and Prometheus do to every pod. A build from before METRICS_PORT (an A/B baseline) serves /metrics on its one port.
   await (await fetch(`${url}/healthz`)).text();
   await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => fetch(`${url}/metrics`))).text();
+  return { url, pid: p.child.pid! };
+}
+
+/** tools/bench/bare-proxy.ts: what Node itself costs per proxied, parsed chat completion (the floor case). */
+async function startBareProxy(upstream: string): Promise<{ url: string; pid: number }> {
+  const port = await freePort();
+  const p = launchScript('bare proxy', 'tools/bench/bare-proxy.ts', { BARE_PROXY_PORT: String(port), BARE_PROXY_UPSTREAM: upstream });
+  const url = `http://127.0.0.1:${port}`;
+  await ready(p, async () => {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${UPSTREAM_KEY}` }, body: BODY });
+    await res.arrayBuffer();
+    return res.ok;
+  });
   return { url, pid: p.child.pid! };
 }
 
@@ -475,6 +489,11 @@ async function main(): Promise<void> {
         cases.push(base);
       }
     }
+    if (CASES.includes('floor')) {
+      const floor = await startBareProxy(upstream);
+      processMeter('bare proxy', floor.pid);
+      cases.push(make('bare Node proxy (floor)', `${floor.url}/v1/chat/completions`, 'bare proxy', { authorization: `Bearer ${UPSTREAM_KEY}` }));
+    }
     if (CASES.includes('portkey')) {
       const portkey = await startPortkey();
       processMeter('portkey', portkey.pid);
@@ -592,6 +611,16 @@ async function main(): Promise<void> {
       );
     }
   }
+  const floor = cases.find((c) => c.serving === 'bare proxy');
+  if (floor && portkey) {
+    const atMax = cpuAtMax(portkey, 'portkey') / cpuAtMax(floor, 'bare proxy');
+    verdicts.push(
+      `floor: a bare Node proxy's own CPU per request is ${fmt(cpuAtMax(floor, 'bare proxy'))} µs at ${CONNECTIONS} connections, Portkey/floor ${atMax.toFixed(1)}x ` +
+        `(the most any Node gateway can reach here)` +
+        (ours ? `; ours/floor ${(cpuAtMax(ours, 'gateway') / cpuAtMax(floor, 'bare proxy')).toFixed(2)}x` : ''),
+    );
+  }
+  if (floor && direct) verdicts.push(`floor added p50 ${us(median(floor.p50) - median(direct.p50))}, p99 ${us(median(floor.p99) - median(direct.p99))}`);
   if (portkey && direct) verdicts.push(`Portkey added p50 ${us(median(portkey.p50) - median(direct.p50))}`);
   if (verdicts.length > 0) console.log(`\ntargets (issue 22) at ${FIXED_RATE} req/s:\n  ${verdicts.join(';\n  ')}`);
   if (cases.some((c) => c.failures > 0)) {
