@@ -407,6 +407,36 @@ async function gatewayOverhead(c: Case): Promise<{ p50: number; p99: number } | 
   return { p50: values[Math.floor(values.length / 2)]!, p99: values[Math.min(values.length - 1, Math.floor(values.length * 0.99))]! };
 }
 
+/**
+ * What one commit costs here when it waits for its WAL flush (synchronous_commit on, as the ledger's
+ * durable writes do) and when it does not: `n` sequential one-row UPDATEs of a table of its own, a
+ * request's pause apart. With a 0 ms upstream nothing overlaps the flush a durable answer waits for,
+ * so its p50/p99 are a floor under the durable gateway's added latency on this disk.
+ */
+async function commitLatency(db: pg.Client, n = 400): Promise<string> {
+  await db.query('CREATE TABLE bench_commit_probe (id int PRIMARY KEY, n int NOT NULL)');
+  await db.query('INSERT INTO bench_commit_probe VALUES (1, 0)');
+  const out: string[] = [];
+  try {
+    for (const mode of ['on', 'off']) {
+      await db.query(`SET synchronous_commit = ${mode}`);
+      const ms: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t = process.hrtime.bigint();
+        await db.query('UPDATE bench_commit_probe SET n = n + 1 WHERE id = 1');
+        ms.push(Number(process.hrtime.bigint() - t) / 1e6);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      ms.sort((a, b) => a - b);
+      out.push(`synchronous_commit=${mode} p50 ${ms[Math.floor(n / 2)]!.toFixed(2)} ms, p99 ${ms[Math.floor(n * 0.99)]!.toFixed(2)} ms`);
+    }
+  } finally {
+    await db.query('RESET synchronous_commit');
+    await db.query('DROP TABLE bench_commit_probe');
+  }
+  return `one commit on this machine's Postgres, ${n} sequential: ${out.join('; ')}`;
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 async function main(): Promise<void> {
@@ -423,6 +453,7 @@ async function main(): Promise<void> {
   let monitor: pg.Client | undefined;
   const cases: Case[] = [];
   let ledger = '';
+  let commits = '';
   let overhead: { p50: number; p99: number } | undefined;
   let messagesOverhead: { p50: number; p99: number } | undefined;
   let ours: Case | undefined;
@@ -466,6 +497,7 @@ async function main(): Promise<void> {
       await seedTenant(te);
       monitor = new pg.Client({ connectionString: te.db.url });
       await monitor.connect();
+      commits = await commitLatency(monitor);
       postgresMeter(monitor);
       const mgmtPort = await freePort();
       const issuer = `http://127.0.0.1:${mgmtPort}`;
@@ -581,6 +613,7 @@ async function main(): Promise<void> {
   console.log('  (schedstat run time, ns; the sum over a case is the machine\'s CPU for it, all processes together)');
 
   if (ledger) console.log(`\n${ledger}`);
+  if (commits) console.log(commits);
   if (overhead) console.log(`x-gateway-overhead-ms (the gateway's own time, 200 sequential requests): p50 ${ms(overhead.p50)}, p99 ${ms(overhead.p99)}`);
   if (messagesOverhead) console.log(`x-gateway-overhead-ms of /v1/messages (200 sequential requests): p50 ${ms(messagesOverhead.p50)}, p99 ${ms(messagesOverhead.p99)}`);
   const direct = cases.find((c) => c.name.startsWith('direct'));
