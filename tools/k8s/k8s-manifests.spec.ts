@@ -335,6 +335,7 @@ describe('values.schema.json', () => {
     ["libpq's sslmode prefer, which the driver cannot honour", { postgres: { tls: { mode: 'prefer' } } }],
     ['a misspelt TLS key', { postgres: { tls: { caSecret: { name: 'rds-ca', file: 'ca.pem' } } } }],
     ["an app's DATABASE_URL Secret without a name", { apps: { 'ai-gateway': { databaseUrlSecret: { key: 'DATABASE_URL' } } } }],
+    ["an orep instance's DATABASE_URL Secret without a name", { orepServer: { instances: [{ name: 'a', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'production', replicas: 1, authTokenKey: 'T', databaseUrlSecret: { key: 'url' } }] } }],
   ])('rejects %s', (_name, override) => {
     expect(validate(mergeValues(base, override))).toBe(false);
   });
@@ -389,7 +390,7 @@ describe('chart options', () => {
     ]);
   });
 
-  it("database credentials per app (databaseUrlSecret): an app's own Secret for DATABASE_URL, the shared one for the others", () => {
+  it("database credentials per app and per orep-server instance (databaseUrlSecret): a workload's own Secret for DATABASE_URL, the shared one for the others", () => {
     const urlSource = (values: Record<string, unknown>) => {
       const set = { name: 'per-app credentials', objects: renderChart(CHART, { values }).documents };
       const pods = [...ofKind(set, 'Deployment'), ...ofKind(set, 'Job')];
@@ -417,9 +418,31 @@ describe('chart options', () => {
       'orep-example-production': { name: 'flagship-db-orep', key: 'url' },
       migration: { name: 'flagship-db-owner', key: 'DATABASE_URL' },
     });
-    // With postgres.url as a value, an app's own Secret still wins for it (and its ConfigMap holds no URL).
-    const withUrl = urlSource({ postgres: { url: 'postgres://flagship@db:5432/flagship' }, apps: { 'billing-worker': { databaseUrlSecret: { name: 'flagship-db-billing' } } } });
-    expect(withUrl).toMatchObject({ 'management-api': 'postgres://flagship@db:5432/flagship', 'billing-worker': { name: 'flagship-db-billing', key: 'DATABASE_URL' }, migration: 'postgres://flagship@db:5432/flagship' });
+    // Each orep-server instance (a tenant's) may have its own; one without falls back to orepServer's, else the shared one.
+    const instance = (name: string, databaseUrlSecret?: Record<string, string>) => ({
+      name,
+      tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01',
+      environment: 'production',
+      replicas: 1,
+      authTokenKey: 'OREP_AUTH_TOKEN',
+      ...(databaseUrlSecret ? { databaseUrlSecret } : {}),
+    });
+    const instances = [instance('acme', { name: 'flagship-db-orep-acme' }), instance('globex', { name: 'flagship-db-orep-globex', key: 'url' }), instance('initech')];
+    expect(urlSource({ orepServer: { databaseUrlSecret: { name: 'flagship-db-orep' }, instances } })).toMatchObject({
+      'orep-acme': { name: 'flagship-db-orep-acme', key: 'DATABASE_URL' },
+      'orep-globex': { name: 'flagship-db-orep-globex', key: 'url' },
+      'orep-initech': { name: 'flagship-db-orep', key: 'DATABASE_URL' },
+    });
+    expect(urlSource({ orepServer: { instances } })).toMatchObject({ 'orep-acme': { name: 'flagship-db-orep-acme', key: 'DATABASE_URL' }, 'orep-initech': shared, 'management-api': shared });
+    // With postgres.url as a value, an app's (or an instance's) own Secret still wins for it (and its ConfigMap holds no URL).
+    const withUrl = urlSource({ postgres: { url: 'postgres://flagship@db:5432/flagship' }, apps: { 'billing-worker': { databaseUrlSecret: { name: 'flagship-db-billing' } } }, orepServer: { instances } });
+    expect(withUrl).toMatchObject({
+      'management-api': 'postgres://flagship@db:5432/flagship',
+      'billing-worker': { name: 'flagship-db-billing', key: 'DATABASE_URL' },
+      'orep-acme': { name: 'flagship-db-orep-acme', key: 'DATABASE_URL' },
+      'orep-initech': 'postgres://flagship@db:5432/flagship',
+      migration: 'postgres://flagship@db:5432/flagship',
+    });
   });
 
   it("the console's OIDC client (idp.clientId, idp.displayName) reaches management-api only when set", () => {

@@ -2,8 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '@flagship/config';
 import { openDataSource, pgConnection, runMigrations } from '@flagship/persistence';
-import { DisposablePostgres } from './processes';
-import { createTestCa, type TestCa } from './test-certificates';
+import type { DisposablePostgres } from './processes';
+import type { TestCa } from './test-certificates';
+import { startTlsPostgres, type TlsPostgres } from './tls-postgres';
 
 const PASSWORD = 'tls-test-pass/word';
 
@@ -13,21 +14,17 @@ const PASSWORD = 'tls-test-pass/word';
  * signed by a CA made here with openssl.
  */
 describe('database TLS (a real hostssl-only Postgres)', () => {
+  let server: TlsPostgres;
   let ca: TestCa;
   let otherCa: TestCa;
   let pg: DisposablePostgres;
 
   beforeAll(async () => {
-    ca = createTestCa('flagship test CA');
-    otherCa = createTestCa('some other CA');
-    pg = await DisposablePostgres.start({ tls: ca.issueServer('127.0.0.1', ['IP:127.0.0.1']), password: PASSWORD });
+    server = await startTlsPostgres(PASSWORD);
+    ({ ca, otherCa, pg } = server);
   }, 30_000);
 
-  afterAll(async () => {
-    await pg?.destroy();
-    ca?.remove();
-    otherCa?.remove();
-  });
+  afterAll(() => server?.destroy());
 
   /** Whether the server sees this DataSource's connection as TLS (pg_stat_ssl), and the connection closed. */
   const connectAndAsk = async (url: string, tls: { mode?: string; caFile?: string }): Promise<boolean> => {

@@ -3,6 +3,7 @@ export * from './test-redis';
 export * from './test-app';
 export * from './processes';
 export * from './test-certificates';
+export * from './tls-postgres';
 export * from './http';
 export * from './seeded-random';
 export * from './tcp-proxy';

@@ -1,5 +1,5 @@
-import { Client } from 'pg';
-import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
+import type { ManagementApiFixture, SignedUp } from '../testing/management-api.fixture';
+import { startBillingCast } from './billing-cast.fixture';
 
 describe('/api/billing/budgets (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
@@ -11,11 +11,7 @@ describe('/api/billing/budgets (real HTTP, Postgres, Redis)', () => {
   let strangerClient: string;
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start({ QUOTA_BUDGETS_PER_TENANT: '3' });
-    ada = await f.signUp();
-    viewer = await f.signUp();
-    stranger = await f.signUp();
-    await f.addMember(ada, ada.tenantId, viewer.email, 'viewer', viewer);
+    ({ f, ada, viewer, stranger } = await startBillingCast({ QUOTA_BUDGETS_PER_TENANT: '3' }));
     const newClient = async (u: SignedUp) => {
       const res = await f.call('POST', '/api/oauth/clients', { token: u.idToken, tenant: u.tenantId, json: { name: 'backend', scopes: ['ai:invoke'] } });
       if (res.status !== 201) throw new Error(`client: ${res.status} ${res.text}`);
@@ -34,16 +30,10 @@ describe('/api/billing/budgets (real HTTP, Postgres, Redis)', () => {
 
   /** What the gateway's reservation and settlement leave in this month's row (their statements are exercised in libs/ledger and the gateway). */
   async function spend(kind: string, id: string, spent: number, reserved: number): Promise<void> {
-    const db = new Client({ connectionString: f.te.env.DATABASE_URL });
-    await db.connect();
-    try {
-      await db.query(
-        `UPDATE budget_months SET spent = $4, reserved = $5 WHERE tenant_id = $1 AND scope_kind = $2 AND scope_id = $3 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
-        [ada.tenantId, kind, id, spent, reserved],
-      );
-    } finally {
-      await db.end();
-    }
+    await f.sql(
+      `UPDATE budget_months SET spent = $4, reserved = $5 WHERE tenant_id = $1 AND scope_kind = $2 AND scope_id = $3 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+      [ada.tenantId, kind, id, spent, reserved],
+    );
   }
 
   it('is empty at first; PUT sets a client budget and a product-key budget, listed with this month\'s spent and reserved', async () => {

@@ -1,6 +1,6 @@
-import { Client } from 'pg';
 import { http } from '@flagship/testing';
-import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from '../testing/management-api.fixture';
+import type { ManagementApiFixture, SignedUp } from '../testing/management-api.fixture';
+import { startBillingCast } from './billing-cast.fixture';
 
 describe('GET /api/billing/credits (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
@@ -10,12 +10,7 @@ describe('GET /api/billing/credits (real HTTP, Postgres, Redis)', () => {
   let stranger: SignedUp;
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start();
-    root = await f.signUp(PLATFORM_ADMIN);
-    ada = await f.signUp();
-    viewer = await f.signUp();
-    stranger = await f.signUp();
-    await f.addMember(ada, ada.tenantId, viewer.email, 'viewer', viewer);
+    ({ f, root, ada, viewer, stranger } = await startBillingCast());
   });
   afterAll(async () => {
     await f?.stop();
@@ -31,13 +26,7 @@ describe('GET /api/billing/credits (real HTTP, Postgres, Redis)', () => {
   it('shows admin grants and the reservation held by requests in flight, to every member', async () => {
     expect((await f.call('POST', `/admin/tenants/${ada.tenantId}/credits`, { token: root.idToken, json: { amount: 5_000_000, reason: 'pilot' } })).status).toBe(201);
     // What the gateway does before calling a provider: hold an estimate on the balance.
-    const db = new Client({ connectionString: f.te.env.DATABASE_URL });
-    await db.connect();
-    try {
-      await db.query('UPDATE credit_balances SET reserved = reserved + 1234 WHERE tenant_id = $1', [ada.tenantId]);
-    } finally {
-      await db.end();
-    }
+    await f.sql('UPDATE credit_balances SET reserved = reserved + 1234 WHERE tenant_id = $1', [ada.tenantId]);
     expect((await credits(ada)).body).toEqual({ balance: 5_000_000, reserved: 1234 });
     expect((await credits(viewer)).body).toEqual({ balance: 5_000_000, reserved: 1234 });
     // Without X-Tenant-ID the caller's canonical tenant: the viewer's own, still empty.

@@ -1,5 +1,5 @@
-import { Client } from 'pg';
-import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from '../testing/management-api.fixture';
+import type { ManagementApiFixture, SignedUp } from '../testing/management-api.fixture';
+import { startBillingCast } from './billing-cast.fixture';
 
 describe('/api/billing/low-balance-alert (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
@@ -9,12 +9,7 @@ describe('/api/billing/low-balance-alert (real HTTP, Postgres, Redis)', () => {
   let stranger: SignedUp;
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start();
-    root = await f.signUp(PLATFORM_ADMIN);
-    ada = await f.signUp();
-    viewer = await f.signUp();
-    stranger = await f.signUp();
-    await f.addMember(ada, ada.tenantId, viewer.email, 'viewer', viewer);
+    ({ f, root, ada, viewer, stranger } = await startBillingCast());
   });
   afterAll(async () => {
     await f?.stop();
@@ -26,18 +21,12 @@ describe('/api/billing/low-balance-alert (real HTTP, Postgres, Redis)', () => {
 
   /** What the gateway's settlement does when it debits (SETTLE's crossing CTEs are exercised in libs/ledger). */
   async function crossNow(balance: number): Promise<void> {
-    const db = new Client({ connectionString: f.te.env.DATABASE_URL });
-    await db.connect();
-    try {
-      await db.query('UPDATE credit_balances SET balance = $2 WHERE tenant_id = $1', [ada.tenantId, balance]);
-      await db.query(
-        `WITH c AS (UPDATE low_balance_alerts SET armed = false WHERE tenant_id = $1 AND armed RETURNING tenant_id, threshold)
-         INSERT INTO low_balance_crossings (tenant_id, threshold, balance) SELECT tenant_id, threshold, $2 FROM c`,
-        [ada.tenantId, balance],
-      );
-    } finally {
-      await db.end();
-    }
+    await f.sql('UPDATE credit_balances SET balance = $2 WHERE tenant_id = $1', [ada.tenantId, balance]);
+    await f.sql(
+      `WITH c AS (UPDATE low_balance_alerts SET armed = false WHERE tenant_id = $1 AND armed RETURNING tenant_id, threshold)
+       INSERT INTO low_balance_crossings (tenant_id, threshold, balance) SELECT tenant_id, threshold, $2 FROM c`,
+      [ada.tenantId, balance],
+    );
   }
 
   it('is unset at first, then set, armed while the balance is above it, and below once it falls', async () => {

@@ -1,4 +1,3 @@
-import { Client } from 'pg';
 import type Stripe from 'stripe';
 import { FakeStripe } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
@@ -12,7 +11,6 @@ describe('management-api billing: checkout, portal, subscription', () => {
   let f: ManagementApiFixture;
   let fake: FakeStripe;
   let stripe: Stripe;
-  let db: Client;
   let prices: Record<'free' | 'standard' | 'premium', Stripe.Price>;
   let alice: SignedUp;
   const body = { type: 'subscription', planId: 'premium', successUrl: 'http://localhost:5173/billing/done', cancelUrl: 'http://localhost:5173/billing' };
@@ -34,13 +32,10 @@ describe('management-api billing: checkout, portal, subscription', () => {
       STRIPE_PRICE_STANDARD: prices.standard.id,
       STRIPE_PRICE_PREMIUM: prices.premium.id,
     });
-    db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
     alice = await f.signUp();
   });
 
   afterAll(async () => {
-    await db?.end();
     await f?.stop();
     await fake?.close();
   });
@@ -62,7 +57,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
     expect(again.status).toBe(200);
     // One Stripe customer per tenant and product key.
     expect([...fake.checkoutSessions.values()].pop()!['customer']).toBe(session['customer']);
-    expect((await db.query(`SELECT count(*)::int AS n FROM billing_customers WHERE tenant_id = $1`, [alice.tenantId])).rows[0].n).toBe(1);
+    expect((await f.sql(`SELECT count(*)::int AS n FROM billing_customers WHERE tenant_id = $1`, [alice.tenantId])).rows[0].n).toBe(1);
   });
 
   it("passes the caller's Idempotency-Key on to Stripe, scoped to the tenant, and replays the same answer", async () => {
@@ -97,7 +92,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
     const session = [...fake.checkoutSessions.values()].pop()!;
     expect(session).toMatchObject({ mode: 'payment', amount_total: 2500, currency: 'usd', metadata: { tenantId: alice.tenantId, productKey: 'core', kind: 'credits' } });
     // Recorded with what it may grant: billing-worker credits only sessions recorded here, up to that amount.
-    const recorded = await db.query(`SELECT tenant_id, product_key, kind, amount::int AS amount, currency, plan_id, created_by FROM checkout_sessions WHERE stripe_session_id = $1`, [session['id']]);
+    const recorded = await f.sql(`SELECT tenant_id, product_key, kind, amount::int AS amount, currency, plan_id, created_by FROM checkout_sessions WHERE stripe_session_id = $1`, [session['id']]);
     expect(recorded.rows).toEqual([{ tenant_id: alice.tenantId, product_key: 'core', kind: 'credits', amount: 2500, currency: 'usd', plan_id: null, created_by: alice.userId }]);
   });
 
@@ -124,7 +119,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
     const replay = await checkout(bob, body, { 'idempotency-key': 'plan-once' });
     expect(replay.body.url).toBe(first.body.url);
     const sessionId = first.body.url.split('/').pop();
-    const recorded = await db.query(`SELECT stripe_session_id, kind, amount, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1`, [bob.tenantId]);
+    const recorded = await f.sql(`SELECT stripe_session_id, kind, amount, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1`, [bob.tenantId]);
     expect(recorded.rows).toEqual([{ stripe_session_id: sessionId, kind: 'subscription', amount: null, plan_id: 'premium', created_by: bob.userId }]);
   });
 
@@ -175,7 +170,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
     fake.completeCheckout(session['id'] as string);
     const sub = await stripe.subscriptions.retrieve((await stripe.checkout.sessions.retrieve(session['id'] as string)).subscription as string);
     // What billing-worker writes after the webhooks, and the portal configuration it keeps.
-    await db.query(
+    await f.sql(
       `INSERT INTO billing_subscriptions (stripe_subscription_id, tenant_id, product_key, stripe_customer_id, stripe_item_id, price_id, plan, status,
          current_period_start, current_period_end, cancel_at_period_end, stripe_created)
        VALUES ($1, $2, 'core', $3, $4, $5, 'premium', 'active', to_timestamp($6), to_timestamp($7), false, $8)`,
@@ -187,7 +182,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
         subscription_update: { enabled: true, default_allowed_updates: ['price'], products: Object.values(prices).map((p) => ({ product: p.product as string, prices: [p.id] })) },
       },
     });
-    await db.query(`INSERT INTO billing_state (key, value) VALUES ('portal_configuration_id', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [config.id]);
+    await f.sql(`INSERT INTO billing_state (key, value) VALUES ('portal_configuration_id', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [config.id]);
 
     const res = await checkout(carol, { ...body, planId: 'standard' });
     expect(res.status).toBe(200);
@@ -233,7 +228,7 @@ describe('management-api billing: checkout, portal, subscription', () => {
     expect(core.body.url).toMatch(new RegExp(`^${fake.url}/portal/bps_`));
     const insights = await f.call('POST', '/api/billing/portal', { token: erin.idToken, json: { returnUrl: body.cancelUrl, productKey: 'insights' } });
     expect(insights.status).toBe(200);
-    const rows = await db.query(`SELECT product_key, stripe_customer_id FROM billing_customers WHERE tenant_id = $1 ORDER BY product_key`, [erin.tenantId]);
+    const rows = await f.sql(`SELECT product_key, stripe_customer_id FROM billing_customers WHERE tenant_id = $1 ORDER BY product_key`, [erin.tenantId]);
     expect(rows.rows.map((r) => r.product_key)).toEqual(['core', 'insights']);
     expect(rows.rows[0].stripe_customer_id).not.toBe(rows.rows[1].stripe_customer_id);
     const sessions = [...fake.portalSessions.values()].slice(-2);

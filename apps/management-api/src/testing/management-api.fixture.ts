@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Client, type QueryResult, type QueryResultRow } from 'pg';
 import type { SecretSource } from '@flagship/oauth';
 import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
 import { createTestEnvironment, freePort, http, type HttpResult, type TcpProxy, type TestEnvironment } from '@flagship/testing';
@@ -20,6 +21,9 @@ export interface SignedUp {
  * helpers that drive it over HTTP the way a frontend does.
  */
 export class ManagementApiFixture {
+  /** One connection for sql(), opened at its first use. */
+  private db: Promise<Client> | undefined;
+
   private constructor(
     readonly te: TestEnvironment,
     readonly svc: RunningApp,
@@ -59,8 +63,22 @@ export class ManagementApiFixture {
   }
 
   async stop(): Promise<void> {
+    await (await this.db?.catch(() => undefined))?.end();
     await this.svc.close();
     await this.te.teardown();
+  }
+
+  /**
+   * A statement on this file's database, straight and not through any proxy given to start(): for
+   * writing what another app (the gateway, billing-worker) would write, and reading what the API left.
+   */
+  async sql<R extends QueryResultRow = any>(text: string, params: unknown[] = []): Promise<QueryResult<R>> {
+    this.db ??= (async () => {
+      const client = new Client({ connectionString: this.te.db.url });
+      await client.connect();
+      return client;
+    })();
+    return (await this.db).query<R>(text, params);
   }
 
   /** A request with an optional bearer token and X-Tenant-ID. */

@@ -290,14 +290,16 @@ OTEL_RESOURCE_ATTRIBUTES of a map: key=value pairs, comma-separated, in key orde
 
 {{/*
 Where DATABASE_URL comes from when it is a Secret's: the workload's own databaseUrlSecret (a
-Postgres role per app), else secrets.existingSecret's DATABASE_URL unless postgres.url gives it as
-a value. Renders the secretKeyRef's inline map, or nothing. Argument: dict root, spec (the
-workload's values).
+Postgres role per app; for orep-server the instance's, else orepServer's), else
+secrets.existingSecret's DATABASE_URL unless postgres.url gives it as a value. Renders the
+secretKeyRef's inline map, or nothing. Argument: dict root, spec (the workload's values), instance
+(orep-server only).
 */}}
 {{- define "flagship.databaseUrlSecret" -}}
 {{- $v := .root.Values -}}
 {{- $own := dict -}}
 {{- with .spec.databaseUrlSecret }}{{ $own = . }}{{ end -}}
+{{- with .instance }}{{ with .databaseUrlSecret }}{{ $own = . }}{{ end }}{{ end -}}
 {{- if $own.name -}}
 { name: {{ $own.name | quote }}, key: {{ default "DATABASE_URL" $own.key | quote }} }
 {{- else if and $v.secrets.existingSecret (not $v.postgres.url) -}}
