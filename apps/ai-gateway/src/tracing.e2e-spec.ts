@@ -13,6 +13,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { SamplingDecision, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { hashSecret } from '@flagship/config';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { type BuiltProcess, type CollectedSpan, FakeOtlpCollector, FakeStripe, freePort, http, startBuiltProcess, waitFor } from '@flagship/testing';
@@ -298,6 +300,52 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       await stop(p);
     }
   }, 60_000);
+
+  describe("sampling: a caller's traceparent", () => {
+    const N = 40;
+    const RATIO = 0.25;
+    /** Trace ids that a sampler deciding on the trace id takes at RATIO: what a caller who wants every request traced sends. */
+    const chosenTraceIds = (): string[] => {
+      const byTraceId = new TraceIdRatioBasedSampler(RATIO);
+      const ids: string[] = [];
+      while (ids.length < N) {
+        const id = randomBytes(16).toString('hex');
+        if (byTraceId.shouldSample(ROOT_CONTEXT, id).decision === SamplingDecision.RECORD_AND_SAMPLED) ids.push(id);
+      }
+      return ids;
+    };
+    const sampledParent = (traceId: string) => `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+    const traced = (traceIds: string[]) => traceIds.filter((id) => collector.trace(id).some((s) => s.kind === SERVER && s.service === 'ai-gateway'));
+
+    it("by default, a caller's sampled flag and chosen trace ids buy no tracing: about the ratio of its requests is traced, each with all its spans", async () => {
+      const g = await e2e.startGateway({ ...otelEnv(), OTEL_TRACES_SAMPLER_ARG: String(RATIO) });
+      const ids = chosenTraceIds();
+      for (const id of ids) {
+        await openai(g).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hi' }] }, { headers: { traceparent: sampledParent(id) } });
+      }
+      await stop(g); // exports what is still batched
+      const sampled = traced(ids);
+      // Binomial(40, 0.25): 10 on average; trusting the caller's flag (or deciding on its trace id) traces all 40.
+      expect(sampled.length).toBeGreaterThan(0);
+      expect(sampled.length).toBeLessThan(N * 0.6);
+      // The spans inside a request follow its decision: a traced request has its model call, an untraced one nothing.
+      expect(sampled.filter((id) => !collector.trace(id).some((s) => s.name === 'chat fake-chat-1'))).toEqual([]);
+      expect(ids.filter((id) => !sampled.includes(id)).flatMap((id) => collector.trace(id).map((s) => s.name))).toEqual([]);
+    }, 60_000);
+
+    it("parentbased_traceidratio, set by an operator whose callers are trusted, keeps its standard meaning: the caller's flag decides", async () => {
+      const g = await e2e.startGateway({ ...otelEnv(), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+      const before = collector.spans.length;
+      const ids = Array.from({ length: 10 }, () => randomBytes(16).toString('hex'));
+      const models = async (traceparent?: string) =>
+        (await http(`${g.url}/v1/models`, { headers: { authorization: `Bearer ${token}`, ...(traceparent === undefined ? {} : { traceparent }) } })).status;
+      for (const id of ids) expect(await models(sampledParent(id))).toBe(200);
+      expect(await models()).toBe(200); // a new trace: ratio 0
+      await stop(g);
+      expect(traced(ids)).toEqual(ids);
+      expect(collector.spans.slice(before).filter((s) => s.kind === SERVER && s.service === 'ai-gateway' && !ids.includes(s.traceId))).toEqual([]);
+    }, 60_000);
+  });
 
   it('without an endpoint, no OpenTelemetry module is loaded, and a request is served all the same', async () => {
     const report = modulesReport('gateway-off');

@@ -2,8 +2,9 @@
    startTracing, synchronously and only when a collector is configured: a top-level import would load it
    in every process, and a dynamic import() would come too late (after pg, ioredis and http are loaded). */
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
+import type { Sampler } from '@opentelemetry/sdk-trace-base';
 import { cleanEnv } from 'envalid';
-import { tracingConfigured, tracingEnv } from './tracing.env';
+import { LOCAL_PARENT_SAMPLER, tracingConfigured, tracingEnv } from './tracing.env';
 
 type Api = typeof import('@opentelemetry/api');
 
@@ -36,7 +37,7 @@ const REDACTED_QUERY = ['code', 'state', 'code_verifier', 'client_secret', 'toke
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): boolean {
   if (!tracingConfigured(env)) return false;
   if (running !== undefined) return true;
-  cleanEnv(env, tracingEnv, {
+  const settings = cleanEnv(env, tracingEnv, {
     reporter: ({ errors }) => {
       const bad = Object.entries(errors);
       if (bad.length > 0) throw new Error(`invalid tracing settings: ${bad.map(([k, e]) => `${k}: ${(e as Error).message}`).join('; ')}`);
@@ -44,7 +45,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   });
   const api = require('@opentelemetry/api') as Api;
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
-  const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+  const { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, SamplingDecision } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
   const { resourceFromAttributes, detectResources, envDetector } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   const { registerInstrumentations } = require('@opentelemetry/instrumentation') as typeof import('@opentelemetry/instrumentation');
@@ -55,7 +56,18 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
 
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector) win over the app's name.
   const resource = resourceFromAttributes({ 'service.name': serviceName }).merge(detectResources({ detectors: [envDetector] }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  // The standard names: the SDK builds their sampler from OTEL_TRACES_SAMPLER (a `sampler: undefined` would hide it).
+  let sampler: { sampler: Sampler } | undefined;
+  if (settings.OTEL_TRACES_SAMPLER === LOCAL_PARENT_SAMPLER) {
+    const ratio = settings.OTEL_TRACES_SAMPLER_ARG === '' ? 1 : Number(settings.OTEL_TRACES_SAMPLER_ARG);
+    // A remote parent's trace id is the caller's to choose, so a decision on it would be too: a draw.
+    const drawn: Sampler = {
+      shouldSample: () => ({ decision: Math.random() < ratio ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD }),
+      toString: () => `RandomRatioSampler{${ratio}}`,
+    };
+    sampler = { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio), remoteParentSampled: drawn, remoteParentNotSampled: drawn }) };
+  }
+  const provider = new NodeTracerProvider({ resource, ...sampler, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   // W3C traceparent/baggage in and out; AsyncLocalStorage carries the active span.
   provider.register();
   registerInstrumentations({
