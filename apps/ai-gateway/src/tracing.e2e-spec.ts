@@ -7,7 +7,7 @@
  * orep-server and billing-worker: their incoming requests and Postgres statements, under their own names.
  * Needs the builds: `npx nx run-many -t build -p management-api,ai-gateway,orep-server,billing-worker`.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,8 +116,14 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       );
       const spans = await traceOf(caller.traceId, (s) => s.name.startsWith('chat '));
       const server = one(spans, (s) => s.kind === SERVER, 'server span');
-      expect(server).toMatchObject({ service: 'ai-gateway', parentSpanId: caller.parentId });
-      expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 200, 'url.path': '/v1/chat/completions' });
+      // Named by its route (the lean router's), as the HTTP semantic conventions name server spans.
+      expect(server).toMatchObject({ service: 'ai-gateway', parentSpanId: caller.parentId, name: 'POST /v1/chat/completions' });
+      expect(server.attributes).toMatchObject({
+        'http.request.method': 'POST',
+        'http.route': '/v1/chat/completions',
+        'http.response.status_code': 200,
+        'url.path': '/v1/chat/completions',
+      });
 
       const model = one(spans, (s) => s.name === 'chat fake-chat-1', 'model call span');
       expect(model).toMatchObject({ kind: CLIENT, parentSpanId: server.spanId, statusCode: 0 });
@@ -233,7 +239,8 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       expect(res.status).toBe(200);
       const spans = await traceOf(caller.traceId, (s) => s.kind === SERVER);
       const server = one(spans, (s) => s.kind === SERVER, 'server span');
-      expect(server).toMatchObject({ service: 'management-api', parentSpanId: caller.parentId });
+      expect(server).toMatchObject({ service: 'management-api', parentSpanId: caller.parentId, name: 'POST /oauth/token' });
+      expect(server.attributes['http.route']).toBe('/oauth/token');
       await waitFor(async () => collector.trace(caller.traceId).some(isPg) || undefined, 5000);
       const all = collector.trace(caller.traceId);
       expectLinked(all, caller.parentId);
@@ -256,6 +263,20 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       const redirected = one(await traceOf(redirect.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
       expect(redirected.attributes['url.query']).toBe('code=REDACTED&state=REDACTED&page=2');
       expect(JSON.stringify(collector.spans)).not.toMatch(/oauth-code-4242|state-4242/);
+
+      // An Express route with a parameter: the span has its template, never the id in the path.
+      const byId = callerContext();
+      const projectId = randomUUID();
+      expect((await http(`${url}/api/projects/${projectId}`, { headers: { traceparent: byId.traceparent } })).status).toBe(401);
+      const routed = one(await traceOf(byId.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
+      expect(routed).toMatchObject({ name: 'GET /api/projects/:id', attributes: expect.objectContaining({ 'http.route': '/api/projects/:id' }) });
+      // A path no route answers: the method alone, no route.
+      const unknown = callerContext();
+      expect((await http(`${url}/api/no-such/${projectId}`, { headers: { traceparent: unknown.traceparent } })).status).toBe(404);
+      const unmatched = one(await traceOf(unknown.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
+      expect(unmatched.name).toBe('GET');
+      expect(unmatched.attributes['http.route']).toBeUndefined();
+      expect(collector.spans.filter((s) => s.name.includes(projectId)).map((s) => s.name)).toEqual([]);
     } finally {
       await stop(api);
     }
@@ -286,6 +307,8 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       expect(await request(p.url, caller.traceparent)).toBe(app === 'orep-server' ? 200 : 404);
       const server = one(await traceOf(caller.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
       expect(server).toMatchObject({ service: app, parentSpanId: caller.parentId });
+      // orep-server's lean route by its template; billing-worker's unknown path by its method alone.
+      expect(server.name).toBe(app === 'orep-server' ? 'POST /ofrep/v1/evaluate/flags' : 'GET');
       await waitFor(async () => collector.spans.slice(before).some((s) => s.service === app && isPg(s)) || undefined, 5000);
       if (app === 'billing-worker') {
         // Its start-up catch-up of Stripe events: a client span to Stripe, without the secret key the request carried.
