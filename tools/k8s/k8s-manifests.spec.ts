@@ -619,7 +619,7 @@ describe('chart options', () => {
         w.component,
         expect.objectContaining({
           OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
-          OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+          OTEL_TRACES_SAMPLER: 'parentbased_local_ratio',
           OTEL_TRACES_SAMPLER_ARG: '0.1',
           OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=production,service.namespace=flagship',
         }),

@@ -7,12 +7,14 @@
  * orep-server and billing-worker: their incoming requests and Postgres statements, under their own names.
  * Needs the builds: `npx nx run-many -t build -p management-api,ai-gateway,orep-server,billing-worker`.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { SamplingDecision, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { hashSecret } from '@flagship/config';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { type BuiltProcess, type CollectedSpan, FakeOtlpCollector, FakeStripe, freePort, http, startBuiltProcess, waitFor } from '@flagship/testing';
@@ -114,8 +116,14 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       );
       const spans = await traceOf(caller.traceId, (s) => s.name.startsWith('chat '));
       const server = one(spans, (s) => s.kind === SERVER, 'server span');
-      expect(server).toMatchObject({ service: 'ai-gateway', parentSpanId: caller.parentId });
-      expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 200, 'url.path': '/v1/chat/completions' });
+      // Named by its route (the lean router's), as the HTTP semantic conventions name server spans.
+      expect(server).toMatchObject({ service: 'ai-gateway', parentSpanId: caller.parentId, name: 'POST /v1/chat/completions' });
+      expect(server.attributes).toMatchObject({
+        'http.request.method': 'POST',
+        'http.route': '/v1/chat/completions',
+        'http.response.status_code': 200,
+        'url.path': '/v1/chat/completions',
+      });
 
       const model = one(spans, (s) => s.name === 'chat fake-chat-1', 'model call span');
       expect(model).toMatchObject({ kind: CLIENT, parentSpanId: server.spanId, statusCode: 0 });
@@ -231,7 +239,8 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       expect(res.status).toBe(200);
       const spans = await traceOf(caller.traceId, (s) => s.kind === SERVER);
       const server = one(spans, (s) => s.kind === SERVER, 'server span');
-      expect(server).toMatchObject({ service: 'management-api', parentSpanId: caller.parentId });
+      expect(server).toMatchObject({ service: 'management-api', parentSpanId: caller.parentId, name: 'POST /oauth/token' });
+      expect(server.attributes['http.route']).toBe('/oauth/token');
       await waitFor(async () => collector.trace(caller.traceId).some(isPg) || undefined, 5000);
       const all = collector.trace(caller.traceId);
       expectLinked(all, caller.parentId);
@@ -254,6 +263,20 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       const redirected = one(await traceOf(redirect.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
       expect(redirected.attributes['url.query']).toBe('code=REDACTED&state=REDACTED&page=2');
       expect(JSON.stringify(collector.spans)).not.toMatch(/oauth-code-4242|state-4242/);
+
+      // An Express route with a parameter: the span has its template, never the id in the path.
+      const byId = callerContext();
+      const projectId = randomUUID();
+      expect((await http(`${url}/api/projects/${projectId}`, { headers: { traceparent: byId.traceparent } })).status).toBe(401);
+      const routed = one(await traceOf(byId.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
+      expect(routed).toMatchObject({ name: 'GET /api/projects/:id', attributes: expect.objectContaining({ 'http.route': '/api/projects/:id' }) });
+      // A path no route answers: the method alone, no route.
+      const unknown = callerContext();
+      expect((await http(`${url}/api/no-such/${projectId}`, { headers: { traceparent: unknown.traceparent } })).status).toBe(404);
+      const unmatched = one(await traceOf(unknown.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
+      expect(unmatched.name).toBe('GET');
+      expect(unmatched.attributes['http.route']).toBeUndefined();
+      expect(collector.spans.filter((s) => s.name.includes(projectId)).map((s) => s.name)).toEqual([]);
     } finally {
       await stop(api);
     }
@@ -284,6 +307,8 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       expect(await request(p.url, caller.traceparent)).toBe(app === 'orep-server' ? 200 : 404);
       const server = one(await traceOf(caller.traceId, (s) => s.kind === SERVER), (s) => s.kind === SERVER, 'server span');
       expect(server).toMatchObject({ service: app, parentSpanId: caller.parentId });
+      // orep-server's lean route by its template; billing-worker's unknown path by its method alone.
+      expect(server.name).toBe(app === 'orep-server' ? 'POST /ofrep/v1/evaluate/flags' : 'GET');
       await waitFor(async () => collector.spans.slice(before).some((s) => s.service === app && isPg(s)) || undefined, 5000);
       if (app === 'billing-worker') {
         // Its start-up catch-up of Stripe events: a client span to Stripe, without the secret key the request carried.
@@ -298,6 +323,52 @@ describe('traces (OpenTelemetry over OTLP/HTTP)', () => {
       await stop(p);
     }
   }, 60_000);
+
+  describe("sampling: a caller's traceparent", () => {
+    const N = 40;
+    const RATIO = 0.25;
+    /** Trace ids that a sampler deciding on the trace id takes at RATIO: what a caller who wants every request traced sends. */
+    const chosenTraceIds = (): string[] => {
+      const byTraceId = new TraceIdRatioBasedSampler(RATIO);
+      const ids: string[] = [];
+      while (ids.length < N) {
+        const id = randomBytes(16).toString('hex');
+        if (byTraceId.shouldSample(ROOT_CONTEXT, id).decision === SamplingDecision.RECORD_AND_SAMPLED) ids.push(id);
+      }
+      return ids;
+    };
+    const sampledParent = (traceId: string) => `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+    const traced = (traceIds: string[]) => traceIds.filter((id) => collector.trace(id).some((s) => s.kind === SERVER && s.service === 'ai-gateway'));
+
+    it("by default, a caller's sampled flag and chosen trace ids buy no tracing: about the ratio of its requests is traced, each with all its spans", async () => {
+      const g = await e2e.startGateway({ ...otelEnv(), OTEL_TRACES_SAMPLER_ARG: String(RATIO) });
+      const ids = chosenTraceIds();
+      for (const id of ids) {
+        await openai(g).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hi' }] }, { headers: { traceparent: sampledParent(id) } });
+      }
+      await stop(g); // exports what is still batched
+      const sampled = traced(ids);
+      // Binomial(40, 0.25): 10 on average; trusting the caller's flag (or deciding on its trace id) traces all 40.
+      expect(sampled.length).toBeGreaterThan(0);
+      expect(sampled.length).toBeLessThan(N * 0.6);
+      // The spans inside a request follow its decision: a traced request has its model call, an untraced one nothing.
+      expect(sampled.filter((id) => !collector.trace(id).some((s) => s.name === 'chat fake-chat-1'))).toEqual([]);
+      expect(ids.filter((id) => !sampled.includes(id)).flatMap((id) => collector.trace(id).map((s) => s.name))).toEqual([]);
+    }, 60_000);
+
+    it("parentbased_traceidratio, set by an operator whose callers are trusted, keeps its standard meaning: the caller's flag decides", async () => {
+      const g = await e2e.startGateway({ ...otelEnv(), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+      const before = collector.spans.length;
+      const ids = Array.from({ length: 10 }, () => randomBytes(16).toString('hex'));
+      const models = async (traceparent?: string) =>
+        (await http(`${g.url}/v1/models`, { headers: { authorization: `Bearer ${token}`, ...(traceparent === undefined ? {} : { traceparent }) } })).status;
+      for (const id of ids) expect(await models(sampledParent(id))).toBe(200);
+      expect(await models()).toBe(200); // a new trace: ratio 0
+      await stop(g);
+      expect(traced(ids)).toEqual(ids);
+      expect(collector.spans.slice(before).filter((s) => s.kind === SERVER && s.service === 'ai-gateway' && !ids.includes(s.traceId))).toEqual([]);
+    }, 60_000);
+  });
 
   it('without an endpoint, no OpenTelemetry module is loaded, and a request is served all the same', async () => {
     const report = modulesReport('gateway-off');

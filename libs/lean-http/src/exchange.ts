@@ -3,6 +3,7 @@ import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { CommonProblems, type ProblemType, problemTypeForStatus, problemTypeUri } from '@flagship/problem-details';
 import { assignRequestId, CLIENT_REQUEST_ID_HEADER, clientRequestIdOf } from '@flagship/service-kit';
+import { setHttpRoute } from '@flagship/tracing';
 import type { RequestObserver } from './buffered-metrics';
 
 export const JSON_TYPE = 'application/json';
@@ -53,13 +54,14 @@ export class Exchange {
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
-    /** Route template for metrics: `/ofrep/v1/evaluate/flags/:key`, never the raw path. */
+    /** Route template for metrics and the request's span: `/ofrep/v1/evaluate/flags/:key`, never the raw path. */
     readonly route: string,
     private readonly metrics: RequestObserver,
     private readonly errors: ErrorWriter = problemErrorWriter,
   ) {
     this.requestId = assignRequestId(req as IncomingMessage & { id?: unknown }, NO_HEADERS);
     this.clientRequestId = clientRequestIdOf(req);
+    setHttpRoute(route);
   }
 
   /** The id headers every answer carries: ours first, then the given ones, and the caller's id echoed when it sent one. */

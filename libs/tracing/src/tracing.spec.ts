@@ -19,4 +19,11 @@ describe('startTracing', () => {
     expect(() => startTracing('test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER/);
     expect(tracingStarted()).toBe(false);
   });
+
+  it('refuses a sampler ratio outside 0..1, which the SDK would take for 1 (everything traced)', () => {
+    for (const ratio of ['2', '-0.1', 'ten']) {
+      expect(() => startTracing('test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_TRACES_SAMPLER_ARG: ratio })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    }
+    expect(tracingStarted()).toBe(false);
+  });
 });

@@ -1,15 +1,19 @@
 /* eslint-disable @typescript-eslint/no-require-imports -- OpenTelemetry is loaded with require() inside
    startTracing, synchronously and only when a collector is configured: a top-level import would load it
    in every process, and a dynamic import() would come too late (after pg, ioredis and http are loaded). */
+import type { IncomingMessage } from 'node:http';
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
+import type { Sampler } from '@opentelemetry/sdk-trace-base';
 import { cleanEnv } from 'envalid';
-import { tracingConfigured, tracingEnv } from './tracing.env';
+import { LOCAL_PARENT_SAMPLER, tracingConfigured, tracingEnv } from './tracing.env';
 
 type Api = typeof import('@opentelemetry/api');
 
 interface Running {
   api: Api;
   tracer: Tracer;
+  /** Sets the incoming request's `http.route` (and so its span's name); see setHttpRoute. */
+  setRoute: (route: string) => void;
   shutdown: () => Promise<void>;
 }
 
@@ -36,7 +40,7 @@ const REDACTED_QUERY = ['code', 'state', 'code_verifier', 'client_secret', 'toke
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): boolean {
   if (!tracingConfigured(env)) return false;
   if (running !== undefined) return true;
-  cleanEnv(env, tracingEnv, {
+  const settings = cleanEnv(env, tracingEnv, {
     reporter: ({ errors }) => {
       const bad = Object.entries(errors);
       if (bad.length > 0) throw new Error(`invalid tracing settings: ${bad.map(([k, e]) => `${k}: ${(e as Error).message}`).join('; ')}`);
@@ -44,7 +48,8 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   });
   const api = require('@opentelemetry/api') as Api;
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
-  const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+  const { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, SamplingDecision } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+  const { getRPCMetadata, RPCType } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
   const { resourceFromAttributes, detectResources, envDetector } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   const { registerInstrumentations } = require('@opentelemetry/instrumentation') as typeof import('@opentelemetry/instrumentation');
@@ -55,7 +60,18 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
 
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector) win over the app's name.
   const resource = resourceFromAttributes({ 'service.name': serviceName }).merge(detectResources({ detectors: [envDetector] }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  // The standard names: the SDK builds their sampler from OTEL_TRACES_SAMPLER (a `sampler: undefined` would hide it).
+  let sampler: { sampler: Sampler } | undefined;
+  if (settings.OTEL_TRACES_SAMPLER === LOCAL_PARENT_SAMPLER) {
+    const ratio = settings.OTEL_TRACES_SAMPLER_ARG === '' ? 1 : Number(settings.OTEL_TRACES_SAMPLER_ARG);
+    // A remote parent's trace id is the caller's to choose, so a decision on it would be too: a draw.
+    const drawn: Sampler = {
+      shouldSample: () => ({ decision: Math.random() < ratio ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD }),
+      toString: () => `RandomRatioSampler{${ratio}}`,
+    };
+    sampler = { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio), remoteParentSampled: drawn, remoteParentNotSampled: drawn }) };
+  }
+  const provider = new NodeTracerProvider({ resource, ...sampler, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   // W3C traceparent/baggage in and out; AsyncLocalStorage carries the active span.
   provider.register();
   registerInstrumentations({
@@ -65,6 +81,14 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
         ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?', 1)[0]!),
         redactedQueryParams: REDACTED_QUERY,
         redactedQueryParamsServer: REDACTED_QUERY,
+        // Express's matched route, read when the response ends, named as the HTTP semantic conventions
+        // say; the lean routes set theirs (setHttpRoute).
+        applyCustomAttributesOnSpan: (span, request) => {
+          const route = expressRoute(request as ExpressRequest);
+          if (route === undefined) return;
+          span.setAttribute('http.route', route);
+          span.updateName(`${request.method ?? 'GET'} ${route}`);
+        },
       }),
       // Statements as written (placeholders), never their parameters; pool checkouts are no calls.
       new PgInstrumentation({ enhancedDatabaseReporting: false, ignoreConnectSpans: true }),
@@ -74,8 +98,33 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
       new UndiciInstrumentation(),
     ],
   });
-  running = { api, tracer: api.trace.getTracer('flagship'), shutdown: () => provider.shutdown() };
+  const setRoute = (route: string): void => {
+    const rpc = getRPCMetadata(api.context.active());
+    // The instrumentation names the span METHOD route when the response ends.
+    if (rpc?.type === RPCType.HTTP) rpc.route = route;
+  };
+  running = { api, tracer: api.trace.getTracer('flagship'), setRoute, shutdown: () => provider.shutdown() };
   return true;
+}
+
+type ExpressRequest = IncomingMessage & { route?: { path?: unknown }; baseUrl?: string };
+
+/**
+ * The template of the Express route that answered (`/api/projects/:projectId/flags/:key`), never the
+ * raw path; undefined when none did (Nest's catch-all `/{*path}` of unknown routes included).
+ */
+function expressRoute(req: ExpressRequest): string | undefined {
+  const path = req.route?.path;
+  return typeof path !== 'string' || path === '/{*path}' ? undefined : `${req.baseUrl ?? ''}${path}`;
+}
+
+/**
+ * Names the incoming request's span by its route template (`/v1/chat/completions`,
+ * `/ofrep/v1/evaluate/flags/:key`), for routes Express does not answer (libs/lean-http); never a raw
+ * path. Call it inside the request's handling. Nothing when tracing is off.
+ */
+export function setHttpRoute(route: string): void {
+  running?.setRoute(route);
 }
 
 /** Exports what is still batched and stops; for the graceful shutdown. Nothing when tracing is off. */
