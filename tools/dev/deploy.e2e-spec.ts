@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { parse } from 'yaml';
 import { runMigrations } from '@flagship/persistence';
-import { createTestCa, createTestEnvironment, DisposablePostgres, freePort, http, type TestCa, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, freePort, http, startTlsPostgres, type TlsPostgres, waitFor, type TestEnvironment } from '@flagship/testing';
 import { renderChart } from '../k8s/helm';
 import { ofKind, workloads } from '../k8s/manifest-checks';
 
@@ -76,22 +76,19 @@ describe('each image command, run as a process', () => {
   let te: TestEnvironment;
   const layouts: string[] = [];
   // The production values connect with TLS (verify-full, the CA bundle of a Secret): their runs go
-  // to a Postgres of this file's own that takes TCP only over TLS, its certificate signed by `ca`.
-  let ca: TestCa;
-  let tlsPostgres: DisposablePostgres;
+  // to a Postgres of this file's own that takes TCP only over TLS, its certificate signed by its `ca`.
+  let tlsPostgres: TlsPostgres;
 
   beforeAll(async () => {
     te = await createTestEnvironment();
-    ca = createTestCa();
-    tlsPostgres = await DisposablePostgres.start({ tls: ca.issueServer('127.0.0.1', ['IP:127.0.0.1']), password: 'e2e-database-password' });
-    await runMigrations(tlsPostgres.url, { mode: 'verify-full', caFile: ca.certFile });
+    tlsPostgres = await startTlsPostgres('e2e-database-password');
+    await runMigrations(tlsPostgres.pg.url, { mode: 'verify-full', caFile: tlsPostgres.ca.certFile });
   }, 30_000);
 
   afterAll(async () => {
     for (const d of layouts) rmSync(d, { recursive: true, force: true });
     await te?.teardown();
     await tlsPostgres?.destroy();
-    ca?.remove();
   });
 
   it.each(APPS)('%s starts, answers /healthz and /readyz, and exits 0 on SIGTERM', async (app) => {
@@ -149,8 +146,8 @@ describe('each image command, run as a process', () => {
     expect([env['DATABASE_SSL_MODE'], env['DATABASE_SSL_CA_FILE']]).toEqual(['verify-full', '/etc/flagship/postgres-ca/ca.crt']);
     Object.assign(env, {
       // This test file's TLS-only database and Redis prefix; a free loopback port instead of the container's.
-      DATABASE_URL: tlsPostgres.url,
-      DATABASE_SSL_CA_FILE: ca.certFile,
+      DATABASE_URL: tlsPostgres.pg.url,
+      DATABASE_SSL_CA_FILE: tlsPostgres.ca.certFile,
       REDIS_URL: te.env['REDIS_URL'],
       REDIS_KEY_PREFIX: te.env['REDIS_KEY_PREFIX'],
       LOG_LEVEL: 'silent',
@@ -195,8 +192,8 @@ describe('each image command, run as a process', () => {
       else env[name] = `e2e-${name.toLowerCase()}`;
     }
     Object.assign(env, {
-      DATABASE_URL: tlsPostgres.url,
-      DATABASE_SSL_CA_FILE: ca.certFile,
+      DATABASE_URL: tlsPostgres.pg.url,
+      DATABASE_SSL_CA_FILE: tlsPostgres.ca.certFile,
       REDIS_URL: te.env['REDIS_URL'],
       REDIS_KEY_PREFIX: te.env['REDIS_KEY_PREFIX'],
       PORT: String(await freePort()),

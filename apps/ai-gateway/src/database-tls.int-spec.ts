@@ -4,7 +4,7 @@ import { DATA_SOURCE, runMigrations } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createTestCa, createTestEnvironment, DisposablePostgres, http, type TestCa, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, http, startTlsPostgres, type TestEnvironment, type TlsPostgres } from '@flagship/testing';
 import type { DataSource } from 'typeorm';
 import { AppModule } from './app.module';
 import { loadAiGatewayConfig } from './env.schema';
@@ -18,27 +18,24 @@ jest.setTimeout(30_000);
  * a Postgres of this file's own that accepts TCP only over TLS with a certificate of a CA made here.
  */
 describe('ai-gateway over TLS to Postgres', () => {
-  let ca: TestCa;
-  let pg: DisposablePostgres;
+  let tls: TlsPostgres;
   let te: TestEnvironment;
   let gw: RunningApp | undefined;
 
   beforeAll(async () => {
-    ca = createTestCa();
-    pg = await DisposablePostgres.start({ tls: ca.issueServer('127.0.0.1', ['IP:127.0.0.1']), password: 'gateway-tls-pw' });
-    await runMigrations(pg.url, { mode: 'verify-full', caFile: ca.certFile });
+    tls = await startTlsPostgres('gateway-tls-pw');
+    await runMigrations(tls.pg.url, { mode: 'verify-full', caFile: tls.ca.certFile });
     te = await createTestEnvironment();
   });
 
   afterAll(async () => {
     await gw?.close();
     await te?.teardown();
-    await pg?.destroy();
-    ca?.remove();
+    await tls?.destroy();
   });
 
   const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({
-    DATABASE_URL: pg.url,
+    DATABASE_URL: tls.pg.url,
     OAUTH_ISSUER: TEST_ISSUER,
     OAUTH_AUDIENCE: TEST_AUDIENCE,
     PROVIDER_INHOUSE_URL: 'http://127.0.0.1:9',
@@ -47,7 +44,7 @@ describe('ai-gateway over TLS to Postgres', () => {
   });
 
   it('verify-full with the CA: ready, and every connection it holds is TLS (its pool and the durable ledger connections)', async () => {
-    gw = await startGateway(te, env({ DATABASE_SSL_MODE: 'verify-full', DATABASE_SSL_CA_FILE: ca.certFile }));
+    gw = await startGateway(te, env({ DATABASE_SSL_MODE: 'verify-full', DATABASE_SSL_CA_FILE: tls.ca.certFile }));
     expect((await http(`${gw.url}/readyz`)).status).toBe(200);
     const sslOf = async (ds: DataSource) =>
       ((await ds.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')) as Array<{ ssl: boolean }>)[0]!.ssl;
@@ -64,15 +61,15 @@ describe('ai-gateway over TLS to Postgres', () => {
     // The CA bundle's expiry, for the FlagshipDatabaseCaExpiring alert: the test CA's own notAfter.
     const metrics = (await http(`${gw.metricsUrl}/metrics`)).text;
     const line = metrics.split('\n').find((l) => l.startsWith('database_tls_ca_expiry_timestamp_seconds{'));
-    const notAfter = Date.parse(new X509Certificate(readFileSync(ca.certFile)).validTo) / 1000;
-    expect(line).toBe(`database_tls_ca_expiry_timestamp_seconds{file="${ca.certFile}",service="ai-gateway"} ${notAfter}`);
+    const notAfter = Date.parse(new X509Certificate(readFileSync(tls.ca.certFile)).validTo) / 1000;
+    expect(line).toBe(`database_tls_ca_expiry_timestamp_seconds{file="${tls.ca.certFile}",service="ai-gateway"} ${notAfter}`);
     await gw.close();
     gw = undefined;
   });
 
   it('the durable ledger connections refuse what the settings refuse: no TLS, or a certificate for another name', async () => {
-    await expect(LedgerDurableConnections.open(pg.url, { mode: 'disable' })).rejects.toThrow(/no pg_hba\.conf entry .*no encryption/);
-    await expect(LedgerDurableConnections.open(pg.urlFor('postgres', 'localhost'), { mode: 'verify-full', caFile: ca.certFile })).rejects.toThrow(
+    await expect(LedgerDurableConnections.open(tls.pg.url, { mode: 'disable' })).rejects.toThrow(/no pg_hba\.conf entry .*no encryption/);
+    await expect(LedgerDurableConnections.open(tls.pg.urlFor('postgres', 'localhost'), { mode: 'verify-full', caFile: tls.ca.certFile })).rejects.toThrow(
       /^Postgres TLS \(mode verify-full, .*Hostname\/IP does not match/,
     );
   });

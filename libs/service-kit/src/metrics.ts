@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { expressRoute, type ExpressRoutedRequest } from '@flagship/tracing';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 /** One Prometheus registry per app instance (tests boot several apps in one process). */
@@ -34,12 +35,11 @@ export class HttpMetrics {
 
   /** Express middleware measuring every request from its first byte to the response's end. */
   middleware() {
-    return (req: IncomingMessage & { route?: { path?: string }; baseUrl?: string }, res: ServerResponse, next: () => void): void => {
+    return (req: ExpressRoutedRequest, res: ServerResponse, next: () => void): void => {
       const start = process.hrtime.bigint();
       res.once('finish', () => {
-        const path = req.route?.path;
-        // Nest answers unknown routes from a catch-all; label those as one series, not per path.
-        const route = path === undefined || path === '/{*path}' ? '(unmatched)' : `${req.baseUrl ?? ''}${path}`;
+        // Requests no route answered (Nest's catch-all of unknown routes) are one series, not one per path.
+        const route = expressRoute(req) ?? '(unmatched)';
         this.observe(req.method ?? 'GET', route, res.statusCode, Number(process.hrtime.bigint() - start) / 1e9);
       });
       next();

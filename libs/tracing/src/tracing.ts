@@ -1,10 +1,10 @@
 /* eslint-disable @typescript-eslint/no-require-imports -- OpenTelemetry is loaded with require() inside
    startTracing, synchronously and only when a collector is configured: a top-level import would load it
    in every process, and a dynamic import() would come too late (after pg, ioredis and http are loaded). */
-import type { IncomingMessage } from 'node:http';
 import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import type { Sampler } from '@opentelemetry/sdk-trace-base';
 import { cleanEnv } from 'envalid';
+import { expressRoute, type ExpressRoutedRequest } from './express-route';
 import { LOCAL_PARENT_SAMPLER, tracingConfigured, tracingEnv } from './tracing.env';
 
 type Api = typeof import('@opentelemetry/api');
@@ -84,7 +84,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
         // Express's matched route, read when the response ends, named as the HTTP semantic conventions
         // say; the lean routes set theirs (setHttpRoute).
         applyCustomAttributesOnSpan: (span, request) => {
-          const route = expressRoute(request as ExpressRequest);
+          const route = expressRoute(request as ExpressRoutedRequest);
           if (route === undefined) return;
           span.setAttribute('http.route', route);
           span.updateName(`${request.method ?? 'GET'} ${route}`);
@@ -105,17 +105,6 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   };
   running = { api, tracer: api.trace.getTracer('flagship'), setRoute, shutdown: () => provider.shutdown() };
   return true;
-}
-
-type ExpressRequest = IncomingMessage & { route?: { path?: unknown }; baseUrl?: string };
-
-/**
- * The template of the Express route that answered (`/api/projects/:projectId/flags/:key`), never the
- * raw path; undefined when none did (Nest's catch-all `/{*path}` of unknown routes included).
- */
-function expressRoute(req: ExpressRequest): string | undefined {
-  const path = req.route?.path;
-  return typeof path !== 'string' || path === '/{*path}' ? undefined : `${req.baseUrl ?? ''}${path}`;
 }
 
 /**
