@@ -5,7 +5,7 @@ import { REDIS, REDIS_KEYS, RedisKeys } from '@flagship/redis';
 import { callerOf } from '@flagship/service-kit';
 import type { RateLimitRule } from './rate-limit.decorator';
 import { clientAddress, rateLimitSubject, type RateLimitSubject } from './rate-limit.subject';
-import { LuaScript, RedisUnavailableError, withRedis } from './redis-script';
+import { LuaScript, RedisUnavailableError, runScripts, type ScriptCall, withRedis } from './redis-script';
 import { REQUEST_POLICIES_OPTIONS, type ResolvedRequestPoliciesOptions } from './request-policies.options';
 
 /** The outcome of counting one request. */
@@ -93,6 +93,13 @@ if remaining < 0 then remaining = 0 end
 return {allowed, remaining, reset, retry}
 `);
 
+/** consumeMany's runs for a pipeline of the caller's, and how their replies become decisions (RateLimitService.planMany). */
+export interface RateLimitPlan {
+  calls: ScriptCall[];
+  /** The runs' replies in order, or the pipeline's failure (then every decision is undefined: fail open). */
+  decide(replies: unknown): Array<RateLimitDecision | undefined>;
+}
+
 /** How long the limiter leaves Redis alone after a failure. */
 const REDIS_RETRY_PAUSE_MS = 1000;
 
@@ -148,7 +155,25 @@ export class RateLimitService {
    * counts them all: refusals change nothing, so its first allowed ones are what one run each gives.
    */
   async consumeMany(subjects: ReadonlyArray<Pick<RateLimitSubject, 'key' | 'limit'>>): Promise<Array<RateLimitDecision | undefined>> {
-    if (Date.now() < this.skipRedisUntil) return subjects.map(() => undefined);
+    const plan = this.planMany(subjects);
+    if (plan.calls.length === 0) return plan.decide([]);
+    let replies: unknown[];
+    try {
+      replies = await withRedis(this.redis, this.options.redisTimeoutMs, () => runScripts(this.redis, plan.calls));
+    } catch (err) {
+      return plan.decide(err);
+    }
+    return plan.decide(replies);
+  }
+
+  /**
+   * consumeMany in two halves, for a caller that sends these runs in its own pipeline beside its
+   * own scripts (runScripts: one round trip for both): the script runs to send (none while Redis is
+   * being left alone after a failure), and `decide`, which takes their replies in order (or the
+   * pipeline's failure, which fails open as consumeMany does) and answers one decision per subject.
+   */
+  planMany(subjects: ReadonlyArray<Pick<RateLimitSubject, 'key' | 'limit'>>): RateLimitPlan {
+    if (Date.now() < this.skipRedisUntil) return { calls: [], decide: () => subjects.map(() => undefined) };
     const runs = new Map<string, { subject: Pick<RateLimitSubject, 'key' | 'limit'>; n: number }>();
     /** Each request's run (by key and limit) and its place among the run's requests. */
     const places = subjects.map((s) => {
@@ -158,40 +183,36 @@ export class RateLimitService {
       return { id, at: run.n++ };
     });
     const ids = [...runs.keys()];
-    let replies: unknown[];
-    try {
-      replies = await withRedis(this.redis, this.options.redisTimeoutMs, () =>
-        SLIDING_WINDOW.runMany(
-          this.redis,
-          ids.map((id) => {
-            const { subject, n } = runs.get(id)!;
-            return { keys: [subject.key], args: [subject.limit, this.options.windowMs, '', n] };
-          }),
-        ),
-      );
-    } catch (err) {
-      this.failed(err);
-      return subjects.map(() => undefined);
-    }
-    const failure = replies.find((r) => r instanceof Error);
-    if (failure !== undefined) this.failed(failure);
-    else this.succeeded();
-    const byId = new Map(ids.map((id, i) => [id, replies[i]]));
-    return subjects.map((s, i) => {
-      const { id, at } = places[i]!;
-      const reply = byId.get(id);
-      if (reply instanceof Error) return undefined;
-      const [allowedCount, remaining, resetMs, retryAfterMs] = (reply as Array<number | string>).map(Number) as [number, number, number, number];
-      const allowed = at < allowedCount;
-      return {
-        allowed,
-        limit: s.limit,
-        windowMs: this.options.windowMs,
-        remaining: allowed ? remaining + (allowedCount - 1 - at) : remaining,
-        resetMs,
-        retryAfterMs: allowed ? 0 : retryAfterMs,
-      };
+    const calls = ids.map((id): ScriptCall => {
+      const { subject, n } = runs.get(id)!;
+      return { script: SLIDING_WINDOW, keys: [subject.key], args: [subject.limit, this.options.windowMs, '', n] };
     });
+    const decide = (replies: unknown): Array<RateLimitDecision | undefined> => {
+      if (!Array.isArray(replies)) {
+        this.failed(replies);
+        return subjects.map(() => undefined);
+      }
+      const failure = replies.find((r) => r instanceof Error);
+      if (failure !== undefined) this.failed(failure);
+      else this.succeeded();
+      const byId = new Map(ids.map((id, i) => [id, replies[i]]));
+      return subjects.map((s, i) => {
+        const { id, at } = places[i]!;
+        const reply = byId.get(id);
+        if (reply === undefined || reply instanceof Error) return undefined;
+        const [allowedCount, remaining, resetMs, retryAfterMs] = (reply as Array<number | string>).map(Number) as [number, number, number, number];
+        const allowed = at < allowedCount;
+        return {
+          allowed,
+          limit: s.limit,
+          windowMs: this.options.windowMs,
+          remaining: allowed ? remaining + (allowedCount - 1 - at) : remaining,
+          resetMs,
+          retryAfterMs: allowed ? 0 : retryAfterMs,
+        };
+      });
+    };
+    return { calls, decide };
   }
 
   private decision(subject: Pick<RateLimitSubject, 'limit'>, reply: unknown): RateLimitDecision {

@@ -30,32 +30,49 @@ export async function withRedis<T>(redis: Redis, timeoutMs: number, work: () => 
   }
 }
 
+/** One run of a script: what runScripts sends. */
+export interface ScriptCall {
+  script: LuaScript;
+  keys: string[];
+  args: Array<string | number>;
+}
+
+/**
+ * Runs of any scripts in one pipeline: one round trip however many there are, so callers that each
+ * have a script to run for the same requests (a limiter and a counter) share it. A run that fails
+ * gives its error in its place; one that found its script missing (NOSCRIPT) is run again with EVAL.
+ * Rejects only when the pipeline itself fails (Redis unreachable, a time-out).
+ */
+export async function runScripts(redis: Redis, calls: ReadonlyArray<ScriptCall>): Promise<unknown[]> {
+  if (calls.length === 0) return [];
+  const replies = await redis.pipeline(calls.map((c) => ['evalsha', c.script.sha, c.keys.length, ...c.keys, ...c.args])).exec();
+  if (replies === null) throw new Error('the pipeline was aborted');
+  return Promise.all(
+    replies.map(([err, value], i) => {
+      if (err === null) return value;
+      const c = calls[i]!;
+      if (err.message.startsWith('NOSCRIPT')) return redis.eval(c.script.source, c.keys.length, ...c.keys, ...c.args).catch((e: unknown) => e);
+      return err;
+    }),
+  );
+}
+
 /**
  * A Lua script run by its SHA (EVALSHA), loaded on first use or after a Redis restart (NOSCRIPT).
  * Kept off the shared client's `defineCommand` so this lib adds nothing to a connection others use.
  */
 export class LuaScript {
-  private readonly sha: string;
+  readonly sha: string;
 
-  constructor(private readonly source: string) {
+  constructor(readonly source: string) {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  /**
-   * Several runs in one pipeline: one round trip however many there are. A run that fails gives its
-   * error in its place; one that found the script missing (NOSCRIPT) is run again with EVAL.
-   */
-  async runMany(redis: Redis, calls: ReadonlyArray<{ keys: string[]; args: Array<string | number> }>): Promise<Array<unknown>> {
-    const replies = await redis
-      .pipeline(calls.map((c) => ['evalsha', this.sha, c.keys.length, ...c.keys, ...c.args]))
-      .exec();
-    if (replies === null) throw new Error('the pipeline was aborted');
-    return Promise.all(
-      replies.map(([err, value], i) => {
-        if (err === null) return value;
-        if (err.message.startsWith('NOSCRIPT')) return redis.eval(this.source, calls[i]!.keys.length, ...calls[i]!.keys, ...calls[i]!.args).catch((e: unknown) => e);
-        return err;
-      }),
+  /** Several runs of this script in one pipeline (see runScripts). */
+  runMany(redis: Redis, calls: ReadonlyArray<{ keys: string[]; args: Array<string | number> }>): Promise<Array<unknown>> {
+    return runScripts(
+      redis,
+      calls.map((c) => ({ script: this, keys: c.keys, args: c.args })),
     );
   }
 

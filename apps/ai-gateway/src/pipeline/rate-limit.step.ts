@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { TurnBatcher } from '@flagship/lean-http';
 import type { Plan } from '@flagship/domain';
 import type { RedisKeys } from '@flagship/redis';
-import { LuaScript, type RateLimitDecision, type RateLimitService } from '@flagship/request-policies';
+import { LuaScript, type RateLimitDecision, type RateLimitService, RedisUnavailableError, runScripts } from '@flagship/request-policies';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 
 export interface RateLimits {
@@ -13,11 +13,19 @@ export interface RateLimits {
 
 /** Requests per tenant per minute by plan, counted by request-policies' limiter (GATEWAY_TENANT_RATE_LIMIT_RPM). */
 export interface TenantRateLimits {
-  limiter: Pick<RateLimitService, 'consumeMany'>;
+  limiter: Pick<RateLimitService, 'planMany'>;
   perPlan: Readonly<Record<Plan, number>>;
 }
 
 const WINDOW_MS = 60_000;
+
+/** One request's counts: its client's two counters, and its tenant's limit when there is one. */
+interface Counted {
+  requestsKey: string;
+  tokensKey: string;
+  tokens: number;
+  tenant?: { key: string; limit: number };
+}
 
 /**
  * One batch's counts in one command: for each request, KEYS[2i-1] (requests) += 1 and KEYS[2i]
@@ -40,13 +48,15 @@ return out`);
  * (request-policies' sliding window, shared with nothing else: its own key), so a tenant's many
  * clients together cannot take more than its plan allows. Tokens are the
  * request's estimate (input text plus the output it may produce), counted when it is admitted. The
- * counts of one event-loop turn's requests go to Redis in one script call (TAKE).
+ * counts of one event-loop turn's requests go to Redis in one script call (TAKE), in one pipeline with
+ * the tenant limiter's runs (RateLimitService.planMany): one round trip a turn for both. Each fails as
+ * before: Redis unreachable or TAKE failing is 503 (the client limits are not skipped); a tenant run
+ * failing alone serves the request uncounted by its tenant's limit, as the limiter does everywhere.
  * OpenAI's `x-ratelimit-*` headers go on every answer from here on; over either limit: 429
  * `rate_limited` with `retry-after`.
  */
 export class RateLimitStep {
-  private readonly batcher: TurnBatcher<{ requestsKey: string; tokensKey: string; tokens: number }, [number, number]>;
-  private readonly tenantBatcher: TurnBatcher<{ key: string; limit: number }, RateLimitDecision | undefined> | undefined;
+  private readonly batcher: TurnBatcher<Counted, { counts: [number, number]; tenant: RateLimitDecision | undefined }>;
 
   constructor(
     redis: Redis,
@@ -55,23 +65,32 @@ export class RateLimitStep {
     private readonly tenants?: TenantRateLimits,
     private readonly now: () => number = Date.now,
   ) {
-    // One pipeline per event-loop turn, at the same time as TAKE; a Redis failure there fails open (TAKE's does not).
     const limiter = tenants?.limiter;
-    this.tenantBatcher = limiter && new TurnBatcher((batch) => limiter.consumeMany(batch), 500);
-    this.batcher = new TurnBatcher(
-      async (batch) => {
-        const keys: string[] = [];
-        const args: number[] = [WINDOW_MS * 2];
-        for (const b of batch) {
-          keys.push(b.requestsKey, b.tokensKey);
-          args.push(b.tokens);
-        }
-        const counts = (await TAKE.run(redis, keys, args)) as number[];
-        if (!Array.isArray(counts) || counts.length !== keys.length) throw new Error('the rate-limit counters could not be updated');
-        return batch.map((_, i) => [Number(counts[2 * i]), Number(counts[2 * i + 1])] as [number, number]);
-      },
-      500,
-    );
+    this.batcher = new TurnBatcher(async (batch) => {
+      const keys: string[] = [];
+      const args: number[] = [WINDOW_MS * 2];
+      for (const b of batch) {
+        keys.push(b.requestsKey, b.tokensKey);
+        args.push(b.tokens);
+      }
+      const tenanted = batch.flatMap((b) => (b.tenant === undefined ? [] : [b.tenant]));
+      const plan = limiter && tenanted.length > 0 ? limiter.planMany(tenanted) : undefined;
+      let replies: unknown[];
+      try {
+        replies = await runScripts(redis, [{ script: TAKE, keys, args }, ...(plan?.calls ?? [])]);
+      } catch (err) {
+        plan?.decide(new RedisUnavailableError(err instanceof Error ? err.message : String(err)));
+        throw err;
+      }
+      const decisions = plan?.decide(replies.slice(1)) ?? [];
+      const counts = replies[0];
+      if (!Array.isArray(counts) || counts.length !== keys.length) throw new Error('the rate-limit counters could not be updated');
+      let t = 0;
+      return batch.map((b, i) => ({
+        counts: [Number(counts[2 * i]), Number(counts[2 * i + 1])] as [number, number],
+        tenant: b.tenant === undefined ? undefined : decisions[t++],
+      }));
+    }, 500);
   }
 
   async take(clientId: string, tokens: number, tenant?: { id: string; plan: string }): Promise<OutgoingHttpHeaders> {
@@ -81,14 +100,18 @@ export class RateLimitStep {
     const requestsKey = this.keys.key('gw', 'rl', clientId, window, 'r');
     const tokensKey = this.keys.key('gw', 'rl', clientId, window, 't');
     const tenantLimit = tenant && this.tenants ? (this.tenants.perPlan[tenant.plan as Plan] ?? this.tenants.perPlan.free) : undefined;
-    const tenantDecision =
-      tenant && tenantLimit !== undefined && this.tenantBatcher
-        ? this.tenantBatcher.add({ key: this.keys.tenant(tenant.id, 'rl', 'gateway'), limit: tenantLimit }).catch(() => undefined)
-        : undefined;
     let requests: number;
     let used: number;
+    let decision: RateLimitDecision | undefined;
     try {
-      [requests, used] = await this.batcher.add({ requestsKey, tokensKey, tokens });
+      const counted = await this.batcher.add({
+        requestsKey,
+        tokensKey,
+        tokens,
+        tenant: tenant && tenantLimit !== undefined ? { key: this.keys.tenant(tenant.id, 'rl', 'gateway'), limit: tenantLimit } : undefined,
+      });
+      [requests, used] = counted.counts;
+      decision = counted.tenant;
     } catch {
       throw dependencyDown('Redis');
     }
@@ -108,7 +131,6 @@ export class RateLimitStep {
         'retry-after': String(resetS),
       });
     }
-    const decision = await tenantDecision;
     if (decision !== undefined && !decision.allowed) {
       const retryS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
       throw new GatewayError(
