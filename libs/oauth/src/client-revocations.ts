@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { CHANNELS, PUBSUB, REDIS, REDIS_KEYS, type PubSub, type RedisKeys, SubscribedCache } from '@flagship/redis';
+import { CHANNELS, PUBSUB, REDIS, REDIS_KEYS, type PubSub, type RedisKeys, SubscribedCache, whenReady } from '@flagship/redis';
 import { OAUTH_OPTIONS, type ResolvedOAuthOptions } from './oauth.options';
 import { RevokedClientsRepository } from './revoked-clients.repository';
 
@@ -22,6 +22,9 @@ interface RevokedClients {
   /** When `oauth_clients` was last swept (or tried), ms. */
   sweptAt: number;
 }
+
+/** How long start-up waits for the Redis connection before reading without it (createRedis' connectTimeout). */
+const START_UP_REDIS_WAIT_MS = 2000;
 
 /** The one key of the cache: every revocation is held in one value. */
 const ALL = 'revoked-clients';
@@ -72,6 +75,10 @@ export class ClientRevocations implements RevocationRecorder, OnModuleInit, OnAp
   }
 
   async onModuleInit(): Promise<void> {
+    // The apps start while their Redis connection is still being made: the first read of the set
+    // waits for it (as long as a connection attempt may take), so the revocations are held from the
+    // first request on rather than from the first retry. A Redis that is down is not waited for longer.
+    await whenReady(this.redis, START_UP_REDIS_WAIT_MS);
     this.cache.start();
     // Never fails: with Redis and Postgres down it holds nothing yet, and the next loads fill it.
     await this.cache.get(ALL);

@@ -96,6 +96,27 @@ describe('a verifier\'s revocations and keys through outages (real Postgres and 
     await expect(verifier.verify(token)).rejects.toMatchObject({ reason: 'revoked' });
   });
 
+  it('started while its Redis connection is still being made: the revocations recorded in Redis are held from the first request, not a retry later', async () => {
+    const clientId = 'ffc_recorded_before_start';
+    // Recorded in Redis only (as management-api does before it marks the client deleted).
+    await issuerApp.app.get(ClientRevocations).revoke(clientId);
+    const issuedBefore = Math.floor(Date.now() / 1000) - 1;
+    const slowRedis = await TcpProxy.start(te.redis.url);
+    // Connections are accepted but carry nothing until restored: the client is connecting, not ready.
+    slowRedis.stall();
+    const restoring = new Promise((resolve) => setTimeout(resolve, 300)).then(() => slowRedis.restore());
+    const late = await startTestApp(
+      oauthApp({ ...te.env, REDIS_URL: slowRedis.rewrite(te.redis.url) }, 'connecting-verifier', { issuer: ISSUER, revocationPollMs: 60_000, revocationDbSweepMs: 600_000 }),
+    );
+    try {
+      await restoring;
+      expect(late.app.get(ClientRevocations).isRevoked(clientId, issuedBefore)).toBe(true);
+    } finally {
+      await late.close();
+      await slowRedis.stop();
+    }
+  });
+
   it('started while its Redis is down: the deletions swept from Postgres apply at once, announcements once Redis returns', async () => {
     const ds = issuerApp.app.get<DataSource>(DATA_SOURCE);
     const [{ id: tenantId }] = await ds.query(`INSERT INTO tenants (name, primary_email) VALUES ('Sweep', 'ops@sweep.test') RETURNING id`);

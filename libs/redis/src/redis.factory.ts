@@ -31,6 +31,26 @@ export function createRedis(options: RedisConnectionOptions): Redis {
   return client;
 }
 
+/**
+ * Resolves true once the client is ready, or false after `timeoutMs` while it keeps connecting: for
+ * a read at start-up that would otherwise run before the connection is up (createRedis keeps no
+ * offline queue, so such a command fails at once) and leave the app without it until its next retry.
+ */
+export function whenReady(client: Redis, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const ready = (): void => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', ready);
+      resolve(false);
+    }, timeoutMs);
+    client.once('ready', ready);
+  });
+}
+
 /** Resolves when the client is ready, or rejects after the timeout. */
 export async function pingRedis(client: Redis, timeoutMs = 1000): Promise<void> {
   if (client.status !== 'ready') throw new Error(`connection is ${client.status}`);
