@@ -1,6 +1,6 @@
 import { DataSource, type EntitySchema, type MixedList } from 'typeorm';
 import { MIGRATIONS } from './migrations';
-import { explainConnectError, pgConnection, type DatabaseTlsSettings } from './database-tls';
+import { explainConnectError, pgConnection, type DatabaseTlsSettings, type PgConnection } from './database-tls';
 import { TenantEntity } from './entities/tenant.entity';
 import { EntitlementEntity } from './entities/entitlement.entity';
 
@@ -27,10 +27,10 @@ export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
 
 /**
  * One DataSource factory for every app, the migrate command and the tests. `synchronize` is never on.
- * Throws a ConfigError at once for TLS settings it cannot honour (see pgConnection).
+ * Throws a ConfigError at once for TLS settings it cannot honour (see pgConnection). `connection`:
+ * what pgConnection already decided for these options, so its CA bundle is not read again.
  */
-export function createDataSource(options: DataSourceOptions): DataSource {
-  const connection = pgConnection(options.url, options.tls);
+export function createDataSource(options: DataSourceOptions, connection: PgConnection = pgConnection(options.url, options.tls)): DataSource {
   return new DataSource({
     type: 'postgres',
     url: connection.url,
@@ -66,12 +66,12 @@ function timeouts(ms: number): Record<string, number> {
 const MIGRATION_LOCK_KEY = '7046120311';
 
 /** createDataSource, then initialize(); a connection refused for TLS reasons says which mode and CAs were tried. */
-export async function openDataSource(options: DataSourceOptions): Promise<DataSource> {
-  const ds = createDataSource(options);
+export async function openDataSource(options: DataSourceOptions, connection: PgConnection = pgConnection(options.url, options.tls)): Promise<DataSource> {
+  const ds = createDataSource(options, connection);
   try {
     await ds.initialize();
   } catch (err) {
-    throw explainConnectError(err, pgConnection(options.url, options.tls));
+    throw explainConnectError(err, connection);
   }
   return ds;
 }

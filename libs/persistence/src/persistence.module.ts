@@ -23,14 +23,15 @@ class DataSourceCloser implements OnApplicationShutdown {
 @Module({})
 export class PersistenceModule {
   static forRoot(options: DataSourceOptions): DynamicModule {
-    // Bad TLS settings fail here, while main.ts builds its modules (one line from runMain), not inside Nest's start.
+    // Bad TLS settings fail here, while main.ts builds its modules (one line from runMain), not inside
+    // Nest's start; the DataSource is made from this same decision (its CA bundle read once).
     const connection = pgConnection(options.url, options.tls);
     return {
       module: PersistenceModule,
       providers: [
         {
           provide: DATA_SOURCE,
-          useFactory: () => openDataSource(options),
+          useFactory: () => openDataSource(options, connection),
         },
         { provide: DATABASE_CA_FILE, useValue: connection.caFile ?? null },
         DataSourceCloser,

@@ -1,7 +1,8 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ConfigError } from '@flagship/config';
-import { openDataSource, pgConnection, runMigrations } from '@flagship/persistence';
+import { DATA_SOURCE, openDataSource, PersistenceModule, pgConnection, runMigrations } from '@flagship/persistence';
+import type { DataSource } from 'typeorm';
 import type { DisposablePostgres } from './processes';
 import type { TestCa } from './test-certificates';
 import { startTlsPostgres, type TlsPostgres } from './tls-postgres';
@@ -54,6 +55,21 @@ describe('database TLS (a real hostssl-only Postgres)', () => {
     inUrl.searchParams.set('sslmode', 'verify-full');
     inUrl.searchParams.set('sslrootcert', ca.certFile);
     expect(await connectAndAsk(inUrl.toString(), {})).toBe(true);
+  });
+
+  it("PersistenceModule makes its pool from the decision it took at start-up: the CA bundle is read once, not again when the pool is made", async () => {
+    const bundle = join(dirname(ca.certFile), 'rotating-ca.pem');
+    copyFileSync(ca.certFile, bundle);
+    const module = PersistenceModule.forRoot({ url: pg.url, tls: { mode: 'verify-full', caFile: bundle }, poolSize: 1 });
+    // The file changes between the decision and the pool (a rotation mid-start): the pool keeps the first.
+    copyFileSync(otherCa.certFile, bundle);
+    const provider = module.providers!.find((p) => typeof p === 'object' && 'provide' in p && p.provide === DATA_SOURCE) as { useFactory: () => Promise<DataSource> };
+    const ds = await provider.useFactory();
+    try {
+      expect(await ds.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')).toEqual([{ ssl: true }]);
+    } finally {
+      await ds.destroy();
+    }
   });
 
   it('the migrate command connects through the same settings', async () => {
