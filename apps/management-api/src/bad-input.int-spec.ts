@@ -6,7 +6,6 @@
  * Each gets its clear 4xx problem, never a 500, and nothing is written. Driven by the generated
  * document, so a new endpoint is covered the day it appears.
  */
-import { Client } from 'pg';
 import { http } from '@flagship/testing';
 import { managementApiDocument } from './openapi';
 import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from './testing/management-api.fixture';
@@ -118,15 +117,12 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     });
 
   const counts = async () => {
-    const db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
-    const { rows } = await db.query(
+    const { rows } = await f.sql(
       `SELECT (SELECT count(*) FROM flags) f, (SELECT count(*) FROM projects) p, (SELECT count(*) FROM tenants) t,
               (SELECT count(*) FROM oauth_clients) c, (SELECT count(*) FROM environments) e, (SELECT count(*) FROM users) u,
               (SELECT count(*) FROM memberships) m, (SELECT count(*) FROM flag_audit) a, (SELECT count(*) FROM credit_grants) g,
               (SELECT count(*) FROM invitations) i, (SELECT count(*) FROM invitations WHERE status = 'pending') ip`,
     );
-    await db.end();
     return rows[0];
   };
 
@@ -347,16 +343,13 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     const invitee = await f.signUp();
     await f.addMember(root, root.tenantId, invitee.email, 'viewer', invitee);
     // The usage ledger has no API that writes it (the gateway does): two rows as the gateway writes them.
-    const db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
-    await db.query(
+    await f.sql(
       `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, completed_at)
        SELECT $1, 'ffc_bad_input', 'core', 'inhouse', 'fake-chat-1', 'chat.completions', 'succeeded', now() FROM generate_series(1, 2)`,
       [root.tenantId],
     );
     // Low-balance crossings too are written by the gateway's settlements only: two of them.
-    await db.query(`INSERT INTO low_balance_crossings (tenant_id, threshold, balance) SELECT $1, 100, 50 FROM generate_series(1, 2)`, [root.tenantId]);
-    await db.end();
+    await f.sql(`INSERT INTO low_balance_crossings (tenant_id, threshold, balance) SELECT $1, 100, 50 FROM generate_series(1, 2)`, [root.tenantId]);
 
     const cursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
     const uuid = '0b6e4b4e-8a43-4d6f-9a3e-2f1c4a5b6c7d';

@@ -8,7 +8,6 @@
  * Readiness: Postgres down is 503; Redis down is 200 `degraded` naming Redis (evaluations and plain
  * writes still answer, so the replica stays in service), and `ok` again once it is back.
  */
-import { Client } from 'pg';
 import { ApiError, FlagshipClient, type RetryEvent } from '@flagship/sdk';
 import { http, TcpProxy, TEST_DATABASE_ADMIN_URL, TEST_REDIS_URL } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from './testing/management-api.fixture';
@@ -177,17 +176,12 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     expect(retries.filter((r) => r.status !== 503 || r.delayMs < 2000)).toEqual([]);
 
     // Every acknowledged write is in the database, exactly once.
-    const db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
-    try {
-      const acknowledged = answers.filter((a) => a.status === 201).map((a) => a.id!);
-      const projects = await db.query('SELECT count(*)::int AS n FROM projects WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [user.tenantId, acknowledged]);
-      expect(projects.rows[0].n).toBe(acknowledged.length);
-      const flags = await db.query('SELECT key FROM flags WHERE tenant_id = $1 ORDER BY created_at', [user.tenantId]);
-      expect(flags.rows.map((r) => r.key).sort()).toEqual([...sdkCreated, ...sdkAppliedUnacknowledged].sort());
-    } finally {
-      await db.end();
-    }
+    // f.sql() goes straight to the database, not through the proxy this test cuts.
+    const acknowledged = answers.filter((a) => a.status === 201).map((a) => a.id!);
+    const projects = await f.sql('SELECT count(*)::int AS n FROM projects WHERE tenant_id = $1 AND id = ANY($2::uuid[])', [user.tenantId, acknowledged]);
+    expect(projects.rows[0].n).toBe(acknowledged.length);
+    const flags = await f.sql('SELECT key FROM flags WHERE tenant_id = $1 ORDER BY created_at', [user.tenantId]);
+    expect(flags.rows.map((r) => r.key).sort()).toEqual([...sdkCreated, ...sdkAppliedUnacknowledged].sort());
   }, 90000);
   it('a partitioned store (connections open, nothing answered) gives fast 503s, not hangs, and recovers once it answers', async () => {
     const auth = { token: user.idToken, tenant: user.tenantId };

@@ -1,5 +1,4 @@
 import { decodeJwt } from 'jose';
-import { Client } from 'pg';
 import { ManagementApiFixture, PLATFORM_ADMIN } from '../testing/management-api.fixture';
 
 describe('sign-in bootstrap and the dev identity provider (real HTTP, Postgres, Redis)', () => {
@@ -204,13 +203,7 @@ describe('sign-in bootstrap and the dev identity provider (real HTTP, Postgres, 
     it('a user whose token no longer vouches for the e-mail is not a platform admin, though the e-mail is listed', async () => {
       // A user row from before e-mails were checked: the platform admin's address, bound to an unverified identity.
       const { idToken, uid } = await unverifiedAccount('legacy-root@flagship.test');
-      const db = new Client({ connectionString: f.te.db.url });
-      await db.connect();
-      try {
-        await db.query(`INSERT INTO users (idp_subject, email) VALUES ($1, $2)`, [uid, 'ROOT2@flagship.test']);
-      } finally {
-        await db.end();
-      }
+      await f.sql(`INSERT INTO users (idp_subject, email) VALUES ($1, $2)`, [uid, 'ROOT2@flagship.test']);
       const res = await f.call('GET', '/admin/users', { token: idToken });
       expect([res.status, res.body.type]).toEqual([403, '/problems/platform-admin-required']);
     });

@@ -1,5 +1,4 @@
 import Redis from 'ioredis';
-import { Client } from 'pg';
 import { waitFor } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
@@ -165,14 +164,11 @@ describe('flags (real HTTP, Postgres, Redis)', () => {
     const ev = async () => (await f.call('POST', '/api/flags/other-replica/evaluate', { ...as(owner), json: { userId: 'u1' } })).body;
     expect(await ev()).toMatchObject({ enabled: true, reason: 'FALLTHROUGH' });
     // Written as another replica would, behind this one's back: nothing seen until it is announced.
-    const db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
-    await db.query(
+    await f.sql(
       `UPDATE flag_environments fe SET enabled = false, version = fe.version + 1, updated_at = clock_timestamp()
          FROM flags f WHERE f.id = fe.flag_id AND f.tenant_id = $1 AND f.key = 'other-replica' AND fe.environment_key = 'production'`,
       [owner.tenantId],
     );
-    await db.end();
     expect(await ev()).toMatchObject({ enabled: true });
     const publisher = new Redis(f.te.redis.url);
     await publisher.publish(`${f.te.redis.prefix}ch:flag-changed`, JSON.stringify({ tenantId: owner.tenantId, environment: 'production', flagKey: 'other-replica', version: 2 }));

@@ -4,7 +4,6 @@
  * accepted.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { Client } from 'pg';
 import { parseSigningKey, SigningKeyService, type SecretSource } from '@flagship/oauth';
 import { http, waitFor } from '@flagship/testing';
 import { ManagementApiFixture } from '../testing/management-api.fixture';
@@ -34,7 +33,6 @@ describe('signing key gauges (real Postgres, management-api)', () => {
   const first = newPem();
   const secrets = new RotatingSecrets(first);
   let f: ManagementApiFixture;
-  let db: Client;
 
   const metric = async (name: string): Promise<number | undefined> => {
     const text = (await http(`${f.metricsUrl}/metrics`)).text;
@@ -43,15 +41,12 @@ describe('signing key gauges (real Postgres, management-api)', () => {
   };
   /** The lease's end of `kid` in signing_keys, in Unix seconds. */
   const lease = async (kid: string): Promise<number> =>
-    Number((await db.query(`SELECT extract(epoch FROM retired_at)::float8 AS t FROM signing_keys WHERE kid = $1`, [kid])).rows[0].t);
+    Number((await f.sql(`SELECT extract(epoch FROM retired_at)::float8 AS t FROM signing_keys WHERE kid = $1`, [kid])).rows[0].t);
 
   beforeAll(async () => {
     f = await ManagementApiFixture.start({}, {}, secrets);
-    db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
   });
   afterAll(async () => {
-    await db?.end();
     await f?.stop();
   });
 

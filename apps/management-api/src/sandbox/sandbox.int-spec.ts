@@ -1,4 +1,3 @@
-import { Client } from 'pg';
 import { validateFlagDefinition, type FlagDefinition } from '@flagship/flag-evaluation';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 import { DEMO_USERS } from './sandbox-demo';
@@ -68,10 +67,7 @@ describe('sandbox tenants (real HTTP, Postgres, Redis)', () => {
   });
 
   it('once expired, stays readable and evaluable but refuses writes', async () => {
-    const db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
-    await db.query(`UPDATE tenants SET sandbox_expires_at = now() - interval '1 day' WHERE id = $1`, [sandboxId]);
-    await db.end();
+    await f.sql(`UPDATE tenants SET sandbox_expires_at = now() - interval '1 day' WHERE id = $1`, [sandboxId]);
     expect((await f.call('GET', '/api/sandbox/status', as(sandboxId))).body.active).toBe(false);
     expect((await f.call('GET', '/api/flags/demo-api-limit', as(sandboxId))).status).toBe(200);
     expect((await f.call('POST', '/api/flags/demo-api-limit/evaluate', as(sandboxId, { userId: 'alice' }))).status).toBe(200);

@@ -1,5 +1,4 @@
 import { ManagementApiFixture, PLATFORM_ADMIN, type SignedUp } from '../testing/management-api.fixture';
-import { Client } from 'pg';
 import { waitFor } from '@flagship/testing';
 
 describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
@@ -139,13 +138,7 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
   it('an invitation is answered only with the e-mail the identity provider verified', async () => {
     // A user row bound to an identity whose provider does not vouch for the e-mail (signed up before e-mails were checked).
     const account = await f.call('POST', '/dev/idp/accounts', { json: { email: 'ivy@flagship.test', password: 'correct-horse-1', emailVerified: false } });
-    const db = new Client({ connectionString: f.te.db.url });
-    await db.connect();
-    try {
-      await db.query(`INSERT INTO users (idp_subject, email) VALUES ($1, 'ivy@flagship.test')`, [account.body.uid]);
-    } finally {
-      await db.end();
-    }
+    await f.sql(`INSERT INTO users (idp_subject, email) VALUES ($1, 'ivy@flagship.test')`, [account.body.uid]);
     const invited = await f.call('POST', `/api/tenants/${alice.tenantId}/users`, { token: alice.idToken, json: { email: 'ivy@flagship.test', role: 'admin' } });
     expect(invited.status).toBe(201);
     const token = account.body.idToken as string;

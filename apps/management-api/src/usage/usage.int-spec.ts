@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
 import { http } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
@@ -20,7 +19,6 @@ interface LedgerRow {
 
 describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
-  let db: Client;
   let ada: SignedUp;
   let editor: SignedUp;
   let viewer: SignedUp;
@@ -31,7 +29,7 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
   const insert = async (tenantId: string, name: string, r: LedgerRow) => {
     const id = randomUUID();
     ids[name] = id;
-    await db.query(
+    await f.sql(
       `INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, model, endpoint, status, reserved, debit,
                                  zero_rated, zero_rated_reason, input_tokens, output_tokens, request_id, created_at, completed_at,
                                  cached_tokens, input_per_1k, output_per_1k, cached_input_per_1k)
@@ -53,8 +51,6 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     for (const [u, role] of [[editor, 'editor'], [viewer, 'viewer']] as const) {
       await f.addMember(ada, ada.tenantId, u.email, role, u);
     }
-    db = new Client({ connectionString: f.te.env.DATABASE_URL });
-    await db.connect();
     const t = ada.tenantId;
     await insert(t, 'a', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-01T10:00:00.000Z', inputTokens: 10, outputTokens: 20, debit: 300 });
     await insert(t, 'b', { productKey: 'core', model: 'small', status: 'failed', createdAt: '2026-11-02T10:00:00.000Z', inputTokens: 5, debit: 0 });
@@ -66,7 +62,6 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     await insert(stranger.tenantId, 'x', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-03T12:00:00.000Z', inputTokens: 999, debit: 999 });
   });
   afterAll(async () => {
-    await db?.end();
     await f?.stop();
   });
 
