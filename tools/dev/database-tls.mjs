@@ -1,6 +1,6 @@
 // TLS to Postgres for scripts that run before the build (ensure-database.mjs): sslmode with libpq's
 // meanings, as libs/persistence/src/database-tls.ts (pgConnection) gives them to every app. A script
-// cannot import that TypeScript before the build; database-tls.spec.ts fails when the two disagree.
+// cannot import that TypeScript before the build; tools/dev/ensure-database.int-spec.ts fails when the two disagree.
 import { readFileSync } from 'node:fs';
 
 const MODES = ['disable', 'require', 'verify-ca', 'verify-full'];
