@@ -58,22 +58,14 @@ export async function runScripts(redis: Redis, calls: ReadonlyArray<ScriptCall>)
 }
 
 /**
- * A Lua script run by its SHA (EVALSHA), loaded on first use or after a Redis restart (NOSCRIPT).
- * Kept off the shared client's `defineCommand` so this lib adds nothing to a connection others use.
+ * A Lua script run by its SHA (EVALSHA), loaded on first use or after a Redis restart (NOSCRIPT);
+ * several runs, of it and others, in one pipeline with runScripts. Kept off the shared client's `defineCommand` so this lib adds nothing to a connection others use.
  */
 export class LuaScript {
   readonly sha: string;
 
   constructor(readonly source: string) {
     this.sha = createHash('sha1').update(source).digest('hex');
-  }
-
-  /** Several runs of this script in one pipeline (see runScripts). */
-  runMany(redis: Redis, calls: ReadonlyArray<{ keys: string[]; args: Array<string | number> }>): Promise<Array<unknown>> {
-    return runScripts(
-      redis,
-      calls.map((c) => ({ script: this, keys: c.keys, args: c.args })),
-    );
   }
 
   async run(redis: Redis, keys: string[], args: Array<string | number>): Promise<unknown> {
