@@ -592,17 +592,17 @@ describe('ai-gateway through the openai SDK', () => {
       expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
     });
 
-    it('a time-out after sending: 504, and the input estimate is billed on a failed row marked estimated', async () => {
+    it('a time-out after sending: 504, and the admission estimate (input and output reserved) is billed on a failed row marked estimated', async () => {
       const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
       fake.behave({ firstByteDelayMs: 1500 });
-      const prompt = 'tell me about '.repeat(100);
-      await expect((await sdk(tenant)).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: prompt }] })).rejects.toMatchObject({
-        status: 504,
-        code: 'provider_timeout',
-      });
+      const body = { model: 'fake-chat-1', messages: [{ role: 'user' as const, content: 'tell me about '.repeat(100) }] };
+      await expect((await sdk(tenant)).chat.completions.create(body)).rejects.toMatchObject({ status: 504, code: 'provider_timeout' });
       const row = await completedRow(tenant);
-      expect(row).toMatchObject({ status: 'failed', error_code: 'provider_timeout', usage_estimated: true, input_tokens: Math.ceil(prompt.length / 4), output_tokens: 0 });
-      expect(Number(row.debit)).toBe(cost(Math.ceil(prompt.length / 4), 0));
+      // The answer never came: the input as admission bounded it (every byte sent), the output the provider was allowed (1,024 by default).
+      expect(row).toMatchObject({ status: 'failed', error_code: 'provider_timeout', usage_estimated: true, output_tokens: 1024 });
+      expect(row.input_tokens).toBeGreaterThan(Buffer.byteLength(JSON.stringify(body)));
+      expect(row.debit).toBe(String(cost(row.input_tokens, 1024)));
+      expect(row.debit).toBe(row.reserved);
       expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
     });
 
