@@ -222,6 +222,9 @@ export class GatewayHandler {
   private complete(reservation: Reservation, model: ModelEntry, outcome: CallOutcome, latencyMs: number): void {
     const cachedTokens = outcome.usage.cachedTokens ?? 0;
     const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens, cachedTokens) : 0;
+    const labels = { product: reservation.productKey, provider: outcome.provider, model: model.id };
+    // The ledger marks the row too (SETTLE's `overrun`); the counter is what an alert can watch.
+    if (debit > reservation.estimate) this.metrics.overrun(labels, reservation.estimate, debit);
     void this.steps.settle.settle({
       id: reservation.id,
       tenantId: reservation.tenantId,
@@ -236,7 +239,7 @@ export class GatewayHandler {
       errorCode: outcome.errorCode,
     });
     this.metrics.completed(
-      { product: reservation.productKey, provider: outcome.provider, model: model.id },
+      labels,
       reservation.endpoint,
       outcome.outcome,
       outcome.usage,

@@ -697,6 +697,9 @@ describe('ai-gateway through the openai SDK', () => {
       const client = new OpenAI({ baseURL: `${emergency.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
       await expect(client.chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
       expect([fake.calls.chat, hosted.calls.chat]).toEqual([1, 1]);
+      // hosted (OpenAI's API, whose reasoning models refuse max_tokens) is told the limit in max_completion_tokens only.
+      expect(hosted.lastBody.chat).toMatchObject({ max_completion_tokens: 1024 });
+      expect(hosted.lastBody.chat).not.toHaveProperty('max_tokens');
       await emergency.pipeline.drain();
       expect(await ledgerRows(ds, tenant)).toEqual([expect.objectContaining({ status: 'succeeded', provider: 'hosted', requested_provider: 'inhouse', input_tokens: 5 })]);
     } finally {
