@@ -103,13 +103,45 @@ export class GatewayHandler {
     });
   }
 
-  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
+  /**
+   * The proxy routes' guard, run before their bodies are read: a gateway shutting down, or a caller
+   * without a valid access token, is answered at once, so the body (up to 1 MiB) is never read nor
+   * buffered for it. A token verified before is checked without I/O (TokenStep.cached); another is
+   * verified first, its body waiting unread meanwhile. serve() checks the token again (from the cache).
+   */
+  guard(x: Exchange, endpoint: GatewayRoute): boolean | Promise<boolean> {
     if (this.draining) {
-      return x.error(
-        { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
-        { 'retry-after': '1', connection: 'close' },
-      );
+      this.refuseDraining(x);
+      return false;
     }
+    const headers = endpoint === 'messages' ? anthropicAuth(x.req.headers) : x.req.headers;
+    try {
+      if (this.steps.token.cached(headers) !== undefined) return true;
+    } catch (err) {
+      return this.refuse(x, err, {});
+    }
+    return this.steps.token.verify(headers).then(
+      () => true,
+      (err: unknown) => this.refuse(x, err, {}),
+    );
+  }
+
+  /** A GatewayError in the route's error body (false: the request stops); anything else is thrown on. */
+  private refuse(x: Exchange, err: unknown, headers: OutgoingHttpHeaders): false {
+    if (!(err instanceof GatewayError)) throw err;
+    x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+    return false;
+  }
+
+  private refuseDraining(x: Exchange): void {
+    x.error(
+      { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
+      { 'retry-after': '1', connection: 'close' },
+    );
+  }
+
+  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
+    if (this.draining) return this.refuseDraining(x);
     const cutter: CallCutter = { cut: false, stop: undefined };
     this.running.add(cutter);
     try {
@@ -190,8 +222,7 @@ export class GatewayHandler {
         throw err;
       }
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+      this.refuse(x, err, headers);
     }
   }
 
@@ -212,8 +243,8 @@ export class GatewayHandler {
     try {
       await this.steps.token.verify(x.req.headers);
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      return x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, err.headers);
+      this.refuse(x, err, {});
+      return;
     }
     const data = [...this.options.models.values()].map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider }));
     x.send(200, JSON_TYPE, { 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, JSON.stringify({ object: 'list', data }));
