@@ -11,7 +11,7 @@ import type { EntitlementStep } from './pipeline/entitlement.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
 import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
 import type { ProviderPermissionStep } from './pipeline/provider-permission.step';
-import type { RateLimitStep } from './pipeline/rate-limit.step';
+import type { RateLimitStep, Taken } from './pipeline/rate-limit.step';
 import type { ReservationStep } from './pipeline/reservation.step';
 import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
@@ -163,8 +163,8 @@ export class GatewayHandler {
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
-      // other: the refusals keep their order (429 before 402), and a reservation made for a request
-      // the rate limit refuses is taken back.
+      // other: the refusals keep their order (429 before 402), a reservation made for a request the
+      // rate limit refuses is taken back, and the tokens counted for one the reservation refuses are given back.
       const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
       const reserving = s.reservation.reserve({
         tenantId: tenant.id,
@@ -185,13 +185,21 @@ export class GatewayHandler {
       });
       // Its failure is thrown below once the rate limit has answered; meanwhile it is not an unhandled rejection.
       reserving.catch(() => undefined);
+      let taken: Taken;
       try {
-        headers = await limited;
+        taken = await limited;
       } catch (err) {
         void s.settle.release(reserving);
         throw err;
       }
-      const reservation = await reserving;
+      headers = taken.headers;
+      let reservation: Reservation;
+      try {
+        reservation = await reserving;
+      } catch (err) {
+        headers = s.rateLimit.refuse(taken);
+        throw err;
+      }
       // Stamped while the provider is called, waited for before the answer (see ProviderCallStep).
       const stamp = s.reservation.upstreamCalled(reservation);
       const beforeCall = x.elapsedMs();
