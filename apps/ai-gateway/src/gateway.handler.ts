@@ -177,6 +177,8 @@ export class GatewayHandler {
         estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
         zeroRatedReason: rating.zeroRatedReason,
         requestId: x.requestId,
+        // Already bounded (service-kit's clientRequestIdOf): a sane token or nothing.
+        clientRequestId: x.clientRequestId ?? null,
         // The prices are decided here, at admission, and recorded on the row; the settlement below
         // charges the same entry's prices (request.model), never a later catalogue's.
         inputPer1k: request.model.inputPer1k,
