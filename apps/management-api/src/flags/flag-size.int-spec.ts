@@ -108,7 +108,11 @@ describe('flag sizes (real HTTP, Postgres, Redis)', () => {
   it('import: flags past the byte quota together refuse the whole import (409); replacing flags counts only what it adds', async () => {
     const u = await f.signUp();
     // About 2.8 KB in each of 3 environments: 4 fit, 5 do not.
-    expectQuota(await f.call('POST', '/api/flags/import', as(u, ld({ a: 2500, b: 2500, c: 2500, d: 2500, e: 2500 }))), 0);
+    const refused = await f.call('POST', '/api/flags/import', as(u, ld({ a: 2500, b: 2500, c: 2500, d: 2500, e: 2500 })));
+    expectQuota(refused, 0);
+    // The refusal names what each flag of the import would add (every environment's copy).
+    expect(Object.keys(refused.body.adds).sort()).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(refused.body.adds.a).toBeGreaterThan(3 * 2500);
     expect(await keysOf(u)).toEqual([]);
     const fits = await f.call('POST', '/api/flags/import', as(u, ld({ a: 2500, b: 2500, c: 2500, d: 2500 })));
     expect([fits.status, fits.body.created]).toEqual([200, ['a', 'b', 'c', 'd']]);

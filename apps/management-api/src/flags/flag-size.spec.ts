@@ -1,5 +1,5 @@
 import type { MeasuredDefinition } from '@flagship/persistence';
-import { addedBytes, largestField, oversized, sizeErrors } from './flag-size';
+import { addedBytes, largestAdditions, largestField, oversized, sizeErrors } from './flag-size';
 
 const row = (key: string, environment: string, before: number, bytes: number): MeasuredDefinition => ({ flagId: `id-${key}`, key, environment, before, bytes });
 
@@ -18,6 +18,12 @@ describe('flag size rules', () => {
   it('adds up what a write changed in every environment, shrinking included', () => {
     expect(addedBytes([row('a', 'production', 0, 100), row('a', 'staging', 0, 99), row('b', 'production', 50, 20)])).toBe(169);
     expect(addedBytes([])).toBe(0);
+  });
+
+  it('names the flags that add most, over every environment, largest first; none that shrank', () => {
+    const measured = [row('a', 'production', 0, 100), row('a', 'staging', 0, 100), row('b', 'production', 0, 300), row('c', 'production', 500, 100), row('d', 'production', 0, 50)];
+    expect(largestAdditions(measured, 2)).toEqual({ b: 300, a: 200 });
+    expect(Object.keys(largestAdditions(measured, 10))).toEqual(['b', 'a', 'd']);
   });
 
   it('words one error per field, naming the environments and the largest size', () => {

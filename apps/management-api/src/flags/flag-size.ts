@@ -15,6 +15,14 @@ export function addedBytes(measured: readonly MeasuredDefinition[]): number {
   return added;
 }
 
+/** The flags a write adds most bytes to, largest first (at most `n`): key -> bytes added over every environment. */
+export function largestAdditions(measured: readonly MeasuredDefinition[], n: number): Record<string, number> {
+  const byKey = new Map<string, number>();
+  for (const d of measured) byKey.set(d.key, (byKey.get(d.key) ?? 0) + d.bytes - d.before);
+  const top = [...byKey].filter(([, added]) => added > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  return Object.fromEntries(top.slice(0, n));
+}
+
 /** A 422's `errors`: one message per flag over the limit, at the field `errorKey` names. */
 export function sizeErrors(over: readonly MeasuredDefinition[], maxBytes: number, errorKey: (d: MeasuredDefinition) => string): Record<string, string> {
   const byKey = new Map<string, MeasuredDefinition[]>();

@@ -23,7 +23,7 @@ import { ProjectsService } from '../projects/projects.service';
 import { Quotas } from '../quotas/quotas';
 import { EvaluationCounter } from './evaluation-counter';
 import { FlagEvents } from './flag-events';
-import { addedBytes, largestField, oversized, sizeErrors } from './flag-size';
+import { addedBytes, largestAdditions, largestField, oversized, sizeErrors } from './flag-size';
 import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import type { CreateFlagDto, EvaluationResultDto, FlagDto, UpdateFlagDto } from './flags.dto';
 import { FlagProblems } from './flags.errors';
@@ -288,7 +288,7 @@ export class FlagsService {
         }),
       );
       // Every flag of the import within FLAG_MAX_BYTES and all of them within the byte quota, or nothing is written.
-      await this.boundSize(m, tenantId, [...imported.keys()].map((key) => locked.get(key)?.flag.id ?? ids.get(key)!), (d) => `flags.${d.key}`);
+      await this.boundSize(m, tenantId, [...imported.keys()].map((key) => locked.get(key)?.flag.id ?? ids.get(key)!), (d) => `flags.${d.key}`, IMPORT_NAMED_ADDITIONS);
       await this.repo.auditMany(
         m,
         tenantId,
@@ -416,13 +416,14 @@ export class FlagsService {
   /**
    * Measures the definitions this write left (every environment of these flags), refuses one it
    * grew past FLAG_MAX_BYTES (422 at `errorKey`), then counts what it added against the tenant's
-   * byte quota (409). Inside the write's transaction: a refusal writes nothing.
+   * byte quota (409, naming the `named` flags that add most, for a write of many). Inside the
+   * write's transaction: a refusal writes nothing.
    */
-  private async boundSize(m: Tx, tenantId: string, flagIds: string[], errorKey: (d: MeasuredDefinition) => string): Promise<void> {
+  private async boundSize(m: Tx, tenantId: string, flagIds: string[], errorKey: (d: MeasuredDefinition) => string, named = 0): Promise<void> {
     const measured = await this.repo.measure(m, tenantId, flagIds);
     const over = oversized(measured, this.maxFlagBytes);
     if (over.length > 0) throw validationProblem(sizeErrors(over, this.maxFlagBytes, errorKey));
-    await this.quotas.reserve(m, 'flag-bytes-per-tenant', tenantId, addedBytes(measured), { written: true });
+    await this.quotas.reserve(m, 'flag-bytes-per-tenant', tenantId, addedBytes(measured), { written: true, ...(named > 0 ? { adds: largestAdditions(measured, named) } : {}) });
   }
 
   private notFound(key: string): ProblemException {
@@ -432,6 +433,8 @@ export class FlagsService {
 
 /** An import is bounded so that one transaction (and the locks it holds) stays short. */
 const IMPORT_MAX_FLAGS = 2000;
+/** An import refused by the byte quota names this many of the flags that add most to it. */
+const IMPORT_NAMED_ADDITIONS = 10;
 /** An import of the largest size takes well under a second. */
 const IMPORT_RETRY_AFTER_S = 2;
 

@@ -50,9 +50,10 @@ export class Quotas {
   /**
    * 409 quota-exceeded (naming quota, limit and current count) unless `adding` more fit; holds the
    * owner's turn until `m` ends. `written`: `adding` is already written in `m` (flag bytes are
-   * measured once the write is made), so the count includes it.
+   * measured once the write is made), so the count includes it. `adds`: what the refusal names as
+   * adding most (the flags of an import), told as they are.
    */
-  async reserve(m: Tx, quota: QuotaName, ownerId: string, adding = 1, opts: { written?: boolean } = {}): Promise<void> {
+  async reserve(m: Tx, quota: QuotaName, ownerId: string, adding = 1, opts: { written?: boolean; adds?: Record<string, number> } = {}): Promise<void> {
     if (adding <= 0) return;
     const limit = this.limits[quota];
     const current = (await this.repo.lockAndCount(m, quota, ownerId)) - (opts.written ? adding : 0);
@@ -61,6 +62,7 @@ export class Quotas {
       quota,
       limit,
       current,
+      ...(opts.adds !== undefined ? { adds: opts.adds } : {}),
     });
   }
 
