@@ -20,7 +20,7 @@ export class FlagStreamController {
     description:
       'Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator\'s form (as in GET /api/flags/export); then `patch`, ' +
       'data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); ' +
-      'a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT). ' +
+      'a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quotas (QUOTA_FLAGS_PER_TENANT, QUOTA_FLAG_BYTES_PER_TENANT) and by FLAG_SET_MAX_BYTES (past it 409 flag-set-too-large); a flag over FLAG_MAX_BYTES is not sent. ' +
       'Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. ' +
       'The stream ends after FLAG_STREAM_MAX_AGE_SECONDS (reconnect with a current token and Last-Event-ID), and a client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. ' +
       'At most FLAG_STREAMS_PER_TENANT streams per tenant per server (429) and FLAG_STREAMS_PER_PROCESS in all (503).',
@@ -33,7 +33,7 @@ export class FlagStreamController {
     description: 'the event stream: `put`, then `patch` and `delete` events (see the description)',
     content: { 'text/event-stream': { schema: { type: 'string', example: 'id: Xk3f9a:0\nevent: put\ndata: {"flags":[...]}\n\n' } } },
   })
-  @ApiErrors(400, 401, 403, 404, 429, 503)
+  @ApiErrors(400, 401, 403, 404, 409, 429, 503)
   stream(
     @CurrentTenant() tenant: TenantEntity,
     @Query('environment') environment: string | undefined,
