@@ -57,7 +57,7 @@ export class AppModule {
           provide: MEDIA_FETCHER,
           useFactory: () =>
             new MediaFetcher({
-              policy: { maxBytes: config.GATEWAY_MEDIA_MAX_BYTES, allowLoopback: config.GATEWAY_MEDIA_ALLOW_LOOPBACK },
+              policy: config.mediaPolicy,
               timeoutMs: config.GATEWAY_MEDIA_FETCH_TIMEOUT_MS,
               ...(outside.resolveImageHost === undefined ? {} : { resolve: outside.resolveImageHost }),
               ...(outside.imageHostCa === undefined ? {} : { ca: outside.imageHostCa }),

@@ -84,6 +84,7 @@ export function loadAiGatewayConfig(env: NodeJS.ProcessEnv) {
     legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),
     hostedProducts: list(raw.PROVIDER_HOSTED_PRODUCTS),
     mediaFetchProviders: parseProviders(raw.GATEWAY_MEDIA_FETCH_PROVIDERS),
+    mediaPolicy: { maxBytes: raw.GATEWAY_MEDIA_MAX_BYTES, allowLoopback: raw.GATEWAY_MEDIA_ALLOW_LOOPBACK },
     consoleBillingUrl: raw.CONSOLE_BILLING_URL || `${raw.OAUTH_ISSUER.replace(/\/$/, '')}/console/billing`,
   };
 }

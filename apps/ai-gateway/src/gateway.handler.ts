@@ -41,9 +41,10 @@ export type GatewayHandlerOptions = RequestRules;
 /**
  * The proxy routes: the pipeline's steps in the seed's order (token -> product key -> tenant ->
  * entitlement -> provider permission -> rate limit -> reservation and pending row -> images fetched
- * for providers that would fetch them -> provider -> settle), every refusal in OpenAI's error body with the rate-limit headers known by then. The rate
- * limit (a Redis round trip) and the reservation (a Postgres one) run at the same time: one round
- * trip's wait fewer per request, the refusals in the same order as before.
+ * for providers that would fetch them -> provider -> settle), every refusal in OpenAI's error body
+ * with the rate-limit headers known by then. The rate limit (a Redis round trip) and the reservation
+ * (a Postgres one) run at the same time: one round trip's wait fewer per request, the refusals in
+ * the same order as before.
  */
 export class GatewayHandler {
   /** Set at shutdown: new requests are refused (503), readiness fails. */

@@ -89,7 +89,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
         models: config.models,
         defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS,
         imageTokens: config.GATEWAY_IMAGE_TOKENS,
-        media: { maxBytes: config.GATEWAY_MEDIA_MAX_BYTES, allowLoopback: config.GATEWAY_MEDIA_ALLOW_LOOPBACK },
+        media: config.mediaPolicy,
       },
     );
   }
