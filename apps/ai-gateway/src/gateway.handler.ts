@@ -12,7 +12,7 @@ import type { MediaRelease, MediaStep } from './pipeline/media.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
 import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
 import type { ProviderPermissionStep } from './pipeline/provider-permission.step';
-import type { RateLimitStep } from './pipeline/rate-limit.step';
+import type { RateLimitStep, Taken } from './pipeline/rate-limit.step';
 import type { ReservationStep } from './pipeline/reservation.step';
 import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
@@ -102,13 +102,45 @@ export class GatewayHandler {
     });
   }
 
-  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
+  /**
+   * The proxy routes' guard, run before their bodies are read: a gateway shutting down, or a caller
+   * without a valid access token, is answered at once, so the body (up to 1 MiB) is never read nor
+   * buffered for it. A token verified before is checked without I/O (TokenStep.cached); another is
+   * verified first, its body waiting unread meanwhile. serve() checks the token again (from the cache).
+   */
+  guard(x: Exchange, endpoint: GatewayRoute): boolean | Promise<boolean> {
     if (this.draining) {
-      return x.error(
-        { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
-        { 'retry-after': '1', connection: 'close' },
-      );
+      this.refuseDraining(x);
+      return false;
     }
+    const headers = endpoint === 'messages' ? anthropicAuth(x.req.headers) : x.req.headers;
+    try {
+      if (this.steps.token.cached(headers) !== undefined) return true;
+    } catch (err) {
+      return this.refuse(x, err, {});
+    }
+    return this.steps.token.verify(headers).then(
+      () => true,
+      (err: unknown) => this.refuse(x, err, {}),
+    );
+  }
+
+  /** A GatewayError in the route's error body (false: the request stops); anything else is thrown on. */
+  private refuse(x: Exchange, err: unknown, headers: OutgoingHttpHeaders): false {
+    if (!(err instanceof GatewayError)) throw err;
+    x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+    return false;
+  }
+
+  private refuseDraining(x: Exchange): void {
+    x.error(
+      { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
+      { 'retry-after': '1', connection: 'close' },
+    );
+  }
+
+  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
+    if (this.draining) return this.refuseDraining(x);
     const cutter: CallCutter = { cut: false, stop: undefined };
     this.running.add(cutter);
     try {
@@ -130,8 +162,8 @@ export class GatewayHandler {
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
-      // other: the refusals keep their order (429 before 402), and a reservation made for a request
-      // the rate limit refuses is taken back.
+      // other: the refusals keep their order (429 before 402), a reservation made for a request the
+      // rate limit refuses is taken back, and the tokens counted for one the reservation refuses are given back.
       const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
       const reserving = s.reservation.reserve({
         tenantId: tenant.id,
@@ -144,6 +176,8 @@ export class GatewayHandler {
         estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
         zeroRatedReason: rating.zeroRatedReason,
         requestId: x.requestId,
+        // Already bounded (service-kit's clientRequestIdOf): a sane token or nothing.
+        clientRequestId: x.clientRequestId ?? null,
         // The prices are decided here, at admission, and recorded on the row; the settlement below
         // charges the same entry's prices (request.model), never a later catalogue's.
         inputPer1k: request.model.inputPer1k,
@@ -152,20 +186,30 @@ export class GatewayHandler {
       });
       // Its failure is thrown below once the rate limit has answered; meanwhile it is not an unhandled rejection.
       reserving.catch(() => undefined);
+      let taken: Taken;
       try {
-        headers = await limited;
+        taken = await limited;
       } catch (err) {
         void s.settle.release(reserving);
         throw err;
       }
-      const reservation = await reserving;
-      // Images the provider would fetch itself are fetched here, once the request is admitted (and paid for).
+      headers = taken.headers;
+      let reservation: Reservation;
+      try {
+        reservation = await reserving;
+      } catch (err) {
+        headers = s.rateLimit.refuse(taken);
+        throw err;
+      }
+      // Images the provider would fetch itself are fetched here, once the request is admitted (and
+      // paid for); a refusal takes the reservation and the tokens counted back, as any refusal does.
       let media: MediaRelease | undefined;
       if (s.media.needed(request, providers)) {
         try {
           media = await s.media.inline(request);
         } catch (err) {
           void s.settle.release(reserving);
+          headers = s.rateLimit.refuse(taken);
           throw err;
         }
       }
@@ -201,8 +245,7 @@ export class GatewayHandler {
         media?.();
       }
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+      this.refuse(x, err, headers);
     }
   }
 
@@ -223,8 +266,8 @@ export class GatewayHandler {
     try {
       await this.steps.token.verify(x.req.headers);
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      return x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, err.headers);
+      this.refuse(x, err, {});
+      return;
     }
     const data = [...this.options.models.values()].map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider }));
     x.send(200, JSON_TYPE, { 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, JSON.stringify({ object: 'list', data }));
@@ -233,6 +276,9 @@ export class GatewayHandler {
   private complete(reservation: Reservation, model: ModelEntry, outcome: CallOutcome, latencyMs: number): void {
     const cachedTokens = outcome.usage.cachedTokens ?? 0;
     const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens, cachedTokens) : 0;
+    const labels = { product: reservation.productKey, provider: outcome.provider, model: model.id };
+    // The ledger marks the row too (SETTLE's `overrun`); the counter is what an alert can watch.
+    if (debit > reservation.estimate) this.metrics.overrun(labels, reservation.estimate, debit);
     void this.steps.settle.settle({
       id: reservation.id,
       tenantId: reservation.tenantId,
@@ -247,7 +293,7 @@ export class GatewayHandler {
       errorCode: outcome.errorCode,
     });
     this.metrics.completed(
-      { product: reservation.productKey, provider: outcome.provider, model: model.id },
+      labels,
       reservation.endpoint,
       outcome.outcome,
       outcome.usage,

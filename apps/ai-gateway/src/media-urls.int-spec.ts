@@ -85,8 +85,16 @@ describe('ai-gateway: image URLs and refused fields', () => {
       ['metadata.test', 'the metadata address'],
       ['internal.test', 'a private address'],
       ['nowhere.test', 'nothing'],
-    ])('refuses an https URL whose name (%s) resolves to %s: 400, no connection, the model server never called, the reservation released', async (name) => {
-      const err = await rejection((await openai()).chat.completions.create(withImage(host.url(name, '/cat.png'))));
+    ])('refuses an https URL whose name (%s) resolves to %s: 400, no connection, the model server never called, the reservation and the tokens given back', async (name) => {
+      // A client of its own: its token window holds this request alone.
+      const client = new OpenAI({
+        baseURL: `${setup!.gw.url}/v1`,
+        apiKey: await setup!.issue(tenant, ['core'], `ffc_media${name.replace(/\W/g, '')}`),
+        defaultHeaders: { 'x-service-product-key': 'core' },
+        maxRetries: 0,
+      });
+      const err = await rejection(client.chat.completions.create(withImage(host.url(name, '/cat.png'))));
+      expect((err as BadRequestError).headers?.get('x-ratelimit-remaining-tokens')).toBe('2000000');
       expect(err).toMatchObject({ status: 400, code: 'invalid_request', param: 'messages[0].content[1].image_url.url', error: { message: "messages[0].content[1].image_url.url: the image URL's host does not resolve to public addresses only." } });
       expect(host.requests).toEqual([]);
       expect(fake.calls.chat).toBe(0);

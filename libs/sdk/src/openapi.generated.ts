@@ -1659,11 +1659,16 @@ export interface components {
             outputPer1k: number | null;
             /** @description micro-credits per 1,000 cached input tokens the row was charged at; null when the model has no cached price (cached tokens cost inputPer1k) */
             cachedInputPer1k: number | null;
-            /** @description true when the provider sent no usage and tokens were estimated from the text */
+            /** @description true when the provider reported no usage: the input is charged at the admission estimate, the output at what was read (for a non-streamed answer never read, the output reserved) */
             usageEstimated: boolean;
+            /** @description true when the debit exceeded the reservation (the provider produced more than the output limit it was told) */
+            overrun: boolean;
             errorCode: string | null;
             latencyMs: number | null;
+            /** @description the gateway's id of the request (its x-request-id answer header) */
             requestId: string | null;
+            /** @description the caller's own x-request-id, when it sent one of 1 to 128 of A-Z a-z 0-9 . _ : - (echoed as x-client-request-id) */
+            clientRequestId: string | null;
             createdAt: string;
             completedAt: string | null;
         };
@@ -7206,6 +7211,8 @@ export interface operations {
                 productKey?: string;
                 status?: "pending" | "succeeded" | "failed" | "abandoned";
                 model?: string;
+                /** @description the caller's own x-request-id its gateway request carried (clientRequestId) */
+                clientRequestId?: string;
             };
             header?: {
                 /** @description default: your canonical tenant */
@@ -7296,6 +7303,8 @@ export interface operations {
                 productKey?: string;
                 status?: "pending" | "succeeded" | "failed" | "abandoned";
                 model?: string;
+                /** @description the caller's own x-request-id its gateway request carried (clientRequestId) */
+                clientRequestId?: string;
             };
             header?: {
                 /** @description default: your canonical tenant */
