@@ -6,8 +6,9 @@ import { costOf, type ModelEntry } from './models/model-catalogue';
 import type { Dialect, GatewayRoute } from './dialects/dialect';
 import { anthropicMessages } from './dialects/anthropic-messages';
 import { openAiResponses } from './dialects/openai-responses';
-import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf } from './openai/openai-request';
+import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf, type RequestRules } from './openai/openai-request';
 import type { EntitlementStep } from './pipeline/entitlement.step';
+import type { MediaRelease, MediaStep } from './pipeline/media.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
 import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
 import type { ProviderPermissionStep } from './pipeline/provider-permission.step';
@@ -30,22 +31,20 @@ export interface GatewaySteps {
   providerPermission: ProviderPermissionStep;
   rateLimit: RateLimitStep;
   reservation: ReservationStep;
+  media: MediaStep;
   providerCall: ProviderCallStep;
   settle: SettleStep;
 }
 
-export interface GatewayHandlerOptions {
-  models: ReadonlyMap<string, ModelEntry>;
-  defaultMaxOutputTokens: number;
-  imageTokens: number;
-}
+export type GatewayHandlerOptions = RequestRules;
 
 /**
  * The proxy routes: the pipeline's steps in the seed's order (token -> product key -> tenant ->
- * entitlement -> provider permission -> rate limit -> reservation and pending row -> provider ->
- * settle), every refusal in OpenAI's error body with the rate-limit headers known by then. The rate
- * limit (a Redis round trip) and the reservation (a Postgres one) run at the same time: one round
- * trip's wait fewer per request, the refusals in the same order as before.
+ * entitlement -> provider permission -> rate limit -> reservation and pending row -> images fetched
+ * for providers that would fetch them -> provider -> settle), every refusal in OpenAI's error body
+ * with the rate-limit headers known by then. The rate limit (a Redis round trip) and the reservation
+ * (a Postgres one) run at the same time: one round trip's wait fewer per request, the refusals in
+ * the same order as before.
  */
 export class GatewayHandler {
   /** Set at shutdown: new requests are refused (503), readiness fails. */
@@ -202,6 +201,18 @@ export class GatewayHandler {
         headers = s.rateLimit.refuse(taken);
         throw err;
       }
+      // Images the provider would fetch itself are fetched here, once the request is admitted (and
+      // paid for); a refusal takes the reservation and the tokens counted back, as any refusal does.
+      let media: MediaRelease | undefined;
+      if (s.media.needed(request, providers)) {
+        try {
+          media = await s.media.inline(request);
+        } catch (err) {
+          void s.settle.release(reserving);
+          headers = s.rateLimit.refuse(taken);
+          throw err;
+        }
+      }
       // Stamped while the provider is called, waited for before the answer (see ProviderCallStep).
       const stamp = s.reservation.upstreamCalled(reservation);
       const beforeCall = x.elapsedMs();
@@ -230,6 +241,8 @@ export class GatewayHandler {
       } catch (err) {
         settle({ provider: providers[0]!, status: 'failed', usage: { inputTokens: 0, outputTokens: 0, estimated: false }, upstreamMs: 0, errorCode: 'internal_error', outcome: 'internal_error' });
         throw err;
+      } finally {
+        media?.();
       }
     } catch (err) {
       this.refuse(x, err, headers);
@@ -240,11 +253,11 @@ export class GatewayHandler {
   private parse(route: GatewayRoute, text: string): GatewayRequest {
     const o = this.options;
     const dialect = DIALECTS[route];
-    if (dialect === undefined) return parseGatewayRequest(route as 'chat.completions' | 'embeddings', text, o.models, o.defaultMaxOutputTokens, o.imageTokens);
+    if (dialect === undefined) return parseGatewayRequest(route as 'chat.completions' | 'embeddings', text, o);
     const body = parseJsonObject(text);
     const chat = dialect.toChat(body);
     // The chat body's bytes bound its input as a Chat Completions request's do (estimateInput).
-    const request = requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), o.models, o.defaultMaxOutputTokens, o.imageTokens);
+    const request = requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), o);
     return { ...request, route, dialect, original: body };
   }
 

@@ -1,5 +1,5 @@
 import { costOf, parseModelCatalogue } from '../models/model-catalogue';
-import { parseGatewayRequest } from '../openai/openai-request';
+import { parseGatewayRequest, type RequestRules } from '../openai/openai-request';
 import { SseRelay } from '../providers/sse-relay';
 import { jsonUsage } from '../providers/usage';
 import { lostUsage } from './lost-usage';
@@ -7,7 +7,8 @@ import { lostUsage } from './lost-usage';
 const models = parseModelCatalogue('');
 const model = models.get('fake-chat-1')!;
 const IMAGE_TOKENS = 50_000;
-const parse = (body: unknown) => parseGatewayRequest('chat.completions', JSON.stringify(body), models, 1024, IMAGE_TOKENS);
+const rules: RequestRules = { models, defaultMaxOutputTokens: 1024, imageTokens: IMAGE_TOKENS, media: { maxBytes: 5 * 1024 * 1024, allowLoopback: false } };
+const parse = (body: unknown) => parseGatewayRequest('chat.completions', JSON.stringify(body), rules);
 const event = (delta: unknown, finish: string | null = null): Buffer => Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
 
 /** A prompt with an image, a tool definition and an earlier tool call: its text alone is a few dozen characters. */
@@ -74,7 +75,7 @@ describe('lostUsage: what a request costs when its usage is lost after it was se
   });
 
   it('embeddings reserve no output and are charged none', () => {
-    const request = parseGatewayRequest('embeddings', JSON.stringify({ model: 'fake-embed-1', input: 'hello world' }), models, 1024, IMAGE_TOKENS);
+    const request = parseGatewayRequest('embeddings', JSON.stringify({ model: 'fake-embed-1', input: 'hello world' }), rules);
     const usage = lostUsage({ admittedInputTokens: request.inputTokens, reservedOutputTokens: request.outputTokens, deliveredOutputTokens: 0, read: 'lost' });
     expect(usage).toEqual({ inputTokens: request.inputTokens, outputTokens: 0, estimated: true });
   });

@@ -3,8 +3,9 @@ import { parseGatewayRequest } from '../openai/openai-request';
 import { withOutputLimit } from './output-limit';
 
 const models = parseModelCatalogue('');
+const rules = { models, defaultMaxOutputTokens: 1024, imageTokens: 50_000, media: { maxBytes: 5 * 1024 * 1024, allowLoopback: false } };
 /** The body as the pipeline hands it to the provider layer (the output cap applied). */
-const capped = (body: Record<string, unknown>) => parseGatewayRequest('chat.completions', JSON.stringify({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hi' }], ...body }), models, 1024).body;
+const capped = (body: Record<string, unknown>) => parseGatewayRequest('chat.completions', JSON.stringify({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hi' }], ...body }), rules).body;
 
 describe('withOutputLimit', () => {
   it('tells inhouse the limit reserved in max_tokens as well as max_completion_tokens, whichever the client sent', () => {
