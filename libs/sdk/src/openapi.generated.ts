@@ -1319,6 +1319,12 @@ export interface components {
             description: string;
             weight: number;
         };
+        ClientSideAvailabilityDto: {
+            /** @description orep-server's browser keys (OREP_CLIENT_KEYS) evaluate the flag */
+            usingEnvironmentId: boolean;
+            /** @description orep-server's mobile keys (OREP_MOBILE_KEYS) evaluate the flag */
+            usingMobileKey: boolean;
+        };
         TargetDto: {
             variationId: string;
             /** @description context keys */
@@ -1393,6 +1399,8 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             variations: components["schemas"]["FlagVariationDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability: components["schemas"]["ClientSideAvailabilityDto"];
             environment: string;
             offValue: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
                 [key: string]: components["schemas"]["JsonValue"];
@@ -1436,6 +1444,8 @@ export interface components {
             enabled?: boolean;
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
         SkippedImportDto: {
             key: string;
@@ -1481,6 +1491,8 @@ export interface components {
             /** @description bucketing salt; default the flag key */
             salt?: string;
             version?: number;
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND; absent: server keys only */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
         FlagExportDto: {
             /** @description format version of the file */
@@ -1507,6 +1519,8 @@ export interface components {
             enabled?: boolean;
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
         UpdateFlagDto: {
             name?: string;
@@ -1518,6 +1532,8 @@ export interface components {
             projectId?: string | null;
             /** @description the full list of variations, ids included */
             variations?: components["schemas"]["VariationDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
             enabled?: boolean;
             /** @description served when off; null resets to the type default */
             offValue?: (string | number | boolean | components["schemas"]["JsonValue"][] | {

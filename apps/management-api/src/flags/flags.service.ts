@@ -8,6 +8,7 @@ import {
   type EvaluationResult,
   type FlagDefinition,
   prerequisiteBoundProblems,
+  SERVER_ONLY,
   validateFlagDefinition,
   valueMatchesType,
   type Variation,
@@ -52,6 +53,7 @@ export function toFlagDto(r: FlagRow): FlagDto {
     createdAt: r.flag.createdAt.toISOString(),
     updatedAt: updated.toISOString(),
     variations: r.flag.variations.map((v) => ({ id: v.id, name: v.name, value: v.value, description: v.description ?? '', weight: v.weight })),
+    clientSideAvailability: { usingEnvironmentId: r.flag.clientSideAvailability.usingEnvironmentId, usingMobileKey: r.flag.clientSideAvailability.usingMobileKey },
     environment: r.env.environmentKey,
     offValue: r.env.offValue,
     targets: r.env.targets,
@@ -80,7 +82,7 @@ const RESERVED_KEYS = ['export'];
 
 /** Fields of the environment row PATCH may change. */
 const ENV_FIELDS = ['enabled', 'offValue', 'targets', 'rules', 'prerequisites', 'salt'] as const;
-const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId', 'variations'] as const;
+const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId', 'variations', 'clientSideAvailability'] as const;
 
 /**
  * Flags: global fields plus per-environment targeting (CONTRACT.md section 5). Every change is
@@ -126,7 +128,7 @@ export class FlagsService {
         await this.repo.insert(
           m,
           tenantId,
-          { key: dto.key, projectId, name: dto.name, type: dto.type, defaultValue: dto.defaultValue, description: dto.description ?? '', tags: dto.tags ?? [], variations },
+          { key: dto.key, projectId, name: dto.name, type: dto.type, defaultValue: dto.defaultValue, description: dto.description ?? '', tags: dto.tags ?? [], variations, clientSideAvailability: dto.clientSideAvailability },
           dto.enabled ? environment : undefined,
         );
         await this.repo.audit(m, { tenantId, flagKey: dto.key, environmentKey: null, action: 'create', actor: caller.callerId, changes: { ...dto } });
@@ -223,9 +225,10 @@ export class FlagsService {
       const entities = new Map<string, { flag: FlagEntity; env: FlagEnvironmentEntity }>();
       for (const f of flags) {
         const before = locked.get(f.key);
+        const clientSideAvailability = f.clientSideAvailability ?? before?.flag.clientSideAvailability ?? { ...SERVER_ONLY };
         const flag: FlagEntity = before
-          ? { ...before.flag, variations: f.variations }
-          : ({ key: f.key, type: f.type, defaultValue: f.defaultValue, variations: f.variations, version: 0 } as FlagEntity);
+          ? { ...before.flag, variations: f.variations, clientSideAvailability }
+          : ({ key: f.key, type: f.type, defaultValue: f.defaultValue, variations: f.variations, clientSideAvailability, version: 0 } as FlagEntity);
         const envRow = { ...(before?.env ?? {}), environmentKey: environment, ...importedTargeting(f), version: before?.env.version ?? 0 } as FlagEnvironmentEntity;
         entities.set(f.key, { flag, env: envRow });
         merged.set(f.key, definitionOf(flag, envRow));
@@ -259,11 +262,19 @@ export class FlagsService {
       const fresh = [...imported.values()].filter((f) => !locked.has(f.key));
       // The import's new flags count together: all fit under the quota, or none is written.
       await this.quotas.reserve(m, 'flags-per-tenant', tenantId, fresh.length);
-      const ids = await this.repo.insertMany(m, tenantId, fresh);
-      await this.repo.updateVariationsMany(
+      const ids = await this.repo.insertMany(m, tenantId, fresh.map((f) => entities.get(f.key)!.flag));
+      // Flags whose global fields the import changes: their variations or their client-side availability.
+      const globalsChanged = flags.filter((f) => {
+        const before = locked.get(f.key);
+        return before !== undefined && (!sameVariations(before.flag.variations, f.variations) || !sameAvailability(before.flag, entities.get(f.key)!.flag));
+      });
+      await this.repo.updateImportedMany(
         m,
         tenantId,
-        variationsChanged.map((f) => ({ flagId: locked.get(f.key)!.flag.id, expectedVersion: locked.get(f.key)!.flag.version, variations: f.variations })),
+        globalsChanged.map((f) => {
+          const { id, version, variations, clientSideAvailability } = entities.get(f.key)!.flag;
+          return { flagId: id, expectedVersion: version, variations, clientSideAvailability };
+        }),
       );
       // A new flag's row in this environment was just inserted at version 1.
       await this.repo.replaceTargetingMany(
@@ -283,7 +294,14 @@ export class FlagsService {
           environmentKey: environment,
           action: 'import',
           actor: caller.callerId,
-          changes: { source: 'launchdarkly', sourceVersion: f.sourceVersion ?? null, created: !locked.has(f.key), variations: f.variations, ...importedTargeting(f) },
+          changes: {
+            source: 'launchdarkly',
+            sourceVersion: f.sourceVersion ?? null,
+            created: !locked.has(f.key),
+            variations: f.variations,
+            clientSideAvailability: entities.get(f.key)!.flag.clientSideAvailability,
+            ...importedTargeting(f),
+          },
         })),
       );
       const created: string[] = [];
@@ -407,6 +425,12 @@ function sameVariations(a: Variation[], b: Variation[]): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+function sameAvailability(a: FlagEntity, b: FlagEntity): boolean {
+  const x = a.clientSideAvailability;
+  const y = b.clientSideAvailability;
+  return x.usingEnvironmentId === y.usingEnvironmentId && x.usingMobileKey === y.usingMobileKey;
+}
+
 /** Our validator's path of an imported flag in LaunchDarkly's terms: the last rule is its fallthrough. */
 function importPath(path: string, ruleCount: number): string {
   const last = `rules[${ruleCount - 1}]`;
@@ -427,6 +451,7 @@ function definitionOf(flag: FlagEntity, env: FlagEnvironmentEntity): FlagDefinit
     prerequisites: env.prerequisites,
     salt: env.salt,
     env_version: env.version,
+    client_side_availability: flag.clientSideAvailability,
   });
 }
 
