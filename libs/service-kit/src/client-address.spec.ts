@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { addressGroup, clientAddress, markTrustedHops } from './client-address';
+import { addressBucket, clientAddress, markTrustedHops } from './client-address';
 
 // Express's own resolver (what `trust proxy` with a number runs), to hold ours to exactly its answers.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -27,7 +27,7 @@ describe('clientAddress', () => {
   });
 });
 
-describe('addressGroup', () => {
+describe('addressBucket', () => {
   it.each([
     ['203.0.113.7', '203.0.113.7'],
     ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
@@ -49,6 +49,6 @@ describe('addressGroup', () => {
     ['unknown', 'unknown'],
     ['not:an:address', 'not:an:address'],
   ])('%s counts as %s', (address, group) => {
-    expect(addressGroup(address)).toBe(group);
+    expect(addressBucket(address)).toBe(group);
   });
 });

@@ -38,7 +38,7 @@ export function clientAddress(req: IncomingMessage, hops = (req as Marked)[TRUST
  * allowances. IPv4 written in IPv6 (`::ffff:203.0.113.7`, a dual-stack socket's form, and the NAT64
  * prefix 64:ff9b::/96) counts as the IPv4 address it carries. Anything else is returned unchanged.
  */
-export function addressGroup(address: string): string {
+export function addressBucket(address: string): string {
   if (!address.includes(':')) return address;
   const hextets = ipv6Hextets(address);
   if (hextets === undefined) return address;

@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
 import { CommonProblems } from '@flagship/problem-details';
-import { addressGroup, clientAddress } from '@flagship/service-kit';
+import { addressBucket, clientAddress } from '@flagship/service-kit';
 import { type BufferedMetrics, type Exchange, FixedWindowRateLimiter, LeanRouter } from '@flagship/lean-http';
 import type { EvaluateHandler } from '../evaluate/evaluate.handler';
 import type { Caller, OrepKeys } from '../keys/orep-keys';
@@ -46,7 +46,7 @@ export function fastPathRouter(
     (style: Style, authenticate: (x: Exchange) => StreamAccess | 'missing' | 'invalid' = (x) => accessOf(options.keys.identify(x.req.headers))) =>
     (x: Exchange): boolean => {
       if (limiter.enabled) {
-        const wait = limiter.take(addressGroup(clientAddress(x.req)));
+        const wait = limiter.take(addressBucket(clientAddress(x.req)));
         if (wait > 0) {
           const headers = { 'retry-after': String(wait) };
           if (style === 'ofrep') x.empty(429, headers);

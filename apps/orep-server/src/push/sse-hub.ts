@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { addressGroup } from '@flagship/service-kit';
+import { addressBucket } from '@flagship/service-kit';
 
 export interface SseHubOptions {
   /** Connections held at once by this process; more are refused. */
@@ -22,7 +22,7 @@ export interface StreamGrant {
 
 interface Client {
   res: ServerResponse;
-  /** What the per-address limit counts it as (addressGroup). */
+  /** What the per-address limit counts it as (addressBucket). */
   group: string;
   keyId: string;
   expiresAt: number | undefined;
@@ -65,13 +65,13 @@ export class SseHub {
   /** Whether one more connection from `address` fits; call before answering it. */
   admit(address: string): AdmitResult {
     if (this.closed || this.clients.size >= this.options.maxConnections) return { ok: false, reason: 'full' };
-    if (this.options.maxPerAddress > 0 && (this.perAddress.get(addressGroup(address)) ?? 0) >= this.options.maxPerAddress) return { ok: false, reason: 'address' };
+    if (this.options.maxPerAddress > 0 && (this.perAddress.get(addressBucket(address)) ?? 0) >= this.options.maxPerAddress) return { ok: false, reason: 'address' };
     return { ok: true };
   }
 
   /** Takes an answered stream (head written) until it closes, or its grant ends. */
   add(res: ServerResponse, address: string, grant: StreamGrant): void {
-    const client: Client = { res, group: addressGroup(address), keyId: grant.keyId, expiresAt: grant.expiresAt };
+    const client: Client = { res, group: addressBucket(address), keyId: grant.keyId, expiresAt: grant.expiresAt };
     this.clients.add(client);
     this.perAddress.set(client.group, (this.perAddress.get(client.group) ?? 0) + 1);
     res.once('close', () => this.remove(client));
