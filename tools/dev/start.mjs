@@ -37,6 +37,8 @@ const env = {
   // The remote evaluation server needs a token; this one is for local use only. It serves the
   // example flag file, watched: edit it and the server reloads.
   OREP_AUTH_TOKEN: 'dev-orep-token',
+  // A browser key: it evaluates only the example flags marked available to browsers.
+  OREP_CLIENT_KEYS: 'pk_dev_browser_key_0001',
   OREP_FLAGS_FILE: 'apps/orep-server/flags.example.json',
   ...process.env,
 };

@@ -17,6 +17,7 @@ import { KUSTOMIZE_RENDERINGS, kustomizeBase } from './kustomize-base';
 import {
   type ManifestSet,
   type Obj,
+  type Workload,
   databaseTlsProblems,
   egressOf,
   matchesSelector,
@@ -240,9 +241,28 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     if (target.name.includes('production')) expect(ingresses).toHaveLength(1);
   });
 
-  it('the apps behind the Ingress trust its one proxy hop (TRUST_PROXY=1); orep-server, called in-cluster, none', () => {
-    const trust = Object.fromEntries(all.map((w) => [w.app, w.env['TRUST_PROXY'] ?? '0']));
-    expect(trust).toEqual({ 'management-api': '1', 'ai-gateway': '1', 'billing-worker': '1', 'orep-server': '0' });
+  it('the apps behind the Ingress trust its one proxy hop (TRUST_PROXY=1); an orep-server instance when it is exposed to browsers through it, else none', () => {
+    const routed = new Set(ofKind(target, 'Ingress').flatMap((i) => i['spec'].rules.flatMap((r: Obj) => r.http.paths.map((p: Obj) => p.backend.service.name as string))));
+    for (const w of all) {
+      const behindIngress = w.app !== 'orep-server' || routed.has(w.deployment['metadata'].name);
+      expect([w.component, w.env['TRUST_PROXY'] ?? '0']).toEqual([w.component, behindIngress ? '1' : '0']);
+    }
+    // The production example exposes its instance: the per-address SSE limit must see browsers, not the ingress.
+    if (target.name.includes('production')) expect(all.find((w) => w.app === 'orep-server')!.env['TRUST_PROXY']).toBe('1');
+  });
+
+  it("every orep-server instance names the URL its clients reach (OREP_PUBLIC_URL, required in production with push on): its publicUrl, else its Service's", () => {
+    for (const w of all.filter((x) => x.app === 'orep-server')) {
+      const service = ofKind(target, 'Service').find((x) => x['metadata'].name === w.deployment['metadata'].name)!;
+      const routedHost = ofKind(target, 'Ingress')
+        .flatMap((i) => i['spec'].rules)
+        .find((r: Obj) => r.http.paths.some((p: Obj) => p.backend.service.name === service['metadata'].name))?.host;
+      const port = service['spec'].ports.find((p: Obj) => p.name === 'http').port;
+      expect([w.component, w.env['OREP_PUBLIC_URL']]).toEqual([
+        w.component,
+        routedHost ? `https://${routedHost}` : expect.stringMatching(new RegExp(`^http://${service['metadata'].name}\\.[a-z0-9-]+:${port}$`)),
+      ]);
+    }
   });
 
   it('ai-gateway verifies the tokens management-api issues (one issuer and audience)', () => {
@@ -529,6 +549,46 @@ describe('chart options', () => {
     const tokens = orep.map((w) => w.container['env'].find((e: Obj) => e.name === 'OREP_AUTH_TOKEN').valueFrom.secretKeyRef.key);
     expect(tokens).toEqual(['OREP_TOKEN_ACME', 'OREP_TOKEN_ACME_STAGING']);
     expect(wiringProblems(set)).toEqual([]);
+  });
+
+  it('an orep-server instance exposed to browsers (publicUrl): /ofrep/ of its host routed to it, the ingress hop believed, client-side keys from the Secret', () => {
+    const instances = [
+      { name: 'shop', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'production', replicas: 2, authTokenKey: 'OREP_TOKEN_SHOP', publicUrl: 'https://shop.example.com', clientKeysKey: 'OREP_CLIENT_KEYS_SHOP', mobileKeysKey: 'OREP_MOBILE_KEYS_SHOP' },
+      { name: 'backend', tenantId: '6f1c1f3e-8a52-4c1e-9d53-2f0c7d7b1a01', environment: 'production', replicas: 1, authTokenKey: 'OREP_TOKEN_BACKEND' },
+    ];
+    const parentRefs = [{ name: 'public', namespace: 'gateway-system' }];
+    const set = { name: 'exposed orep', objects: renderChart(CHART, { namespace: 'flags', values: { orepServer: { instances }, ingress: { enabled: true }, httpRoute: { enabled: true, parentRefs } } }).documents };
+    expect(schemaProblems(set)).toEqual([]);
+    expect(wiringProblems(set)).toEqual([]);
+    const [shop, backend] = ['orep-shop', 'orep-backend'].map((c) => workloads(set).find((w) => w.component === c)!);
+    expect([shop!.env['OREP_PUBLIC_URL'], shop!.env['TRUST_PROXY']]).toEqual(['https://shop.example.com', '1']);
+    expect([backend!.env['OREP_PUBLIC_URL'], backend!.env['TRUST_PROXY']]).toEqual(['http://flagship-orep-backend.flags:8016', undefined]);
+    const keyRef = (w: Workload, name: string) => w.container['env'].find((e: Obj) => e.name === name)?.valueFrom.secretKeyRef;
+    expect([keyRef(shop!, 'OREP_CLIENT_KEYS'), keyRef(shop!, 'OREP_MOBILE_KEYS')]).toEqual([
+      { name: 'flagship-secrets', key: 'OREP_CLIENT_KEYS_SHOP' },
+      { name: 'flagship-secrets', key: 'OREP_MOBILE_KEYS_SHOP' },
+    ]);
+    expect(keyRef(backend!, 'OREP_CLIENT_KEYS')).toBeUndefined();
+    // Only its OFREP paths, on the app's host, by the Ingress and by an HTTPRoute alike.
+    const rules = ofKind(set, 'Ingress')[0]!['spec'].rules.filter((r: Obj) => r.host === 'shop.example.com');
+    expect(rules.map((r: Obj) => r.http.paths)).toEqual([[{ path: '/ofrep/', pathType: 'Prefix', backend: { service: { name: 'flagship-orep-shop', port: { name: 'http' } } } }]]);
+    const route = ofKind(set, 'HTTPRoute').find((r) => r['metadata'].name === 'flagship-orep-shop')!;
+    expect([route['spec'].hostnames, route['spec'].rules]).toEqual([['shop.example.com'], [{ matches: [{ path: { type: 'PathPrefix', value: '/ofrep/' } }], backendRefs: [{ name: 'flagship-orep-shop', port: 8016 }] }]]);
+    expect(ofKind(set, 'HTTPRoute').some((r) => r['metadata'].name === 'flagship-orep-backend')).toBe(false);
+    // The ingress controller reaches the exposed instance, on its http port; the other stays in-cluster.
+    expect([...reachableFrom(set, shop!.deployment['spec'].template.metadata.labels)]).toContain('namespace:ingress-nginx');
+    expect([...reachableFrom(set, backend!.deployment['spec'].template.metadata.labels)]).not.toContain('namespace:ingress-nginx');
+    expect(() => renderChart(CHART, { values: { orepServer: { instances: [{ ...instances[0], publicUrl: 'https://shop.example.com/flags' }] } } })).toThrow(/publicUrl/);
+  });
+
+  it("orep-server's own Secrets Manager secret (its client-side keys, rotated without a restart), never the shared one", () => {
+    const env = (values: Record<string, unknown>) => {
+      const set = { name: 'orep secret', objects: renderChart(CHART, { valuesFiles: [VALUES_FILES.production], values }).documents };
+      const orep = workloads(set).find((w) => w.app === 'orep-server')!;
+      return { id: orep.env['SECRETS_MANAGER_SECRET_ID'], aws: egressOf(set, orep.deployment['spec'].template.metadata.labels).includes('ipBlock:0.0.0.0/0 TCP/443') };
+    };
+    expect(env({})).toEqual({ id: undefined, aws: false });
+    expect(env({ orepServer: { awsSecretsManagerSecretId: 'flagship/production/orep' } })).toEqual({ id: 'flagship/production/orep', aws: true });
   });
 
   it('the optional Ingress and ServiceMonitor are off by default and valid when on', () => {

@@ -19,6 +19,8 @@ const main = (app: string) => join(ROOT, 'dist/apps', app, 'apps', app, 'src/mai
 const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
 const OREP_TOKEN = 'console-e2e-orep-token';
+/** orep-server's browser key (OREP_CLIENT_KEYS): it sees only the flags marked available to browsers. */
+const OREP_BROWSER_KEY = 'pk_console_e2e_browser_01';
 
 if (!HAVE_CHROMIUM) {
   console.warn(`flag targeting e2e skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
@@ -87,7 +89,7 @@ if (!HAVE_CHROMIUM) {
     // orep-server for this tenant, started as npm start starts it.
     const orepPort = await freePort();
     orep = `http://127.0.0.1:${orepPort}`;
-    await start('orep-server', { OREP_PORT: String(orepPort), OREP_AUTH_TOKEN: OREP_TOKEN, OREP_TENANT_ID: session.tenantId, OREP_ENVIRONMENT: 'production' }, orepPort);
+    await start('orep-server', { OREP_PORT: String(orepPort), OREP_AUTH_TOKEN: OREP_TOKEN, OREP_CLIENT_KEYS: OREP_BROWSER_KEY, OREP_TENANT_ID: session.tenantId, OREP_ENVIRONMENT: 'production' }, orepPort);
 
     // A project (its page is another screen), then the flag created in it from the console.
     const project = await http(`${base}/api/projects`, { method: 'POST', headers: api, json: { name: 'Storefront', description: 'The shop', color: '#336699' } });
@@ -203,6 +205,25 @@ if (!HAVE_CHROMIUM) {
     await audit.scrollIntoViewIfNeeded();
     await shot('06-audit-log');
     await accessible('flag detail with rule, playground and audit log');
+
+    // Client-side availability: server-only until ticked; saved for every environment; from then on
+    // orep-server's browser key evaluates the flag, which it was told did not exist before.
+    const byBrowserKey = async () =>
+      (await http(`${orep}/ofrep/v1/evaluate/flags/new-checkout`, { method: 'POST', headers: { authorization: `Bearer ${OREP_BROWSER_KEY}` }, json: { context: { targetingKey: 'user-1' } } })).status;
+    expect(await byBrowserKey()).toBe(404);
+    const clientSide = page.getByRole('group', { name: 'Available to client-side keys' });
+    await clientSide.getByText('Server-only: only the server token evaluates it').waitFor();
+    await clientSide.getByText('Browser keys (client-side ID)', { exact: true }).click();
+    expect(await clientSide.getByRole('checkbox', { name: 'Browser keys (client-side ID)' }).isChecked()).toBe(true);
+    await clientSide.getByText('every visitor of your app').waitFor();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText(/^Saved: Client-side availability\./).waitFor();
+    await page.getByRole('region', { name: 'Settings' }).scrollIntoViewIfNeeded();
+    await shot('06b-client-side-availability', false);
+    await accessible('client-side availability');
+    const availability = await http(`${base}/api/flags/new-checkout`, { headers: { ...api, 'x-environment': 'staging' } });
+    expect(availability.body.clientSideAvailability).toEqual({ usingEnvironmentId: true, usingMobileKey: false });
+    await waitFor(async () => (await byBrowserKey()) === 200, 5000, 50);
 
     // Someone else edits meanwhile: saving is a 412, the console shows their change and reapplies ours.
     const current = await http(`${base}/api/flags/new-checkout`, { headers: api });

@@ -35,6 +35,7 @@ export function aFlag(over: Partial<Flag> = {}): Flag {
       { id: 'v-true', name: 'true', value: true, description: '', weight: 0 },
       { id: 'v-false', name: 'false', value: false, description: '', weight: 0 },
     ],
+    clientSideAvailability: { usingEnvironmentId: false, usingMobileKey: false },
     environment: 'staging',
     offValue: false,
     targets: [],

@@ -1,6 +1,8 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { SecretStore } from '@flagship/config';
 import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
 import type { OrepServerConfig } from './env.schema';
+import { OREP_SECRETS, orepKeysProvider, type SecretSource } from './keys/orep-keys.provider';
 import { ofrepPushProvider } from './push/ofrep-push.provider';
 import { OrepReadiness, SnapshotReadiness } from './readiness/orep-readiness';
 import { SourcesModule } from './sources/sources.module';
@@ -11,7 +13,8 @@ import { SourcesModule } from './sources/sources.module';
  */
 @Module({})
 export class AppModule {
-  static forConfig(config: OrepServerConfig): DynamicModule {
+  /** `secrets`: where the client-side keys are read (main.ts: the SecretStore, so a Secrets Manager rotation applies). */
+  static forConfig(config: OrepServerConfig, secrets: SecretSource = SecretStore.fromEnv({ OREP_CLIENT_KEYS: config.OREP_CLIENT_KEYS, OREP_MOBILE_KEYS: config.OREP_MOBILE_KEYS })): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -26,7 +29,7 @@ export class AppModule {
         }),
         SourcesModule.forConfig(config),
       ],
-      providers: [SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
+      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysProvider, SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
     };
   }
 }

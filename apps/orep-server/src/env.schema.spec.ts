@@ -20,7 +20,7 @@ describe('orep-server configuration', () => {
     expect(() => loadOrepServerConfig({ ...base, NODE_ENV: 'production' })).toThrow(
       new ConfigError('invalid configuration: OREP_TENANT_ID or OREP_FLAGS_FILE is required when NODE_ENV=production'),
     );
-    expect(loadOrepServerConfig({ ...base, NODE_ENV: 'production', OREP_FLAGS_FILE: 'f.json' }).sourceMode).toBe('file');
+    expect(loadOrepServerConfig({ ...base, NODE_ENV: 'production', OREP_FLAGS_FILE: 'f.json', OREP_PUBLIC_URL: 'https://app.example.com' }).sourceMode).toBe('file');
   });
 
   it.each([
@@ -39,6 +39,9 @@ describe('orep-server configuration', () => {
     [{ ...base, OREP_PUBLIC_URL: 'ftp://flags.example.com' }, 'OREP_PUBLIC_URL is invalid'],
     [{ ...base, OREP_FLAG_MAX_BYTES: '0' }, 'OREP_FLAG_MAX_BYTES is invalid'],
     [{ ...base, OREP_FLAG_MAX_BYTES: '2048', OREP_FLAG_SET_MAX_BYTES: '1024' }, 'OREP_FLAG_MAX_BYTES (2048) must not be more than OREP_FLAG_SET_MAX_BYTES (1024)'],
+    [{ ...base, OREP_CLIENT_KEYS: 'pk_short' }, 'OREP_CLIENT_KEYS is invalid (key 1 must be 16 to 256 printable ASCII characters, without commas or spaces)'],
+    [{ ...base, OREP_MOBILE_KEYS: 'mob_key_000000000001 mob key' }, 'OREP_MOBILE_KEYS is invalid (key 2 must be'],
+    [{ OREP_AUTH_TOKEN: 'server-token-00000001', OREP_CLIENT_KEYS: 'server-token-00000001' }, 'OREP_CLIENT_KEYS: a key equals OREP_AUTH_TOKEN'],
   ])('refuses %j with one line naming the variable', (env, message) => {
     expect(() => loadOrepServerConfig(env)).toThrow(ConfigError);
     expect(() => loadOrepServerConfig(env)).toThrow(message);
@@ -47,7 +50,8 @@ describe('orep-server configuration', () => {
   it('OFREP push: on by default, bounded, with a public URL taken without its trailing slash', () => {
     expect(loadOrepServerConfig(base)).toMatchObject({
       OREP_SSE_MAX_CONNECTIONS: 10000,
-      OREP_SSE_MAX_PER_ADDRESS: 1000,
+      // A household behind one NAT (or one IPv6 /64) fits; a single client cannot hold thousands.
+      OREP_SSE_MAX_PER_ADDRESS: 100,
       OREP_SSE_MAX_BUFFER_BYTES: 65536,
       OREP_SSE_HEARTBEAT_S: 15,
       OREP_SSE_TOKEN_TTL_S: 900,
@@ -63,5 +67,20 @@ describe('orep-server configuration', () => {
 
   it('bounds flags in bytes by default: 32 KiB a flag (as management-api), 64 MiB all of them', () => {
     expect(loadOrepServerConfig(base)).toMatchObject({ OREP_FLAG_MAX_BYTES: 32768, OREP_FLAG_SET_MAX_BYTES: 67108864 });
+  });
+
+  it('requires OREP_PUBLIC_URL in production while push is on: the SSE URL would otherwise follow the Host header', () => {
+    const production = { ...base, NODE_ENV: 'production', OREP_FLAGS_FILE: 'f.json' };
+    expect(() => loadOrepServerConfig(production)).toThrow(
+      new ConfigError('invalid configuration: OREP_PUBLIC_URL is required when NODE_ENV=production and push is on (OREP_SSE_MAX_CONNECTIONS > 0)'),
+    );
+    expect(loadOrepServerConfig({ ...production, OREP_SSE_MAX_CONNECTIONS: '0' }).OREP_PUBLIC_URL).toBe('');
+    expect(loadOrepServerConfig({ ...production, OREP_PUBLIC_URL: 'https://app.example.com' }).OREP_PUBLIC_URL).toBe('https://app.example.com');
+    expect(loadOrepServerConfig({ ...base, OREP_FLAGS_FILE: 'f.json' }).OREP_PUBLIC_URL).toBe('');
+  });
+
+  it('client-side keys: none by default; the lists as given', () => {
+    expect(loadOrepServerConfig(base)).toMatchObject({ OREP_CLIENT_KEYS: '', OREP_MOBILE_KEYS: '' });
+    expect(loadOrepServerConfig({ ...base, OREP_CLIENT_KEYS: 'pk_browser_0000000001,pk_browser_0000000002' }).OREP_CLIENT_KEYS).toBe('pk_browser_0000000001,pk_browser_0000000002');
   });
 });

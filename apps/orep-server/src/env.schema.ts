@@ -1,6 +1,7 @@
 import { ConfigError, commonEnv, loadConfig, makeValidator, port, str } from '@flagship/config';
 import { isUuid } from '@flagship/domain';
 import { DEFAULT_FLAG_MAX_BYTES } from '@flagship/flag-evaluation';
+import { KeyListError, OrepKeys, parseKeyList, readKeyLists } from './keys/orep-keys';
 
 
 /** '' (unset) or a UUID: tenant_id is a uuid column, so anything else could only fail every query. */
@@ -25,6 +26,12 @@ const positiveInteger = makeValidator<number>((input) => {
   const n = Number(input);
   if (input.trim() === '' || !Number.isSafeInteger(n) || n <= 0) throw new Error(`Invalid positive integer input: "${input}"`);
   return n;
+});
+
+/** A list of client-side keys (keys/orep-keys.ts); the message never quotes a key. */
+const keyList = makeValidator<string>((input) => {
+  parseKeyList(input);
+  return input;
 });
 
 /** '' or an http(s) origin with an optional path prefix and no query: the SSE URL is built on it. */
@@ -66,8 +73,8 @@ export const orepServerEnv = {
     desc: 'OFREP push: SSE connections this process holds at once (more are refused 503); 0 = no push (no eventStreams, no SSE route)',
   }),
   OREP_SSE_MAX_PER_ADDRESS: nonNegativeInteger({
-    default: 1000,
-    desc: 'OFREP push: SSE connections per client address (more are refused 429; see TRUST_PROXY); 0 = no per-address limit',
+    default: 100,
+    desc: 'OFREP push: SSE connections per client address, IPv6 counted per /64 (more are refused 429; see TRUST_PROXY); 0 = no per-address limit',
   }),
   OREP_SSE_MAX_BUFFER_BYTES: positiveInteger({
     default: 65536,
@@ -76,7 +83,18 @@ export const orepServerEnv = {
   OREP_SSE_HEARTBEAT_S: positiveNumber({ default: 15, desc: 'OFREP push: seconds between comment heartbeats on each stream' }),
   OREP_SSE_TOKEN_TTL_S: positiveInteger({ default: 900, desc: 'OFREP push: lifetime in seconds of the token in the SSE URL (browsers cannot send headers)' }),
   OREP_SSE_INACTIVITY_DELAY_S: positiveInteger({ default: 120, desc: 'OFREP push: inactivityDelaySec told to providers (close the stream after this long hidden)' }),
-  OREP_PUBLIC_URL: publicUrl({ default: '', desc: 'the origin clients reach this server at (https://flags.example.com), for the SSE URL; empty = from each request Host' }),
+  OREP_PUBLIC_URL: publicUrl({
+    default: '',
+    desc: 'the origin clients reach this server at (https://flags.example.com), for the SSE URL; required in production with push on; empty = from each request Host',
+  }),
+  OREP_CLIENT_KEYS: keyList({
+    default: '',
+    desc: 'browser keys (comma-separated, 16+ characters each), safe to ship to browsers: they evaluate only flags with clientSideAvailability.usingEnvironmentId; read as a secret, so a Secrets Manager rotation needs no restart',
+  }),
+  OREP_MOBILE_KEYS: keyList({
+    default: '',
+    desc: 'mobile keys (comma-separated, 16+ characters each): they evaluate only flags with clientSideAvailability.usingMobileKey; read as a secret like OREP_CLIENT_KEYS',
+  }),
 };
 
 /**
@@ -97,6 +115,16 @@ export function loadOrepServerConfig(env: NodeJS.ProcessEnv) {
   }
   if (raw.OREP_FLAG_MAX_BYTES > raw.OREP_FLAG_SET_MAX_BYTES) {
     throw new ConfigError(`invalid configuration: OREP_FLAG_MAX_BYTES (${raw.OREP_FLAG_MAX_BYTES}) must not be more than OREP_FLAG_SET_MAX_BYTES (${raw.OREP_FLAG_SET_MAX_BYTES})`);
+  }
+  // Without it the SSE URL handed to browsers names whatever Host header the request carried.
+  if (raw.NODE_ENV === 'production' && raw.OREP_SSE_MAX_CONNECTIONS > 0 && raw.OREP_PUBLIC_URL === '') {
+    throw new ConfigError('invalid configuration: OREP_PUBLIC_URL is required when NODE_ENV=production and push is on (OREP_SSE_MAX_CONNECTIONS > 0)');
+  }
+  try {
+    new OrepKeys(raw.OREP_AUTH_TOKEN, readKeyLists((name) => raw[name as 'OREP_CLIENT_KEYS' | 'OREP_MOBILE_KEYS']));
+  } catch (err) {
+    if (err instanceof KeyListError) throw new ConfigError(`invalid configuration: ${err.message}`);
+    throw err;
   }
   return { ...raw, sourceMode };
 }

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as PgClient } from 'pg';
@@ -13,7 +14,7 @@ import { OFREPProvider } from '@openfeature/ofrep-provider';
 import { ErrorCode, OpenFeature } from '@openfeature/server-sdk';
 import type { FlagDefinition } from '@flagship/flag-evaluation';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
-import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment, FakeSecretsManager, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
 
 const root = join(__dirname, '..', '..', '..');
 const main = join(root, 'dist/apps/orep-server/apps/orep-server/src/main.js');
@@ -127,13 +128,20 @@ describe('orep-server built, refusing to start', () => {
     ['a flag file that does not validate', { OREP_FLAGS_FILE: 'BAD_FILE' }, /^invalid configuration: OREP_FLAGS_FILE .* flags\[0\]\.type: must be one of/],
     ['a flag file that is missing', { OREP_FLAGS_FILE: '/nonexistent/flags.json' }, /^invalid configuration: OREP_FLAGS_FILE .* cannot be read/],
     ['example flags in production', { NODE_ENV: 'production' }, /^invalid configuration: OREP_TENANT_ID or OREP_FLAGS_FILE is required/],
+    // Else the SSE URL handed to browsers would name whatever Host header a request carried.
+    ['push in production without OREP_PUBLIC_URL', { NODE_ENV: 'production', OREP_FLAGS_FILE: 'GOOD_FILE' }, /^invalid configuration: OREP_PUBLIC_URL is required when NODE_ENV=production and push is on/],
+    ['a client-side key list that cannot be used', { OREP_FLAGS_FILE: 'GOOD_FILE', OREP_CLIENT_KEYS: 'pk_short' }, /^invalid configuration: OREP_CLIENT_KEYS is invalid \(key 1 must be/],
+    ['the server token among the client-side keys', { OREP_FLAGS_FILE: 'GOOD_FILE', OREP_CLIENT_KEYS: TOKEN.padEnd(16, '0'), OREP_AUTH_TOKEN: TOKEN.padEnd(16, '0') }, /^invalid configuration: OREP_CLIENT_KEYS: a key equals OREP_AUTH_TOKEN/],
   ])('on %s, with one line on stderr and exit code 1', async (_name, extra, expected) => {
     const dir = mkdtempSync(join(tmpdir(), 'orep-e2e-bad-'));
     try {
       const bad = join(dir, 'flags.json');
       writeFileSync(bad, JSON.stringify({ version: 1, flags: [{ ...flag('x', 'y'), type: 'text' }] }));
+      const good = join(dir, 'good.json');
+      writeFileSync(good, JSON.stringify({ version: 1, flags: [flag('x', 'y')] }));
       const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'silent', OREP_AUTH_TOKEN: TOKEN, OREP_PORT: String(await freePort()), ...extra };
       if (env['OREP_FLAGS_FILE'] === 'BAD_FILE') env['OREP_FLAGS_FILE'] = bad;
+      if (env['OREP_FLAGS_FILE'] === 'GOOD_FILE') env['OREP_FLAGS_FILE'] = good;
       delete env['OREP_TENANT_ID'];
       const child = spawn(process.execPath, [main], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
@@ -146,6 +154,86 @@ describe('orep-server built, refusing to start', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('orep-server built, in production with push on', () => {
+  let dir: string;
+  let app: Started;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orep-e2e-public-'));
+    const file = join(dir, 'flags.json');
+    writeFileSync(file, JSON.stringify({ version: 1, flags: [flag('greeting', 'hello')] }));
+    app = await startBuilt({ NODE_ENV: 'production', OREP_FLAGS_FILE: file, OREP_PUBLIC_URL: 'https://app.example.com/flags' });
+  });
+
+  afterAll(async () => {
+    await app?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the SSE URL names OREP_PUBLIC_URL, whatever Host (and X-Forwarded-Proto) a request forges', async () => {
+    // fetch cannot set Host: node:http can.
+    const streamUrlFor = (headers: Record<string, string>) =>
+      new Promise<string>((resolve, reject) => {
+        const req = request(`${app.url}/ofrep/v1/evaluate/flags`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve((JSON.parse(text) as { eventStreams: Array<{ url: string }> }).eventStreams[0]!.url));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ context: { targetingKey: 'u1' } }));
+      });
+    for (const headers of [{ host: 'evil.example.net' }, { host: 'evil.example.net:8443', 'x-forwarded-proto': 'http', 'x-forwarded-host': 'evil.example.net' }, {}] as Array<Record<string, string>>) {
+      expect(await streamUrlFor(headers)).toMatch(/^https:\/\/app\.example\.com\/flags\/ofrep\/v1\/events\?token=\d+\.[\w-]{43}$/);
+    }
+  });
+});
+
+describe('orep-server built, client-side keys from Secrets Manager', () => {
+  const OLD = 'pk_e2e_rotation_key_0001';
+  const NEW = 'pk_e2e_rotation_key_0002';
+  let dir: string;
+  let sm: FakeSecretsManager;
+  let app: Started;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orep-e2e-keys-'));
+    const file = join(dir, 'flags.json');
+    writeFileSync(file, JSON.stringify({ version: 1, flags: [{ ...flag('banner', 'on'), clientSideAvailability: { usingEnvironmentId: true, usingMobileKey: false } }, flag('pricing', 'secret')] }));
+    sm = await FakeSecretsManager.start();
+    sm.put('flagship/orep-e2e', { OREP_CLIENT_KEYS: OLD });
+    app = await startBuilt({
+      OREP_FLAGS_FILE: file,
+      SECRETS_MANAGER_SECRET_ID: 'flagship/orep-e2e',
+      SECRETS_REFRESH_S: '1',
+      AWS_ENDPOINT_URL: sm.url,
+      AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+      AWS_SECRET_ACCESS_KEY: 'example',
+    });
+  });
+
+  afterAll(async () => {
+    await app?.stop();
+    await sm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const bulk = (key: string) => http(`${app.url}/ofrep/v1/evaluate/flags`, { method: 'POST', json: { context: { targetingKey: 'u1' } }, headers: { authorization: `Bearer ${key}` } });
+
+  it('reads the browser keys from the secret, and a rotation there applies without a restart', async () => {
+    const before = await bulk(OLD);
+    expect([before.status, (before.body as { flags: Array<{ key: string }> }).flags.map((f) => f.key)]).toEqual([200, ['banner']]);
+    expect((await bulk(NEW)).status).toBe(401);
+    sm.put('flagship/orep-e2e', { OREP_CLIENT_KEYS: NEW });
+    await waitFor(async () => (await bulk(NEW)).status === 200, 10000, 100);
+    expect((await bulk(OLD)).status).toBe(401);
+    expect(app.child.exitCode).toBeNull();
+    // Counted in the log, never shown.
+    expect(app.output()).toContain('client-side keys in force: 1 browser, 0 mobile');
+    expect(app.output()).not.toContain(NEW);
   });
 });
 

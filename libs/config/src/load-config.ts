@@ -28,7 +28,7 @@ export function loadConfig<S extends Record<string, unknown>>(env: NodeJS.Proces
 export function maskSecrets<T extends object>(config: T, secretNames: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) {
-    out[k] = secretNames.includes(k) || /SECRET|PASSWORD|TOKEN|_KEY$/.test(k) ? (v === undefined || v === '' ? v : '***') : v;
+    out[k] = secretNames.includes(k) || /SECRET|PASSWORD|TOKEN|_KEYS?$/.test(k) ? (v === undefined || v === '' ? v : '***') : v;
   }
   return out;
 }

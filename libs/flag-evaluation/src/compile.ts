@@ -1,8 +1,10 @@
 import { hashPrefix } from './bucketing';
+import { clientSideAvailabilityOf, SERVER_ONLY } from './client-side';
 import { evaluateCompiled } from './evaluator';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
 import { ATTR_INVALID, type AttributeRef, type CompiledClause, compileClause, KEY_REF, parseClauseAttribute } from './operators';
 import {
+  type ClientSideAvailability,
   type CompiledFlagResolver,
   type EvaluationContext,
   type EvaluationResult,
@@ -92,6 +94,8 @@ export class CompiledFlag {
     readonly version: number | undefined,
     /** @internal the evaluation plan; its shape is not part of the API. */
     readonly plan: FlagPlan,
+    /** Which client-side keys may evaluate it (none unless the definition says so). */
+    readonly clientSide: Readonly<ClientSideAvailability> = SERVER_ONLY,
   ) {}
 
   /**
@@ -322,5 +326,5 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     fallthrough,
     fallthroughDefault: freezeResult({ value: defaultValue, enabled: true, reason: 'FALLTHROUGH' }),
   };
-  return new CompiledFlag(key, type, enabled, version, plan);
+  return new CompiledFlag(key, type, enabled, version, plan, clientSideAvailabilityOf(flag.clientSideAvailability));
 }

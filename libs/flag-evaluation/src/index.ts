@@ -3,6 +3,7 @@
  * CONTRACT.md section 5). No I/O, no framework; only node:crypto and re2js (linear-time regular expressions).
  */
 export type {
+  ClientSideAvailability,
   Clause,
   CompiledFlagResolver,
   EvaluationContext,
@@ -22,6 +23,7 @@ export type {
 } from './types';
 export { FLAG_TYPES, OPERATORS } from './types';
 export { CompiledFlag, compileFlag, FALLTHROUGH_RULE_ID } from './compile';
+export { clientSideAvailabilityOf, type ClientSideKeyKind, SERVER_ONLY } from './client-side';
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { FlagSnapshot } from './flag-snapshot';
 export { contextKeyOf } from './evaluator';

@@ -88,6 +88,16 @@ export interface Prerequisite {
   variationId: string;
 }
 
+/**
+ * Which client-side keys may evaluate a flag (LaunchDarkly's `clientSideAvailability`, per flag, not
+ * per environment): `usingEnvironmentId` for browser keys, `usingMobileKey` for mobile keys. A flag
+ * without it is available to neither: server keys only.
+ */
+export interface ClientSideAvailability {
+  usingEnvironmentId: boolean;
+  usingMobileKey: boolean;
+}
+
 /** One flag as seen in ONE environment. */
 export interface FlagDefinition {
   key: string;
@@ -103,6 +113,8 @@ export interface FlagDefinition {
   /** Bucketing salt; absent means the flag key, '' is hashed as it is (LaunchDarkly's unsalted flags). */
   salt?: string;
   version?: number;
+  /** Absent: server keys only (both false). */
+  clientSideAvailability?: ClientSideAvailability;
 }
 
 /**

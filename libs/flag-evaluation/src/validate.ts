@@ -101,6 +101,18 @@ export function checkFlagDefinition(
   if (raw.version !== undefined && !(Number.isInteger(raw.version) && (raw.version as number) >= 0)) {
     report('version', 'must be a non-negative integer');
   }
+  if (raw.clientSideAvailability !== undefined) {
+    const availability = raw.clientSideAvailability;
+    if (!isPlainObject(availability)) report('clientSideAvailability', 'must be an object {usingEnvironmentId, usingMobileKey}');
+    else {
+      for (const field of ['usingEnvironmentId', 'usingMobileKey']) {
+        if (typeof availability[field] !== 'boolean') report(`clientSideAvailability.${field}`, 'must be a boolean');
+      }
+      for (const field of Object.keys(availability)) {
+        if (field !== 'usingEnvironmentId' && field !== 'usingMobileKey') report(`clientSideAvailability.${field}`, 'is not an allowed field');
+      }
+    }
+  }
 
   const variationIds = new Set<string>();
   list(raw.variations, 'variations').forEach((v, i) => {

@@ -1,7 +1,7 @@
-import { ApiTokenVerifier, constantTimeEqual } from './api-token';
+import { ApiKeys, constantTimeEqual } from './api-token';
 
-describe('ApiTokenVerifier', () => {
-  const verifier = new ApiTokenVerifier('s3cret-tökén');
+describe('ApiKeys', () => {
+  const verifier = new ApiKeys([['s3cret-tökén', 'ok' as const]]);
 
   it('accepts the token as a bearer token (any case of the scheme) or as X-API-Key', () => {
     expect(verifier.check({ authorization: 'Bearer s3cret-tökén' })).toBe('ok');
@@ -25,13 +25,13 @@ describe('ApiTokenVerifier', () => {
     ['the same bytes cut at a character boundary', 's3cret-tök'],
     ['an empty-looking padding trick', 's3cret-tökén\u0000'],
   ])('refuses %s', (_name, guess) => {
-    expect(verifier.matches(guess)).toBe(false);
-    expect(verifier.check({ authorization: `Bearer ${guess}` })).not.toBe('ok');
+    expect(verifier.match(guess)).toBeUndefined();
+    expect(verifier.check({ authorization: `Bearer ${guess}` })).toBe('invalid');
   });
 
   it('keeps working after refusals', () => {
-    expect(verifier.matches('s3cret-tökénXXXXXXXX')).toBe(false);
-    expect(verifier.matches('s3cret-tökén')).toBe(true);
+    expect(verifier.match('s3cret-tökénXXXXXXXX')).toBeUndefined();
+    expect(verifier.match('s3cret-tökén')).toBe('ok');
   });
 
   it('refuses a guess that repeats the token (reads wrap around the guess, never past it)', () => {
@@ -42,7 +42,19 @@ describe('ApiTokenVerifier', () => {
     expect(constantTimeEqual('abc', 'abc')).toBe(true);
   });
 
-  it('refuses to be built without a token', () => {
-    expect(() => new ApiTokenVerifier('')).toThrow(/empty/);
+  it('tells which of several keys was presented, whichever comes first', () => {
+    const keys = new ApiKeys([
+      ['server-secret-0001', 'server'],
+      ['browser-key-000001', 'browser'],
+      ['browser-key-000002', 'browser-2'],
+    ]);
+    expect(keys.check({ 'x-api-key': 'browser-key-000002' })).toBe('browser-2');
+    expect(keys.check({ authorization: 'Bearer server-secret-0001' })).toBe('server');
+    expect(keys.check({ authorization: 'Bearer browser-key-00000' })).toBe('invalid');
+  });
+
+  it('refuses to be built without a key, or with an empty one', () => {
+    expect(() => new ApiKeys([])).toThrow(/at least one/);
+    expect(() => new ApiKeys([['', 'ok']])).toThrow(/empty/);
   });
 });

@@ -3,30 +3,39 @@ import type { IncomingHttpHeaders } from 'node:http';
 export type TokenCheck = 'ok' | 'missing' | 'invalid';
 
 /**
- * The one token callers present, as `Authorization: Bearer <token>` or `X-API-Key: <token>` (OFREP
- * names both), compared in constant time: the time taken depends neither on how much of the token
- * a guess gets right nor on its length.
+ * The keys callers present, as `Authorization: Bearer <key>` or `X-API-Key: <key>` (OFREP names
+ * both), each standing for what it grants (`T`), compared in constant time: the time taken depends
+ * neither on how much of a key a guess gets right, nor on its length, nor on which key it matches
+ * (every key is compared, none is skipped once one matched). It depends on the number of keys only.
  *
- * The comparison is a branch-free loop over the expected token's UTF-16 code units, reading the
+ * The comparison is a branch-free loop over the expected key's UTF-16 code units, reading the
  * guess at `i % its length` so that every read is in bounds whatever the guess's length, OR-ing the
  * differences together with the difference of the lengths; nothing exits early. Two earlier versions
  * were measured in the serving loop (tools/bench/orep.ts): SHA-256 of both sides cost about 5 µs
  * per request (OpenSSL 3 sets up a digest context per call), and crypto.timingSafeEqual on a scratch
  * buffer about 1 to 2 µs (fill, UTF-8 write, a call into C++), against a fraction of that here.
  */
-export class ApiTokenVerifier {
-  constructor(private readonly expected: string) {
-    if (expected === '') throw new Error('the API token must not be empty');
+export class ApiKeys<T> {
+  private readonly entries: ReadonlyArray<readonly [string, T]>;
+
+  constructor(entries: Iterable<readonly [key: string, grants: T]>) {
+    this.entries = [...entries];
+    if (this.entries.length === 0) throw new Error('at least one API key is needed');
+    if (this.entries.some(([key]) => key === '')) throw new Error('an API key must not be empty');
   }
 
-  check(headers: IncomingHttpHeaders): TokenCheck {
+  /** What the request's key grants; 'missing' without one, 'invalid' when it is none of the keys. */
+  check(headers: IncomingHttpHeaders): T | 'missing' | 'invalid' {
     const presented = presentedToken(headers);
     if (presented === undefined) return 'missing';
-    return this.matches(presented) ? 'ok' : 'invalid';
+    return this.match(presented) ?? 'invalid';
   }
 
-  matches(presented: string): boolean {
-    return constantTimeEqual(this.expected, presented);
+  /** What `presented` grants, comparing it with every key. */
+  match(presented: string): T | undefined {
+    let found: T | undefined;
+    for (const [key, grants] of this.entries) if (constantTimeEqual(key, presented)) found = grants;
+    return found;
   }
 }
 
@@ -40,7 +49,8 @@ export function constantTimeEqual(secret: string, guess: string): boolean {
   return diff === 0;
 }
 
-function presentedToken(headers: IncomingHttpHeaders): string | undefined {
+/** The key of `Authorization: Bearer <key>`, else of `X-API-Key`; undefined when neither holds one. */
+export function presentedToken(headers: IncomingHttpHeaders): string | undefined {
   const authorization = headers.authorization;
   if (authorization !== undefined && authorization.length > 7 && (authorization.startsWith('Bearer ') || authorization.slice(0, 7).toLowerCase() === 'bearer ')) {
     const token = authorization.slice(7).trim();

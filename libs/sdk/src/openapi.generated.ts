@@ -1322,6 +1322,12 @@ export interface components {
             description: string;
             weight: number;
         };
+        ClientSideAvailabilityDto: {
+            /** @description orep-server's browser keys (OREP_CLIENT_KEYS) evaluate the flag */
+            usingEnvironmentId: boolean;
+            /** @description orep-server's mobile keys (OREP_MOBILE_KEYS) evaluate the flag */
+            usingMobileKey: boolean;
+        };
         TargetDto: {
             variationId: string;
             /** @description context keys */
@@ -1396,6 +1402,8 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             variations: components["schemas"]["FlagVariationDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability: components["schemas"]["ClientSideAvailabilityDto"];
             environment: string;
             offValue: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
                 [key: string]: components["schemas"]["JsonValue"];
@@ -1440,6 +1448,8 @@ export interface components {
             enabled?: boolean;
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
         SkippedImportDto: {
             key: string;
@@ -1485,6 +1495,8 @@ export interface components {
             /** @description bucketing salt; default the flag key */
             salt?: string;
             version?: number;
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND; absent: server keys only */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
         FlagExportDto: {
             /** @description format version of the file */
@@ -1512,6 +1524,8 @@ export interface components {
             enabled?: boolean;
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
         /** @description A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant). */
         UpdateFlagDto: {
@@ -1524,6 +1538,8 @@ export interface components {
             projectId?: string | null;
             /** @description the full list of variations, ids included */
             variations?: components["schemas"]["VariationDto"][];
+            /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
+            clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
             enabled?: boolean;
             /** @description served when off; null resets to the type default */
             offValue?: (string | number | boolean | components["schemas"]["JsonValue"][] | {

@@ -82,6 +82,16 @@ export interface Prerequisite {
   variationId: string;
 }
 
+/**
+ * Which client-side keys of orep-server may evaluate a flag (LaunchDarkly's field): browser keys
+ * (`OREP_CLIENT_KEYS`) when `usingEnvironmentId`, mobile keys (`OREP_MOBILE_KEYS`) when
+ * `usingMobileKey`. Both false: server keys only. One value for every environment.
+ */
+export interface ClientSideAvailability {
+  usingEnvironmentId: boolean;
+  usingMobileKey: boolean;
+}
+
 /** A flag as seen in one environment (the seed's fields, then the environment's targeting). */
 export interface Flag {
   id: string;
@@ -96,6 +106,7 @@ export interface Flag {
   createdAt: Timestamp;
   updatedAt: Timestamp;
   variations: FlagVariation[];
+  clientSideAvailability: ClientSideAvailability;
   /** The environment these targeting fields belong to. */
   environment: string;
   offValue: JsonValue | null;
@@ -131,6 +142,9 @@ export interface LaunchDarklyFlag {
   salt?: string;
   version?: number;
   deleted?: boolean;
+  /** Kept by the import; without it, the legacy `clientSide` (then `usingMobileKey` is true). */
+  clientSideAvailability?: { usingEnvironmentId?: boolean; usingMobileKey?: boolean };
+  clientSide?: boolean;
   [field: string]: unknown;
 }
 
@@ -196,6 +210,8 @@ export interface CreateFlagInput {
   enabled?: boolean;
   projectId?: string;
   flag_variations?: FlagVariationInput[];
+  /** Default: server keys only. */
+  clientSideAvailability?: ClientSideAvailability;
 }
 
 /** PATCH: omitted fields stay; targeting fields apply to the request's environment. */
@@ -207,6 +223,8 @@ export interface UpdateFlagInput {
   projectId?: string | null;
   /** The full list of variations, ids included. */
   variations?: FlagVariation[];
+  /** For every environment. */
+  clientSideAvailability?: ClientSideAvailability;
   enabled?: boolean;
   /** Served when off; null resets to the type's default. */
   offValue?: JsonValue | null;
@@ -250,6 +268,8 @@ export interface FlagDefinition {
   prerequisites: Prerequisite[];
   salt?: string;
   version?: number;
+  /** Absent: server keys only. */
+  clientSideAvailability?: ClientSideAvailability;
 }
 
 /** The flag file orep-server serves (OREP_FLAGS_FILE). */

@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
 /** Where the platform notes, on each request, how many proxy hops its app trusts (see trustProxyHops). */
@@ -28,4 +29,41 @@ export function clientAddress(req: IncomingMessage, hops = (req as Marked)[TRUST
     .filter((a) => a !== '');
   // The last entry was added by the proxy next to us, the first by the farthest (or the client).
   return forwarded[forwarded.length - Math.min(hops, forwarded.length)] ?? peer;
+}
+
+/**
+ * What a per-address limit counts a client address as: an IPv4 address as it is, an IPv6 address
+ * as its /64 (`2001:db8:1:2::/64`). One subscriber holds a whole /64 (a home, a phone, a VM), and its
+ * privacy addresses rotate within it, so counting IPv6 per address would give one household 2^64
+ * allowances. IPv4 written in IPv6 (`::ffff:203.0.113.7`, a dual-stack socket's form, and the NAT64
+ * prefix 64:ff9b::/96) counts as the IPv4 address it carries. Anything else is returned unchanged.
+ */
+export function addressBucket(address: string): string {
+  if (!address.includes(':')) return address;
+  const hextets = ipv6Hextets(address);
+  if (hextets === undefined) return address;
+  const [a, b, c, d, e, f, g, h] = hextets as [number, number, number, number, number, number, number, number];
+  const zeros80 = a === 0 && b === 0 && c === 0 && d === 0 && e === 0;
+  if ((zeros80 && f === 0xffff) || (a === 0x64 && b === 0xff9b && c === 0 && d === 0 && e === 0 && f === 0)) {
+    return `${g >> 8}.${g & 0xff}.${h >> 8}.${h & 0xff}`;
+  }
+  return `${[a, b, c, d].map((x) => x.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (zone index dropped, an IPv4 tail read); undefined when it is none. */
+function ipv6Hextets(text: string): number[] | undefined {
+  let address = text;
+  const zone = address.indexOf('%');
+  if (zone >= 0) address = address.slice(0, zone);
+  if (!isIPv6(address)) return undefined;
+  const tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  if (tail !== null) {
+    const [, p, q, r, s] = tail.map(Number) as [number, number, number, number, number];
+    address = `${address.slice(0, tail.index)}${((p << 8) | q).toString(16)}:${((r << 8) | s).toString(16)}`;
+  }
+  const [head, rest] = address.split('::') as [string, string | undefined];
+  const left = head === '' ? [] : head.split(':');
+  const right = rest === undefined || rest === '' ? [] : rest.split(':');
+  const groups = rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return groups.map((x) => parseInt(x, 16));
 }

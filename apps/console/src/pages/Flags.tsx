@@ -1,7 +1,7 @@
 import { startTransition, useEffect, useMemo, useState } from 'react';
 import { Input, Label, SearchField } from 'react-aria-components';
 import { Link } from 'wouter';
-import { formatValue } from '../api';
+import { type Flag, formatValue } from '../api';
 import { ChoiceSelect } from '../components/ChoiceSelect';
 import { FlagSwitch } from '../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../components/States';
@@ -101,6 +101,7 @@ export function Flags() {
                   <Link href={`/flags/${encodeURIComponent(f.key)}`}>{f.name}</Link>
                   <div className="muted">
                     <code>{f.key}</code>
+                    {clientSideNote(f)}
                   </div>
                 </td>
                 <td>{f.type}</td>
@@ -123,4 +124,10 @@ export function Flags() {
       )}
     </section>
   );
+}
+
+/** Which client-side keys evaluate the flag, said in the list so a flag exposed to browsers stands out. */
+function clientSideNote(f: Flag): string | null {
+  const kinds = [f.clientSideAvailability.usingEnvironmentId && 'browser', f.clientSideAvailability.usingMobileKey && 'mobile'].filter(Boolean);
+  return kinds.length === 0 ? null : ` · client-side: ${kinds.join(', ')}`;
 }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean } from 'class-validator';
 import { JSON_VALUE } from '@flagship/service-kit';
-import { OPERATORS, type Clause, type FlagDefinition, type Operator, type Prerequisite, type Rollout, type Rule, type Target, type Variation, type WeightedVariation } from '@flagship/flag-evaluation';
+import { OPERATORS, type ClientSideAvailability, type Clause, type FlagDefinition, type Operator, type Prerequisite, type Rollout, type Rule, type Target, type Variation, type WeightedVariation } from '@flagship/flag-evaluation';
 import { FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
 
 /*
@@ -60,6 +61,20 @@ export class VariationDto implements Variation {
   @ApiProperty() weight: number;
 }
 
+/** Which client-side keys of orep-server may evaluate a flag (LaunchDarkly's field of the same name). */
+export class ClientSideAvailabilityDto implements ClientSideAvailability {
+  @ApiProperty({ description: "orep-server's browser keys (OREP_CLIENT_KEYS) evaluate the flag" })
+  @IsBoolean()
+  usingEnvironmentId: boolean;
+
+  @ApiProperty({ description: "orep-server's mobile keys (OREP_MOBILE_KEYS) evaluate the flag" })
+  @IsBoolean()
+  usingMobileKey: boolean;
+}
+
+export const CLIENT_SIDE_AVAILABILITY_DESCRIPTION =
+  'which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND';
+
 /** One flag of an export, as orep-server reads it (the evaluator's FlagDefinition). */
 export class FlagDefinitionDto implements FlagDefinition {
   @ApiProperty() key: string;
@@ -73,6 +88,8 @@ export class FlagDefinitionDto implements FlagDefinition {
   @ApiProperty({ type: [PrerequisiteDto] }) prerequisites: PrerequisiteDto[];
   @ApiPropertyOptional({ description: 'bucketing salt; default the flag key' }) salt?: string;
   @ApiPropertyOptional() version?: number;
+  @ApiPropertyOptional({ type: ClientSideAvailabilityDto, description: `${CLIENT_SIDE_AVAILABILITY_DESCRIPTION}; absent: server keys only` })
+  clientSideAvailability?: ClientSideAvailabilityDto;
 }
 
 /** The flag file orep-server serves (OREP_FLAGS_FILE). */

@@ -1,6 +1,6 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
 import type { FlagType, JsonValue } from '@flagship/domain';
-import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
+import type { ClientSideAvailability, Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
 
 /** A flag's global fields (the same in every environment). */
 @Entity({ name: 'flags' })
@@ -34,6 +34,10 @@ export class FlagEntity {
 
   @Column({ type: 'jsonb', default: [] })
   variations: Variation[];
+
+  /** Which orep-server client-side keys may evaluate it, in every environment (as LaunchDarkly keeps it). */
+  @Column({ name: 'client_side_availability', type: 'jsonb' })
+  clientSideAvailability: ClientSideAvailability;
 
   @Column({ type: 'integer', default: 1 })
   version: number;

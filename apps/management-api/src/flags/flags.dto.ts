@@ -21,7 +21,7 @@ import {
 import { JSON_VALUE, PageQueryDto } from '@flagship/service-kit';
 import { EVALUATION_ERROR_KINDS, EVALUATION_REASONS, FLAG_KEY_PATTERN, FLAG_TYPES, type EvaluationErrorKind, type EvaluationReason, type FlagType, type JsonValue } from '@flagship/domain';
 import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
-import { PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-targeting.dto';
+import { CLIENT_SIDE_AVAILABILITY_DESCRIPTION, ClientSideAvailabilityDto, PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-targeting.dto';
 
 const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
 
@@ -120,6 +120,12 @@ export class CreateFlagDto {
   @ValidateNested({ each: true })
   @Type(() => FlagVariationInputDto)
   flag_variations?: FlagVariationInputDto[];
+
+  @ApiPropertyOptional({ type: ClientSideAvailabilityDto, description: CLIENT_SIDE_AVAILABILITY_DESCRIPTION })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ClientSideAvailabilityDto)
+  clientSideAvailability?: ClientSideAvailabilityDto;
 }
 
 /** The project-scoped create: the project comes from the path. */
@@ -167,6 +173,12 @@ export class UpdateFlagDto {
   @IsArray()
   @ArrayMaxSize(100)
   variations?: Variation[];
+
+  @ApiPropertyOptional({ type: ClientSideAvailabilityDto, description: CLIENT_SIDE_AVAILABILITY_DESCRIPTION })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ClientSideAvailabilityDto)
+  clientSideAvailability?: ClientSideAvailabilityDto;
 
   @ApiPropertyOptional()
   @IsOptional()
@@ -265,6 +277,7 @@ export class FlagDto {
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
   @ApiProperty({ type: [FlagVariationDto] }) variations: FlagVariationDto[];
+  @ApiProperty({ type: ClientSideAvailabilityDto, description: CLIENT_SIDE_AVAILABILITY_DESCRIPTION }) clientSideAvailability: ClientSideAvailabilityDto;
   @ApiProperty() environment: string;
   @ApiProperty(JSON_VALUE) offValue: JsonValue | null;
   @ApiProperty({ type: [TargetDto] }) targets: Target[];

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { FlagDefinition } from '@flagship/flag-evaluation';
+import { type FlagDefinition, SERVER_ONLY } from '@flagship/flag-evaluation';
 import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow, type MeasuredDefinition, measureFlagDefinitions } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
@@ -13,6 +13,7 @@ const FLAG_COLUMNS: Record<string, [string, boolean]> = {
   tags: ['tags', false],
   projectId: ['project_id', false],
   variations: ['variations', true],
+  clientSideAvailability: ['client_side_availability', true],
 };
 const ENV_COLUMNS: Record<string, [string, boolean]> = {
   enabled: ['enabled', false],
@@ -149,14 +150,21 @@ export class FlagsRepository {
    * Inserts new flags (no project, named by their key) and their row, switched off, in every
    * environment of the tenant: two statements for any number. Returns key -> id.
    */
-  async insertMany(m: EntityManager, tenantId: string, flags: ReadonlyArray<Pick<FlagEntity, 'key' | 'type' | 'defaultValue' | 'variations'>>): Promise<Map<string, string>> {
+  async insertMany(
+    m: EntityManager,
+    tenantId: string,
+    flags: ReadonlyArray<Pick<FlagEntity, 'key' | 'type' | 'defaultValue' | 'variations' | 'clientSideAvailability'>>,
+  ): Promise<Map<string, string>> {
     if (flags.length === 0) return new Map();
     const rows: Array<{ id: string; key: string }> = await m.query(
-      `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations)
-       SELECT $1, x.key, NULL, x.key, x.type, x.default_value, '', '{}', x.variations
-         FROM jsonb_to_recordset($2::jsonb) AS x(key text, type text, default_value jsonb, variations jsonb)
+      `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations, client_side_availability)
+       SELECT $1, x.key, NULL, x.key, x.type, x.default_value, '', '{}', x.variations, x.client_side_availability
+         FROM jsonb_to_recordset($2::jsonb) AS x(key text, type text, default_value jsonb, variations jsonb, client_side_availability jsonb)
        RETURNING id, key`,
-      [tenantId, JSON.stringify(flags.map((f) => ({ key: f.key, type: f.type, default_value: f.defaultValue, variations: f.variations })))],
+      [
+        tenantId,
+        JSON.stringify(flags.map((f) => ({ key: f.key, type: f.type, default_value: f.defaultValue, variations: f.variations, client_side_availability: f.clientSideAvailability }))),
+      ],
     );
     const ids = new Map(rows.map((r) => [r.key, r.id]));
     await m.query(
@@ -167,14 +175,18 @@ export class FlagsRepository {
     return ids;
   }
 
-  /** Sets the variations of many flags, each only at its expected version, bumping it; one statement. */
-  async updateVariationsMany(m: EntityManager, tenantId: string, rows: ReadonlyArray<{ flagId: string; expectedVersion: number; variations: FlagEntity['variations'] }>): Promise<number> {
+  /** Sets what an import writes of many flags' global fields, each only at its expected version, bumping it; one statement. */
+  async updateImportedMany(
+    m: EntityManager,
+    tenantId: string,
+    rows: ReadonlyArray<{ flagId: string; expectedVersion: number } & Pick<FlagEntity, 'variations' | 'clientSideAvailability'>>,
+  ): Promise<number> {
     if (rows.length === 0) return 0;
     const [, affected] = (await m.query(
-      `UPDATE flags f SET variations = x.variations, version = f.version + 1, updated_at = now()
-         FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, version integer, variations jsonb)
+      `UPDATE flags f SET variations = x.variations, client_side_availability = x.client_side_availability, version = f.version + 1, updated_at = now()
+         FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, version integer, variations jsonb, client_side_availability jsonb)
         WHERE f.tenant_id = $1 AND f.id = x.id AND f.version = x.version`,
-      [tenantId, JSON.stringify(rows.map((r) => ({ id: r.flagId, version: r.expectedVersion, variations: r.variations })))],
+      [tenantId, JSON.stringify(rows.map((r) => ({ id: r.flagId, version: r.expectedVersion, variations: r.variations, client_side_availability: r.clientSideAvailability })))],
     )) as [unknown, number];
     return affected;
   }
@@ -235,11 +247,27 @@ export class FlagsRepository {
   }
 
   /** Inserts the flag and its row in every environment of the tenant (switched on only in `enabledIn`). */
-  async insert(m: EntityManager, tenantId: string, fields: Omit<FlagEntity, 'id' | 'tenantId' | 'version' | 'createdAt' | 'updatedAt'>, enabledIn?: string): Promise<FlagEntity> {
+  async insert(
+    m: EntityManager,
+    tenantId: string,
+    fields: Omit<FlagEntity, 'id' | 'tenantId' | 'version' | 'createdAt' | 'updatedAt' | 'clientSideAvailability'> & Partial<Pick<FlagEntity, 'clientSideAvailability'>>,
+    enabledIn?: string,
+  ): Promise<FlagEntity> {
     await m.query(
-      `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::jsonb)`,
-      [tenantId, fields.key, fields.projectId, fields.name, fields.type, JSON.stringify(fields.defaultValue), fields.description, fields.tags, JSON.stringify(fields.variations)],
+      `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations, client_side_availability)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb)`,
+      [
+        tenantId,
+        fields.key,
+        fields.projectId,
+        fields.name,
+        fields.type,
+        JSON.stringify(fields.defaultValue),
+        fields.description,
+        fields.tags,
+        JSON.stringify(fields.variations),
+        JSON.stringify(fields.clientSideAvailability ?? SERVER_ONLY),
+      ],
     );
     const flag = (await this.findByKey(tenantId, fields.key, m))!;
     await m.query(

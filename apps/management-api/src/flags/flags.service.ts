@@ -9,6 +9,7 @@ import {
   type EvaluationResult,
   type FlagDefinition,
   prerequisiteBoundProblems,
+  SERVER_ONLY,
   validateFlagDefinition,
   valueMatchesType,
   type Variation,
@@ -55,6 +56,7 @@ export function toFlagDto(r: FlagRow): FlagDto {
     createdAt: r.flag.createdAt.toISOString(),
     updatedAt: updated.toISOString(),
     variations: r.flag.variations.map((v) => ({ id: v.id, name: v.name, value: v.value, description: v.description ?? '', weight: v.weight })),
+    clientSideAvailability: { usingEnvironmentId: r.flag.clientSideAvailability.usingEnvironmentId, usingMobileKey: r.flag.clientSideAvailability.usingMobileKey },
     environment: r.env.environmentKey,
     offValue: r.env.offValue,
     targets: r.env.targets,
@@ -83,7 +85,7 @@ const RESERVED_KEYS = ['export'];
 
 /** Fields of the environment row PATCH may change. */
 const ENV_FIELDS = ['enabled', 'offValue', 'targets', 'rules', 'prerequisites', 'salt'] as const;
-const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId', 'variations'] as const;
+const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId', 'variations', 'clientSideAvailability'] as const;
 /** The fields of a request that are part of a flag's definition (what FLAG_MAX_BYTES bounds). */
 const DEFINITION_FIELDS = ['defaultValue', 'flag_variations', 'variations', 'offValue', 'targets', 'rules', 'prerequisites', 'salt', 'enabled'] as const;
 
@@ -136,7 +138,7 @@ export class FlagsService {
         const flag = await this.repo.insert(
           m,
           tenantId,
-          { key: dto.key, projectId, name: dto.name, type: dto.type, defaultValue: dto.defaultValue, description: dto.description ?? '', tags: dto.tags ?? [], variations },
+          { key: dto.key, projectId, name: dto.name, type: dto.type, defaultValue: dto.defaultValue, description: dto.description ?? '', tags: dto.tags ?? [], variations, clientSideAvailability: dto.clientSideAvailability },
           dto.enabled ? environment : undefined,
         );
         await this.boundSize(m, tenantId, [flag.id], () => largestField(dto as unknown as Record<string, unknown>, DEFINITION_FIELDS) ?? 'defaultValue');
@@ -235,9 +237,10 @@ export class FlagsService {
       const entities = new Map<string, { flag: FlagEntity; env: FlagEnvironmentEntity }>();
       for (const f of flags) {
         const before = locked.get(f.key);
+        const clientSideAvailability = f.clientSideAvailability ?? before?.flag.clientSideAvailability ?? { ...SERVER_ONLY };
         const flag: FlagEntity = before
-          ? { ...before.flag, variations: f.variations }
-          : ({ key: f.key, type: f.type, defaultValue: f.defaultValue, variations: f.variations, version: 0 } as FlagEntity);
+          ? { ...before.flag, variations: f.variations, clientSideAvailability }
+          : ({ key: f.key, type: f.type, defaultValue: f.defaultValue, variations: f.variations, clientSideAvailability, version: 0 } as FlagEntity);
         const envRow = { ...(before?.env ?? {}), environmentKey: environment, ...importedTargeting(f), version: before?.env.version ?? 0 } as FlagEnvironmentEntity;
         entities.set(f.key, { flag, env: envRow });
         merged.set(f.key, definitionOf(flag, envRow));
@@ -271,11 +274,19 @@ export class FlagsService {
       const fresh = [...imported.values()].filter((f) => !locked.has(f.key));
       // The import's new flags count together: all fit under the quota, or none is written.
       await this.quotas.reserve(m, 'flags-per-tenant', tenantId, fresh.length);
-      const ids = await this.repo.insertMany(m, tenantId, fresh);
-      await this.repo.updateVariationsMany(
+      const ids = await this.repo.insertMany(m, tenantId, fresh.map((f) => entities.get(f.key)!.flag));
+      // Flags whose global fields the import changes: their variations or their client-side availability.
+      const globalsChanged = flags.filter((f) => {
+        const before = locked.get(f.key);
+        return before !== undefined && (!sameVariations(before.flag.variations, f.variations) || !sameAvailability(before.flag, entities.get(f.key)!.flag));
+      });
+      await this.repo.updateImportedMany(
         m,
         tenantId,
-        variationsChanged.map((f) => ({ flagId: locked.get(f.key)!.flag.id, expectedVersion: locked.get(f.key)!.flag.version, variations: f.variations })),
+        globalsChanged.map((f) => {
+          const { id, version, variations, clientSideAvailability } = entities.get(f.key)!.flag;
+          return { flagId: id, expectedVersion: version, variations, clientSideAvailability };
+        }),
       );
       // A new flag's row in this environment was just inserted at version 1.
       await this.repo.replaceTargetingMany(
@@ -297,7 +308,14 @@ export class FlagsService {
           environmentKey: environment,
           action: 'import',
           actor: caller.callerId,
-          changes: { source: 'launchdarkly', sourceVersion: f.sourceVersion ?? null, created: !locked.has(f.key), variations: f.variations, ...importedTargeting(f) },
+          changes: {
+            source: 'launchdarkly',
+            sourceVersion: f.sourceVersion ?? null,
+            created: !locked.has(f.key),
+            variations: f.variations,
+            clientSideAvailability: entities.get(f.key)!.flag.clientSideAvailability,
+            ...importedTargeting(f),
+          },
         })),
       );
       const created: string[] = [];
@@ -446,6 +464,12 @@ function sameVariations(a: Variation[], b: Variation[]): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+function sameAvailability(a: FlagEntity, b: FlagEntity): boolean {
+  const x = a.clientSideAvailability;
+  const y = b.clientSideAvailability;
+  return x.usingEnvironmentId === y.usingEnvironmentId && x.usingMobileKey === y.usingMobileKey;
+}
+
 /** Our validator's path of an imported flag in LaunchDarkly's terms: the last rule is its fallthrough. */
 function importPath(path: string, ruleCount: number): string {
   const last = `rules[${ruleCount - 1}]`;
@@ -466,6 +490,7 @@ function definitionOf(flag: FlagEntity, env: FlagEnvironmentEntity): FlagDefinit
     prerequisites: env.prerequisites,
     salt: env.salt,
     env_version: env.version,
+    client_side_availability: flag.clientSideAvailability,
   });
 }
 

@@ -1,5 +1,5 @@
 import { evaluateFlag, type FlagDefinition } from '@flagship/flag-evaluation';
-import { inferFlagType, mapLaunchDarklyFlags, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
+import { importedClientSideAvailability, inferFlagType, mapLaunchDarklyFlags, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
 
 const ids = () => {
   let n = 0;
@@ -134,6 +134,27 @@ describe('LaunchDarkly SDK data mapping (pure)', () => {
     expect(flags[0]?.targets).toEqual([
       { variationId: 'v1', values: ['k2'] },
       { variationId: 'v0', values: ['k1'] },
+    ]);
+  });
+
+  it("reads LaunchDarkly's clientSideAvailability (absent fields false), else the legacy clientSide (mobile keys then saw every flag), else nothing", () => {
+    const problems: string[] = [];
+    const read = (raw: Record<string, unknown>) => importedClientSideAvailability(raw, (path, message) => void problems.push(`${path}: ${message}`));
+    expect(read({ clientSideAvailability: { usingEnvironmentId: true }, clientSide: false })).toEqual({ usingEnvironmentId: true, usingMobileKey: false });
+    expect(read({ clientSideAvailability: {} })).toEqual({ usingEnvironmentId: false, usingMobileKey: false });
+    expect(read({ clientSide: false })).toEqual({ usingEnvironmentId: false, usingMobileKey: true });
+    expect(read({ clientSide: true })).toEqual({ usingEnvironmentId: true, usingMobileKey: true });
+    expect(read({})).toBeUndefined();
+    expect(problems).toEqual([]);
+    expect(read({ clientSideAvailability: [] })).toBeUndefined();
+    expect(read({ clientSideAvailability: { usingMobileKey: 1 } })).toBeUndefined();
+    expect(read({ clientSideAvailability: { usingJavaScript: true } })).toBeUndefined();
+    expect(read({ clientSide: 'yes' })).toBeUndefined();
+    expect(problems).toEqual([
+      '.clientSideAvailability: must be an object {usingEnvironmentId, usingMobileKey}',
+      '.clientSideAvailability.usingMobileKey: must be a boolean',
+      ".clientSideAvailability.usingJavaScript: is not a field LaunchDarkly's SDKs read here",
+      '.clientSide: must be a boolean',
     ]);
   });
 });

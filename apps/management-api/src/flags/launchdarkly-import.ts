@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { FLAG_KEY_PATTERN, type FlagType, type JsonValue } from '@flagship/domain';
-import { ATTR_INVALID, type Clause, FALLTHROUGH_RULE_ID, OPERATORS, parseClauseAttribute, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
+import { ATTR_INVALID, type ClientSideAvailability, type Clause, FALLTHROUGH_RULE_ID, OPERATORS, parseClauseAttribute, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
 
 /**
  * LaunchDarkly's server-side SDK data (SDK data files, the relay proxy's `/sdk/latest-all`) mapped
@@ -23,14 +23,26 @@ const IGNORED_FLAG_FIELDS = [
   'trackEvents',
   'trackEventsFallthrough',
   'debugEventsUntilDate',
-  'clientSide',
-  'clientSideAvailability',
   'samplingRatio',
   'excludeFromSummaries',
   'migration',
   '_meta',
 ];
-const FLAG_FIELDS = new Set(['key', 'on', 'variations', 'offVariation', 'fallthrough', 'targets', 'contextTargets', 'rules', 'prerequisites', 'salt', ...IGNORED_FLAG_FIELDS]);
+const FLAG_FIELDS = new Set([
+  'key',
+  'on',
+  'variations',
+  'offVariation',
+  'fallthrough',
+  'targets',
+  'contextTargets',
+  'rules',
+  'prerequisites',
+  'salt',
+  'clientSide',
+  'clientSideAvailability',
+  ...IGNORED_FLAG_FIELDS,
+]);
 const RULE_FIELDS = new Set(['id', 'clauses', 'variation', 'rollout', 'trackEvents', 'description', 'ref']);
 const CLAUSE_FIELDS = new Set(['attribute', 'op', 'values', 'negate', 'contextKind', '_id']);
 const ROLLOUT_FIELDS = new Set(['variations', 'bucketBy', 'seed', 'kind', 'contextKind']);
@@ -63,6 +75,8 @@ export interface ImportedFlag {
   rules: Rule[];
   prerequisites: Prerequisite[];
   salt: string;
+  /** LaunchDarkly's, when the flag carries it (or the legacy `clientSide`); else the flag keeps its own. */
+  clientSideAvailability?: ClientSideAvailability;
 }
 
 export interface ParsedImport {
@@ -448,8 +462,31 @@ export function mapLaunchDarklyFlags(
       // LaunchDarkly hashes a flag without salt as `{key}..{value}`: an empty salt keeps that.
       salt: typeof raw.salt === 'string' ? raw.salt : '',
     };
+    const clientSide = importedClientSideAvailability(raw, fail);
+    if (clientSide !== undefined) flag.clientSideAvailability = clientSide;
     if (typeof raw.version === 'number') flag.sourceVersion = raw.version;
     if (!Object.keys(errors).some((e) => e.startsWith(`flags.${key}.`) || e === `flags.${key}`)) flags.push(flag);
   }
   return { flags, errors };
+}
+
+/**
+ * LaunchDarkly's `clientSideAvailability` (a field left out reads as false, as its SDKs read it). Data
+ * older than that field has only `clientSide`, the JavaScript SDK's checkbox of a time when mobile
+ * keys evaluated every flag: `{usingEnvironmentId: clientSide, usingMobileKey: true}`. undefined when
+ * the flag carries neither (a new flag is then server-only, an existing one keeps its own).
+ */
+export function importedClientSideAvailability(raw: Record<string, unknown>, fail: (path: string, message: string) => undefined): ClientSideAvailability | undefined {
+  const availability = raw.clientSideAvailability;
+  if (availability !== undefined && availability !== null) {
+    if (!isObject(availability)) return fail('.clientSideAvailability', 'must be an object {usingEnvironmentId, usingMobileKey}');
+    for (const field of Object.keys(availability)) {
+      if (field !== 'usingEnvironmentId' && field !== 'usingMobileKey') return fail(`.clientSideAvailability.${field}`, 'is not a field LaunchDarkly\'s SDKs read here');
+      if (typeof availability[field] !== 'boolean') return fail(`.clientSideAvailability.${field}`, 'must be a boolean');
+    }
+    return { usingEnvironmentId: availability.usingEnvironmentId === true, usingMobileKey: availability.usingMobileKey === true };
+  }
+  if (raw.clientSide === undefined || raw.clientSide === null) return undefined;
+  if (typeof raw.clientSide !== 'boolean') return fail('.clientSide', 'must be a boolean');
+  return { usingEnvironmentId: raw.clientSide, usingMobileKey: true };
 }

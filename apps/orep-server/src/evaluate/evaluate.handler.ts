@@ -10,6 +10,7 @@ import {
 import { CommonProblems, type ProblemType } from '@flagship/problem-details';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { type Exchange, isPlainObject } from '@flagship/lean-http';
+import { type Caller, visibleTo } from '../keys/orep-keys';
 import { notReady } from '../ofrep/ofrep.handler';
 import { evaluationError } from '../ofrep/ofrep-responses';
 import type { FlagSource } from '../sources/flag-source';
@@ -69,14 +70,15 @@ export class EvaluateHandler {
 
   constructor(private readonly source: FlagSource) {}
 
-  evaluate(x: Exchange, key: string, text: string): void {
+  /** A flag `caller` may not see (a client-side key's) is answered as a missing one. */
+  evaluate(x: Exchange, key: string, text: string, caller: Caller): void {
     const parsed = parseEvaluateRequest(text);
     if (!parsed.ok) return x.problem(parsed.problem, parsed.detail, parsed.errors ? { errors: parsed.errors } : undefined);
     const { defaultValue, type, context } = parsed.request;
     const snapshot = this.source.snapshot;
     if (snapshot === null) return notReady(x);
     const flag = snapshot.get(key);
-    if (flag === undefined) return x.json(200, errorBody(key, defaultValue, false, 'FLAG_NOT_FOUND', `no flag '${key}'`));
+    if (flag === undefined || !visibleTo(flag, caller)) return x.json(200, errorBody(key, defaultValue, false, 'FLAG_NOT_FOUND', `no flag '${key}'`));
     if (flag.type !== type) {
       return x.json(
         200,

@@ -5,6 +5,7 @@ import { BufferedMetrics, installLeanRouter } from '@flagship/lean-http';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { OrepServerConfig } from '../env.schema';
 import { EvaluateHandler } from '../evaluate/evaluate.handler';
+import { OrepKeysHolder } from '../keys/orep-keys.provider';
 import { OfrepHandler } from '../ofrep/ofrep.handler';
 import { OfrepPushHolder } from '../push/ofrep-push.provider';
 import { OrepReadiness } from '../readiness/orep-readiness';
@@ -31,7 +32,7 @@ export function installFastPath(app: INestApplication): void {
       new EvaluateHandler(source),
       app.get(OrepReadiness),
       metrics,
-      { token: config.OREP_AUTH_TOKEN, rateLimitRps: config.OREP_RATE_LIMIT_RPS, bodyLimit: BODY_LIMIT },
+      { keys: app.get(OrepKeysHolder).keys, rateLimitRps: config.OREP_RATE_LIMIT_RPS, bodyLimit: BODY_LIMIT },
       express,
       push,
     ),

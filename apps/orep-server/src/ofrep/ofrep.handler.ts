@@ -3,6 +3,7 @@ import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation'
 import { CommonProblems } from '@flagship/problem-details';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
 import { type Exchange, etagMatches, isPlainObject } from '@flagship/lean-http';
+import { type Caller, visibleTo } from '../keys/orep-keys';
 import type { OfrepPush } from '../push/ofrep-push';
 import type { FlagSource } from '../sources/flag-source';
 import { evaluationError, failure, OfrepResponses } from './ofrep-responses';
@@ -53,14 +54,14 @@ export class OfrepHandler {
     return this.source.snapshot !== null;
   }
 
-  /** POST /ofrep/v1/evaluate/flags/{key} */
-  evaluateOne(x: Exchange, key: string, text: string): void {
+  /** POST /ofrep/v1/evaluate/flags/{key}; a flag `caller` may not see is answered exactly as a missing one. */
+  evaluateOne(x: Exchange, key: string, text: string, caller: Caller): void {
     const request = parseOfrepRequest(text);
     if (!request.ok) return x.json(400, failure(key, request.errorCode, request.details));
     const snapshot = this.source.snapshot;
     if (snapshot === null) return notReady(x);
     const flag = snapshot.get(key);
-    if (flag === undefined) return x.json(404, failure(key, 'FLAG_NOT_FOUND', `no flag '${key}'`));
+    if (flag === undefined || !visibleTo(flag, caller)) return x.json(404, failure(key, 'FLAG_NOT_FOUND', `no flag '${key}'`));
     const result = snapshot.evaluate(flag, request.context);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
@@ -74,9 +75,10 @@ export class OfrepHandler {
    * so a client polling with If-None-Match gets 304 exactly when nothing it would see changed,
    * whatever else changed in the flags. With push on, the answer also names the SSE stream
    * (`eventStreams`, and `refreshConnections` as the ADR first named it), and a re-fetch that an
-   * event triggered may be refused a 304 (OfrepPush.allowsNotModified).
+   * event triggered may be refused a 304 (OfrepPush.allowsNotModified). A client-side key's answer
+   * holds only the flags available to it (and a stream URL of its own), so its ETag is its own too.
    */
-  evaluateAll(x: Exchange, text: string): void {
+  evaluateAll(x: Exchange, text: string, caller: Caller): void {
     const request = parseOfrepRequest(text);
     if (!request.ok) return x.json(400, JSON.stringify({ errorCode: request.errorCode, errorDetails: request.details }));
     const snapshot = this.source.snapshot;
@@ -89,12 +91,12 @@ export class OfrepHandler {
       );
     }
     const items: string[] = [];
-    for (const flag of snapshot.values()) items.push(this.responses.bulkItem(flag, snapshot.evaluate(flag, request.context)));
+    for (const flag of snapshot.values()) if (visibleTo(flag, caller)) items.push(this.responses.bulkItem(flag, snapshot.evaluate(flag, request.context)));
     const push = this.push;
     let body: string;
     if (push === undefined) body = `{"flags":[${items.join(',')}]}`;
     else {
-      const streams = push.streamsJson(x.req);
+      const streams = push.streamsJson(x.req, caller);
       body = `{"flags":[${items.join(',')}],"eventStreams":${streams},"refreshConnections":${streams}}`;
     }
     // The digest covers the stream URL too: when its token is renewed the client gets the new URL.

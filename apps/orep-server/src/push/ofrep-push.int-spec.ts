@@ -1,13 +1,7 @@
-import { once } from 'node:events';
 import { request } from 'node:http';
-import { Client } from 'pg';
-import type Redis from 'ioredis';
-import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
-import { type RunningApp, startTestApp } from '@flagship/service-kit';
-import { createTestEnvironment, http, waitFor, type TestEnvironment, writeNumberFlag } from '@flagship/testing';
-import { AppModule } from '../app.module';
-import { loadOrepServerConfig } from '../env.schema';
-import { installFastPath } from '../fast-path/install-fast-path';
+import type { RunningApp } from '@flagship/service-kit';
+import { http, waitFor } from '@flagship/testing';
+import { TenantFlagsFixture } from '../testing/tenant-flags.fixture';
 import { RawSse } from './sse-client.fixture';
 import { SseTokens } from './sse-token';
 
@@ -43,27 +37,19 @@ interface Refetch {
 }
 
 describe('OFREP push', () => {
-  let te: TestEnvironment;
-  let db: Client;
-  let publisher: Redis;
-  let channel: string;
+  let f: TenantFlagsFixture;
   const apps: RunningApp[] = [];
   const sources: Array<{ close(): void }> = [];
 
   const startOrep = async (extra: NodeJS.ProcessEnv = {}): Promise<RunningApp> => {
-    const config = loadOrepServerConfig({ ...te.env, OREP_AUTH_TOKEN: TOKEN, OREP_TENANT_ID: TENANT, ...extra });
-    const app = await startTestApp(AppModule.forConfig(config), installFastPath);
+    const app = await f.startOrep({ OREP_AUTH_TOKEN: TOKEN, ...extra });
     apps.push(app);
     return app;
   };
 
   /** Changes the number flag `key` to `value` in production and announces it, as management-api does. */
-  const change = async (key: string, value: number, announce = true): Promise<void> => {
-    await writeNumberFlag(db, TENANT, key, value);
-    if (announce) await announceChange(key);
-  };
-  const announceChange = (key: string) =>
-    publisher.publish(channel, JSON.stringify({ tenantId: TENANT, environment: 'production', flagKey: key, version: 1 }));
+  const change = (key: string, value: number, announce = true): Promise<void> => f.writeNumberFlag(key, value, announce);
+  const announceChange = (key: string) => f.announce(key);
 
   const bulk = (app: RunningApp, query = '', headers: Record<string, string> = {}) =>
     http(`${app.url}/ofrep/v1/evaluate/flags${query}`, { method: 'POST', json: { context }, headers: { ...auth, ...headers } });
@@ -77,28 +63,16 @@ describe('OFREP push', () => {
   /** A just-opened stream may first get the last change (RefetchFeed.freshConnectMs): let it arrive. */
   const settle = () => new Promise((r) => setTimeout(r, 150));
 
-  const subscribed = async (app: RunningApp) =>
-    waitFor(async () => (await http(`${app.metricsUrl}/readyz`)).body.details?.snapshot?.subscriber === 'ready', 10000, 20);
+  const subscribed = (app: RunningApp) => f.subscribed(app);
 
   beforeAll(async () => {
-    te = await createTestEnvironment();
-    db = new Client({ connectionString: te.db.url });
-    await db.connect();
-    await db.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'Tenant', 'owner@example.com')`, [TENANT]);
-    await db.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, 'production', 'Production')`, [TENANT]);
-    publisher = createRedis({ url: te.env['REDIS_URL']!, name: 'test-publisher' });
-    channel = new RedisKeys(te.redis.prefix).channel(CHANNELS.flagChanged.name);
-    // Commands are not queued before the connection is up (enableOfflineQueue is off).
-    if (publisher.status !== 'ready') await once(publisher, 'ready');
+    f = await TenantFlagsFixture.start(TENANT);
     await change('limit', 1);
   });
 
   afterAll(async () => {
     for (const s of sources) s.close();
-    for (const app of apps) await app.close().catch(() => undefined);
-    publisher?.disconnect();
-    await db?.end();
-    await te?.teardown();
+    await f?.close();
   });
 
   describe('one app, defaults', () => {
@@ -237,7 +211,7 @@ describe('OFREP push', () => {
       // Another expiry with the same MAC; a token expired; one minted for another tenant or with another secret.
       expect(await statusOf(`${bare}?token=${exp + 1}.${mac}`)).toBe(401);
       const ttl = 900;
-      expect(await statusOf(`${bare}?token=${new SseTokens(TOKEN, `postgres:${TENANT}:production`, ttl).mint(Date.now() - 2000 * ttl)}`)).toBe(401);
+      expect(await statusOf(`${bare}?token=${new SseTokens(TOKEN, `postgres:${TENANT}:production`, ttl).mint('server', Date.now() - 2000 * ttl)}`)).toBe(401);
       expect(await statusOf(`${bare}?token=${new SseTokens(TOKEN, `postgres:${TENANT}:staging`, ttl).mint()}`)).toBe(401);
       expect(await statusOf(`${bare}?token=${new SseTokens('other-secret', `postgres:${TENANT}:production`, ttl).mint()}`)).toBe(401);
       // Scoped to the stream: the URL token opens no evaluation route.

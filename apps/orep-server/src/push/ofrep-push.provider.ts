@@ -3,6 +3,7 @@ import { Gauge } from 'prom-client';
 import { APP_CONFIG } from '@flagship/config';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { OrepServerConfig } from '../env.schema';
+import { OrepKeysHolder } from '../keys/orep-keys.provider';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 import { OfrepPush } from './ofrep-push';
 
@@ -44,8 +45,8 @@ function exportConnections(metrics: HttpMetrics, push: OfrepPush | undefined): v
 
 export const ofrepPushProvider: Provider = {
   provide: OfrepPushHolder,
-  inject: [APP_CONFIG, FLAG_SOURCE, HttpMetrics],
-  useFactory: (config: OrepServerConfig, source: FlagSource, metrics: HttpMetrics) => {
+  inject: [APP_CONFIG, FLAG_SOURCE, HttpMetrics, OrepKeysHolder],
+  useFactory: (config: OrepServerConfig, source: FlagSource, metrics: HttpMetrics, keys: OrepKeysHolder) => {
     const holder = new OfrepPushHolder(
       config.OREP_SSE_MAX_CONNECTIONS === 0
         ? undefined
@@ -56,6 +57,7 @@ export const ofrepPushProvider: Provider = {
             inactivityDelaySec: config.OREP_SSE_INACTIVITY_DELAY_S,
             publicUrl: config.OREP_PUBLIC_URL,
             trustProxy: config.TRUST_PROXY,
+            keys: keys.keys,
             maxConnections: config.OREP_SSE_MAX_CONNECTIONS,
             maxPerAddress: config.OREP_SSE_MAX_PER_ADDRESS,
             maxBufferedBytes: config.OREP_SSE_MAX_BUFFER_BYTES,

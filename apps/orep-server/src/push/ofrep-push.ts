@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { type ApiTokenVerifier, type Exchange, type TokenCheck } from '@flagship/lean-http';
+import type { Exchange } from '@flagship/lean-http';
 import { clientAddress } from '@flagship/service-kit';
+import type { Caller, OrepKeys } from '../keys/orep-keys';
 import type { FlagSource } from '../sources/flag-source';
 import { REFETCH_FEED_DEFAULTS, RefetchFeed, type RefetchFeedOptions } from './refetch-feed';
 import { SseHub, type SseHubOptions } from './sse-hub';
@@ -22,7 +23,15 @@ export interface OfrepPushOptions extends SseHubOptions {
   publicUrl: string;
   /** Proxy hops trusted (TRUST_PROXY): X-Forwarded-Proto is believed only behind one. */
   trustProxy: number;
+  /** The keys in force: a stream is tied to the one that opened it (or minted its URL). */
+  keys: OrepKeys;
   feed?: RefetchFeedOptions;
+}
+
+/** Who opened a stream, and until when (a URL token's expiry, ms since the epoch). */
+export interface StreamAccess {
+  caller: Caller;
+  expiresAt?: number;
 }
 
 const SSE_HEADERS = {
@@ -47,6 +56,7 @@ export class OfrepPush {
   readonly feed: RefetchFeed;
   readonly hub: SseHub;
   private readonly tokens: SseTokens;
+  private readonly unsubscribeKeys: () => void;
 
   constructor(
     private readonly source: FlagSource,
@@ -55,22 +65,30 @@ export class OfrepPush {
     this.hub = new SseHub(options);
     this.feed = new RefetchFeed(source, (event) => this.hub.broadcast(event.frame), options.feed ?? REFETCH_FEED_DEFAULTS);
     this.tokens = new SseTokens(options.secret, options.scope, options.tokenTtlS);
+    // A key rotated out withdraws access: what it opened ends now, not at its token's expiry.
+    this.unsubscribeKeys = options.keys.onRevoked((keyIds) => this.hub.endKeys(keyIds));
   }
 
   /**
-   * The SSE route's authentication: the header token as on every OFREP route, or else the URL's
-   * `token` (a browser's EventSource cannot send headers).
+   * The SSE route's authentication: the header key as on every OFREP route, or else the URL's
+   * `token` (a browser's EventSource cannot send headers), good while it has not expired and the
+   * key that minted it is still in force.
    */
-  authenticate(x: Exchange, verifier: ApiTokenVerifier): TokenCheck {
+  authenticate(x: Exchange): StreamAccess | 'missing' | 'invalid' {
     const headers = x.req.headers;
-    if (headers.authorization !== undefined || headers['x-api-key'] !== undefined) return verifier.check(headers);
+    if (headers.authorization !== undefined || headers['x-api-key'] !== undefined) {
+      const caller = this.options.keys.identify(headers);
+      return typeof caller === 'string' ? caller : { caller };
+    }
     const token = queryOf(x.req.url)?.get('token');
     if (token === undefined || token === null) return 'missing';
-    return this.tokens.verify(token) ? 'ok' : 'invalid';
+    const grant = this.tokens.verify(token);
+    const caller = grant && this.options.keys.callerOf(grant.keyId);
+    return caller ? { caller, expiresAt: grant.exp * 1000 } : 'invalid';
   }
 
   /** GET /ofrep/v1/events, authenticated: holds the stream open and replays from Last-Event-ID. */
-  open(x: Exchange): void {
+  open(x: Exchange, access: StreamAccess): void {
     const address = clientAddress(x.req);
     const admitted = this.hub.admit(address);
     if (!admitted.ok) {
@@ -83,26 +101,27 @@ export class OfrepPush {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
     socket.setTimeout(0);
-    this.hub.add(res, address);
+    this.hub.add(res, address, { keyId: access.caller.keyId, expiresAt: access.expiresAt });
     res.write(OPENING);
     const lastEventId = x.req.headers['last-event-id'];
     for (const event of this.feed.replayAfter(typeof lastEventId === 'string' ? lastEventId : undefined)) this.hub.write(res, event.frame);
   }
 
-  /** The JSON of `[{type: "sse", url, inactivityDelaySec}]` for a bulk answer to `req`. */
-  streamsJson(req: IncomingMessage): string {
+  /** The JSON of `[{type: "sse", url, inactivityDelaySec}]` for a bulk answer to `req`, whose key is `caller`'s. */
+  streamsJson(req: IncomingMessage, caller: Caller): string {
     const origin = this.originOf(req);
-    const token = this.tokens.mint();
-    // Nearly every answer names the same origin and token as the one before it.
-    const last = this.lastStreams;
+    const token = this.tokens.mint(caller.keyId);
+    // Nearly every answer to a key names the same origin and token as the one before it.
+    const last = this.lastStreams.get(caller.keyId);
     if (last !== undefined && last.origin === origin && last.token === token) return last.json;
     const url = `${origin}${SSE_PATH}?token=${token}`;
     const json = JSON.stringify([{ type: 'sse', url, inactivityDelaySec: this.options.inactivityDelaySec }]);
-    this.lastStreams = { origin, token, json };
+    if (this.lastStreams.size > 64) this.lastStreams.clear();
+    this.lastStreams.set(caller.keyId, { origin, token, json });
     return json;
   }
 
-  private lastStreams: { origin: string; token: string; json: string } | undefined;
+  private readonly lastStreams = new Map<string, { origin: string; token: string; json: string }>();
 
   /**
    * ADR-0008's `flagConfigEtag` / `flagConfigLastModified` (and the earlier `sseEtag` /
@@ -123,6 +142,7 @@ export class OfrepPush {
   }
 
   close(): void {
+    this.unsubscribeKeys();
     this.feed.close();
     this.hub.close();
   }

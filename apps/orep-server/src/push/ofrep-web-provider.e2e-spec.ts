@@ -1,9 +1,10 @@
 /**
  * OpenFeature's own web provider (@openfeature/ofrep-web-provider 0.4.3 on @openfeature/web-sdk
  * 1.10.0, which read ADR-0008's `eventStreams`) in Chromium, against the built orep-server (file
- * mode) behind a same-origin proxy, as a browser app would reach it: the provider fetches the bulk
- * evaluation, opens the SSE stream it names, and re-fetches when an edited flag file is announced,
- * with no polling at all. Both packages are the project's devDependencies, served to the page from
+ * mode) behind a same-origin proxy, as a browser app would reach it with a browser key (what the
+ * page holds is public): the provider fetches the bulk evaluation, which holds only the flags
+ * available to browsers, opens the SSE stream it names, and re-fetches when an edited flag file is
+ * announced, with no polling at all; a server-only flag is FLAG_NOT_FOUND for it. Both packages are the project's devDependencies, served to the page from
  * node_modules; like the console's Chromium specs, it is skipped only where Chromium is missing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -22,6 +23,8 @@ const main = join(root, 'dist/apps/orep-server/apps/orep-server/src/main.js');
 const modules = join(root, 'node_modules/@openfeature');
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-web-provider-token';
+/** What the page holds: a browser key (OREP_CLIENT_KEYS), never the server token. */
+const BROWSER_KEY = 'pk_e2e_web_provider_0001';
 const HAVE = existsSync(CHROMIUM);
 if (!HAVE) console.warn(`ofrep-web-provider e2e skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
 
@@ -45,18 +48,19 @@ window.changed = [];
 await OpenFeature.setContext({ targetingKey: 'u1' });
 await OpenFeature.setProviderAndWait(new OFREPWebProvider({
   baseUrl: location.origin,
-  headers: [['Authorization', 'Bearer ${TOKEN}']],
+  headers: [['Authorization', 'Bearer ${BROWSER_KEY}']],
   changeDetection: 'sse',
   pollInterval: 0,
 }));
 const client = OpenFeature.getClient();
 OpenFeature.addHandler(ProviderEvents.ConfigurationChanged, (e) => window.changed.push(e.flagsChanged));
 window.greeting = () => client.getStringValue('greeting', 'none');
+window.secret = () => client.getStringDetails('secret-price', 'none');
 window.ready = true;
 </script></head><body></body></html>`;
 
-const flag = (value: string): FlagDefinition => ({
-  key: 'greeting',
+const flag = (value: string, key = 'greeting'): FlagDefinition => ({
+  key,
   type: 'string',
   defaultValue: value,
   variations: [{ id: 'v', name: 'V', value, weight: 0 }],
@@ -64,6 +68,7 @@ const flag = (value: string): FlagDefinition => ({
   targets: [],
   rules: [],
   prerequisites: [],
+  ...(key === 'greeting' ? { clientSideAvailability: { usingEnvironmentId: true, usingMobileKey: false } } : {}),
 });
 
 jest.setTimeout(60000);
@@ -81,7 +86,7 @@ jest.setTimeout(60000);
   const requested: string[] = [];
 
   const write = (value: string) => {
-    writeFileSync(`${file}.new`, JSON.stringify({ version: 1, flags: [flag(value)] }));
+    writeFileSync(`${file}.new`, JSON.stringify({ version: 1, flags: [flag(value), flag('42 EUR', 'secret-price')] }));
     renameSync(`${file}.new`, file);
   };
 
@@ -92,7 +97,7 @@ jest.setTimeout(60000);
     write('hello');
     orepPort = await freePort();
     child = spawn(process.execPath, [main], {
-      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', OREP_AUTH_TOKEN: TOKEN, OREP_FLAGS_FILE: file, OREP_PORT: String(orepPort), METRICS_PORT: String(await freePort()) },
+      env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', OREP_AUTH_TOKEN: TOKEN, OREP_CLIENT_KEYS: BROWSER_KEY, OREP_FLAGS_FILE: file, OREP_PORT: String(orepPort), METRICS_PORT: String(await freePort()) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (c) => (out += c));
@@ -146,6 +151,8 @@ jest.setTimeout(60000);
       throw new Error(`the page did not start: ${out}`);
     });
     expect(await page.evaluate('window.greeting()')).toBe('hello');
+    // The server-only flag is not in what the browser was sent: to its key it does not exist.
+    expect(await page.evaluate('window.secret()')).toMatchObject({ value: 'none', reason: 'ERROR', errorCode: 'FLAG_NOT_FOUND' });
     // The provider holds the SSE stream (EventSource) the bulk answer named: one stream, on this origin.
     await waitFor(async () => requested.some((u) => u.includes('/ofrep/v1/events')), 5000, 20);
     const streams = requested.filter((u) => u.includes('/ofrep/v1/events'));
@@ -167,5 +174,16 @@ jest.setTimeout(60000);
     expect(requested.filter((u) => u.includes('/ofrep/v1/evaluate/flags'))).toHaveLength(fetchedBefore + 1);
     expect(requested.filter((u) => u.includes('/ofrep/v1/events'))).toHaveLength(1);
     expect(out).not.toMatch(/page error/);
+  });
+
+  it("the page's key gets only the browser flags in bulk, and cannot evaluate the server-only one alone", async () => {
+    const post = (path: string, key: string) =>
+      fetch(`http://127.0.0.1:${orepPort}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ context: { targetingKey: 'u1' } }) });
+    const browser = (await (await post('/ofrep/v1/evaluate/flags', BROWSER_KEY)).json()) as { flags: Array<{ key: string }> };
+    const server = (await (await post('/ofrep/v1/evaluate/flags', TOKEN)).json()) as { flags: Array<{ key: string }> };
+    expect(browser.flags.map((f) => f.key)).toEqual(['greeting']);
+    expect(server.flags.map((f) => f.key).sort()).toEqual(['greeting', 'secret-price']);
+    expect((await post('/ofrep/v1/evaluate/flags/secret-price', BROWSER_KEY)).status).toBe(404);
+    expect((await post('/ofrep/v1/evaluate/flags/secret-price', TOKEN)).status).toBe(200);
   });
 });

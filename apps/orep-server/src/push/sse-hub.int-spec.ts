@@ -20,7 +20,7 @@ describe('SseHub and a client that does not read', () => {
     streams = [];
     server = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      hub.add(res, req.socket.remoteAddress ?? '');
+      hub.add(res, req.socket.remoteAddress ?? '', { keyId: 'server' });
       streams.push(res);
     });
     server.listen(0, '127.0.0.1');

@@ -114,9 +114,10 @@ OTEL_TRACES_SAMPLER_ARG: {{ $v.tracing.samplerArg | quote }}
 OTEL_RESOURCE_ATTRIBUTES: {{ include "flagship.resourceAttributes" . | quote }}
 {{- end }}
 {{- end }}
-{{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. orep-server reads no secret store (its token comes from a Kubernetes Secret): it gets none. */}}
+{{- /* An app's own secret (awsSecretsManagerSecretId) lets its IAM role read nothing of the others'. orep-server reads only its own (its client-side keys), never the shared one. */}}
 {{- $secretId := default $v.secrets.awsSecretsManager.secretId .spec.awsSecretsManagerSecretId }}
-{{- if and $secretId (ne .app "orep-server") }}
+{{- if eq .app "orep-server" }}{{ $secretId = .spec.awsSecretsManagerSecretId }}{{ end }}
+{{- if $secretId }}
 SECRETS_MANAGER_SECRET_ID: {{ $secretId | quote }}
 SECRETS_REFRESH_S: {{ $v.secrets.awsSecretsManager.refreshSeconds | toString | quote }}
 AWS_REGION: {{ $v.secrets.awsSecretsManager.region | quote }}
@@ -126,6 +127,13 @@ OREP_HOST: "0.0.0.0"
 OREP_PORT: {{ .port | toString | quote }}
 OREP_TENANT_ID: {{ .instance.tenantId | quote }}
 OREP_ENVIRONMENT: {{ .instance.environment | quote }}
+{{- /* The SSE URL names OREP_PUBLIC_URL (required in production with push on): where browsers reach an exposed instance, through the ingress whose hop TRUST_PROXY believes; else its Service. */}}
+{{- if .instance.publicUrl }}
+TRUST_PROXY: {{ $v.trustProxy | toString | quote }}
+{{- end }}
+{{- if not (hasKey .spec.config "OREP_PUBLIC_URL") }}
+OREP_PUBLIC_URL: {{ default (printf "http://%s-orep-%s.%s:%v" (include "flagship.fullname" .root) .instance.name .root.Release.Namespace .port) .instance.publicUrl | quote }}
+{{- end }}
 {{- else }}
 HOST: "0.0.0.0"
 PORT: {{ .port | toString | quote }}
@@ -171,6 +179,16 @@ OAUTH_AUDIENCE: {{ $v.oauth.audience | quote }}
 - name: OREP_AUTH_TOKEN
   valueFrom:
     secretKeyRef: { name: {{ $secret | quote }}, key: {{ .instance.authTokenKey | quote }} }
+{{- with .instance.clientKeysKey }}
+- name: OREP_CLIENT_KEYS
+  valueFrom:
+    secretKeyRef: { name: {{ $secret | quote }}, key: {{ . | quote }} }
+{{- end }}
+{{- with .instance.mobileKeysKey }}
+- name: OREP_MOBILE_KEYS
+  valueFrom:
+    secretKeyRef: { name: {{ $secret | quote }}, key: {{ . | quote }} }
+{{- end }}
 {{- end }}
 {{- range $item := .spec.secretEnv }}
 - name: {{ $item.name }}

@@ -17,6 +17,7 @@ import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-b
 import { UsageLedgerAgentEndpoints1763850000000 } from './1763850000000-usage-ledger-agent-endpoints';
 import { FlagDefinitionBytes1763860000000 } from './1763860000000-flag-definition-bytes';
 import { UsageLedgerOverrunClientRequestId1763860300000 } from './1763860300000-usage-ledger-overrun-client-request-id';
+import { FlagClientSideAvailability1763860400000 } from './1763860400000-flag-client-side-availability';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   UsageLedgerAgentEndpoints1763850000000,
   FlagDefinitionBytes1763860000000,
   UsageLedgerOverrunClientRequestId1763860300000,
+  FlagClientSideAvailability1763860400000,
 ];

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { Button, FieldError, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
+import { Button, Checkbox, CheckboxGroup, FieldError, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
 import { formatValue, type Flag, type FlagVariation, type JsonValue, type Prerequisite, type Target } from '../../api';
 import { parseDefault } from '../../pages/CreateFlag';
 import { ChoiceSelect } from '../ChoiceSelect';
@@ -79,7 +79,38 @@ export function SettingsSection({ flag, draft, update, invalid }: { flag: Flag; 
           <Input />
         </TextField>
       </div>
+      <ClientSideAvailabilityField value={draft.clientSideAvailability} onChange={(clientSideAvailability) => update({ clientSideAvailability })} />
     </section>
+  );
+}
+
+/**
+ * Which of orep-server's client-side keys may evaluate the flag (LaunchDarkly's two checkboxes).
+ * Browser and mobile keys are public, so a flag is server-only until it is ticked here.
+ */
+function ClientSideAvailabilityField({ value, onChange }: { value: Flag['clientSideAvailability']; onChange: (v: Flag['clientSideAvailability']) => void }) {
+  const ticked = (['usingEnvironmentId', 'usingMobileKey'] as const).filter((k) => value[k]);
+  return (
+    <CheckboxGroup
+      className="checks client-side"
+      value={ticked}
+      onChange={(keys) => onChange({ usingEnvironmentId: keys.includes('usingEnvironmentId'), usingMobileKey: keys.includes('usingMobileKey') })}
+    >
+      <Label>Available to client-side keys</Label>
+      <Checkbox value="usingEnvironmentId">
+        <span className="box" aria-hidden="true" />
+        Browser keys (client-side ID)
+      </Checkbox>
+      <Checkbox value="usingMobileKey">
+        <span className="box" aria-hidden="true" />
+        Mobile keys
+      </Checkbox>
+      <Text slot="description" className="muted">
+        {ticked.length === 0
+          ? 'Server-only: only the server token evaluates it; a browser or mobile key is told it does not exist.'
+          : 'Anyone holding such a key (every visitor of your app) can evaluate it with any context they invent.'}
+      </Text>
+    </CheckboxGroup>
   );
 }
 

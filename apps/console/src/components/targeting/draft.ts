@@ -1,7 +1,7 @@
 import type { Flag, JsonValue } from '../../api';
 
 /** The fields of a flag the detail page edits: global settings and variations, and the environment's targeting. */
-export const EDITABLE_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'variations', 'offValue', 'targets', 'rules', 'prerequisites'] as const;
+export const EDITABLE_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'clientSideAvailability', 'variations', 'offValue', 'targets', 'rules', 'prerequisites'] as const;
 export type EditableField = (typeof EDITABLE_FIELDS)[number];
 export type FlagDraft = Pick<Flag, EditableField>;
 
@@ -10,6 +10,7 @@ export const FIELD_LABELS: Record<EditableField | 'enabled', string> = {
   description: 'Description',
   defaultValue: 'Default value',
   tags: 'Tags',
+  clientSideAvailability: 'Client-side availability',
   variations: 'Variations (and fallthrough weights)',
   offValue: 'Off value',
   targets: 'Individual targets',
