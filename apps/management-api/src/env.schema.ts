@@ -40,7 +40,9 @@ export const managementApiEnv = {
   QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_BUDGETS_PER_TENANT: num({ default: 100, desc: 'AI budgets (per OAuth client or product key) one tenant may hold' }),
-  QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'a user may create tenants (POST /api/tenants) while administering fewer than this; sign-up\'s own tenant is always made' }),
+  QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'tenants one user may create (POST /api/tenants), their sign-up tenant included, whatever their role in them now; sign-up\'s own tenant is always made' }),
+  QUOTA_INVITATIONS_PER_TENANT: num({ default: 50, desc: 'pending (unexpired) invitations one tenant may hold; past it 409 quota-exceeded' }),
+  INVITATION_TTL_DAYS: num({ default: 14, desc: 'an invitation expires this many days after it is sent (re-inviting the e-mail renews it)' }),
   FLAG_STREAMS_PER_TENANT: num({ default: 50, desc: 'flag-data streams (GET /api/flag-stream) one tenant may hold open on one process; past it 429' }),
   FLAG_STREAMS_PER_PROCESS: num({ default: 5000, desc: 'flag-data streams one process holds open; past it 503 with Retry-After (another replica may take it)' }),
   FLAG_STREAM_HEARTBEAT_SECONDS: num({ default: 15, desc: 'a comment line on every flag-data stream this often, so proxies and clients see it alive' }),
@@ -79,7 +81,15 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (idpSegment === undefined) throw new ConfigError(`invalid configuration: IDP_PROVIDER_NAME "${raw.IDP_PROVIDER_NAME}" names no federated sign-in provider (oidc, oidc.<name>, google.com, ...)`);
   const scopes = raw.IDP_SCOPES.split(/\s+/).filter((s) => s !== '');
   if (raw.IDP_MODE === 'oidc' && raw.IDP_CLIENT_ID !== '' && !scopes.includes('openid')) throw new ConfigError('invalid configuration: IDP_SCOPES must include openid');
-  for (const name of ['QUOTA_FLAGS_PER_TENANT', 'QUOTA_ENVIRONMENTS_PER_TENANT', 'QUOTA_OAUTH_CLIENTS_PER_TENANT', 'QUOTA_TENANTS_PER_USER', 'QUOTA_BUDGETS_PER_TENANT'] as const) {
+  for (const name of [
+    'QUOTA_FLAGS_PER_TENANT',
+    'QUOTA_ENVIRONMENTS_PER_TENANT',
+    'QUOTA_OAUTH_CLIENTS_PER_TENANT',
+    'QUOTA_TENANTS_PER_USER',
+    'QUOTA_BUDGETS_PER_TENANT',
+    'QUOTA_INVITATIONS_PER_TENANT',
+    'INVITATION_TTL_DAYS',
+  ] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
   }
   for (const name of ['FLAG_STREAMS_PER_TENANT', 'FLAG_STREAMS_PER_PROCESS', 'FLAG_STREAM_HEARTBEAT_SECONDS', 'FLAG_STREAM_MAX_AGE_SECONDS', 'FLAG_STREAM_MAX_BUFFER_BYTES'] as const) {
