@@ -43,6 +43,7 @@ export const managementApiEnv = {
   QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'tenants one user may create (POST /api/tenants), their sign-up tenant included, whatever their role in them now; sign-up\'s own tenant is always made' }),
   QUOTA_INVITATIONS_PER_TENANT: num({ default: 50, desc: 'pending (unexpired) invitations one tenant may hold; past it 409 quota-exceeded' }),
   INVITATION_TTL_DAYS: num({ default: 14, desc: 'an invitation expires this many days after it is sent (re-inviting the e-mail renews it)' }),
+  CHECKOUT_SESSIONS_PER_HOUR: num({ default: 20, desc: 'Stripe Checkout and portal sessions one tenant may start per hour (POST /api/billing/checkout); past it 429 with Retry-After' }),
   FLAG_STREAMS_PER_TENANT: num({ default: 50, desc: 'flag-data streams (GET /api/flag-stream) one tenant may hold open on one process; past it 429' }),
   FLAG_STREAMS_PER_PROCESS: num({ default: 5000, desc: 'flag-data streams one process holds open; past it 503 with Retry-After (another replica may take it)' }),
   FLAG_STREAM_HEARTBEAT_SECONDS: num({ default: 15, desc: 'a comment line on every flag-data stream this often, so proxies and clients see it alive' }),
@@ -89,6 +90,7 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     'QUOTA_BUDGETS_PER_TENANT',
     'QUOTA_INVITATIONS_PER_TENANT',
     'INVITATION_TTL_DAYS',
+    'CHECKOUT_SESSIONS_PER_HOUR',
   ] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
   }
