@@ -17,6 +17,7 @@ import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-b
 import { UsageLedgerAgentEndpoints1763850000000 } from './1763850000000-usage-ledger-agent-endpoints';
 import { TenantsCreatedBy1763860500000 } from './1763860500000-tenants-created-by';
 import { InvitationsExpire1763860510000 } from './1763860510000-invitations-expire';
+import { CreditPurchases1763860520000 } from './1763860520000-credit-purchases';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   UsageLedgerAgentEndpoints1763850000000,
   TenantsCreatedBy1763860500000,
   InvitationsExpire1763860510000,
+  CreditPurchases1763860520000,
 ];
