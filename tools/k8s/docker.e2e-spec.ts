@@ -266,6 +266,17 @@ describe('docker/compose.yaml', () => {
     expect([gateway['OAUTH_ISSUER'], gateway['OAUTH_AUDIENCE']]).toEqual([api['OAUTH_ISSUER'], api['OAUTH_AUDIENCE']]);
   });
 
+  it("publishes every port on the host's 127.0.0.1 only (the dev identity provider signs ID tokens for any e-mail)", () => {
+    const published = Object.entries(services).flatMap(([name, svc]) => (svc.ports ?? []).map((p) => [name, p] as const));
+    expect(published.length).toBeGreaterThan(0);
+    for (const [name, port] of published) expect([name, port]).toEqual([name, expect.stringMatching(/^127\.0\.0\.1:\d+:\d+$/)]);
+    // Inside its container management-api listens on every interface (the image's HOST), which it
+    // refuses with the dev identity provider unless told that only this machine reaches the port.
+    expect(imageEnv()['HOST']).toBe('0.0.0.0');
+    expect(envOf('management-api')['IDP_DEV_ALLOW_NON_LOOPBACK_HOST']).toBe('true');
+    expect(envOf('management-api')['IDP_DEV_ALLOW_PUBLIC']).toBeUndefined();
+  });
+
   it('points the apps at the fakes by service name and port, and the fake Stripe at billing-worker', () => {
     const model = envOf('fake-model');
     const stripe = envOf('fake-stripe');
@@ -280,7 +291,7 @@ describe('docker/compose.yaml', () => {
     expect(stripe['FAKE_STRIPE_WEBHOOK_URL']).toBe(`http://billing-worker:${envOf('billing-worker')['PORT']}/webhooks/stripe`);
     // The browser opens Checkout and portal links on the host, through the published port.
     const publicUrl = new URL(stripe['FAKE_STRIPE_PUBLIC_URL']);
-    expect(services['fake-stripe'].ports).toContain(`${publicUrl.port}:${stripe['FAKE_STRIPE_PORT']}`);
+    expect(services['fake-stripe'].ports).toContain(`127.0.0.1:${publicUrl.port}:${stripe['FAKE_STRIPE_PORT']}`);
     // Inside the container network: bound to every interface, or the other containers cannot reach them.
     expect([model['FAKE_UPSTREAM_HOST'], stripe['FAKE_STRIPE_HOST']]).toEqual(['0.0.0.0', '0.0.0.0']);
     for (const fake of FAKES) expect([fake, services[fake].read_only, services[fake].cap_drop]).toEqual([fake, true, ['ALL']]);

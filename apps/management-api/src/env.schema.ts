@@ -8,10 +8,18 @@ export const managementApiEnv = {
   ...portEnv(3000),
   PUBLIC_BASE_URL: str({ default: '', desc: 'the address clients reach this API at; default http://HOST:PORT' }),
   CONSOLE_DIR: str({ default: 'dist/apps/console', desc: 'the built web console (nx run console:build), served at /console' }),
-  IDP_MODE: str({ choices: ['dev', 'oidc'], devDefault: 'dev', desc: 'dev: the embedded identity provider (never in production; only at a loopback PUBLIC_BASE_URL unless IDP_DEV_ALLOW_PUBLIC)' }),
+  IDP_MODE: str({
+    choices: ['dev', 'oidc'],
+    devDefault: 'dev',
+    desc: 'dev: the embedded identity provider (never in production; only listening on loopback (HOST) at a loopback PUBLIC_BASE_URL, unless IDP_DEV_ALLOW_NON_LOOPBACK_HOST or IDP_DEV_ALLOW_PUBLIC)',
+  }),
   IDP_DEV_ALLOW_PUBLIC: bool({
     default: false,
-    desc: 'allow IDP_MODE=dev at a PUBLIC_BASE_URL that is not loopback: whoever reaches it can sign in as any e-mail, so only on a private network',
+    desc: 'allow IDP_MODE=dev at a PUBLIC_BASE_URL (and HOST) that is not loopback: whoever reaches it can sign in as any e-mail, so only on a private network',
+  }),
+  IDP_DEV_ALLOW_NON_LOOPBACK_HOST: bool({
+    default: false,
+    desc: 'allow IDP_MODE=dev while HOST listens beyond loopback (0.0.0.0 in a container) when only this machine reaches the port: docker/compose.yaml publishes it on 127.0.0.1',
   }),
   IDP_ISSUER: str({ default: '', desc: 'issuer of user ID tokens (oidc mode)' }),
   IDP_AUDIENCE: str({ default: 'flagship-dev', desc: 'audience of user ID tokens (Firebase: the project id)' }),
@@ -56,15 +64,19 @@ export const managementApiEnv = {
   BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
 
+/** localhost, 127.x.x.x or ::1: only this machine reaches it (0.0.0.0, ::, a LAN address are every interface or another). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || h === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(h);
+}
+
 /** http(s)://localhost, 127.x.x.x or [::1]: only this machine reaches it. */
 export function isLoopbackUrl(address: string): boolean {
-  let host: string;
   try {
-    host = new URL(address).hostname.toLowerCase();
+    return isLoopbackHost(new URL(address).hostname);
   } catch {
     return false;
   }
-  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
@@ -104,6 +116,13 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (raw.IDP_MODE === 'dev' && !raw.IDP_DEV_ALLOW_PUBLIC && !isLoopbackUrl(publicBaseUrl)) {
     throw new ConfigError(
       `invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused at PUBLIC_BASE_URL ${publicBaseUrl}, which is not a loopback address; use IDP_MODE=oidc, or IDP_DEV_ALLOW_PUBLIC=true on a private network`,
+    );
+  }
+  // Listening on every interface puts it on the network whatever PUBLIC_BASE_URL says (a laptop on
+  // café Wi-Fi running compose, which published on 0.0.0.0).
+  if (raw.IDP_MODE === 'dev' && !raw.IDP_DEV_ALLOW_PUBLIC && !raw.IDP_DEV_ALLOW_NON_LOOPBACK_HOST && !isLoopbackHost(raw.HOST)) {
+    throw new ConfigError(
+      `invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused while HOST=${raw.HOST} listens beyond loopback; set HOST=127.0.0.1, use IDP_MODE=oidc, or IDP_DEV_ALLOW_NON_LOOPBACK_HOST=true where only this machine reaches the port (a container published on 127.0.0.1)`,
     );
   }
   return {
