@@ -12,8 +12,10 @@
  * the address it listens on), FAKE_STRIPE_API_URL (the STRIPE_API_BASE it reports, the address the
  * apps call; default the same). The three plan prices have fixed ids, `price_free`,
  * `price_standard` and `price_premium`, so a configuration can name them without a seeding step.
- * Prints one line `fake stripe settings {json}` with the STRIPE_* variables the apps need. Its state
- * lives in memory: a restart forgets customers and subscriptions the database still names.
+ * Prints one line `fake stripe settings {json}` with the STRIPE_* variables the apps need, but never
+ * its keys: STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are what its starter gave it as
+ * FAKE_STRIPE_API_KEY and FAKE_STRIPE_WEBHOOK_SECRET (logs are kept and shared; keys are not). Its
+ * state lives in memory: a restart forgets customers and subscriptions the database still names.
  */
 import { FakeStripe } from '../../libs/testing/src/fake-stripe';
 
@@ -36,7 +38,7 @@ async function main(): Promise<void> {
     webhookUrl: env.FAKE_STRIPE_WEBHOOK_URL || undefined,
     webhookSecret,
   });
-  const settings: Record<string, string> = { STRIPE_API_BASE: env.FAKE_STRIPE_API_URL || fake.url, STRIPE_SECRET_KEY: apiKey, STRIPE_WEBHOOK_SECRET: webhookSecret };
+  const settings: Record<string, string> = { STRIPE_API_BASE: env.FAKE_STRIPE_API_URL || fake.url };
   for (const [plan, cents] of PLANS) {
     const price = fake.addPrice({ id: `price_${plan}`, productName: `Flagship ${plan[0].toUpperCase()}${plan.slice(1)}`, unitAmount: cents });
     settings[`STRIPE_PRICE_${plan.toUpperCase()}`] = price['id'] as string;

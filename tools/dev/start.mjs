@@ -1,6 +1,7 @@
 // `npm start`: install what is missing, build, migrate, seed the demo tenant, start every app,
 // print their addresses, and stop them all on Ctrl-C.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -138,15 +139,24 @@ if (!env.PROVIDER_INHOUSE_URL) {
 }
 // No Stripe configured: the fake Stripe of libs/testing, so checkout and portal links work locally
 // (its pages at /checkout/... and /portal/... complete the flow and send webhooks to billing-worker).
+// Its API key and webhook secret are made here, new each run, and handed to it and to the apps;
+// neither is printed (the fake prints only its address and price ids).
 let fakeStripe = false;
 if (!env.STRIPE_SECRET_KEY) {
   const worker = APPS.find((a) => a.name === 'billing-worker');
+  const keys = { STRIPE_SECRET_KEY: `sk_test_${randomBytes(18).toString('hex')}`, STRIPE_WEBHOOK_SECRET: `whsec_${randomBytes(24).toString('hex')}` };
   const marker = /^fake stripe settings (.*)$/;
   let ready;
   const settled = new Promise((resolve) => (ready = resolve));
   children.push(
     launch('fake-stripe', ['-r', 'ts-node/register/transpile-only', 'tools/dev/fake-stripe.ts'], {
-      extraEnv: { TS_NODE_PROJECT: 'tsconfig.json', FAKE_STRIPE_PORT: env.FAKE_STRIPE_PORT ?? '12111', FAKE_STRIPE_WEBHOOK_URL: `http://127.0.0.1:${worker.port}/webhooks/stripe` },
+      extraEnv: {
+        TS_NODE_PROJECT: 'tsconfig.json',
+        FAKE_STRIPE_PORT: env.FAKE_STRIPE_PORT ?? '12111',
+        FAKE_STRIPE_WEBHOOK_URL: `http://127.0.0.1:${worker.port}/webhooks/stripe`,
+        FAKE_STRIPE_API_KEY: keys.STRIPE_SECRET_KEY,
+        FAKE_STRIPE_WEBHOOK_SECRET: keys.STRIPE_WEBHOOK_SECRET,
+      },
       onLine: (line) => {
         const m = marker.exec(line);
         if (m) ready(JSON.parse(m[1]));
@@ -159,7 +169,7 @@ if (!env.STRIPE_SECRET_KEY) {
     stop(1);
     await new Promise(() => {});
   }
-  Object.assign(env, settings);
+  Object.assign(env, settings, keys);
   fakeStripe = true;
 }
 children.push(...APPS.map(({ name, metricsPort }) => launch(name, [entry(name)], { extraEnv: { METRICS_PORT: String(metricsPort) } })));

@@ -266,6 +266,17 @@ describe('docker/compose.yaml', () => {
     expect([gateway['OAUTH_ISSUER'], gateway['OAUTH_AUDIENCE']]).toEqual([api['OAUTH_ISSUER'], api['OAUTH_AUDIENCE']]);
   });
 
+  it("publishes every port on the host's 127.0.0.1 only (the dev identity provider signs ID tokens for any e-mail)", () => {
+    const published = Object.entries(services).flatMap(([name, svc]) => (svc.ports ?? []).map((p) => [name, p] as const));
+    expect(published.length).toBeGreaterThan(0);
+    for (const [name, port] of published) expect([name, port]).toEqual([name, expect.stringMatching(/^127\.0\.0\.1:\d+:\d+$/)]);
+    // Inside its container management-api listens on every interface (the image's HOST), which it
+    // refuses with the dev identity provider unless told that only this machine reaches the port.
+    expect(imageEnv()['HOST']).toBe('0.0.0.0');
+    expect(envOf('management-api')['IDP_DEV_ALLOW_NON_LOOPBACK_HOST']).toBe('true');
+    expect(envOf('management-api')['IDP_DEV_ALLOW_PUBLIC']).toBeUndefined();
+  });
+
   it('points the apps at the fakes by service name and port, and the fake Stripe at billing-worker', () => {
     const model = envOf('fake-model');
     const stripe = envOf('fake-stripe');
@@ -280,7 +291,7 @@ describe('docker/compose.yaml', () => {
     expect(stripe['FAKE_STRIPE_WEBHOOK_URL']).toBe(`http://billing-worker:${envOf('billing-worker')['PORT']}/webhooks/stripe`);
     // The browser opens Checkout and portal links on the host, through the published port.
     const publicUrl = new URL(stripe['FAKE_STRIPE_PUBLIC_URL']);
-    expect(services['fake-stripe'].ports).toContain(`${publicUrl.port}:${stripe['FAKE_STRIPE_PORT']}`);
+    expect(services['fake-stripe'].ports).toContain(`127.0.0.1:${publicUrl.port}:${stripe['FAKE_STRIPE_PORT']}`);
     // Inside the container network: bound to every interface, or the other containers cannot reach them.
     expect([model['FAKE_UPSTREAM_HOST'], stripe['FAKE_STRIPE_HOST']]).toEqual(['0.0.0.0', '0.0.0.0']);
     for (const fake of FAKES) expect([fake, services[fake].read_only, services[fake].cap_drop]).toEqual([fake, true, ['ALL']]);
@@ -316,7 +327,7 @@ describe('the fakes, as the image runs them', () => {
   });
 
   /** Runs a fake service's compose command with its compose environment, bound to loopback on a free port. */
-  async function start(service: string, loopback: Record<string, string>, ready: RegExp): Promise<{ line: RegExpExecArray; child: ChildProcess }> {
+  async function start(service: string, loopback: Record<string, string>, ready: RegExp): Promise<{ line: RegExpExecArray; child: ChildProcess; output: () => string }> {
     const svc = services[service];
     expect(svc.command?.[0]).toBe('node');
     const child = spawn(process.execPath, svc.command!.slice(1), { cwd: dir, env: { PATH: process.env['PATH'], ...envOf(service), ...loopback }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -325,7 +336,7 @@ describe('the fakes, as the image runs them', () => {
     child.stdout!.on('data', (c) => (out += c));
     child.stderr!.on('data', (c) => (out += c));
     const line = await waitFor(async () => ready.exec(out) ?? (child.exitCode !== null ? Promise.reject(new Error(`${service} exited: ${out}`)) : undefined), 15000);
-    return { line, child };
+    return { line, child, output: () => out };
   }
 
   it('the compiled fakes load only Node modules, their own files and production dependencies (the image has no others)', () => {
@@ -350,14 +361,19 @@ describe('the fakes, as the image runs them', () => {
     expect(await once(child, 'exit')).toEqual([0, null]);
   });
 
-  it('fake-stripe: reports exactly the STRIPE_* settings compose gives the apps, and the apps client finds the plan prices there', async () => {
+  it('fake-stripe: reports exactly the STRIPE_* settings compose gives the apps, never its keys, and the apps client finds the plan prices there', async () => {
     const port = await freePort();
-    const { line, child } = await start('fake-stripe', { FAKE_STRIPE_HOST: '127.0.0.1', FAKE_STRIPE_PORT: String(port) }, /^fake stripe settings (.*)$/m);
+    const { line, child, output } = await start('fake-stripe', { FAKE_STRIPE_HOST: '127.0.0.1', FAKE_STRIPE_PORT: String(port) }, /^fake stripe settings (.*)$/m);
     const settings = JSON.parse(line[1]) as Record<string, string>;
+    expect(Object.keys(settings).sort()).toEqual(['STRIPE_API_BASE', 'STRIPE_PRICE_FREE', 'STRIPE_PRICE_PREMIUM', 'STRIPE_PRICE_STANDARD']);
+    const fakeEnv = envOf('fake-stripe');
+    for (const key of [fakeEnv['FAKE_STRIPE_API_KEY'], fakeEnv['FAKE_STRIPE_WEBHOOK_SECRET']]) expect(output()).not.toContain(key);
     for (const app of ['management-api', 'billing-worker']) {
       const env = envOf(app);
       const stripeEnv = Object.fromEntries(Object.entries(env).filter(([k]) => Object.keys(settings).includes(k)));
       expect([app, stripeEnv]).toEqual([app, settings]);
+      // The keys the apps are given are the ones the fake was started with, not read from its output.
+      expect([app, env['STRIPE_SECRET_KEY'], env['STRIPE_WEBHOOK_SECRET']]).toEqual([app, fakeEnv['FAKE_STRIPE_API_KEY'], fakeEnv['FAKE_STRIPE_WEBHOOK_SECRET']]);
     }
     // The apps' own Stripe client, with billing-worker's settings, here through loopback instead of
     // the service name.

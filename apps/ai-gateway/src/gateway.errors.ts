@@ -12,6 +12,7 @@ export type GatewayErrorCode =
   | 'unsupported_provider'
   | 'product_not_allowed'
   | 'entitlement_required'
+  | 'account_paused'
   | 'provider_restricted'
   | 'insufficient_credits'
   | 'budget_exceeded'

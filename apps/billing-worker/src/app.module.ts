@@ -22,6 +22,8 @@ import { StripeEventsCatchUpService } from './stripe/stripe-events-catch-up.serv
 import { BILLING_SECRETS, STRIPE_API } from './stripe/stripe.tokens';
 import { BillingSyncRepository } from './webhooks/billing-sync.repository';
 import { BillingSyncService } from './webhooks/billing-sync.service';
+import { CreditPurchasesRepository, SqlCreditPurchasesRepository } from './webhooks/credit-purchases.repository';
+import { CreditReversalsService } from './webhooks/credit-reversals.service';
 import { StripeEventProcessor } from './webhooks/stripe-event.processor';
 import { StripeEventsRepository } from './webhooks/stripe-events.repository';
 import { StripeWebhookController } from './webhooks/stripe-webhook.controller';
@@ -48,6 +50,8 @@ export class AppModule {
         BillingRepository,
         BillingSyncRepository,
         CreditsRepository,
+        { provide: CreditPurchasesRepository, useClass: SqlCreditPurchasesRepository },
+        CreditReversalsService,
         BillingSyncService,
         StripeEventsRepository,
         StripeEventProcessor,

@@ -130,6 +130,23 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     return res.headers.get('location') ?? '';
   }
 
+  /** A backend of the tenant, as product backends call the gateway: an OAuth client of management-api, its token, the openai SDK. */
+  async function gatewayClient(name: string): Promise<OpenAI> {
+    const created = await http<{ clientId: string; clientSecret: string }>(`${api.url}/api/oauth/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
+      json: { name, scopes: ['ai:invoke'] },
+    });
+    expect(created.status).toBe(201);
+    const token = await http<{ access_token: string }>(`${api.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: created.body.clientSecret }).toString(),
+    });
+    expect(token.status).toBe(200);
+    return new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: token.body.access_token, defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 10_000 });
+  }
+
   const plan = async (want: string, cancelAtPeriodEnd = false) =>
     waitFor(async () => {
       const s = await admin.subscription.get();
@@ -175,20 +192,7 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
 
   it('a credit purchase turns a 402 at the gateway into a 200, and lands on the balance once', async () => {
     const balance = async () => Number((await db.query(`SELECT balance FROM credit_balances WHERE tenant_id = $1`, [tenantId])).rows[0]?.balance ?? 0);
-    // A backend of the tenant, as product backends call the gateway: an OAuth client of management-api, its token, the openai SDK.
-    const created = await http<{ clientId: string; clientSecret: string }>(`${api.url}/api/oauth/clients`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${idToken}`, 'x-tenant-id': tenantId },
-      json: { name: 'backend', scopes: ['ai:invoke'] },
-    });
-    expect(created.status).toBe(201);
-    const token = await http<{ access_token: string }>(`${api.url}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: created.body.clientSecret }).toString(),
-    });
-    expect(token.status).toBe(200);
-    const openai = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: token.body.access_token, defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0, timeout: 10_000 });
+    const openai = await gatewayClient('backend');
     const chat = { model: 'fake-chat-1', messages: [{ role: 'user' as const, content: 'hello there' }] };
 
     // Entitled (the premium plan grants enterprise for core) but without credit: 402 before the model is called.
@@ -242,6 +246,48 @@ describe('billing end to end: built management-api and billing-worker, fake Stri
     // The one answered call is debited, once: bought credits less a few micro-credits.
     await waitFor(async () => (await balance()) < 1000 * 10000, 15000);
     expect(await balance()).toBeGreaterThan(1000 * 10000 - 1000);
+  });
+
+  it('a dispute of that purchase takes its credits back and pauses the tenant at the gateway (403 account_paused); won, both come back; a refund takes back its share', async () => {
+    const balance = async () => Number((await db.query(`SELECT balance FROM credit_balances WHERE tenant_id = $1`, [tenantId])).rows[0]?.balance ?? 0);
+    const openai = await gatewayClient('disputed backend');
+    const chat = { model: 'fake-chat-1', messages: [{ role: 'user' as const, content: 'still there?' }] };
+    const outcome = async () => {
+      try {
+        await openai.chat.completions.create(chat);
+        return 200;
+      } catch (err) {
+        return err instanceof APIError ? `${err.status} ${String(err.code)}` : String(err);
+      }
+    };
+    expect(await outcome()).toBe(200);
+    const before = await balance();
+    const customer = (await db.query(`SELECT stripe_customer_id FROM billing_customers WHERE tenant_id = $1 AND product_key = 'core'`, [tenantId])).rows[0].stripe_customer_id as string;
+    const [charge] = (await stripe.charges.list({ customer })).data;
+    expect(charge).toMatchObject({ amount: 1000, amount_refunded: 0 });
+
+    // The cardholder disputes the purchase with their bank: credits taken back, the gateway refuses before the model is called.
+    const dispute = fake.openDispute(charge.id);
+    await waitFor(async () => (await outcome()) === '403 account_paused', 15000, 100);
+    const calls = model.totalCalls;
+    const paused = await openai.chat.completions.create(chat).catch((e: unknown) => e);
+    expect(paused).toMatchObject({ status: 403, code: 'account_paused', type: 'permission_error' });
+    expect(model.totalCalls).toBe(calls);
+    // Less the few micro-credits the calls answered before the pause reached the gateway cost.
+    expect(await balance()).toBeLessThanOrEqual(before - 1000 * 10000);
+    expect(await balance()).toBeGreaterThan(before - 1000 * 10000 - 50_000);
+
+    // Won: the credits and the access come back.
+    fake.closeDispute(dispute['id'] as string, 'won');
+    await waitFor(async () => (await outcome()) === 200, 15000, 100);
+    await waitFor(async () => (await balance()) > before - 1000 * 10000, 15000);
+    const restored = await balance();
+    expect(restored).toBeGreaterThan(before - 50_000);
+
+    // A quarter refunded through Stripe's API: a quarter of the credits go.
+    await stripe.refunds.create({ charge: charge.id, amount: 250 });
+    await waitFor(async () => (await balance()) <= restored - 250 * 10000, 15000);
+    expect(await balance()).toBeGreaterThan(restored - 250 * 10000 - 50_000);
   });
 
   it('meter events after a billing-worker killed (SIGKILL) mid-batch: none lost, none doubled in Stripe', async () => {

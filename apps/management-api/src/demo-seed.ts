@@ -1,8 +1,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { hashSecret } from '@flagship/config';
+import { APP_CONFIG, hashSecret } from '@flagship/config';
 import { TenantEntity, TransactionRunner } from '@flagship/persistence';
 import { CreditsRepository } from '@flagship/ledger';
 import { AdminRepository } from './admin/admin.repository';
+import type { ManagementApiConfig } from './env.schema';
 import { EnvironmentsRepository } from './environments/environments.repository';
 import { newClientSecret } from './oauth/client-credentials';
 import { SandboxService } from './sandbox/sandbox.service';
@@ -41,7 +42,8 @@ export async function seedDemo(app: INestApplicationContext): Promise<DemoSeedRe
     );
     if (rows.length === 0) return false;
     await app.get(EnvironmentsRepository).insertDefaults(m, DEMO_TENANT_ID);
-    await app.get(InvitationsRepository).upsertPending(m, DEMO_TENANT_ID, DEMO_EMAIL, 'admin', null);
+    const ttlMs = app.get<ManagementApiConfig>(APP_CONFIG).INVITATION_TTL_DAYS * 86_400_000;
+    await app.get(InvitationsRepository).upsertPending(m, DEMO_TENANT_ID, DEMO_EMAIL, 'admin', null, ttlMs);
     const tenant = (await m.getRepository(TenantEntity).findOneBy({ id: DEMO_TENANT_ID }))!;
     await app.get(SandboxService).seed(m, tenant);
     return true;

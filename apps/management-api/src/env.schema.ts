@@ -9,10 +9,18 @@ export const managementApiEnv = {
   ...portEnv(3000),
   PUBLIC_BASE_URL: str({ default: '', desc: 'the address clients reach this API at; default http://HOST:PORT' }),
   CONSOLE_DIR: str({ default: 'dist/apps/console', desc: 'the built web console (nx run console:build), served at /console' }),
-  IDP_MODE: str({ choices: ['dev', 'oidc'], devDefault: 'dev', desc: 'dev: the embedded identity provider (never in production; only at a loopback PUBLIC_BASE_URL unless IDP_DEV_ALLOW_PUBLIC)' }),
+  IDP_MODE: str({
+    choices: ['dev', 'oidc'],
+    devDefault: 'dev',
+    desc: 'dev: the embedded identity provider (never in production; only listening on loopback (HOST) at a loopback PUBLIC_BASE_URL, unless IDP_DEV_ALLOW_NON_LOOPBACK_HOST or IDP_DEV_ALLOW_PUBLIC)',
+  }),
   IDP_DEV_ALLOW_PUBLIC: bool({
     default: false,
-    desc: 'allow IDP_MODE=dev at a PUBLIC_BASE_URL that is not loopback: whoever reaches it can sign in as any e-mail, so only on a private network',
+    desc: 'allow IDP_MODE=dev at a PUBLIC_BASE_URL (and HOST) that is not loopback: whoever reaches it can sign in as any e-mail, so only on a private network',
+  }),
+  IDP_DEV_ALLOW_NON_LOOPBACK_HOST: bool({
+    default: false,
+    desc: 'allow IDP_MODE=dev while HOST listens beyond loopback (0.0.0.0 in a container) when only this machine reaches the port: docker/compose.yaml publishes it on 127.0.0.1',
   }),
   IDP_ISSUER: str({ default: '', desc: 'issuer of user ID tokens (oidc mode)' }),
   IDP_AUDIENCE: str({ default: 'flagship-dev', desc: 'audience of user ID tokens (Firebase: the project id)' }),
@@ -51,7 +59,10 @@ export const managementApiEnv = {
   QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_BUDGETS_PER_TENANT: num({ default: 100, desc: 'AI budgets (per OAuth client or product key) one tenant may hold' }),
-  QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'a user may create tenants (POST /api/tenants) while administering fewer than this; sign-up\'s own tenant is always made' }),
+  QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'tenants one user may create (POST /api/tenants), their sign-up tenant included, whatever their role in them now; sign-up\'s own tenant is always made' }),
+  QUOTA_INVITATIONS_PER_TENANT: num({ default: 50, desc: 'pending (unexpired) invitations one tenant may hold; past it 409 quota-exceeded' }),
+  INVITATION_TTL_DAYS: num({ default: 14, desc: 'an invitation expires this many days after it is sent (re-inviting the e-mail renews it)' }),
+  CHECKOUT_SESSIONS_PER_HOUR: num({ default: 20, desc: 'Stripe Checkout and portal sessions one tenant may start per hour (POST /api/billing/checkout); past it 429 with Retry-After' }),
   FLAG_STREAMS_PER_TENANT: num({ default: 50, desc: 'flag-data streams (GET /api/flag-stream) one tenant may hold open on one process; past it 429' }),
   FLAG_STREAMS_PER_PROCESS: num({ default: 5000, desc: 'flag-data streams one process holds open; past it 503 with Retry-After (another replica may take it)' }),
   FLAG_STREAM_HEARTBEAT_SECONDS: num({ default: 15, desc: 'a comment line on every flag-data stream this often, so proxies and clients see it alive' }),
@@ -64,15 +75,19 @@ export const managementApiEnv = {
   BILLING_CURRENCY: str({ default: 'usd', desc: 'currency of credit purchases' }),
 };
 
+/** localhost, 127.x.x.x or ::1: only this machine reaches it (0.0.0.0, ::, a LAN address are every interface or another). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || h === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(h);
+}
+
 /** http(s)://localhost, 127.x.x.x or [::1]: only this machine reaches it. */
 export function isLoopbackUrl(address: string): boolean {
-  let host: string;
   try {
-    host = new URL(address).hostname.toLowerCase();
+    return isLoopbackHost(new URL(address).hostname);
   } catch {
     return false;
   }
-  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
@@ -100,6 +115,9 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     'FLAG_MAX_BYTES',
     'FLAG_SET_MAX_BYTES',
     'FLAG_STORE_MAX_BYTES',
+    'QUOTA_INVITATIONS_PER_TENANT',
+    'INVITATION_TTL_DAYS',
+    'CHECKOUT_SESSIONS_PER_HOUR',
   ] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
   }
@@ -121,6 +139,13 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (raw.IDP_MODE === 'dev' && !raw.IDP_DEV_ALLOW_PUBLIC && !isLoopbackUrl(publicBaseUrl)) {
     throw new ConfigError(
       `invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused at PUBLIC_BASE_URL ${publicBaseUrl}, which is not a loopback address; use IDP_MODE=oidc, or IDP_DEV_ALLOW_PUBLIC=true on a private network`,
+    );
+  }
+  // Listening on every interface puts it on the network whatever PUBLIC_BASE_URL says (a laptop on
+  // café Wi-Fi running compose, which published on 0.0.0.0).
+  if (raw.IDP_MODE === 'dev' && !raw.IDP_DEV_ALLOW_PUBLIC && !raw.IDP_DEV_ALLOW_NON_LOOPBACK_HOST && !isLoopbackHost(raw.HOST)) {
+    throw new ConfigError(
+      `invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused while HOST=${raw.HOST} listens beyond loopback; set HOST=127.0.0.1, use IDP_MODE=oidc, or IDP_DEV_ALLOW_NON_LOOPBACK_HOST=true where only this machine reaches the port (a container published on 127.0.0.1)`,
     );
   }
   return {

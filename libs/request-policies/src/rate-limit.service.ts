@@ -131,21 +131,23 @@ export class RateLimitService {
    * request is then served uncounted (fail open), because a rate limiter must not take the API down
    * with it; the outage is logged once and readiness reports it.
    *
-   * `nowMs` replaces Redis' clock (tests, tools); leave it out in the apps.
+   * `nowMs` replaces Redis' clock (tests, tools); leave it out in the apps. A subject with its own
+   * `windowMs` (a budget per hour, say) is counted over that window instead of the module's.
    */
-  async consume(subject: Pick<RateLimitSubject, 'key' | 'limit'>, nowMs?: number): Promise<RateLimitDecision | undefined> {
+  async consume(subject: Pick<RateLimitSubject, 'key' | 'limit'> & { windowMs?: number }, nowMs?: number): Promise<RateLimitDecision | undefined> {
     if (Date.now() < this.skipRedisUntil) return undefined;
+    const windowMs = subject.windowMs ?? this.options.windowMs;
     let reply: unknown;
     try {
       reply = await withRedis(this.redis, this.options.redisTimeoutMs, () =>
-        SLIDING_WINDOW.run(this.redis, [subject.key], [subject.limit, this.options.windowMs, nowMs === undefined ? '' : Math.floor(nowMs)]),
+        SLIDING_WINDOW.run(this.redis, [subject.key], [subject.limit, windowMs, nowMs === undefined ? '' : Math.floor(nowMs)]),
       );
     } catch (err) {
       this.failed(err);
       return undefined;
     }
     this.succeeded();
-    return this.decision(subject, reply);
+    return this.decision(subject, windowMs, reply);
   }
 
   /**
@@ -215,9 +217,9 @@ export class RateLimitService {
     return { calls, decide };
   }
 
-  private decision(subject: Pick<RateLimitSubject, 'limit'>, reply: unknown): RateLimitDecision {
+  private decision(subject: Pick<RateLimitSubject, 'limit'>, windowMs: number, reply: unknown): RateLimitDecision {
     const [allowed, remaining, resetMs, retryAfterMs] = (reply as Array<number | string>).map(Number);
-    return { allowed: allowed === 1, limit: subject.limit, windowMs: this.options.windowMs, remaining, resetMs, retryAfterMs };
+    return { allowed: allowed === 1, limit: subject.limit, windowMs, remaining, resetMs, retryAfterMs };
   }
 
   /** Any failure fails open, a reply error (a bug) included: it is logged, never a 500. */

@@ -23,6 +23,8 @@ export class RequestPoliciesModule {
     const providers = [RateLimitService, RateLimitGuard, IdempotencyService, IdempotencyInterceptor];
     return {
       module: RequestPoliciesModule,
+      // Global: a feature with a budget of its own (checkout sessions per hour) spends through the one RateLimitService.
+      global: true,
       providers: [{ provide: REQUEST_POLICIES_OPTIONS, useValue: resolveRequestPoliciesOptions(options) }, ...providers],
       exports: [REQUEST_POLICIES_OPTIONS, ...providers],
     };

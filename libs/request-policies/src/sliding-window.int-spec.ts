@@ -61,6 +61,18 @@ describe('sliding-window counter in Redis', () => {
     expect(await at(WINDOW + 20_000)).toMatchObject({ allowed: true, remaining: 0 });
   });
 
+  it("counts a subject with its own window (an hour) over that window, not the module's minute", async () => {
+    const HOUR = 3_600_000;
+    const s = { ...subject(2), windowMs: HOUR };
+    const at = async (offset: number) => (await service.consume(s, T0 + offset))!;
+    expect(await at(0)).toMatchObject({ allowed: true, remaining: 1, windowMs: HOUR });
+    expect(await at(1)).toMatchObject({ allowed: true, remaining: 0 });
+    // A minute later a minute's window would have passed; the hour's has not.
+    expect(await at(WINDOW + 1)).toMatchObject({ allowed: false, windowMs: HOUR });
+    expect((await at(WINDOW + 1)).retryAfterMs).toBeGreaterThan(HOUR - 2 * WINDOW);
+    expect(await redis.pttl(s.key)).toBeGreaterThan(HOUR);
+  });
+
   it('computes Retry-After within the window while the previous window still weighs', async () => {
     const s = subject(3);
     for (let i = 0; i < 3; i++) await service.consume(s, T0 + i);

@@ -1210,6 +1210,8 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "accepted" | "declined";
             createdAt: string;
+            /** @description when it can no longer be answered (INVITATION_TTL_DAYS after it was sent or last re-sent); it is withdrawn sooner if its inviter stops being an admin */
+            expiresAt: string;
             respondedAt: string | null;
         };
         UpdateTenantUserDto: {

@@ -339,7 +339,8 @@ export interface AddTenantUserInput {
 
 /**
  * An invitation to a tenant. Inviting answers the same whether or not the e-mail has an account;
- * the invitee, signed in with that e-mail verified, accepts or declines it.
+ * the invitee, signed in with that e-mail verified, accepts or declines it before `expiresAt`
+ * (it is withdrawn sooner if its inviter stops being an admin).
  */
 export interface Invitation {
   id: string;
@@ -349,6 +350,7 @@ export interface Invitation {
   role: TenantRole;
   status: 'pending' | 'accepted' | 'declined';
   createdAt: Timestamp;
+  expiresAt: Timestamp;
   respondedAt: Timestamp | null;
 }
 

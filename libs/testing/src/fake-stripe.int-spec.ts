@@ -181,6 +181,49 @@ describe('FakeStripe through stripe-node', () => {
     expect(fake.eventsOfType('customer.subscription.created').some((e) => (e['data'] as { object: { id: string } }).object.id === sub.id)).toBe(true);
   });
 
+  it('a paid payment-mode checkout leaves a charge; refunds grow its cumulative amount_refunded; disputes open and close; each with its events', async () => {
+    const customer = await stripe.customers.create({});
+    const session = await stripe.checkout.sessions.create({
+      mode: 'payment',
+      customer: customer.id,
+      line_items: [{ price_data: { currency: 'usd', unit_amount: 2500, product_data: { name: 'credits' } }, quantity: 1 }],
+      success_url: 'https://app.test/ok',
+    });
+    const paid = fake.completeCheckout(session.id);
+    const pi = paid['payment_intent'] as string;
+    expect((await stripe.checkout.sessions.list({ payment_intent: pi })).data.map((s) => s.id)).toEqual([session.id]);
+    const [charge] = (await stripe.charges.list({ payment_intent: pi })).data;
+    expect(charge).toMatchObject({ object: 'charge', amount: 2500, amount_captured: 2500, amount_refunded: 0, refunded: false, disputed: false, paid: true, status: 'succeeded', customer: customer.id, payment_intent: pi, currency: 'usd' });
+
+    const first = await stripe.refunds.create({ payment_intent: pi, amount: 1000 });
+    expect(first).toMatchObject({ object: 'refund', amount: 1000, charge: charge.id, payment_intent: pi, status: 'succeeded', currency: 'usd' });
+    expect(await stripe.charges.retrieve(charge.id)).toMatchObject({ amount_refunded: 1000, refunded: false });
+    await expect(stripe.refunds.create({ charge: charge.id, amount: 1600 })).rejects.toMatchObject({ statusCode: 400, param: 'amount' });
+    const rest = await stripe.refunds.create({ charge: charge.id });
+    expect(rest.amount).toBe(1500);
+    expect(await stripe.charges.retrieve(charge.id)).toMatchObject({ amount_refunded: 2500, refunded: true });
+    await expect(stripe.refunds.create({ charge: charge.id })).rejects.toMatchObject({ statusCode: 400, code: 'charge_already_refunded' });
+    expect(await stripe.refunds.retrieve(first.id)).toMatchObject({ id: first.id, amount: 1000 });
+    const refundedEvents = fake.eventsOfType('charge.refunded').filter((e) => (e['data'] as { object: { id: string } }).object.id === charge.id);
+    expect(refundedEvents.map((e) => (e['data'] as { object: { amount_refunded: number } }).object.amount_refunded)).toEqual([1000, 2500]);
+    expect(fake.eventsOfType('refund.created').map((e) => (e['data'] as { object: { id: string } }).object.id)).toEqual(expect.arrayContaining([first.id, rest.id]));
+
+    // A second purchase, disputed: a chargeback cannot be refunded; the merchant may accept it (lost).
+    const other = await stripe.checkout.sessions.create({ mode: 'payment', customer: customer.id, line_items: [{ price_data: { currency: 'usd', unit_amount: 900, product_data: { name: 'credits' } }, quantity: 1 }], success_url: 'https://app.test/ok' });
+    const [disputedCharge] = (await stripe.charges.list({ payment_intent: fake.completeCheckout(other.id)['payment_intent'] as string })).data;
+    const dispute = fake.openDispute(disputedCharge.id);
+    expect(await stripe.disputes.retrieve(dispute['id'] as string)).toMatchObject({ object: 'dispute', amount: 900, charge: disputedCharge.id, status: 'needs_response', is_charge_refundable: false, reason: 'general' });
+    expect((await stripe.charges.retrieve(disputedCharge.id)).disputed).toBe(true);
+    await expect(stripe.refunds.create({ charge: disputedCharge.id })).rejects.toMatchObject({ code: 'charge_disputed' });
+    expect((await stripe.disputes.list({ charge: disputedCharge.id })).data.map((d) => d.id)).toEqual([dispute['id']]);
+    expect((await stripe.disputes.close(dispute['id'] as string)).status).toBe('lost');
+    await expect(stripe.disputes.close(dispute['id'] as string)).rejects.toMatchObject({ statusCode: 400 });
+    expect(fake.eventsOfType('charge.dispute.created').length).toBe(1);
+    expect(fake.eventsOfType('charge.dispute.closed').map((e) => (e['data'] as { object: { status: string } }).object.status)).toEqual(['lost']);
+    // Stripe lists events of at most 20 types at once.
+    await expect(stripe.events.list({ types: Array.from({ length: 21 }, (_, i) => `type.${i}`) })).rejects.toMatchObject({ statusCode: 400, param: 'types' });
+  });
+
   it('can be down: 500 api_error, or connections refused, and comes back', async () => {
     await fake.setMode('error');
     await expect(stripe.customers.create({})).rejects.toBeInstanceOf(Stripe.errors.StripeAPIError);

@@ -56,7 +56,27 @@ class StripeError extends Error {
 }
 
 const DAY = 86400;
-const RESOURCE_WORDS = new Set(['customers', 'products', 'prices', 'checkout', 'sessions', 'billing_portal', 'configurations', 'subscriptions', 'invoices', 'events', 'billing', 'meter_events', 'meters']);
+const RESOURCE_WORDS = new Set([
+  'customers',
+  'products',
+  'prices',
+  'checkout',
+  'sessions',
+  'billing_portal',
+  'configurations',
+  'subscriptions',
+  'invoices',
+  'events',
+  'billing',
+  'meter_events',
+  'meters',
+  'charges',
+  'refunds',
+  'disputes',
+  'close',
+]);
+/** Dispute statuses after which the dispute is over (Stripe's `charge.dispute.closed`). */
+const CLOSED_DISPUTE = new Set(['won', 'lost', 'warning_closed', 'prevented']);
 const now = (): number => Math.floor(Date.now() / 1000);
 const str = (v: FormValue | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
 const obj = (v: FormValue | undefined): Record<string, FormValue> => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
@@ -102,6 +122,9 @@ export class FakeStripe {
   readonly subscriptions = new Map<string, Obj>();
   readonly meters = new Map<string, Obj>();
   readonly invoices = new Map<string, Obj>();
+  readonly charges = new Map<string, Obj>();
+  readonly refunds = new Map<string, Obj>();
+  readonly disputes = new Map<string, Obj>();
   private readonly idempotency = new Map<string, { fingerprint: string; status: number; body: string }>();
   private readonly sockets = new Set<Socket>();
   private pendingDeliveries = new Set<Promise<void>>();
@@ -211,9 +234,54 @@ export class FakeStripe {
     } else {
       session['payment_status'] = 'paid';
       session['payment_intent'] = `pi_${randomBytes(12).toString('hex')}`;
+      this.createCharge(session['payment_intent'] as string, customerId, session['amount_total'] as number, session['currency'] as string);
     }
     this.emit('checkout.session.completed', this.view(session));
     return this.view(session);
+  }
+
+  /**
+   * The cardholder disputes a charge with their bank: a dispute (by default a chargeback awaiting
+   * evidence, `needs_response`, of the whole amount) and `charge.dispute.created`.
+   */
+  openDispute(chargeId: string, options: { amount?: number; reason?: string; status?: string } = {}): Obj {
+    const charge = this.charges.get(chargeId);
+    if (!charge) throw new Error(`no charge ${chargeId}`);
+    const status = options.status ?? 'needs_response';
+    const created = now();
+    const dispute: Obj = {
+      id: this.id('du'),
+      object: 'dispute',
+      amount: options.amount ?? charge['amount'],
+      balance_transactions: [],
+      charge: chargeId,
+      created,
+      currency: charge['currency'],
+      evidence_details: { due_by: created + 7 * DAY, has_evidence: false, past_due: false, submission_count: 0 },
+      // An inquiry (warning_*) still lets the merchant refund; a chargeback has taken the funds.
+      is_charge_refundable: status.startsWith('warning_'),
+      livemode: false,
+      metadata: {},
+      payment_intent: charge['payment_intent'],
+      reason: options.reason ?? 'general',
+      status,
+    };
+    this.disputes.set(dispute['id'] as string, dispute);
+    charge['disputed'] = true;
+    this.emit('charge.dispute.created', dispute);
+    return dispute;
+  }
+
+  /** The bank decides (or an inquiry closes): the dispute's final status and `charge.dispute.closed`. */
+  closeDispute(disputeId: string, status: 'won' | 'lost' | 'warning_closed'): Obj {
+    const dispute = this.disputes.get(disputeId);
+    if (!dispute) throw new Error(`no dispute ${disputeId}`);
+    if (CLOSED_DISPUTE.has(dispute['status'] as string)) throw new Error(`dispute ${disputeId} is ${String(dispute['status'])}`);
+    const before = { status: dispute['status'] };
+    dispute['status'] = status;
+    dispute['is_charge_refundable'] = false;
+    this.emit('charge.dispute.closed', dispute, before);
+    return dispute;
   }
 
   /** The customer confirms a portal session's `subscription_update_confirm` flow. */
@@ -516,6 +584,32 @@ export class FakeStripe {
         return [200, this.view(this.createCheckoutSession(params))];
       case 'GET /v1/checkout/sessions/:id':
         return [200, this.view(get(this.checkoutSessions, 'checkout.session'))];
+      case 'GET /v1/checkout/sessions': {
+        const match = (c: Obj) => (!str(q['payment_intent']) || c['payment_intent'] === str(q['payment_intent'])) && (!str(q['customer']) || c['customer'] === str(q['customer']));
+        return [200, this.list([...this.checkoutSessions.values()].filter(match), q, '/v1/checkout/sessions')];
+      }
+      case 'GET /v1/charges/:id':
+        return [200, get(this.charges, 'charge')];
+      case 'GET /v1/charges': {
+        const match = (c: Obj) => (!str(q['payment_intent']) || c['payment_intent'] === str(q['payment_intent'])) && (!str(q['customer']) || c['customer'] === str(q['customer']));
+        return [200, this.list([...this.charges.values()].filter(match), q, '/v1/charges')];
+      }
+      case 'POST /v1/refunds':
+        return [200, this.createRefund(params)];
+      case 'GET /v1/refunds/:id':
+        return [200, get(this.refunds, 'refund')];
+      case 'GET /v1/disputes/:id':
+        return [200, get(this.disputes, 'dispute')];
+      case 'GET /v1/disputes': {
+        const match = (d: Obj) => (!str(q['charge']) || d['charge'] === str(q['charge'])) && (!str(q['payment_intent']) || d['payment_intent'] === str(q['payment_intent']));
+        return [200, this.list([...this.disputes.values()].filter(match), q, '/v1/disputes')];
+      }
+      case 'POST /v1/disputes/:id/close': {
+        // The merchant accepts the dispute: it is lost.
+        const dispute = get(this.disputes, 'dispute');
+        if (CLOSED_DISPUTE.has(dispute['status'] as string)) throw new StripeError(400, 'invalid_request_error', `This dispute is already closed.`);
+        return [200, this.closeDispute(id, 'lost')];
+      }
       case 'POST /v1/billing_portal/sessions':
         return [200, this.createPortalSession(params)];
       case 'POST /v1/billing_portal/configurations': {
@@ -574,6 +668,7 @@ export class FakeStripe {
         const created = obj(q['created']);
         const gte = integer(created['gte'], 'created[gte]') ?? integer(str(q['created']), 'created');
         const types = [...arr(q['types']).map(String), ...(str(q['type']) ? [str(q['type']) as string] : [])];
+        if (arr(q['types']).length > 20) throw new StripeError(400, 'invalid_request_error', 'types: an array of up to 20 event names.', undefined, 'types');
         const match = (t: string) => types.length === 0 || types.some((p) => (p.endsWith('*') ? t.startsWith(p.slice(0, -1)) : t === p));
         return [200, this.list(this.events.filter((e) => (gte === undefined || (e['created'] as number) >= gte) && match(e['type'] as string)), q, '/v1/events')];
       }
@@ -677,6 +772,97 @@ export class FakeStripe {
     this.emit('customer.subscription.created', sub);
     this.emit('invoice.paid', this.createInvoice(sub, 'paid'));
     return sub;
+  }
+
+  /** The card payment a paid Checkout Session in payment mode made, as its PaymentIntent's charge. */
+  private createCharge(paymentIntent: string, customer: string, amount: number, currency: string): Obj {
+    const charge: Obj = {
+      id: this.id('ch'),
+      object: 'charge',
+      amount,
+      amount_captured: amount,
+      amount_refunded: 0,
+      application: null,
+      application_fee: null,
+      application_fee_amount: null,
+      balance_transaction: null,
+      billing_details: { address: null, email: null, name: null, phone: null },
+      calculated_statement_descriptor: null,
+      captured: true,
+      created: now(),
+      currency,
+      customer,
+      description: null,
+      disputed: false,
+      failure_balance_transaction: null,
+      failure_code: null,
+      failure_message: null,
+      fraud_details: {},
+      livemode: false,
+      metadata: {},
+      on_behalf_of: null,
+      outcome: null,
+      paid: true,
+      payment_intent: paymentIntent,
+      payment_method: null,
+      payment_method_details: null,
+      receipt_email: null,
+      receipt_number: null,
+      receipt_url: null,
+      refunded: false,
+      review: null,
+      shipping: null,
+      source_transfer: null,
+      statement_descriptor: null,
+      statement_descriptor_suffix: null,
+      status: 'succeeded',
+      transfer_data: null,
+      transfer_group: null,
+    };
+    this.charges.set(charge['id'] as string, charge);
+    return charge;
+  }
+
+  /**
+   * `POST /v1/refunds`: of a charge or a PaymentIntent's charge, the rest of it unless `amount` says
+   * less. Succeeds at once (a card refund); the charge's cumulative `amount_refunded` grows, and
+   * `refund.created` and `charge.refunded` follow.
+   */
+  private createRefund(params: Params): Obj {
+    const chargeId = str(params['charge']);
+    const pi = str(params['payment_intent']);
+    if (!chargeId && !pi) throw new StripeError(400, 'invalid_request_error', 'One of `charge` or `payment_intent` is required.', 'parameter_missing', 'charge');
+    const charge = chargeId ? this.charges.get(chargeId) : [...this.charges.values()].find((c) => c['payment_intent'] === pi);
+    if (!charge) throw new StripeError(400, 'invalid_request_error', chargeId ? `No such charge: '${chargeId}'` : `No such payment_intent: '${pi ?? ''}'`, 'resource_missing', chargeId ? 'charge' : 'payment_intent');
+    const remaining = (charge['amount'] as number) - (charge['amount_refunded'] as number);
+    if (remaining <= 0) throw new StripeError(400, 'invalid_request_error', `Charge ${String(charge['id'])} has already been refunded.`, 'charge_already_refunded');
+    const disputed = [...this.disputes.values()].some((d) => d['charge'] === charge['id'] && !CLOSED_DISPUTE.has(d['status'] as string) && !d['is_charge_refundable']);
+    if (disputed) throw new StripeError(400, 'invalid_request_error', `Charge ${String(charge['id'])} has been charged back; it cannot be refunded.`, 'charge_disputed');
+    const amount = integer(params['amount'], 'amount') ?? remaining;
+    if (amount < 1) throw new StripeError(400, 'invalid_request_error', 'Invalid positive integer', 'parameter_invalid_integer', 'amount');
+    if (amount > remaining) throw new StripeError(400, 'invalid_request_error', `Refund amount (${amount}) is greater than unrefunded amount on charge (${remaining})`, undefined, 'amount');
+    const refund: Obj = {
+      id: this.id('re'),
+      object: 'refund',
+      amount,
+      balance_transaction: null,
+      charge: charge['id'],
+      created: now(),
+      currency: charge['currency'],
+      metadata: strings(params['metadata']),
+      payment_intent: charge['payment_intent'],
+      reason: str(params['reason']) ?? null,
+      receipt_number: null,
+      source_transfer_reversal: null,
+      status: 'succeeded',
+      transfer_reversal: null,
+    };
+    this.refunds.set(refund['id'] as string, refund);
+    charge['amount_refunded'] = (charge['amount_refunded'] as number) + amount;
+    charge['refunded'] = charge['amount_refunded'] === charge['amount'];
+    this.emit('refund.created', refund);
+    this.emit('charge.refunded', charge, { amount_refunded: (charge['amount_refunded'] as number) - amount, refunded: false });
+    return refund;
   }
 
   private createCheckoutSession(params: Params): Obj {

@@ -15,6 +15,8 @@ export class TcpProxy {
   private stalled = false;
   /** Connections accepted since the start, for tests that want to see traffic went through. */
   connections = 0;
+  /** Bytes the clients sent towards the server since the start: how much a request asked of it. */
+  bytesToServer = 0;
 
   private constructor(
     private readonly targetHost: string,
@@ -109,6 +111,7 @@ export class TcpProxy {
         upstream.destroy();
       });
     }
+    client.on('data', (chunk: Buffer) => (this.bytesToServer += chunk.length));
     client.pipe(upstream);
     upstream.pipe(client);
   }

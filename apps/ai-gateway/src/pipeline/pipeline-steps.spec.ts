@@ -21,6 +21,7 @@ const tenant = (changes: Partial<TenantContext> = {}): TenantContext => ({
   zeroRated: false,
   hostedProviderAllowed: false,
   entitlements: [],
+  paused: false,
   ...changes,
 });
 const codeOf = (fn: () => unknown): string | undefined => {

@@ -107,6 +107,27 @@ describe('TenantStep (real Postgres and Redis)', () => {
     expect(repository.finds).toBe(2);
   });
 
+  it('a tenant with a credit purchase under an open dispute: 403 account_paused from the announcement on, served again once it closes', async () => {
+    const { step } = await start(60_000);
+    const tenant = await createTenant(admin);
+    expect(await outcome(step, tenant)).toBe(tenant);
+    await admin.query(
+      `INSERT INTO credit_purchases (stripe_session_id, tenant_id, product_key, stripe_payment_intent_id, amount, currency, credits, amount_disputed, credits_taken_back, dispute_open)
+       VALUES ($1, $2, 'core', $3, 2500, 'usd', 250000000, 2500, 250000000, true)`,
+      [`cs_${tenant}`, tenant, `pi_${tenant}`],
+    );
+    await announce(tenant);
+    await waitFor(async () => (await outcome(step, tenant)) === '403 account_paused', 3000, 5);
+    const refusal = await step.resolve(principal(tenant)).catch((e: unknown) => e as GatewayError);
+    expect((refusal as GatewayError).message).toMatch(/paused while a payment dispute/);
+    // Another tenant is not touched.
+    const other = await createTenant(admin);
+    expect(await outcome(step, other)).toBe(other);
+    await admin.query(`UPDATE credit_purchases SET dispute_open = false WHERE tenant_id = $1`, [tenant]);
+    await announce(tenant);
+    await waitFor(async () => (await outcome(step, tenant)) === tenant, 3000, 5);
+  });
+
   it('a tenant that does not exist: 401 invalid_token, remembered for the TTL only, and at once when its creation is announced', async () => {
     const { step, repository } = await start(400);
     // Not a tenant id at all: Postgres is not asked.

@@ -6,12 +6,20 @@ import { dependencyDown, GatewayError } from '../gateway.errors';
 import type { TenantContext, TenantContextRepository } from '../tenants/tenant-context.repository';
 
 const unknownTenant = () => new GatewayError(401, 'invalid_token', "The access token's tenant does not exist.", null, { 'www-authenticate': 'Bearer' });
+/** 403, not 402: buying credits does not lift it; the dispute closing does. */
+const paused = () =>
+  new GatewayError(
+    403,
+    'account_paused',
+    "This tenant's AI access is paused while a payment dispute of one of its credit purchases is open; it resumes when the dispute closes.",
+  );
 
 /**
  * Step 3: the tenant the token is bound to, with its plan, switches and entitlements, held in a
  * SubscribedCache (a Postgres round trip per request would be most of the gateway's own time).
  * management-api and billing-worker announce `CHANNELS.tenantChanged` whenever they change
- * entitlements, credits, zeroRated or hostedProviderAllowed: the next request reads the tenant again.
+ * entitlements, credits, zeroRated, hostedProviderAllowed or a dispute's state: the next request
+ * reads the tenant again. A tenant with a dispute open is refused here (403 account_paused).
  *
  * - `ttlMs` bounds the life of every value, a tenant that does not exist included (`null`, 401 for
  *   that long unless its creation is announced), should an announcement be lost.
@@ -60,6 +68,7 @@ export class TenantStep {
       }
     }
     if (tenant === null) throw unknownTenant();
+    if (tenant.paused) throw paused();
     return tenant;
   }
 }

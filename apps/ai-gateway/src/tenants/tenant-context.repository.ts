@@ -8,7 +8,7 @@ export interface TenantEntitlement {
   validUntil: Date | null;
 }
 
-/** What the gateway needs of a tenant: plan, switches, entitlements. */
+/** What the gateway needs of a tenant: plan, switches, entitlements, whether it is paused. */
 export interface TenantContext {
   id: string;
   plan: string;
@@ -16,6 +16,8 @@ export interface TenantContext {
   zeroRated: boolean;
   hostedProviderAllowed: boolean;
   entitlements: TenantEntitlement[];
+  /** A dispute of one of its credit purchases is open at Stripe: the gateway refuses it until it closes. */
+  paused: boolean;
 }
 
 interface Row {
@@ -24,6 +26,7 @@ interface Row {
   subscription_status: string;
   zero_rated: boolean;
   hosted_provider_allowed: boolean;
+  paused: boolean;
   entitlements: Array<{ productKey: string; tier: string; validUntil: string | null }>;
 }
 
@@ -35,6 +38,7 @@ export class TenantContextRepository {
   async find(tenantId: string): Promise<TenantContext | undefined> {
     const rows: Row[] = await this.ds.query(
       `SELECT t.id, t.plan, t.subscription_status, t.zero_rated, t.hosted_provider_allowed,
+              EXISTS (SELECT 1 FROM credit_purchases cp WHERE cp.tenant_id = t.id AND cp.dispute_open) AS paused,
               COALESCE(json_agg(json_build_object('productKey', e.product_key, 'tier', e.tier, 'validUntil', e.valid_until))
                          FILTER (WHERE e.product_key IS NOT NULL), '[]') AS entitlements
          FROM tenants t
@@ -51,6 +55,7 @@ export class TenantContextRepository {
       subscriptionStatus: r.subscription_status,
       zeroRated: r.zero_rated,
       hostedProviderAllowed: r.hosted_provider_allowed,
+      paused: r.paused,
       entitlements: r.entitlements.map((e) => ({ productKey: e.productKey, tier: e.tier, validUntil: e.validUntil === null ? null : new Date(e.validUntil) })),
     };
   }

@@ -1,8 +1,9 @@
 import { Client } from 'pg';
 import type Stripe from 'stripe';
 import type { SecretReader } from '@flagship/billing';
+import { CHANNELS, createRedis, PubSub, RedisKeys } from '@flagship/redis';
 import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
-import { FakeStripe, freePort } from '@flagship/testing';
+import { createTestEnvironment, FakeStripe, freePort, type TestEnvironment } from '@flagship/testing';
 import { AppModule, RAW_BODY_PATHS } from '../app.module';
 import { loadBillingWorkerConfig } from '../env.schema';
 
@@ -45,6 +46,52 @@ export async function startWorker(env: NodeJS.ProcessEnv, secrets?: SecretReader
   const port = await freePort();
   const app = await bootstrapService(AppModule.forConfig(config, secrets), { port, host: '127.0.0.1', handleSignals: false, rawBodyPaths: RAW_BODY_PATHS });
   return runningApp(app);
+}
+
+/** A worker with its own database and Redis prefix, the fake Stripe sending it signed webhooks, and a subscriber to tenant-changed. */
+export interface WorkerStack {
+  te: TestEnvironment;
+  fake: FakeStripe;
+  stripe: Stripe;
+  plans: Plans;
+  worker: RunningApp;
+  db: Client;
+  /** Tenant ids announced on tenant-changed (what the gateway hears), in order. */
+  changed: string[];
+  stop(): Promise<void>;
+}
+
+export async function startWorkerStack(apiKey: string): Promise<WorkerStack> {
+  const te = await createTestEnvironment();
+  const fake = await FakeStripe.start({ apiKey, webhookSecret: WEBHOOK_SECRET });
+  const stripe = fake.client();
+  const plans = await createPlans(stripe);
+  const worker = await startWorker({ ...te.env, ...stripeEnv(fake, plans) });
+  fake.webhookUrl = `${worker.url}/webhooks/stripe`;
+  const db = new Client({ connectionString: te.db.url });
+  await db.connect();
+  const publisher = createRedis({ url: te.redis.url, name: 'test' });
+  const pubsub = new PubSub(publisher, new RedisKeys(te.redis.prefix), te.redis.url, 'test');
+  const changed: string[] = [];
+  await pubsub.subscribe(CHANNELS.tenantChanged, (m) => changed.push(m.tenantId));
+  return {
+    te,
+    fake,
+    stripe,
+    plans,
+    worker,
+    db,
+    changed,
+    stop: async () => {
+      await fake.settled();
+      await worker.close();
+      await fake.close();
+      await db.end();
+      await pubsub.close();
+      publisher.disconnect();
+      await te.teardown();
+    },
+  };
 }
 
 /** A tenant and its Stripe customer for `core`, as management-api creates them before a checkout. */

@@ -20,6 +20,7 @@ import { isUsageSubscription, UsagePricingService } from '../metering/usage-pric
 import { BILLING_SECRETS, STRIPE_API } from '../stripe/stripe.tokens';
 import { CreditsRepository } from '@flagship/ledger';
 import { BillingSyncRepository } from './billing-sync.repository';
+import { CreditReversalsService } from './credit-reversals.service';
 
 const toDate = (s: number | null | undefined): Date | null => (typeof s === 'number' ? new Date(s * 1000) : null);
 const idOf = (v: unknown): string | null => (typeof v === 'string' ? v : v && typeof v === 'object' && typeof (v as { id?: unknown }).id === 'string' ? (v as { id: string }).id : null);
@@ -41,6 +42,7 @@ export class BillingSyncService {
     private readonly sync: BillingSyncRepository,
     private readonly credits: CreditsRepository,
     private readonly usagePricing: UsagePricingService,
+    private readonly reversals: CreditReversalsService,
   ) {}
 
   /** Whose Stripe customer this is; our own mapping only (a customer we did not create is ignored). */
@@ -170,7 +172,51 @@ export class BillingSyncService {
     // Once per checkout session, whichever event (completed, async_payment_succeeded, a catch-up) gets here first.
     if (!fresh) return [];
     await this.credits.grantCredits(m, owner.tenantId, { amount: credits, reason: `stripe checkout ${session.id}`, grantedBy: 'stripe' });
+    // Kept with its payment intent, so a refund or dispute of its charge finds what to take back.
+    await this.reversals.purchased(m, {
+      stripeSessionId: session.id,
+      tenantId: owner.tenantId,
+      productKey: owner.productKey,
+      stripePaymentIntentId: idOf(session.payment_intent),
+      amount: paid,
+      currency: session.currency ?? 'usd',
+      credits,
+    });
     return [owner.tenantId];
+  }
+
+  /**
+   * A charge was refunded or disputed (charge.refunded, refund.*, charge.dispute.*): the event is a
+   * pointer; the charge and its disputes are re-read from Stripe (the newest read is the truth, as for
+   * subscriptions), under a lock per charge so the later reader writes last.
+   */
+  async chargeChanged(m: EntityManager, chargeId: string): Promise<string[]> {
+    await this.sync.lock(m, `charge:${chargeId}`);
+    const stripe = this.stripe.client();
+    let charge: Stripe.Charge;
+    try {
+      charge = await stripe.charges.retrieve(chargeId);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'resource_missing') {
+        this.log.warn(`charge ${chargeId.slice(0, 80)}: Stripe has no such charge; nothing taken back`);
+        return [];
+      }
+      throw err;
+    }
+    // One charge has one dispute in practice; a page of 100 is every one it could have.
+    const disputes = (await stripe.disputes.list({ charge: charge.id, limit: 100 })).data;
+    const owner = await this.customer(m, idOf(charge.customer));
+    return this.reversals.chargeChanged(
+      m,
+      {
+        chargeId: charge.id,
+        paymentIntentId: idOf(charge.payment_intent),
+        customerTenantId: owner?.tenantId ?? null,
+        amountRefunded: charge.amount_refunded,
+        disputes: disputes.map((d) => ({ id: d.id, amount: d.amount, status: d.status })),
+      },
+      async (pi) => (await stripe.checkout.sessions.list({ payment_intent: pi, limit: 1 })).data[0]?.id ?? null,
+    );
   }
 
   /**

@@ -19,7 +19,23 @@ export const HANDLED_EVENT_TYPES = [
   'invoice.paid',
   'invoice.payment_succeeded',
   'invoice.payment_failed',
+  // Refunds and disputes of credit purchases (at most 20 types: Stripe lists events of up to 20 at once).
+  'charge.refunded',
+  'charge.refund.updated',
+  'refund.created',
+  'refund.updated',
+  'refund.failed',
+  'charge.dispute.created',
+  'charge.dispute.updated',
+  'charge.dispute.closed',
 ] as const;
+
+/** The charge a charge, refund or dispute event is about: the object itself (a Charge) or the charge it names. */
+function chargeOf(type: string, object: Record<string, unknown>): string | null {
+  const v = type === 'charge.refunded' ? object['id'] : object['charge'];
+  const id = typeof v === 'string' ? v : v && typeof v === 'object' ? (v as { id?: unknown }).id : undefined;
+  return typeof id === 'string' && /^[A-Za-z0-9_]{1,255}$/.test(id) ? id : null;
+}
 
 /**
  * Processes the webhook inbox one event per transaction: the event row is locked (other replicas
@@ -88,6 +104,17 @@ export class StripeEventProcessor {
           return await this.sync.invoice(m, object as unknown as Stripe.Invoice, 'invoice_paid');
         case 'invoice.payment_failed':
           return await this.sync.invoice(m, object as unknown as Stripe.Invoice, 'invoice_payment_failed');
+        case 'charge.refunded':
+        case 'charge.refund.updated':
+        case 'refund.created':
+        case 'refund.updated':
+        case 'refund.failed':
+        case 'charge.dispute.created':
+        case 'charge.dispute.updated':
+        case 'charge.dispute.closed': {
+          const chargeId = chargeOf(ev.type, object);
+          return chargeId ? await this.sync.chargeChanged(m, chargeId) : [];
+        }
         default:
           return [];
       }

@@ -1,49 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import type Stripe from 'stripe';
-import { createRedis, PubSub, RedisKeys, CHANNELS } from '@flagship/redis';
-import { createTestEnvironment, FakeStripe, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { FakeStripe, http, waitFor } from '@flagship/testing';
 import { StripeEventsCatchUpService } from '../stripe/stripe-events-catch-up.service';
-import { billingState, createCreditsCheckout, createPlans, createTenantWithCustomer, type Plans, startWorker, stripeEnv, WEBHOOK_SECRET } from '../testing/billing-worker.fixture';
+import { billingState, createCreditsCheckout, createTenantWithCustomer, type Plans, startWorkerStack, WEBHOOK_SECRET, type WorkerStack } from '../testing/billing-worker.fixture';
 
 /**
  * billing-worker's Stripe webhooks through real HTTP, Postgres and Redis, with Stripe played by the
  * local fake through the real stripe SDK: events are delivered signed as Stripe signs them.
  */
 describe('billing-worker: Stripe webhooks and subscription sync', () => {
-  let te: TestEnvironment;
+  let stack: WorkerStack;
   let fake: FakeStripe;
   let stripe: Stripe;
   let plans: Plans;
-  let worker: Awaited<ReturnType<typeof startWorker>>;
+  let worker: WorkerStack['worker'];
   let db: Client;
-  let pubsub: PubSub;
-  let publisher: ReturnType<typeof createRedis>;
-  const changed: string[] = [];
+  let changed: string[];
 
   beforeAll(async () => {
-    te = await createTestEnvironment();
-    fake = await FakeStripe.start({ apiKey: 'sk_test_worker', webhookSecret: WEBHOOK_SECRET });
-    stripe = fake.client();
-    plans = await createPlans(stripe);
-    worker = await startWorker({ ...te.env, ...stripeEnv(fake, plans) });
-    fake.webhookUrl = `${worker.url}/webhooks/stripe`;
-    db = new Client({ connectionString: te.db.url });
-    await db.connect();
-    publisher = createRedis({ url: te.redis.url, name: 'test' });
-    pubsub = new PubSub(publisher, new RedisKeys(te.redis.prefix), te.redis.url, 'test');
-    await pubsub.subscribe(CHANNELS.tenantChanged, (m) => changed.push((m as { tenantId: string }).tenantId));
+    stack = await startWorkerStack('sk_test_worker');
+    ({ fake, stripe, plans, worker, db, changed } = stack);
   });
 
   afterAll(async () => {
-    await fake?.settled();
-    await worker?.close();
-    await fake?.close();
-    await db?.end();
-    await pubsub?.close();
-    publisher?.disconnect();
-    await te?.teardown();
+    await stack?.stop();
   });
 
   async function subscribe(customerId: string, tenantId: string, price: Stripe.Price): Promise<string> {

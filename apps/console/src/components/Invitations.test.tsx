@@ -15,6 +15,7 @@ const invitation = (over: Partial<Invitation> = {}): Invitation => ({
   role: 'editor',
   status: 'pending',
   createdAt: '2026-11-25T10:00:00.000Z',
+  expiresAt: '2026-12-09T10:00:00.000Z',
   respondedAt: null,
   ...over,
 });

@@ -82,7 +82,7 @@ function TenantInvitations() {
         {q.data.map((inv: Invitation) => (
           <li key={inv.id}>
             <span>
-              {inv.email} <span className="muted">as {inv.role}, invited {new Date(inv.createdAt).toLocaleDateString()}</span>
+              {inv.email} <span className="muted">as {inv.role}, invited {new Date(inv.createdAt).toLocaleDateString()}, expires {new Date(inv.expiresAt).toLocaleDateString()}</span>
             </span>
             <ConfirmButton
               label={`Withdraw the invitation of ${inv.email}`}

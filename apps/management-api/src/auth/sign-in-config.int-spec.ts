@@ -11,6 +11,16 @@ import { loadManagementApiConfig } from '../env.schema';
 // How the console learns to sign in (GET /api/v1/auth/config), and what oidc mode changes: the
 // console's CSP lets the browser reach the provider's origin and no other, and ID tokens issued to
 // the console's client (aud = IDP_CLIENT_ID) are accepted by the federated sign-in bootstrap.
+/** The one line management-api stops with at start-up for `env`, or undefined when it starts. */
+function refusal(env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    loadManagementApiConfig(env);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 describe('sign-in config', () => {
   let dir: string;
   beforeAll(() => {
@@ -124,14 +134,6 @@ describe('sign-in config', () => {
 
   it('refuses IDP_MODE=dev at a public PUBLIC_BASE_URL (an ingress) in one line, unless IDP_DEV_ALLOW_PUBLIC=true', () => {
     const dev = { DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', NODE_ENV: 'development', IDP_MODE: 'dev' };
-    const refusal = (env: NodeJS.ProcessEnv): string | undefined => {
-      try {
-        loadManagementApiConfig(env);
-        return undefined;
-      } catch (err) {
-        return (err as Error).message;
-      }
-    };
     for (const publicUrl of ['https://api.dev.flagship.example.com', 'http://10.0.0.5:3000', 'http://0.0.0.0:3000', 'http://127.0.0.1.nip.io:3000']) {
       const message = refusal({ ...dev, PUBLIC_BASE_URL: publicUrl });
       expect([publicUrl, message]).toEqual([publicUrl, expect.stringMatching(/^invalid configuration: IDP_MODE=dev \(the embedded identity provider\) is refused at PUBLIC_BASE_URL .*not a loopback address/)]);
@@ -143,5 +145,21 @@ describe('sign-in config', () => {
     }
     expect(refusal({ ...dev, PUBLIC_BASE_URL: 'https://api.dev.flagship.example.com', IDP_DEV_ALLOW_PUBLIC: 'true' })).toBeUndefined();
     expect(refusal({ ...dev, IDP_MODE: 'oidc', IDP_ISSUER: 'https://id.example.com', IDP_JWKS_URI: 'https://id.example.com/jwks', PUBLIC_BASE_URL: 'https://api.example.com' })).toBeUndefined();
+  });
+
+  it('refuses IDP_MODE=dev while HOST listens beyond loopback, even at a loopback PUBLIC_BASE_URL, in one line, unless opted in', () => {
+    const dev = { DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', NODE_ENV: 'development', IDP_MODE: 'dev', PUBLIC_BASE_URL: 'http://localhost:3000' };
+    for (const host of ['0.0.0.0', '::', '192.168.1.20', '10.0.0.5', 'example.test', '']) {
+      const message = refusal({ ...dev, HOST: host });
+      expect([host, message]).toEqual([host, `invalid configuration: IDP_MODE=dev (the embedded identity provider) is refused while HOST=${host} listens beyond loopback; set HOST=127.0.0.1, use IDP_MODE=oidc, or IDP_DEV_ALLOW_NON_LOOPBACK_HOST=true where only this machine reaches the port (a container published on 127.0.0.1)`]);
+    }
+    for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', '::1']) expect([host, refusal({ ...dev, HOST: host })]).toEqual([host, undefined]);
+    // The default HOST is loopback; a container published only on the host's loopback opts in; a private network's opt-in covers it.
+    expect(refusal(dev)).toBeUndefined();
+    expect(refusal({ ...dev, HOST: '0.0.0.0', IDP_DEV_ALLOW_NON_LOOPBACK_HOST: 'true' })).toBeUndefined();
+    expect(refusal({ ...dev, HOST: '0.0.0.0', IDP_DEV_ALLOW_PUBLIC: 'true' })).toBeUndefined();
+    // The narrower opt-in does not allow a public address.
+    expect(refusal({ ...dev, HOST: '0.0.0.0', IDP_DEV_ALLOW_NON_LOOPBACK_HOST: 'true', PUBLIC_BASE_URL: 'https://api.example.com' })).toMatch(/PUBLIC_BASE_URL/);
+    expect(refusal({ ...dev, HOST: '0.0.0.0', IDP_MODE: 'oidc', IDP_ISSUER: 'https://id.example.com', IDP_JWKS_URI: 'https://id.example.com/jwks' })).toBeUndefined();
   });
 });

@@ -13,6 +13,7 @@ import {
 import type { TenantEntity } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import type { BillingSessionDto, CheckoutDto } from './checkout.dto';
+import { CheckoutLimit } from './checkout-limit';
 import { STRIPE_BILLING_OPTIONS, type StripeBillingOptions } from './stripe-billing.options';
 import { STRIPE_RETRY_AFTER_S, StripeBillingProblems, stripeProblem } from './stripe-billing.errors';
 
@@ -21,7 +22,8 @@ import { STRIPE_RETRY_AFTER_S, StripeBillingProblems, stripeProblem } from './st
  * session (subscription mode); one with a live subscription gets a portal session whose
  * `subscription_update_confirm` flow switches its single item to the chosen plan's price (the
  * seed's rule 1). Credits are a Checkout session in payment mode. billing-worker applies the results
- * when Stripe's webhooks arrive; nothing here changes the tenant's plan.
+ * when Stripe's webhooks arrive; nothing here changes the tenant's plan. A tenant starts at most
+ * CHECKOUT_SESSIONS_PER_HOUR of them (CheckoutLimit).
  */
 @Injectable()
 export class CheckoutService {
@@ -30,11 +32,14 @@ export class CheckoutService {
   constructor(
     @Inject(STRIPE_BILLING_OPTIONS) private readonly options: StripeBillingOptions,
     private readonly billing: BillingRepository,
+    private readonly limit: CheckoutLimit,
   ) {}
 
   async checkout(tenant: TenantEntity, dto: CheckoutDto, idempotencyKey?: string, actorUserId: string | null = null): Promise<BillingSessionDto> {
     // The caller's key, scoped to the tenant and the operation (Stripe's keys are account-wide).
     const stripeKey = scopedIdempotencyKey(`flagship-checkout-${tenant.id}`, idempotencyKey);
+    // Before anything reaches Stripe: a tenant over its hourly budget makes no Stripe object at all.
+    await this.limit.admit(tenant.id);
     try {
       const stripe = this.options.stripe.client();
       const customer = await ensureStripeCustomer(stripe, this.billing, tenant, PLAN_PRODUCT_KEY);

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { BillingRepository, type SecretReader, StripeApi } from '@flagship/billing';
 import type { ManagementApiConfig } from '../env.schema';
+import { CheckoutLimit } from './checkout-limit';
 import { CheckoutService } from './checkout.service';
 import { PortalService } from './portal.service';
 import { StripeBillingController } from './stripe-billing.controller';
@@ -20,7 +21,7 @@ export class StripeBillingModule {
     return {
       module: StripeBillingModule,
       controllers: [StripeBillingController],
-      providers: [{ provide: STRIPE_BILLING_OPTIONS, useValue: options }, BillingRepository, CheckoutService, PortalService, SubscriptionService],
+      providers: [{ provide: STRIPE_BILLING_OPTIONS, useValue: options }, BillingRepository, CheckoutLimit, CheckoutService, PortalService, SubscriptionService],
     };
   }
 }

@@ -1,7 +1,7 @@
 import { verifySecret } from '@flagship/config';
 import { type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
-import { ProblemException } from '@flagship/problem-details';
 import { encodeCursor } from '@flagship/service-kit';
+import { problemOf } from '../testing/problem-of';
 import { OAuthClientsRepository } from './oauth-clients.repository';
 import { FakeOAuthClientsRepository } from './oauth-clients.repository.fake';
 import { oauthClientCursor, OAuthClientsService } from './oauth-clients.service';
@@ -20,16 +20,6 @@ class RecordingRevocations implements RevocationRecorder {
 const TENANT = '00000000-0000-4000-8000-0000000000a1';
 const OTHER_TENANT = '00000000-0000-4000-8000-0000000000b2';
 const USER = '00000000-0000-4000-8000-0000000000c3';
-
-async function problemOf(p: Promise<unknown>): Promise<ProblemException> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ProblemException) return err;
-    throw err;
-  }
-  throw new Error('resolved');
-}
 
 describe('OAuthClientsService', () => {
   let repo: FakeOAuthClientsRepository;

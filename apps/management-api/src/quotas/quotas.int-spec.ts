@@ -16,7 +16,7 @@ describe('quotas (real HTTP, Postgres, Redis)', () => {
   const flagCount = async () => (await f.call('GET', '/api/flags?limit=100', as(owner))).body.length as number;
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start({ QUOTA_FLAGS_PER_TENANT: '5', QUOTA_ENVIRONMENTS_PER_TENANT: '4', QUOTA_OAUTH_CLIENTS_PER_TENANT: '2', QUOTA_TENANTS_PER_USER: '2' });
+    f = await ManagementApiFixture.start({ QUOTA_FLAGS_PER_TENANT: '5', QUOTA_ENVIRONMENTS_PER_TENANT: '4', QUOTA_OAUTH_CLIENTS_PER_TENANT: '2', QUOTA_TENANTS_PER_USER: '2', QUOTA_INVITATIONS_PER_TENANT: '2' });
     owner = await f.signUp();
   });
   afterAll(async () => {
@@ -76,5 +76,35 @@ describe('quotas (real HTTP, Postgres, Redis)', () => {
     expect((await f.call('GET', '/api/tenants', { token: owner.idToken })).body).toHaveLength(2);
     const newcomer = await f.signUp();
     expect(newcomer.tenantId).toEqual(expect.any(String));
+  });
+
+  it('tenants per user counts the tenants the user created: stepping down from admin (another member made admin) frees no place', async () => {
+    const maker = await f.signUp();
+    const made = await f.call('POST', '/api/tenants', { token: maker.idToken, json: { name: 'Made', primaryEmail: maker.email } });
+    expect(made.status).toBe(201);
+    const deputy = await f.addMember(maker, made.body.id, `deputy-${maker.email}`, 'admin');
+    // The maker steps down in both tenants they made, leaving admins behind; they administer none now.
+    const stepDown = (tenantId: string, admin: SignedUp) => f.call('PATCH', `/api/tenants/${tenantId}/users/${maker.userId}`, { token: admin.idToken, json: { role: 'viewer' } });
+    expect((await stepDown(made.body.id, deputy)).status).toBe(200);
+    await f.addMember(maker, maker.tenantId, `heir-${maker.email}`, 'admin').then((heir) => stepDown(maker.tenantId, heir)).then((r) => expect(r.status).toBe(200));
+    const again = await f.call('POST', '/api/tenants', { token: maker.idToken, json: { name: 'One more', primaryEmail: maker.email } });
+    expectQuota(again, 'tenants-per-user', 2, 2);
+    // Tenants others created in which the maker is a member count against their creators, not the maker.
+    expect((await f.call('GET', '/api/tenants', { token: maker.idToken })).body).toHaveLength(2);
+    expect((await f.call('POST', '/api/tenants', { token: deputy.idToken, json: { name: "Deputy's second", primaryEmail: deputy.email } })).status).toBe(201);
+  });
+
+  it('pending invitations per tenant: concurrent invites never pass it; re-inviting a pending e-mail adds none; a withdrawn one frees its place', async () => {
+    const admin = await f.signUp();
+    const invite = (email: string, role = 'viewer') => f.call('POST', `/api/tenants/${admin.tenantId}/users`, { token: admin.idToken, json: { email, role } });
+    const results = await Promise.all(['a', 'b', 'c', 'd'].map((x) => invite(`${x}-${admin.email}`)));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 201, 409, 409]);
+    expectQuota(results.find((r) => r.status === 409)!, 'invitations-per-tenant', 2, 2);
+    const made = results.filter((r) => r.status === 201);
+    expect((await invite(made[0].body.email, 'admin')).status).toBe(201);
+    expectQuota(await invite(`e-${admin.email}`), 'invitations-per-tenant', 2, 2);
+    expect((await f.call('DELETE', `/api/tenants/${admin.tenantId}/invitations/${made[1].body.id}`, as(admin))).status).toBe(204);
+    expect((await invite(`e-${admin.email}`)).status).toBe(201);
+    expect((await f.call('GET', `/api/tenants/${admin.tenantId}/invitations`, as(admin))).body).toHaveLength(2);
   });
 });

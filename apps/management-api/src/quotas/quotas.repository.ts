@@ -3,16 +3,21 @@ import type { EntityManager } from 'typeorm';
 import { COUNT_BUDGETS } from '@flagship/ledger';
 import type { QuotaName } from './quotas';
 
-/** What each quota counts, for one tenant (or, for tenants-per-user, one user: the tenants they administer). */
+/**
+ * What each quota counts, for one tenant (or, for tenants-per-user, one user: the tenants they
+ * created, so stepping down from admin, or handing a tenant to someone else, frees no place).
+ */
 const COUNTS: Record<QuotaName, string> = {
   'flags-per-tenant': 'SELECT count(*)::int AS n FROM flags WHERE tenant_id = $1',
   // Every environment's copy: each is held apart by the evaluators (measureFlagDefinitions stores it).
   'flag-bytes-per-tenant': 'SELECT coalesce(sum(definition_bytes), 0)::float8 AS n FROM flag_environments WHERE tenant_id = $1',
   'environments-per-tenant': 'SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1',
   'oauth-clients-per-tenant': 'SELECT count(*)::int AS n FROM oauth_clients WHERE tenant_id = $1 AND deleted_at IS NULL',
-  'tenants-per-user': `SELECT count(*)::int AS n FROM memberships WHERE user_id = $1 AND role = 'admin'`,
+  'tenants-per-user': 'SELECT count(*)::int AS n FROM tenants WHERE created_by = $1',
   // The ledger owns every statement on the budget tables, this count included.
   'budgets-per-tenant': COUNT_BUDGETS,
+  // Expired ones are purged by the invite that counts; they never count.
+  'invitations-per-tenant': `SELECT count(*)::int AS n FROM invitations WHERE tenant_id = $1 AND status = 'pending' AND expires_at > now()`,
 };
 
 @Injectable()

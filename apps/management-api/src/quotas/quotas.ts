@@ -6,7 +6,19 @@ import type { ManagementApiConfig } from '../env.schema';
 import { QuotaProblems } from './quotas.errors';
 import { QuotasRepository } from './quotas.repository';
 
-export type QuotaName = 'flags-per-tenant' | 'flag-bytes-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user' | 'budgets-per-tenant';
+export type QuotaName = 'flags-per-tenant' | 'flag-bytes-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user' | 'budgets-per-tenant' | 'invitations-per-tenant';
+
+/** The settings Quotas reads (QUOTA_*). */
+export type QuotaSettings = Pick<
+  ManagementApiConfig,
+  | 'QUOTA_FLAGS_PER_TENANT'
+  | 'QUOTA_FLAG_BYTES_PER_TENANT'
+  | 'QUOTA_ENVIRONMENTS_PER_TENANT'
+  | 'QUOTA_OAUTH_CLIENTS_PER_TENANT'
+  | 'QUOTA_TENANTS_PER_USER'
+  | 'QUOTA_BUDGETS_PER_TENANT'
+  | 'QUOTA_INVITATIONS_PER_TENANT'
+>;
 
 /** The refusal's detail: what there is, the limit, and that the request would pass it. */
 const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number) => string> = {
@@ -15,8 +27,9 @@ const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number)
     `This tenant's flag definitions take ${c} of its ${l} bytes (each environment's definition counts); this change would add ${a}. Make flags smaller or delete some first.`,
   'environments-per-tenant': (c, l) => `This tenant has ${c} of its ${l} environments.`,
   'oauth-clients-per-tenant': (c, l) => `This tenant has ${c} of its ${l} OAuth clients; delete one first.`,
-  'tenants-per-user': (c, l) => `You administer ${c} tenants; a user may create tenants while administering fewer than ${l}.`,
+  'tenants-per-user': (c, l) => `You have created ${c} tenants; a user may create at most ${l} (stepping down from admin in one does not free a place).`,
   'budgets-per-tenant': (c, l) => `This tenant has ${c} of its ${l} budgets; delete one first.`,
+  'invitations-per-tenant': (c, l) => `This tenant has ${c} of its ${l} pending invitations; withdraw one, or wait for answers, first.`,
 };
 
 /**
@@ -29,9 +42,9 @@ export class Quotas {
   private readonly limits: Record<QuotaName, number>;
 
   constructor(
-    @Inject(APP_CONFIG) config: ManagementApiConfig,
+    @Inject(APP_CONFIG) config: QuotaSettings,
     private readonly repo: QuotasRepository,
-    private readonly transactions: TransactionRunner,
+    @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
   ) {
     this.limits = {
       'flags-per-tenant': config.QUOTA_FLAGS_PER_TENANT,
@@ -40,6 +53,7 @@ export class Quotas {
       'oauth-clients-per-tenant': config.QUOTA_OAUTH_CLIENTS_PER_TENANT,
       'tenants-per-user': config.QUOTA_TENANTS_PER_USER,
       'budgets-per-tenant': config.QUOTA_BUDGETS_PER_TENANT,
+      'invitations-per-tenant': config.QUOTA_INVITATIONS_PER_TENANT,
     };
   }
 

@@ -66,6 +66,8 @@ export class InvitationDto {
   @ApiProperty({ enum: TENANT_ROLES }) role: TenantRole;
   @ApiProperty({ enum: ['pending', 'accepted', 'declined'] }) status: 'pending' | 'accepted' | 'declined';
   @ApiProperty() createdAt: string;
+  @ApiProperty({ description: 'when it can no longer be answered (INVITATION_TTL_DAYS after it was sent or last re-sent); it is withdrawn sooner if its inviter stops being an admin' })
+  expiresAt: string;
   @ApiProperty({ nullable: true, type: String }) respondedAt: string | null;
 }
 

@@ -74,8 +74,10 @@ describe('tenants and tenant users (real HTTP, Postgres, Redis)', () => {
         role,
         status: 'pending',
         createdAt: expect.stringMatching(/Z$/),
+        expiresAt: expect.stringMatching(/Z$/),
         respondedAt: null,
       });
+      expect(Date.parse(res.body.expiresAt) - Date.parse(res.body.createdAt)).toBe(14 * 86_400_000);
     }
     // Nothing about Bob's account: no user id, display name or status beyond 'pending'.
     expect(known.text).not.toContain(bob.userId);

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { UsersModule } from '../users/users.module';
 import { InvitationsController } from './invitations.controller';
-import { InvitationsRepository } from './invitations.repository';
+import { InvitationsRepository, SqlInvitationsRepository } from './invitations.repository';
 import { InvitationsService } from './invitations.service';
 import { TenantsController } from './tenants.controller';
 import { TenantsRepository } from './tenants.repository';
@@ -10,7 +10,7 @@ import { TenantsService } from './tenants.service';
 @Module({
   imports: [UsersModule],
   controllers: [TenantsController, InvitationsController],
-  providers: [TenantsRepository, TenantsService, InvitationsRepository, InvitationsService],
+  providers: [TenantsRepository, TenantsService, { provide: InvitationsRepository, useClass: SqlInvitationsRepository }, InvitationsService],
   exports: [TenantsRepository, TenantsService],
 })
 export class TenantsModule {}

@@ -36,7 +36,7 @@ export class TenantsRepository {
     return (m ?? this.ds.manager).getRepository(TenantEntity).findOneBy({ id: tenantId });
   }
 
-  create(m: EntityManager, tenant: Pick<TenantEntity, 'name' | 'primaryEmail' | 'contactName' | 'isSandbox' | 'sandboxExpiresAt' | 'plan'>): Promise<TenantEntity> {
+  create(m: EntityManager, tenant: Pick<TenantEntity, 'name' | 'primaryEmail' | 'contactName' | 'isSandbox' | 'sandboxExpiresAt' | 'plan' | 'createdBy'>): Promise<TenantEntity> {
     const repo = m.getRepository(TenantEntity);
     return repo.save(repo.create(tenant));
   }
@@ -53,7 +53,7 @@ export class TenantsRepository {
     // Plain SQL: this runs on every tenant-scoped request (see tools/bench/evaluate-endpoint.ts).
     const rows: Array<Record<string, unknown>> = await this.ds.query(
       `SELECT ms.role, ms.created_at AS joined_at, ms.last_accessed_at AS member_last_accessed_at, t.id, t.name, t.primary_email, t.contact_name, t.is_sandbox, t.sandbox_expires_at,
-              t.plan, t.subscription_status, t.zero_rated, t.hosted_provider_allowed, t.created_at, t.updated_at
+              t.plan, t.subscription_status, t.zero_rated, t.hosted_provider_allowed, t.created_by, t.created_at, t.updated_at
        FROM memberships ms JOIN tenants t ON t.id = ms.tenant_id
        WHERE ms.tenant_id = $1 AND ms.user_id = $2`,
       [tenantId, userId],
@@ -71,6 +71,7 @@ export class TenantsRepository {
       subscriptionStatus: r['subscription_status'] as string,
       zeroRated: r['zero_rated'] as boolean,
       hostedProviderAllowed: r['hosted_provider_allowed'] as boolean,
+      createdBy: (r['created_by'] as string | null) ?? null,
       createdAt: r['created_at'] as Date,
       updatedAt: r['updated_at'] as Date,
     });
@@ -82,19 +83,6 @@ export class TenantsRepository {
     const repo = m.getRepository(MembershipEntity);
     await repo.insert({ tenantId, userId, role });
     return (await repo.findOneBy({ tenantId, userId }))!;
-  }
-
-  /** A membership unless there is one already (its role is kept); whether it was added. */
-  async addMemberIfAbsent(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<boolean> {
-    const rows: unknown[] = await m.query(
-      `INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT (tenant_id, user_id) DO NOTHING RETURNING user_id`,
-      [tenantId, userId, role],
-    );
-    return rows.length === 1;
-  }
-
-  async isMember(m: EntityManager, tenantId: string, userId: string): Promise<boolean> {
-    return (await m.getRepository(MembershipEntity).countBy({ tenantId, userId })) > 0;
   }
 
   /** The user's tenants across all tenants (by user id), oldest membership first. */

@@ -20,6 +20,11 @@ export interface TenantCreatedHook {
 }
 export const TENANT_CREATED_HOOKS = Symbol('TENANT_CREATED_HOOKS');
 
+/** Hooks run inside the transaction in which a member stops being an admin (demoted or removed). */
+export interface AdminLeftHook {
+  onAdminLeft(m: Tx, tenantId: string, userId: string): Promise<unknown>;
+}
+
 export function toTenantDto(t: TenantEntity): Tenant {
   return {
     id: t.id,
@@ -48,6 +53,7 @@ export function toTenantUserDto(r: MemberRow): TenantUser {
 export class TenantsService {
   private readonly logger = new Logger('TenantsService');
   private hooks: TenantCreatedHook[] = [];
+  private adminLeftHooks: AdminLeftHook[] = [];
 
   constructor(
     private readonly transactions: TransactionRunner,
@@ -63,6 +69,11 @@ export class TenantsService {
     this.hooks.push(hook);
   }
 
+  /** Features that must act when someone stops being an admin (their invitations are withdrawn) register here. */
+  addAdminLeftHook(hook: AdminLeftHook): void {
+    this.adminLeftHooks.push(hook);
+  }
+
   /** Tenants the caller can see: a user's memberships, or a client's own tenant. */
   async list(caller: CallerContext, user: UserEntity | undefined): Promise<Tenant[]> {
     if (caller.kind === 'client') {
@@ -72,7 +83,7 @@ export class TenantsService {
     return (await this.tenants.tenantsOfUser(user!.id)).map((r) => toTenantDto(r.tenant));
   }
 
-  /** A new tenant with its creator as admin, in one transaction; within the creator's quota of tenants. */
+  /** A new tenant with its creator as admin, in one transaction; within the creator's quota of tenants (those they created, whatever their role in them now). */
   create(creator: UserEntity, dto: CreateTenantDto): Promise<Tenant> {
     return this.transactions.run(async (m) => {
       await this.quotas.reserve(m, 'tenants-per-user', creator.id);
@@ -95,6 +106,7 @@ export class TenantsService {
     const tenant = await this.tenants.create(m, {
       ...fields,
       plan: 'free',
+      createdBy: creator.id,
       sandboxExpiresAt: fields.isSandbox ? new Date(Date.now() + this.config.SANDBOX_DAYS * 86_400_000) : null,
     });
     await this.tenants.addMember(m, tenant.id, creator.id, 'admin');
@@ -112,8 +124,10 @@ export class TenantsService {
    */
   async changeRole(tenantId: string, userId: string, role: TenantRole): Promise<TenantUser> {
     const changed = await this.transactions.run(async (m) => {
-      this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, role, 'demoted');
-      return toTenantUserDto(await this.tenants.setRole(m, tenantId, userId, role));
+      const was = this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, role, 'demoted');
+      const dto = toTenantUserDto(await this.tenants.setRole(m, tenantId, userId, role));
+      if (was === 'admin' && role !== 'admin') await this.adminLeft(m, tenantId, userId);
+      return dto;
     });
     await this.announceMembershipChanged(tenantId, userId);
     return changed;
@@ -122,18 +136,25 @@ export class TenantsService {
   /** Removes a member (or withdraws the invitation of someone who never signed in); never the last admin. Announced like a role change. */
   async removeUser(tenantId: string, userId: string): Promise<void> {
     await this.transactions.run(async (m) => {
-      this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, null, 'removed');
+      const was = this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, null, 'removed');
       await this.tenants.removeMember(m, tenantId, userId);
+      if (was === 'admin') await this.adminLeft(m, tenantId, userId);
     });
     await this.announceMembershipChanged(tenantId, userId);
   }
 
-  private checkLastAdmin(members: { userId: string; role: TenantRole }[], userId: string, next: TenantRole | null, verb: string): void {
+  private async adminLeft(m: Tx, tenantId: string, userId: string): Promise<void> {
+    for (const hook of this.adminLeftHooks) await hook.onAdminLeft(m, tenantId, userId);
+  }
+
+  /** The member's role before the change; 404 when not a member, 409 when it would leave no admin. */
+  private checkLastAdmin(members: { userId: string; role: TenantRole }[], userId: string, next: TenantRole | null, verb: string): TenantRole {
     const target = isUuid(userId) ? members.find((ms) => ms.userId === userId) : undefined;
     if (!target) throw new ProblemException(TenantProblems['member-not-found'], `User ${userId} is not a member of this tenant.`);
     if (target.role === 'admin' && next !== 'admin' && members.filter((ms) => ms.role === 'admin').length === 1) {
       throw new ProblemException(TenantProblems['last-admin'], `This is the tenant's only admin and cannot be ${verb}; make another member admin first.`);
     }
+    return target.role;
   }
 
   /**

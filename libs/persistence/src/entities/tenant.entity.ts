@@ -33,6 +33,10 @@ export class TenantEntity {
   @Column({ name: 'hosted_provider_allowed', type: 'boolean', default: false })
   hostedProviderAllowed: boolean;
 
+  /** The user who created it (counted by the tenants-per-user quota); null when unknown or deleted. */
+  @Column({ name: 'created_by', type: 'uuid', nullable: true })
+  createdBy: string | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

@@ -18,6 +18,9 @@ import { UsageLedgerAgentEndpoints1763850000000 } from './1763850000000-usage-le
 import { FlagDefinitionBytes1763860000000 } from './1763860000000-flag-definition-bytes';
 import { UsageLedgerOverrunClientRequestId1763860300000 } from './1763860300000-usage-ledger-overrun-client-request-id';
 import { FlagClientSideAvailability1763860400000 } from './1763860400000-flag-client-side-availability';
+import { TenantsCreatedBy1763860500000 } from './1763860500000-tenants-created-by';
+import { InvitationsExpire1763860510000 } from './1763860510000-invitations-expire';
+import { CreditPurchases1763860520000 } from './1763860520000-credit-purchases';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -41,4 +44,7 @@ export const MIGRATIONS = [
   FlagDefinitionBytes1763860000000,
   UsageLedgerOverrunClientRequestId1763860300000,
   FlagClientSideAvailability1763860400000,
+  TenantsCreatedBy1763860500000,
+  InvitationsExpire1763860510000,
+  CreditPurchases1763860520000,
 ];
