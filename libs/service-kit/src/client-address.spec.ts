@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { clientAddress, markTrustedHops } from './client-address';
+import { addressBucket, clientAddress, markTrustedHops } from './client-address';
 
 // Express's own resolver (what `trust proxy` with a number runs), to hold ours to exactly its answers.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -24,5 +24,29 @@ describe('clientAddress', () => {
     const req = request('6.6.6.6, 203.0.113.7');
     markTrustedHops(req, 1);
     expect(clientAddress(req)).toBe('203.0.113.7');
+  });
+});
+
+describe('addressBucket: the network an address is counted under', () => {
+  it('counts an IPv4 address (and an IPv4-mapped IPv6 one) as itself', () => {
+    expect(addressBucket('203.0.113.7')).toBe('203.0.113.7');
+    expect(addressBucket('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(addressBucket('::FFFF:203.0.113.7')).toBe('203.0.113.7');
+  });
+
+  it('counts an IPv6 address under its /64, however it is written', () => {
+    const bucket = '2001:db8:aa:1::/64';
+    for (const a of ['2001:db8:aa:1::1', '2001:db8:aa:1:ffff:ffff:ffff:ffff', '2001:0DB8:00aa:0001:0:0:0:2', '2001:db8:aa:1::7%eth0', '2001:db8:aa:1:0:0:1.2.3.4']) {
+      expect(addressBucket(a)).toBe(bucket);
+    }
+    expect(addressBucket('2001:db8:aa:2::1')).toBe('2001:db8:aa:2::/64');
+    expect(addressBucket('::1')).toBe('0:0:0:0::/64');
+    expect(addressBucket('2001:db8::')).toBe('2001:db8:0:0::/64');
+    expect(addressBucket('64:ff9b::192.0.2.1')).toBe('64:ff9b:0:0::/64');
+  });
+
+  it('counts what is not an address as it is, bounded', () => {
+    expect(addressBucket('unknown')).toBe('unknown');
+    expect(addressBucket('x'.repeat(500))).toHaveLength(100);
   });
 });
