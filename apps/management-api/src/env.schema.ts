@@ -41,8 +41,19 @@ export const managementApiEnv = {
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_BUDGETS_PER_TENANT: num({ default: 100, desc: 'AI budgets (per OAuth client or product key) one tenant may hold' }),
   QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'a user may create tenants (POST /api/tenants) while administering fewer than this; sign-up\'s own tenant is always made' }),
-  FLAG_STREAMS_PER_TENANT: num({ default: 50, desc: 'flag-data streams (GET /api/flag-stream) one tenant may hold open on one process; past it 429' }),
-  FLAG_STREAMS_PER_PROCESS: num({ default: 5000, desc: 'flag-data streams one process holds open; past it 503 with Retry-After (another replica may take it)' }),
+  FLAG_STREAMS_PER_TENANT_FREE: num({ default: 10, desc: 'flag-data streams (GET /api/flag-stream) a free-plan tenant may hold open on one process (its stream allowance); past it 429' }),
+  FLAG_STREAMS_PER_TENANT_STANDARD: num({ default: 50, desc: 'the stream allowance of a standard-plan tenant on one process' }),
+  FLAG_STREAMS_PER_TENANT_PREMIUM: num({ default: 200, desc: 'the stream allowance of a premium-plan tenant on one process' }),
+  FLAG_STREAMS_PER_USER: num({ default: 10, desc: 'flag-data streams one person (ID token) may hold open on one process across all their tenants; past it 429' }),
+  FLAG_STREAMS_PER_CLIENT: num({ default: 200, desc: 'flag-data streams one OAuth client may hold open on one process (its tenant\'s allowance bounds it too); past it 429' }),
+  FLAG_STREAMS_PER_ADDRESS: num({
+    default: 200,
+    desc: 'flag-data streams one client address (an IPv6 /64 counts as one; behind a proxy set TRUST_PROXY) may hold open on one process across tenants; past it 429',
+  }),
+  FLAG_STREAMS_PER_PROCESS: num({
+    default: 5000,
+    desc: 'flag-data streams one process holds open; past it a free-plan stream is refused (503 with Retry-After) and a paid-plan one takes the place of the newest free-plan stream',
+  }),
   FLAG_STREAM_HEARTBEAT_SECONDS: num({ default: 15, desc: 'a comment line on every flag-data stream this often, so proxies and clients see it alive' }),
   FLAG_STREAM_MAX_AGE_SECONDS: num({
     default: 900,
@@ -64,6 +75,16 @@ export function isLoopbackUrl(address: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
+const FLAG_STREAM_COUNTS = [
+  'FLAG_STREAMS_PER_TENANT_FREE',
+  'FLAG_STREAMS_PER_TENANT_STANDARD',
+  'FLAG_STREAMS_PER_TENANT_PREMIUM',
+  'FLAG_STREAMS_PER_USER',
+  'FLAG_STREAMS_PER_CLIENT',
+  'FLAG_STREAMS_PER_ADDRESS',
+  'FLAG_STREAMS_PER_PROCESS',
+] as const;
+
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
 export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
@@ -82,8 +103,15 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   for (const name of ['QUOTA_FLAGS_PER_TENANT', 'QUOTA_ENVIRONMENTS_PER_TENANT', 'QUOTA_OAUTH_CLIENTS_PER_TENANT', 'QUOTA_TENANTS_PER_USER', 'QUOTA_BUDGETS_PER_TENANT'] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
   }
-  for (const name of ['FLAG_STREAMS_PER_TENANT', 'FLAG_STREAMS_PER_PROCESS', 'FLAG_STREAM_HEARTBEAT_SECONDS', 'FLAG_STREAM_MAX_AGE_SECONDS', 'FLAG_STREAM_MAX_BUFFER_BYTES'] as const) {
+  for (const name of FLAG_STREAM_COUNTS) {
+    if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
+  }
+  for (const name of ['FLAG_STREAM_HEARTBEAT_SECONDS', 'FLAG_STREAM_MAX_AGE_SECONDS', 'FLAG_STREAM_MAX_BUFFER_BYTES'] as const) {
     if (!(raw[name] > 0)) throw new ConfigError(`invalid configuration: ${name} must be more than 0`);
+  }
+  // Renamed when the allowance became per plan: a value set for the old name would otherwise be ignored without a word.
+  if (env['FLAG_STREAMS_PER_TENANT'] !== undefined) {
+    throw new ConfigError('invalid configuration: FLAG_STREAMS_PER_TENANT is replaced by FLAG_STREAMS_PER_TENANT_FREE, FLAG_STREAMS_PER_TENANT_STANDARD and FLAG_STREAMS_PER_TENANT_PREMIUM');
   }
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');

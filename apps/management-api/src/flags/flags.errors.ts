@@ -7,6 +7,6 @@ export const FlagProblems = registerProblemTypes({
   'flag-in-use': { status: HttpStatus.CONFLICT, title: 'Other flags depend on this flag' },
   'flag-changed': { status: HttpStatus.PRECONDITION_FAILED, title: 'The flag changed since it was read' },
   'import-in-progress': { status: HttpStatus.CONFLICT, title: 'Another import of this tenant is under way' },
-  'too-many-flag-streams': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'This tenant has as many flag-data streams open as it may' },
+  'too-many-flag-streams': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'As many flag-data streams are open as this tenant, caller or address may hold' },
   'flag-streams-full': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'This server holds as many flag-data streams as it may' },
 });
