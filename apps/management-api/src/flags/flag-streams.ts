@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import type { Request, Response } from 'express';
 import { APP_CONFIG } from '@flagship/config';
 import { type FlagSetChanged, FlagStore, FlagStoreRepository, type StoredFlag } from '@flagship/flag-store';
+import { isPlan, type Plan } from '@flagship/domain';
 import { ProblemException } from '@flagship/problem-details';
 import { PUBSUB, type PubSub } from '@flagship/redis';
 import { addressBucket, clientAddress } from '@flagship/service-kit';
@@ -38,6 +39,9 @@ const CHECK_CONCURRENCY = 4;
 const RECENT_CHANGE_MS = 10_000;
 /** The resolver's answers that mean the caller lost access (not an outage). */
 const REFUSED = new Set([400, 401, 403, 404]);
+
+/** The plan a stream is admitted under: a tenant row with a plan this build does not know counts as free, never as unbounded. */
+const planOf = (p: TenantPrincipal): Plan => (isPlan(p.caller.plan) ? p.caller.plan : 'free');
 
 /** Why the server ended a stream: the `end` event's reason. */
 export type StreamEnd = 'access-withdrawn' | 'credential-expired' | 'max-age' | 'shed' | 'shutdown';
@@ -216,7 +220,7 @@ export class FlagStreams implements OnModuleDestroy {
     const stream: Stream = {
       res,
       tenantId,
-      plan: principal.caller.plan ?? 'free',
+      plan: planOf(principal),
       callerId: principal.caller.callerId,
       address: addressBucket(clientAddress(req)),
       authorization: req.headers.authorization,
@@ -411,7 +415,7 @@ export class FlagStreams implements OnModuleDestroy {
     try {
       const principal = await this.access.resolve(authorization, tenantId, FLAG_STREAM_ACCESS);
       // A plan changed (tenantChanged) moves the tenant's streams in or out of those shed first.
-      for (const s of live) s.plan = principal.caller.plan ?? 'free';
+      for (const s of live) s.plan = planOf(principal);
     } catch (err) {
       if (err instanceof ProblemException && REFUSED.has(err.problem.status)) {
         this.logger.log(`${live.length} flag-data stream(s) of ${live[0]!.callerId} in tenant ${tenantId} ended: ${err.problem.slug}`);
