@@ -206,9 +206,11 @@ describe.each(targets.map((t) => [t.name, t] as const))('%s', (_name, target) =>
     const vpc = (port: number) => ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'].map((c) => `ipBlock:${c} TCP/${port}`);
     const internet = 'ipBlock:0.0.0.0/0 except 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16 TCP/443';
     const aws = 'ipBlock:0.0.0.0/0 TCP/443';
+    // The image URLs the gateway fetches for the in-house model server: public addresses only, metadata and CGNAT out too.
+    const imageHosts = 'ipBlock:0.0.0.0/0 except 10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,169.254.0.0/16,127.0.0.0/8 TCP/443';
     const calls: Record<string, string[]> = {
       'management-api': [internet], // Stripe and the identity provider's JWKS
-      'ai-gateway': ['namespace:ml TCP/8000', internet], // the in-house and the hosted model providers
+      'ai-gateway': ['namespace:ml TCP/8000', internet, imageHosts], // the in-house and the hosted model providers, the image hosts
       'billing-worker': [internet], // Stripe
       'orep-server': [],
     };

@@ -5,16 +5,23 @@ import { RedisReadiness } from '@flagship/redis';
 import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/service-kit';
 import type { AiGatewayConfig } from './env.schema';
-import { GatewayPipeline, GatewayReadiness } from './gateway.pipeline';
+import { GatewayPipeline, GatewayReadiness, MEDIA_FETCHER } from './gateway.pipeline';
+import { type HostResolver, MediaFetcher } from './media/media-fetcher';
 import { LedgerDurableConnections, UsageLedgerRepository } from '@flagship/ledger';
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
 import { ProvidersModule } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
 
+/** What tests replace of the outside world the gateway reaches itself: the image hosts' names and certificates. */
+export interface GatewayOutside {
+  resolveImageHost?: HostResolver;
+  imageHostCa?: string;
+}
+
 @Module({})
 export class AppModule {
   /** `secrets`: the provider API keys (env or AWS Secrets Manager, re-read so a rotation needs no restart). */
-  static forConfig(config: AiGatewayConfig, secrets: SecretSource): DynamicModule {
+  static forConfig(config: AiGatewayConfig, secrets: SecretSource, outside: GatewayOutside = {}): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -46,6 +53,16 @@ export class AppModule {
           useFactory: () => (config.GATEWAY_LEDGER_SYNCHRONOUS_COMMIT === 'on' ? LedgerDurableConnections.open(config.DATABASE_URL, databaseTlsSettings(config)) : null),
         },
         UsageLedgerRepository,
+        {
+          provide: MEDIA_FETCHER,
+          useFactory: () =>
+            new MediaFetcher({
+              policy: config.mediaPolicy,
+              timeoutMs: config.GATEWAY_MEDIA_FETCH_TIMEOUT_MS,
+              ...(outside.resolveImageHost === undefined ? {} : { resolve: outside.resolveImageHost }),
+              ...(outside.imageHostCa === undefined ? {} : { ca: outside.imageHostCa }),
+            }),
+        },
         GatewayPipeline,
         GatewayReadiness,
       ],

@@ -2,6 +2,7 @@ import { bool, ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@fl
 import { INTERNAL_PRODUCT_KEYS, isPlan, LEGACY_PRODUCT_KEYS, OWN_PRODUCT_KEY, type Plan } from '@flagship/domain';
 import { parseModelCatalogue } from './models/model-catalogue';
 import { providerEnv } from './providers/provider.env';
+import type { ProviderKey } from './providers/provider.types';
 
 /** The AI gateway's settings (CONTRACT.md sections 1 and 7). */
 export const aiGatewayEnv = {
@@ -34,7 +35,18 @@ export const aiGatewayEnv = {
     default: 1024,
     desc: 'output tokens reserved (per choice) for a chat request that sets no max_tokens, and the max_completion_tokens then sent upstream',
   }),
+  // OpenAI's dearest image, gpt-4o-mini at high detail, is 48,169 tokens.
   GATEWAY_IMAGE_TOKENS: num({ default: 50_000, desc: "input tokens an image part counts in a request's estimate (its URL's bytes do not)" }),
+  // Image URLs (docs/decisions/2026-11-29-media-urls.md).
+  GATEWAY_MEDIA_FETCH_PROVIDERS: str({
+    default: 'inhouse',
+    desc: "comma-separated providers that would fetch image URLs themselves from inside the operator's network: a request that may go to one has its https images fetched by the gateway (public addresses only, no redirects) and sent as data: URLs; '' turns it off",
+  }),
+  GATEWAY_MEDIA_MAX_BYTES: num({ default: 5 * 1024 * 1024, desc: "the most bytes of a request's fetched images (together), and of one data: URL image" }),
+  GATEWAY_MEDIA_MAX_FETCHES: num({ default: 4, desc: 'https image URLs a request may have fetched' }),
+  GATEWAY_MEDIA_MAX_CONCURRENT: num({ default: 8, desc: 'requests holding fetched images at once per replica (their memory is held until they end); past it, 503 with Retry-After' }),
+  GATEWAY_MEDIA_FETCH_TIMEOUT_MS: num({ default: 10_000, desc: "the longest a request's images may take to fetch, all together" }),
+  GATEWAY_MEDIA_ALLOW_LOOPBACK: bool({ default: false, desc: 'development and tests only (refused when NODE_ENV=production): image URLs may name loopback addresses and any port' }),
   GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: str({
     choices: ['on', 'off'],
     default: 'on',
@@ -55,6 +67,9 @@ const list = (v: string): string[] =>
 
 export function loadAiGatewayConfig(env: NodeJS.ProcessEnv) {
   const raw = loadConfig(env, aiGatewayEnv);
+  if (raw.GATEWAY_MEDIA_ALLOW_LOOPBACK && raw.NODE_ENV === 'production') {
+    throw new ConfigError('invalid configuration: GATEWAY_MEDIA_ALLOW_LOOPBACK=true is refused when NODE_ENV=production');
+  }
   let models;
   try {
     models = parseModelCatalogue(raw.GATEWAY_MODELS);
@@ -68,8 +83,18 @@ export function loadAiGatewayConfig(env: NodeJS.ProcessEnv) {
     internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),
     legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),
     hostedProducts: list(raw.PROVIDER_HOSTED_PRODUCTS),
+    mediaFetchProviders: parseProviders(raw.GATEWAY_MEDIA_FETCH_PROVIDERS),
+    mediaPolicy: { maxBytes: raw.GATEWAY_MEDIA_MAX_BYTES, allowLoopback: raw.GATEWAY_MEDIA_ALLOW_LOOPBACK },
     consoleBillingUrl: raw.CONSOLE_BILLING_URL || `${raw.OAUTH_ISSUER.replace(/\/$/, '')}/console/billing`,
   };
+}
+
+/** GATEWAY_MEDIA_FETCH_PROVIDERS: provider keys; anything else stops the app with the variable named. */
+function parseProviders(value: string): ProviderKey[] {
+  const keys = list(value);
+  const unknown = keys.find((k) => k !== 'inhouse' && k !== 'hosted');
+  if (unknown !== undefined) throw new ConfigError(`invalid configuration: GATEWAY_MEDIA_FETCH_PROVIDERS has "${unknown}"; expected inhouse and/or hosted`);
+  return keys as ProviderKey[];
 }
 
 /** The gateway's own defaults: a tenant of any plan may use at least one client's budget (GATEWAY_RATE_LIMIT_RPM, 6000) on a paid plan. */

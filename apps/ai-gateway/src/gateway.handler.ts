@@ -6,12 +6,13 @@ import { costOf, type ModelEntry } from './models/model-catalogue';
 import type { Dialect, GatewayRoute } from './dialects/dialect';
 import { anthropicMessages } from './dialects/anthropic-messages';
 import { openAiResponses } from './dialects/openai-responses';
-import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf } from './openai/openai-request';
+import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf, type RequestRules } from './openai/openai-request';
 import type { EntitlementStep } from './pipeline/entitlement.step';
+import type { MediaRelease, MediaStep } from './pipeline/media.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
 import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
 import type { ProviderPermissionStep } from './pipeline/provider-permission.step';
-import type { RateLimitStep } from './pipeline/rate-limit.step';
+import type { RateLimitStep, Taken } from './pipeline/rate-limit.step';
 import type { ReservationStep } from './pipeline/reservation.step';
 import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
@@ -30,22 +31,20 @@ export interface GatewaySteps {
   providerPermission: ProviderPermissionStep;
   rateLimit: RateLimitStep;
   reservation: ReservationStep;
+  media: MediaStep;
   providerCall: ProviderCallStep;
   settle: SettleStep;
 }
 
-export interface GatewayHandlerOptions {
-  models: ReadonlyMap<string, ModelEntry>;
-  defaultMaxOutputTokens: number;
-  imageTokens: number;
-}
+export type GatewayHandlerOptions = RequestRules;
 
 /**
  * The proxy routes: the pipeline's steps in the seed's order (token -> product key -> tenant ->
- * entitlement -> provider permission -> rate limit -> reservation and pending row -> provider ->
- * settle), every refusal in OpenAI's error body with the rate-limit headers known by then. The rate
- * limit (a Redis round trip) and the reservation (a Postgres one) run at the same time: one round
- * trip's wait fewer per request, the refusals in the same order as before.
+ * entitlement -> provider permission -> rate limit -> reservation and pending row -> images fetched
+ * for providers that would fetch them -> provider -> settle), every refusal in OpenAI's error body
+ * with the rate-limit headers known by then. The rate limit (a Redis round trip) and the reservation
+ * (a Postgres one) run at the same time: one round trip's wait fewer per request, the refusals in
+ * the same order as before.
  */
 export class GatewayHandler {
   /** Set at shutdown: new requests are refused (503), readiness fails. */
@@ -103,13 +102,45 @@ export class GatewayHandler {
     });
   }
 
-  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
+  /**
+   * The proxy routes' guard, run before their bodies are read: a gateway shutting down, or a caller
+   * without a valid access token, is answered at once, so the body (up to 1 MiB) is never read nor
+   * buffered for it. A token verified before is checked without I/O (TokenStep.cached); another is
+   * verified first, its body waiting unread meanwhile. serve() checks the token again (from the cache).
+   */
+  guard(x: Exchange, endpoint: GatewayRoute): boolean | Promise<boolean> {
     if (this.draining) {
-      return x.error(
-        { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
-        { 'retry-after': '1', connection: 'close' },
-      );
+      this.refuseDraining(x);
+      return false;
     }
+    const headers = endpoint === 'messages' ? anthropicAuth(x.req.headers) : x.req.headers;
+    try {
+      if (this.steps.token.cached(headers) !== undefined) return true;
+    } catch (err) {
+      return this.refuse(x, err, {});
+    }
+    return this.steps.token.verify(headers).then(
+      () => true,
+      (err: unknown) => this.refuse(x, err, {}),
+    );
+  }
+
+  /** A GatewayError in the route's error body (false: the request stops); anything else is thrown on. */
+  private refuse(x: Exchange, err: unknown, headers: OutgoingHttpHeaders): false {
+    if (!(err instanceof GatewayError)) throw err;
+    x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+    return false;
+  }
+
+  private refuseDraining(x: Exchange): void {
+    x.error(
+      { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
+      { 'retry-after': '1', connection: 'close' },
+    );
+  }
+
+  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
+    if (this.draining) return this.refuseDraining(x);
     const cutter: CallCutter = { cut: false, stop: undefined };
     this.running.add(cutter);
     try {
@@ -131,8 +162,8 @@ export class GatewayHandler {
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
-      // other: the refusals keep their order (429 before 402), and a reservation made for a request
-      // the rate limit refuses is taken back.
+      // other: the refusals keep their order (429 before 402), a reservation made for a request the
+      // rate limit refuses is taken back, and the tokens counted for one the reservation refuses are given back.
       const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
       const reserving = s.reservation.reserve({
         tenantId: tenant.id,
@@ -145,6 +176,8 @@ export class GatewayHandler {
         estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
         zeroRatedReason: rating.zeroRatedReason,
         requestId: x.requestId,
+        // Already bounded (service-kit's clientRequestIdOf): a sane token or nothing.
+        clientRequestId: x.clientRequestId ?? null,
         // The prices are decided here, at admission, and recorded on the row; the settlement below
         // charges the same entry's prices (request.model), never a later catalogue's.
         inputPer1k: request.model.inputPer1k,
@@ -153,13 +186,33 @@ export class GatewayHandler {
       });
       // Its failure is thrown below once the rate limit has answered; meanwhile it is not an unhandled rejection.
       reserving.catch(() => undefined);
+      let taken: Taken;
       try {
-        headers = await limited;
+        taken = await limited;
       } catch (err) {
         void s.settle.release(reserving);
         throw err;
       }
-      const reservation = await reserving;
+      headers = taken.headers;
+      let reservation: Reservation;
+      try {
+        reservation = await reserving;
+      } catch (err) {
+        headers = s.rateLimit.refuse(taken);
+        throw err;
+      }
+      // Images the provider would fetch itself are fetched here, once the request is admitted (and
+      // paid for); a refusal takes the reservation and the tokens counted back, as any refusal does.
+      let media: MediaRelease | undefined;
+      if (s.media.needed(request, providers)) {
+        try {
+          media = await s.media.inline(request);
+        } catch (err) {
+          void s.settle.release(reserving);
+          headers = s.rateLimit.refuse(taken);
+          throw err;
+        }
+      }
       // Stamped while the provider is called, waited for before the answer (see ProviderCallStep).
       const stamp = s.reservation.upstreamCalled(reservation);
       const beforeCall = x.elapsedMs();
@@ -188,10 +241,11 @@ export class GatewayHandler {
       } catch (err) {
         settle({ provider: providers[0]!, status: 'failed', usage: { inputTokens: 0, outputTokens: 0, estimated: false }, upstreamMs: 0, errorCode: 'internal_error', outcome: 'internal_error' });
         throw err;
+      } finally {
+        media?.();
       }
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+      this.refuse(x, err, headers);
     }
   }
 
@@ -199,11 +253,11 @@ export class GatewayHandler {
   private parse(route: GatewayRoute, text: string): GatewayRequest {
     const o = this.options;
     const dialect = DIALECTS[route];
-    if (dialect === undefined) return parseGatewayRequest(route as 'chat.completions' | 'embeddings', text, o.models, o.defaultMaxOutputTokens, o.imageTokens);
+    if (dialect === undefined) return parseGatewayRequest(route as 'chat.completions' | 'embeddings', text, o);
     const body = parseJsonObject(text);
     const chat = dialect.toChat(body);
     // The chat body's bytes bound its input as a Chat Completions request's do (estimateInput).
-    const request = requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), o.models, o.defaultMaxOutputTokens, o.imageTokens);
+    const request = requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), o);
     return { ...request, route, dialect, original: body };
   }
 
@@ -212,8 +266,8 @@ export class GatewayHandler {
     try {
       await this.steps.token.verify(x.req.headers);
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      return x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, err.headers);
+      this.refuse(x, err, {});
+      return;
     }
     const data = [...this.options.models.values()].map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider }));
     x.send(200, JSON_TYPE, { 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, JSON.stringify({ object: 'list', data }));
@@ -222,6 +276,9 @@ export class GatewayHandler {
   private complete(reservation: Reservation, model: ModelEntry, outcome: CallOutcome, latencyMs: number): void {
     const cachedTokens = outcome.usage.cachedTokens ?? 0;
     const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens, cachedTokens) : 0;
+    const labels = { product: reservation.productKey, provider: outcome.provider, model: model.id };
+    // The ledger marks the row too (SETTLE's `overrun`); the counter is what an alert can watch.
+    if (debit > reservation.estimate) this.metrics.overrun(labels, reservation.estimate, debit);
     void this.steps.settle.settle({
       id: reservation.id,
       tenantId: reservation.tenantId,
@@ -236,7 +293,7 @@ export class GatewayHandler {
       errorCode: outcome.errorCode,
     });
     this.metrics.completed(
-      { product: reservation.productKey, provider: outcome.provider, model: model.id },
+      labels,
       reservation.endpoint,
       outcome.outcome,
       outcome.usage,

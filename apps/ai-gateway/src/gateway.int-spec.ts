@@ -257,7 +257,8 @@ describe('ai-gateway through the openai SDK', () => {
       const client = await sdk(limited);
       const err = await expectError(client.chat.completions.create({ ...chat, max_tokens: 60_000 }), RateLimitError, 429, 'rate_limited');
       expect(Number(err.headers?.get('retry-after'))).toBeGreaterThan(0);
-      expect(err.headers?.get('x-ratelimit-remaining-tokens')).toBe('0');
+      // Refused, its tokens were given back: the client's window is whole (this file's 50,000).
+      expect(err.headers?.get('x-ratelimit-remaining-tokens')).toBe('50000');
       expect(fake.calls.chat).toBe(0);
       // The rate limit and the reservation run at the same time: a refused request leaves no row and holds no credit.
       await settled();
@@ -592,17 +593,17 @@ describe('ai-gateway through the openai SDK', () => {
       expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
     });
 
-    it('a time-out after sending: 504, and the input estimate is billed on a failed row marked estimated', async () => {
+    it('a time-out after sending: 504, and the admission estimate (input and output reserved) is billed on a failed row marked estimated', async () => {
       const tenant = await createTenant(ds, { entitlements: [{ productKey: 'core', tier: 'enterprise' }], balance: 100_000 });
       fake.behave({ firstByteDelayMs: 1500 });
-      const prompt = 'tell me about '.repeat(100);
-      await expect((await sdk(tenant)).chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: prompt }] })).rejects.toMatchObject({
-        status: 504,
-        code: 'provider_timeout',
-      });
+      const body = { model: 'fake-chat-1', messages: [{ role: 'user' as const, content: 'tell me about '.repeat(100) }] };
+      await expect((await sdk(tenant)).chat.completions.create(body)).rejects.toMatchObject({ status: 504, code: 'provider_timeout' });
       const row = await completedRow(tenant);
-      expect(row).toMatchObject({ status: 'failed', error_code: 'provider_timeout', usage_estimated: true, input_tokens: Math.ceil(prompt.length / 4), output_tokens: 0 });
-      expect(Number(row.debit)).toBe(cost(Math.ceil(prompt.length / 4), 0));
+      // The answer never came: the input as admission bounded it (every byte sent), the output the provider was allowed (1,024 by default).
+      expect(row).toMatchObject({ status: 'failed', error_code: 'provider_timeout', usage_estimated: true, output_tokens: 1024 });
+      expect(row.input_tokens).toBeGreaterThan(Buffer.byteLength(JSON.stringify(body)));
+      expect(row.debit).toBe(String(cost(row.input_tokens, 1024)));
+      expect(row.debit).toBe(row.reserved);
       expect(await balanceOf(ds, tenant)).toEqual({ balance: 100_000 - Number(row.debit), reserved: 0 });
     });
 
@@ -697,6 +698,9 @@ describe('ai-gateway through the openai SDK', () => {
       const client = new OpenAI({ baseURL: `${emergency.url}/v1`, apiKey: await issue(tenant), defaultHeaders: { 'x-service-product-key': 'core' }, maxRetries: 0 });
       await expect(client.chat.completions.create(chat)).resolves.toMatchObject({ object: 'chat.completion' });
       expect([fake.calls.chat, hosted.calls.chat]).toEqual([1, 1]);
+      // hosted (OpenAI's API, whose reasoning models refuse max_tokens) is told the limit in max_completion_tokens only.
+      expect(hosted.lastBody.chat).toMatchObject({ max_completion_tokens: 1024 });
+      expect(hosted.lastBody.chat).not.toHaveProperty('max_tokens');
       await emergency.pipeline.drain();
       expect(await ledgerRows(ds, tenant)).toEqual([expect.objectContaining({ status: 'succeeded', provider: 'hosted', requested_provider: 'inhouse', input_tokens: 5 })]);
     } finally {

@@ -19,6 +19,8 @@ export class GatewayMetrics {
   private readonly requests: Counter<Labels | 'endpoint' | 'outcome'>;
   private readonly tokens: Counter<Labels | 'direction'>;
   private readonly debits: Counter<Labels>;
+  private readonly overruns: Counter<Labels>;
+  private readonly overrunMicroCredits: Counter<Labels>;
   private readonly upstream: Histogram<Labels>;
   private readonly overhead: Histogram<'endpoint'>;
   /**
@@ -53,6 +55,19 @@ export class GatewayMetrics {
     });
     this.tokens = new Counter({ name: 'gateway_tokens_total', help: 'Tokens used, by direction (input, output)', labelNames: ['product', 'provider', 'model', 'direction'], registers });
     this.debits = new Counter({ name: 'gateway_debit_microcredits_total', help: 'Micro-credits debited', labelNames: ['product', 'provider', 'model'], registers });
+    // A settlement above its reservation: admission's "at worst one request below zero" then fails (FlagshipGatewaySettlementOverrun).
+    this.overruns = new Counter({
+      name: 'gateway_settlement_overruns_total',
+      help: 'Requests whose debit exceeded the credit reserved for them (a provider ignored the output limit)',
+      labelNames: ['product', 'provider', 'model'],
+      registers,
+    });
+    this.overrunMicroCredits = new Counter({
+      name: 'gateway_overrun_microcredits_total',
+      help: 'Micro-credits debited above the reservations of overrun requests',
+      labelNames: ['product', 'provider', 'model'],
+      registers,
+    });
     this.upstream = new Histogram({
       name: 'gateway_upstream_duration_seconds',
       help: 'Time from sending a request upstream to its whole answer',
@@ -96,6 +111,12 @@ export class GatewayMetrics {
     if (usage.outputTokens > 0) c.output.inc(usage.outputTokens);
     if (debit > 0) c.debits.inc(debit);
     c.upstream.observe(upstreamMs / 1000);
+  }
+
+  /** A settlement of `debit` above its reservation of `reserved` (rare: looked up by label each time). */
+  overrun(labels: { product: string; provider: string; model: string }, reserved: number, debit: number): void {
+    this.overruns.inc(labels);
+    this.overrunMicroCredits.inc(labels, debit - reserved);
   }
 
   overheadMs(endpoint: string, ms: number): void {

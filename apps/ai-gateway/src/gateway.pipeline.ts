@@ -9,7 +9,9 @@ import type { AiGatewayConfig } from './env.schema';
 import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
 import { type LowBalanceCrossing, lowBalanceEvent, UsageLedgerRepository } from '@flagship/ledger';
+import { MediaFetcher } from './media/media-fetcher';
 import { EntitlementStep } from './pipeline/entitlement.step';
+import { MediaStep } from './pipeline/media.step';
 import { ProductKeyStep } from './pipeline/product-key.step';
 import { ProviderCallStep } from './pipeline/provider-call.step';
 import { ProviderPermissionStep } from './pipeline/provider-permission.step';
@@ -21,6 +23,9 @@ import { TokenStep } from './pipeline/token.step';
 import type { ProviderClient, ProviderKey } from './providers/provider.types';
 import { PROVIDER_CLIENT } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
+
+/** Injection token of the gateway's MediaFetcher (AppModule makes it; tests give it their resolver). */
+export const MEDIA_FETCHER = Symbol('MEDIA_FETCHER');
 
 /** Before the process is stopped (SHUTDOWN_GRACE_MS after SIGTERM), this long is left to cut the requests still under way and settle them. */
 const CUT_MARGIN_MS = 3000;
@@ -45,6 +50,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     @Inject(PROVIDER_CLIENT) private readonly providers: ProviderClient,
     httpMetrics: HttpMetrics,
     rateLimits: RateLimitService,
+    @Inject(MEDIA_FETCHER) private readonly mediaFetcher: MediaFetcher,
   ) {
     this.graceMs = config.SHUTDOWN_GRACE_MS;
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS, pubsub);
@@ -67,13 +73,24 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
           { limiter: rateLimits, perPlan: config.tenantRateLimits },
         ),
         reservation: new ReservationStep(ledger, config.consoleBillingUrl),
+        media: new MediaStep(mediaFetcher, {
+          fetchFor: config.mediaFetchProviders,
+          maxFetches: config.GATEWAY_MEDIA_MAX_FETCHES,
+          maxConcurrent: config.GATEWAY_MEDIA_MAX_CONCURRENT,
+          timeoutMs: config.GATEWAY_MEDIA_FETCH_TIMEOUT_MS,
+        }),
         providerCall: new ProviderCallStep(providers),
         settle: this.settleStep,
       },
       providers,
       // Read at scrape time, when the handler exists.
       new GatewayMetrics(httpMetrics.registry, () => this.handler.inFlight),
-      { models: config.models, defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS, imageTokens: config.GATEWAY_IMAGE_TOKENS },
+      {
+        models: config.models,
+        defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS,
+        imageTokens: config.GATEWAY_IMAGE_TOKENS,
+        media: config.mediaPolicy,
+      },
     );
   }
 
@@ -109,6 +126,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
   /** Requests still in flight when the server stopped accepting settle here (or are left pending for the reconciler). */
   async onApplicationShutdown(): Promise<void> {
     await this.settleStep.drain();
+    await this.mediaFetcher.close();
   }
 
   /** For tests: every settlement handed in so far is written. */

@@ -11,7 +11,8 @@ export const BODY_LIMIT = 1024 * 1024;
 /**
  * bootstrapService's `configure` hook (main.ts and the tests): the proxy routes on the shared lean
  * HTTP layer in front of Express, with OpenAI's error body for everything under /v1 (unknown routes,
- * wrong methods, bodies refused); /healthz, /readyz and /metrics stay Nest's.
+ * wrong methods, bodies refused), each guarded by its access token before its body is read;
+ * /healthz, /readyz and /metrics stay Nest's.
  */
 export function installGateway(app: INestApplication): void {
   const server = app.getHttpServer() as Server;
@@ -20,10 +21,10 @@ export function installGateway(app: INestApplication): void {
   server.once('close', () => metrics.close());
   installLeanRouter(server, (fallback) =>
     new LeanRouter({ metrics, fallback, bodyLimit: BODY_LIMIT, errors: openAiErrorWriter, ownedPrefixes: ['/v1'], name: 'Gateway' })
-      .add({ path: '/v1/chat/completions', method: 'POST', run: (x, _p, text) => handler.completion(x, 'chat.completions', text) })
-      .add({ path: '/v1/messages', method: 'POST', run: (x, _p, text) => handler.completion(x, 'messages', text) })
-      .add({ path: '/v1/responses', method: 'POST', run: (x, _p, text) => handler.completion(x, 'responses', text) })
-      .add({ path: '/v1/embeddings', method: 'POST', run: (x, _p, text) => handler.completion(x, 'embeddings', text) })
+      .add({ path: '/v1/chat/completions', method: 'POST', guard: (x) => handler.guard(x, 'chat.completions'), run: (x, _p, text) => handler.completion(x, 'chat.completions', text) })
+      .add({ path: '/v1/messages', method: 'POST', guard: (x) => handler.guard(x, 'messages'), run: (x, _p, text) => handler.completion(x, 'messages', text) })
+      .add({ path: '/v1/responses', method: 'POST', guard: (x) => handler.guard(x, 'responses'), run: (x, _p, text) => handler.completion(x, 'responses', text) })
+      .add({ path: '/v1/embeddings', method: 'POST', guard: (x) => handler.guard(x, 'embeddings'), run: (x, _p, text) => handler.completion(x, 'embeddings', text) })
       .add({ path: '/v1/models', method: 'GET', run: (x) => handler.models(x) }),
   );
 }

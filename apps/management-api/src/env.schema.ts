@@ -1,5 +1,6 @@
 import { stripeEnv } from '@flagship/billing';
 import { bool, ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
+import { DEFAULT_FLAG_MAX_BYTES } from '@flagship/flag-evaluation';
 import { segmentOf } from './auth/provider-segments';
 
 /** The management API's settings (CONTRACT.md sections 1 to 4). */
@@ -37,6 +38,16 @@ export const managementApiEnv = {
     desc: 'how long the evaluate routes reuse a caller\'s resolved access; membership and client changes announced on Redis drop it at once, this bounds an unannounced one (at most 5000 keeps the 5 s revocation promise)',
   }),
   QUOTA_FLAGS_PER_TENANT: num({ default: 5000, desc: 'flags one tenant may hold (a LaunchDarkly import counts whole); past it 409 quota-exceeded' }),
+  QUOTA_FLAG_BYTES_PER_TENANT: num({
+    default: 8 * 1024 * 1024,
+    desc: 'bytes of flag definitions one tenant may hold, each environment\'s definition of a flag counted (FLAG_MAX_BYTES measures them); past it 409 quota-exceeded',
+  }),
+  FLAG_MAX_BYTES: num({ default: DEFAULT_FLAG_MAX_BYTES, desc: 'bytes of one flag\'s definition in one environment (its JSON as evaluators hold it); a write past it is 422, a stored flag past it is not evaluated' }),
+  FLAG_SET_MAX_BYTES: num({
+    default: 8 * 1024 * 1024,
+    desc: 'bytes of one environment\'s flags the flag store holds; a set past it is refused (its evaluations and flag stream answer 409 flag-set-too-large); at least QUOTA_FLAG_BYTES_PER_TENANT',
+  }),
+  FLAG_STORE_MAX_BYTES: num({ default: 64 * 1024 * 1024, desc: 'bytes of flag definitions the flag store holds in all; the least recently evaluated sets are dropped past it' }),
   QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_BUDGETS_PER_TENANT: num({ default: 100, desc: 'AI budgets (per OAuth client or product key) one tenant may hold' }),
@@ -100,8 +111,26 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (idpSegment === undefined) throw new ConfigError(`invalid configuration: IDP_PROVIDER_NAME "${raw.IDP_PROVIDER_NAME}" names no federated sign-in provider (oidc, oidc.<name>, google.com, ...)`);
   const scopes = raw.IDP_SCOPES.split(/\s+/).filter((s) => s !== '');
   if (raw.IDP_MODE === 'oidc' && raw.IDP_CLIENT_ID !== '' && !scopes.includes('openid')) throw new ConfigError('invalid configuration: IDP_SCOPES must include openid');
-  for (const name of ['QUOTA_FLAGS_PER_TENANT', 'QUOTA_ENVIRONMENTS_PER_TENANT', 'QUOTA_OAUTH_CLIENTS_PER_TENANT', 'QUOTA_TENANTS_PER_USER', 'QUOTA_BUDGETS_PER_TENANT'] as const) {
+  for (const name of [
+    'QUOTA_FLAGS_PER_TENANT',
+    'QUOTA_FLAG_BYTES_PER_TENANT',
+    'QUOTA_ENVIRONMENTS_PER_TENANT',
+    'QUOTA_OAUTH_CLIENTS_PER_TENANT',
+    'QUOTA_TENANTS_PER_USER',
+    'QUOTA_BUDGETS_PER_TENANT',
+    'FLAG_MAX_BYTES',
+    'FLAG_SET_MAX_BYTES',
+    'FLAG_STORE_MAX_BYTES',
+  ] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
+  }
+  // A tenant within its quota is never refused by the store, and a set fits the store it is held in.
+  for (const [smaller, larger] of [
+    ['FLAG_MAX_BYTES', 'FLAG_SET_MAX_BYTES'],
+    ['QUOTA_FLAG_BYTES_PER_TENANT', 'FLAG_SET_MAX_BYTES'],
+    ['FLAG_SET_MAX_BYTES', 'FLAG_STORE_MAX_BYTES'],
+  ] as const) {
+    if (raw[smaller] > raw[larger]) throw new ConfigError(`invalid configuration: ${smaller} (${raw[smaller]}) must not be more than ${larger} (${raw[larger]})`);
   }
   for (const name of FLAG_STREAM_COUNTS) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);

@@ -37,6 +37,8 @@ describe('orep-server configuration', () => {
     [{ ...base, OREP_PUBLIC_URL: 'flags.example.com' }, 'OREP_PUBLIC_URL is invalid'],
     [{ ...base, OREP_PUBLIC_URL: 'https://flags.example.com/?a=1' }, 'OREP_PUBLIC_URL is invalid'],
     [{ ...base, OREP_PUBLIC_URL: 'ftp://flags.example.com' }, 'OREP_PUBLIC_URL is invalid'],
+    [{ ...base, OREP_FLAG_MAX_BYTES: '0' }, 'OREP_FLAG_MAX_BYTES is invalid'],
+    [{ ...base, OREP_FLAG_MAX_BYTES: '2048', OREP_FLAG_SET_MAX_BYTES: '1024' }, 'OREP_FLAG_MAX_BYTES (2048) must not be more than OREP_FLAG_SET_MAX_BYTES (1024)'],
   ])('refuses %j with one line naming the variable', (env, message) => {
     expect(() => loadOrepServerConfig(env)).toThrow(ConfigError);
     expect(() => loadOrepServerConfig(env)).toThrow(message);
@@ -57,5 +59,9 @@ describe('orep-server configuration', () => {
 
   it('takes fractions of a second for the reconcile interval', () => {
     expect(loadOrepServerConfig({ ...base, OREP_RECONCILE_S: '0.5' }).OREP_RECONCILE_S).toBe(0.5);
+  });
+
+  it('bounds flags in bytes by default: 32 KiB a flag (as management-api), 64 MiB all of them', () => {
+    expect(loadOrepServerConfig(base)).toMatchObject({ OREP_FLAG_MAX_BYTES: 32768, OREP_FLAG_SET_MAX_BYTES: 67108864 });
   });
 });

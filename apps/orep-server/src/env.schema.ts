@@ -1,5 +1,6 @@
 import { ConfigError, commonEnv, loadConfig, makeValidator, port, str } from '@flagship/config';
 import { isUuid } from '@flagship/domain';
+import { DEFAULT_FLAG_MAX_BYTES } from '@flagship/flag-evaluation';
 
 
 /** '' (unset) or a UUID: tenant_id is a uuid column, so anything else could only fail every query. */
@@ -51,6 +52,14 @@ export const orepServerEnv = {
   OREP_ENVIRONMENT: str({ default: 'production', desc: 'the environment served from Postgres' }),
   OREP_FLAGS_FILE: str({ default: '', desc: 'serve flags from this JSON file (watched) instead of Postgres' }),
   OREP_RECONCILE_S: positiveNumber({ default: 30, desc: 'Postgres mode: seconds between full re-syncs that heal missed change messages' }),
+  OREP_FLAG_MAX_BYTES: positiveInteger({
+    default: DEFAULT_FLAG_MAX_BYTES,
+    desc: 'bytes of one flag\'s definition (its JSON); a flag past it is not served (Postgres) or refuses the file; keep it at least management-api\'s FLAG_MAX_BYTES',
+  }),
+  OREP_FLAG_SET_MAX_BYTES: positiveInteger({
+    default: 64 * 1024 * 1024,
+    desc: 'bytes of all the flags served; a set (or file) past it is refused and the last good one kept; a file over 4 times this is not even read',
+  }),
   OREP_RATE_LIMIT_RPS: nonNegativeInteger({ default: 0, desc: 'evaluation requests per second per client address; 0 = no limit' }),
   OREP_SSE_MAX_CONNECTIONS: nonNegativeInteger({
     default: 10000,
@@ -85,6 +94,9 @@ export function loadOrepServerConfig(env: NodeJS.ProcessEnv) {
   // Silently serving example flags in production would be worse than not starting.
   if (sourceMode === 'embedded' && raw.NODE_ENV === 'production') {
     throw new ConfigError('invalid configuration: OREP_TENANT_ID or OREP_FLAGS_FILE is required when NODE_ENV=production');
+  }
+  if (raw.OREP_FLAG_MAX_BYTES > raw.OREP_FLAG_SET_MAX_BYTES) {
+    throw new ConfigError(`invalid configuration: OREP_FLAG_MAX_BYTES (${raw.OREP_FLAG_MAX_BYTES}) must not be more than OREP_FLAG_SET_MAX_BYTES (${raw.OREP_FLAG_SET_MAX_BYTES})`);
   }
   return { ...raw, sourceMode };
 }

@@ -41,3 +41,4 @@ export {
 } from './validate';
 export { valueMatchesType } from './json-value';
 export { evaluationError, openFeatureMetadata, openFeatureReason } from './openfeature';
+export { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, utf8Length } from './size';

@@ -1,10 +1,10 @@
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type Redis from 'ioredis';
-import { createDataSource } from '@flagship/persistence';
+import { createDataSource, measureFlagDefinitions } from '@flagship/persistence';
 import { CHANNELS, createRedis, type FlagChanged, PubSub, RedisKeys } from '@flagship/redis';
 import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag } from '@flagship/testing';
-import { type FlagSetChanged, FlagStore, type FlagStoreOptions } from './flag-store';
+import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FlagStoreRepository, type StoredFlag } from './flag-store.repository';
 
 const A = '5a1e0c3a-1b7e-4c1e-9a51-2d9f4c1e0a01';
@@ -27,6 +27,11 @@ class RecordingRepository extends FlagStoreRepository {
   override fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
     this.reads.push(`fingerprints ${tenantId}/${environment}`);
     return super.fingerprints(tenantId, environment);
+  }
+
+  override storedBytes(tenantId: string, environment: string): Promise<number> {
+    this.reads.push(`bytes ${tenantId}/${environment}`);
+    return super.storedBytes(tenantId, environment);
   }
 }
 
@@ -253,5 +258,29 @@ describe('FlagStore over real Postgres and Redis', () => {
     // Dropped ones load again when asked for.
     await store.view(A, 'staging');
     expect(repository.reads.filter((r) => r === `all ${A}/staging`)).toHaveLength(2);
+  });
+
+  it('refuses a set whose stored sizes pass maxSetBytes without reading its flags, and holds it once it fits', async () => {
+    const C = '5a1e0c3a-1b7e-4c1e-9a51-2d9f4c1e0a03';
+    await sql.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'Tenant', 'owner@example.com')`, [C]);
+    await sql.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, 'production', 'Production')`, [C]);
+    for (const key of ['c1', 'c2', 'c3']) await setFlag(C, key, 1);
+    const measured = await measureFlagDefinitions({ query: async (text, params) => (await sql.query(text, params)).rows }, C, { environment: 'production' });
+    const total = measured.reduce((n, d) => n + d.bytes, 0);
+    expect(total).toBeGreaterThan(0);
+
+    const refusing = await open({ maxSetBytes: total - 1 });
+    const refusal = await refusing.store.view(C, 'production').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refusal).toBeInstanceOf(FlagSetTooLargeError);
+    expect(refusal).toMatchObject({ bytes: total, limit: total - 1, read: false });
+    expect(refusing.repository.reads).toEqual([`bytes ${C}/production`]);
+    expect(refusing.store.size).toBe(0);
+
+    const fitting = await open({ maxSetBytes: total });
+    expect([...(await fitting.store.view(C, 'production')).set.keys()].sort()).toEqual(['c1', 'c2', 'c3']);
+    expect(fitting.store.bytes).toBe(total);
   });
 });

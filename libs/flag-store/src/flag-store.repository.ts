@@ -34,9 +34,18 @@ const KEYS_PER_QUERY = 5000;
 
 type Row = FlagDefinitionRow & { project_id: string | null; fingerprint: string };
 
+/** What the flag store reads (the port its unit specs fake). */
+export interface FlagStoreReads {
+  findAll(tenantId: string, environment: string): Promise<StoredFlag[]>;
+  findByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredFlag[]>;
+  fingerprints(tenantId: string, environment: string): Promise<Map<string, string>>;
+  /** What the flags of the tenant-environment take, as the writes stored it (definition_bytes), without reading them. */
+  storedBytes(tenantId: string, environment: string): Promise<number>;
+}
+
 /** The reads of the flag store: one tenant-environment's flags, read-only; every query names the tenant. */
 @Injectable()
-export class FlagStoreRepository {
+export class FlagStoreRepository implements FlagStoreReads {
   constructor(@Inject(DATA_SOURCE) private readonly dataSource: DataSource) {}
 
   async findAll(tenantId: string, environment: string): Promise<StoredFlag[]> {
@@ -52,6 +61,14 @@ export class FlagStoreRepository {
       for (const row of rows) out.push(toStoredFlag(row));
     }
     return out;
+  }
+
+  async storedBytes(tenantId: string, environment: string): Promise<number> {
+    const [row] = (await this.dataSource.query(
+      'SELECT coalesce(sum(definition_bytes), 0)::float8 AS bytes FROM flag_environments WHERE tenant_id = $1 AND environment_key = $2',
+      [tenantId, environment],
+    )) as Array<{ bytes: number }>;
+    return row?.bytes ?? 0;
   }
 
   /** key -> fingerprint of every flag of the tenant-environment, to find what a missed announcement left stale. */

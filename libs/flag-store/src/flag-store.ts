@@ -1,14 +1,34 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { FlagSnapshot } from '@flagship/flag-evaluation';
+import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, FlagSnapshot } from '@flagship/flag-evaluation';
 import { CHANNELS, type LoadReason, type LoadRequest, type PubSub, SubscribedCache } from '@flagship/redis';
-import type { FlagStoreRepository, StoredFlag } from './flag-store.repository';
+import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
 
 /** The flags of one tenant-environment as evaluations see them, with each flag's project. */
 export interface FlagSetView {
   /** Changed in place, one synchronous `apply` per batch, so an evaluation never sees half of one. */
   readonly set: FlagSnapshot;
-  /** flag key -> its project (null: none). */
+  /** flag key -> its project (null: none), of refused flags too. */
   readonly projects: ReadonlyMap<string, string | null>;
+  /** Flags left out because their definition is over `maxFlagBytes`: key -> its bytes. */
+  readonly refused: ReadonlyMap<string, number>;
+}
+
+/**
+ * A tenant-environment whose flags take more than a set may (`maxSetBytes`): refused, not held.
+ * `read` false: the sizes stored with the flags said so, and the flags themselves were not read.
+ */
+export class FlagSetTooLargeError extends Error {
+  override readonly name = 'FlagSetTooLargeError';
+
+  constructor(
+    readonly tenantId: string,
+    readonly environment: string,
+    readonly bytes: number,
+    readonly limit: number,
+    readonly read: boolean,
+  ) {
+    super(`the flags of tenant ${tenantId} in ${environment} take ${bytes} bytes, over the ${limit} bytes one environment's flags may take; refused`);
+  }
 }
 
 /** What changed in a held set: these keys (changed, added or removed), or any (undefined: a whole new set). */
@@ -39,6 +59,10 @@ export interface FlagSetStatus {
   lastError?: { at: string; message: string };
   /** The change feed's subscriber: 'ready' once subscribed and connected. */
   subscriber: string;
+  /** What the set's definitions take (flagDefinitionBytes), refused ones included. */
+  bytes?: number;
+  /** Flags not served because their definition is over `maxFlagBytes`: key -> bytes. */
+  refused?: Record<string, number>;
 }
 
 export interface FlagStoreOptions {
@@ -53,12 +77,39 @@ export interface FlagStoreOptions {
   maxEntries: number;
   /** Longest wait between retries while Postgres does not answer (default 2,000 ms). */
   maxRetryMs?: number;
+  /** A flag whose definition is over this (flagDefinitionBytes) is left out of its set, logged and told in `refused`. Default DEFAULT_FLAG_MAX_BYTES. */
+  maxFlagBytes?: number;
+  /**
+   * A set whose flags take more is refused: not read when the sizes stored with the flags say so,
+   * not changed when a change would take it past. Default: no bound.
+   */
+  maxSetBytes?: number;
+  /** Bytes of all the sets held; the least recently read are dropped past it. Default: no bound. */
+  maxBytes?: number;
+  /**
+   * A set refused as too large: true keeps serving its last good flags (a server of one set, which
+   * has nothing else to serve); false (default) drops them and `view` rejects, so the memory goes.
+   */
+  keepLastGoodWhenTooLarge?: boolean;
+  /** What `view` rejects with when a set is refused as too large (default the FlagSetTooLargeError itself). */
+  tooLargeError?: (refusal: FlagSetTooLargeError) => Error;
+}
+
+/** The size bounds of a store, defaults applied. */
+interface Bounds {
+  maxFlagBytes: number;
+  maxSetBytes: number;
 }
 
 interface FlagSet extends FlagSetView {
   readonly set: FlagSnapshot;
   readonly projects: Map<string, string | null>;
   readonly fingerprints: Map<string, string>;
+  readonly refused: Map<string, number>;
+  /** key -> the bytes of its definition, for every flag of the set (refused ones too). */
+  readonly sizes: Map<string, number>;
+  /** Their sum: what the set is bounded and weighed by. */
+  bytes: number;
   syncedAt: number;
   lastFullLoadMs: number;
   /** What the last load applied, told to listeners once the set is served again. */
@@ -87,20 +138,25 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
   private readonly logger: Logger;
   private readonly cache: SubscribedCache<string, FlagSet>;
   private readonly listeners = new Set<FlagSetListener>();
+  private readonly bounds: Bounds;
 
   constructor(
-    private readonly repository: FlagStoreRepository,
+    private readonly repository: FlagStoreReads,
     pubsub: PubSub | undefined,
-    options: FlagStoreOptions,
+    private readonly options: FlagStoreOptions,
   ) {
     const name = options.name ?? 'FlagStore';
     this.logger = new Logger(name);
+    this.bounds = { maxFlagBytes: options.maxFlagBytes ?? DEFAULT_FLAG_MAX_BYTES, maxSetBytes: options.maxSetBytes ?? Infinity };
     this.cache = new SubscribedCache<string, FlagSet>(pubsub, {
       name,
       load: (id, request) => this.load(id, request),
       reconcileMs: options.reconcileMs,
       maxEntries: options.maxEntries,
       maxRetryMs: options.maxRetryMs,
+      weigh: (set) => set.bytes,
+      maxWeight: options.maxBytes,
+      serveStaleOn: (err) => options.keepLastGoodWhenTooLarge === true || !(err instanceof FlagSetTooLargeError),
       eager: true,
       onLoaded: (id, value, reason) => this.loaded(id, value, reason),
     }).follow(CHANNELS.flagChanged, (m, cache) => {
@@ -138,9 +194,41 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     return this.cache.peek(idOf(tenantId, environment), opts);
   }
 
-  /** The set, loading it or waiting for an announced change's re-read; the last good one while Postgres is down. */
+  /**
+   * The set, loading it or waiting for an announced change's re-read; the last good one while
+   * Postgres is down. Rejects with `tooLargeError` when the set is refused as too large.
+   */
   view(tenantId: string, environment: string): Promise<FlagSetView> {
-    return this.cache.get(idOf(tenantId, environment));
+    return this.cache.get(idOf(tenantId, environment)).catch((err: unknown) => {
+      throw this.toldAs(err);
+    });
+  }
+
+  /**
+   * Every flag of a tenant-environment read from Postgres as this store serves them, for a holder of
+   * its own copy (the flag-data stream's texts): bounded as the store is (a set over `maxSetBytes`
+   * rejects as `view` does, a flag over `maxFlagBytes` is left out).
+   */
+  async served(tenantId: string, environment: string): Promise<StoredFlag[]> {
+    try {
+      const flags = await this.readAll(tenantId, environment);
+      let bytes = 0;
+      const out: StoredFlag[] = [];
+      for (const f of flags) {
+        const b = flagDefinitionBytes(f.definition);
+        bytes += b;
+        if (b <= this.bounds.maxFlagBytes) out.push(f);
+      }
+      if (bytes > this.bounds.maxSetBytes) throw new FlagSetTooLargeError(tenantId, environment, bytes, this.bounds.maxSetBytes, true);
+      return out;
+    } catch (err) {
+      throw this.toldAs(err);
+    }
+  }
+
+  /** A refusal as the app wants it told (`tooLargeError`); other errors as they are. */
+  private toldAs(err: unknown): unknown {
+    return err instanceof FlagSetTooLargeError && this.options.tooLargeError !== undefined ? this.options.tooLargeError(err) : err;
   }
 
   /**
@@ -167,8 +255,9 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     return {
       flags: set?.set.size ?? 0,
       ...(set
-        ? { loadedAt: new Date(set.set.updatedAt).toISOString(), syncedAt: new Date(set.syncedAt).toISOString(), lastFullLoadMs: set.lastFullLoadMs }
+        ? { loadedAt: new Date(set.set.updatedAt).toISOString(), syncedAt: new Date(set.syncedAt).toISOString(), lastFullLoadMs: set.lastFullLoadMs, bytes: set.bytes }
         : {}),
+      ...(set !== undefined && set.refused.size > 0 ? { refused: Object.fromEntries(set.refused) } : {}),
       ...(cache.lastError ? { lastError: cache.lastError } : {}),
       subscriber: cache.subscribed ? cache.subscriber : 'subscribing',
     };
@@ -179,10 +268,19 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     return this.cache.status().entries;
   }
 
+  /** Bytes of the flag definitions held, all sets together (what `maxBytes` bounds). */
+  get bytes(): number {
+    return this.cache.status().weight;
+  }
+
   private async load(id: string, request: LoadRequest<FlagSet>): Promise<FlagSet> {
     try {
       return await this.read(id, request);
     } catch (err) {
+      if (err instanceof FlagSetTooLargeError) {
+        this.logger.warn(`${err.message}${err.read ? '' : ' without reading them'}${request.previous !== undefined && this.options.keepLastGoodWhenTooLarge ? '; the last good flags are served meanwhile' : ''}`);
+        throw err;
+      }
       // Said as the outage it is: /readyz and the log show it.
       throw new Error(`reading flags from Postgres failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
@@ -193,39 +291,106 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     const environment = id.slice(tenantId.length + 1);
     const started = performance.now();
     if (previous === undefined) {
-      const flags = await this.repository.findAll(tenantId, environment);
+      const flags = await this.readAll(tenantId, environment);
       const lastFullLoadMs = Math.round(performance.now() - started);
       if (flags.length >= 1000) this.logger.log(`loaded ${flags.length} flags of ${id} in ${lastFullLoadMs} ms`);
-      return {
-        set: FlagSnapshot.of(flags.map((f) => f.definition)),
-        projects: new Map(flags.map((f) => [f.key, f.projectId])),
-        fingerprints: new Map(flags.map((f) => [f.key, f.fingerprint])),
+      const set: FlagSet = {
+        set: FlagSnapshot.of([]),
+        projects: new Map(),
+        fingerprints: new Map(),
+        refused: new Map(),
+        sizes: new Map(),
+        bytes: 0,
         syncedAt: Date.now(),
         lastFullLoadMs,
         applied: NOTHING,
       };
+      this.apply(id, set, [], flags);
+      set.applied = NOTHING;
+      return set;
     }
     if (reason === 'changed') {
       const keys = [...changed];
-      previous.applied = apply(previous, keys, await this.repository.findByKeys(tenantId, environment, keys));
+      previous.applied = this.apply(id, previous, keys, await this.repository.findByKeys(tenantId, environment, keys));
       return previous;
     }
     if (reason === 'whole') {
       // A change to the whole set was announced: read every flag, apply what differs.
-      const flags = await this.repository.findAll(tenantId, environment);
-      previous.applied = apply(previous, new Set([...previous.fingerprints.keys(), ...flags.map((f) => f.key)]), flags);
+      const flags = await this.readAll(tenantId, environment);
+      previous.applied = this.apply(id, previous, new Set([...previous.fingerprints.keys(), ...flags.map((f) => f.key)]), flags);
     } else {
       const stored = await this.repository.fingerprints(tenantId, environment);
       const stale: string[] = [];
       for (const [key, fingerprint] of stored) if (previous.fingerprints.get(key) !== fingerprint) stale.push(key);
       for (const key of previous.fingerprints.keys()) if (!stored.has(key)) stale.push(key);
-      previous.applied = stale.length > 0 ? apply(previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
+      previous.applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
       const n = previous.applied.flags.length + previous.applied.removed.length;
       if (n > 0) this.logger.log(`reconcile of ${id} found ${n} flag(s) out of date, now current`);
     }
     previous.syncedAt = Date.now();
     previous.lastFullLoadMs = Math.round(performance.now() - started);
     return previous;
+  }
+
+  /** Every flag of the set, unless the sizes stored with them already say it is too large: then none is read. */
+  private async readAll(tenantId: string, environment: string): Promise<StoredFlag[]> {
+    const limit = this.bounds.maxSetBytes;
+    if (limit !== Infinity) {
+      const stored = await this.repository.storedBytes(tenantId, environment);
+      if (stored > limit) throw new FlagSetTooLargeError(tenantId, environment, stored, limit, false);
+    }
+    return this.repository.findAll(tenantId, environment);
+  }
+
+  /**
+   * Puts the re-read flags of `keys` in and takes out those of `keys` that are gone, in one
+   * synchronous step; returns what differed (nothing for a repeated announcement). A flag over
+   * `maxFlagBytes` is taken out (or never put in) and told in `refused`; a change that would take
+   * the set past `maxSetBytes` is refused whole, leaving the set as it was.
+   */
+  private apply(id: string, held: FlagSet, keys: Iterable<string>, found: readonly StoredFlag[]): Applied {
+    const changed = found.filter((f) => held.fingerprints.get(f.key) !== f.fingerprint || !(held.set.has(f.key) || held.refused.has(f.key)));
+    const foundKeys = new Set(found.map((f) => f.key));
+    const removed: string[] = [];
+    for (const key of keys) if (!foundKeys.has(key) && (held.set.has(key) || held.fingerprints.has(key))) removed.push(key);
+    if (changed.length === 0 && removed.length === 0) return NOTHING;
+    const sized = changed.map((f) => ({ flag: f, bytes: flagDefinitionBytes(f.definition) }));
+    let bytes = held.bytes;
+    for (const key of removed) bytes -= held.sizes.get(key) ?? 0;
+    for (const { flag, bytes: b } of sized) bytes += b - (held.sizes.get(flag.key) ?? 0);
+    if (bytes > this.bounds.maxSetBytes) {
+      const tenantId = tenantOf(id);
+      throw new FlagSetTooLargeError(tenantId, id.slice(tenantId.length + 1), bytes, this.bounds.maxSetBytes, true);
+    }
+    const accepted = sized.filter((s) => s.bytes <= this.bounds.maxFlagBytes);
+    const refused = sized.filter((s) => s.bytes > this.bounds.maxFlagBytes);
+    // A flag newly refused is taken out of what evaluations and listeners see.
+    const takenOut = [...removed, ...refused.map((s) => s.flag.key)].filter((key) => held.set.has(key));
+    held.set.apply(
+      accepted.map((s) => s.flag.definition),
+      takenOut,
+    );
+    for (const key of removed) {
+      held.fingerprints.delete(key);
+      held.projects.delete(key);
+      held.sizes.delete(key);
+      held.refused.delete(key);
+    }
+    for (const { flag, bytes: b } of accepted) {
+      held.fingerprints.set(flag.key, flag.fingerprint);
+      held.projects.set(flag.key, flag.projectId);
+      held.sizes.set(flag.key, b);
+      held.refused.delete(flag.key);
+    }
+    for (const { flag, bytes: b } of refused) {
+      held.fingerprints.set(flag.key, flag.fingerprint);
+      held.projects.set(flag.key, flag.projectId);
+      held.sizes.set(flag.key, b);
+      held.refused.set(flag.key, b);
+      this.logger.warn(`flag ${flag.key} of ${id} is not served: its definition takes ${b} bytes, over the ${this.bounds.maxFlagBytes} a flag may take`);
+    }
+    held.bytes = bytes;
+    return { flags: accepted.map((s) => s.flag), removed: takenOut };
   }
 
   private loaded(id: string, value: FlagSet, reason: LoadReason): void {
@@ -267,29 +432,4 @@ function idOf(tenantId: string, environment: string): string {
 /** Tenant ids hold no '/', environment keys may. */
 function tenantOf(id: string): string {
   return id.slice(0, id.indexOf('/'));
-}
-
-/**
- * Puts the re-read flags of `keys` in and takes out those of `keys` that are gone, in one
- * synchronous step; returns what differed (nothing for a repeated announcement).
- */
-function apply(held: FlagSet, keys: Iterable<string>, found: readonly StoredFlag[]): Applied {
-  const changed = found.filter((f) => held.fingerprints.get(f.key) !== f.fingerprint || !held.set.has(f.key));
-  const foundKeys = new Set(found.map((f) => f.key));
-  const removed: string[] = [];
-  for (const key of keys) if (!foundKeys.has(key) && (held.set.has(key) || held.fingerprints.has(key))) removed.push(key);
-  if (changed.length === 0 && removed.length === 0) return NOTHING;
-  held.set.apply(
-    changed.map((f) => f.definition),
-    removed,
-  );
-  for (const key of removed) {
-    held.fingerprints.delete(key);
-    held.projects.delete(key);
-  }
-  for (const f of changed) {
-    held.fingerprints.set(f.key, f.fingerprint);
-    held.projects.set(f.key, f.projectId);
-  }
-  return { flags: changed, removed };
 }

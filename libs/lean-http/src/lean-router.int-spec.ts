@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Logger } from '@nestjs/common';
 import { http } from '@flagship/testing';
@@ -31,6 +31,19 @@ describe('LeanRouter', () => {
           run: (x, id, text) => x.json(200, JSON.stringify({ id, text })),
         })
         .add({ path: '/guarded', method: 'GET', guard: (x) => (x.req.headers['x-ok'] === '1' ? true : (x.empty(401), false)), run: (x) => x.json(200, '{"ok":true}') })
+        .add({
+          path: '/verified',
+          method: 'POST',
+          // Decides later, as a token verification does.
+          guard: async (x) => {
+            await new Promise((r) => setTimeout(r, 5));
+            if (x.req.headers['x-boom'] === '1') throw new Error('guard boom');
+            if (x.req.headers['x-ok'] === '1') return true;
+            x.empty(401);
+            return false;
+          },
+          run: (x, _p, text) => x.json(200, JSON.stringify({ text })),
+        })
         .add({ path: '/boom', method: 'GET', run: () => Promise.reject(new Error('boom')) })
         .add({ path: '/now', method: 'GET', otherMethods: 'fallback', schedule: 'now', run: (x) => x.json(200, '{"now":true}') }),
     );
@@ -83,6 +96,30 @@ describe('LeanRouter', () => {
     const boom = await http(`${url}/boom`);
     expect([boom.status, boom.body.type]).toEqual([500, '/problems/internal-error']);
     expect(boom.text).not.toContain('boom');
+  });
+
+  it('a guard that decides later answers before the body is read: a refusal comes while the body is still being sent', async () => {
+    /** Headers and the start of a body that never ends (Content-Length promises more): the status, once one comes. */
+    const unfinished = (headers: Record<string, string>) => {
+      const req = request(`${url}/verified`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '60', ...headers } });
+      const status = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+      });
+      req.write('{"pad":"');
+      return { status, req };
+    };
+    const refused = unfinished({});
+    expect(await refused.status).toBe(401);
+    refused.req.destroy();
+    const failing = unfinished({ 'x-boom': '1' });
+    expect(await failing.status).toBe(500);
+    failing.req.destroy();
+    // Let through, the body is read as usual.
+    expect((await http(`${url}/verified`, { method: 'POST', json: { n: 1 }, headers: { 'x-ok': '1' } })).body).toEqual({ text: '{"n":1}' });
   });
 
   it('hands everything else to the fallback listener', async () => {

@@ -15,9 +15,11 @@ export interface LeanRoute {
   otherMethods?: 'refuse' | 'fallback';
   /**
    * Runs before the body is read (authentication, rate limits): answers and returns false to stop,
-   * so a refused request costs no body parsing.
+   * so a refused request costs no body reading. It may decide later (a promise: a token to verify);
+   * meanwhile the body is left unread, so what the client sends waits in the socket's buffers, not
+   * the heap. A rejected promise is an unexpected failure (a 500 that tells nothing).
    */
-  guard?: (x: Exchange) => boolean;
+  guard?: (x: Exchange) => boolean | Promise<boolean>;
   /** 'batch' (the default): answered with the other requests of this event-loop turn; 'now': at once. */
   schedule?: 'batch' | 'now';
   /**
@@ -129,10 +131,29 @@ export class LeanRouter {
       req.resume();
       return x.error({ status: 405, code: 'method-not-allowed', message: `${route.path} answers ${route.method} only.` }, { allow: route.method });
     }
-    if (route.guard !== undefined && !route.guard(x)) {
-      req.resume();
-      return;
+    if (route.guard !== undefined) {
+      const passed = route.guard(x);
+      if (passed === false) {
+        req.resume();
+        return;
+      }
+      if (passed !== true) {
+        passed.then(
+          (ok) => (ok ? this.admitted(x, route, param) : req.resume()),
+          (err: unknown) => {
+            req.resume();
+            this.fail(x, err);
+          },
+        );
+        return;
+      }
     }
+    this.admitted(x, route, param);
+  }
+
+  /** A request its guard let through: its body read (but for GET and DELETE), then scheduled. */
+  private admitted(x: Exchange, route: LeanRoute, param: string | readonly string[]): void {
+    const req = x.req;
     if (route.method === 'GET' || route.method === 'DELETE') return this.schedule(x, route, param, '');
     const limit = this.options.bodyLimit;
     readJsonBody(req, limit, (body) => {

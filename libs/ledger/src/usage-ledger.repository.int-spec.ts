@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
-import { aReservation, aSettlement, balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
+import { aReservation, aSettlement, balanceOf, createTenant, insertBudget, ledgerRows } from './testing/ledger.fixture';
 import { RELEASE, type Reservation, SETTLE, UsageLedgerRepository } from './usage-ledger.repository';
 
 let db: TestDatabase;
@@ -90,6 +90,28 @@ describe('UsageLedgerRepository.reserve (real Postgres)', () => {
     }
   });
 
+  it.each(shapes)("%s: records the caller's own request id on its row, billable, zero-rated or under a budget; none sent is null", async (_shape, reserve) => {
+    const tenant = await createTenant(ds, { balance: 1000 });
+    await insertBudget(ds, tenant, 'product', 'budgeted', 10_000);
+    const rs = [
+      aReservation(tenant, 10, { clientRequestId: 'backend-req:42' }),
+      aReservation(tenant, 10, { zeroRatedReason: 'internal_suite:suite_a', clientRequestId: 'zr.1' }),
+      aReservation(tenant, 10, { productKey: 'budgeted', clientRequestId: 'b_1' }),
+      aReservation(tenant, 10),
+    ];
+    expect(await reserve(rs)).toEqual([true, true, true, true]);
+    const rows = new Map((await ledgerRows(ds, tenant)).map((r) => [r.id, r.client_request_id]));
+    expect(rs.map((r) => rows.get(r.id))).toEqual(['backend-req:42', 'zr.1', 'b_1', null]);
+  });
+
+  it('the database refuses a client request id a caller could abuse (too long, or outside A-Z a-z 0-9 . _ : -)', async () => {
+    const tenant = await createTenant(ds, { balance: 1000 });
+    for (const bad of ['x'.repeat(129), 'has space', "quote'", '']) {
+      await expect(repo.reserve([aReservation(tenant, 10, { clientRequestId: bad })])).rejects.toThrow(/usage_ledger_client_request_id_check/);
+    }
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 1000, reserved: 0 });
+  });
+
   it('one-at-a-time reservations racing on one connection each never hold more than the credit left allows', async () => {
     // 10 available, estimate 3: admissions at 10, 7, 4 left; the 1 left covers none. 20 concurrent batches of one.
     const tenant = await createTenant(ds, { balance: 10 });
@@ -142,6 +164,16 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     expect(await repo.settle([aSettlement(a, 40)])).toEqual([false]);
     expect(await repo.release([{ id: a.id, tenantId: tenant }])).toEqual([false]);
     expect(await balanceOf(ds, tenant)).toEqual({ balance: 960, reserved: 0 });
+  });
+
+  it('marks a settlement above its reservation overrun and debits it all the same; at or under it, or zero-rated, is no overrun', async () => {
+    const tenant = await createTenant(ds, { balance: 1000 });
+    const [over, at, under, free] = [aReservation(tenant, 100), aReservation(tenant, 100), aReservation(tenant, 100), aReservation(tenant, 100, { zeroRatedReason: 'tenant_zero_rated' })];
+    expect(await repo.reserve([over, at, under, free])).toEqual([true, true, true, true]);
+    expect(await repo.settle([aSettlement(over, 130), aSettlement(at, 100), aSettlement(under, 40), aSettlement(free, 500)])).toEqual([true, true, true, true]);
+    const rows = new Map((await ledgerRows(ds, tenant)).map((r) => [r.id, [r.debit, r.overrun]]));
+    expect([over, at, under, free].map((r) => rows.get(r.id))).toEqual([['130', true], ['100', false], ['40', false], ['0', false]]);
+    expect(await balanceOf(ds, tenant)).toEqual({ balance: 1000 - 270, reserved: 0 });
   });
 
   it("refuses a row that is pending with a completed_at, or completed without one (SETTLE's 'still pending' relies on it)", async () => {

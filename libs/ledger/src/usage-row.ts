@@ -34,9 +34,13 @@ export interface UsageRow {
   outputPer1k: number | null;
   cachedInputPer1k: number | null;
   usageEstimated: boolean;
+  /** The settlement debited more than was reserved (a provider ignored the output limit): see SETTLE. */
+  overrun: boolean;
   errorCode: string | null;
   latencyMs: number | null;
   requestId: string | null;
+  /** The caller's own `x-request-id` (1 to 128 of A-Z a-z 0-9 . _ : -), when it sent one. */
+  clientRequestId: string | null;
   createdAt: Date;
   completedAt: Date | null;
 }
@@ -64,9 +68,11 @@ export interface UsageRowRecord {
   output_per_1k: string | null;
   cached_input_per_1k: string | null;
   usage_estimated: boolean;
+  overrun: boolean;
   error_code: string | null;
   latency_ms: number | null;
   request_id: string | null;
+  client_request_id: string | null;
   created_at: Date;
   completed_at: Date | null;
 }
@@ -75,7 +81,7 @@ export interface UsageRowRecord {
 export const USAGE_ROW_COLUMNS = `id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status,
   reserved::text AS reserved, debit::text AS debit, zero_rated, zero_rated_reason, input_tokens, output_tokens,
   cached_tokens, input_per_1k::text AS input_per_1k, output_per_1k::text AS output_per_1k, cached_input_per_1k::text AS cached_input_per_1k,
-  usage_estimated, error_code, latency_ms, request_id, created_at, completed_at`;
+  usage_estimated, overrun, error_code, latency_ms, request_id, client_request_id, created_at, completed_at`;
 
 const priceOf = (v: string | null): number | null => (v === null ? null : Number(v));
 
@@ -103,9 +109,11 @@ export function toUsageRow(r: UsageRowRecord): UsageRow {
     outputPer1k: priceOf(r.output_per_1k),
     cachedInputPer1k: priceOf(r.cached_input_per_1k),
     usageEstimated: r.usage_estimated,
+    overrun: r.overrun,
     errorCode: r.error_code,
     latencyMs: r.latency_ms,
     requestId: r.request_id,
+    clientRequestId: r.client_request_id,
     createdAt: r.created_at,
     completedAt: r.completed_at,
   };

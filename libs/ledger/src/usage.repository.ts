@@ -11,6 +11,8 @@ export interface UsageFilter {
   productKey?: string;
   status?: UsageStatus;
   model?: string;
+  /** The caller's own `x-request-id` the row recorded. */
+  clientRequestId?: string;
 }
 
 export interface UsageGroupRow {
@@ -68,5 +70,6 @@ function whereOf(tenantId: string, f: UsageFilter): { where: string[]; params: u
   if (f.productKey) add((p) => `product_key = ${p}`, f.productKey);
   if (f.status) add((p) => `status = ${p}`, f.status);
   if (f.model) add((p) => `model = ${p}`, f.model);
+  if (f.clientRequestId) add((p) => `client_request_id = ${p}`, f.clientRequestId);
   return { where, params };
 }

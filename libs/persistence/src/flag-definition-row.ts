@@ -1,4 +1,4 @@
-import type { FlagDefinition, FlagType, JsonValue, Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
+import { type FlagDefinition, flagDefinitionBytes, type FlagType, type JsonValue, type Prerequisite, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
 
 /**
  * The columns of one flag as seen in one environment (`flags f` joined with `flag_environments fe`),
@@ -38,4 +38,52 @@ export function flagDefinitionFromRow(r: FlagDefinitionRow): FlagDefinition {
   if (r.off_value !== null && r.off_value !== undefined) def.offValue = r.off_value;
   if (typeof r.salt === 'string') def.salt = r.salt;
   return def;
+}
+
+/** One flag's definition in one environment, measured (flagDefinitionBytes) after a write. */
+export interface MeasuredDefinition {
+  flagId: string;
+  key: string;
+  environment: string;
+  /** What was stored for it before (0 for a row just inserted). */
+  before: number;
+  bytes: number;
+}
+
+/** What measureFlagDefinitions runs its statements with (an EntityManager, a QueryRunner, a pg client). */
+export interface DefinitionSizeRunner {
+  query(sql: string, params?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * Stores `definition_bytes` of the rows a write changed, read back as evaluators will read them
+ * (FLAG_DEFINITION_COLUMNS, flagDefinitionFromRow) and measured by flagDefinitionBytes, so the byte
+ * quota counts with one SUM what the flag store holds. Run inside the write's transaction, after
+ * it: these flags in every environment, or every flag of one environment (a new environment).
+ */
+export async function measureFlagDefinitions(
+  m: DefinitionSizeRunner,
+  tenantId: string,
+  scope: { flagIds: readonly string[] } | { environment: string },
+): Promise<MeasuredDefinition[]> {
+  const byFlags = 'flagIds' in scope;
+  if (byFlags && scope.flagIds.length === 0) return [];
+  const rows = (await m.query(
+    `SELECT f.id AS flag_id, fe.environment_key, fe.definition_bytes AS before, ${FLAG_DEFINITION_COLUMNS}
+       FROM flags f JOIN flag_environments fe ON fe.tenant_id = f.tenant_id AND fe.flag_id = f.id
+      WHERE f.tenant_id = $1 AND ${byFlags ? 'f.id = ANY($2::uuid[])' : 'fe.environment_key = $2'}
+      ORDER BY f.key, fe.environment_key`,
+    [tenantId, byFlags ? scope.flagIds : scope.environment],
+  )) as Array<FlagDefinitionRow & { flag_id: string; environment_key: string; before: number }>;
+  const measured = rows.map((r) => ({ flagId: r.flag_id, key: r.key, environment: r.environment_key, before: r.before, bytes: flagDefinitionBytes(flagDefinitionFromRow(r)) }));
+  const changed = measured.filter((d) => d.bytes !== d.before);
+  if (changed.length > 0) {
+    await m.query(
+      `UPDATE flag_environments fe SET definition_bytes = x.bytes
+         FROM unnest($2::uuid[], $3::text[], $4::int[]) AS x(flag_id, environment_key, bytes)
+        WHERE fe.tenant_id = $1 AND fe.flag_id = x.flag_id AND fe.environment_key = x.environment_key`,
+      [tenantId, changed.map((d) => d.flagId), changed.map((d) => d.environment), changed.map((d) => d.bytes)],
+    );
+  }
+  return measured;
 }

@@ -10,7 +10,7 @@ const MEANING: Record<ErrorStatus, string> = {
   401: 'No bearer token, or an invalid, expired or revoked one',
   403: "Not allowed: the caller's role, scopes or tenant do not permit this",
   404: 'Not found (another tenant\'s resource looks missing too)',
-  409: 'Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight',
+  409: 'Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight',
   412: 'If-Match names a version that is no longer current',
   413: 'Request body over 1 MiB',
   415: 'Unsupported Content-Type',

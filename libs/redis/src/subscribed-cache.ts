@@ -44,6 +44,12 @@ export interface SubscribedCacheOptions<K, V> {
   /** Most keys held; the least recently read is dropped past it. Default 10,000. */
   maxEntries?: number;
   /**
+   * What a value weighs (its bytes, say), asked after each load; with `maxWeight`, the least
+   * recently read values are dropped while all of them together weigh more. Default: nothing weighs.
+   */
+  weigh?: (value: V) => number;
+  maxWeight?: number;
+  /**
    * Whether a failed load may be answered with the last good value (a dependency down). Default:
    * always. When false the entry is dropped and the error goes to the readers waiting for it.
    * `wanted` is why the value still needs a load after the failure, counting announcements heard
@@ -88,11 +94,15 @@ interface Entry<K, V> {
   retryAt: number;
   /** The error of the last load, while it failed. */
   failure: unknown;
+  /** What `weigh` said of the value held (0 without one). */
+  weight: number;
 }
 
 export interface SubscribedCacheStatus {
   name: string;
   entries: number;
+  /** What the values held weigh together (`weigh`; 0 without it). */
+  weight: number;
   /** Whether every followed channel is subscribed (announcements arrive). */
   subscribed: boolean;
   subscriber: string;
@@ -129,6 +139,7 @@ export class SubscribedCache<K, V> {
   private closed = false;
   private readonly idOf: (key: K) => string;
   private readonly maxEntries: number;
+  private totalWeight = 0;
 
   constructor(
     private readonly pubsub: PubSub | undefined,
@@ -260,15 +271,13 @@ export class SubscribedCache<K, V> {
   delete(key: K): void {
     const e = this.entries.get(this.idOf(key));
     if (e === undefined) return;
-    clearTimeout(e.retryTimer);
-    this.entries.delete(this.idOf(key));
+    this.drop(this.idOf(key), e);
   }
 
   deleteWhere(match: (key: K, value: V | undefined) => boolean): void {
     for (const [id, e] of this.entries) {
       if (!match(e.key, e.value)) continue;
-      clearTimeout(e.retryTimer);
-      this.entries.delete(id);
+      this.drop(id, e);
     }
   }
 
@@ -292,6 +301,7 @@ export class SubscribedCache<K, V> {
     return {
       name: this.options.name,
       entries: this.entries.size,
+      weight: this.totalWeight,
       subscribed: this.follows.length === 0 || this.subscribedCount >= this.follows.length,
       subscriber: this.pubsub?.subscriberStatus ?? 'none',
       ...(this.lastError ? { lastError: this.lastError } : {}),
@@ -315,12 +325,12 @@ export class SubscribedCache<K, V> {
         retryTimer: undefined,
         retryAt: 0,
         failure: undefined,
+        weight: 0,
       };
       this.entries.set(id, e);
       if (this.entries.size > this.maxEntries) {
         const [oldestId, oldest] = this.entries.entries().next().value!;
-        clearTimeout(oldest.retryTimer);
-        this.entries.delete(oldestId);
+        this.drop(oldestId, oldest);
       }
     } else {
       // Least recently read order: a Map keeps insertion order, so a read moves the entry last.
@@ -389,6 +399,27 @@ export class SubscribedCache<K, V> {
     return loading;
   }
 
+  private drop(id: string, e: Entry<K, V>): void {
+    clearTimeout(e.retryTimer);
+    this.entries.delete(id);
+    this.totalWeight -= e.weight;
+    e.weight = 0;
+  }
+
+  /** After a load of `e`: its new weight counted, and the least recently read others dropped while all weigh too much. */
+  private weighed(e: Entry<K, V>, value: V): void {
+    if (this.options.weigh === undefined || this.entries.get(this.idOf(e.key)) !== e) return;
+    const weight = this.options.weigh(value);
+    this.totalWeight += weight - e.weight;
+    e.weight = weight;
+    const max = this.options.maxWeight;
+    if (max === undefined) return;
+    for (const [id, other] of this.entries) {
+      if (this.totalWeight <= max) break;
+      if (other !== e && other.weight > 0) this.drop(id, other);
+    }
+  }
+
   private mayServeStale(err: unknown, e: Entry<K, V>): boolean {
     if (this.options.serveStaleOn === undefined) return true;
     const wanted: LoadReason = e.whole === 'whole' || e.expiresAt <= Date.now() ? 'whole' : e.changed.size > 0 ? 'changed' : 'reconcile';
@@ -426,6 +457,7 @@ export class SubscribedCache<K, V> {
       e.retryMs = 0;
       e.retryAt = 0;
       e.failure = undefined;
+      this.weighed(e, value);
       if (this.lastError !== undefined) {
         this.lastError = undefined;
         this.logger.log('loads succeed again');
@@ -440,10 +472,7 @@ export class SubscribedCache<K, V> {
       for (const p of changed) e.changed.add(p);
       const serveStale = this.mayServeStale(err, e);
       if (!serveStale || previous === undefined) {
-        if (!serveStale && this.entries.get(this.idOf(e.key)) === e) {
-          clearTimeout(e.retryTimer);
-          this.entries.delete(this.idOf(e.key));
-        }
+        if (!serveStale && this.entries.get(this.idOf(e.key)) === e) this.drop(this.idOf(e.key), e);
         throw err;
       }
       const first = this.lastError === undefined;

@@ -503,7 +503,7 @@ export interface paths {
         put?: never;
         /**
          * Import flags from LaunchDarkly's server-side SDK data into the request's environment
-         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.
+         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.
          */
         post: operations["Flags_importLaunchDarkly"];
         delete?: never;
@@ -519,7 +519,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Export an environment's flags as orep-server's flag file */
+        /**
+         * Export an environment's flags as orep-server's flag file
+         * @description Bounded as evaluations are: a flag over FLAG_MAX_BYTES (stored before that limit) is left out, and an environment whose flags pass FLAG_SET_MAX_BYTES is a 409 flag-set-too-large.
+         */
         get: operations["Flags_export"];
         put?: never;
         post?: never;
@@ -642,7 +645,7 @@ export interface paths {
         };
         /**
          * Stream the environment's flag definitions (Server-Sent Events), for SDKs that evaluate in process
-         * @description Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator's form (as in GET /api/flags/export); then `patch`, data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT). Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. A stream lasts only while its caller has access: it ends the moment a member is removed, an OAuth client deleted or its tenant changes so that access is refused, at the token's expiry, and after FLAG_STREAM_MAX_AGE_SECONDS; the server then sends `end`, data `{"reason": "access-withdrawn" | "credential-expired" | "max-age" | "shed" | "shutdown"}`, and closes it (reconnect with a current token and Last-Event-ID: a caller without access is refused). A client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. Per server: a tenant holds at most its plan's stream allowance (FLAG_STREAMS_PER_TENANT_FREE, _STANDARD, _PREMIUM), a person FLAG_STREAMS_PER_USER across their tenants, an OAuth client FLAG_STREAMS_PER_CLIENT, a client address (an IPv6 /64) FLAG_STREAMS_PER_ADDRESS (429 too-many-flag-streams, `per` naming the bound), and the server FLAG_STREAMS_PER_PROCESS (503): when it is full, a paid plan's stream is admitted in place of the newest free plan's stream, which ends with reason `shed`.
+         * @description Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator's form (as in GET /api/flags/export); then `patch`, data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quotas (QUOTA_FLAGS_PER_TENANT, QUOTA_FLAG_BYTES_PER_TENANT) and by FLAG_SET_MAX_BYTES (past it 409 flag-set-too-large); a flag over FLAG_MAX_BYTES is not sent. Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. A stream lasts only while its caller has access: it ends the moment a member is removed, an OAuth client deleted or its tenant changes so that access is refused, at the token's expiry, and after FLAG_STREAM_MAX_AGE_SECONDS; the server then sends `end`, data `{"reason": "access-withdrawn" | "credential-expired" | "max-age" | "shed" | "shutdown"}`, and closes it (reconnect with a current token and Last-Event-ID: a caller without access is refused). A client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. Per server: a tenant holds at most its plan's stream allowance (FLAG_STREAMS_PER_TENANT_FREE, _STANDARD, _PREMIUM), a person FLAG_STREAMS_PER_USER across their tenants, an OAuth client FLAG_STREAMS_PER_CLIENT, a client address (an IPv6 /64) FLAG_STREAMS_PER_ADDRESS (429 too-many-flag-streams, `per` naming the bound), and the server FLAG_STREAMS_PER_PROCESS (503): when it is full, a paid plan's stream is admitted in place of the newest free plan's stream, which ends with reason `shed`.
          */
         get: operations["FlagStream_stream"];
         put?: never;
@@ -1419,6 +1422,7 @@ export interface components {
              */
             weight?: number;
         };
+        /** @description A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant). */
         CreateFlagDto: {
             /** @example new-checkout */
             key: string;
@@ -1490,6 +1494,7 @@ export interface components {
             generatedAt: string;
             flags: components["schemas"]["FlagDefinitionDto"][];
         };
+        /** @description A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant). */
         CreateProjectFlagDto: {
             /** @example new-checkout */
             key: string;
@@ -1508,6 +1513,7 @@ export interface components {
             projectId?: string;
             flag_variations?: components["schemas"]["FlagVariationInputDto"][];
         };
+        /** @description A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant). */
         UpdateFlagDto: {
             name?: string;
             description?: string;
@@ -1659,11 +1665,16 @@ export interface components {
             outputPer1k: number | null;
             /** @description micro-credits per 1,000 cached input tokens the row was charged at; null when the model has no cached price (cached tokens cost inputPer1k) */
             cachedInputPer1k: number | null;
-            /** @description true when the provider sent no usage and tokens were estimated from the text */
+            /** @description true when the provider reported no usage: the input is charged at the admission estimate, the output at what was read (for a non-streamed answer never read, the output reserved) */
             usageEstimated: boolean;
+            /** @description true when the debit exceeded the reservation (the provider produced more than the output limit it was told) */
+            overrun: boolean;
             errorCode: string | null;
             latencyMs: number | null;
+            /** @description the gateway's id of the request (its x-request-id answer header) */
             requestId: string | null;
+            /** @description the caller's own x-request-id, when it sent one of 1 to 128 of A-Z a-z 0-9 . _ : - (echoed as x-client-request-id) */
+            clientRequestId: string | null;
             createdAt: string;
             completedAt: string | null;
         };
@@ -1801,7 +1812,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-streams-full (503), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -2130,7 +2141,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2312,7 +2323,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2428,7 +2439,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2548,7 +2559,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2670,7 +2681,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2761,7 +2772,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2928,7 +2939,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3140,7 +3151,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3384,7 +3395,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3477,7 +3488,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3876,7 +3887,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3995,7 +4006,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4114,7 +4125,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4314,7 +4325,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4525,7 +4536,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4727,7 +4738,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4912,7 +4923,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5131,7 +5142,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5272,7 +5283,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5383,6 +5394,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -5471,7 +5491,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5593,6 +5613,15 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5874,7 +5903,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6001,6 +6030,15 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6266,6 +6304,15 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6691,7 +6738,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7049,7 +7096,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7206,6 +7253,8 @@ export interface operations {
                 productKey?: string;
                 status?: "pending" | "succeeded" | "failed" | "abandoned";
                 model?: string;
+                /** @description the caller's own x-request-id its gateway request carried (clientRequestId) */
+                clientRequestId?: string;
             };
             header?: {
                 /** @description default: your canonical tenant */
@@ -7296,6 +7345,8 @@ export interface operations {
                 productKey?: string;
                 status?: "pending" | "succeeded" | "failed" | "abandoned";
                 model?: string;
+                /** @description the caller's own x-request-id its gateway request carried (clientRequestId) */
+                clientRequestId?: string;
             };
             header?: {
                 /** @description default: your canonical tenant */
@@ -7417,7 +7468,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7538,7 +7589,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7698,7 +7749,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7786,7 +7837,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), or a request with the same Idempotency-Key is in flight */
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;

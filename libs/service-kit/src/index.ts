@@ -15,3 +15,4 @@ export * from './json-depth';
 export * from './client-address';
 export * from './internal-port';
 export * from './database-ca.metrics';
+export * from './public-address';

@@ -55,6 +55,12 @@ export interface FakeBehaviour {
    * at most the prompt's tokens, as OpenAI counts them: part of `prompt_tokens`); undefined: no details.
    */
   cachedPromptTokens: number | undefined;
+  /**
+   * Which output limit the fake honours: `both` (OpenAI's API and current servers: max_completion_tokens,
+   * else max_tokens), `max_tokens` (servers that read only it: older vLLM, llama.cpp), `neither` (a
+   * provider that ignores the limit and answers in full).
+   */
+  readsOutputLimit: 'both' | 'max_tokens' | 'neither';
   /** A failure for every request (until `reset`); `failNext` failures come first. */
   failure: FakeFailure | undefined;
 }
@@ -75,6 +81,7 @@ const DEFAULT_BEHAVIOUR: FakeBehaviour = {
   omitUsage: false,
   omitDone: false,
   cachedPromptTokens: undefined,
+  readsOutputLimit: 'both',
   failure: undefined,
 };
 
@@ -106,7 +113,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * that ended it (the reply stops before the first word containing one), reported as vLLM does
  * (`stop_reason` beside `finish_reason: "stop"`).
  */
-function reply(body: Record<string, unknown>): { words: string[]; cut: boolean; stoppedBy: string | null } {
+function reply(body: Record<string, unknown>, reads: FakeBehaviour['readsOutputLimit'] = 'both'): { words: string[]; cut: boolean; stoppedBy: string | null } {
   const messages = Array.isArray(body.messages) ? (body.messages as Message[]) : [];
   const last = messages[messages.length - 1];
   const source = last?.role === 'tool' ? last : [...messages].reverse().find((m) => m && m.role === 'user');
@@ -119,7 +126,7 @@ function reply(body: Record<string, unknown>): { words: string[]; cut: boolean; 
     stoppedBy = stops.find((x) => words[at]!.includes(x))!;
     words = words.slice(0, at);
   }
-  const limit = Number(body.max_completion_tokens ?? body.max_tokens);
+  const limit = reads === 'neither' ? NaN : Number(reads === 'max_tokens' ? body.max_tokens : (body.max_completion_tokens ?? body.max_tokens));
   return Number.isInteger(limit) && limit > 0 && words.length > limit ? { words: words.slice(0, limit), cut: true, stoppedBy: null } : { words, cut: false, stoppedBy };
 }
 
@@ -339,7 +346,7 @@ export class FakeModelUpstream {
         ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, toolCallTokens(call) * n) }),
       });
     }
-    const { words, cut, stoppedBy } = reply(body);
+    const { words, cut, stoppedBy } = reply(body, this.behaviour.readsOutputLimit);
     this.sendJson(res, {
       id: 'chatcmpl-fake',
       object: 'chat.completion',
@@ -407,7 +414,7 @@ export class FakeModelUpstream {
       finish = 'tool_calls';
       completion = toolCallTokens(call);
     } else {
-      const r = reply(body);
+      const r = reply(body, b.readsOutputLimit);
       const { words, cut } = r;
       stoppedBy = r.stoppedBy;
       deltas = [{ role: 'assistant', content: '' }, ...words.map((w, i) => ({ content: i === 0 ? w : ` ${w}` }))];

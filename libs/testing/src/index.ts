@@ -14,3 +14,4 @@ export * from './stripe-form';
 export * from './fake-secrets-manager';
 export * from './fake-otlp-collector';
 export * from './flag-rows';
+export * from './fake-image-host';

@@ -1,4 +1,6 @@
 import { GatewayError } from '../gateway.errors';
+import { chatImagePart } from '../media/image-parts';
+import { IMAGE_MEDIA_TYPES } from '../media/media-url';
 import { MAX_TOOLS } from '../openai/openai-request';
 import { anthropicError } from './anthropic-errors';
 import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, upstreamMessage } from './dialect';
@@ -35,13 +37,17 @@ function textOf(blocks: unknown, at: string): string {
     .join('\n');
 }
 
-/** An image block as OpenAI's image_url part: a base64 source as a data URL, a url source as it is. */
+/**
+ * An image block as OpenAI's image_url part: a base64 source as a data URL, a url source as it is;
+ * both are then held to the gateway's media rule (checkMediaUrl), their errors naming the source.
+ */
 function imagePart(block: Record<string, unknown>, at: string): Record<string, unknown> {
   const source = block.source;
   if (isRecord(source) && source.type === 'base64' && typeof source.media_type === 'string' && typeof source.data === 'string') {
-    return { type: 'image_url', image_url: { url: `data:${source.media_type};base64,${source.data}` } };
+    if (!IMAGE_MEDIA_TYPES.has(source.media_type)) throw bad(`${at}.source.media_type must be one of ${[...IMAGE_MEDIA_TYPES].join(', ')}.`, `${at}.source.media_type`);
+    return chatImagePart(`data:${source.media_type};base64,${source.data}`, `${at}.source.data`);
   }
-  if (isRecord(source) && source.type === 'url' && typeof source.url === 'string') return { type: 'image_url', image_url: { url: source.url } };
+  if (isRecord(source) && source.type === 'url' && typeof source.url === 'string') return chatImagePart(source.url, `${at}.source.url`);
   throw bad(`${at}.source must be a base64 image (media_type, data) or a url.`, `${at}.source`);
 }
 

@@ -1,6 +1,8 @@
 import { GatewayError } from '../gateway.errors';
+import { parseModelCatalogue } from '../models/model-catalogue';
+import { type GatewayRequest, requestOf, type RequestRules } from '../openai/openai-request';
 import { anthropicMessages } from './anthropic-messages';
-import type { DialectContext } from './dialect';
+import type { Dialect, DialectContext } from './dialect';
 import { openAiResponses } from './openai-responses';
 
 /** Upstream chat-completion chunks as the relay passes them on. */
@@ -237,5 +239,83 @@ describe('OpenAI Responses dialect', () => {
       output: [{ type: 'message', content: [{ text: 'Hi' }] }, { type: 'function_call', arguments: '{"a":1}', status: 'completed' }],
       usage: { input_tokens: 7, output_tokens: 5, total_tokens: 12 },
     });
+  });
+});
+
+describe("a dialect's images, held to the media rule", () => {
+  const rules: RequestRules = { models: parseModelCatalogue(''), defaultMaxOutputTokens: 64, imageTokens: 1000, media: { maxBytes: 1000, allowLoopback: false } };
+  /** The request a dialect's body becomes, as the handler makes it; or the refusal's param and message. */
+  const through = (dialect: Dialect, body: Record<string, unknown>): GatewayRequest | { param: string | null; message: string } => {
+    try {
+      const chat = dialect.toChat(body);
+      return requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat)), rules);
+    } catch (err) {
+      if (err instanceof GatewayError) return { param: err.param, message: err.message };
+      throw err;
+    }
+  };
+  const anthropic = (...content: unknown[]) => ({
+    model: 'fake-chat-1',
+    max_tokens: 10,
+    system: 'be brief',
+    messages: [
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content },
+    ],
+  });
+  const responses = (...content: unknown[]) => ({ model: 'fake-chat-1', instructions: 'sys', input: [{ role: 'user', content: 'first' }, { role: 'user', content }] });
+
+  it('Anthropic: a url source naming a private address is refused at the client\'s own place (source.url)', () => {
+    expect(through(anthropicMessages, anthropic({ type: 'text', text: 'what' }, { type: 'image', source: { type: 'url', url: 'https://169.254.169.254/latest/meta-data/' } }))).toEqual({
+      param: 'messages[2].content[1].source.url',
+      message: 'messages[2].content[1].source.url: the image URL names a private or reserved address.',
+    });
+    expect(through(anthropicMessages, anthropic({ type: 'image', source: { type: 'url', url: 'http://images.example.com/x.png' } }))).toMatchObject({ param: 'messages[2].content[0].source.url' });
+  });
+
+  it('Anthropic: an image inside a tool result is checked too', () => {
+    const body = {
+      ...anthropic(),
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'w', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'image', source: { type: 'url', url: 'https://10.0.0.3/x.png' } }] }] },
+      ],
+    };
+    expect(through(anthropicMessages, body)).toMatchObject({ param: 'messages[2].content[0].content[0].source.url' });
+  });
+
+  it('Anthropic: a base64 source must be an image type, and is bounded', () => {
+    expect(through(anthropicMessages, anthropic({ type: 'image', source: { type: 'base64', media_type: 'application/pdf', data: 'AAAA' } }))).toMatchObject({
+      param: 'messages[2].content[0].source.media_type',
+    });
+    expect(through(anthropicMessages, anthropic({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: Buffer.alloc(1001).toString('base64') } }))).toEqual({
+      param: 'messages[2].content[0].source.data',
+      message: 'messages[2].content[0].source.data: the image is larger than 1000 bytes.',
+    });
+  });
+
+  it('Anthropic: a public https image is listed to be fetched, named by its source', () => {
+    const r = through(anthropicMessages, anthropic({ type: 'image', source: { type: 'url', url: 'https://images.example.com/cat.png' } }, { type: 'text', text: 'what' })) as GatewayRequest;
+    expect(r.remoteImages?.map((i) => [i.url.href, i.param])).toEqual([['https://images.example.com/cat.png', 'messages[2].content[0].source.url']]);
+  });
+
+  it('Responses: an input_image URL naming a private address is refused at input[i].content[j].image_url', () => {
+    expect(through(openAiResponses, responses({ type: 'input_text', text: 'what' }, { type: 'input_image', image_url: 'https://[::ffff:127.0.0.1]/x.png' }))).toEqual({
+      param: 'input[1].content[1].image_url',
+      message: 'input[1].content[1].image_url: the image URL names a private or reserved address.',
+    });
+    const r = through(openAiResponses, responses({ type: 'input_image', image_url: 'https://images.example.com/cat.png', detail: 'high' })) as GatewayRequest;
+    expect(r.remoteImages?.map((i) => i.param)).toEqual(['input[1].content[0].image_url']);
+  });
+
+  it('Responses: file and audio inputs stay refused (the gateway does not count them)', () => {
+    for (const part of [
+      { type: 'input_file', file_data: 'data:application/pdf;base64,AAAA', filename: 'a.pdf' },
+      { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+    ]) {
+      expect(through(openAiResponses, responses(part))).toMatchObject({ param: 'input[1].content[0]' });
+    }
   });
 });

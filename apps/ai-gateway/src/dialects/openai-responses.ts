@@ -1,4 +1,5 @@
 import { GatewayError } from '../gateway.errors';
+import { chatImagePart } from '../media/image-parts';
 import { MAX_TOOLS } from '../openai/openai-request';
 import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta } from './dialect';
 
@@ -32,7 +33,7 @@ function content(value: unknown, at: string): string | Array<Record<string, unkn
     if (p.type === 'refusal' && typeof p.refusal === 'string') return { type: 'text', text: p.refusal };
     if (p.type === 'input_image') {
       if (typeof p.image_url !== 'string') throw bad(`${pat}: input_image needs an image_url (file ids need stored files, which this gateway does not keep).`, pat);
-      return { type: 'image_url', image_url: { url: p.image_url, ...(typeof p.detail === 'string' ? { detail: p.detail } : {}) } };
+      return chatImagePart(p.image_url, `${pat}.image_url`, typeof p.detail === 'string' ? p.detail : undefined);
     }
     throw bad(`${pat}: content parts of type ${String(p.type).slice(0, 50)} are not supported by this gateway (input_text, input_image, output_text are).`, pat);
   });

@@ -1,13 +1,14 @@
 import { GatewayError } from '../gateway.errors';
 import { costOf, parseModelCatalogue } from '../models/model-catalogue';
-import { parseGatewayRequest } from './openai-request';
+import { parseGatewayRequest, type RequestRules } from './openai-request';
 
 const models = parseModelCatalogue('');
-const parse = (endpoint: 'chat.completions' | 'embeddings', body: unknown) =>
-  parseGatewayRequest(endpoint, typeof body === 'string' ? body : JSON.stringify(body), models, 1024);
-const refusal = (endpoint: 'chat.completions' | 'embeddings', body: unknown): string | undefined => {
+const rules: RequestRules = { models, defaultMaxOutputTokens: 1024, imageTokens: 50_000, media: { maxBytes: 5 * 1024 * 1024, allowLoopback: false } };
+const parse = (endpoint: 'chat.completions' | 'embeddings', body: unknown, given = rules) =>
+  parseGatewayRequest(endpoint, typeof body === 'string' ? body : JSON.stringify(body), given);
+const refusal = (endpoint: 'chat.completions' | 'embeddings', body: unknown, given = rules): string | undefined => {
   try {
-    parse(endpoint, body);
+    parse(endpoint, body, given);
     return undefined;
   } catch (err) {
     return err instanceof GatewayError ? `${err.status} ${err.code} ${err.param ?? '-'}` : String(err);
@@ -43,6 +44,103 @@ describe('parseGatewayRequest', () => {
     expect(parse('chat.completions', { model: 'fake-chat-1', messages }).inputTokens).toBeGreaterThan(50_000);
   });
 
+  describe('fields that change the operator\'s cost or data handling', () => {
+    const base = { model: 'fake-chat-1', messages: [user] };
+
+    it.each([
+      ['store', true],
+      ['metadata', { team: 'a' }],
+      ['service_tier', 'priority'],
+      ['service_tier', 'auto'],
+      ['web_search_options', {}],
+      ['prediction', { type: 'content', content: 'x' }],
+      ['audio', { voice: 'alloy', format: 'mp3' }],
+      ['modalities', ['text', 'audio']],
+      ['prompt_cache_retention', '24h'],
+    ])('refuses %s: %j with a 400 naming the field', (field, value) => {
+      expect(refusal('chat.completions', { ...base, [field]: value })).toBe(`400 invalid_request ${field}`);
+    });
+
+    it('says why, in the message', () => {
+      expect(() => parse('chat.completions', { ...base, service_tier: 'flex' })).toThrow(/^service_tier is not supported by this gateway: it changes the provider's price/);
+      expect(() => parse('chat.completions', { ...base, store: true })).toThrow(/Send store: false or leave it out/);
+    });
+
+    it.each([
+      ['store', false],
+      ['store', null],
+      ['metadata', null],
+      ['modalities', ['text']],
+      ['prompt_cache_retention', 'in_memory'],
+    ])('accepts %s: %j (it changes nothing)', (field, value) => {
+      expect(refusal('chat.completions', { ...base, [field]: value })).toBeUndefined();
+    });
+
+    it('passes every other field through untouched, unknown ones included (CONTRACT.md section 7)', () => {
+      const extra = { seed: 7, logit_bias: { 50256: -100 }, user: 'u1', reasoning_effort: 'low', verbosity: 'low', prompt_cache_key: 'k', some_vendor_option: { a: 1 } };
+      expect(parse('chat.completions', { ...base, ...extra }).body).toMatchObject(extra);
+    });
+  });
+
+  describe('content parts', () => {
+    const ask = (...content: unknown[]) => ({ model: 'fake-chat-1', messages: [user, { role: 'user', content }] });
+
+    it.each([
+      [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }, 'input_audio'],
+      [{ type: 'audio_url', audio_url: { url: 'https://x/a.wav' } }, 'audio_url'],
+      [{ type: 'video_url', video_url: { url: 'https://x/v.mp4' } }, 'video_url'],
+      [{ type: 'file', file: { file_data: 'data:application/pdf;base64,AAAA' } }, 'file'],
+      [{ type: 'image_embeds', image_embeds: 'AAAA' }, 'image_embeds'],
+    ])('refuses a %j part, naming it', (part, type) => {
+      expect(refusal('chat.completions', ask({ type: 'text', text: 'hi' }, part))).toBe('400 invalid_request messages[1].content[1].type');
+      expect(() => parse('chat.completions', ask(part))).toThrow(`messages[1].content[0]: content parts of type ${type} are not supported by this gateway`);
+    });
+
+    it('accepts text, image_url and refusal parts', () => {
+      expect(refusal('chat.completions', ask({ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AA' } }))).toBeUndefined();
+      expect(refusal('chat.completions', { model: 'fake-chat-1', messages: [user, { role: 'assistant', content: [{ type: 'refusal', refusal: 'no' }] }, user] })).toBeUndefined();
+    });
+  });
+
+  describe('image URLs', () => {
+    const ask = (image_url: unknown) => ({ model: 'fake-chat-1', messages: [{ role: 'system', content: 's' }, { role: 'user', content: [{ type: 'text', text: 'what' }, { type: 'image_url', image_url }] }] });
+
+    it.each([
+      ['http://images.example.com/cat.png', 'only https: and data: image URLs are accepted.'],
+      ['https://169.254.169.254/latest/meta-data/iam/security-credentials/', 'the image URL names a private or reserved address.'],
+      ['https://10.0.0.12/x.png', 'the image URL names a private or reserved address.'],
+      ['https://u:p@images.example.com/cat.png', 'the image URL must not carry credentials (user:password@).'],
+      ['data:text/plain;base64,AAAA', 'a data: URL must hold an image of type image/png, image/jpeg, image/gif, image/webp.'],
+    ])('refuses %s with a 400 naming the URL\'s place', (url, reason) => {
+      expect(refusal('chat.completions', ask({ url }))).toBe('400 invalid_request messages[1].content[1].image_url.url');
+      expect(() => parse('chat.completions', ask({ url }))).toThrow(`messages[1].content[1].image_url.url: ${reason}`);
+    });
+
+    it('bounds a data: URL by the media policy', () => {
+      const url = `data:image/png;base64,${Buffer.alloc(2000).toString('base64')}`;
+      expect(refusal('chat.completions', ask({ url }))).toBeUndefined();
+      expect(refusal('chat.completions', ask({ url }), { ...rules, media: { maxBytes: 1999, allowLoopback: false } })).toBe('400 invalid_request messages[1].content[1].image_url.url');
+    });
+
+    it('lists the https images, to be fetched for providers that fetch', () => {
+      const r = parse('chat.completions', ask({ url: 'https://images.example.com/cat.png', detail: 'low' }));
+      expect(r.remoteImages).toEqual([{ target: { url: 'https://images.example.com/cat.png', detail: 'low' }, url: new URL('https://images.example.com/cat.png'), param: 'messages[1].content[1].image_url.url' }]);
+      // The target is the body's own object: replacing its url changes what is sent.
+      r.remoteImages![0]!.target['url'] = 'data:image/png;base64,AA';
+      expect(r.body).toMatchObject({ messages: [{}, { content: [{}, { image_url: { url: 'data:image/png;base64,AA', detail: 'low' } }] }] });
+      expect(parse('chat.completions', ask({ url: 'data:image/png;base64,AA' })).remoteImages).toBeUndefined();
+      expect(parse('chat.completions', { model: 'fake-chat-1', messages: [user] }).remoteImages).toBeUndefined();
+    });
+
+    it('takes the bare-string form, as OpenAI\'s object', () => {
+      const r = parse('chat.completions', ask('https://images.example.com/cat.png'));
+      expect(r.body).toMatchObject({ messages: [{}, { content: [{}, { image_url: { url: 'https://images.example.com/cat.png' } }] }] });
+      expect(r.remoteImages).toHaveLength(1);
+      expect(refusal('chat.completions', ask('https://127.0.0.1/x.png'))).toBe('400 invalid_request messages[1].content[1].image_url');
+      expect(refusal('chat.completions', ask(null))).toBe('400 invalid_request messages[1].content[1].image_url');
+    });
+  });
+
   describe('the estimate (admission) and the output cap', () => {
     const base = { model: 'fake-chat-1', messages: [user] };
     const bytes = (body: unknown) => Buffer.byteLength(JSON.stringify(body));
@@ -60,8 +158,8 @@ describe('parseGatewayRequest', () => {
 
     it('counts an image part as GATEWAY_IMAGE_TOKENS, not by its URL', () => {
       const image = (url: string) => ({ ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] });
-      const small = parseGatewayRequest('chat.completions', JSON.stringify(image('https://x/y.png')), models, 1024, 7000).inputTokens;
-      const inline = parseGatewayRequest('chat.completions', JSON.stringify(image(`data:image/png;base64,${'A'.repeat(200_000)}`)), models, 1024, 7000).inputTokens;
+      const small = parse('chat.completions', image('https://x/y.png'), { ...rules, imageTokens: 7000 }).inputTokens;
+      const inline = parse('chat.completions', image(`data:image/png;base64,${'A'.repeat(200_000)}`), { ...rules, imageTokens: 7000 }).inputTokens;
       expect(small).toBeGreaterThanOrEqual(7000);
       expect(inline).toBe(small);
     });
@@ -128,6 +226,7 @@ describe('parseGatewayRequest', () => {
     [{ model: 'fake-embed-1', input: [{ text: 'x' }] }, '400 invalid_request input'],
     [{ model: 'fake-embed-1' }, '400 invalid_request input'],
     [{ model: 'fake-embed-1', input: 'x', stream: true }, '400 invalid_request stream'],
+    [{ model: 'fake-embed-1', input: 'x', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://169.254.169.254/' } }] }] }, '400 invalid_request messages'],
   ])('embeddings %j -> %s', (body, expected) => {
     expect(refusal('embeddings', body)).toBe(expected);
   });

@@ -4,6 +4,7 @@ import { inSpan } from '@flagship/tracing';
 import { GatewayError } from '../gateway.errors';
 import type { GatewayRequest } from '../openai/openai-request';
 import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
+import { lostUsage } from './lost-usage';
 import { ModelCallSpan } from './model-call.span';
 
 /** What the settle step needs to know of a call. */
@@ -42,6 +43,18 @@ function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * The outcome as the tenant is charged for it: a usage the provider never reported (estimated by the
+ * provider layer from the text) becomes lostUsage's charge, from the request's admission estimate.
+ */
+function charged(request: GatewayRequest, outcome: CallOutcome): CallOutcome {
+  if (!outcome.usage.estimated) return outcome;
+  // A non-streamed call fails with a usage only when it was sent and its answer never came.
+  const read = request.stream ? 'stream' : outcome.status === 'succeeded' ? 'whole' : 'lost';
+  const usage = lostUsage({ admittedInputTokens: request.inputTokens, reservedOutputTokens: request.outputTokens, deliveredOutputTokens: outcome.usage.outputTokens, read });
+  return { ...outcome, usage };
+}
+
 function parseJson(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString('utf8'));
@@ -74,7 +87,7 @@ export class ProviderCallStep {
   ): Promise<CallOutcome> {
     // Tracing on: the call's GenAI span, parent of the provider layer's HTTP spans. Off: undefined, and nothing more is done.
     const span = ModelCallSpan.start(request);
-    const run = (): Promise<CallOutcome> => this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter, span);
+    const run = async (): Promise<CallOutcome> => charged(request, await this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter, span));
     if (span === undefined) return run();
     return inSpan(span.span, run).then(
       (outcome) => {
@@ -194,9 +207,9 @@ export class ProviderCallStep {
       return { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: code, outcome: code };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
-      // A time-out after sending carries the input's estimate: the provider had the request.
+      // A time-out, cut or give-up after sending carries a usage: the provider had the request (see charged()).
       const code = cutter?.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;
-      const outcome: CallOutcome = { provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code };
+      const outcome = charged(request, { provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code });
       span?.end(outcome);
       failed(outcome);
       throw new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});

@@ -64,8 +64,32 @@ describe('RateLimitStep', () => {
   });
 
   it('answers the x-ratelimit headers of the client counters', async () => {
-    const headers = await step.take(id('client'), 1_000, { id: id('tenant'), plan: 'standard' });
+    const { headers } = await step.take(id('client'), 1_000, { id: id('tenant'), plan: 'standard' });
     expect(headers).toMatchObject({ 'x-ratelimit-remaining-requests': '1', 'x-ratelimit-remaining-tokens': String(1_000_000 - 1_000) });
+  });
+
+  it("a refused request's tokens are given back: one too large for the window, or one refused later (credit, budget), spends none of it", async () => {
+    const small = new RateLimitStep(redis, keys, { requestsPerMinute: 100, tokensPerMinute: 1_000 });
+    const client = id('client');
+    // Larger than the whole window: refused, and not left counted against the next requests.
+    const tooLarge = await small.take(client, 5_000).catch((e: GatewayError) => e);
+    expect(tooLarge).toMatchObject({ status: 429, headers: { 'x-ratelimit-remaining-tokens': '1000' } });
+    const first = await small.take(client, 600);
+    expect(first.headers['x-ratelimit-remaining-tokens']).toBe('400');
+    // Refused after it was counted (the reservation's 402): its 600 go back, and the answer says so.
+    expect(small.refuse(first)['x-ratelimit-remaining-tokens']).toBe('1000');
+    const next = await small.take(client, 900);
+    expect(next.headers['x-ratelimit-remaining-tokens']).toBe('100');
+    expect(await redis.get(next.tokensKey)).toBe('900');
+  });
+
+  it('a give-back to a window whose counter is gone does not bring it back (below zero, with no expiry)', async () => {
+    const taken = await step.take(id('client'), 50);
+    await redis.del(taken.tokensKey);
+    step.refuse(taken);
+    // The give-back is sent before this turn's next command on the same connection.
+    await step.take(id('client'), 1);
+    expect(await redis.exists(taken.tokensKey)).toBe(0);
   });
 
   it('loads both scripts again after Redis lost them (SCRIPT FLUSH, as after a restart)', async () => {

@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http';
+import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { TurnBatcher } from '@flagship/lean-http';
 import type { Plan } from '@flagship/domain';
@@ -43,6 +44,31 @@ end
 return out`);
 
 /**
+ * Tokens given back by requests refused after they were counted: KEYS[i] -= ARGV[i], only while the
+ * window's counter still exists (a window already expired is not brought back, below zero and without
+ * an expiry).
+ */
+const GIVE_BACK = new LuaScript(`
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('DECRBY', KEYS[i], ARGV[i]) end
+end
+return #KEYS`);
+
+/** What a request took from its client's window: the answer's headers, and what refuse() gives back. */
+export interface Taken {
+  headers: OutgoingHttpHeaders;
+  tokensKey: string;
+  tokens: number;
+  /** The window's tokens counted once this request's were. */
+  used: number;
+}
+
+interface GiveBack {
+  tokensKey: string;
+  tokens: number;
+}
+
+/**
  * Step 6: requests and tokens per OAuth client per minute, counted in Redis so every replica shares
  * the budget (a fixed one-minute window: two counters), and requests per tenant per minute by plan
  * (request-policies' sliding window, shared with nothing else: its own key), so a tenant's many
@@ -53,10 +79,15 @@ return out`);
  * before: Redis unreachable or TAKE failing is 503 (the client limits are not skipped); a tenant run
  * failing alone serves the request uncounted by its tenant's limit, as the limiter does everywhere.
  * OpenAI's `x-ratelimit-*` headers go on every answer from here on; over either limit: 429
- * `rate_limited` with `retry-after`.
+ * `rate_limited` with `retry-after`. A request refused (the 429 itself, or later: credit, budget, an
+ * outage) gives its tokens back (refuse()), so refusals never spend the client's window: one request
+ * too large for the window, or a tenant out of credit, would otherwise block the client's next
+ * requests for the rest of the minute. Only requests go on counting: an attempt is an attempt.
  */
 export class RateLimitStep {
+  private readonly logger = new Logger('RateLimitStep');
   private readonly batcher: TurnBatcher<Counted, { counts: [number, number]; tenant: RateLimitDecision | undefined }>;
+  private readonly givingBack: TurnBatcher<GiveBack, undefined>;
 
   constructor(
     redis: Redis,
@@ -91,9 +122,27 @@ export class RateLimitStep {
         tenant: b.tenant === undefined ? undefined : decisions[t++],
       }));
     }, 500);
+    this.givingBack = new TurnBatcher(async (batch) => {
+      const [reply] = await runScripts(redis, [{ script: GIVE_BACK, keys: batch.map((b) => b.tokensKey), args: batch.map((b) => b.tokens) }]);
+      if (reply instanceof Error) throw reply;
+      return batch.map(() => undefined);
+    }, 500);
   }
 
-  async take(clientId: string, tokens: number, tenant?: { id: string; plan: string }): Promise<OutgoingHttpHeaders> {
+  /**
+   * Gives a refused request's tokens back to its client's window (batched per event-loop turn, not
+   * waited for: a failure only leaves them counted until the window ends) and answers its headers
+   * as they stand then.
+   */
+  refuse(taken: Taken): OutgoingHttpHeaders {
+    if (taken.tokens > 0) {
+      this.givingBack.add({ tokensKey: taken.tokensKey, tokens: taken.tokens }).catch((err: unknown) => this.logger.warn({ err }, 'cannot give a refused request\'s tokens back to its rate-limit window'));
+    }
+    const remaining = Math.min(this.limits.tokensPerMinute, Math.max(0, this.limits.tokensPerMinute - (taken.used - taken.tokens)));
+    return { ...taken.headers, 'x-ratelimit-remaining-tokens': String(remaining) };
+  }
+
+  async take(clientId: string, tokens: number, tenant?: { id: string; plan: string }): Promise<Taken> {
     const now = this.now();
     const window = Math.floor(now / WINDOW_MS);
     const resetS = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000));
@@ -124,10 +173,11 @@ export class RateLimitStep {
       'x-ratelimit-remaining-tokens': String(Math.max(0, tokensPerMinute - used)),
       'x-ratelimit-reset-tokens': `${resetS}s`,
     };
+    const taken: Taken = { headers, tokensKey, tokens, used };
     if (requests > requestsPerMinute || used > tokensPerMinute) {
       const which = requests > requestsPerMinute ? `${requestsPerMinute} requests` : `${tokensPerMinute} tokens`;
       throw new GatewayError(429, 'rate_limited', `Rate limit of ${which} per minute reached for this client; try again in ${resetS} s.`, null, {
-        ...headers,
+        ...this.refuse(taken),
         'retry-after': String(resetS),
       });
     }
@@ -138,9 +188,9 @@ export class RateLimitStep {
         'rate_limited',
         `Rate limit of ${decision.limit} requests per minute reached for this tenant (all its clients together); try again in ${retryS} s.`,
         null,
-        { ...headers, 'retry-after': String(retryS) },
+        { ...this.refuse(taken), 'retry-after': String(retryS) },
       );
     }
-    return headers;
+    return taken;
   }
 }

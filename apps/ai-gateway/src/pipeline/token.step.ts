@@ -20,25 +20,45 @@ export class TokenStep {
   constructor(private readonly verifier: AccessTokenVerifier) {}
 
   async verify(headers: IncomingHttpHeaders): Promise<ClientPrincipal> {
-    const token = bearerTokenOf({ headers });
-    if (token === undefined) throw refused('Send Authorization: Bearer <access token from /oauth/token>.');
-    let principal = this.cache.get(token);
+    const known = this.cached(headers);
+    if (known !== undefined) return known;
+    const token = bearerTokenOf({ headers })!;
+    this.cache.delete(token);
+    let principal: ClientPrincipal;
     try {
-      if (principal === undefined || principal.expiresAt.getTime() <= Date.now()) {
-        this.cache.delete(token);
-        principal = await this.verifier.verify(token);
-        if (this.cache.size >= MAX_CACHED) this.cache.clear();
-        this.cache.set(token, principal);
-      } else {
-        this.verifier.assertNotRevoked(principal);
-      }
+      principal = await this.verifier.verify(token);
     } catch (err) {
       if (err instanceof InvalidTokenError) throw refused(err.message);
       throw err;
     }
-    if (!principal.scopes.includes(AI_INVOKE_SCOPE)) throw insufficientScope();
-    return principal;
+    if (this.cache.size >= MAX_CACHED) this.cache.clear();
+    this.cache.set(token, principal);
+    return scoped(principal);
   }
+
+  /**
+   * verify() without I/O: the principal of a token verified before and not yet expired (revocation
+   * and scope checked now), undefined when the token must be verified; throws the refusals it can
+   * tell at once (no token, revoked, no scope).
+   */
+  cached(headers: IncomingHttpHeaders): ClientPrincipal | undefined {
+    const token = bearerTokenOf({ headers });
+    if (token === undefined) throw refused('Send Authorization: Bearer <access token from /oauth/token>.');
+    const principal = this.cache.get(token);
+    if (principal === undefined || principal.expiresAt.getTime() <= Date.now()) return undefined;
+    try {
+      this.verifier.assertNotRevoked(principal);
+    } catch (err) {
+      if (err instanceof InvalidTokenError) throw refused(err.message);
+      throw err;
+    }
+    return scoped(principal);
+  }
+}
+
+function scoped(principal: ClientPrincipal): ClientPrincipal {
+  if (!principal.scopes.includes(AI_INVOKE_SCOPE)) throw insufficientScope();
+  return principal;
 }
 
 const refused = (message: string): GatewayError => new GatewayError(401, 'invalid_token', message, null, { 'www-authenticate': 'Bearer' });

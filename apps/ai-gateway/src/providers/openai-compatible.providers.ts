@@ -1,5 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
 import { CircuitBreaker } from './circuit-breaker';
+import { withOutputLimit } from './output-limit';
 import type { ProviderLayerOptions } from './provider.env';
 import {
   type JsonResult,
@@ -144,6 +145,12 @@ const errorCode = (err: unknown): string | undefined => {
   return typeof code === 'string' ? code : undefined;
 };
 
+/** The body each upstream is sent (withOutputLimit), serialised once per upstream tried. */
+function bodies(endpoint: UpstreamRequest['endpoint'], body: Record<string, unknown>): (key: ProviderKey) => Buffer {
+  const made: Partial<Record<ProviderKey, Buffer>> = {};
+  return (key) => (made[key] ??= Buffer.from(JSON.stringify(withOutputLimit(key, endpoint, body))));
+}
+
 /** The SSE error event written when a stream fails after output started (never followed by [DONE]). */
 function errorEvent(code: 'provider_error' | 'provider_timeout' | 'service_unavailable', message: string): Buffer {
   return Buffer.from(`data: ${JSON.stringify({ error: { message, type: 'server_error', code, param: null } })}\n\n`);
@@ -206,9 +213,9 @@ export class OpenAiCompatibleProviders implements ProviderClient {
   }
 
   async json(request: UpstreamRequest): Promise<JsonResult> {
-    const body = Buffer.from(JSON.stringify(request.body));
+    const body = bodies(request.endpoint, request.body);
     return this.withCall(request, async (call) => {
-      const { upstream, response, sentAt } = await this.open(request, call, (u) => this.whole(u, request, call, body));
+      const { upstream, response, sentAt } = await this.open(request, call, (u) => this.whole(u, request, call, body(u.key)));
       const ok = response.statusCode < 300;
       return {
         provider: upstream.key,
@@ -224,11 +231,11 @@ export class OpenAiCompatibleProviders implements ProviderClient {
     const given = request.body.stream_options;
     const givenOptions = typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {};
     // Always ask for usage, so a stream is billed by the upstream's own count.
-    const body = Buffer.from(JSON.stringify({ ...request.body, stream: true, stream_options: { ...givenOptions, include_usage: true } }));
+    const body = bodies(request.endpoint, { ...request.body, stream: true, stream_options: { ...givenOptions, include_usage: true } });
     const relay = new SseRelay(givenOptions.include_usage === true);
     const inputText = requestText(request.endpoint, request.body);
     return this.withCall(request, async (call) => {
-      const { upstream, response, sentAt } = await this.open(request, call, (u) => this.streamed(u, request, call, body));
+      const { upstream, response, sentAt } = await this.open(request, call, (u) => this.streamed(u, request, call, body(u.key)));
       if (response.statusCode !== 200) {
         const answer = await this.readAll(upstream, response, call);
         return {

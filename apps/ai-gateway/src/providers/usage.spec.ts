@@ -15,8 +15,11 @@ describe('usage', () => {
     expect(requestText('chat.completions', { messages: 'nonsense' })).toBe('');
   });
 
-  it('counts content, refusals and tool-call arguments as delivered text', () => {
-    expect(choiceText({ content: 'hi', refusal: 'no', tool_calls: [{ function: { name: 'f', arguments: '{"a":1}' } }] })).toBe('hino{"a":1}');
+  it("counts content, refusals and tool calls' names and arguments as delivered text", () => {
+    expect(choiceText({ content: 'hi', refusal: 'no', tool_calls: [{ function: { name: 'f', arguments: '{"a":1}' } }] })).toBe('hinof{"a":1}');
+    // A streamed tool call: its name in the first delta, its arguments in the next ones; the legacy function_call too.
+    expect(choiceText({ tool_calls: [{ index: 0, id: 'c', function: { name: 'lookup_weather', arguments: '' } }] })).toBe('lookup_weather');
+    expect(choiceText({ function_call: { name: 'g', arguments: '{}' } })).toBe('g{}');
     expect(choiceText(null)).toBe('');
   });
 

@@ -4,7 +4,7 @@ import type { Endpoint, Usage } from './provider.types';
  * Token counts when the upstream sends none (a stream cut off before its usage chunk, a server that
  * leaves `usage` out): about four characters per token, OpenAI's rule of thumb for English text, so
  * ceil(characters / 4) of the text sent (message contents, embedding input) and of the text delivered
- * (content, refusals, tool-call arguments). Rows built on it are marked `estimated`; the
+ * (content, refusals, tool calls' names and arguments). Rows built on it are marked `estimated`; the
  * model's own tokenizer would differ by some percent, and never by the whole answer.
  */
 export const tokensForChars = (characters: number): number => Math.ceil(characters / 4);
@@ -35,14 +35,19 @@ export function requestText(endpoint: Endpoint, body: Record<string, unknown>): 
   return out;
 }
 
-/** The text of a choice's `message` (non-streamed) or `delta` (streamed): content, refusal, tool-call arguments. */
+/** A function call's name and arguments (each as far as it came, in a streamed delta). */
+function callText(fn: unknown): string {
+  if (!isRecord(fn)) return '';
+  return (typeof fn.name === 'string' ? fn.name : '') + (typeof fn.arguments === 'string' ? fn.arguments : '');
+}
+
+/** The text of a choice's `message` (non-streamed) or `delta` (streamed): content, refusal, tool calls' names and arguments (and the legacy `function_call`'s). */
 export function choiceText(part: unknown): string {
   if (!isRecord(part)) return '';
   let out = contentText(part.content);
   if (typeof part.refusal === 'string') out += part.refusal;
-  if (Array.isArray(part.tool_calls)) {
-    for (const call of part.tool_calls) if (isRecord(call) && isRecord(call.function) && typeof call.function.arguments === 'string') out += call.function.arguments;
-  }
+  if (Array.isArray(part.tool_calls)) for (const call of part.tool_calls) if (isRecord(call)) out += callText(call.function);
+  out += callText(part.function_call);
   return out;
 }
 

@@ -4,7 +4,7 @@ import { commonEnv, loadConfig, portEnv, SecretStore } from '@flagship/config';
 import { AccessTokenIssuer, OAuthModule } from '@flagship/oauth';
 import { platformModules, type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, FakeModelUpstream, type TestEnvironment } from '@flagship/testing';
-import { AppModule } from '../app.module';
+import { AppModule, type GatewayOutside } from '../app.module';
 import { loadAiGatewayConfig } from '../env.schema';
 import { GatewayPipeline } from '../gateway.pipeline';
 import { installGateway } from '../install-gateway';
@@ -39,10 +39,10 @@ export async function startIssuer(te: TestEnvironment, issuer: string, audience:
 /** A client token as /oauth/token answers it; by default with the gateway's `ai:invoke` scope. */
 export type IssueToken = (tenantId: string, productKeys?: string[], clientId?: string, scopes?: string[]) => Promise<string>;
 
-/** One gateway, in this process, on the file's database and Redis prefix. */
-export async function startGateway(te: TestEnvironment, env: NodeJS.ProcessEnv): Promise<RunningApp & { pipeline: GatewayPipeline }> {
+/** One gateway, in this process, on the file's database and Redis prefix; `outside` replaces the image hosts' DNS and CA. */
+export async function startGateway(te: TestEnvironment, env: NodeJS.ProcessEnv, outside: GatewayOutside = {}): Promise<RunningApp & { pipeline: GatewayPipeline }> {
   const config = loadAiGatewayConfig({ ...te.env, ...env });
-  const app = await startTestApp(AppModule.forConfig(config, SecretStore.fromEnv({ ...te.env, ...env })), installGateway);
+  const app = await startTestApp(AppModule.forConfig(config, SecretStore.fromEnv({ ...te.env, ...env }), outside), installGateway);
   return { ...app, pipeline: app.app.get(GatewayPipeline) };
 }
 
@@ -64,7 +64,7 @@ export interface GatewayIntegration {
  * The file's database and Redis, the fake upstream, the token issuer, and the gateway trusting the
  * issuer's tokens and calling the fake without retries; `env` adds to that or overrides it.
  */
-export async function startGatewayIntegration(env: NodeJS.ProcessEnv = {}): Promise<GatewayIntegration> {
+export async function startGatewayIntegration(env: NodeJS.ProcessEnv = {}, outside: GatewayOutside = {}): Promise<GatewayIntegration> {
   const te = await createTestEnvironment();
   const stops: Array<() => Promise<void>> = [() => te.teardown()];
   const close = async (): Promise<void> => {
@@ -75,7 +75,7 @@ export async function startGatewayIntegration(env: NodeJS.ProcessEnv = {}): Prom
     stops.push(() => fake.close());
     const { app: issuer, issue } = await startIssuer(te, TEST_ISSUER, TEST_AUDIENCE);
     stops.push(() => issuer.close());
-    const gw = await startGateway(te, { OAUTH_ISSUER: TEST_ISSUER, OAUTH_AUDIENCE: TEST_AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, PROVIDER_MAX_RETRIES: '0', ...env });
+    const gw = await startGateway(te, { OAUTH_ISSUER: TEST_ISSUER, OAUTH_AUDIENCE: TEST_AUDIENCE, PROVIDER_INHOUSE_URL: fake.url, PROVIDER_MAX_RETRIES: '0', ...env }, outside);
     stops.push(() => gw.close());
     return { te, fake, issuer, issue, gw, close };
   } catch (err) {

@@ -27,9 +27,11 @@ function aRow(over: Partial<UsageRow> = {}): UsageRow {
     outputPer1k: 2000,
     cachedInputPer1k: null,
     usageEstimated: false,
+    overrun: false,
     errorCode: null,
     latencyMs: 12,
     requestId: 'req-1',
+    clientRequestId: null,
     createdAt: '2026-11-22T10:00:00.000Z',
     completedAt: '2026-11-22T10:00:00.050Z',
     ...over,
@@ -86,9 +88,10 @@ describe('AI usage', () => {
     await userEvent.click(screen.getByRole('button', { name: /Status/ }));
     await userEvent.click(await screen.findByRole('option', { name: 'failed' }));
     await userEvent.type(screen.getByRole('textbox', { name: 'Model' }), 'fake-chat-1');
+    await userEvent.type(screen.getByRole('textbox', { name: 'Your request id' }), 'order:42');
     await userEvent.click(screen.getByRole('button', { name: 'Apply filters' }));
 
-    const expected = 'from=2026-11-01&to=2026-12-01&productKey=core&status=failed&model=fake-chat-1';
+    const expected = 'from=2026-11-01&to=2026-12-01&productKey=core&status=failed&model=fake-chat-1&clientRequestId=order%3A42';
     await waitFor(() => expect(sent.map((r) => r.url)).toContain(`/api/usage/summary?${expected}`));
     expect(sent.map((r) => r.url)).toContain(`/api/usage?limit=1000&${expected}`);
     expect(sent.find((r) => r.url.startsWith('/api/usage'))?.headers).toMatchObject({ 'X-Tenant-ID': 't-1', Authorization: 'Bearer id-token' });

@@ -37,6 +37,8 @@ const CSV_COLUMNS: (keyof UsageRow)[] = [
   'zeroRatedReason',
   'errorCode',
   'latencyMs',
+  'overrun',
+  'clientRequestId',
 ];
 
 /**
@@ -87,7 +89,7 @@ function download(name: string, text: string) {
 }
 
 type Draft = Required<Record<keyof UsageFilter, string>>;
-const EMPTY: Draft = { from: '', to: '', productKey: '', status: '', model: '' };
+const EMPTY: Draft = { from: '', to: '', productKey: '', status: '', model: '', clientRequestId: '' };
 
 function Filters({ initial, onApply }: { initial: Draft; onApply: (d: Draft) => void }) {
   const [d, setD] = useState<Draft>(initial);
@@ -113,6 +115,11 @@ function Filters({ initial, onApply }: { initial: Draft; onApply: (d: Draft) => 
       <ChoiceSelect label="Status" value={d.status || 'any'} options={[{ id: 'any', name: 'any' }, ...STATUSES.map((k) => ({ id: k, name: k }))]} onChange={(v) => set('status')(v === 'any' ? '' : v)} />
       <TextField value={d.model} onChange={set('model')}>
         <Label>Model</Label>
+        <Input />
+      </TextField>
+      {/* The x-request-id a product backend sent with its gateway request: what that request was charged. */}
+      <TextField value={d.clientRequestId} onChange={set('clientRequestId')}>
+        <Label>Your request id</Label>
         <Input />
       </TextField>
       <div className="actions">

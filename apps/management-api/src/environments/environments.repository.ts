@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
-import { DATA_SOURCE } from '@flagship/persistence';
+import { DATA_SOURCE, measureFlagDefinitions } from '@flagship/persistence';
 import { EnvironmentEntity } from './environment.entity';
 
 export const DEFAULT_ENVIRONMENTS = [
@@ -33,11 +33,17 @@ export class EnvironmentsRepository {
     }
   }
 
-  /** A new environment starts with every existing flag, switched off. */
-  async addFlagsTo(m: EntityManager, tenantId: string, key: string): Promise<void> {
+  /**
+   * A new environment starts with every existing flag, switched off. Returns the bytes its copies of
+   * the definitions take (stored with them, as every flag write stores its own).
+   */
+  async addFlagsTo(m: EntityManager, tenantId: string, key: string): Promise<number> {
     await m.query(
       `INSERT INTO flag_environments (tenant_id, flag_id, environment_key) SELECT tenant_id, id, $2 FROM flags WHERE tenant_id = $1`,
       [tenantId, key],
     );
+    let bytes = 0;
+    for (const d of await measureFlagDefinitions(m, tenantId, { environment: key })) bytes += d.bytes;
+    return bytes;
   }
 }

@@ -34,7 +34,8 @@ export class EnvironmentsService implements OnModuleInit {
         await this.transactions.run(async (m) => {
           await this.quotas.reserve(m, 'environments-per-tenant', tenantId);
           const env = await this.repo.insert(m, tenantId, dto.key, dto.name);
-          await this.repo.addFlagsTo(m, tenantId, dto.key);
+          // Its copy of every flag is held by the evaluators like any other: it counts against the byte quota.
+          await this.quotas.reserve(m, 'flag-bytes-per-tenant', tenantId, await this.repo.addFlagsTo(m, tenantId, dto.key), { written: true });
           return env;
         }),
       );

@@ -14,7 +14,9 @@ describe('evaluator limits (real HTTP, Postgres, Redis)', () => {
   const as = (u: SignedUp) => ({ token: u.idToken, tenant: u.tenantId });
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start();
+    // The 30,000-rule flag below is far over the default FLAG_MAX_BYTES (it would be answered 409
+    // flag-too-large): the limit is raised here to prove the evaluation budget behind it.
+    f = await ManagementApiFixture.start({ FLAG_MAX_BYTES: String(8 * 1024 * 1024) });
     owner = await f.signUp();
     db = new DataSource({ type: 'postgres', url: f.te.env['DATABASE_URL'] });
     await db.initialize();

@@ -19,7 +19,7 @@ export class FlagStreamController {
     description:
       'Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator\'s form (as in GET /api/flags/export); then `patch`, ' +
       'data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); ' +
-      'a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT). ' +
+      'a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quotas (QUOTA_FLAGS_PER_TENANT, QUOTA_FLAG_BYTES_PER_TENANT) and by FLAG_SET_MAX_BYTES (past it 409 flag-set-too-large); a flag over FLAG_MAX_BYTES is not sent. ' +
       'Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. ' +
       'A stream lasts only while its caller has access: it ends the moment a member is removed, an OAuth client deleted or its tenant changes so that access is refused, ' +
       'at the token\'s expiry, and after FLAG_STREAM_MAX_AGE_SECONDS; the server then sends `end`, data `{"reason": "access-withdrawn" | "credential-expired" | "max-age" | "shed" | "shutdown"}`, and closes it ' +
@@ -36,7 +36,7 @@ export class FlagStreamController {
     description: 'the event stream: `put`, then `patch` and `delete` events (see the description)',
     content: { 'text/event-stream': { schema: { type: 'string', example: 'id: Xk3f9a:0\nevent: put\ndata: {"flags":[...]}\n\n' } } },
   })
-  @ApiErrors(400, 401, 403, 404, 429, 503)
+  @ApiErrors(400, 401, 403, 404, 409, 429, 503)
   stream(
     @CurrentPrincipal() principal: TenantPrincipal,
     @Query('environment') environment: string | undefined,

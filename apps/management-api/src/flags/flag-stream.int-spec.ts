@@ -10,7 +10,13 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
   let other: SignedUp;
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start({ FLAG_STREAMS_PER_TENANT_FREE: '3', FLAG_STREAMS_PER_PROCESS: '5', FLAG_STREAM_MAX_BUFFER_BYTES: String(256 * 1024) });
+    // FLAG_MAX_BYTES raised: the slow-consumer test streams a flag of about 500 KB.
+    f = await ManagementApiFixture.start({
+      FLAG_STREAMS_PER_TENANT_FREE: '3',
+      FLAG_STREAMS_PER_PROCESS: '5',
+      FLAG_STREAM_MAX_BUFFER_BYTES: String(256 * 1024),
+      FLAG_MAX_BYTES: String(1024 * 1024),
+    });
     owner = await f.signUp();
     other = await f.signUp();
   });

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { APP_CONFIG } from '@flagship/config';
-import { type FlagSetChanged, FlagStore, FlagStoreRepository, type StoredFlag } from '@flagship/flag-store';
 import { isPlan, type Plan } from '@flagship/domain';
+import { type FlagSetChanged, FlagStore, type StoredFlag } from '@flagship/flag-store';
 import { ProblemException } from '@flagship/problem-details';
 import { PUBSUB, type PubSub } from '@flagship/redis';
 import { addressBucket, clientAddress } from '@flagship/service-kit';
@@ -167,7 +167,6 @@ export class FlagStreams implements OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) config: ManagementApiConfig,
     private readonly snapshots: FlagStore,
-    private readonly repo: FlagStoreRepository,
     private readonly environments: EnvironmentsService,
     private readonly access: TenantAccessResolver,
     @Inject(PUBSUB) pubsub: PubSub,
@@ -437,7 +436,7 @@ export class FlagStreams implements OnModuleDestroy {
     created.ready = (async () => {
       // Held by the flag store from now on, so its changes are heard (and re-read) at once.
       await this.snapshots.view(tenantId, environment);
-      for (const f of await this.repo.findAll(tenantId, environment)) created.flags.set(f.key, { fingerprint: f.fingerprint, text: JSON.stringify(f.definition) });
+      for (const f of await this.snapshots.served(tenantId, environment)) created.flags.set(f.key, { fingerprint: f.fingerprint, text: JSON.stringify(f.definition) });
     })();
     created.ready.catch(() => {
       if (this.feeds.get(k) === created) this.feeds.delete(k);
@@ -480,7 +479,7 @@ export class FlagStreams implements OnModuleDestroy {
     try {
       await feed.ready;
       // A whole read covers the rows heard before it.
-      const rows: Array<StoredFlag | null> = all ? await this.repo.findAll(feed.tenantId, feed.environment) : [...pending.values()];
+      const rows: Array<StoredFlag | null> = all ? await this.snapshots.served(feed.tenantId, feed.environment) : [...pending.values()];
       const keys = all ? undefined : [...pending.keys()];
       const found = new Set<string>();
       const changed: string[] = [];

@@ -73,6 +73,7 @@ export class FlagsController {
       'Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy\'s /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. ' +
       'Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. ' +
       'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. ' +
+      'A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. ' +
       'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.',
   })
   @ApiBody({
@@ -112,9 +113,14 @@ export class FlagsController {
   /** The flag file orep-server serves (OREP_FLAGS_FILE). */
   @Get('export')
   @TenantAccess(READ)
-  @ApiOperation({ summary: "Export an environment's flags as orep-server's flag file" })
+  @ApiOperation({
+    summary: "Export an environment's flags as orep-server's flag file",
+    description:
+      'Bounded as evaluations are: a flag over FLAG_MAX_BYTES (stored before that limit) is left out, and an environment whose flags pass FLAG_SET_MAX_BYTES is a 409 flag-set-too-large.',
+  })
   @ApiQuery({ name: 'environment', required: false })
   @ApiOkResponse({ type: FlagExportDto })
+  @ApiErrors(409)
   export(@CurrentTenant() tenant: TenantEntity, @Query('environment') environment: string | undefined, @Headers('x-environment') env: string | undefined) {
     return this.flags.export(tenant.id, typeof environment === 'string' ? environment : env);
   }

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   Allow,
@@ -62,6 +62,13 @@ export class FlagVariationInputDto {
   weight?: number;
 }
 
+/** The size bounds of a flag body, in the OpenAPI description (CONTRACT.md section 5). */
+export const FLAG_SIZE_DESCRIPTION =
+  "A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) " +
+  'may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. ' +
+  "A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant).";
+
+@ApiSchema({ description: FLAG_SIZE_DESCRIPTION })
 export class CreateFlagDto {
   @ApiProperty({ example: 'new-checkout', pattern: FLAG_KEY_PATTERN.source })
   @IsString()
@@ -116,12 +123,14 @@ export class CreateFlagDto {
 }
 
 /** The project-scoped create: the project comes from the path. */
+@ApiSchema({ description: FLAG_SIZE_DESCRIPTION })
 export class CreateProjectFlagDto extends CreateFlagDto {}
 
 /**
  * PATCH: global fields and, for the request's environment, targeting. Omitted fields stay; the
  * nested rule model is checked by the evaluator's validator (422 with a path per problem).
  */
+@ApiSchema({ description: FLAG_SIZE_DESCRIPTION })
 export class UpdateFlagDto {
   @ApiPropertyOptional()
   @IsOptional()

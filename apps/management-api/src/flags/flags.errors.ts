@@ -6,6 +6,9 @@ export const FlagProblems = registerProblemTypes({
   'flag-exists': { status: HttpStatus.CONFLICT, title: 'A flag with this key exists' },
   'flag-in-use': { status: HttpStatus.CONFLICT, title: 'Other flags depend on this flag' },
   'flag-changed': { status: HttpStatus.PRECONDITION_FAILED, title: 'The flag changed since it was read' },
+  // 409 like the quotas: what is stored is larger than the service holds; it answers again once the flags are made smaller.
+  'flag-too-large': { status: HttpStatus.CONFLICT, title: "The flag's definition is larger than a flag may be" },
+  'flag-set-too-large': { status: HttpStatus.CONFLICT, title: "This environment's flags take more than one environment's flags may" },
   'import-in-progress': { status: HttpStatus.CONFLICT, title: 'Another import of this tenant is under way' },
   'too-many-flag-streams': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'As many flag-data streams are open as this tenant, caller or address may hold' },
   'flag-streams-full': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'This server holds as many flag-data streams as it may' },

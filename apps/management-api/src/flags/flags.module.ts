@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
 import { FlagStore, FlagStoreRepository } from '@flagship/flag-store';
+import { ProblemException } from '@flagship/problem-details';
 import { PUBSUB, type PubSub } from '@flagship/redis';
+import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsModule } from '../environments/environments.module';
 import { ProjectsModule } from '../projects/projects.module';
 import { EvaluationCounter } from './evaluation-counter';
@@ -8,10 +11,11 @@ import { FlagEvents } from './flag-events';
 import { FlagStreamController } from './flag-stream.controller';
 import { FlagStreams } from './flag-streams';
 import { FlagsController } from './flags.controller';
+import { FlagProblems } from './flags.errors';
 import { FlagsRepository } from './flags.repository';
 import { FlagsService } from './flags.service';
 
-/** Tenant-environments whose flags are held in memory; the least recently evaluated is dropped past it. */
+/** Tenant-environments whose flags are held in memory; the least recently evaluated is dropped past it (and past FLAG_STORE_MAX_BYTES). */
 const MAX_HELD_SETS = 1000;
 /** A held set is compared with Postgres this often (fingerprints, no jsonb): it heals a lost change announcement. */
 const RECONCILE_MS = 15_000;
@@ -25,8 +29,22 @@ const RECONCILE_MS = 15_000;
     FlagStoreRepository,
     {
       provide: FlagStore,
-      inject: [FlagStoreRepository, PUBSUB],
-      useFactory: (repository: FlagStoreRepository, pubsub: PubSub) => new FlagStore(repository, pubsub, { reconcileMs: RECONCILE_MS, maxEntries: MAX_HELD_SETS }),
+      inject: [FlagStoreRepository, PUBSUB, APP_CONFIG],
+      useFactory: (repository: FlagStoreRepository, pubsub: PubSub, config: ManagementApiConfig) =>
+        new FlagStore(repository, pubsub, {
+          reconcileMs: RECONCILE_MS,
+          maxEntries: MAX_HELD_SETS,
+          maxFlagBytes: config.FLAG_MAX_BYTES,
+          maxSetBytes: config.FLAG_SET_MAX_BYTES,
+          maxBytes: config.FLAG_STORE_MAX_BYTES,
+          // Evaluations and flag streams of a refused set answer this, and the replica stays up.
+          tooLargeError: (refusal) =>
+            new ProblemException(
+              FlagProblems['flag-set-too-large'],
+              `The flags of environment ${refusal.environment} take ${refusal.bytes} bytes, over the ${refusal.limit} one environment's flags may take; they are not evaluated until flags are made smaller or deleted.`,
+              { bytes: refusal.bytes, limit: refusal.limit },
+            ),
+        }),
     },
     FlagStreams,
     FlagEvents,

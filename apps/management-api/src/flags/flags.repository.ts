@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { FlagDefinition } from '@flagship/flag-evaluation';
-import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
+import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow, type MeasuredDefinition, measureFlagDefinitions } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 
@@ -275,6 +275,11 @@ export class FlagsRepository {
     }
     const [, affected] = (await m.query(`UPDATE ${table} SET ${[...sets, 'version = version + 1', 'updated_at = now()'].join(', ')} WHERE ${where}`, values)) as [unknown, number];
     return affected === 1;
+  }
+
+  /** Stores the size of these flags' definitions in every environment as this transaction left them; returns each, before and now. */
+  measure(m: EntityManager, tenantId: string, flagIds: readonly string[]): Promise<MeasuredDefinition[]> {
+    return measureFlagDefinitions(m, tenantId, { flagIds });
   }
 
   async delete(m: EntityManager, tenantId: string, flagId: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
 import type { FlagType, JsonValue } from '@flagship/domain';
 import {
   checkFlagDefinition,
@@ -13,14 +14,16 @@ import {
   type Variation,
 } from '@flagship/flag-evaluation';
 import { FlagStore } from '@flagship/flag-store';
-import { flagDefinitionFromRow, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
+import { flagDefinitionFromRow, isUniqueViolation, type MeasuredDefinition, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
+import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
 import { Quotas } from '../quotas/quotas';
 import { EvaluationCounter } from './evaluation-counter';
 import { FlagEvents } from './flag-events';
+import { addedBytes, largestAdditions, largestField, oversized, sizeErrors } from './flag-size';
 import type { FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import type { CreateFlagDto, EvaluationResultDto, FlagDto, UpdateFlagDto } from './flags.dto';
 import { FlagProblems } from './flags.errors';
@@ -81,6 +84,8 @@ const RESERVED_KEYS = ['export'];
 /** Fields of the environment row PATCH may change. */
 const ENV_FIELDS = ['enabled', 'offValue', 'targets', 'rules', 'prerequisites', 'salt'] as const;
 const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId', 'variations'] as const;
+/** The fields of a request that are part of a flag's definition (what FLAG_MAX_BYTES bounds). */
+const DEFINITION_FIELDS = ['defaultValue', 'flag_variations', 'variations', 'offValue', 'targets', 'rules', 'prerequisites', 'salt', 'enabled'] as const;
 
 /**
  * Flags: global fields plus per-environment targeting (CONTRACT.md section 5). Every change is
@@ -88,7 +93,10 @@ const GLOBAL_FIELDS = ['name', 'description', 'defaultValue', 'tags', 'projectId
  */
 @Injectable()
 export class FlagsService {
+  private readonly maxFlagBytes: number;
+
   constructor(
+    @Inject(APP_CONFIG) config: ManagementApiConfig,
     private readonly transactions: TransactionRunner,
     private readonly repo: FlagsRepository,
     private readonly projects: ProjectsService,
@@ -97,7 +105,9 @@ export class FlagsService {
     private readonly events: FlagEvents,
     private readonly counter: EvaluationCounter,
     private readonly quotas: Quotas,
-  ) {}
+  ) {
+    this.maxFlagBytes = config.FLAG_MAX_BYTES;
+  }
 
   async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
     return this.repo.list(tenantId, await this.environments.resolve(tenantId, env), limit, decodeCursor(cursor), projectId);
@@ -123,12 +133,13 @@ export class FlagsService {
     try {
       await this.transactions.run(async (m) => {
         await this.quotas.reserve(m, 'flags-per-tenant', tenantId);
-        await this.repo.insert(
+        const flag = await this.repo.insert(
           m,
           tenantId,
           { key: dto.key, projectId, name: dto.name, type: dto.type, defaultValue: dto.defaultValue, description: dto.description ?? '', tags: dto.tags ?? [], variations },
           dto.enabled ? environment : undefined,
         );
+        await this.boundSize(m, tenantId, [flag.id], () => largestField(dto as unknown as Record<string, unknown>, DEFINITION_FIELDS) ?? 'defaultValue');
         await this.repo.audit(m, { tenantId, flagKey: dto.key, environmentKey: null, action: 'create', actor: caller.callerId, changes: { ...dto } });
       });
     } catch (err) {
@@ -175,6 +186,7 @@ export class FlagsService {
         await this.repo.updateEnv(m, tenantId, row.flag.id, environment, row.env.version, patch);
       }
       if (globalChanged.length || envChanged.length) {
+        await this.boundSize(m, tenantId, [row.flag.id], () => largestField(given, DEFINITION_FIELDS) ?? 'flag');
         await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: envChanged.length ? environment : null, action: 'update', actor: caller.callerId, changes });
       }
       return globalChanged.length ? await this.repo.environmentsOf(tenantId, row.flag.id, m) : envChanged.length ? [environment] : [];
@@ -275,6 +287,8 @@ export class FlagsService {
           return { flagId: before?.flag.id ?? ids.get(f.key)!, expectedVersion: before?.env.version ?? 1, ...importedTargeting(f) };
         }),
       );
+      // Every flag of the import within FLAG_MAX_BYTES and all of them within the byte quota, or nothing is written.
+      await this.boundSize(m, tenantId, [...imported.keys()].map((key) => locked.get(key)?.flag.id ?? ids.get(key)!), (d) => `flags.${d.key}`, IMPORT_NAMED_ADDITIONS);
       await this.repo.auditMany(
         m,
         tenantId,
@@ -332,16 +346,26 @@ export class FlagsService {
     const environment = env === undefined || env === '' ? 'production' : env;
     const view = this.store.peek(tenantId, environment) ?? (await this.store.view(tenantId, await this.environments.resolve(tenantId, env)));
     const flag = view.set.get(key);
-    if (!flag) throw this.notFound(key);
+    if (!flag) {
+      const bytes = view.refused.get(key);
+      if (bytes === undefined || (projectId !== undefined && view.projects.get(key) !== projectId)) throw this.notFound(key);
+      throw new ProblemException(
+        FlagProblems['flag-too-large'],
+        `Flag ${key}'s definition in ${environment} takes ${bytes} bytes, over the ${this.maxFlagBytes} a flag may take; it is not evaluated until it is made smaller.`,
+        { bytes, limit: this.maxFlagBytes },
+      );
+    }
     const result = view.set.evaluate(flag, context);
     if (projectId !== undefined && view.projects.get(key) !== projectId) throw this.notFound(key);
     this.counter.count(tenantId, key);
     return toEvaluationDto(key, result);
   }
 
+  /** The flag file orep-server serves: the flags as the store serves them (bounded alike, so the file loads there too), by key. */
   async export(tenantId: string, env: string | undefined) {
     const environment = await this.environments.resolve(tenantId, env);
-    return { version: FLAG_FILE_VERSION, tenantId, environment, generatedAt: new Date().toISOString(), flags: await this.repo.definitions(tenantId, environment) };
+    const flags = (await this.store.served(tenantId, environment)).map((f) => f.definition).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return { version: FLAG_FILE_VERSION, tenantId, environment, generatedAt: new Date().toISOString(), flags };
   }
 
   auditTrail(tenantId: string, key: string) {
@@ -389,6 +413,19 @@ export class FlagsService {
     if (Object.keys(errors).length) throw validationProblem(errors);
   }
 
+  /**
+   * Measures the definitions this write left (every environment of these flags), refuses one it
+   * grew past FLAG_MAX_BYTES (422 at `errorKey`), then counts what it added against the tenant's
+   * byte quota (409, naming the `named` flags that add most, for a write of many). Inside the
+   * write's transaction: a refusal writes nothing.
+   */
+  private async boundSize(m: Tx, tenantId: string, flagIds: string[], errorKey: (d: MeasuredDefinition) => string, named = 0): Promise<void> {
+    const measured = await this.repo.measure(m, tenantId, flagIds);
+    const over = oversized(measured, this.maxFlagBytes);
+    if (over.length > 0) throw validationProblem(sizeErrors(over, this.maxFlagBytes, errorKey));
+    await this.quotas.reserve(m, 'flag-bytes-per-tenant', tenantId, addedBytes(measured), { written: true, ...(named > 0 ? { adds: largestAdditions(measured, named) } : {}) });
+  }
+
   private notFound(key: string): ProblemException {
     return new ProblemException(FlagProblems['flag-not-found'], `No flag ${key} in this tenant.`);
   }
@@ -396,6 +433,8 @@ export class FlagsService {
 
 /** An import is bounded so that one transaction (and the locks it holds) stays short. */
 const IMPORT_MAX_FLAGS = 2000;
+/** An import refused by the byte quota names this many of the flags that add most to it. */
+const IMPORT_NAMED_ADDITIONS = 10;
 /** An import of the largest size takes well under a second. */
 const IMPORT_RETRY_AFTER_S = 2;
 

@@ -6,11 +6,13 @@ import type { ManagementApiConfig } from '../env.schema';
 import { QuotaProblems } from './quotas.errors';
 import { QuotasRepository } from './quotas.repository';
 
-export type QuotaName = 'flags-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user' | 'budgets-per-tenant';
+export type QuotaName = 'flags-per-tenant' | 'flag-bytes-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user' | 'budgets-per-tenant';
 
 /** The refusal's detail: what there is, the limit, and that the request would pass it. */
 const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number) => string> = {
   'flags-per-tenant': (c, l, a) => `This tenant has ${c} of its ${l} flags; ${a} more would pass the limit. Delete flags first.`,
+  'flag-bytes-per-tenant': (c, l, a) =>
+    `This tenant's flag definitions take ${c} of its ${l} bytes (each environment's definition counts); this change would add ${a}. Make flags smaller or delete some first.`,
   'environments-per-tenant': (c, l) => `This tenant has ${c} of its ${l} environments.`,
   'oauth-clients-per-tenant': (c, l) => `This tenant has ${c} of its ${l} OAuth clients; delete one first.`,
   'tenants-per-user': (c, l) => `You administer ${c} tenants; a user may create tenants while administering fewer than ${l}.`,
@@ -33,6 +35,7 @@ export class Quotas {
   ) {
     this.limits = {
       'flags-per-tenant': config.QUOTA_FLAGS_PER_TENANT,
+      'flag-bytes-per-tenant': config.QUOTA_FLAG_BYTES_PER_TENANT,
       'environments-per-tenant': config.QUOTA_ENVIRONMENTS_PER_TENANT,
       'oauth-clients-per-tenant': config.QUOTA_OAUTH_CLIENTS_PER_TENANT,
       'tenants-per-user': config.QUOTA_TENANTS_PER_USER,
@@ -44,16 +47,22 @@ export class Quotas {
     return this.limits[quota];
   }
 
-  /** 409 quota-exceeded (naming quota, limit and current count) unless `adding` more fit; holds the owner's turn until `m` ends. */
-  async reserve(m: Tx, quota: QuotaName, ownerId: string, adding = 1): Promise<void> {
+  /**
+   * 409 quota-exceeded (naming quota, limit and current count) unless `adding` more fit; holds the
+   * owner's turn until `m` ends. `written`: `adding` is already written in `m` (flag bytes are
+   * measured once the write is made), so the count includes it. `adds`: what the refusal names as
+   * adding most (the flags of an import), told as they are.
+   */
+  async reserve(m: Tx, quota: QuotaName, ownerId: string, adding = 1, opts: { written?: boolean; adds?: Record<string, number> } = {}): Promise<void> {
     if (adding <= 0) return;
     const limit = this.limits[quota];
-    const current = await this.repo.lockAndCount(m, quota, ownerId);
+    const current = (await this.repo.lockAndCount(m, quota, ownerId)) - (opts.written ? adding : 0);
     if (current + adding <= limit) return;
     throw new ProblemException(QuotaProblems['quota-exceeded'], DETAIL[quota](current, limit, adding), {
       quota,
       limit,
       current,
+      ...(opts.adds !== undefined ? { adds: opts.adds } : {}),
     });
   }
 

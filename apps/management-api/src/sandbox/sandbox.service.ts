@@ -31,6 +31,7 @@ export class SandboxService implements OnModuleInit {
   /** Demo data, written in the transaction that creates the tenant (environments exist by then). */
   async seed(m: Tx, tenant: TenantEntity): Promise<void> {
     const project = await this.projects.create(tenant.id, { name: 'Demo shop', description: 'Sample flags to try evaluation with', color: '#f59e0b' }, m);
+    const ids: string[] = [];
     for (const f of demoFlags()) {
       const flag = await this.flags.insert(m, tenant.id, {
         key: f.key,
@@ -45,7 +46,10 @@ export class SandboxService implements OnModuleInit {
       for (const env of await this.flags.environmentsOf(tenant.id, flag.id, m)) {
         await this.flags.updateEnv(m, tenant.id, flag.id, env, 1, { enabled: true, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites });
       }
+      ids.push(flag.id);
     }
+    // Counted like any flag write (a small, fixed set: no limit to check).
+    await this.flags.measure(m, tenant.id, ids);
   }
 
   status(tenant: TenantEntity): { active: boolean; expiresAt: string } {

@@ -12,6 +12,10 @@ export { USAGE_STATUSES, type UsageStatus };
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
 const TIMESTAMP_MESSAGE = 'must be an ISO 8601 date or date-time with a zone, e.g. 2026-11-01T00:00:00Z';
 
+/** What the gateway records of a caller's x-request-id (service-kit's clientRequestIdOf); anything else names no row. */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const CLIENT_REQUEST_ID_MESSAGE = 'must be 1 to 128 of A-Z a-z 0-9 . _ : - (as the gateway records an x-request-id)';
+
 /** The filter both `GET /api/usage` and `GET /api/usage/summary` take. */
 export class UsageFilterDto {
   @ApiPropertyOptional({ description: 'rows created at or after this instant', example: '2026-11-01T00:00:00Z' })
@@ -43,6 +47,12 @@ export class UsageFilterDto {
   // No control characters: a NUL would reach Postgres as an encoding error.
   @Matches(/^[^\u0000-\u001f\u007f]{1,256}$/u, { message: 'must be a model name of 1 to 256 printable characters' })
   model?: string;
+
+  @ApiPropertyOptional({ description: "the caller's own x-request-id its gateway request carried (clientRequestId)", example: 'order-7f3a:42' })
+  @IsOptional()
+  @IsString()
+  @Matches(CLIENT_REQUEST_ID, { message: CLIENT_REQUEST_ID_MESSAGE })
+  clientRequestId?: string;
 }
 
 /** The list's query: the filter plus `limit` and `cursor` (validation and schema of both kept). */
@@ -72,10 +82,13 @@ export class UsageRowDto {
   outputPer1k: number | null;
   @ApiProperty({ nullable: true, type: Number, description: 'micro-credits per 1,000 cached input tokens the row was charged at; null when the model has no cached price (cached tokens cost inputPer1k)' })
   cachedInputPer1k: number | null;
-  @ApiProperty({ description: 'true when the provider sent no usage and tokens were estimated from the text' }) usageEstimated: boolean;
+  @ApiProperty({ description: 'true when the provider reported no usage: the input is charged at the admission estimate, the output at what was read (for a non-streamed answer never read, the output reserved)' }) usageEstimated: boolean;
+  @ApiProperty({ description: 'true when the debit exceeded the reservation (the provider produced more than the output limit it was told)' }) overrun: boolean;
   @ApiProperty({ nullable: true, type: String }) errorCode: string | null;
   @ApiProperty({ nullable: true, type: Number }) latencyMs: number | null;
-  @ApiProperty({ nullable: true, type: String }) requestId: string | null;
+  @ApiProperty({ nullable: true, type: String, description: "the gateway's id of the request (its x-request-id answer header)" }) requestId: string | null;
+  @ApiProperty({ nullable: true, type: String, description: "the caller's own x-request-id, when it sent one of 1 to 128 of A-Z a-z 0-9 . _ : - (echoed as x-client-request-id)" })
+  clientRequestId: string | null;
   @ApiProperty() createdAt: string;
   @ApiProperty({ nullable: true, type: String }) completedAt: string | null;
 }

@@ -15,6 +15,9 @@ interface LedgerRow {
   cachedTokens?: number;
   /** [inputPer1k, outputPer1k, cachedInputPer1k]: the prices the gateway recorded; absent on rows from before it did. */
   prices?: [number, number, number | null];
+  /** The caller's own x-request-id the gateway recorded. */
+  clientRequestId?: string;
+  overrun?: boolean;
 }
 
 describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', () => {
@@ -32,12 +35,12 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     await f.sql(
       `INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, model, endpoint, status, reserved, debit,
                                  zero_rated, zero_rated_reason, input_tokens, output_tokens, request_id, created_at, completed_at,
-                                 cached_tokens, input_per_1k, output_per_1k, cached_input_per_1k)
-       VALUES ($1, $2, 'ffc_test', $3, 'inhouse', $4, 'chat.completions', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+                                 cached_tokens, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id, overrun)
+       VALUES ($1, $2, 'ffc_test', $3, 'inhouse', $4, 'chat.completions', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
       [
         id, tenantId, r.productKey, r.model, r.status, r.reserved ?? 0, r.debit ?? 0, r.zeroRated ?? false, r.zeroRated ? 'internal product' : null,
         r.inputTokens ?? 0, r.outputTokens ?? 0, `req-${name}`, r.createdAt, r.status === 'pending' ? null : r.createdAt,
-        r.cachedTokens ?? 0, r.prices?.[0] ?? null, r.prices?.[1] ?? null, r.prices?.[2] ?? null,
+        r.cachedTokens ?? 0, r.prices?.[0] ?? null, r.prices?.[1] ?? null, r.prices?.[2] ?? null, r.clientRequestId ?? null, r.overrun ?? false,
       ],
     );
   };
@@ -54,12 +57,12 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     const t = ada.tenantId;
     await insert(t, 'a', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-01T10:00:00.000Z', inputTokens: 10, outputTokens: 20, debit: 300 });
     await insert(t, 'b', { productKey: 'core', model: 'small', status: 'failed', createdAt: '2026-11-02T10:00:00.000Z', inputTokens: 5, debit: 0 });
-    await insert(t, 'c', { productKey: 'core', model: 'large', status: 'succeeded', createdAt: '2026-11-03T10:00:00.000Z', inputTokens: 100, outputTokens: 50, debit: 4000, cachedTokens: 40, prices: [2500, 10000, 1250] });
+    await insert(t, 'c', { productKey: 'core', model: 'large', status: 'succeeded', createdAt: '2026-11-03T10:00:00.000Z', inputTokens: 100, outputTokens: 50, debit: 4000, cachedTokens: 40, prices: [2500, 10000, 1250], clientRequestId: 'order-7f3a:42', overrun: true });
     await insert(t, 'd', { productKey: 'insights', model: 'small', status: 'succeeded', createdAt: '2026-11-04T10:00:00.000Z', inputTokens: 7, outputTokens: 3, zeroRated: true });
     // Two rows of one millisecond: pages must neither skip nor repeat either.
     await insert(t, 'e', { productKey: 'core', model: 'small', status: 'pending', createdAt: '2026-11-05T10:00:00.000Z', reserved: 500 });
     await insert(t, 'f', { productKey: 'core', model: 'small', status: 'abandoned', createdAt: '2026-11-05T10:00:00.000Z', reserved: 200 });
-    await insert(stranger.tenantId, 'x', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-03T12:00:00.000Z', inputTokens: 999, debit: 999 });
+    await insert(stranger.tenantId, 'x', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-03T12:00:00.000Z', inputTokens: 999, debit: 999, clientRequestId: 'order-7f3a:42' });
   });
   afterAll(async () => {
     await f?.stop();
@@ -77,8 +80,10 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
       id: ids['c'], clientId: 'ffc_test', productKey: 'core', provider: 'inhouse', requestedProvider: null, model: 'large', endpoint: 'chat.completions',
       stream: false, status: 'succeeded', reserved: 0, debit: 4000, zeroRated: false, zeroRatedReason: null, inputTokens: 100, outputTokens: 50,
       cachedTokens: 40, inputPer1k: 2500, outputPer1k: 10000, cachedInputPer1k: 1250,
-      usageEstimated: false, errorCode: null, latencyMs: null, requestId: 'req-c', createdAt: '2026-11-03T10:00:00.000Z', completedAt: '2026-11-03T10:00:00.000Z',
+      usageEstimated: false, overrun: true, errorCode: null, latencyMs: null, requestId: 'req-c', clientRequestId: 'order-7f3a:42',
+      createdAt: '2026-11-03T10:00:00.000Z', completedAt: '2026-11-03T10:00:00.000Z',
     });
+    expect(res.body.find((r: { id: string }) => r.id === ids['a'])).toMatchObject({ overrun: false, clientRequestId: null });
     expect(res.body.find((r: { id: string }) => r.id === ids['d'])).toMatchObject({ zeroRated: true, zeroRatedReason: 'internal product', debit: 0 });
     // A row from before prices were recorded says so: null prices, no cached tokens.
     expect(res.body.find((r: { id: string }) => r.id === ids['a'])).toMatchObject({ cachedTokens: 0, inputPer1k: null, outputPer1k: null, cachedInputPer1k: null });
@@ -100,7 +105,7 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     expect(seen).toEqual([...sameMs(), ids['c'], ids['b'], ids['a']]);
   });
 
-  it('filters by from (inclusive), to (exclusive), productKey, status and model', async () => {
+  it('filters by from (inclusive), to (exclusive), productKey, status, model and the caller\'s own request id', async () => {
     const idsOf = async (q: string) => {
       const res = await get(`/api/usage?${q}`);
       expect(res.status).toBe(200);
@@ -114,6 +119,9 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     expect(await idsOf('status=abandoned')).toEqual([ids['f']]);
     expect(await idsOf('model=huge')).toEqual([]);
     expect(await idsOf('from=2026-11-03T10:00:00Z&to=2026-11-03T10:00:00Z')).toEqual([]);
+    // A product backend finds what its own request was charged (another tenant's row of the same id stays theirs).
+    expect(await idsOf('clientRequestId=order-7f3a:42')).toEqual([ids['c']]);
+    expect(await idsOf('clientRequestId=order-7f3a:43')).toEqual([]);
   });
 
   it('sums tokens and debits per product and model for the same filter', async () => {
@@ -181,6 +189,9 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
       ['model=a%00b', 'model'],
       [`model=${'m'.repeat(257)}`, 'model'],
       ['model=', 'model'],
+      ['clientRequestId=two%20words', 'clientRequestId'],
+      [`clientRequestId=${'x'.repeat(129)}`, 'clientRequestId'],
+      ['clientRequestId=', 'clientRequestId'],
       ['tenantId=x', 'tenantId'],
     ];
     for (const path of ['/api/usage', '/api/usage/summary']) {

@@ -82,7 +82,7 @@ function filterOf(q: UsageFilterDto): UsageFilter {
   const to = instant('to');
   if (from && to && from.getTime() > to.getTime()) errors['from'] = 'must not be after to';
   if (Object.keys(errors).length > 0) throw validationProblem(errors);
-  return { from, to, productKey: q.productKey, status: q.status, model: q.model };
+  return { from, to, productKey: q.productKey, status: q.status, model: q.model, clientRequestId: q.clientRequestId };
 }
 
 /** Date.parse rolls 2026-02-30 over to March 2: a date that names no day is refused, not moved. */

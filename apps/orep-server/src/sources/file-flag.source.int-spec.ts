@@ -49,6 +49,9 @@ describe('file source', () => {
       LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
       OREP_AUTH_TOKEN: TOKEN,
       OREP_FLAGS_FILE: file,
+      // Small bounds, so that a file can pass them.
+      OREP_FLAG_MAX_BYTES: '2048',
+      OREP_FLAG_SET_MAX_BYTES: '16384',
     });
     svc = await startTestApp(AppModule.forConfig(config), installFastPath);
   });
@@ -101,6 +104,29 @@ describe('file source', () => {
 
     write([numberFlag('limit', 5)]);
     await waitFor(async () => (await valueOf('limit')) === 5, 5000, 20);
+    expect((await snapshotDetails()).lastError).toBeUndefined();
+  });
+
+  it('refuses a file with a flag over OREP_FLAG_MAX_BYTES, or flags over OREP_FLAG_SET_MAX_BYTES, and keeps serving what it had', async () => {
+    const padded = (key: string, pad: number) => ({ ...numberFlag(key, 6), description: 'd'.repeat(pad) });
+    const refusedWith = (pattern: RegExp) => waitFor(async () => pattern.test((await snapshotDetails()).lastError?.message ?? ''), 5000, 20);
+
+    write([numberFlag('limit', 6), padded('huge', 3000)]);
+    await refusedWith(/^1 problem\(s\): flags\[1\]: its definition takes \d+ bytes, over the 2048 a flag may take$/);
+    expect([await valueOf('limit'), await valueOf('huge')]).toEqual([5, 'status 404']);
+
+    // Ten flags of about 1.7 KB: each fits, together they do not.
+    write(Array.from({ length: 10 }, (_, i) => padded(`f${i}`, 1500)));
+    await refusedWith(/flags: take \d+ bytes, over the 16384 all flags may take$/);
+    expect([await valueOf('limit'), await valueOf('f0')]).toEqual([5, 'status 404']);
+
+    // Over four times the bound, the file is not even read.
+    writeFileSync(file, JSON.stringify({ version: 1, flags: [numberFlag('limit', 7)], padding: ' '.repeat(4 * 16384) }));
+    await refusedWith(/^is \d+ bytes, over the 65536 a flag file may be \(4 times OREP_FLAG_SET_MAX_BYTES\); not read$/);
+    expect(await valueOf('limit')).toBe(5);
+
+    write(Array.from({ length: 8 }, (_, i) => padded(`f${i}`, 1500)));
+    await waitFor(async () => (await valueOf('f7')) === 6, 5000, 20);
     expect((await snapshotDetails()).lastError).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ConfigError } from '@flagship/config';
-import { type FlagFile, type LazyFlagFile, readFlagFile } from './flag-file';
+import { type FlagFile, type FlagFileBounds, type LazyFlagFile, readFlagFile } from './flag-file';
 import { type FlagSource, type FlagSourceStatus, FlagsChangedListeners, type FlagsChangedListener } from './flag-source';
 import { FlagSnapshot } from '@flagship/flag-evaluation';
 
@@ -16,7 +16,16 @@ export interface FileFlagSourceOptions {
   debounceMs?: number;
   /** Safety net for missed watch events (network file systems, a replaced directory). */
   pollMs?: number;
+  /** The bytes each flag and all of them may take (OREP_FLAG_MAX_BYTES, OREP_FLAG_SET_MAX_BYTES); default none. */
+  bounds?: FlagFileBounds;
 }
+
+/**
+ * A file larger than this many times the flags' bound is not read at all: room for the envelope,
+ * indentation and fields evaluation ignores, not for a file that could only be refused after
+ * taking its size in memory.
+ */
+const FILE_BYTES_PER_FLAG_BYTE = 4;
 
 /**
  * Flags from a JSON file (flag-file.ts), watched. The directory is watched rather than the file:
@@ -134,6 +143,8 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     try {
       const s = await stat(this.path);
       this.lastStat = `${s.ino}:${s.size}:${s.mtimeMs}`;
+      const maxFileBytes = FILE_BYTES_PER_FLAG_BYTE * (this.options.bounds?.maxSetBytes ?? Infinity);
+      if (s.size > maxFileBytes) return this.refuse(`is ${s.size} bytes, over the ${maxFileBytes} a flag file may be (${FILE_BYTES_PER_FLAG_BYTE} times OREP_FLAG_SET_MAX_BYTES); not read`);
       text = await readFile(this.path, 'utf8');
     } catch (err) {
       return this.refuse(`cannot be read (${err instanceof Error ? err.message : String(err)})`);
@@ -143,7 +154,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     if (digest === this.lastDigest && this.current) return undefined;
     let file: LazyFlagFile;
     try {
-      file = readFlagFile(text);
+      file = readFlagFile(text, this.options.bounds);
     } catch (err) {
       return this.refuse(err instanceof Error ? err.message : String(err));
     }

@@ -1,4 +1,5 @@
 import exampleFlags from '../../flags.example.json';
+import { flagDefinitionBytes } from '@flagship/flag-evaluation';
 import { FlagFileError, parseFlagFile, readFlagFile, validateFlagFile } from './flag-file';
 
 const flag = (key: string) => ({
@@ -103,6 +104,30 @@ describe('flag file', () => {
         expect(load(diamond(11))).toThrow(/flags\[\d+\]\.prerequisites: its prerequisites lead through a chain of 11 prerequisites \(at most 10 deep\) \('l0a'\)/);
         expect(load(diamond(60))).toThrow(/reach more than 100 flags through prerequisites/);
       }
+    });
+  });
+
+  describe('size bounds (OREP_FLAG_MAX_BYTES, OREP_FLAG_SET_MAX_BYTES)', () => {
+    const big = (key: string, pad: number) => ({ ...flag(key), description: 'd'.repeat(pad) });
+    const text = (flags: unknown[]) => JSON.stringify({ version: 2, flags });
+    const size = (f: object) => flagDefinitionBytes(f);
+
+    it('refuses a file holding a flag over the bound, naming it and its bytes; both readers', () => {
+      const bounds = { maxFlagBytes: 1000, maxSetBytes: 100_000 };
+      const flags = [flag('a'), big('huge', 2000)];
+      for (const load of [() => readFlagFile(text(flags), bounds), () => validateFlagFile(JSON.parse(text(flags)), bounds)]) {
+        expect(load).toThrow(`1 problem(s): flags[1]: its definition takes ${size(flags[1]!)} bytes, over the 1000 a flag may take`);
+      }
+      expect(readFlagFile(text([flag('a'), big('fits', 500)]), bounds).flags.map((f) => f.key)).toEqual(['a', 'fits']);
+    });
+
+    it('refuses a file whose flags together pass the bound', () => {
+      const flags = [big('a', 600), big('b', 600), big('c', 600)];
+      const bounds = { maxFlagBytes: 1000, maxSetBytes: size(flags[0]!) * 2 };
+      const total = flags.reduce((n, f) => n + size(f), 0);
+      expect(() => readFlagFile(text(flags), bounds)).toThrow(`flags: take ${total} bytes, over the ${bounds.maxSetBytes} all flags may take`);
+      expect(() => parseFlagFile(text(flags), bounds)).toThrow(FlagFileError);
+      expect(readFlagFile(text(flags.slice(0, 2)), bounds).flags).toHaveLength(2);
     });
   });
 

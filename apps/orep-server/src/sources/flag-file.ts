@@ -1,4 +1,4 @@
-import { type FlagDefinition, prerequisiteBoundProblems, validateFlagDefinition, withLegacyReferenceKinds } from '@flagship/flag-evaluation';
+import { type FlagDefinition, flagDefinitionBytes, prerequisiteBoundProblems, validateFlagDefinition, withLegacyReferenceKinds } from '@flagship/flag-evaluation';
 
 /**
  * The flag file: the export format of management-api's `GET /api/flags/export` (one tenant, one
@@ -37,6 +37,21 @@ export class FlagFileError extends Error {
 /** How many problems a refusal lists before summarising the rest. */
 const SHOWN_PROBLEMS = 5;
 
+/** The bytes a file's flags may take (flagDefinitionBytes): each flag, and all of them together. */
+export interface FlagFileBounds {
+  maxFlagBytes: number;
+  maxSetBytes: number;
+}
+
+/** No bounds (the example flags built into the app). */
+const UNBOUNDED: FlagFileBounds = { maxFlagBytes: Infinity, maxSetBytes: Infinity };
+
+/** What the flags checked so far take, against the bounds. */
+interface SizeTally {
+  bounds: FlagFileBounds;
+  total: number;
+}
+
 /**
  * Parses and validates a whole flag file, or throws FlagFileError. All or nothing: one invalid flag
  * refuses the file, so a half-edited file never replaces flags that worked.
@@ -45,8 +60,8 @@ const SHOWN_PROBLEMS = 5;
  * prerequisite flag was being deleted must still load (the evaluator answers such a flag with
  * PREREQUISITE_FAILED, and a cycle with an error, exactly as the Postgres source would).
  */
-export function parseFlagFile(text: string): FlagFile {
-  const file = readFlagFile(text);
+export function parseFlagFile(text: string, bounds: FlagFileBounds = UNBOUNDED): FlagFile {
+  const file = readFlagFile(text, bounds);
   return { ...file, flags: file.flags.map((f) => JSON.parse(f.text) as FlagDefinition) };
 }
 
@@ -66,19 +81,20 @@ export type LazyFlagFile = Omit<FlagFile, 'flags'> & { flags: FlagFileEntry[] };
  * 100,000 flags (a 40 MB file) orep-server peaked at 300 MB resident, against a 300 MB budget. Files
  * the splitter does not follow (see splitFlags) take that path still, with the same outcome.
  */
-export function readFlagFile(text: string): LazyFlagFile {
+export function readFlagFile(text: string, bounds: FlagFileBounds = UNBOUNDED): LazyFlagFile {
   const split = splitFlags(text);
-  if (split === undefined) return wholeFile(text);
+  if (split === undefined) return wholeFile(text, bounds);
   let envelope: Record<string, unknown>;
   try {
     envelope = JSON.parse(split.envelope) as Record<string, unknown>;
   } catch {
-    return wholeFile(text); // whose error names the position in the file, not in the envelope
+    return wholeFile(text, bounds); // whose error names the position in the file, not in the envelope
   }
   const problems: string[] = envelopeProblems(envelope);
   const flags: FlagFileEntry[] = [];
   const seen = new Map<string, number>();
   const graph: PrerequisiteGraph = new Map();
+  const size: SizeTally = { bounds, total: 0 };
   for (let i = 0; i < split.flags.length; i++) {
     const [from, to] = split.flags[i]!;
     let flagText = text.slice(from, to);
@@ -86,22 +102,23 @@ export function readFlagFile(text: string): LazyFlagFile {
     try {
       flag = JSON.parse(flagText);
     } catch {
-      return wholeFile(text); // which says where, in the whole file
+      return wholeFile(text, bounds); // which says where, in the whole file
     }
     if (envelope.version === 1) {
       const upgraded = fromVersion1(flag);
       if (upgraded !== flag) flagText = JSON.stringify((flag = upgraded));
     }
-    checkFlag(flag, i, seen, problems, graph);
+    checkFlag(flag, i, seen, problems, graph, size);
     if (problems.length === 0) flags.push({ key: (flag as FlagDefinition).key, text: flagText });
   }
   checkPrerequisiteBounds(graph, seen, problems);
+  checkTotal(size, problems);
   throwIfAny(problems);
   return { ...(envelope as Omit<FlagFile, 'flags'>), flags };
 }
 
-function wholeFile(text: string): LazyFlagFile {
-  const file = validateFlagFile(parseJson(text));
+function wholeFile(text: string, bounds: FlagFileBounds): LazyFlagFile {
+  const file = validateFlagFile(parseJson(text), bounds);
   return { ...file, flags: file.flags.map((f) => ({ key: f.key, text: JSON.stringify(f) })) };
 }
 
@@ -227,7 +244,7 @@ function skipValue(text: string, i: number): number {
 }
 
 /** validateFlagFile's half of parseFlagFile, for a document already parsed. */
-export function validateFlagFile(doc: unknown): FlagFile {
+export function validateFlagFile(doc: unknown, bounds: FlagFileBounds = UNBOUNDED): FlagFile {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new FlagFileError('must be a JSON object');
   const given = doc as Record<string, unknown>;
   const d = given.version === 1 && Array.isArray(given.flags) ? { ...given, flags: given.flags.map(fromVersion1) } : given;
@@ -235,8 +252,10 @@ export function validateFlagFile(doc: unknown): FlagFile {
   if (Array.isArray(d.flags)) {
     const seen = new Map<string, number>();
     const graph: PrerequisiteGraph = new Map();
-    (d.flags as unknown[]).forEach((flag, i) => checkFlag(flag, i, seen, problems, graph));
+    const size: SizeTally = { bounds, total: 0 };
+    (d.flags as unknown[]).forEach((flag, i) => checkFlag(flag, i, seen, problems, graph, size));
     checkPrerequisiteBounds(graph, seen, problems);
+    checkTotal(size, problems);
   }
   throwIfAny(problems);
   return d as unknown as FlagFile;
@@ -259,12 +278,17 @@ function envelopeProblems(d: unknown): string[] {
 type PrerequisiteGraph = Map<string, Pick<FlagDefinition, 'prerequisites'>>;
 
 /**
- * Adds the problems of flags[i] (its own, and a key already seen) to `problems`, and its
- * prerequisites to `graph`.
+ * Adds the problems of flags[i] (its own, its size, and a key already seen) to `problems`, its
+ * prerequisites to `graph` and its bytes to `size`.
  */
-function checkFlag(flag: unknown, i: number, seen: Map<string, number>, problems: string[], graph: PrerequisiteGraph): void {
+function checkFlag(flag: unknown, i: number, seen: Map<string, number>, problems: string[], graph: PrerequisiteGraph, size: SizeTally): void {
   for (const p of validateFlagDefinition(flag as FlagDefinition)) {
     problems.push(`flags[${i}]${p.path === '' ? '' : `.${p.path}`}: ${p.message}`);
+  }
+  if (typeof flag === 'object' && flag !== null) {
+    const bytes = flagDefinitionBytes(flag);
+    size.total += bytes;
+    if (bytes > size.bounds.maxFlagBytes) problems.push(`flags[${i}]: its definition takes ${bytes} bytes, over the ${size.bounds.maxFlagBytes} a flag may take`);
   }
   const key = (flag as { key?: unknown } | null)?.key;
   if (typeof key === 'string') {
@@ -282,6 +306,10 @@ function checkFlag(flag: unknown, i: number, seen: Map<string, number>, problems
  */
 function checkPrerequisiteBounds(graph: PrerequisiteGraph, seen: Map<string, number>, problems: string[]): void {
   for (const p of prerequisiteBoundProblems(graph)) problems.push(`flags[${seen.get(p.key)}].prerequisites: its prerequisites ${p.message} ('${p.key}')`);
+}
+
+function checkTotal(size: SizeTally, problems: string[]): void {
+  if (size.total > size.bounds.maxSetBytes) problems.push(`flags: take ${size.total} bytes, over the ${size.bounds.maxSetBytes} all flags may take`);
 }
 
 function throwIfAny(problems: string[]): void {

@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import type Redis from 'ioredis';
-import { runMigrations } from '@flagship/persistence';
+import { measureFlagDefinitions, runMigrations } from '@flagship/persistence';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment, writeNumberFlag } from '@flagship/testing';
@@ -107,7 +107,8 @@ describe('Postgres source', () => {
     let app: RunningApp;
 
     beforeAll(async () => {
-      app = await startOrep();
+      // The 30,000-rule flag below is far over OREP_FLAG_MAX_BYTES: this app lets it in to prove the evaluation budget.
+      app = await startOrep({ OREP_FLAG_MAX_BYTES: String(8 * 1024 * 1024) });
       // Subscribed before the tests publish anything.
       await waitFor(async () => (await readiness(app)).checks.snapshot.subscriber === 'ready', 10000, 20);
     });
@@ -257,6 +258,59 @@ describe('Postgres source', () => {
     await setFlag('limit', 6); // no message at all
     await waitFor(async () => (await valueOf(app, 'limit')) === 6, 5000, 20);
     await app.close();
+  });
+
+  it('serves the rest when a flag is over OREP_FLAG_MAX_BYTES; refuses a set over OREP_FLAG_SET_MAX_BYTES, keeping its last good flags', async () => {
+    const SIZED = '6f0c3a52-1b7e-4c1e-9a51-2d9f4c1e0a03';
+    await db.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'Sized', 'owner@example.com')`, [SIZED]);
+    await db.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, 'production', 'Production')`, [SIZED]);
+    /** A JSON flag of about `pad` bytes, on in production, its size stored as management-api stores it. */
+    const putJson = async (key: string, pad: number) => {
+      await db.query(
+        `WITH f AS (INSERT INTO flags (tenant_id, key, name, type, default_value, variations) VALUES ($1, $2, $2, 'json', '{}', $3::jsonb) RETURNING id, tenant_id)
+         INSERT INTO flag_environments (tenant_id, flag_id, environment_key, enabled) SELECT tenant_id, id, 'production', true FROM f`,
+        [SIZED, key, JSON.stringify([{ id: 'v', name: 'v', value: { blob: 'x'.repeat(pad) }, weight: 0 }])],
+      );
+      await measureFlagDefinitions({ query: async (text, params) => (await db.query(text, params)).rows }, SIZED, { environment: 'production' });
+    };
+    const bounds = { OREP_TENANT_ID: SIZED, OREP_FLAG_MAX_BYTES: '2048', OREP_FLAG_SET_MAX_BYTES: '8192' };
+    await setFlag('small', 1, SIZED);
+    await putJson('huge', 3000);
+
+    const app = await startOrep(bounds);
+    expect([await valueOf(app, 'small'), await valueOf(app, 'huge')]).toEqual([1, 'not found']);
+    const ready = await readiness(app);
+    expect([ready.status, ready.checks.snapshot]).toEqual([200, expect.objectContaining({ status: 'up', flags: 1, refused: { huge: expect.any(Number) } })]);
+    expect(ready.checks.snapshot.refused.huge).toBeGreaterThan(3000);
+    await waitFor(async () => (await readiness(app)).checks.snapshot.subscriber === 'ready', 10000, 20);
+
+    // About 1.6 KB each: four more take the set past 8192 bytes. Announced as a change to the whole
+    // set, it is refused whole, and the flags served stay as they were.
+    for (let i = 0; i < 4; i++) await putJson(`grow-${i}`, 1500);
+    await setFlag('small', 2, SIZED);
+    await publisher.publish(channel, JSON.stringify({ tenantId: SIZED, environment: 'production' }));
+    const refused = await waitFor(async () => {
+      const r = await readiness(app);
+      return /over the 8192 bytes one environment's flags may take/.test(r.checks.snapshot.lastError?.message ?? '') ? r : undefined;
+    }, 10000, 20);
+    expect([refused.status, refused.checks.snapshot.status]).toEqual([200, 'up']);
+    expect([await valueOf(app, 'small'), await valueOf(app, 'grow-0')]).toEqual([1, 'not found']);
+
+    // A server started on a set over the bound has nothing to serve: unready, saying why, and it stays up.
+    const fresh = await startOrep(bounds);
+    const unready = await readiness(fresh);
+    expect([unready.status, unready.checks.snapshot.lastError?.message]).toEqual([503, expect.stringMatching(/over the 8192 bytes one environment's flags may take; refused$/)]);
+    expect((await http(`${fresh.url}/healthz`)).status).toBe(200);
+
+    // Small enough again: both serve the current flags.
+    await db.query(`DELETE FROM flags WHERE tenant_id = $1 AND key LIKE 'grow-%'`, [SIZED]);
+    await publisher.publish(channel, JSON.stringify({ tenantId: SIZED, environment: 'production' }));
+    await waitFor(async () => (await valueOf(app, 'small')) === 2, 10000, 20);
+    await waitFor(async () => (await readiness(fresh)).status === 200, 10000, 50);
+    expect([await valueOf(fresh, 'small'), await valueOf(fresh, 'huge')]).toEqual([2, 'not found']);
+    expect((await readiness(app)).checks.snapshot.lastError).toBeUndefined();
+    await app.close();
+    await fresh.close();
   });
 
   it('is unready (503) until a first snapshot loads, then ready', async () => {

@@ -11,6 +11,10 @@ export interface PostgresFlagSourceOptions {
   reconcileMs: number;
   /** Longest wait between attempts while Postgres does not answer. */
   maxRetryMs?: number;
+  /** A flag over this many bytes is not served (the rest are); default DEFAULT_FLAG_MAX_BYTES. */
+  maxFlagBytes?: number;
+  /** A set over this many bytes is refused: not loaded, or the last good one kept. Default: none. */
+  maxSetBytes?: number;
 }
 
 /**
@@ -41,6 +45,10 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
       reconcileMs: options.reconcileMs,
       maxEntries: 1,
       maxRetryMs: options.maxRetryMs,
+      maxFlagBytes: options.maxFlagBytes,
+      maxSetBytes: options.maxSetBytes,
+      // The one set this server has: a refusal keeps serving the flags it had (and /readyz says why).
+      keepLastGoodWhenTooLarge: true,
     });
     this.store.onChange((change) => {
       if (change.tenantId !== options.tenantId || change.environment !== options.environment) return;

@@ -17,7 +17,12 @@ export class SourcesModule {
       case 'file':
         providers.push({
           provide: FLAG_SOURCE,
-          useFactory: () => new FileFlagSource({ path: config.OREP_FLAGS_FILE, tenantId: config.OREP_TENANT_ID || undefined }),
+          useFactory: () =>
+            new FileFlagSource({
+              path: config.OREP_FLAGS_FILE,
+              tenantId: config.OREP_TENANT_ID || undefined,
+              bounds: { maxFlagBytes: config.OREP_FLAG_MAX_BYTES, maxSetBytes: config.OREP_FLAG_SET_MAX_BYTES },
+            }),
         });
         break;
       case 'embedded':
@@ -33,6 +38,8 @@ export class SourcesModule {
               tenantId: config.OREP_TENANT_ID,
               environment: config.OREP_ENVIRONMENT,
               reconcileMs: config.OREP_RECONCILE_S * 1000,
+              maxFlagBytes: config.OREP_FLAG_MAX_BYTES,
+              maxSetBytes: config.OREP_FLAG_SET_MAX_BYTES,
             }),
         });
         break;

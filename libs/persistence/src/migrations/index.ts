@@ -15,6 +15,8 @@ import { Budgets1763840000000 } from './1763840000000-budgets';
 import { UsageLedgerUpstreamCalled1763840100000 } from './1763840100000-usage-ledger-upstream-called';
 import { LedgerFlushBarriers1763840200000 } from './1763840200000-ledger-flush-barriers';
 import { UsageLedgerAgentEndpoints1763850000000 } from './1763850000000-usage-ledger-agent-endpoints';
+import { FlagDefinitionBytes1763860000000 } from './1763860000000-flag-definition-bytes';
+import { UsageLedgerOverrunClientRequestId1763860300000 } from './1763860300000-usage-ledger-overrun-client-request-id';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -35,4 +37,6 @@ export const MIGRATIONS = [
   UsageLedgerUpstreamCalled1763840100000,
   LedgerFlushBarriers1763840200000,
   UsageLedgerAgentEndpoints1763850000000,
+  FlagDefinitionBytes1763860000000,
+  UsageLedgerOverrunClientRequestId1763860300000,
 ];

@@ -11,6 +11,8 @@ export interface UsageFilter {
   productKey?: string;
   status?: UsageStatus;
   model?: string;
+  /** The caller's own `x-request-id` its gateway request carried: what that request was charged. */
+  clientRequestId?: string;
 }
 
 /** One AI gateway request as the ledger recorded it; credits in micro-credits. */
@@ -37,10 +39,16 @@ export interface UsageRow {
   outputPer1k: number | null;
   /** Null when the model has no cached price (cached tokens cost inputPer1k). */
   cachedInputPer1k: number | null;
+  /** The provider reported no usage: the input charged at the admission estimate, the output at what was read (for a non-streamed answer never read, the output reserved). */
   usageEstimated: boolean;
+  /** The debit exceeded the reservation: the provider produced more than the output limit it was told. */
+  overrun: boolean;
   errorCode: string | null;
   latencyMs: number | null;
+  /** The gateway's id of the request (its `x-request-id` answer header). */
   requestId: string | null;
+  /** The caller's own `x-request-id` (1 to 128 of A-Z a-z 0-9 . _ : -), when it sent one. */
+  clientRequestId: string | null;
   createdAt: string;
   completedAt: string | null;
 }
@@ -59,7 +67,7 @@ export interface UsageSummary {
   byProductAndModel: Array<UsageTotals & { productKey: string; model: string }>;
 }
 
-const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model });
+const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model, clientRequestId: f.clientRequestId });
 
 /** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
 export class UsageResource {

@@ -25,9 +25,10 @@ const IN_PROJECT = '/api/flags/projects/:projectId/flags/:flagKey/evaluate';
 
 /**
  * Evaluation changes nothing, so it takes no Idempotency-Key (a key sent is ignored, as the SDK sends
- * none): a replayed answer would be an old evaluation. Hence no 409; 413 and 415 are the body's.
+ * none): a replayed answer would be an old evaluation. Its 409 is a flag or an environment's flags
+ * over the size the service holds (flag-too-large, flag-set-too-large); 413 and 415 are the body's.
  */
-const ERRORS = problemResponses(400, 401, 403, 404, 413, 415, 422, 429, 503);
+const ERRORS = problemResponses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503);
 
 const HEADERS = [
   { name: 'X-Environment', in: 'header', description: 'environment key, default production', required: false, schema: { type: 'string' } },

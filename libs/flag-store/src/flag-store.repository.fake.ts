@@ -1,0 +1,51 @@
+import { flagDefinitionBytes, type FlagDefinition } from '@flagship/flag-evaluation';
+import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
+
+/**
+ * In-memory twin of FlagStoreRepository for the store's unit specs: flags per tenant-environment,
+ * each write a new fingerprint; `storedBytes` sums what the writes measured, as definition_bytes
+ * does (`unmeasured` leaves a flag out of it, as a row written before the column was).
+ */
+export class FakeFlagStoreRepository implements FlagStoreReads {
+  private readonly sets = new Map<string, Map<string, StoredFlag & { measured: number }>>();
+  private writes = 0;
+  /** What each read asked for, in order: `all t/e`, `keys t/e a,b`, `fingerprints t/e`, `bytes t/e`. */
+  readonly reads: string[] = [];
+
+  put(tenantId: string, environment: string, definition: FlagDefinition, opts: { unmeasured?: boolean } = {}): void {
+    const set = this.sets.get(`${tenantId}/${environment}`) ?? new Map<string, StoredFlag & { measured: number }>();
+    this.sets.set(`${tenantId}/${environment}`, set);
+    set.set(definition.key, { key: definition.key, projectId: null, fingerprint: `w${++this.writes}`, definition, measured: opts.unmeasured ? 0 : flagDefinitionBytes(definition) });
+  }
+
+  remove(tenantId: string, environment: string, key: string): void {
+    this.sets.get(`${tenantId}/${environment}`)?.delete(key);
+  }
+
+  async findAll(tenantId: string, environment: string): Promise<StoredFlag[]> {
+    this.reads.push(`all ${tenantId}/${environment}`);
+    return [...(this.sets.get(`${tenantId}/${environment}`)?.values() ?? [])].map(stored);
+  }
+
+  async findByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredFlag[]> {
+    this.reads.push(`keys ${tenantId}/${environment} ${[...keys].sort().join(',')}`);
+    const set = this.sets.get(`${tenantId}/${environment}`);
+    return keys.flatMap((k) => (set?.has(k) ? [stored(set.get(k)!)] : []));
+  }
+
+  async fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
+    this.reads.push(`fingerprints ${tenantId}/${environment}`);
+    return new Map([...(this.sets.get(`${tenantId}/${environment}`)?.values() ?? [])].map((f) => [f.key, f.fingerprint]));
+  }
+
+  async storedBytes(tenantId: string, environment: string): Promise<number> {
+    this.reads.push(`bytes ${tenantId}/${environment}`);
+    let bytes = 0;
+    for (const f of this.sets.get(`${tenantId}/${environment}`)?.values() ?? []) bytes += f.measured;
+    return bytes;
+  }
+}
+
+function stored({ measured: _measured, ...flag }: StoredFlag & { measured: number }): StoredFlag {
+  return flag;
+}
