@@ -63,8 +63,19 @@ export const managementApiEnv = {
   QUOTA_INVITATIONS_PER_TENANT: num({ default: 50, desc: 'pending (unexpired) invitations one tenant may hold; past it 409 quota-exceeded' }),
   INVITATION_TTL_DAYS: num({ default: 14, desc: 'an invitation expires this many days after it is sent (re-inviting the e-mail renews it)' }),
   CHECKOUT_SESSIONS_PER_HOUR: num({ default: 20, desc: 'Stripe Checkout and portal sessions one tenant may start per hour (POST /api/billing/checkout); past it 429 with Retry-After' }),
-  FLAG_STREAMS_PER_TENANT: num({ default: 50, desc: 'flag-data streams (GET /api/flag-stream) one tenant may hold open on one process; past it 429' }),
-  FLAG_STREAMS_PER_PROCESS: num({ default: 5000, desc: 'flag-data streams one process holds open; past it 503 with Retry-After (another replica may take it)' }),
+  FLAG_STREAMS_PER_TENANT_FREE: num({ default: 10, desc: 'flag-data streams (GET /api/flag-stream) a free-plan tenant may hold open on one process (its stream allowance); past it 429' }),
+  FLAG_STREAMS_PER_TENANT_STANDARD: num({ default: 50, desc: 'the stream allowance of a standard-plan tenant on one process' }),
+  FLAG_STREAMS_PER_TENANT_PREMIUM: num({ default: 200, desc: 'the stream allowance of a premium-plan tenant on one process' }),
+  FLAG_STREAMS_PER_USER: num({ default: 10, desc: 'flag-data streams one person (ID token) may hold open on one process across all their tenants; past it 429' }),
+  FLAG_STREAMS_PER_CLIENT: num({ default: 200, desc: 'flag-data streams one OAuth client may hold open on one process (its tenant\'s allowance bounds it too); past it 429' }),
+  FLAG_STREAMS_PER_ADDRESS: num({
+    default: 200,
+    desc: 'flag-data streams one client address (an IPv6 /64 counts as one; behind a proxy set TRUST_PROXY) may hold open on one process across tenants; past it 429',
+  }),
+  FLAG_STREAMS_PER_PROCESS: num({
+    default: 5000,
+    desc: 'flag-data streams one process holds open; past it a free-plan stream is refused (503 with Retry-After) and a paid-plan one takes the place of the newest free-plan stream',
+  }),
   FLAG_STREAM_HEARTBEAT_SECONDS: num({ default: 15, desc: 'a comment line on every flag-data stream this often, so proxies and clients see it alive' }),
   FLAG_STREAM_MAX_AGE_SECONDS: num({
     default: 900,
@@ -89,6 +100,16 @@ export function isLoopbackUrl(address: string): boolean {
     return false;
   }
 }
+
+const FLAG_STREAM_COUNTS = [
+  'FLAG_STREAMS_PER_TENANT_FREE',
+  'FLAG_STREAMS_PER_TENANT_STANDARD',
+  'FLAG_STREAMS_PER_TENANT_PREMIUM',
+  'FLAG_STREAMS_PER_USER',
+  'FLAG_STREAMS_PER_CLIENT',
+  'FLAG_STREAMS_PER_ADDRESS',
+  'FLAG_STREAMS_PER_PROCESS',
+] as const;
 
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
@@ -129,8 +150,15 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   ] as const) {
     if (raw[smaller] > raw[larger]) throw new ConfigError(`invalid configuration: ${smaller} (${raw[smaller]}) must not be more than ${larger} (${raw[larger]})`);
   }
-  for (const name of ['FLAG_STREAMS_PER_TENANT', 'FLAG_STREAMS_PER_PROCESS', 'FLAG_STREAM_HEARTBEAT_SECONDS', 'FLAG_STREAM_MAX_AGE_SECONDS', 'FLAG_STREAM_MAX_BUFFER_BYTES'] as const) {
+  for (const name of FLAG_STREAM_COUNTS) {
+    if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
+  }
+  for (const name of ['FLAG_STREAM_HEARTBEAT_SECONDS', 'FLAG_STREAM_MAX_AGE_SECONDS', 'FLAG_STREAM_MAX_BUFFER_BYTES'] as const) {
     if (!(raw[name] > 0)) throw new ConfigError(`invalid configuration: ${name} must be more than 0`);
+  }
+  // Renamed when the allowance became per plan: a value set for the old name would otherwise be ignored without a word.
+  if (env['FLAG_STREAMS_PER_TENANT'] !== undefined) {
+    throw new ConfigError('invalid configuration: FLAG_STREAMS_PER_TENANT is replaced by FLAG_STREAMS_PER_TENANT_FREE, FLAG_STREAMS_PER_TENANT_STANDARD and FLAG_STREAMS_PER_TENANT_PREMIUM');
   }
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');

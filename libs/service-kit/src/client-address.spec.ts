@@ -48,7 +48,15 @@ describe('addressBucket', () => {
     ['2001:db8:1:2::198.51.100.1', '2001:db8:1:2::/64'],
     ['unknown', 'unknown'],
     ['not:an:address', 'not:an:address'],
+    ['2001:db8:aa:1:ffff:ffff:ffff:ffff', '2001:db8:aa:1::/64'],
+    ['2001:db8:aa:1::7%eth0', '2001:db8:aa:1::/64'],
+    ['2001:db8:aa:1:0:0:1.2.3.4', '2001:db8:aa:1::/64'],
+    ['::FFFF:203.0.113.7', '203.0.113.7'],
   ])('%s counts as %s', (address, group) => {
     expect(addressBucket(address)).toBe(group);
+  });
+
+  it('cuts what is not an address to 100 characters: it is the key of a count', () => {
+    expect(addressBucket('x'.repeat(500))).toHaveLength(100);
   });
 });

@@ -1,5 +1,5 @@
-import { isIPv6 } from 'node:net';
 import type { IncomingMessage } from 'node:http';
+import { isIPv6 } from 'node:net';
 
 /** Where the platform notes, on each request, how many proxy hops its app trusts (see trustProxyHops). */
 const TRUSTED_HOPS = Symbol('flagship.trustedProxyHops');
@@ -36,12 +36,13 @@ export function clientAddress(req: IncomingMessage, hops = (req as Marked)[TRUST
  * as its /64 (`2001:db8:1:2::/64`). One subscriber holds a whole /64 (a home, a phone, a VM), and its
  * privacy addresses rotate within it, so counting IPv6 per address would give one household 2^64
  * allowances. IPv4 written in IPv6 (`::ffff:203.0.113.7`, a dual-stack socket's form, and the NAT64
- * prefix 64:ff9b::/96) counts as the IPv4 address it carries. Anything else is returned unchanged.
+ * prefix 64:ff9b::/96) counts as the IPv4 address it carries. Anything else is returned as it is,
+ * cut to 100 characters (it is a key of a count).
  */
 export function addressBucket(address: string): string {
-  if (!address.includes(':')) return address;
+  if (!address.includes(':')) return address.slice(0, 100);
   const hextets = ipv6Hextets(address);
-  if (hextets === undefined) return address;
+  if (hextets === undefined) return address.slice(0, 100);
   const [a, b, c, d, e, f, g, h] = hextets as [number, number, number, number, number, number, number, number];
   const zeros80 = a === 0 && b === 0 && c === 0 && d === 0 && e === 0;
   if ((zeros80 && f === 0xffff) || (a === 0x64 && b === 0xff9b && c === 0 && d === 0 && e === 0 && f === 0)) {

@@ -5,6 +5,7 @@ import type { Scope, TenantRole } from '@flagship/domain';
 import { callerOf, type CallerContext } from '@flagship/service-kit';
 import type { TenantEntity } from '@flagship/persistence';
 import type { UserEntity } from '../users/user.entity';
+import type { TenantPrincipal } from './tenant-access.resolver';
 
 export const TENANT_ACCESS = 'auth:tenant-access';
 export const PLATFORM_ADMIN_ONLY = 'auth:platform-admin';
@@ -42,7 +43,8 @@ export interface VerifiedEmail {
   verified: boolean;
 }
 
-export type AuthenticatedRequest = Request & { authUser?: UserEntity; authEmail?: VerifiedEmail; tenant?: TenantEntity };
+/** `authExpiresAt`: when the request's token stops being valid (ms), for what outlives the request (a stream). */
+export type AuthenticatedRequest = Request & { authUser?: UserEntity; authEmail?: VerifiedEmail; authExpiresAt?: number; tenant?: TenantEntity };
 
 export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext): CallerContext => {
   const caller = callerOf(ctx.switchToHttp().getRequest<Request>());
@@ -65,6 +67,14 @@ export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionCon
   const tenant = ctx.switchToHttp().getRequest<AuthenticatedRequest>().tenant;
   if (!tenant) throw new Error('CurrentTenant used on a route without @TenantAccess');
   return tenant;
+});
+
+/** The caller, its active tenant and its token's expiry, on a @TenantAccess route: what a response that outlives the request (a stream) is held to. */
+export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantPrincipal => {
+  const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+  const caller = callerOf(req);
+  if (!caller || !req.tenant || req.authExpiresAt === undefined) throw new Error('CurrentPrincipal used on a route without @TenantAccess');
+  return { caller, tenant: req.tenant, expiresAt: req.authExpiresAt };
 });
 
 /**

@@ -13,13 +13,15 @@ import { TenantAccessResolver } from './tenant-access.resolver';
 /**
  * Who is calling: ID-token verification, the sign-in bootstrap, the tenant-access rules
  * (TenantAccessResolver) and the two guards that apply them to Nest routes. The app
- * registers the guards globally, in order, after providing CLIENT_TOKEN_PORT.
+ * registers the guards globally, in order, after providing CLIENT_TOKEN_PORT. Global: what outlives
+ * a request (a flag-data stream) has its access decided again by the same resolver.
  */
 @Module({})
 export class AuthModule {
   static forRoot(idpMode: string, clientTokens: { imports: DynamicModule['imports']; provider: Provider }): DynamicModule {
     return {
       module: AuthModule,
+      global: true,
       imports: [UsersModule, TenantsModule, DevIdpModule.forMode(idpMode), ...(clientTokens.imports ?? [])],
       controllers: [AuthController],
       providers: [AuthService, IdTokenVerifier, IdentityProviderAdapter, AuthenticationGuard, AuthorizationGuard, TenantAccessResolver, clientTokens.provider],

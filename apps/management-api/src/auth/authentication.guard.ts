@@ -23,6 +23,7 @@ export class AuthenticationGuard implements CanActivate {
     const who = await this.access.authenticate(req.headers.authorization);
     if (who.user) req.authUser = who.user;
     if (who.email) req.authEmail = who.email;
+    req.authExpiresAt = who.expiresAt;
     setCaller(req, who.caller);
     return true;
   }

@@ -1,68 +1,18 @@
 import { connect, type Socket } from 'node:net';
 import { http } from '@flagship/testing';
-import { readServerSentEvents } from '@flagship/sdk';
+import { FlagStreamClient } from '../testing/flag-stream.fixture';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 import { FlagStreams } from './flag-streams';
-
-interface Received {
-  event: string;
-  id: string | undefined;
-  data: any;
-}
-
-/** An open flag-data stream read in the background; `next` waits for the next event (comments skipped). */
-class OpenStream {
-  readonly events: Received[] = [];
-  private read = 0;
-  private wake: (() => void) | undefined;
-  ended = false;
-
-  constructor(
-    readonly response: Response,
-    private readonly controller: AbortController,
-  ) {
-    void (async () => {
-      try {
-        for await (const e of readServerSentEvents(response.body!)) {
-          if (e.kind === 'event') this.events.push({ event: e.event, id: e.id, data: JSON.parse(e.data) });
-          this.wake?.();
-        }
-      } catch {
-        // aborted by close()
-      }
-      this.ended = true;
-      this.wake?.();
-    })();
-  }
-
-  async next(timeoutMs = 5000): Promise<Received> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.read >= this.events.length) {
-      if (this.ended) throw new Error('the stream ended');
-      if (Date.now() > deadline) throw new Error(`no event within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        setTimeout(resolve, 50);
-      });
-    }
-    return this.events[this.read++]!;
-  }
-
-  close(): void {
-    this.controller.abort();
-  }
-}
 
 describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', () => {
   let f: ManagementApiFixture;
   let owner: SignedUp;
   let other: SignedUp;
-  const streams: OpenStream[] = [];
 
   beforeAll(async () => {
     // FLAG_MAX_BYTES raised: the slow-consumer test streams a flag of about 500 KB.
     f = await ManagementApiFixture.start({
-      FLAG_STREAMS_PER_TENANT: '3',
+      FLAG_STREAMS_PER_TENANT_FREE: '3',
       FLAG_STREAMS_PER_PROCESS: '5',
       FLAG_STREAM_MAX_BUFFER_BYTES: String(256 * 1024),
       FLAG_MAX_BYTES: String(1024 * 1024),
@@ -70,24 +20,15 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
     owner = await f.signUp();
     other = await f.signUp();
   });
-  afterEach(() => {
-    for (const s of streams.splice(0)) s.close();
-  });
+  afterEach(() => streams.closeAll());
   afterAll(async () => {
     await f?.stop();
   });
 
   const as = (u: SignedUp) => ({ token: u.idToken, tenant: u.tenantId });
 
-  async function open(headers: Record<string, string>, query = ''): Promise<{ status: number; stream?: OpenStream; problem?: any; retryAfter?: string | null }> {
-    const controller = new AbortController();
-    const res = await fetch(`${f.url}/api/flag-stream${query}`, { headers: { accept: 'text/event-stream', ...headers }, signal: controller.signal });
-    if (res.status !== 200) return { status: res.status, problem: await res.json().catch(() => undefined), retryAfter: res.headers.get('retry-after') };
-    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const stream = new OpenStream(res, controller);
-    streams.push(stream);
-    return { status: 200, stream };
-  }
+  const streams = new FlagStreamClient(() => f.url);
+  const open = (headers: Record<string, string>, query = '') => streams.open(headers, query);
   const userHeaders = (u: SignedUp, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${u.idToken}`, 'x-tenant-id': u.tenantId, ...extra });
 
   async function clientToken(scopes: string[]): Promise<string> {
@@ -184,13 +125,13 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
     expect((await open({ authorization: `Bearer ${owner.idToken}` })).status).toBe(400);
   });
 
-  it('bounds streams per tenant (429) and per process (503 with Retry-After)', async () => {
+  it('bounds streams per tenant by its plan\'s allowance (429) and per process (503 with Retry-After)', async () => {
     // Streams closed by earlier tests are released once the server sees them go.
     await new Promise((r) => setTimeout(r, 200));
     const mine = await Promise.all([0, 1, 2].map(() => open(userHeaders(owner))));
     expect(mine.map((o) => o.status)).toEqual([200, 200, 200]);
     const fourth = await open(userHeaders(owner));
-    expect([fourth.status, fourth.problem?.type, fourth.problem?.limit]).toEqual([429, '/problems/too-many-flag-streams', 3]);
+    expect([fourth.status, fourth.problem?.type, fourth.problem?.limit, fourth.problem?.per]).toEqual([429, '/problems/too-many-flag-streams', 3, 'tenant']);
     expect(Number(fourth.retryAfter)).toBeGreaterThan(0);
     const theirs = await Promise.all([0, 1].map(() => open(userHeaders(other))));
     expect(theirs.map((o) => o.status)).toEqual([200, 200]);

@@ -2,11 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { APP_CONFIG } from '@flagship/config';
+import { isPlan, type Plan } from '@flagship/domain';
 import { type FlagSetChanged, FlagStore, type StoredFlag } from '@flagship/flag-store';
 import { ProblemException } from '@flagship/problem-details';
+import { PUBSUB, type PubSub } from '@flagship/redis';
+import { addressBucket, clientAddress } from '@flagship/service-kit';
+import { type AccessHolder, followAccessChanges } from '../auth/access-changes';
+import type { TenantAccessRule } from '../auth/auth.decorators';
+import { AuthProblems, BEARER_CHALLENGE } from '../auth/auth.errors';
+import { TenantAccessResolver, type TenantPrincipal } from '../auth/tenant-access.resolver';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsService } from '../environments/environments.service';
+import { type AdmittedStream, FlagStreamAdmission, type StreamBound } from './flag-stream-admission';
 import { FlagProblems } from './flags.errors';
+
+/** Who may hold a flag-data stream, at its open and for as long as it lasts: as GET /api/flags, members from viewer up, clients with flags:read. */
+export const FLAG_STREAM_ACCESS: TenantAccessRule = { role: 'viewer', scopes: ['flags:read'], headerRequired: true };
 
 /** Changes heard within this are read and sent as one event (a burst of PATCHes, an import). */
 const COALESCE_MS = 25;
@@ -22,6 +33,18 @@ const RETRY_READ_MS = 1000;
 const RETRY_AFTER_S = 5;
 /** A put is written in pieces of about this many characters, each once the client has read the one before. */
 const PUT_PIECE_CHARS = 64 * 1024;
+/** Streams whose access is decided again at once after an announcement; the rest wait their turn (a Redis reconnect re-decides every stream). */
+const CHECK_CONCURRENCY = 4;
+/** An open whose access was resolved before an announcement concerning it was heard is decided again: announcements are remembered this long. */
+const RECENT_CHANGE_MS = 10_000;
+/** The resolver's answers that mean the caller lost access (not an outage). */
+const REFUSED = new Set([400, 401, 403, 404]);
+
+/** The plan a stream is admitted under: a tenant row with a plan this build does not know counts as free, never as unbounded. */
+const planOf = (p: TenantPrincipal): Plan => (isPlan(p.caller.plan) ? p.caller.plan : 'free');
+
+/** Why the server ended a stream: the `end` event's reason. */
+export type StreamEnd = 'access-withdrawn' | 'credential-expired' | 'max-age' | 'shed' | 'shutdown';
 
 interface FeedEvent {
   seq: number;
@@ -29,11 +52,17 @@ interface FeedEvent {
   text: string;
 }
 
-interface Stream {
+interface Stream extends AdmittedStream {
   res: Response;
-  tenantId: string;
-  openedAt: number;
-  closed: boolean;
+  /** The request's Authorization header, held in memory only: the stream's access is decided again with it. */
+  authorization: string | undefined;
+  feed: Feed | undefined;
+  /** Once its head is written: before that, an ended stream is answered with `ended` instead. */
+  answered: boolean;
+  /** Set when it stops counting: the refusal an unanswered stream gets. */
+  ended: ProblemException | undefined;
+  /** Ends it at its token's expiry or its maximum age, whichever comes first. */
+  endTimer: NodeJS.Timeout | undefined;
   /** Events held while its put is being written (the put goes out at the pace the client reads it), with their size. */
   queue: string[] | undefined;
   queued: number;
@@ -110,77 +139,126 @@ export class Feed {
  *
  * Resumable: every event has an id `{epoch}:{seq}`; a reconnect with Last-Event-ID inside the
  * feed's replay window gets only the events after it, else a fresh put. Bounded: streams per
- * tenant and per process, a slow consumer's unsent output, the replay window, idle feeds; a put
- * is bounded by the flag quota (QUOTA_FLAGS_PER_TENANT) and each flag by the flag validators.
+ * tenant (by plan), caller, client network and process (FlagStreamAdmission), a slow consumer's
+ * unsent output, the replay window, idle feeds; a put is bounded by the flag quota
+ * (QUOTA_FLAGS_PER_TENANT) and each flag by the flag validators.
+ *
+ * A stream lasts only as long as its principal's access: it ends at its token's expiry, and when an
+ * access announcement concerns it (auth/access-changes.ts: a client revoked, a membership or a tenant
+ * changed) its access is decided again by the TenantAccessResolver, as at its open, and a refusal
+ * ends it at once. FLAG_STREAM_MAX_AGE_SECONDS bounds what is never announced. A stream the server
+ * ends gets an `end` event naming why, then the response ends; the client reconnects.
  */
 @Injectable()
 export class FlagStreams implements OnModuleDestroy {
   private readonly logger = new Logger('FlagStreams');
   private readonly feeds = new Map<string, Feed>();
-  private readonly perTenant = new Map<string, number>();
-  private openCount = 0;
+  private readonly admission: FlagStreamAdmission<Stream>;
   private readonly heartbeat: NodeJS.Timeout;
   private readonly stopListening: () => void;
-  private readonly limits: { perTenant: number; perProcess: number; maxAgeMs: number; maxBuffer: number; heartbeatMs: number };
+  private readonly unsubscribes: Array<Promise<(() => Promise<void>) | undefined>> = [];
+  /** Streams whose access is to be decided again, by credentials and tenant: the streams of one token share one decision. */
+  private readonly checks = new Map<string, Set<Stream>>();
+  private checksRunning = 0;
+  private readonly recentChanges: Array<{ at: number; concerns: (holder: AccessHolder) => boolean }> = [];
+  private destroyed = false;
+  private readonly limits: { maxAgeMs: number; maxBuffer: number; heartbeatMs: number };
 
   constructor(
     @Inject(APP_CONFIG) config: ManagementApiConfig,
     private readonly snapshots: FlagStore,
     private readonly environments: EnvironmentsService,
+    private readonly access: TenantAccessResolver,
+    @Inject(PUBSUB) pubsub: PubSub,
   ) {
     this.limits = {
-      perTenant: config.FLAG_STREAMS_PER_TENANT,
-      perProcess: config.FLAG_STREAMS_PER_PROCESS,
       maxAgeMs: config.FLAG_STREAM_MAX_AGE_SECONDS * 1000,
       maxBuffer: config.FLAG_STREAM_MAX_BUFFER_BYTES,
       heartbeatMs: config.FLAG_STREAM_HEARTBEAT_SECONDS * 1000,
     };
+    this.admission = new FlagStreamAdmission({
+      perTenant: { free: config.FLAG_STREAMS_PER_TENANT_FREE, standard: config.FLAG_STREAMS_PER_TENANT_STANDARD, premium: config.FLAG_STREAMS_PER_TENANT_PREMIUM },
+      perUser: config.FLAG_STREAMS_PER_USER,
+      perClient: config.FLAG_STREAMS_PER_CLIENT,
+      perAddress: config.FLAG_STREAMS_PER_ADDRESS,
+      perProcess: config.FLAG_STREAMS_PER_PROCESS,
+    });
     this.stopListening = this.snapshots.onChange((change) => this.heard(change));
     this.heartbeat = setInterval(() => this.tick(), this.limits.heartbeatMs).unref();
+    // Not awaited: with Redis down, SUBSCRIBE waits in ioredis' queue (FLAG_STREAM_MAX_AGE_SECONDS bounds what is missed).
+    followAccessChanges((channel, concerns) => {
+      const sub = pubsub.subscribe(channel, (m) => this.accessChanged(concerns(m))).catch((err: unknown) => {
+        this.logger.warn(`access announcements on ${channel.name} not subscribed (${String(err)}); streams end within FLAG_STREAM_MAX_AGE_SECONDS`);
+        return undefined;
+      });
+      this.unsubscribes.push(sub);
+    });
+    // Announcements made while the subscriber was away were missed: every stream's access is decided again.
+    pubsub.onReconnect(() => this.accessChanged(() => true));
   }
 
   onModuleDestroy(): void {
+    this.destroyed = true;
     clearInterval(this.heartbeat);
     this.stopListening();
+    for (const sub of this.unsubscribes) sub.then((off) => off?.(), () => undefined).catch(() => undefined);
+    this.checks.clear();
     // Open streams would hold the server's close until the grace period: they end now, and clients reconnect elsewhere.
-    for (const feed of this.feeds.values()) {
-      clearTimeout(feed.flushTimer);
-      for (const s of feed.streams) this.close(feed, s);
-    }
+    for (const s of [...this.admission.streams()]) this.end(s, 'shutdown', this.full());
+    for (const feed of this.feeds.values()) clearTimeout(feed.flushTimer);
     this.feeds.clear();
   }
 
-  /** Answers `res` with the stream, or throws the refusal (unknown environment, a bound reached, Postgres away). */
-  async open(tenantId: string, requestedEnvironment: string | undefined, lastEventId: string | undefined, req: Request, res: Response): Promise<void> {
-    const environment = await this.environments.resolve(tenantId, requestedEnvironment);
-    if (this.openCount >= this.limits.perProcess) {
-      throw new ProblemException(FlagProblems['flag-streams-full'], `This server holds ${this.openCount} flag-data streams, its limit; retry, another replica may take it.`, {}, { 'Retry-After': String(RETRY_AFTER_S) });
-    }
-    const held = this.perTenant.get(tenantId) ?? 0;
-    if (held >= this.limits.perTenant) {
-      throw new ProblemException(
-        FlagProblems['too-many-flag-streams'],
-        `This tenant holds ${held} flag-data streams on this server, its limit of ${this.limits.perTenant}; close one (one per application process is enough).`,
-        { limit: this.limits.perTenant },
-        { 'Retry-After': String(RETRY_AFTER_S * 6) },
-      );
-    }
-    // Counted before the first await, so concurrent opens cannot all pass the bound.
-    this.openCount++;
-    this.perTenant.set(tenantId, held + 1);
-    const stream: Stream = { res, tenantId, openedAt: Date.now(), closed: false, queue: undefined, queued: 0 };
+  /**
+   * Answers `res` with the stream, or throws the refusal (unknown environment, a bound reached,
+   * Postgres away). `principal` is the request's, as the guards resolved it under FLAG_STREAM_ACCESS.
+   */
+  async open(principal: TenantPrincipal, requestedEnvironment: string | undefined, lastEventId: string | undefined, req: Request, res: Response): Promise<void> {
+    const tenantId = principal.tenant.id;
+    const now = Date.now();
+    const stream: Stream = {
+      res,
+      tenantId,
+      plan: planOf(principal),
+      callerId: principal.caller.callerId,
+      address: addressBucket(clientAddress(req)),
+      authorization: req.headers.authorization,
+      feed: undefined,
+      answered: false,
+      ended: undefined,
+      endTimer: undefined,
+      queue: undefined,
+      queued: 0,
+    };
+    // Counted before the first await, so concurrent opens cannot all pass a bound.
+    const decision = this.admission.admit(stream);
+    if (!decision.admitted) throw this.refusal(decision.bound, decision.limit, stream);
+    if (decision.shed !== undefined) this.end(decision.shed, 'shed', this.full());
+    const expiresIn = principal.expiresAt - now;
+    const expires = expiresIn < this.limits.maxAgeMs;
+    stream.endTimer = setTimeout(
+      () => this.end(stream, expires ? 'credential-expired' : 'max-age', expires ? new ProblemException(AuthProblems['invalid-token'], 'The token expired.', {}, BEARER_CHALLENGE) : this.full()),
+      Math.max(0, Math.min(expiresIn, this.limits.maxAgeMs)),
+    );
+    stream.endTimer.unref();
+    // Its access was resolved before this: an announcement heard since may postdate that read.
+    if (this.recentChanges.some((c) => c.at > now - RECENT_CHANGE_MS && c.concerns(stream))) this.check(stream);
     let feed: Feed;
     try {
+      const environment = await this.environments.resolve(tenantId, requestedEnvironment);
       feed = this.feedOf(tenantId, environment);
       await feed.ready;
     } catch (err) {
       this.release(stream);
       throw err;
     }
+    if (stream.ended !== undefined) throw stream.ended;
     if (req.socket.destroyed) {
       this.release(stream);
       return;
     }
+    stream.feed = feed;
+    stream.answered = true;
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache, no-transform');
@@ -190,7 +268,6 @@ export class FlagStreams implements OnModuleDestroy {
     feed.streams.add(stream);
     feed.idleSince = 0;
     res.on('close', () => {
-      feed.streams.delete(stream);
       this.release(stream);
       if (feed.streams.size === 0) this.idle(feed);
     });
@@ -246,16 +323,109 @@ export class FlagStreams implements OnModuleDestroy {
 
   /** Open streams of a tenant on this process (tests, metrics). */
   streamsOf(tenantId: string): number {
-    return this.perTenant.get(tenantId) ?? 0;
+    return this.admission.heldBy(tenantId);
   }
 
+  /** Open streams on this process. */
+  held(): number {
+    return this.admission.size;
+  }
+
+  private refusal(bound: StreamBound, limit: number, s: Stream): ProblemException {
+    if (bound === 'process') return this.full();
+    const detail: Record<Exclude<StreamBound, 'process'>, string> = {
+      tenant: `This tenant holds ${limit} flag-data streams on this server, the allowance of its ${s.plan} plan; close one (one per application process is enough).`,
+      user: `You hold ${limit} flag-data streams on this server across your tenants, the most one person may; applications should stream with an OAuth client's token.`,
+      client: `This OAuth client holds ${limit} flag-data streams on this server, the most one client may.`,
+      address: `Your network holds ${limit} flag-data streams on this server, the most one address (an IPv6 /64) may.`,
+    };
+    return new ProblemException(FlagProblems['too-many-flag-streams'], detail[bound], { limit, per: bound }, { 'Retry-After': String(RETRY_AFTER_S * 6) });
+  }
+
+  private full(): ProblemException {
+    return new ProblemException(
+      FlagProblems['flag-streams-full'],
+      `This server holds ${this.admission.size} flag-data streams, as many as it may; retry, another replica may take it.`,
+      {},
+      { 'Retry-After': String(RETRY_AFTER_S) },
+    );
+  }
+
+  /** The stream no longer counts nor hears anything; a second call does nothing. */
   private release(stream: Stream): void {
-    if (stream.closed) return;
-    stream.closed = true;
-    this.openCount--;
-    const n = (this.perTenant.get(stream.tenantId) ?? 1) - 1;
-    if (n <= 0) this.perTenant.delete(stream.tenantId);
-    else this.perTenant.set(stream.tenantId, n);
+    this.admission.release(stream);
+    clearTimeout(stream.endTimer);
+    stream.feed?.streams.delete(stream);
+  }
+
+  /**
+   * The server ends a stream: it stops counting at once (a shed stream's place is the new one's),
+   * and its client is told why and let go; one not yet answered is refused with `refusal`.
+   */
+  private end(stream: Stream, reason: StreamEnd, refusal: ProblemException): void {
+    if (stream.ended !== undefined) return;
+    stream.ended = refusal;
+    this.release(stream);
+    if (!stream.answered || stream.res.writableEnded) return;
+    // Midway through its put the event would land inside the put's data: the client only sees the end.
+    if (stream.queue === undefined && !stream.res.destroyed) stream.res.end(`event: end\ndata: {"reason":"${reason}"}\n\n`);
+    else stream.res.end();
+  }
+
+  /** An access announcement: the streams it concerns are decided again, once every subscriber of the message has heard it. */
+  private accessChanged(concerns: (holder: AccessHolder) => boolean): void {
+    if (this.destroyed) return;
+    const now = Date.now();
+    while (this.recentChanges.length > 0 && this.recentChanges[0]!.at <= now - RECENT_CHANGE_MS) this.recentChanges.shift();
+    this.recentChanges.push({ at: now, concerns });
+    // The revocation list (ClientRevocations) applies a client revocation in its own handler of this message.
+    setImmediate(() => {
+      for (const s of this.admission.streams()) if (concerns(s)) this.check(s);
+    });
+  }
+
+  /** Queues the stream's access to be decided again (streams of one token and tenant share one decision). */
+  private check(stream: Stream): void {
+    if (this.destroyed || stream.ended !== undefined) return;
+    const key = `${stream.authorization ?? ''}\n${stream.tenantId}`;
+    let waiting = this.checks.get(key);
+    if (waiting === undefined) this.checks.set(key, (waiting = new Set()));
+    waiting.add(stream);
+    this.runChecks();
+  }
+
+  private runChecks(): void {
+    while (!this.destroyed && this.checksRunning < CHECK_CONCURRENCY && this.checks.size > 0) {
+      const [key, streams] = this.checks.entries().next().value!;
+      this.checks.delete(key);
+      this.checksRunning++;
+      void this.decide([...streams]).finally(() => {
+        this.checksRunning--;
+        this.runChecks();
+      });
+    }
+  }
+
+  /** Decides the access of streams sharing credentials again, as at their open: a refusal ends them; an outage leaves them and asks again. */
+  private async decide(streams: Stream[]): Promise<void> {
+    const live = streams.filter((s) => s.ended === undefined);
+    if (live.length === 0) return;
+    const { authorization, tenantId } = live[0]!;
+    try {
+      const principal = await this.access.resolve(authorization, tenantId, FLAG_STREAM_ACCESS);
+      // A plan changed (tenantChanged) moves the tenant's streams in or out of those shed first.
+      for (const s of live) s.plan = planOf(principal);
+    } catch (err) {
+      if (err instanceof ProblemException && REFUSED.has(err.problem.status)) {
+        this.logger.log(`${live.length} flag-data stream(s) of ${live[0]!.callerId} in tenant ${tenantId} ended: ${err.problem.slug}`);
+        for (const s of live) this.end(s, 'access-withdrawn', err);
+        return;
+      }
+      this.logger.warn(`the access of a flag-data stream could not be decided again (${(err as Error).message}); asking again in ${RETRY_READ_MS} ms`);
+      setTimeout(() => {
+        for (const s of live) this.check(s);
+      }, RETRY_READ_MS).unref();
+    }
   }
 
   private feedOf(tenantId: string, environment: string): Feed {
@@ -355,11 +525,6 @@ export class FlagStreams implements OnModuleDestroy {
     } else stream.res.write(text);
   }
 
-  private close(feed: Feed, stream: Stream): void {
-    feed.streams.delete(stream);
-    stream.res.end();
-  }
-
   private idle(feed: Feed): void {
     feed.idleSince = Date.now();
     const idle = [...this.feeds.values()].filter((f) => f.streams.size === 0);
@@ -375,7 +540,7 @@ export class FlagStreams implements OnModuleDestroy {
     if (this.feeds.get(k) === feed) this.feeds.delete(k);
   }
 
-  /** Heartbeats, streams past their age, idle feeds past their time, and each feed's set kept held. */
+  /** Heartbeats, idle feeds past their time, and each feed's set kept held. */
   private tick(): void {
     const now = Date.now();
     for (const feed of [...this.feeds.values()]) {
@@ -386,10 +551,7 @@ export class FlagStreams implements OnModuleDestroy {
       // Keeps the set held (a least-recently-used store may drop it) and lets it reconcile with
       // Postgres when due, which heals a change announcement lost while Redis was away.
       this.snapshots.view(feed.tenantId, feed.environment).catch(() => undefined);
-      for (const s of [...feed.streams]) {
-        if (now - s.openedAt > this.limits.maxAgeMs) this.close(feed, s);
-        else this.write(feed, s, ':\n\n');
-      }
+      for (const s of [...feed.streams]) this.write(feed, s, ':\n\n');
     }
   }
 }

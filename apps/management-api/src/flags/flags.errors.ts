@@ -10,6 +10,6 @@ export const FlagProblems = registerProblemTypes({
   'flag-too-large': { status: HttpStatus.CONFLICT, title: "The flag's definition is larger than a flag may be" },
   'flag-set-too-large': { status: HttpStatus.CONFLICT, title: "This environment's flags take more than one environment's flags may" },
   'import-in-progress': { status: HttpStatus.CONFLICT, title: 'Another import of this tenant is under way' },
-  'too-many-flag-streams': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'This tenant has as many flag-data streams open as it may' },
+  'too-many-flag-streams': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'As many flag-data streams are open as this tenant, caller or address may hold' },
   'flag-streams-full': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'This server holds as many flag-data streams as it may' },
 });

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { CHANNELS, type PubSub, SubscribedCache, type SubscribedCacheStatus } from '@flagship/redis';
+import { type PubSub, SubscribedCache, type SubscribedCacheStatus } from '@flagship/redis';
+import { followAccessChanges } from '../../auth/access-changes';
 import type { TenantAccessRule } from '../../auth/auth.decorators';
 import type { TenantAccessResolver, TenantPrincipal } from '../../auth/tenant-access.resolver';
 
@@ -20,7 +21,7 @@ interface CallerKey {
  *   (`serveStaleOn: false`): the next request is decided afresh and gets the problem.
  * - Revocation promises a removed member or client is refused within 5 s on every replica; an
  *   announcement does it at once: a client revocation drops that client's entries, a membership
- *   change that person's, a tenant change that tenant's; entries still being resolved are dropped
+ *   change that person's, a tenant change that tenant's (auth/access-changes.ts); entries still being resolved are dropped
  *   too (their reads may predate the change). `ttlMs` bounds what is never announced (Redis away, a
  *   membership edited outside the app).
  */
@@ -33,7 +34,6 @@ export class PrincipalCache {
     ttlMs: number,
     pubsub: PubSub | undefined,
   ) {
-    const drop = (match: (p: TenantPrincipal) => boolean) => (_key: CallerKey, p: TenantPrincipal | undefined) => p === undefined || match(p);
     this.cache = new SubscribedCache<CallerKey, TenantPrincipal>(pubsub, {
       name: 'PrincipalCache',
       idOf: (k) => `${k.authorization ?? ''}\n${k.tenantHeader ?? ''}`,
@@ -41,10 +41,13 @@ export class PrincipalCache {
       expiresAt: (p, loadedAt) => Math.min(p.expiresAt, loadedAt + ttlMs),
       reconcileMs: ttlMs / 2,
       serveStaleOn: () => false,
-    })
-      .follow(CHANNELS.clientRevoked, (m, c) => c.deleteWhere(drop((p) => p.caller.callerId === `client:${m.clientId}`)))
-      .follow(CHANNELS.membershipChanged, (m, c) => c.deleteWhere(drop((p) => p.caller.callerId === `user:${m.userId}`)))
-      .follow(CHANNELS.tenantChanged, (m, c) => c.deleteWhere(drop((p) => p.tenant.id === m.tenantId)));
+    });
+    followAccessChanges((channel, concerns) =>
+      this.cache.follow(channel, (m, c) => {
+        const concerned = concerns(m);
+        c.deleteWhere((_key, p) => p === undefined || concerned({ callerId: p.caller.callerId, tenantId: p.tenant.id }));
+      }),
+    );
   }
 
   start(): this {
