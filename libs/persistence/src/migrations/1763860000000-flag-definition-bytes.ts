@@ -1,6 +1,14 @@
 import { flagDefinitionBytes } from '@flagship/flag-evaluation';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '../flag-definition-row';
+import { type FlagDefinitionRow, flagDefinitionFromRow } from '../flag-definition-row';
+
+/**
+ * The definition's columns as they are at this migration, not FLAG_DEFINITION_COLUMNS: a later
+ * migration adds columns to that list (client_side_availability, 1763860400000) that do not exist yet
+ * here. A column added later reads as absent, which flagDefinitionFromRow takes as its default.
+ */
+const COLUMNS_HERE = `f.key, f.type, f.default_value, f.variations, f.version AS flag_version,
+         fe.enabled, fe.off_value, fe.targets, fe.rules, fe.prerequisites, fe.salt, fe.version AS env_version`;
 
 /**
  * `flag_environments.definition_bytes`: the size of each flag's definition in each environment
@@ -19,7 +27,7 @@ export class FlagDefinitionBytes1763860000000 implements MigrationInterface {
     let after: { flag_id: string; environment_key: string } | undefined;
     for (;;) {
       const rows: Array<FlagDefinitionRow & { tenant_id: string; flag_id: string; environment_key: string }> = await q.query(
-        `SELECT fe.tenant_id, fe.flag_id, fe.environment_key, ${FLAG_DEFINITION_COLUMNS}
+        `SELECT fe.tenant_id, fe.flag_id, fe.environment_key, ${COLUMNS_HERE}
            FROM flag_environments fe JOIN flags f ON f.tenant_id = fe.tenant_id AND f.id = fe.flag_id
           WHERE $1::uuid IS NULL OR (fe.flag_id, fe.environment_key) > ($1::uuid, $2::text)
           ORDER BY fe.flag_id, fe.environment_key LIMIT ${PAGE}`,
