@@ -20,7 +20,7 @@ export class SandboxService implements OnModuleInit {
     @Inject(TenantsService) private readonly tenants: Pick<TenantsService, 'addCreatedHook'>,
     @Inject(FlagsService) private readonly flags: Pick<FlagsService, 'createWithin' | 'present'>,
     @Inject(ProjectsRepository) private readonly projects: Pick<ProjectsRepository, 'create'>,
-    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(REDIS) private readonly redis: Pick<Redis, 'scard' | 'get'>,
     @Inject(REDIS_KEYS) private readonly keys: RedisKeys,
   ) {}
 
