@@ -56,6 +56,6 @@ const RECONCILE_MS = 15_000;
     FlagEvents,
     EvaluationCounter,
   ],
-  exports: [FlagsService, EvaluateService, FlagStore],
+  exports: [FlagsService, FlagStore],
 })
 export class FlagsModule {}
