@@ -7,7 +7,7 @@ import { CommonProblems, findUnsafeText, ProblemException, StrictValidationPipe,
 import { type RateLimitDecision, rateLimitHeaders, type RateLimitService, type RateLimitSubject, RequestPolicyProblems } from '@flagship/request-policies';
 import { type CallerContext, clientAddress, exceedsJsonDepth, MAX_JSON_DEPTH, unsafePathReason } from '@flagship/service-kit';
 import { EvaluateFlagDto } from '../flags.dto';
-import type { FlagsService } from '../flags.service';
+import type { EvaluateService } from './evaluate.service';
 import type { PrincipalCache } from './principal-cache';
 import { RateLimitAhead } from './rate-limit-ahead';
 
@@ -28,7 +28,7 @@ export class EvaluateHandler {
   private readonly limiter: RateLimitAhead;
 
   constructor(
-    private readonly flags: FlagsService,
+    private readonly flags: EvaluateService,
     private readonly principals: PrincipalCache,
     private readonly limits: RateLimitService,
   ) {

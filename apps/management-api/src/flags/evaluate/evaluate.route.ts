@@ -10,8 +10,8 @@ import type { TenantAccessRule } from '../../auth/auth.decorators';
 import { TenantAccessResolver } from '../../auth/tenant-access.resolver';
 import type { ManagementApiConfig } from '../../env.schema';
 import { EvaluateFlagDto, EvaluationResultDto } from '../flags.dto';
-import { FlagsService } from '../flags.service';
 import { EvaluateHandler } from './evaluate.handler';
+import { EvaluateService } from './evaluate.service';
 import { PrincipalCache } from './principal-cache';
 
 /** 1 MiB, as for every app (CONTRACT.md section 4). */
@@ -89,7 +89,7 @@ export function installEvaluateRoute(app: INestApplication): void {
   const metrics = new BufferedMetrics(app.get(HttpMetrics));
   const config = app.get<ManagementApiConfig>(APP_CONFIG);
   const principals = new PrincipalCache(app.get(TenantAccessResolver), EVALUATE_ACCESS, config.EVALUATE_CALLER_CACHE_MS, app.get<PubSub>(PUBSUB)).start();
-  const handler = new EvaluateHandler(app.get(FlagsService), principals, app.get(RateLimitService));
+  const handler = new EvaluateHandler(app.get(EvaluateService), principals, app.get(RateLimitService));
   server.once('close', () => {
     metrics.close();
     principals.close();
