@@ -1,9 +1,10 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from '../gateway.errors';
 import { chatImagePart } from '../media/image-parts';
 import { IMAGE_MEDIA_TYPES } from '../media/media-url';
 import { MAX_TOOLS } from '../openai/openai-request';
 import { anthropicError } from './anthropic-errors';
-import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, upstreamMessage } from './dialect';
+import { type ChatTranslation, ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, translatedDialect, upstreamMessage } from './dialect';
 
 /**
  * Anthropic's Messages API (POST /v1/messages) over the OpenAI-compatible providers. The request is
@@ -318,10 +319,31 @@ class AnthropicStream extends ChatStreamTranslator {
   }
 }
 
-export const anthropicMessages: Dialect = {
-  route: 'messages',
+/** The request and the answer translated; the gateway's use of them is anthropicMessages. */
+export const messagesTranslation: ChatTranslation = {
   toChat,
   answer,
   refusal: (status, body) => anthropicError(status, upstreamMessage(body, status)),
   stream: (context) => new AnthropicStream(context),
 };
+
+/**
+ * Anthropic's SDKs send the key as `x-api-key` (`apiKey`) or `Authorization: Bearer` (`authToken`):
+ * either carries the gateway's access token; Authorization wins when both are sent.
+ */
+function credentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const key = headers['x-api-key'];
+  if (headers.authorization !== undefined || typeof key !== 'string' || key === '') return headers;
+  return { ...headers, authorization: `Bearer ${key}` };
+}
+
+export const anthropicMessages: Dialect<'messages'> = translatedDialect(
+  {
+    route: 'messages',
+    path: '/v1/messages',
+    credentials,
+    // Anthropic's SDKs read Anthropic's error body, with the request id it names.
+    error: (error, requestId) => anthropicError(error.status, error.message, requestId),
+  },
+  messagesTranslation,
+);
