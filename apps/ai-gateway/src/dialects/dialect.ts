@@ -1,18 +1,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LeanError } from '@flagship/lean-http';
-import type { GatewayRequest, RequestRules } from '../openai/openai-request';
-import type { GatewayRoute } from './dialects';
-import { parseJsonObject, requestOf } from '../openai/openai-request';
+import { type GatewayRequest, parseJsonObject, requestOf, type RequestRules } from '../openai/openai-request';
 import type { Endpoint } from '../providers/provider.types';
 import { sseEventData } from '../providers/sse-relay';
 import { isRecord } from '../providers/usage';
+import type { GatewayRoute } from './dialects';
 
 /**
  * One API the gateway answers, and everything the gateway must know of it: where it is served, how
  * its caller's access token is sent, its request as the gateway's (validated, translated, estimated),
  * the provider's answer, stream and refusal in its terms, and the gateway's own errors in its error
  * body. The pipeline between (admission, provider, settlement) is the same for every API; a new API
- * is one such object in DIALECTS (dialects.ts).
+ * is one file making such an object, listed in DIALECTS (dialects.ts).
  */
 export interface Dialect<Route extends string = string> {
   /** Its name on the ledger row (`endpoint`) and in the metrics; a new name needs the ledger's check widened (a migration). */
