@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type Redis from 'ioredis';
 import { createDataSource, measureFlagDefinitions } from '@flagship/persistence';
-import { CHANNELS, createRedis, type FlagChanged, PubSub, RedisKeys } from '@flagship/redis';
+import { CHANNELS, createRedis, type FlagChanged, type PubSub, RedisKeys, RedisPubSub } from '@flagship/redis';
 import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FlagStoreRepository, type StoredFlag } from './flag-store.repository';
@@ -84,7 +84,7 @@ describe('FlagStore over real Postgres and Redis', () => {
     ds = createDataSource({ url: proxy.rewrite(db.url), poolSize: 2, queryTimeoutMs: 2000 });
     await ds.initialize();
     publisher = createRedis({ url: rp.url, name: 'flag-store-test' });
-    pubsub = new PubSub(publisher, new RedisKeys(rp.prefix), rp.url, 'flag-store-test');
+    pubsub = new RedisPubSub(publisher, new RedisKeys(rp.prefix), rp.url, 'flag-store-test');
   });
 
   afterEach(() => {
