@@ -108,6 +108,20 @@ export default tseslint.config(
     },
   },
   {
+    files: ['libs/sse/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@flagship/*'], message: 'The SSE kit imports no other lib: each app gives it its own rules.' },
+            { group: FRAMEWORKS, message: 'The SSE kit writes to node streams: no framework, database or Redis client.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.cjs', '**/*.mjs'],
     languageOptions: { globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly', console: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off', 'no-console': 'off' },
