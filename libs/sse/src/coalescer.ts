@@ -100,33 +100,40 @@ export class Coalescer<T, A> {
     this.gathered = undefined;
     this.pending = false;
     this.waiters = [];
-    // Once it has settled, what gathered meanwhile gets its window (or the retry its wait).
-    const emitting = this.emit(batch, waiters).then((delay) => {
-      this.emitting = undefined;
-      this.schedule(delay);
-    });
+    let emitted: void | Promise<void>;
+    try {
+      emitted = this.options.emit(batch);
+    } catch (err) {
+      this.settled(batch, waiters, err ?? new Error('emit failed'));
+      return Promise.resolve();
+    }
+    // A synchronous emit is done at once: the next item opens its window right away.
+    if (!(emitted instanceof Promise)) {
+      this.settled(batch, waiters, undefined);
+      return Promise.resolve();
+    }
+    const emitting = emitted.then(
+      () => this.settled(batch, waiters, undefined),
+      (err: unknown) => this.settled(batch, waiters, err ?? new Error('emit failed')),
+    );
     this.emitting = emitting;
     return emitting;
   }
 
-  /** The wait before the next batch may be emitted. */
-  private async emit(batch: A, waiters: Waiter[]): Promise<number> {
+  /** After an emit: its adds told, or the batch kept for a retry; then what gathered meanwhile gets its window. */
+  private settled(batch: A, waiters: Waiter[], err: unknown): void {
+    this.emitting = undefined;
     let delay = this.options.windowMs;
-    try {
-      await this.options.emit(batch);
-      for (const w of waiters) w.resolve();
-    } catch (err) {
-      const retry = this.options.retry;
-      if (retry === undefined || this.closed) {
-        for (const w of waiters) w.reject(err);
-      } else {
-        retry.onError?.(err);
-        this.gathered = retry.merge(batch, this.pending ? this.gathered : undefined);
-        this.pending = true;
-        this.waiters = [...waiters, ...this.waiters];
-        delay = retry.afterMs;
-      }
+    const retry = this.options.retry;
+    if (err === undefined) for (const w of waiters) w.resolve();
+    else if (retry === undefined || this.closed) for (const w of waiters) w.reject(err);
+    else {
+      retry.onError?.(err);
+      this.gathered = retry.merge(batch, this.pending ? this.gathered : undefined);
+      this.pending = true;
+      this.waiters = [...waiters, ...this.waiters];
+      delay = retry.afterMs;
     }
-    return delay;
+    this.schedule(delay);
   }
 }
