@@ -1,4 +1,4 @@
-import { Feed } from './flag-streams';
+import { Feed } from './flag-feeds';
 
 /** The ids of the flag-data stream; the replay window's bounds are the kit's (libs/sse replay-log.spec.ts). */
 describe('flag-data stream feed: ids and the replay window', () => {
