@@ -74,6 +74,9 @@ export default tseslint.config(
           paths: [
             { name: '@flagship/testing', message: 'Test helpers stay out of production code.' },
             { name: '@flagship/ledger/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/redis/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/flag-store/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/sse/testing', message: 'Test helpers stay out of production code.' },
           ],
         },
       ],

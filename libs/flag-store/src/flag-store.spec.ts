@@ -1,5 +1,7 @@
 import { type FlagDefinition, flagDefinitionBytes } from '@flagship/flag-evaluation';
-import { CHANNELS, FakePubSub, type FlagChanged } from '@flagship/redis';
+import { CHANNELS, type FlagChanged } from '@flagship/redis';
+import { FakePubSub } from '@flagship/redis/testing';
+import { numberFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FakeFlagStoreRepository } from './flag-store.repository.fake';
 
@@ -163,7 +165,7 @@ describe('FlagStore over the change feed', () => {
   let repo: FakeFlagStoreRepository;
   let pubsub: FakePubSub;
   const stores: FlagStore[] = [];
-  const num = (key: string, value: number): FlagDefinition => ({ ...flag(key), type: 'number', defaultValue: value, variations: [{ id: 'v', name: 'V', value, weight: 0 }] });
+  const num = numberFlag;
   const open = (options: Partial<FlagStoreOptions> = {}) => {
     const store = new FlagStore(repo, pubsub, { reconcileMs: 60_000, maxEntries: 100, maxRetryMs: 200, ...options }).start();
     stores.push(store);

@@ -4,4 +4,3 @@ export * from './pubsub';
 export * from './channels';
 export * from './redis.module';
 export * from './subscribed-cache';
-export * from './pubsub.fake';
