@@ -18,7 +18,10 @@ export class FakeFlagStoreRepository implements FlagStoreReads {
     const set = this.sets.get(`${tenantId}/${environment}`) ?? new Map<string, StoredFlag & { measured: number }>();
     this.sets.set(`${tenantId}/${environment}`, set);
     const projectId = opts.projectId === undefined ? (set.get(definition.key)?.projectId ?? null) : opts.projectId;
-    set.set(definition.key, { key: definition.key, projectId, fingerprint: `w${++this.writes}`, definition, measured: opts.unmeasured ? 0 : flagDefinitionBytes(definition) });
+    const write = ++this.writes;
+    // Every write has a greater version, as the flag's and its environment row's versions make it in Postgres.
+    const versioned = { ...definition, version: definition.version ?? write };
+    set.set(definition.key, { key: definition.key, projectId, fingerprint: `w${write}`, definition: versioned, measured: opts.unmeasured ? 0 : flagDefinitionBytes(versioned) });
   }
 
   remove(tenantId: string, environment: string, key: string): void {
