@@ -53,6 +53,8 @@ export interface AccessQuestion {
   userId?: string;
   /** The tenant the request names (requestedTenant), if any. */
   requested?: string;
+  /** The request's method is safe (GET, HEAD): it reads and changes nothing. */
+  safe?: boolean;
   /** Now, in ms: an expired sandbox takes no more changes. */
   now: number;
   /** Told of the membership a user acts through once it is found, whether or not their role suffices (an attempt is an access). */
@@ -84,8 +86,8 @@ export async function decideAccess(q: AccessQuestion, tenants: TenantLookups): P
   if (!rule) return {};
   const grant = caller.kind === 'client' ? await forClient(caller, rule, q.requested, tenants) : await forUser(q, rule, tenants);
   const tenant = grant.tenant!;
-  // An expired sandbox stays readable (and evaluable) but takes no more changes.
-  if (tenant.isSandbox && tenant.sandboxExpiresAt && tenant.sandboxExpiresAt.getTime() < q.now && rule.role !== 'viewer') {
+  // An expired sandbox stays readable (admin-only reads too) and evaluable, but takes no more changes.
+  if (tenant.isSandbox && tenant.sandboxExpiresAt && tenant.sandboxExpiresAt.getTime() < q.now && rule.role !== 'viewer' && !q.safe) {
     refuse('sandbox-expired', `This sandbox expired on ${tenant.sandboxExpiresAt.toISOString()}; it is read-only.`);
   }
   return grant;

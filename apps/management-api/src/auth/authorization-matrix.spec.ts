@@ -162,7 +162,8 @@ const NAMINGS: Naming[] = ['none', 'T', 'U', 'S', 'missing', 'malformed'];
 const EXISTS: Record<TenantKey, boolean> = { T: true, U: true, S: true, gone: false };
 
 /** CONTRACT.md section 2 (roles, active tenant, 403 vs 404), section 3 (scopes, tenant-bound client tokens), and the seed's required X-Tenant-ID, as plainly as they read. */
-function contract(route: RouteAccess, p: Principal, naming: Naming): string {
+function contract(endpoint: string, p: Principal, naming: Naming): string {
+  const route = ENDPOINTS[endpoint];
   if (route.public) return 'ok';
   if (route.platformAdminOnly && !p.platformAdmin) return '403 platform-admin-required';
   if (route.usersOnly && p.kind === 'client') return '403 users-only';
@@ -190,8 +191,8 @@ function contract(route: RouteAccess, p: Principal, naming: Naming): string {
     } else acting = naming as TenantKey;
     if (!roleAtLeast(roles.get(acting)!, rule.role)) return '403 role-required';
   }
-  // An expired sandbox is read-only: reads and evaluations go on.
-  if (acting === 'S' && rule.role !== 'viewer') return '403 sandbox-expired';
+  // An expired sandbox is read-only: reads (GET) and evaluations (viewer) go on.
+  if (acting === 'S' && rule.role !== 'viewer' && !endpoint.startsWith('GET ')) return '403 sandbox-expired';
   return `ok in ${acting}`;
 }
 
@@ -224,9 +225,10 @@ describe('the authorization matrix (role x scope x tenant)', () => {
       : { kind: 'user', callerId: `user:${users.get(p.name)!.id}`, ...(p.platformAdmin ? { isPlatformAdmin: true } : {}) };
 
   /** What decideAccess answers, as the contract's words: `ok in T`, `403 role-required`... */
-  async function decided(route: RouteAccess, p: Principal, naming: Naming): Promise<string> {
+  async function decided(endpoint: string, p: Principal, naming: Naming): Promise<string> {
     const requested = naming === 'none' ? undefined : ids[naming];
-    const question = { route, caller: callerOf(p), ...(p.kind === 'user' ? { userId: users.get(p.name)!.id } : {}), ...(requested ? { requested } : {}), now };
+    const safe = endpoint.startsWith('GET ');
+    const question = { route: served[endpoint], caller: callerOf(p), ...(p.kind === 'user' ? { userId: users.get(p.name)!.id } : {}), ...(requested ? { requested } : {}), safe, now };
     try {
       const grant = await decideAccess(question, repo);
       return grant.tenant ? `ok in ${names.get(grant.tenant.id)}` : 'ok';
@@ -247,7 +249,7 @@ describe('the authorization matrix (role x scope x tenant)', () => {
     const wrong: string[] = [];
     for (const p of PRINCIPALS) {
       for (const naming of namings) {
-        const [got, want] = [await decided(route, p, naming), contract(route, p, naming)];
+        const [got, want] = [await decided(endpoint, p, naming), contract(endpoint, p, naming)];
         if (got !== want) wrong.push(`${p.name} naming ${naming}: got ${got}, the contract says ${want}`);
       }
     }
@@ -284,10 +286,13 @@ describe('the authorization matrix (role x scope x tenant)', () => {
     ['an expired sandbox is read', 'GET /api/flags', 'admin of the expired sandbox', 'S', 'ok in S'],
     ['and evaluated', 'POST /api/flags/:flagKey/evaluate', 'client of the expired sandbox with every scope', 'none', 'ok in S'],
     ['but takes no changes', 'POST /api/flags', 'admin of the expired sandbox', 'S', '403 sandbox-expired'],
+    ['its admin still reads what only admins read (fixed: these were refused)', 'GET /api/usage', 'admin of the expired sandbox', 'S', 'ok in S'],
+    ['... its OAuth clients too', 'GET /api/oauth/clients', 'admin of the expired sandbox', 'S', 'ok in S'],
+    ['... but creates none', 'POST /api/oauth/clients', 'admin of the expired sandbox', 'S', '403 sandbox-expired'],
   ])('%s (%s, %s, naming %s)', async (_what, endpoint, who, naming, outcome) => {
     const p = PRINCIPALS.find((x) => x.name === who)!;
-    expect(await decided(served[endpoint], p, naming as Naming)).toBe(outcome);
-    expect(contract(served[endpoint], p, naming as Naming)).toBe(outcome);
+    expect(await decided(endpoint, p, naming as Naming)).toBe(outcome);
+    expect(contract(endpoint, p, naming as Naming)).toBe(outcome);
   });
 
   it('refuses what it can without reading the store: a client naming another tenant or lacking a scope, a missing X-Tenant-ID, users-only and admin-only routes', async () => {

@@ -83,9 +83,10 @@ export class TenantAccessResolver {
   /**
    * Whether `who` may call a route (decideAccess) and in which tenant: `requested` (X-Tenant-ID, or
    * the path's tenant) or, for a user who names none, their canonical tenant; refused with a
-   * 400/403/404 problem. Fills in the caller's tenant id, plan and (users) role.
+   * 400/403/404 problem. Fills in the caller's tenant id, plan and (users) role. `safe`: the
+   * request's method changes nothing (GET, HEAD).
    */
-  async authorize(who: Authenticated, route: RouteAccess, requested: string | undefined): Promise<TenantEntity | undefined> {
+  async authorize(who: Authenticated, route: RouteAccess, requested: string | undefined, safe = false): Promise<TenantEntity | undefined> {
     const caller = who.caller;
     const user = who.user;
     const grant = await decideAccess(
@@ -94,6 +95,7 @@ export class TenantAccessResolver {
         caller,
         ...(user ? { userId: user.id, member: (ms: TenantWithRole) => this.touch(ms.tenant.id, user.id, ms.lastAccessedAt) } : {}),
         ...(requested !== undefined ? { requested } : {}),
+        safe,
         now: Date.now(),
       },
       this.tenants,
