@@ -1,6 +1,7 @@
 export * from './data-source';
 export * from './database-tls';
 export * from './transaction';
+export * from './transaction.fake';
 export * from './migrations';
 export * from './entities/tenant.entity';
 export * from './persistence.module';

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createDataSource, type DataSource, isUniqueViolation, SHARED_ENTITIES, withTransaction } from '@flagship/persistence';
-import { createTestDatabase, type TestDatabase } from '@flagship/testing';
-import { FAKE_TX } from '../testing/inline-transactions';
+import { inFakeTransaction, type InTransaction, isUniqueViolation, SHARED_ENTITIES } from '@flagship/persistence';
+import { describeAgreement, testDataSource } from '@flagship/testing';
 import { UserEntity } from '../users/user.entity';
 import { MembershipEntity } from './membership.entity';
 import { SqlTenantsRepository, type TenantsRepository } from './tenants.repository';
@@ -18,39 +17,25 @@ const inJoiningOrder = <T>(rows: T[], at: (r: T) => Date, id: (r: T) => string):
  * that run on the fake (tenants, the authorization matrix) prove what the real one does.
  */
 describe('TenantsRepository: the fake agrees with Postgres', () => {
-  let db: TestDatabase;
-  let ds: DataSource;
+  const pg = testDataSource({ entities: [...SHARED_ENTITIES, UserEntity, MembershipEntity] });
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    ds = createDataSource({ url: db.url, poolSize: 2, entities: [...SHARED_ENTITIES, UserEntity, MembershipEntity] });
-    await ds.initialize();
-  });
-  afterAll(async () => {
-    await ds?.destroy();
-    await db?.drop();
-  });
-
-  type Subject = { repo: TenantsRepository; tx: <T>(work: (m: typeof FAKE_TX) => Promise<T>) => Promise<T>; user: (email: string) => Promise<string> };
+  type Subject = { repo: TenantsRepository; tx: InTransaction; user: (email: string) => Promise<string> };
 
   const real = (): Subject => ({
-    repo: new SqlTenantsRepository(ds),
-    tx: (work) => withTransaction(ds, work),
-    user: async (email) => ((await ds.query(`INSERT INTO users (idp_subject, email) VALUES ($1, $2) RETURNING id`, [`s-${randomUUID()}`, email])) as Array<{ id: string }>)[0].id,
+    repo: new SqlTenantsRepository(pg.ds),
+    tx: pg.inTransaction,
+    user: async (email) => ((await pg.ds.query(`INSERT INTO users (idp_subject, email) VALUES ($1, $2) RETURNING id`, [`s-${randomUUID()}`, email])) as Array<{ id: string }>)[0].id,
   });
   const fake = (): Subject => {
     const repo = new FakeTenantsRepository();
-    return { repo, tx: (work) => work(FAKE_TX), user: async (email) => repo.seedUser(email).id };
+    return { repo, tx: inFakeTransaction, user: async (email) => repo.seedUser(email).id };
   };
 
-  describe.each([
-    ['Postgres', real],
-    ['the fake', fake],
-  ])('%s', (_name, make) => {
+  describeAgreement({ Postgres: real, 'the fake': fake }, (subject) => {
     let s: Subject;
     let n = 0;
     beforeEach(() => {
-      s = make();
+      s = subject();
     });
     /** A fresh e-mail per call (the users table keeps e-mails unique across the file). */
     const email = (name: string) => `${name}-${++n}-${randomUUID().slice(0, 8)}@acme.test`;

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
+import { RecordingPublisher } from '@flagship/redis';
 import type { TenantRole } from '@flagship/domain';
 import type { Tx } from '@flagship/persistence';
-import type { Channel } from '@flagship/redis';
 import { type CallerContext, encodeCursor } from '@flagship/service-kit';
 import { Quotas, type QuotaSettings } from '../quotas/quotas';
 import { FakeQuotasRepository } from '../quotas/quotas.repository.fake';
@@ -15,17 +15,6 @@ import { FakeTenantsRepository } from './tenants.repository.fake';
 import { TenantsService, toTenantUserDto } from './tenants.service';
 
 const DAY = 86_400_000;
-
-/** Records what is published; `down` makes publishing fail like an unreachable Redis. */
-class RecordingPublisher {
-  readonly sent: Array<{ channel: string; message: unknown }> = [];
-  down = false;
-  async publish<T>(channel: Channel<T>, message: T): Promise<number> {
-    if (this.down) throw new Error('redis down');
-    this.sent.push({ channel: channel.name, message });
-    return 1;
-  }
-}
 
 describe('TenantsService', () => {
   let repo: FakeTenantsRepository;

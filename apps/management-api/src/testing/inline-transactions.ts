@@ -1,7 +1,2 @@
-import type { TransactionRunner, Tx } from '@flagship/persistence';
-
-/** The transaction handle unit tests hand to in-memory fakes, which never use it. */
-export const FAKE_TX = {} as Tx;
-
-/** TransactionRunner for services over in-memory fakes: `work` runs at once with FAKE_TX (no rollback: a fake holds no partial write). */
-export const inlineTransactions: Pick<TransactionRunner, 'run'> = { run: (work) => work(FAKE_TX) };
+// The one definition is beside TransactionRunner (libs/persistence); management-api's specs import it from here.
+export { FAKE_TX, inlineTransactions } from '@flagship/persistence';

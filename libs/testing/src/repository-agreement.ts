@@ -1,0 +1,46 @@
+import { createDataSource, type DataSource, type DataSourceOptions, type InTransaction, withTransaction } from '@flagship/persistence';
+import { createTestDatabase, type TestDatabase } from './test-database';
+
+/**
+ * This file's own migrated database and a TypeORM DataSource on it, open from beforeAll to afterAll
+ * (the hooks are registered here), for the specs that run a repository over Postgres.
+ */
+export function testDataSource(options: Pick<DataSourceOptions, 'entities'> = {}): { readonly ds: DataSource; inTransaction: InTransaction } {
+  let db: TestDatabase | undefined;
+  let ds: DataSource | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ds = createDataSource({ url: db.url, poolSize: 2, ...options });
+    await ds.initialize();
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+  const opened = (): DataSource => {
+    if (!ds) throw new Error('testDataSource is read before beforeAll opened it');
+    return ds;
+  };
+  return {
+    get ds() {
+      return opened();
+    },
+    inTransaction: (work) => withTransaction(opened(), work),
+  };
+}
+
+/**
+ * The same cases against a repository's real implementation and its in-memory twin (or any two
+ * implementations of one port), so the unit specs that run on the twin prove what the real one
+ * does. Each case gets a fresh subject from `make` (after its `reset`, when it has one).
+ */
+export function describeAgreement<S extends object>(implementations: Record<string, () => S>, cases: (subject: () => S) => void): void {
+  describe.each(Object.entries(implementations))('%s', (_name, make) => {
+    let s: S | undefined;
+    beforeEach(async () => {
+      s = make();
+      await (s as { reset?: () => Promise<void> }).reset?.();
+    });
+    cases(() => s!);
+  });
+}
