@@ -1,6 +1,18 @@
 import { createDataSource, type DataSource, type DataSourceOptions, type InTransaction, withTransaction } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from './test-database';
 
+type Hook = (fn: () => Promise<void>) => void;
+/**
+ * Jest's globals, looked up when called: this library is also compiled into the apps' builds, where
+ * Jest's types are not loaded, and loaded by tools that never call these.
+ */
+const runner = globalThis as unknown as {
+  beforeAll: Hook;
+  afterAll: Hook;
+  beforeEach: Hook;
+  describe: { each: <T extends unknown[]>(table: T[]) => (name: string, fn: (...row: T) => void) => void };
+};
+
 /**
  * This file's own migrated database and a TypeORM DataSource on it, open from beforeAll to afterAll
  * (the hooks are registered here), for the specs that run a repository over Postgres.
@@ -8,12 +20,12 @@ import { createTestDatabase, type TestDatabase } from './test-database';
 export function testDataSource(options: Pick<DataSourceOptions, 'entities'> = {}): { readonly ds: DataSource; inTransaction: InTransaction } {
   let db: TestDatabase | undefined;
   let ds: DataSource | undefined;
-  beforeAll(async () => {
+  runner.beforeAll(async () => {
     db = await createTestDatabase();
     ds = createDataSource({ url: db.url, poolSize: 2, ...options });
     await ds.initialize();
   });
-  afterAll(async () => {
+  runner.afterAll(async () => {
     await ds?.destroy();
     await db?.drop();
   });
@@ -35,9 +47,9 @@ export function testDataSource(options: Pick<DataSourceOptions, 'entities'> = {}
  * does. Each case gets a fresh subject from `make` (after its `reset`, when it has one).
  */
 export function describeAgreement<S extends object>(implementations: Record<string, () => S>, cases: (subject: () => S) => void): void {
-  describe.each(Object.entries(implementations))('%s', (_name, make) => {
+  runner.describe.each(Object.entries(implementations))('%s', (_name, make) => {
     let s: S | undefined;
-    beforeEach(async () => {
+    runner.beforeEach(async () => {
       s = make();
       await (s as { reset?: () => Promise<void> }).reset?.();
     });
