@@ -77,6 +77,7 @@ export default tseslint.config(
             { name: '@flagship/testing', message: 'Test helpers stay out of production code.' },
             { name: '@flagship/ledger/testing', message: 'Test helpers stay out of production code.' },
             { name: '@flagship/redis/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/persistence/testing', message: 'Test helpers stay out of production code.' },
             { name: '@flagship/flag-store/testing', message: 'Test helpers stay out of production code.' },
             { name: '@flagship/sse/testing', message: 'Test helpers stay out of production code.' },
           ],

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { BillingRepository, type SecretReader, StripeApi, stripeSecretsFromConfig } from '@flagship/billing';
+import { BillingRepository, type SecretReader, SqlBillingRepository, StripeApi, stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
 import { platformModules } from '@flagship/service-kit';
 import { BillingMetrics } from './billing.metrics';
@@ -19,13 +19,14 @@ import { UsageMeterService } from './metering/usage-meter.service';
 import { UsagePricingService } from './metering/usage-pricing.service';
 import { PortalConfigurationService } from './stripe/portal-configuration.service';
 import { StripeEventsCatchUpService } from './stripe/stripe-events-catch-up.service';
+import { SdkStripeAccount, StripeAccount } from './stripe/stripe-account';
 import { BILLING_SECRETS, STRIPE_API } from './stripe/stripe.tokens';
-import { BillingSyncRepository } from './webhooks/billing-sync.repository';
+import { BillingSyncRepository, SqlBillingSyncRepository } from './webhooks/billing-sync.repository';
 import { BillingSyncService } from './webhooks/billing-sync.service';
 import { CreditPurchasesRepository, SqlCreditPurchasesRepository } from './webhooks/credit-purchases.repository';
 import { CreditReversalsService } from './webhooks/credit-reversals.service';
 import { StripeEventProcessor } from './webhooks/stripe-event.processor';
-import { StripeEventsRepository } from './webhooks/stripe-events.repository';
+import { SqlStripeEventsRepository, StripeEventsRepository } from './webhooks/stripe-events.repository';
 import { StripeWebhookController } from './webhooks/stripe-webhook.controller';
 import { WebhookSignatureVerifier } from './webhooks/webhook-signature';
 
@@ -46,14 +47,15 @@ export class AppModule {
           provide: STRIPE_API,
           useValue: new StripeApi(secrets, { apiBase: config.STRIPE_API_BASE, timeoutMs: config.STRIPE_TIMEOUT_MS, maxNetworkRetries: config.STRIPE_MAX_NETWORK_RETRIES }),
         },
+        { provide: StripeAccount, useClass: SdkStripeAccount },
         BillingMetrics,
-        BillingRepository,
-        BillingSyncRepository,
+        { provide: BillingRepository, useClass: SqlBillingRepository },
+        { provide: BillingSyncRepository, useClass: SqlBillingSyncRepository },
         CreditsRepository,
         { provide: CreditPurchasesRepository, useClass: SqlCreditPurchasesRepository },
         CreditReversalsService,
         BillingSyncService,
-        StripeEventsRepository,
+        { provide: StripeEventsRepository, useClass: SqlStripeEventsRepository },
         StripeEventProcessor,
         WebhookSignatureVerifier,
         UsageMeterRepository,

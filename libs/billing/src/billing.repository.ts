@@ -57,10 +57,47 @@ function toSubscription(r: Record<string, unknown>): BillingSubscription {
   };
 }
 
-/** Stripe customers and plan subscriptions as billing-worker last read them; tenant-owned reads take the tenant id first. */
+/**
+ * Stripe customers (one per tenant and product key), plan subscriptions as billing-worker last read
+ * them, the Checkout Sessions management-api created, and billing's small state. Tenant-owned reads
+ * take the tenant id first.
+ */
+export abstract class BillingRepository {
+  abstract customer(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingCustomer | null>;
+  /** Whose customer this is (webhooks name customers, not tenants). */
+  abstract customerByStripeId(stripeCustomerId: string, m?: EntityManager): Promise<BillingCustomer | null>;
+  /**
+   * The e-mail a new Stripe customer of the tenant gets: the tenant's `primaryEmail` only when it is
+   * the e-mail of a member who signed in with it (the identity provider verified it), else the
+   * earliest such admin's, else the earliest such member's. A member added by e-mail who never signed
+   * in (`pending:` subject) proves nothing. Null when the tenant has no signed-in member.
+   */
+  abstract billingEmail(tenantId: string, m?: EntityManager): Promise<string | null>;
+  /** Records the customer unless one exists for the tenant and product already; answers the one that holds. */
+  abstract insertCustomer(tenantId: string, productKey: string, stripeCustomerId: string): Promise<BillingCustomer>;
+  /** The usage subscription (on the metered price) of the tenant's customer for a product; null when none is recorded. */
+  abstract usageSubscriptionId(tenantId: string, productKey: string, m?: EntityManager): Promise<string | null>;
+  abstract setUsageSubscriptionId(m: EntityManager, tenantId: string, productKey: string, subscriptionId: string): Promise<void>;
+  /** Forgets an ended usage subscription, so the next report subscribes the customer again. */
+  abstract clearUsageSubscriptionId(m: EntityManager, tenantId: string, subscriptionId: string): Promise<void>;
+  /** The tenant's plan subscription for a product: the newest live one, else the newest (by Stripe's `created`, then id). */
+  abstract currentSubscription(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingSubscription | null>;
+  /** Records the subscription as read, or replaces what was read of it before; one recorded for another tenant stays as it was. */
+  abstract upsertSubscription(m: EntityManager, s: BillingSubscription): Promise<void>;
+  /** Records a Checkout Session this service created; the same session again (a replayed idempotency key) is kept as it was. */
+  abstract recordCheckoutSession(s: RecordedCheckoutSession): Promise<void>;
+  /** The tenant's recorded Checkout Session; null for a session this service did not create for that tenant. */
+  abstract checkoutSession(tenantId: string, stripeSessionId: string, m?: EntityManager): Promise<RecordedCheckoutSession | null>;
+  /** A BILLING_STATE value, or null. */
+  abstract state(key: string): Promise<string | null>;
+  abstract setState(key: string, value: string, m?: EntityManager): Promise<void>;
+}
+
 @Injectable()
-export class BillingRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+export class SqlBillingRepository extends BillingRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
 
   async customer(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingCustomer | null> {
     const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
@@ -70,7 +107,6 @@ export class BillingRepository {
     return rows[0] ? { tenantId: rows[0]['tenant_id'] as string, productKey: rows[0]['product_key'] as string, stripeCustomerId: rows[0]['stripe_customer_id'] as string } : null;
   }
 
-  /** Whose customer this is (webhooks name customers, not tenants). */
   async customerByStripeId(stripeCustomerId: string, m?: EntityManager): Promise<BillingCustomer | null> {
     const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
       `SELECT tenant_id, product_key, stripe_customer_id FROM billing_customers WHERE stripe_customer_id = $1`,
@@ -79,12 +115,6 @@ export class BillingRepository {
     return rows[0] ? { tenantId: rows[0]['tenant_id'] as string, productKey: rows[0]['product_key'] as string, stripeCustomerId } : null;
   }
 
-  /**
-   * The e-mail a new Stripe customer of the tenant gets: the tenant's `primaryEmail` only when it is
-   * the e-mail of a member who signed in with it (the identity provider verified it), else the
-   * earliest such admin's. A member added by e-mail who never signed in (`pending:` subject) proves
-   * nothing. Null when the tenant has no signed-in member.
-   */
   async billingEmail(tenantId: string, m?: EntityManager): Promise<string | null> {
     const rows: Array<{ email: string }> = await (m ?? this.ds).query(
       `SELECT u.email FROM memberships ms JOIN users u ON u.id = ms.user_id JOIN tenants t ON t.id = ms.tenant_id
@@ -96,7 +126,6 @@ export class BillingRepository {
     return rows[0]?.email ?? null;
   }
 
-  /** Records the customer unless one exists for the tenant and product already; answers the one that holds. */
   async insertCustomer(tenantId: string, productKey: string, stripeCustomerId: string): Promise<BillingCustomer> {
     await this.ds.query(
       `INSERT INTO billing_customers (tenant_id, product_key, stripe_customer_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
@@ -107,7 +136,6 @@ export class BillingRepository {
     return held;
   }
 
-  /** The usage subscription (on the metered price) of the tenant's customer for a product; null when none is recorded. */
   async usageSubscriptionId(tenantId: string, productKey: string, m?: EntityManager): Promise<string | null> {
     const rows: Array<{ usage_subscription_id: string | null }> = await (m ?? this.ds).query(
       `SELECT usage_subscription_id FROM billing_customers WHERE tenant_id = $1 AND product_key = $2`,
@@ -120,12 +148,10 @@ export class BillingRepository {
     await m.query(`UPDATE billing_customers SET usage_subscription_id = $3 WHERE tenant_id = $1 AND product_key = $2`, [tenantId, productKey, subscriptionId]);
   }
 
-  /** Forgets an ended usage subscription, so the next report subscribes the customer again. */
   async clearUsageSubscriptionId(m: EntityManager, tenantId: string, subscriptionId: string): Promise<void> {
     await m.query(`UPDATE billing_customers SET usage_subscription_id = NULL WHERE tenant_id = $1 AND usage_subscription_id = $2`, [tenantId, subscriptionId]);
   }
 
-  /** The tenant's plan subscription for a product: the newest live one, else the newest. */
   async currentSubscription(tenantId: string, productKey: string, m?: EntityManager): Promise<BillingSubscription | null> {
     const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
       `SELECT ${SUBSCRIPTION_COLUMNS} FROM billing_subscriptions WHERE tenant_id = $1 AND product_key = $2
@@ -146,7 +172,6 @@ export class BillingRepository {
     );
   }
 
-  /** Records a Checkout Session this service created; the same session again (a replayed idempotency key) is kept as it was. */
   async recordCheckoutSession(s: RecordedCheckoutSession): Promise<void> {
     await this.ds.query(
       `INSERT INTO checkout_sessions (stripe_session_id, tenant_id, product_key, kind, amount, currency, plan_id, created_by)
@@ -155,7 +180,6 @@ export class BillingRepository {
     );
   }
 
-  /** The tenant's recorded Checkout Session; null for a session this service did not create for that tenant. */
   async checkoutSession(tenantId: string, stripeSessionId: string, m?: EntityManager): Promise<RecordedCheckoutSession | null> {
     const rows: Array<Record<string, unknown>> = await (m ?? this.ds).query(
       `SELECT stripe_session_id, tenant_id, product_key, kind, amount, currency, plan_id, created_by FROM checkout_sessions WHERE tenant_id = $1 AND stripe_session_id = $2`,

@@ -15,3 +15,4 @@ export * from './fake-secrets-manager';
 export * from './fake-otlp-collector';
 export * from './flag-rows';
 export * from './fake-image-host';
+export * from './repository-agreement';

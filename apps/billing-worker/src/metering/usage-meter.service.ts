@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { BillingRepository, ensureStripeCustomer, isDuplicateMeterEvent, type StripeApi } from '@flagship/billing';
+import { BillingRepository, ensureStripeCustomer } from '@flagship/billing';
 import { APP_CONFIG } from '@flagship/config';
 import { TransactionRunner } from '@flagship/persistence';
 import { BillingMetrics } from '../billing.metrics';
 import type { BillingWorkerConfig } from '../env.schema';
-import { STRIPE_API } from '../stripe/stripe.tokens';
+import { StripeAccount } from '../stripe/stripe-account';
 import { BillingSyncRepository } from '../webhooks/billing-sync.repository';
 import { type UsageRow, UsageMeterRepository } from '@flagship/ledger';
 import { METER_PAYLOAD_KEYS, UsagePricingService } from './usage-pricing.service';
@@ -28,10 +28,10 @@ export class UsageMeterService {
   private readonly log = new Logger(UsageMeterService.name);
 
   constructor(
-    private readonly transactions: TransactionRunner,
-    @Inject(STRIPE_API) private readonly stripe: StripeApi,
-    @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
-    private readonly rows: UsageMeterRepository,
+    @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
+    private readonly stripe: StripeAccount,
+    @Inject(APP_CONFIG) private readonly config: Pick<BillingWorkerConfig, 'METER_BATCH_SIZE' | 'METER_CONCURRENCY' | 'METER_EVENT_NAME'>,
+    @Inject(UsageMeterRepository) private readonly rows: Pick<UsageMeterRepository, 'claim' | 'markReported'>,
     private readonly billing: BillingRepository,
     private readonly tenants: BillingSyncRepository,
     private readonly metrics: BillingMetrics,
@@ -44,7 +44,6 @@ export class UsageMeterService {
     const reported = await this.transactions.run(async (m) => {
       const batch = await this.rows.claim(m, this.config.METER_BATCH_SIZE);
       if (batch.length === 0) return 0;
-      const stripe = this.stripe.client();
       // The meter and its price first: events sent before the meter exists would never be billed.
       await this.pricing.pricing();
       // Each tenant's customer and its usage subscription first, one after the other: the queries run
@@ -58,8 +57,8 @@ export class UsageMeterService {
           customers.set(key, undefined);
           continue;
         }
-        const customer = await ensureStripeCustomer(stripe, this.billing, tenant, row.productKey);
-        await this.pricing.ensureSubscription(stripe, m, customer);
+        const customer = await ensureStripeCustomer(this.stripe, this.billing, tenant, row.productKey);
+        await this.pricing.ensureSubscription(m, customer);
         customers.set(key, customer.stripeCustomerId);
       }
       const accepted: UsageRow[] = [];
@@ -68,18 +67,13 @@ export class UsageMeterService {
         const customer = customers.get(`${row.tenantId}:${row.productKey}`);
         if (!customer) return;
         const timestamp = Math.max(Math.floor((row.completedAt ?? row.createdAt).getTime() / 1000), Math.floor(Date.now() / 1000) - OLDEST_TIMESTAMP_S);
-        try {
-          await stripe.billing.meterEvents.create({
-            event_name: this.config.METER_EVENT_NAME,
-            identifier: row.id,
-            timestamp,
-            payload: { [METER_PAYLOAD_KEYS.customer]: customer, [METER_PAYLOAD_KEYS.value]: String(row.debit), product_key: row.productKey },
-          });
-          this.metrics.meterEvents.inc({ outcome: 'accepted' });
-        } catch (err) {
-          if (!isDuplicateMeterEvent(err)) throw err;
-          this.metrics.meterEvents.inc({ outcome: 'duplicate' });
-        }
+        const outcome = await this.stripe.sendMeterEvent({
+          event_name: this.config.METER_EVENT_NAME,
+          identifier: row.id,
+          timestamp,
+          payload: { [METER_PAYLOAD_KEYS.customer]: customer, [METER_PAYLOAD_KEYS.value]: String(row.debit), product_key: row.productKey },
+        });
+        this.metrics.meterEvents.inc({ outcome });
         accepted.push(row);
       };
       const workers = Array.from({ length: Math.max(1, this.config.METER_CONCURRENCY) }, async () => {

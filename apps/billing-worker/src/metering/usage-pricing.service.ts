@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import Stripe from 'stripe';
-import { BILLING_STATE, BillingRepository, type StripeApi } from '@flagship/billing';
+import { BILLING_STATE, BillingRepository } from '@flagship/billing';
 import { APP_CONFIG } from '@flagship/config';
 import type { Tx as EntityManager } from '@flagship/persistence';
 import type { BillingWorkerConfig } from '../env.schema';
-import { STRIPE_API } from '../stripe/stripe.tokens';
+import { StripeAccount } from '../stripe/stripe-account';
 import { BillingSyncRepository } from '../webhooks/billing-sync.repository';
 
 /** The meter event payload keys the reporter sends (UsageMeterService) and the meter reads. */
@@ -41,8 +41,8 @@ export class UsagePricingService {
   private inFlight: Promise<UsagePricing> | undefined;
 
   constructor(
-    @Inject(STRIPE_API) private readonly stripe: StripeApi,
-    @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
+    private readonly stripe: StripeAccount,
+    @Inject(APP_CONFIG) private readonly config: Pick<BillingWorkerConfig, 'METER_EVENT_NAME' | 'METER_PRICE_CURRENCY' | 'METER_PRICE_UNIT_AMOUNT_DECIMAL'>,
     private readonly billing: BillingRepository,
     private readonly locks: BillingSyncRepository,
   ) {}
@@ -67,9 +67,8 @@ export class UsagePricingService {
   }
 
   private async lookUpOrCreate(): Promise<UsagePricing> {
-    const stripe = this.stripe.client();
-    const meter = await this.ensureMeter(stripe);
-    const price = await this.ensurePrice(stripe, meter);
+    const meter = await this.ensureMeter();
+    const price = await this.ensurePrice(meter);
     await this.billing.setState(BILLING_STATE.usageMeterId, meter.id);
     await this.billing.setState(BILLING_STATE.usagePriceId, price.id);
     const pricing = { meterId: meter.id, priceId: price.id };
@@ -77,18 +76,11 @@ export class UsagePricingService {
     return pricing;
   }
 
-  private async findMeter(stripe: Stripe): Promise<Stripe.Billing.Meter | undefined> {
-    for await (const m of stripe.billing.meters.list({ status: 'active', limit: 100 })) {
-      if (m.event_name === this.config.METER_EVENT_NAME) return m;
-    }
-    return undefined;
-  }
-
-  private async ensureMeter(stripe: Stripe): Promise<Stripe.Billing.Meter> {
-    let meter = await this.findMeter(stripe);
+  private async ensureMeter(): Promise<Stripe.Billing.Meter> {
+    let meter = await this.stripe.activeMeter(this.config.METER_EVENT_NAME);
     if (!meter) {
       try {
-        meter = await stripe.billing.meters.create(
+        meter = await this.stripe.createMeter(
           {
             display_name: 'Flagship AI gateway usage',
             event_name: this.config.METER_EVENT_NAME,
@@ -96,12 +88,12 @@ export class UsagePricingService {
             customer_mapping: { type: 'by_id', event_payload_key: METER_PAYLOAD_KEYS.customer },
             value_settings: { event_payload_key: METER_PAYLOAD_KEYS.value },
           },
-          { idempotencyKey: `flagship-meter-${this.config.METER_EVENT_NAME}` },
+          `flagship-meter-${this.config.METER_EVENT_NAME}`,
         );
         this.log.log(`billing meter ${meter.id} (${meter.event_name}) created`);
       } catch (err) {
         // Another replica created it after our look (past the idempotency key's 24 h): find it again.
-        meter = await this.findMeter(stripe);
+        meter = await this.stripe.activeMeter(this.config.METER_EVENT_NAME);
         if (!meter) throw err;
       }
     }
@@ -114,29 +106,29 @@ export class UsagePricingService {
     return meter;
   }
 
-  private async ensurePrice(stripe: Stripe, meter: Stripe.Billing.Meter): Promise<Stripe.Price> {
+  private async ensurePrice(meter: Stripe.Billing.Meter): Promise<Stripe.Price> {
     const { METER_PRICE_CURRENCY: currency, METER_PRICE_UNIT_AMOUNT_DECIMAL: unitAmountDecimal } = this.config;
-    const [existing] = (await stripe.prices.list({ lookup_keys: [this.lookupKey], active: true, limit: 1 })).data;
+    const existing = await this.stripe.activePrice(this.lookupKey);
     const fits = (p: Stripe.Price) =>
       p.recurring?.usage_type === 'metered' && p.recurring.meter === meter.id && p.currency === currency && Number(String(p.unit_amount_decimal)) === Number(unitAmountDecimal);
     if (existing && fits(existing)) return existing;
     const product =
       typeof existing?.product === 'string'
         ? existing.product
-        : (await stripe.products.create({ name: 'Flagship AI gateway usage', metadata: { managedBy: 'flagship-billing-worker' } }, { idempotencyKey: `flagship-usage-product-${meter.id}` })).id;
+        : (await this.stripe.createProduct({ name: 'Flagship AI gateway usage', metadata: { managedBy: 'flagship-billing-worker' } }, `flagship-usage-product-${meter.id}`)).id;
     // A price that no longer fits (another meter, amount or currency) hands its lookup key over.
-    const price = await stripe.prices.create(
+    const price = await this.stripe.createPrice(
       {
         product,
         currency,
         unit_amount_decimal: Stripe.Decimal.from(unitAmountDecimal),
         recurring: { interval: 'month', usage_type: 'metered', meter: meter.id },
         lookup_key: this.lookupKey,
-        transfer_lookup_key: existing !== undefined,
+        transfer_lookup_key: existing !== null,
         nickname: 'AI gateway usage (metered)',
         metadata: { managedBy: 'flagship-billing-worker' },
       },
-      { idempotencyKey: `flagship-usage-price-${meter.id}-${currency}-${unitAmountDecimal}-${existing?.id ?? 'first'}` },
+      `flagship-usage-price-${meter.id}-${currency}-${unitAmountDecimal}-${existing?.id ?? 'first'}`,
     );
     this.log.log(`metered price ${price.id} on meter ${meter.id} created`);
     return price;
@@ -146,7 +138,7 @@ export class UsagePricingService {
    * The usage subscription of one tenant's customer for a product key, created on first need, inside
    * the meter batch's transaction `m` (callers take customers in a stable order: the locks never cross).
    */
-  async ensureSubscription(stripe: Stripe, m: EntityManager, customer: { tenantId: string; productKey: string; stripeCustomerId: string }): Promise<string> {
+  async ensureSubscription(m: EntityManager, customer: { tenantId: string; productKey: string; stripeCustomerId: string }): Promise<string> {
     const recorded = await this.billing.usageSubscriptionId(customer.tenantId, customer.productKey, m);
     if (recorded) return recorded;
     await this.locks.lock(m, `usage-subscription:${customer.stripeCustomerId}`);
@@ -154,14 +146,14 @@ export class UsagePricingService {
     if (meanwhile) return meanwhile;
     const { priceId } = await this.pricing();
     // One created before its record was committed (a crash in between) is found, not doubled.
-    const listed = (await stripe.subscriptions.list({ customer: customer.stripeCustomerId, price: priceId, status: 'all', limit: 100 })).data;
+    const listed = await this.stripe.subscriptionsOn(customer.stripeCustomerId, priceId);
     const found = listed.find((s) => !ENDED.has(s.status));
     const sub =
       found ??
-      (await stripe.subscriptions.create(
+      (await this.stripe.createSubscription(
         { customer: customer.stripeCustomerId, items: [{ price: priceId }], metadata: { tenantId: customer.tenantId, productKey: customer.productKey, kind: 'usage' } },
         // Numbered by the ended ones: a replacement for a canceled subscription is not a replay of the first.
-        { idempotencyKey: `flagship-usage-subscription-${customer.stripeCustomerId}-${priceId}-${listed.length}` },
+        `flagship-usage-subscription-${customer.stripeCustomerId}-${priceId}-${listed.length}`,
       ));
     if (!found) this.log.log(`usage subscription ${sub.id} for tenant ${customer.tenantId} (${customer.productKey}) created`);
     await this.billing.setUsageSubscriptionId(m, customer.tenantId, customer.productKey, sub.id);

@@ -14,12 +14,37 @@ export interface LedgerEntry {
   occurredAt: Date;
 }
 
-/** What billing-worker writes of a tenant: plan, plan entitlements, billing ledger (credits go through @flagship/ledger). Every statement names the tenant. */
-@Injectable()
-export class BillingSyncRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+/** A tenant as billing-worker names it to Stripe. */
+export interface BillingTenant {
+  id: string;
+  name: string;
+  primaryEmail: string;
+}
 
-  async tenant(tenantId: string, m?: EntityManager): Promise<{ id: string; name: string; primaryEmail: string } | null> {
+/**
+ * What billing-worker writes of a tenant: plan, plan entitlements, billing ledger (credits go
+ * through @flagship/ledger). Every statement names the tenant.
+ */
+export abstract class BillingSyncRepository {
+  abstract tenant(tenantId: string, m?: EntityManager): Promise<BillingTenant | null>;
+  abstract setPlan(m: EntityManager, tenantId: string, plan: string, status: string): Promise<void>;
+  /** A plan's entitlement; one an admin granted for the product is left as it is. */
+  abstract grantPlanEntitlement(m: EntityManager, tenantId: string, productKey: string, tier: string): Promise<void>;
+  /** Removes a plan's entitlement; one an admin granted stays. */
+  abstract revokePlanEntitlement(m: EntityManager, tenantId: string, productKey: string): Promise<void>;
+  /** True when the entry is new (its Stripe object was not recorded before under this kind). */
+  abstract addLedgerEntry(m: EntityManager, e: LedgerEntry): Promise<boolean>;
+  /** Serialises work on one Stripe object across replicas until the transaction ends. */
+  abstract lock(m: EntityManager, key: string): Promise<void>;
+}
+
+@Injectable()
+export class SqlBillingSyncRepository extends BillingSyncRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
+
+  async tenant(tenantId: string, m?: EntityManager): Promise<BillingTenant | null> {
     const rows: Array<{ id: string; name: string; primary_email: string }> = await (m ?? this.ds).query(`SELECT id, name, primary_email FROM tenants WHERE id = $1`, [tenantId]);
     return rows[0] ? { id: rows[0].id, name: rows[0].name, primaryEmail: rows[0].primary_email } : null;
   }
@@ -28,7 +53,6 @@ export class BillingSyncRepository {
     await m.query(`UPDATE tenants SET plan = $2, subscription_status = $3, updated_at = now() WHERE id = $1 AND (plan <> $2 OR subscription_status <> $3)`, [tenantId, plan, status]);
   }
 
-  /** A plan's entitlement; one an admin granted for the product is left as it is. */
   async grantPlanEntitlement(m: EntityManager, tenantId: string, productKey: string, tier: string): Promise<void> {
     await m.query(
       `INSERT INTO entitlements (tenant_id, product_key, tier, valid_until, source) VALUES ($1, $2, $3, NULL, 'plan')
@@ -42,7 +66,6 @@ export class BillingSyncRepository {
     await m.query(`DELETE FROM entitlements WHERE tenant_id = $1 AND product_key = $2 AND source = 'plan'`, [tenantId, productKey]);
   }
 
-  /** True when the entry is new (its Stripe object was not recorded before under this kind). */
   async addLedgerEntry(m: EntityManager, e: LedgerEntry): Promise<boolean> {
     const rows: unknown[] = await m.query(
       `INSERT INTO billing_ledger (tenant_id, product_key, kind, stripe_object_id, stripe_subscription_id, amount, currency, credits, occurred_at)
@@ -52,7 +75,6 @@ export class BillingSyncRepository {
     return rows.length > 0;
   }
 
-  /** Serialises work on one Stripe object across replicas until the transaction ends. */
   async lock(m: EntityManager, key: string): Promise<void> {
     await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [key]);
   }

@@ -12,12 +12,12 @@ import {
   type BillingCustomer,
   type RecordedCheckoutSession,
   type SecretReader,
-  type StripeApi,
 } from '@flagship/billing';
 import { APP_CONFIG } from '@flagship/config';
 import type { BillingWorkerConfig } from '../env.schema';
 import { isUsageSubscription, UsagePricingService } from '../metering/usage-pricing.service';
-import { BILLING_SECRETS, STRIPE_API } from '../stripe/stripe.tokens';
+import { StripeAccount } from '../stripe/stripe-account';
+import { BILLING_SECRETS } from '../stripe/stripe.tokens';
 import { CreditsRepository } from '@flagship/ledger';
 import { BillingSyncRepository } from './billing-sync.repository';
 import { CreditReversalsService } from './credit-reversals.service';
@@ -35,12 +35,12 @@ export class BillingSyncService {
   private readonly log = new Logger(BillingSyncService.name);
 
   constructor(
-    @Inject(STRIPE_API) private readonly stripe: StripeApi,
+    private readonly stripe: StripeAccount,
     @Inject(BILLING_SECRETS) private readonly secrets: SecretReader,
-    @Inject(APP_CONFIG) private readonly config: BillingWorkerConfig,
+    @Inject(APP_CONFIG) private readonly config: Pick<BillingWorkerConfig, 'BILLING_MICRO_CREDITS_PER_CENT'>,
     private readonly billing: BillingRepository,
     private readonly sync: BillingSyncRepository,
-    private readonly credits: CreditsRepository,
+    @Inject(CreditsRepository) private readonly credits: Pick<CreditsRepository, 'grantCredits'>,
     private readonly usagePricing: UsagePricingService,
     private readonly reversals: CreditReversalsService,
   ) {}
@@ -53,15 +53,10 @@ export class BillingSyncService {
   async syncSubscription(m: EntityManager, subscriptionId: string): Promise<string[]> {
     // Two events of one subscription processed at once on two replicas: the later reader writes last.
     await this.sync.lock(m, `subscription:${subscriptionId}`);
-    let sub: Stripe.Subscription;
-    try {
-      sub = await this.stripe.client().subscriptions.retrieve(subscriptionId);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'resource_missing') {
-        this.log.warn(`subscription ${subscriptionId} no longer exists at Stripe`);
-        return [];
-      }
-      throw err;
+    const sub = await this.stripe.subscription(subscriptionId);
+    if (!sub) {
+      this.log.warn(`subscription ${subscriptionId} no longer exists at Stripe`);
+      return [];
     }
     const owner = await this.customer(m, idOf(sub.customer));
     if (!owner) {
@@ -125,15 +120,10 @@ export class BillingSyncService {
     }
     if (event.mode !== 'payment' || event.metadata?.['kind'] !== 'credits') return [];
     if (typeof event.id !== 'string' || event.id === '') return [];
-    let session: Stripe.Checkout.Session;
-    try {
-      session = await this.stripe.client().checkout.sessions.retrieve(event.id);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'resource_missing') {
-        this.log.warn(`checkout ${event.id.slice(0, 80)}: Stripe has no such session; no credits granted`);
-        return [];
-      }
-      throw err;
+    const session = await this.stripe.checkoutSession(event.id);
+    if (!session) {
+      this.log.warn(`checkout ${event.id.slice(0, 80)}: Stripe has no such session; no credits granted`);
+      return [];
     }
     if (session.mode !== 'payment' || session.status !== 'complete' || session.payment_status !== 'paid') {
       // Async payment methods: checkout.session.async_payment_succeeded follows once paid.
@@ -192,19 +182,12 @@ export class BillingSyncService {
    */
   async chargeChanged(m: EntityManager, chargeId: string): Promise<string[]> {
     await this.sync.lock(m, `charge:${chargeId}`);
-    const stripe = this.stripe.client();
-    let charge: Stripe.Charge;
-    try {
-      charge = await stripe.charges.retrieve(chargeId);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'resource_missing') {
-        this.log.warn(`charge ${chargeId.slice(0, 80)}: Stripe has no such charge; nothing taken back`);
-        return [];
-      }
-      throw err;
+    const charge = await this.stripe.charge(chargeId);
+    if (!charge) {
+      this.log.warn(`charge ${chargeId.slice(0, 80)}: Stripe has no such charge; nothing taken back`);
+      return [];
     }
-    // One charge has one dispute in practice; a page of 100 is every one it could have.
-    const disputes = (await stripe.disputes.list({ charge: charge.id, limit: 100 })).data;
+    const disputes = await this.stripe.disputes(charge.id);
     const owner = await this.customer(m, idOf(charge.customer));
     return this.reversals.chargeChanged(
       m,
@@ -215,7 +198,7 @@ export class BillingSyncService {
         amountRefunded: charge.amount_refunded,
         disputes: disputes.map((d) => ({ id: d.id, amount: d.amount, status: d.status })),
       },
-      async (pi) => (await stripe.checkout.sessions.list({ payment_intent: pi, limit: 1 })).data[0]?.id ?? null,
+      (pi) => this.stripe.sessionOfPaymentIntent(pi),
     );
   }
 

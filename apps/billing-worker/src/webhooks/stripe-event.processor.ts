@@ -48,8 +48,8 @@ export class StripeEventProcessor {
   private readonly log = new Logger(StripeEventProcessor.name);
 
   constructor(
-    private readonly transactions: TransactionRunner,
-    @Inject(PUBSUB) private readonly pubsub: PubSub,
+    @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
+    @Inject(PUBSUB) private readonly pubsub: Pick<PubSub, 'publish'>,
     private readonly inbox: StripeEventsRepository,
     private readonly sync: BillingSyncService,
     private readonly metrics: BillingMetrics,

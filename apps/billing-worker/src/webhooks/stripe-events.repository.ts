@@ -10,12 +10,30 @@ export interface StoredEvent {
   attempts: number;
 }
 
-/** The webhook inbox: one row per Stripe event id, so a redelivered or caught-up event is stored once. */
-@Injectable()
-export class StripeEventsRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
-
+/**
+ * The webhook inbox: one row per Stripe event id, so a redelivered or caught-up event is stored
+ * once; the oldest due one is processed first, and marked in the transaction of its effect. The
+ * clock is the store's (Postgres' now() in the real one).
+ */
+export abstract class StripeEventsRepository {
   /** True when the event is new. */
+  abstract store(event: { id: string; type: string; created: number }, source: 'webhook' | 'catch_up'): Promise<boolean>;
+  /** The oldest (by Stripe's `created`, then arrival) due unprocessed event, locked for this transaction; other replicas skip it. */
+  abstract claimNext(m: EntityManager): Promise<StoredEvent | null>;
+  /** In the transaction of the event's effect: processed exactly when the effect commits. */
+  abstract markProcessed(m: EntityManager, id: string, note?: string | null): Promise<void>;
+  /** An attempt failed: counted, its error kept (500 characters), and not due again for `retryInMs`. */
+  abstract recordFailure(id: string, error: string, retryInMs: number): Promise<void>;
+  /** Events not yet processed and how long ago the oldest was received (a monitoring read for the inbox's gauges). */
+  abstract inboxBacklog(m: EntityManager): Promise<Backlog>;
+}
+
+@Injectable()
+export class SqlStripeEventsRepository extends StripeEventsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
+
   async store(event: { id: string; type: string; created: number }, source: 'webhook' | 'catch_up'): Promise<boolean> {
     const rows: unknown[] = await this.ds.query(
       `INSERT INTO stripe_events (id, type, stripe_created, payload, source) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING id`,
@@ -24,7 +42,6 @@ export class StripeEventsRepository {
     return rows.length > 0;
   }
 
-  /** The oldest due unprocessed event, locked for this transaction; other replicas skip it. */
   async claimNext(m: EntityManager): Promise<StoredEvent | null> {
     const rows: StoredEvent[] = await m.query(
       `SELECT id, type, payload, attempts FROM stripe_events
@@ -34,7 +51,6 @@ export class StripeEventsRepository {
     return rows[0] ?? null;
   }
 
-  /** In the transaction of the event's effect: processed exactly when the effect commits. */
   async markProcessed(m: EntityManager, id: string, note: string | null = null): Promise<void> {
     await m.query(`UPDATE stripe_events SET processed_at = now(), attempts = attempts + 1, last_error = $2 WHERE id = $1`, [id, note]);
   }
@@ -47,7 +63,6 @@ export class StripeEventsRepository {
     );
   }
 
-  /** Events not yet processed and how long ago the oldest was received (a monitoring read for the inbox's gauges). */
   async inboxBacklog(m: EntityManager): Promise<Backlog> {
     return backlogOf(m, 'stripe_events', 'received_at', 'processed_at IS NULL');
   }

@@ -3,10 +3,11 @@ import { APP_CONFIG } from '@flagship/config';
 import type { Plan, SignInBootstrapResponse, SubscriptionStatus, TenantRole } from '@flagship/domain';
 import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
 import { CommonProblems, ProblemException, validationProblem } from '@flagship/problem-details';
-import { TenantsRepository, type TenantWithRole } from '../tenants/tenants.repository';
+import { TenantsRepository } from '../tenants/tenants.repository';
 import { TenantsService } from '../tenants/tenants.service';
 import { UsersRepository } from '../users/users.repository';
 import type { UserEntity } from '../users/user.entity';
+import { canonicalOf } from './access-decision';
 import { AuthProblems } from './auth.errors';
 import { CONSOLE_CALLBACK_PATH } from '../console/console-static';
 import type { ManagementApiConfig } from '../env.schema';
@@ -149,8 +150,3 @@ export class AuthService {
 
 /** `google.com` and `google` name the same provider; `oidc.acme` stays as it is. */
 const sameProvider = (name: string): string => name.toLowerCase().replace(/\.com$/, '');
-
-/** The canonical tenant: the earliest where the user is admin, else the earliest of all. */
-export function canonicalOf(memberships: TenantWithRole[]): TenantWithRole | undefined {
-  return memberships.find((x) => x.role === 'admin') ?? memberships[0];
-}

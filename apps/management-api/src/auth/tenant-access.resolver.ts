@@ -1,16 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type Plan, roleAtLeast } from '@flagship/domain';
+import type { Plan } from '@flagship/domain';
 import { APP_CONFIG } from '@flagship/config';
 import type { TenantEntity } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
-import { TenantsRepository } from '../tenants/tenants.repository';
+import { TenantsRepository, type TenantWithRole } from '../tenants/tenants.repository';
 import type { UserEntity } from '../users/user.entity';
 import { UsersRepository } from '../users/users.repository';
 import type { TenantAccessRule, VerifiedEmail } from './auth.decorators';
 import { AuthProblems, BEARER_CHALLENGE } from './auth.errors';
-import { canonicalOf } from './auth.service';
+import { decideAccess, type RouteAccess, tenantRoute } from './access-decision';
 import { CLIENT_TOKEN_PORT, type ClientTokenPort } from './client-token.port';
 import { IdTokenVerifier } from './id-token.verifier';
 
@@ -81,75 +81,38 @@ export class TenantAccessResolver {
   }
 
   /**
-   * The tenant `who` acts in under `rule`: `requested` (X-Tenant-ID, or the path's tenant) or, for a
-   * user who names none, their canonical tenant; refused with a 400/403/404 problem. Fills in the
-   * caller's tenant id, plan and (users) role.
+   * Whether `who` may call a route (decideAccess) and in which tenant: `requested` (X-Tenant-ID, or
+   * the path's tenant) or, for a user who names none, their canonical tenant; refused with a
+   * 400/403/404 problem. Fills in the caller's tenant id, plan and (users) role. `safe`: the
+   * request's method changes nothing (GET, HEAD).
    */
-  async authorize(who: Authenticated, rule: TenantAccessRule, requested: string | undefined): Promise<TenantEntity> {
+  async authorize(who: Authenticated, route: RouteAccess, requested: string | undefined, safe = false): Promise<TenantEntity | undefined> {
     const caller = who.caller;
-    const tenant = caller.kind === 'client' ? await this.forClient(caller, rule, requested) : await this.forUser(caller, who.user!, rule, requested);
-    // An expired sandbox stays readable (and evaluable) but takes no more changes.
-    if (tenant.isSandbox && tenant.sandboxExpiresAt && tenant.sandboxExpiresAt.getTime() < Date.now() && rule.role !== 'viewer') {
-      throw new ProblemException(AuthProblems['sandbox-expired'], `This sandbox expired on ${tenant.sandboxExpiresAt.toISOString()}; it is read-only.`);
-    }
-    caller.tenantId = tenant.id;
-    caller.plan = tenant.plan as Plan;
-    return tenant;
+    const user = who.user;
+    const grant = await decideAccess(
+      {
+        route,
+        caller,
+        ...(user ? { userId: user.id, member: (ms: TenantWithRole) => this.touch(ms.tenant.id, user.id, ms.lastAccessedAt) } : {}),
+        ...(requested !== undefined ? { requested } : {}),
+        safe,
+        now: Date.now(),
+      },
+      this.tenants,
+    );
+    if (!grant.tenant) return undefined;
+    caller.tenantId = grant.tenant.id;
+    caller.plan = grant.tenant.plan as Plan;
+    if (grant.role) caller.role = grant.role;
+    return grant.tenant;
   }
 
   /** Both steps, for a route answered outside Nest's guards (a fresh caller each time). */
   async resolve(authorization: string | undefined, tenantHeader: string | undefined, rule: TenantAccessRule): Promise<TenantPrincipal> {
     const who = await this.authenticate(authorization);
     const requested = tenantHeader !== undefined && tenantHeader !== '' ? tenantHeader : undefined;
-    const tenant = await this.authorize(who, rule, requested);
+    const tenant = (await this.authorize(who, tenantRoute(rule), requested))!;
     return { caller: who.caller, tenant, expiresAt: who.expiresAt };
-  }
-
-  private async forClient(caller: CallerContext, rule: TenantAccessRule, requested: string | undefined): Promise<TenantEntity> {
-    if (!rule.scopes) throw new ProblemException(AuthProblems['users-only'], 'This endpoint takes a user token, not a client token.');
-    if (requested !== undefined && requested !== caller.tenantId) {
-      throw new ProblemException(AuthProblems['tenant-access-denied'], 'A client token acts only in its own tenant.');
-    }
-    const missing = rule.scopes.filter((s) => !caller.scopes?.includes(s));
-    if (missing.length) {
-      throw new ProblemException(AuthProblems['insufficient-scope'], `The token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`, { requiredScopes: [...rule.scopes] });
-    }
-    const tenant = caller.tenantId ? await this.tenants.findById(caller.tenantId) : null;
-    if (!tenant) throw new ProblemException(AuthProblems['tenant-access-denied'], "The client's tenant no longer exists.");
-    return tenant;
-  }
-
-  private async forUser(caller: CallerContext, user: UserEntity, rule: TenantAccessRule, requested: string | undefined): Promise<TenantEntity> {
-    const userId = user.id;
-    let tenant: TenantEntity | null;
-    let role;
-    if (requested === undefined) {
-      if (rule.headerRequired) {
-        throw new ProblemException(AuthProblems['tenant-header-required'], 'Send the X-Tenant-ID header naming the tenant to act in.');
-      }
-      const canonical = canonicalOf(await this.tenants.tenantsOfUser(userId));
-      if (!canonical) throw new ProblemException(AuthProblems['tenant-access-denied'], 'You belong to no tenant.');
-      tenant = canonical.tenant;
-      role = canonical.role;
-      this.touch(tenant.id, userId, canonical.lastAccessedAt);
-    } else {
-      const membership = await this.tenants.membershipWithTenant(requested, userId);
-      tenant = membership?.tenant ?? null;
-      if (!membership || !tenant) {
-        // Existence is told only to platform admins; anyone else learns nothing about foreign tenants.
-        if (caller.isPlatformAdmin && !(await this.tenants.findById(requested))) {
-          throw new ProblemException(AuthProblems['tenant-not-found'], `No tenant ${requested}.`);
-        }
-        throw new ProblemException(AuthProblems['tenant-access-denied'], 'You are not a member of this tenant.');
-      }
-      role = membership.role;
-      this.touch(tenant.id, userId, membership.lastAccessedAt);
-    }
-    if (!roleAtLeast(role, rule.role)) {
-      throw new ProblemException(AuthProblems['role-required'], `This needs the ${rule.role} role; you are ${role} here.`, { requiredRole: rule.role });
-    }
-    caller.role = role;
-    return tenant;
   }
 
   /** The member's last access in this tenant (the team page's "last active"), written at most once a minute, off the request's path. */

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { BillingRepository, type SecretReader, StripeApi } from '@flagship/billing';
+import { BillingRepository, type SecretReader, SqlBillingRepository, StripeApi } from '@flagship/billing';
 import type { ManagementApiConfig } from '../env.schema';
 import { CheckoutLimit } from './checkout-limit';
 import { CheckoutService } from './checkout.service';
@@ -21,7 +21,7 @@ export class StripeBillingModule {
     return {
       module: StripeBillingModule,
       controllers: [StripeBillingController],
-      providers: [{ provide: STRIPE_BILLING_OPTIONS, useValue: options }, BillingRepository, CheckoutLimit, CheckoutService, PortalService, SubscriptionService],
+      providers: [{ provide: STRIPE_BILLING_OPTIONS, useValue: options }, { provide: BillingRepository, useClass: SqlBillingRepository }, CheckoutLimit, CheckoutService, PortalService, SubscriptionService],
     };
   }
 }

@@ -81,5 +81,8 @@ describe('sandbox tenants (real HTTP, Postgres, Redis)', () => {
     const write = await f.call('PATCH', '/api/flags/demo-api-limit', as(sandboxId, { name: 'changed' }));
     expect([write.status, write.body.type]).toEqual([403, '/problems/sandbox-expired']);
     expect((await f.call('POST', '/api/projects', as(sandboxId, { name: 'more' }))).status).toBe(403);
+    // Reads only admins may make are reads too.
+    expect((await f.call('GET', '/api/oauth/clients', as(sandboxId))).status).toBe(200);
+    expect((await f.call('POST', '/api/oauth/clients', as(sandboxId, { name: 'late', scopes: ['flags:read'] }))).status).toBe(403);
   });
 });

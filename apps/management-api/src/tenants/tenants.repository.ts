@@ -20,15 +20,46 @@ export interface MemberRow {
   membership: MembershipEntity;
 }
 
+/** The columns a new tenant is created with; the rest take their defaults. */
+export type NewTenant = Pick<TenantEntity, 'name' | 'primaryEmail' | 'contactName' | 'isSandbox' | 'sandboxExpiresAt' | 'plan' | 'createdBy'>;
+/** What platform admins and billing change of a tenant. */
+export type TenantChanges = Partial<Pick<TenantEntity, 'zeroRated' | 'hostedProviderAllowed' | 'plan' | 'subscriptionStatus'>>;
 
-/** Tenants and memberships. Tenant-owned reads take the tenant id first. */
-@Injectable()
-export class TenantsRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
-
+/**
+ * Tenants and memberships. Tenant-owned reads take the tenant id first; a malformed tenant id names
+ * no tenant (null, never a uuid cast error). Memberships are ordered by when they began, then by id.
+ */
+export abstract class TenantsRepository {
   /** A malformed id names no tenant (and must not reach Postgres as a uuid cast error). */
   static isTenantId(id: string): boolean {
     return isUuid(id);
+  }
+
+  abstract findById(tenantId: string, m?: EntityManager): Promise<TenantEntity | null>;
+  abstract create(m: EntityManager, tenant: NewTenant): Promise<TenantEntity>;
+  /** The tenant after the change; null when there is no such tenant. */
+  abstract update(tenantId: string, changes: TenantChanges): Promise<TenantEntity | null>;
+  /** The membership and its tenant in one read (the authorization guard's, on every request). */
+  abstract membershipWithTenant(tenantId: string, userId: string): Promise<TenantWithRole | null>;
+  /** Inserts (never upserts): an existing membership is a unique violation. */
+  abstract addMember(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<MembershipEntity>;
+  /** The user's tenants, oldest membership first. */
+  abstract tenantsOfUser(userId: string, m?: EntityManager): Promise<TenantWithRole[]>;
+  /** Members of one tenant after the cursor, keyset-paginated by (membership created_at, user id): up to `limit + 1` rows, the last telling there is more. */
+  abstract members(tenantId: string, limit: number, after?: PageCursor): Promise<MemberRow[]>;
+  /** Every membership of the tenant, locked until the transaction ends: role changes see a stable admin count. */
+  abstract lockMemberships(m: EntityManager, tenantId: string): Promise<MembershipEntity[]>;
+  /** Sets a member's role (the caller checked they are one); the member after it. */
+  abstract setRole(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<MemberRow>;
+  abstract removeMember(m: EntityManager, tenantId: string, userId: string): Promise<void>;
+  /** The member's last access in the tenant is now. */
+  abstract touchMembership(tenantId: string, userId: string): Promise<void>;
+}
+
+@Injectable()
+export class SqlTenantsRepository extends TenantsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
   }
 
   findById(tenantId: string, m?: EntityManager): Promise<TenantEntity | null> {
@@ -36,18 +67,17 @@ export class TenantsRepository {
     return (m ?? this.ds.manager).getRepository(TenantEntity).findOneBy({ id: tenantId });
   }
 
-  create(m: EntityManager, tenant: Pick<TenantEntity, 'name' | 'primaryEmail' | 'contactName' | 'isSandbox' | 'sandboxExpiresAt' | 'plan' | 'createdBy'>): Promise<TenantEntity> {
+  create(m: EntityManager, tenant: NewTenant): Promise<TenantEntity> {
     const repo = m.getRepository(TenantEntity);
     return repo.save(repo.create(tenant));
   }
 
-  async update(tenantId: string, changes: Partial<Pick<TenantEntity, 'zeroRated' | 'hostedProviderAllowed' | 'plan' | 'subscriptionStatus'>>): Promise<TenantEntity | null> {
+  async update(tenantId: string, changes: TenantChanges): Promise<TenantEntity | null> {
     if (!TenantsRepository.isTenantId(tenantId)) return null;
     if (Object.keys(changes).length) await this.ds.getRepository(TenantEntity).update({ id: tenantId }, changes);
     return this.findById(tenantId);
   }
 
-  /** The membership and its tenant in one query (the authorization guard runs it on every request). */
   async membershipWithTenant(tenantId: string, userId: string): Promise<TenantWithRole | null> {
     if (!TenantsRepository.isTenantId(tenantId)) return null;
     // Plain SQL: this runs on every tenant-scoped request (see tools/bench/evaluate-endpoint.ts).
@@ -78,14 +108,12 @@ export class TenantsRepository {
     return { tenant, role: r['role'] as TenantRole, joinedAt: r['joined_at'] as Date, lastAccessedAt: (r['member_last_accessed_at'] as Date | null) ?? null };
   }
 
-  /** Inserts (never upserts): an existing membership is a unique violation the service turns into 409. */
   async addMember(m: EntityManager, tenantId: string, userId: string, role: TenantRole): Promise<MembershipEntity> {
     const repo = m.getRepository(MembershipEntity);
     await repo.insert({ tenantId, userId, role });
     return (await repo.findOneBy({ tenantId, userId }))!;
   }
 
-  /** The user's tenants across all tenants (by user id), oldest membership first. */
   async tenantsOfUser(userId: string, m?: EntityManager): Promise<TenantWithRole[]> {
     const rows = await (m ?? this.ds.manager)
       .getRepository(MembershipEntity)
@@ -98,7 +126,6 @@ export class TenantsRepository {
     return rows.map((r) => ({ tenant: (r as MembershipEntity & { tenant: TenantEntity }).tenant, role: r.role, joinedAt: r.createdAt, lastAccessedAt: r.lastAccessedAt }));
   }
 
-  /** Members of one tenant, keyset-paginated by (membership created_at, user id). */
   async members(tenantId: string, limit: number, after?: PageCursor): Promise<MemberRow[]> {
     const q = this.ds
       .getRepository(MembershipEntity)
@@ -113,7 +140,6 @@ export class TenantsRepository {
     return rows.map((r) => ({ membership: r, user: (r as MembershipEntity & { user: UserEntity }).user }));
   }
 
-  /** Every membership of the tenant, locked until the transaction ends: role changes see a stable admin count. */
   async lockMemberships(m: EntityManager, tenantId: string): Promise<MembershipEntity[]> {
     return m.getRepository(MembershipEntity).createQueryBuilder('ms').where('ms.tenant_id = :tenantId', { tenantId }).setLock('pessimistic_write').getMany();
   }

@@ -8,7 +8,6 @@ import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { Quotas } from '../quotas/quotas';
-import { UsersRepository } from '../users/users.repository';
 import { isPendingUser, type UserEntity } from '../users/user.entity';
 import type { CreateTenantDto } from './tenants.dto';
 import { TenantProblems } from './tenants.errors';
@@ -56,11 +55,10 @@ export class TenantsService {
   private adminLeftHooks: AdminLeftHook[] = [];
 
   constructor(
-    private readonly transactions: TransactionRunner,
+    @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
     private readonly tenants: TenantsRepository,
-    private readonly users: UsersRepository,
-    @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
-    @Inject(PUBSUB) private readonly pubsub: PubSub,
+    @Inject(APP_CONFIG) private readonly config: Pick<ManagementApiConfig, 'SANDBOX_DAYS'>,
+    @Inject(PUBSUB) private readonly pubsub: Pick<PubSub, 'publish'>,
     private readonly quotas: Quotas,
   ) {}
 
