@@ -26,7 +26,14 @@ export class FakePubSub extends PubSub {
     broker.members.add(this);
   }
 
+  /** Every message published through this one, in order (what a service announced). */
+  readonly sent: Array<{ channel: string; message: unknown }> = [];
+  /** Publishing fails, as on an unreachable Redis. */
+  down = false;
+
   override async publish<T>(channel: Channel<T>, message: T): Promise<number> {
+    if (this.down) throw new Error('redis down');
+    this.sent.push({ channel: channel.name, message });
     return this.publishRaw(channel.name, JSON.stringify(message));
   }
 
@@ -92,17 +99,5 @@ export class FakePubSub extends PubSub {
     if (message === undefined) this.rejected++;
     else for (const h of [...entry.set]) h(message);
     return true;
-  }
-}
-
-/** What a service publishes on the change feed, recorded in memory for unit specs; `down` makes publishing fail as an unreachable Redis does. */
-export class RecordingPublisher implements Pick<PubSub, 'publish'> {
-  readonly sent: Array<{ channel: string; message: unknown }> = [];
-  down = false;
-
-  async publish<T>(channel: Channel<T>, message: T): Promise<number> {
-    if (this.down) throw new Error('redis down');
-    this.sent.push({ channel: channel.name, message });
-    return 1;
   }
 }

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { inlineTransactions } from '@flagship/persistence/testing';
-import { RecordingPublisher } from '@flagship/redis/testing';
+import { FakePubSub } from '@flagship/redis/testing';
 import { type BillingWorld, billingWorld } from '../testing/billing-world';
 import { StripeEventProcessor } from './stripe-event.processor';
 import { FakeStripeEventsRepository } from './stripe-events.repository.fake';
@@ -14,14 +14,14 @@ const event = (type: string, object: Record<string, unknown>, created = 1_767_22
 describe('StripeEventProcessor: each Stripe event takes effect once', () => {
   let w: BillingWorld;
   let inbox: FakeStripeEventsRepository;
-  let pubsub: RecordingPublisher;
+  let pubsub: FakePubSub;
   let processor: StripeEventProcessor;
   let customer: string;
 
   beforeEach(async () => {
     w = billingWorld();
     inbox = new FakeStripeEventsRepository();
-    pubsub = new RecordingPublisher();
+    pubsub = new FakePubSub();
     processor = new StripeEventProcessor(inlineTransactions, pubsub, inbox, w.service, w.metrics);
     customer = await w.tenantWithCustomer(TENANT);
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { RecordingPublisher } from '@flagship/redis/testing';
+import { FakePubSub } from '@flagship/redis/testing';
 import type { TenantRole } from '@flagship/domain';
 import type { Tx } from '@flagship/persistence';
 import { type CallerContext, encodeCursor } from '@flagship/service-kit';
@@ -18,7 +18,7 @@ const DAY = 86_400_000;
 
 describe('TenantsService', () => {
   let repo: FakeTenantsRepository;
-  let pubsub: RecordingPublisher;
+  let pubsub: FakePubSub;
   let service: TenantsService;
   let quotas: Quotas;
   let ann: UserEntity;
@@ -27,7 +27,7 @@ describe('TenantsService', () => {
 
   beforeEach(() => {
     repo = new FakeTenantsRepository();
-    pubsub = new RecordingPublisher();
+    pubsub = new FakePubSub();
     quotas = new Quotas({ QUOTA_TENANTS_PER_USER: QUOTA } as QuotaSettings, new FakeQuotasRepository({ 'tenants-per-user': (u) => repo.countCreatedBy(u) }), inlineTransactions);
     service = new TenantsService(inlineTransactions, repo, { SANDBOX_DAYS: 14 }, pubsub, quotas);
     ann = repo.seedUser('ann@acme.test');
