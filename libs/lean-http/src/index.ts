@@ -3,4 +3,3 @@ export * from './buffered-metrics';
 export * from './api-token';
 export * from './rate-limiter';
 export * from './lean-router';
-export * from './turn-batcher';

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { TurnBatcher } from '@flagship/lean-http';
+import { TurnBatcher } from '@flagship/batching';
 import type { LowBalanceCrossing, UsageLedgerRepository } from '@flagship/ledger';
 import type { Reservation, Settlement } from './ledger.types';
 
