@@ -1,30 +1,27 @@
-import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
-import { BufferedMetrics, installLeanRouter, LeanRouter } from '@flagship/lean-http';
-import { HttpMetrics } from '@flagship/service-kit';
+import { installLeanRoutes, route } from '@flagship/lean-http';
 import { openAiErrorWriter } from './gateway.errors';
+import type { GatewayRoute } from './dialects/dialect';
+import type { GatewayHandler } from './gateway.handler';
 import { GatewayPipeline } from './gateway.pipeline';
 
-/** 1 MiB, as for every app (CONTRACT.md section 4). */
-export const BODY_LIMIT = 1024 * 1024;
+/** A proxy route: guarded by its access token before its body is read, the body handed over as text (each API words its own errors). */
+const proxy = (path: string, endpoint: GatewayRoute) =>
+  route({ method: 'POST', path, guard: (x, h: GatewayHandler) => h.guard(x, endpoint), handle: (x, _p, text, h: GatewayHandler) => h.completion(x, endpoint, text) });
+
+const ROUTES = [
+  proxy('/v1/chat/completions', 'chat.completions'),
+  proxy('/v1/messages', 'messages'),
+  proxy('/v1/responses', 'responses'),
+  proxy('/v1/embeddings', 'embeddings'),
+  route({ method: 'GET', path: '/v1/models', handle: (x, _p, _text, h: GatewayHandler) => h.models(x) }),
+];
 
 /**
- * bootstrapService's `configure` hook (main.ts and the tests): the proxy routes on the shared lean
- * HTTP layer in front of Express, with OpenAI's error body for everything under /v1 (unknown routes,
- * wrong methods, bodies refused), each guarded by its access token before its body is read;
- * /healthz, /readyz and /metrics stay Nest's.
+ * bootstrapService's `configure` hook (main.ts and the tests): the proxy routes on the lean HTTP layer
+ * in front of Express, with OpenAI's error body for everything under /v1 (unknown routes, wrong
+ * methods, bodies refused); /healthz, /readyz and /metrics stay Nest's.
  */
 export function installGateway(app: INestApplication): void {
-  const server = app.getHttpServer() as Server;
-  const handler = app.get(GatewayPipeline).handler;
-  const metrics = new BufferedMetrics(app.get(HttpMetrics));
-  server.once('close', () => metrics.close());
-  installLeanRouter(server, (fallback) =>
-    new LeanRouter({ metrics, fallback, bodyLimit: BODY_LIMIT, errors: openAiErrorWriter, ownedPrefixes: ['/v1'], name: 'Gateway' })
-      .add({ path: '/v1/chat/completions', method: 'POST', guard: (x) => handler.guard(x, 'chat.completions'), run: (x, _p, text) => handler.completion(x, 'chat.completions', text) })
-      .add({ path: '/v1/messages', method: 'POST', guard: (x) => handler.guard(x, 'messages'), run: (x, _p, text) => handler.completion(x, 'messages', text) })
-      .add({ path: '/v1/responses', method: 'POST', guard: (x) => handler.guard(x, 'responses'), run: (x, _p, text) => handler.completion(x, 'responses', text) })
-      .add({ path: '/v1/embeddings', method: 'POST', guard: (x) => handler.guard(x, 'embeddings'), run: (x, _p, text) => handler.completion(x, 'embeddings', text) })
-      .add({ path: '/v1/models', method: 'GET', run: (x) => handler.models(x) }),
-  );
+  installLeanRoutes(app, { name: 'Gateway', target: app.get(GatewayPipeline).handler, routes: ROUTES, errors: openAiErrorWriter, ownedPrefixes: ['/v1'] });
 }
