@@ -131,13 +131,13 @@ const paramNames = (path: string): string[] =>
     .map((s) => s.slice(1));
 
 /** Every status the route may answer with a problem, in order: its auth's, its body's and its own. */
-export function routeProblems(declaration: AnyRoute<unknown>): ErrorStatus[] {
+export function routeProblems(declaration: AnyRoute<never>): ErrorStatus[] {
   const all = new Set<ErrorStatus>([...(declaration.auth === 'bearer' ? ([401, 403] as const) : []), ...(declaration.body ?? TEXT_BODY).problems, ...(declaration.problems ?? [])]);
   return [...all].sort((a, b) => a - b);
 }
 
 /** The route's OpenAPI operation (undefined when it has no `doc`). */
-export function openApiOperation(declaration: AnyRoute<unknown>): OperationObject | undefined {
+export function openApiOperation(declaration: AnyRoute<never>): OperationObject | undefined {
   const doc = declaration.doc;
   if (doc === undefined) return undefined;
   const body = declaration.body ?? TEXT_BODY;
@@ -162,7 +162,7 @@ export function declaredRoutes(declarations: ReadonlyArray<AnyRoute<never>>): De
   const routes: DeclaredRoute[] = [];
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   const models = new Set<Function>();
-  for (const d of declarations as ReadonlyArray<AnyRoute<unknown>>) {
+  for (const d of declarations) {
     const operation = openApiOperation(d);
     if (operation === undefined) continue;
     routes.push({ method: d.method, path: d.path, operation });
