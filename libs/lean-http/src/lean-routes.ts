@@ -6,12 +6,11 @@ import {
   type ErrorStatus,
   parseJsonBody,
   problemResponses,
-  toProblem,
 } from '@flagship/problem-details';
 import { type DeclaredRoute, type DeclaredRoutes, HttpMetrics, type OperationObject, unsafePathReason } from '@flagship/service-kit';
 import { BufferedMetrics } from './buffered-metrics';
 import type { ErrorWriter, Exchange } from './exchange';
-import { installLeanRouter, type LeanRoute, LeanRouter } from './lean-router';
+import { answerFailure, installLeanRouter, type LeanRoute, LeanRouter } from './lean-router';
 
 /** Path parameters by name (`:flagKey` is `params.flagKey`), each one percent-decoded segment. */
 export type RouteParams = Readonly<Record<string, string>>;
@@ -175,16 +174,6 @@ export function declaredRoutes(declarations: ReadonlyArray<AnyRoute<never>>): De
 
 const logger = new Logger('LeanRoutes');
 
-/** Answers what a handler threw: a problem in the app's format; anything unexpected logged, then a 500 that tells nothing. */
-function answerFailure(x: Exchange, err: unknown): void {
-  const problem = toProblem(err);
-  if (problem.problem.status >= 500 && problem.problem.status !== 503) {
-    logger.error({ err, requestId: x.requestId, clientRequestId: x.clientRequestId }, `unhandled error on ${x.route}`);
-  }
-  if (!x.answered) x.fail(problem);
-  else if (!x.res.writableEnded) x.res.destroy();
-}
-
 /** The LeanRoute the router runs for a declaration, bound to its target. */
 export function leanRoute<H>(declaration: AnyRoute<H>, target: H): LeanRoute {
   const names = paramNames(declaration.path);
@@ -206,9 +195,9 @@ export function leanRoute<H>(declaration: AnyRoute<H>, target: H): LeanRoute {
     run: (x, _param, text, params) => {
       try {
         const done = handle(x, paramsOf(params), body === TEXT_BODY ? text : body.read(text), target);
-        if (done !== undefined) return done.catch((err: unknown) => answerFailure(x, err));
+        if (done !== undefined) return done.catch((err: unknown) => answerFailure(x, err, logger));
       } catch (err) {
-        answerFailure(x, err);
+        answerFailure(x, err, logger);
       }
       return undefined;
     },
