@@ -17,6 +17,8 @@ const MODULE_BOUNDARIES = {
   depConstraints: [
     { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
     { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
+    // tools/ (dev scripts, chart and deploy checks, cross-app e2e): any lib, never an app.
+    { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib'] },
     { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
     // The domain is the base: no other lib, no framework.
     { sourceTag: 'layer:base', notDependOnLibsWithTags: ['type:lib'], bannedExternalImports: FRAMEWORKS },

@@ -12,13 +12,26 @@ for (const [alias, [target]] of Object.entries(compilerOptions.paths)) {
 // Packages published only as ES modules; jest's CommonJS runtime needs them transformed.
 const esmOnly = ['jose', 'oauth4webapi', 'openai'];
 
+// What a test file's suffix says it needs (STYLE.md): `*.spec.ts` no I/O, `*.int-spec.ts` real Postgres
+// and Redis (or a spawned tool such as helm), `*.e2e-spec.ts` started apps. TEST_KIND picks one layer
+// (the Nx targets test, int-test and e2e); unset, every layer runs.
+const KINDS = { unit: 'spec', int: 'int-spec', e2e: 'e2e-spec' };
+const kind = process.env.TEST_KIND;
+if (kind !== undefined && kind !== '' && !(kind in KINDS)) throw new Error(`TEST_KIND must be one of ${Object.keys(KINDS).join(', ')} (got ${kind})`);
+const suffixes = kind ? [KINDS[kind]] : Object.values(KINDS);
+
+/** The testMatch of `dirs` (globs under <rootDir>) for the layer TEST_KIND picks. */
+function testMatchUnder(...dirs) {
+  return dirs.flatMap((d) => suffixes.map((s) => `<rootDir>/${d}/**/*.${s}.ts`));
+}
+
 /** @returns {import('jest').Config} */
 module.exports = function projectConfig(dir) {
   return {
     displayName: path.relative(root, dir),
     rootDir: dir,
     testEnvironment: 'node',
-    testMatch: ['<rootDir>/**/*.spec.ts', '<rootDir>/**/*.int-spec.ts', '<rootDir>/**/*.e2e-spec.ts'],
+    testMatch: testMatchUnder('.'),
     transform: {
       '^.+\\.(t|mj|j)s$': [
         'ts-jest',
@@ -43,3 +56,4 @@ module.exports = function projectConfig(dir) {
     testTimeout: 30000,
   };
 };
+module.exports.testMatchUnder = testMatchUnder;

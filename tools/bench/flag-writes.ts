@@ -12,6 +12,8 @@
  */
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE } from '@flagship/persistence';
+// A bench runs management-api's own test fixture in process: the app's module, not a lib.
+// eslint-disable-next-line @nx/enforce-module-boundaries
 import { ManagementApiFixture } from '../../apps/management-api/src/testing/management-api.fixture';
 
 const N = Number(process.argv[2] ?? 2000);

@@ -20,6 +20,8 @@
 import { init as initLaunchDarkly, integrations, basicLogger, type LDContext } from '@launchdarkly/node-server-sdk';
 import { type EvaluationContext, OpenFeature } from '@openfeature/server-sdk';
 import { FlagshipInProcessProvider } from '@flagship/sdk';
+// A bench runs management-api's own test fixture in process: the app's module, not a lib.
+// eslint-disable-next-line @nx/enforce-module-boundaries
 import { ManagementApiFixture } from '../../apps/management-api/src/testing/management-api.fixture';
 
 const SECONDS = Number(process.argv[2] ?? 3);

@@ -19,6 +19,8 @@ import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { freePort, http, waitFor } from '@flagship/testing';
+// A bench runs management-api's own test fixture in process: the app's module, not a lib.
+// eslint-disable-next-line @nx/enforce-module-boundaries
 import { ManagementApiFixture } from '../../apps/management-api/src/testing/management-api.fixture';
 
 const N = Number(process.argv[2] ?? 10000);

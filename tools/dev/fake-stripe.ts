@@ -17,6 +17,9 @@
  * FAKE_STRIPE_API_KEY and FAKE_STRIPE_WEBHOOK_SECRET (logs are kept and shared; keys are not). Its
  * state lives in memory: a restart forgets customers and subscriptions the database still names.
  */
+// The file itself, not @flagship/testing: tsconfig.fakes.json compiles the fakes for the image
+// without the rest of the testing lib.
+// eslint-disable-next-line @nx/enforce-module-boundaries
 import { FakeStripe } from '../../libs/testing/src/fake-stripe';
 
 /** Plan prices: [plan, monthly amount in cents]; the id is `price_<plan>`. */

@@ -12,6 +12,9 @@
  * as the bearer key), FAKE_UPSTREAM_LATENCY_MS (before the first byte), FAKE_UPSTREAM_CHUNK_MS
  * (between streamed chunks), FAKE_UPSTREAM_MODELS (comma-separated ids for /v1/models). Prints `fake model upstream listening on <base URL>` once ready.
  */
+// The file itself, not @flagship/testing: tsconfig.fakes.json compiles the fakes for the image
+// without the rest of the testing lib.
+// eslint-disable-next-line @nx/enforce-module-boundaries
 import { FakeModelUpstream } from '../../libs/testing/src/fake-model-upstream';
 
 async function main(): Promise<void> {

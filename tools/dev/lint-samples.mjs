@@ -1,6 +1,6 @@
 // Lints source text as if it stood at a given path, with the repository's eslint.config.mjs:
 //   echo '[{"path":"libs/domain/src/x.ts","code":"import { compileFlag } from \"@flagship/flag-evaluation\";"}]' | node tools/dev/lint-samples.mjs
-// Prints, per sample, the rule ids and messages reported. Used by module-boundaries.spec.ts.
+// Prints, per sample, the rule ids and messages reported. Used by module-boundaries.int-spec.ts.
 import { ESLint } from 'eslint';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -194,7 +194,7 @@ console.log(`  API docs        http://127.0.0.1:3000/docs`);
 console.log(`  web console     http://127.0.0.1:3000/console/`);
 console.log(`  inhouse model   ${fakeUpstream ? `${fakeUpstream}: the fake upstream (echo answers), as PROVIDER_INHOUSE_URL is unset` : env.PROVIDER_INHOUSE_URL}`);
 console.log(`  demo client     id ${demoClient[1]}`);
-console.log('                  (an OAuth client of the demo tenant: core enterprise, 10 credits; README "The AI gateway locally")');
+console.log('                  (an OAuth client of the demo tenant: core enterprise, 10 credits; README "The AI gateway")');
 const secrets = [
   ['orep token', 'OREP_AUTH_TOKEN', env.OREP_AUTH_TOKEN],
   ['demo client secret', 'DEMO_CLIENT_SECRET', demoClient[2]],

@@ -50,7 +50,7 @@ export const aiGatewayEnv = {
   GATEWAY_LEDGER_SYNCHRONOUS_COMMIT: str({
     choices: ['on', 'off'],
     default: 'on',
-    desc: "on: every answer waits until its ledger row (reservation and 'upstream called' stamp) is flushed to Postgres' WAL, and a settlement counts as written once flushed; off: nothing waits for a flush (a Postgres crash can lose the last moments' billing); see README 'Pipeline and money'",
+    desc: "on: every answer waits until its ledger row (reservation and 'upstream called' stamp) is flushed to Postgres' WAL, and a settlement counts as written once flushed; off: nothing waits for a flush (a Postgres crash can lose the last moments' billing); see docs/ai-gateway.md, 'What is durable, and when'",
   }),
   GATEWAY_SETTLE_GATHER_MS: num({
     default: 20,

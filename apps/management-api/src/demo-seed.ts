@@ -45,7 +45,7 @@ export async function seedDemo(app: INestApplicationContext): Promise<DemoSeedRe
     const ttlMs = app.get<ManagementApiConfig>(APP_CONFIG).INVITATION_TTL_DAYS * 86_400_000;
     await app.get(InvitationsRepository).upsertPending(m, DEMO_TENANT_ID, DEMO_EMAIL, 'admin', null, ttlMs);
     const tenant = (await m.getRepository(TenantEntity).findOneBy({ id: DEMO_TENANT_ID }))!;
-    await app.get(SandboxService).seed(m, tenant);
+    await app.get(SandboxService).seed(m, tenant, 'seed');
     return true;
   });
   const clientSecret = newClientSecret();

@@ -343,7 +343,7 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
       return false;
     }
     case OP_MATCHES: {
-      // Bounded so that one match stays short even on the worst patterns (README, Limits).
+      // Bounded so that one match stays short even on the worst patterns (docs/flags.md, "Limits of one flag").
       if (typeof v !== 'string' || v.length > MAX_REGEX_INPUT_LENGTH) return false;
       const r = c.regexes;
       spend(r.length * (1 + (v.length >> 2)));

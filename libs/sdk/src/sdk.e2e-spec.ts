@@ -483,7 +483,7 @@ describe('FlagshipClient against management-api', () => {
     const READ_EVALUATE: Scope[] = ['flags:read', 'flags:evaluate'];
     let reader: OAuthClientCredentials;
     const machine = (credentials: OAuthClientCredentials, extra: Partial<FlagshipClientOptions> = {}) =>
-      // No tenantId: a client token is bound to its tenant, and the README says it may be left out.
+      // No tenantId: a client token is bound to its tenant, and docs/management-api.md says it may be left out.
       new FlagshipClient({ baseUrl: api.url, auth: { ...credentials, scopes: READ_EVALUATE }, ...extra });
 
     beforeAll(async () => {

@@ -37,12 +37,13 @@ export function sizeErrors(over: readonly MeasuredDefinition[], maxBytes: number
 }
 
 /** Of the fields a request sent, the one whose JSON is longest: where a definition's bytes come from. */
-export function largestField(sent: Record<string, unknown>, fields: readonly string[]): string | undefined {
+export function largestField(sent: object, fields: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestLength = -1;
   for (const f of fields) {
-    if (sent[f] === undefined) continue;
-    const length = JSON.stringify(sent[f])?.length ?? 0;
+    const value: unknown = Reflect.get(sent, f);
+    if (value === undefined) continue;
+    const length = JSON.stringify(value)?.length ?? 0;
     if (length > bestLength) [best, bestLength] = [f, length];
   }
   return best;

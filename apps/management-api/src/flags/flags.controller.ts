@@ -6,10 +6,12 @@ import { ApiErrors, BODY_ERRORS, validationProblem } from '@flagship/problem-det
 import { pageLimit, sendPage, type CallerContext } from '@flagship/service-kit';
 import { Caller, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { CreateFlagDto, CreateProjectFlagDto, ImportFlagsResultDto, ListFlagsQueryDto, FlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
-import { etagOf, FlagsService, toFlagDto } from './flags.service';
 import { FlagAuditEntryDto } from './flag-audit.dto';
+import { FlagImportService } from './flag-import.service';
+import { etagOf, toAuditEntryDto, toFlagDto, toImportResultDto } from './flag.mapper';
 import { FlagExportDto } from './flag-targeting.dto';
 import type { FlagRow } from './flags.repository';
+import { FlagsService } from './flags.service';
 
 const READ = { role: 'viewer', scopes: ['flags:read'] } as const;
 const WRITE = { role: 'editor', scopes: ['flags:write'] } as const;
@@ -30,7 +32,10 @@ const LD_OBJECT = { type: 'object', additionalProperties: true } as const;
 /** Flag management. Evaluation (`POST .../evaluate`) is the evaluate route's, answered outside Nest: see evaluate/evaluate.route.ts. */
 @Controller('api/flags')
 export class FlagsController {
-  constructor(private readonly flags: FlagsService) {}
+  constructor(
+    private readonly flags: FlagsService,
+    private readonly imports: FlagImportService,
+  ) {}
 
   @Get()
   @TenantAccess({ ...READ, headerRequired: true })
@@ -106,8 +111,7 @@ export class FlagsController {
     @Req() req: Request,
   ): Promise<ImportFlagsResultDto> {
     // The parsed body as it is: the global pipe takes only objects, and a plain array of flags is accepted here.
-    const result = await this.flags.importLaunchDarkly(tenant.id, env, caller, req.body as unknown);
-    return { environment: result.environment, created: result.created, replaced: result.replaced, skipped: result.skipped, flags: result.rows.map(toFlagDto) };
+    return toImportResultDto(await this.imports.importLaunchDarkly(tenant.id, env, caller, req.body as unknown));
   }
 
   /** The flag file orep-server serves (OREP_FLAGS_FILE). */
@@ -191,12 +195,6 @@ export class FlagsController {
   @ApiOperation({ summary: "A flag's audit trail, oldest first" })
   @ApiOkResponse({ type: [FlagAuditEntryDto] })
   async audit(@CurrentTenant() tenant: TenantEntity, @Param('flagKey') key: string): Promise<FlagAuditEntryDto[]> {
-    return (await this.flags.auditTrail(tenant.id, key)).map((a) => ({
-      action: a.action,
-      actor: a.actor,
-      environment: a.environmentKey,
-      changes: a.changes,
-      at: a.createdAt.toISOString(),
-    }));
+    return (await this.flags.auditTrail(tenant.id, key)).map(toAuditEntryDto);
   }
 }

@@ -1,5 +1,5 @@
 import { HttpStatus } from '@nestjs/common';
-import { registerProblemTypes } from '@flagship/problem-details';
+import { ProblemException, registerProblemTypes } from '@flagship/problem-details';
 
 export const FlagProblems = registerProblemTypes({
   'flag-not-found': { status: HttpStatus.NOT_FOUND, title: 'Flag not found' },
@@ -13,3 +13,6 @@ export const FlagProblems = registerProblemTypes({
   'too-many-flag-streams': { status: HttpStatus.TOO_MANY_REQUESTS, title: 'As many flag-data streams are open as this tenant, caller or address may hold' },
   'flag-streams-full': { status: HttpStatus.SERVICE_UNAVAILABLE, title: 'This server holds as many flag-data streams as it may' },
 });
+
+/** 404 for a flag this tenant does not have (another tenant's reads the same: its existence is not told). */
+export const flagNotFound = (key: string): ProblemException => new ProblemException(FlagProblems['flag-not-found'], `No flag ${key} in this tenant.`);

@@ -7,12 +7,15 @@ import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsModule } from '../environments/environments.module';
 import { ProjectsModule } from '../projects/projects.module';
 import { EvaluationCounter } from './evaluation-counter';
+import { EvaluateService } from './evaluate/evaluate.service';
 import { FlagEvents } from './flag-events';
+import { FlagImportService } from './flag-import.service';
+import { FlagLimits } from './flag-limits';
 import { FlagStreamController } from './flag-stream.controller';
 import { FlagStreams } from './flag-streams';
 import { FlagsController } from './flags.controller';
 import { FlagProblems } from './flags.errors';
-import { FlagsRepository } from './flags.repository';
+import { FlagsRepository, SqlFlagsRepository } from './flags.repository';
 import { FlagsService } from './flags.service';
 
 /** Tenant-environments whose flags are held in memory; the least recently evaluated is dropped past it (and past FLAG_STORE_MAX_BYTES). */
@@ -24,8 +27,11 @@ const RECONCILE_MS = 15_000;
   imports: [ProjectsModule, EnvironmentsModule],
   controllers: [FlagsController, FlagStreamController],
   providers: [
-    FlagsRepository,
+    { provide: FlagsRepository, useClass: SqlFlagsRepository },
+    FlagLimits,
     FlagsService,
+    FlagImportService,
+    EvaluateService,
     FlagStoreRepository,
     {
       provide: FlagStore,
@@ -50,6 +56,6 @@ const RECONCILE_MS = 15_000;
     FlagEvents,
     EvaluationCounter,
   ],
-  exports: [FlagsService, FlagsRepository, FlagStore],
+  exports: [FlagsService, FlagStore],
 })
 export class FlagsModule {}

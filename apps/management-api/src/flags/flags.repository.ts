@@ -5,8 +5,13 @@ import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefin
 import type { PageCursor } from '@flagship/service-kit';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 
+/** A flag's global fields a write may change, as the flag row holds them. */
+export type FlagGlobalFields = Pick<FlagEntity, 'name' | 'description' | 'defaultValue' | 'tags' | 'projectId' | 'variations' | 'clientSideAvailability'>;
+/** A flag's fields in one environment a write may change (its targeting). */
+export type FlagTargetingFields = Pick<FlagEnvironmentEntity, 'enabled' | 'offValue' | 'targets' | 'rules' | 'prerequisites' | 'salt'>;
+
 /** Updatable fields -> [column, is jsonb]. */
-const FLAG_COLUMNS: Record<string, [string, boolean]> = {
+const FLAG_COLUMNS: Record<keyof FlagGlobalFields, [string, boolean]> = {
   name: ['name', false],
   description: ['description', false],
   defaultValue: ['default_value', true],
@@ -15,7 +20,7 @@ const FLAG_COLUMNS: Record<string, [string, boolean]> = {
   variations: ['variations', true],
   clientSideAvailability: ['client_side_availability', true],
 };
-const ENV_COLUMNS: Record<string, [string, boolean]> = {
+const ENV_COLUMNS: Record<keyof FlagTargetingFields, [string, boolean]> = {
   enabled: ['enabled', false],
   offValue: ['off_value', true],
   targets: ['targets', true],
@@ -24,15 +29,83 @@ const ENV_COLUMNS: Record<string, [string, boolean]> = {
   salt: ['salt', false],
 };
 
+/** A flag as seen in one environment: its global row and that environment's row. */
 export interface FlagRow {
   flag: FlagEntity;
   env: FlagEnvironmentEntity;
 }
 
-/** Flags of one tenant; every statement names the tenant. */
+/** What a new flag is made of (its row in every environment starts switched off, untargeted). */
+export type NewFlagFields = Omit<FlagEntity, 'id' | 'tenantId' | 'version' | 'createdAt' | 'updatedAt' | 'clientSideAvailability'> & Partial<Pick<FlagEntity, 'clientSideAvailability'>>;
+/** What an import writes of a new flag (no project, named by its key). */
+export type ImportedFlagFields = Pick<FlagEntity, 'key' | 'type' | 'defaultValue' | 'variations' | 'clientSideAvailability'>;
+/** A write at an expected version: applied only while the row is still at it, bumping it. */
+export interface AtVersion {
+  flagId: string;
+  expectedVersion: number;
+}
+export type AuditRecord = Pick<FlagAuditEntity, 'flagKey' | 'environmentKey' | 'action' | 'actor' | 'changes'>;
+
+/**
+ * Flags of one tenant (the port: SqlFlagsRepository over Postgres, FakeFlagsRepository in memory).
+ * Every method takes the tenant id first and names it in every statement; another tenant's flag
+ * reads as missing. Methods taking a transaction write in it, or read what it has written.
+ */
+export abstract class FlagsRepository {
+  abstract findByKey(tenantId: string, key: string, m?: EntityManager): Promise<FlagEntity | null>;
+  abstract findRow(tenantId: string, key: string, environment: string, m?: EntityManager): Promise<FlagRow | null>;
+  /** The row, locked for update until the transaction ends, so concurrent writers queue. */
+  abstract lockRow(m: EntityManager, tenantId: string, key: string, environment: string): Promise<FlagRow | null>;
+  /**
+   * Takes the tenant's import lock until the transaction ends, without waiting: false when another
+   * import of the tenant holds it. Other tenants' imports take other keys.
+   */
+  abstract tryLockImport(m: EntityManager, tenantId: string): Promise<boolean>;
+  /** The flags of these keys that have a row in `environment`, locked for update in key order (so concurrent writers queue instead of deadlocking). */
+  abstract lockRows(m: EntityManager, tenantId: string, keys: readonly string[], environment: string): Promise<Map<string, FlagRow>>;
+  /** Every environment row of these flags. */
+  abstract envRowsOfMany(m: EntityManager, tenantId: string, flagIds: readonly string[]): Promise<FlagEnvironmentEntity[]>;
+  /** The rows of these keys in `environment`, in the order of `keys` (missing ones left out). */
+  abstract findRows(tenantId: string, keys: readonly string[], environment: string): Promise<FlagRow[]>;
+  /** flag id -> the environments it has a row in (sorted). */
+  abstract environmentsOfMany(tenantId: string, flagIds: readonly string[]): Promise<Map<string, string[]>>;
+  /** Inserts new flags and their row, switched off, in every environment of the tenant. Returns key -> id. */
+  abstract insertMany(m: EntityManager, tenantId: string, flags: readonly ImportedFlagFields[]): Promise<Map<string, string>>;
+  /** Sets what an import writes of many flags' global fields, each only at its expected version. Returns how many applied. */
+  abstract updateImportedMany(m: EntityManager, tenantId: string, rows: ReadonlyArray<AtVersion & Pick<FlagEntity, 'variations' | 'clientSideAvailability'>>): Promise<number>;
+  /** Replaces the targeting of many flags in one environment, each only at its expected version. Returns how many applied. */
+  abstract replaceTargetingMany(m: EntityManager, tenantId: string, environment: string, rows: ReadonlyArray<AtVersion & FlagTargetingFields>): Promise<number>;
+  abstract envRows(m: EntityManager, tenantId: string, flagId: string): Promise<FlagEnvironmentEntity[]>;
+  /** A page of flags as seen in `environment`, oldest first (one more than `limit`, to tell a next page). */
+  abstract list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string): Promise<FlagRow[]>;
+  /** Inserts the flag and its row in every environment of the tenant (switched on only in `enabledIn`); a key taken is a unique violation. */
+  abstract insert(m: EntityManager, tenantId: string, fields: NewFlagFields, enabledIn?: string): Promise<FlagEntity>;
+  /** Sets the global fields given, bumping the version; only at `expectedVersion`. Returns whether it applied. */
+  abstract updateFlag(m: EntityManager, tenantId: string, flagId: string, expectedVersion: number, changes: Partial<FlagGlobalFields>): Promise<boolean>;
+  abstract updateEnv(m: EntityManager, tenantId: string, flagId: string, environment: string, expectedVersion: number, changes: Partial<FlagTargetingFields>): Promise<boolean>;
+  /** Stores the size of these flags' definitions in every environment as this transaction left them; returns each, before and now (by key, then environment). */
+  abstract measure(m: EntityManager, tenantId: string, flagIds: readonly string[]): Promise<MeasuredDefinition[]>;
+  /** Deletes the flag and its rows in every environment (its audit trail stays). */
+  abstract delete(m: EntityManager, tenantId: string, flagId: string): Promise<void>;
+  /** Keys of flags naming `key` as a prerequisite in any environment, sorted. */
+  abstract dependents(tenantId: string, key: string, m?: EntityManager): Promise<string[]>;
+  /** The environments the flag has a row in, sorted. */
+  abstract environmentsOf(tenantId: string, flagId: string, m?: EntityManager): Promise<string[]>;
+  abstract audit(m: EntityManager, row: AuditRecord & Pick<FlagAuditEntity, 'tenantId'>): Promise<void>;
+  /** Audit records of one tenant, their ids in the order given. */
+  abstract auditMany(m: EntityManager, tenantId: string, rows: readonly AuditRecord[]): Promise<void>;
+  /** A flag's audit records, oldest first. */
+  abstract auditTrail(tenantId: string, flagKey: string): Promise<FlagAuditEntity[]>;
+  /** Every flag of the tenant as seen in one environment, in the evaluator's shape, by key. */
+  abstract definitions(tenantId: string, environment: string, m?: EntityManager): Promise<FlagDefinition[]>;
+}
+
+/** FlagsRepository over Postgres (TypeORM). */
 @Injectable()
-export class FlagsRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+export class SqlFlagsRepository extends FlagsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
 
   private flags(m?: EntityManager) {
     return (m ?? this.ds.manager).getRepository(FlagEntity);
@@ -62,7 +135,6 @@ export class FlagsRepository {
     return env ? { flag, env } : null;
   }
 
-  /** The row, locked for update until the transaction ends, so concurrent writers queue. */
   async lockRow(m: EntityManager, tenantId: string, key: string, environment: string): Promise<FlagRow | null> {
     const flag = await this.flags(m).createQueryBuilder('f').setLock('pessimistic_write').where('f.tenant_id = :tenantId AND f.key = :key', { tenantId, key }).getOne();
     if (!flag) return null;
@@ -70,19 +142,12 @@ export class FlagsRepository {
     return env ? { flag, env } : null;
   }
 
-  /**
-   * Takes the tenant's import lock until the transaction ends, without waiting: false when another
-   * import of the tenant holds it. Other tenants' imports take other keys.
-   */
   async tryLockImport(m: EntityManager, tenantId: string): Promise<boolean> {
     const [row] = (await m.query(`SELECT pg_try_advisory_xact_lock(hashtextextended('flag-import:' || $1::text, 0)) AS locked`, [tenantId])) as Array<{ locked: boolean }>;
     return row?.locked === true;
   }
 
-  /**
-   * The flags of these keys that have a row in `environment`, locked for update in key order (so
-   * concurrent writers queue instead of deadlocking); two statements whatever the number of keys.
-   */
+  /** Two statements whatever the number of keys. */
   async lockRows(m: EntityManager, tenantId: string, keys: readonly string[], environment: string): Promise<Map<string, FlagRow>> {
     const out = new Map<string, FlagRow>();
     if (keys.length === 0) return out;
@@ -105,13 +170,12 @@ export class FlagsRepository {
     return out;
   }
 
-  /** Every environment row of these flags, in one statement. */
+  /** One statement. */
   async envRowsOfMany(m: EntityManager, tenantId: string, flagIds: readonly string[]): Promise<FlagEnvironmentEntity[]> {
     if (flagIds.length === 0) return [];
     return this.envs(m).createQueryBuilder('e').where('e.tenant_id = :tenantId AND e.flag_id = ANY(:flagIds)', { tenantId, flagIds }).getMany();
   }
 
-  /** The rows of these keys in `environment`, in the order of `keys` (missing ones left out). */
   async findRows(tenantId: string, keys: readonly string[], environment: string): Promise<FlagRow[]> {
     if (keys.length === 0) return [];
     const flags = await this.flags().createQueryBuilder('f').where('f.tenant_id = :tenantId AND f.key = ANY(:keys)', { tenantId, keys }).getMany();
@@ -130,7 +194,7 @@ export class FlagsRepository {
     return out;
   }
 
-  /** flag id -> the environments it has a row in (sorted), for many flags in one statement. */
+  /** One statement for many flags. */
   async environmentsOfMany(tenantId: string, flagIds: readonly string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     if (flagIds.length === 0) return out;
@@ -146,15 +210,8 @@ export class FlagsRepository {
     return out;
   }
 
-  /**
-   * Inserts new flags (no project, named by their key) and their row, switched off, in every
-   * environment of the tenant: two statements for any number. Returns key -> id.
-   */
-  async insertMany(
-    m: EntityManager,
-    tenantId: string,
-    flags: ReadonlyArray<Pick<FlagEntity, 'key' | 'type' | 'defaultValue' | 'variations' | 'clientSideAvailability'>>,
-  ): Promise<Map<string, string>> {
+  /** Two statements for any number of flags. */
+  async insertMany(m: EntityManager, tenantId: string, flags: readonly ImportedFlagFields[]): Promise<Map<string, string>> {
     if (flags.length === 0) return new Map();
     const rows: Array<{ id: string; key: string }> = await m.query(
       `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations, client_side_availability)
@@ -175,12 +232,8 @@ export class FlagsRepository {
     return ids;
   }
 
-  /** Sets what an import writes of many flags' global fields, each only at its expected version, bumping it; one statement. */
-  async updateImportedMany(
-    m: EntityManager,
-    tenantId: string,
-    rows: ReadonlyArray<{ flagId: string; expectedVersion: number } & Pick<FlagEntity, 'variations' | 'clientSideAvailability'>>,
-  ): Promise<number> {
+  /** One statement. */
+  async updateImportedMany(m: EntityManager, tenantId: string, rows: ReadonlyArray<AtVersion & Pick<FlagEntity, 'variations' | 'clientSideAvailability'>>): Promise<number> {
     if (rows.length === 0) return 0;
     const [, affected] = (await m.query(
       `UPDATE flags f SET variations = x.variations, client_side_availability = x.client_side_availability, version = f.version + 1, updated_at = now()
@@ -191,16 +244,8 @@ export class FlagsRepository {
     return affected;
   }
 
-  /**
-   * Replaces the targeting of many flags in one environment, each only at its expected version,
-   * bumping it; one statement. A JSON null off value is stored as SQL NULL (the type's default).
-   */
-  async replaceTargetingMany(
-    m: EntityManager,
-    tenantId: string,
-    environment: string,
-    rows: ReadonlyArray<{ flagId: string; expectedVersion: number } & Pick<FlagEnvironmentEntity, 'enabled' | 'offValue' | 'targets' | 'rules' | 'prerequisites' | 'salt'>>,
-  ): Promise<number> {
+  /** One statement. A JSON null off value is stored as SQL NULL (the type's default). */
+  async replaceTargetingMany(m: EntityManager, tenantId: string, environment: string, rows: ReadonlyArray<AtVersion & FlagTargetingFields>): Promise<number> {
     if (rows.length === 0) return 0;
     const [, affected] = (await m.query(
       `UPDATE flag_environments fe
@@ -246,13 +291,7 @@ export class FlagsRepository {
     return rows.map((flag) => ({ flag, env: (flag as FlagEntity & { env: FlagEnvironmentEntity }).env }));
   }
 
-  /** Inserts the flag and its row in every environment of the tenant (switched on only in `enabledIn`). */
-  async insert(
-    m: EntityManager,
-    tenantId: string,
-    fields: Omit<FlagEntity, 'id' | 'tenantId' | 'version' | 'createdAt' | 'updatedAt' | 'clientSideAvailability'> & Partial<Pick<FlagEntity, 'clientSideAvailability'>>,
-    enabledIn?: string,
-  ): Promise<FlagEntity> {
+  async insert(m: EntityManager, tenantId: string, fields: NewFlagFields, enabledIn?: string): Promise<FlagEntity> {
     await m.query(
       `INSERT INTO flags (tenant_id, key, project_id, name, type, default_value, description, tags, variations, client_side_availability)
        VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::jsonb, $10::jsonb)`,
@@ -278,12 +317,11 @@ export class FlagsRepository {
     return flag;
   }
 
-  /** Sets the global fields given, bumping the version; only at `expectedVersion`. Returns whether it applied. */
-  async updateFlag(m: EntityManager, tenantId: string, flagId: string, expectedVersion: number, changes: Partial<FlagEntity>): Promise<boolean> {
+  async updateFlag(m: EntityManager, tenantId: string, flagId: string, expectedVersion: number, changes: Partial<FlagGlobalFields>): Promise<boolean> {
     return this.update(m, 'flags', FLAG_COLUMNS, changes, 'tenant_id = $1 AND id = $2 AND version = $3', [tenantId, flagId, expectedVersion]);
   }
 
-  async updateEnv(m: EntityManager, tenantId: string, flagId: string, environment: string, expectedVersion: number, changes: Partial<FlagEnvironmentEntity>): Promise<boolean> {
+  async updateEnv(m: EntityManager, tenantId: string, flagId: string, environment: string, expectedVersion: number, changes: Partial<FlagTargetingFields>): Promise<boolean> {
     return this.update(m, 'flag_environments', ENV_COLUMNS, changes, 'tenant_id = $1 AND flag_id = $2 AND environment_key = $3 AND version = $4', [
       tenantId,
       flagId,
@@ -305,7 +343,6 @@ export class FlagsRepository {
     return affected === 1;
   }
 
-  /** Stores the size of these flags' definitions in every environment as this transaction left them; returns each, before and now. */
   measure(m: EntityManager, tenantId: string, flagIds: readonly string[]): Promise<MeasuredDefinition[]> {
     return measureFlagDefinitions(m, tenantId, { flagIds });
   }
@@ -314,7 +351,6 @@ export class FlagsRepository {
     await m.query('DELETE FROM flags WHERE tenant_id = $1 AND id = $2', [tenantId, flagId]);
   }
 
-  /** Keys of flags naming `key` as a prerequisite in any environment. */
   async dependents(tenantId: string, key: string, m?: EntityManager): Promise<string[]> {
     const rows: Array<{ key: string }> = await (m ?? this.ds.manager).query(
       `SELECT DISTINCT f.key FROM flag_environments e JOIN flags f ON f.id = e.flag_id
@@ -332,7 +368,7 @@ export class FlagsRepository {
     return rows.map((r) => r.environment_key);
   }
 
-  async audit(m: EntityManager, row: Pick<FlagAuditEntity, 'tenantId' | 'flagKey' | 'environmentKey' | 'action' | 'actor' | 'changes'>): Promise<void> {
+  async audit(m: EntityManager, row: AuditRecord & Pick<FlagAuditEntity, 'tenantId'>): Promise<void> {
     await m.query(`INSERT INTO flag_audit (tenant_id, flag_key, environment_key, action, actor, changes) VALUES ($1, $2, $3, $4, $5, $6::jsonb)`, [
       row.tenantId,
       row.flagKey,
@@ -343,8 +379,8 @@ export class FlagsRepository {
     ]);
   }
 
-  /** Audit records of one tenant in one statement, their ids in the order given. */
-  async auditMany(m: EntityManager, tenantId: string, rows: ReadonlyArray<Pick<FlagAuditEntity, 'flagKey' | 'environmentKey' | 'action' | 'actor' | 'changes'>>): Promise<void> {
+  /** One statement. */
+  async auditMany(m: EntityManager, tenantId: string, rows: readonly AuditRecord[]): Promise<void> {
     if (rows.length === 0) return;
     await m.query(
       `INSERT INTO flag_audit (tenant_id, flag_key, environment_key, action, actor, changes)
@@ -364,7 +400,6 @@ export class FlagsRepository {
       .getMany();
   }
 
-  /** Every flag of the tenant as seen in one environment, in the evaluator's shape. */
   async definitions(tenantId: string, environment: string, m?: EntityManager): Promise<FlagDefinition[]> {
     const rows: FlagDefinitionRow[] = await (m ?? this.ds.manager).query(
       `SELECT ${FLAG_DEFINITION_COLUMNS}

@@ -43,6 +43,13 @@ describe('sandbox tenants (real HTTP, Postgres, Redis)', () => {
     expect(project.body).toEqual([expect.objectContaining({ name: 'Demo shop', flagCount: 6 })]);
   });
 
+  it('writes its demo flags as every flag write is written: each has its creation in its audit trail, by the creator', async () => {
+    for (const key of ['demo-maintenance-banner', 'demo-beta-program']) {
+      const trail = await f.call('GET', `/api/flags/${key}/audit`, as(sandboxId));
+      expect([key, trail.status, trail.body]).toEqual([key, 200, [expect.objectContaining({ action: 'create', actor: `user:${owner.userId}`, environment: null })]]);
+    }
+  });
+
   it('evaluates the demo users as the demo flags describe, and counts it', async () => {
     const ev = async (flag: string, user: string) => {
       const u = DEMO_USERS.find((x) => x.key === user)!;

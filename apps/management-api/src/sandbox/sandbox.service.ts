@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import type { TenantEntity, Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
-import { FlagsRepository } from '../flags/flags.repository';
+import { FlagsService } from '../flags/flags.service';
 import { ProjectsRepository } from '../projects/projects.repository';
 import { TenantsService } from '../tenants/tenants.service';
 import { DEMO_USERS, demoFlags } from './sandbox-demo';
@@ -17,39 +17,40 @@ import { SandboxProblems } from './sandbox.errors';
 @Injectable()
 export class SandboxService implements OnModuleInit {
   constructor(
-    private readonly tenants: TenantsService,
-    private readonly flags: FlagsRepository,
-    private readonly projects: ProjectsRepository,
-    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(TenantsService) private readonly tenants: Pick<TenantsService, 'addCreatedHook'>,
+    @Inject(FlagsService) private readonly flags: Pick<FlagsService, 'createWithin' | 'present'>,
+    @Inject(ProjectsRepository) private readonly projects: Pick<ProjectsRepository, 'create'>,
+    @Inject(REDIS) private readonly redis: Pick<Redis, 'scard' | 'get'>,
     @Inject(REDIS_KEYS) private readonly keys: RedisKeys,
   ) {}
 
   onModuleInit(): void {
-    this.tenants.addCreatedHook({ onTenantCreated: (m, tenant) => (tenant.isSandbox ? this.seed(m, tenant) : Promise.resolve()) });
+    this.tenants.addCreatedHook({ onTenantCreated: (m, tenant, creator) => (tenant.isSandbox ? this.seed(m, tenant, `user:${creator.id}`) : Promise.resolve()) });
   }
 
-  /** Demo data, written in the transaction that creates the tenant (environments exist by then). */
-  async seed(m: Tx, tenant: TenantEntity): Promise<void> {
+  /**
+   * Demo data, written in the transaction that creates the tenant (environments exist by then), its
+   * flags switched on in every environment through the flags service like any other flag write:
+   * validated, within the tenant's limits, audited as `actor`'s, announced once committed.
+   */
+  async seed(m: Tx, tenant: TenantEntity, actor: string): Promise<void> {
     const project = await this.projects.create(tenant.id, { name: 'Demo shop', description: 'Sample flags to try evaluation with', color: '#f59e0b' }, m);
-    const ids: string[] = [];
-    for (const f of demoFlags()) {
-      const flag = await this.flags.insert(m, tenant.id, {
+    await this.flags.createWithin(
+      m,
+      tenant.id,
+      actor,
+      demoFlags().map((f) => ({
         key: f.key,
-        projectId: project.id,
         name: f.name,
         type: f.type,
         defaultValue: f.defaultValue,
         description: f.description,
         tags: ['demo'],
+        projectId: project.id,
         variations: f.variations,
-      });
-      for (const env of await this.flags.environmentsOf(tenant.id, flag.id, m)) {
-        await this.flags.updateEnv(m, tenant.id, flag.id, env, 1, { enabled: true, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites });
-      }
-      ids.push(flag.id);
-    }
-    // Counted like any flag write (a small, fixed set: no limit to check).
-    await this.flags.measure(m, tenant.id, ids);
+        targeting: { enabled: true, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites },
+      })),
+    );
   }
 
   status(tenant: TenantEntity): { active: boolean; expiresAt: string } {
@@ -68,8 +69,7 @@ export class SandboxService implements OnModuleInit {
 
   async demoData(tenant: TenantEntity): Promise<{ flags: string[]; users: string[] }> {
     this.sandboxOf(tenant);
-    const present = new Set((await this.flags.definitions(tenant.id, 'production')).map((d) => d.key));
-    return { flags: demoFlags().map((f) => f.key).filter((k) => present.has(k)), users: DEMO_USERS.map((u) => u.key) };
+    return { flags: await this.flags.present(tenant.id, demoFlags().map((f) => f.key), 'production'), users: DEMO_USERS.map((u) => u.key) };
   }
 
   private sandboxOf(tenant: TenantEntity): Date {

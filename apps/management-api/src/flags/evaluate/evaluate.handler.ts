@@ -5,7 +5,7 @@ import { plainBodyAcceptor } from '@flagship/problem-details';
 import { type RateLimitDecision, rateLimitExceeded, rateLimitHeaders, type RateLimitService, type RateLimitSubject } from '@flagship/request-policies';
 import { type CallerContext, clientAddress } from '@flagship/service-kit';
 import { EvaluateFlagDto } from '../flags.dto';
-import type { FlagsService } from '../flags.service';
+import type { EvaluateService } from './evaluate.service';
 import type { PrincipalCache } from './principal-cache';
 import { RateLimitAhead } from './rate-limit-ahead';
 
@@ -21,7 +21,7 @@ export class EvaluateHandler {
   private readonly limiter: RateLimitAhead;
 
   constructor(
-    private readonly flags: FlagsService,
+    private readonly flags: EvaluateService,
     private readonly principals: PrincipalCache,
     private readonly limits: RateLimitService,
   ) {

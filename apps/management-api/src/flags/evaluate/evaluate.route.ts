@@ -8,8 +8,8 @@ import type { TenantAccessRule } from '../../auth/auth.decorators';
 import { TenantAccessResolver } from '../../auth/tenant-access.resolver';
 import type { ManagementApiConfig } from '../../env.schema';
 import { EvaluateFlagDto, EvaluationResultDto } from '../flags.dto';
-import { FlagsService } from '../flags.service';
 import { EvaluateHandler } from './evaluate.handler';
+import { EvaluateService } from './evaluate.service';
 import { PrincipalCache } from './principal-cache';
 
 /** Who may evaluate: any member (viewer and up), or a client token with `flags:evaluate`. */
@@ -71,7 +71,7 @@ export function installEvaluateRoute(app: INestApplication): void {
   const principals = new PrincipalCache(app.get(TenantAccessResolver), EVALUATE_ACCESS, config.EVALUATE_CALLER_CACHE_MS, app.get<PubSub>(PUBSUB)).start();
   installLeanRoutes(app, {
     name: 'Evaluate',
-    target: new EvaluateHandler(app.get(FlagsService), principals, app.get(RateLimitService)),
+    target: new EvaluateHandler(app.get(EvaluateService), principals, app.get(RateLimitService)),
     routes: ROUTES,
     refuseUnsafePaths: true,
     onClose: () => principals.close(),

@@ -3,7 +3,7 @@
  * template` for the default, production and development values and every per-app option; every
  * object against the Kubernetes schemas, strict about unknown fields; every pod against the
  * restricted profile; NOTES.txt; kubeVersion. What each rendering must contain is
- * k8s-manifests.spec.ts'.
+ * k8s-manifests.int-spec.ts'.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

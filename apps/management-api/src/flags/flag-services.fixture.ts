@@ -1,0 +1,86 @@
+import type { StoredFlag } from '@flagship/flag-store';
+import { ProblemException } from '@flagship/problem-details';
+import type { CallerContext } from '@flagship/service-kit';
+import { EnvironmentProblems } from '../environments/environments.errors';
+import { ProjectProblems } from '../projects/projects.errors';
+import { Quotas } from '../quotas/quotas';
+import { FakeQuotasRepository } from '../quotas/quotas.repository.fake';
+import { FlagImportService } from './flag-import.service';
+import { FlagLimits } from './flag-limits';
+import { FakeFlagsRepository } from './flags.repository.fake';
+import { FlagsService } from './flags.service';
+
+export const TENANT = '00000000-0000-4000-8000-0000000000a1';
+export const OTHER_TENANT = '00000000-0000-4000-8000-0000000000b2';
+export const PROJECT = '00000000-0000-4000-8000-0000000000c3';
+export const ENVIRONMENTS = ['development', 'production', 'staging'];
+export const ALICE: CallerContext = { kind: 'user', callerId: 'user:alice' };
+
+/** A change announced (FlagEvents.changed), as the service called it. */
+export interface Announced {
+  tenantId: string;
+  environments: string[];
+  flagKey: string;
+  version: number;
+}
+
+export interface FlagLimitSettings {
+  FLAG_MAX_BYTES: number;
+  QUOTA_FLAGS_PER_TENANT: number;
+  QUOTA_FLAG_BYTES_PER_TENANT: number;
+}
+
+/**
+ * FlagsService and FlagImportService over the in-memory repository, with the real Quotas and
+ * FlagLimits over it (the quota counts are the fake's), and small stand-ins for the environments
+ * (ENVIRONMENTS in both tenants), projects (PROJECT in TENANT), the flag store and the change events
+ * (recorded in `announced`). No I/O.
+ */
+export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
+  const limits: FlagLimitSettings = { FLAG_MAX_BYTES: 32_768, QUOTA_FLAGS_PER_TENANT: 5000, QUOTA_FLAG_BYTES_PER_TENANT: 8_388_608, ...settings };
+  const repo = new FakeFlagsRepository();
+  for (const t of [TENANT, OTHER_TENANT]) repo.environments.set(t, [...ENVIRONMENTS]);
+  const quotas = new Quotas(
+    {
+      QUOTA_FLAGS_PER_TENANT: limits.QUOTA_FLAGS_PER_TENANT,
+      QUOTA_FLAG_BYTES_PER_TENANT: limits.QUOTA_FLAG_BYTES_PER_TENANT,
+      QUOTA_ENVIRONMENTS_PER_TENANT: 20,
+      QUOTA_OAUTH_CLIENTS_PER_TENANT: 50,
+      QUOTA_TENANTS_PER_USER: 10,
+      QUOTA_BUDGETS_PER_TENANT: 50,
+      QUOTA_INVITATIONS_PER_TENANT: 100,
+    },
+    new FakeQuotasRepository({ 'flags-per-tenant': (t) => repo.countFlags(t), 'flag-bytes-per-tenant': (t) => repo.countBytes(t) }),
+    repo.transactions,
+  );
+  const flagLimits = new FlagLimits({ FLAG_MAX_BYTES: limits.FLAG_MAX_BYTES }, repo, quotas);
+  const announced: Announced[] = [];
+  const events = {
+    changed: async (tenantId: string, environments: string[], flagKey: string, version: number) => void announced.push({ tenantId, environments, flagKey, version }),
+    changedMany: async (tenantId: string, changes: ReadonlyArray<{ environments: string[]; flagKey: string; version: number }>) => {
+      for (const c of changes) announced.push({ tenantId, ...c });
+    },
+  };
+  const environments = {
+    resolve: async (tenantId: string, requested: string | undefined) => {
+      const key = requested === undefined || requested === '' ? 'production' : requested;
+      if (!repo.environments.get(tenantId)?.includes(key)) throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
+      return key;
+    },
+  };
+  const projects = {
+    exists: async (tenantId: string, id: string) => tenantId === TENANT && id === PROJECT,
+    found: async (tenantId: string, id: string) => {
+      if (tenantId !== TENANT || id !== PROJECT) throw new ProblemException(ProjectProblems['project-not-found'], `No project ${id} in this tenant.`);
+      const at = new Date(0);
+      return { project: { tenantId, id, name: 'Shop', description: '', color: '#000000', createdAt: at, updatedAt: at }, flagCount: 0 };
+    },
+  };
+  const store = {
+    served: async (tenantId: string, environment: string): Promise<StoredFlag[]> =>
+      (await repo.definitions(tenantId, environment)).map((definition) => ({ key: definition.key, projectId: null, fingerprint: String(definition.version), definition })),
+  };
+  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits);
+  const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
+  return { repo, service, imports, announced };
+}
