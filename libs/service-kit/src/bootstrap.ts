@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { type NextFunction, raw, type Request, type Response } from 'express';
-import { BODY_LIMIT_BYTES, CommonProblems, JSON_MEDIA_TYPES, ProblemException, refuseDeepJson, toProblem } from '@flagship/problem-details';
+import { BODY_LIMIT_BYTES, CommonProblems, JSON_MEDIA_TYPES, MAX_JSON_DEPTH, ProblemException, refuseDeepJson, toProblem } from '@flagship/problem-details';
 import { APP_CONFIG } from '@flagship/config';
 import { stopTracing } from '@flagship/tracing';
 import type { RequestListener, Server } from 'node:http';
@@ -86,7 +86,11 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   // body-parser's raw(): the exact bytes as a Buffer in req.body, whatever the content type (for a
   // signature over them). Before the JSON and form parsers, which then skip these routes (body read).
   for (const path of options.rawBodyPaths ?? []) app.use(path, raw({ type: () => true, limit }));
-  app.useBodyParser('json', { limit, type: JSON_MEDIA_TYPES, verify: (_req: unknown, _res: unknown, raw: Buffer) => refuseDeepJson(raw.toString('utf8')) });
+  // body-parser's hook between reading and parsing: JSON nested too deeply is refused unparsed.
+  const verify = (_req: unknown, _res: unknown, raw: Buffer): void => {
+    if (raw.length > MAX_JSON_DEPTH) refuseDeepJson(raw.toString('utf8'));
+  };
+  app.useBodyParser('json', { limit, type: JSON_MEDIA_TYPES, verify });
   app.useBodyParser('urlencoded', { limit, extended: false });
   // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds
   // them into a generic 400.
