@@ -1,27 +1,25 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
+import { chatCompletions } from './dialects/pass-through';
+import type { Dialect } from './dialects/dialect';
+import { sendError } from './dialects/dialects';
 import { GatewayError } from './gateway.errors';
 import type { GatewayMetrics } from './gateway.metrics';
-import { costOf, type ModelEntry } from './models/model-catalogue';
-import type { Dialect, GatewayRoute } from './dialects/dialect';
-import { anthropicMessages } from './dialects/anthropic-messages';
-import { openAiResponses } from './dialects/openai-responses';
-import { type GatewayRequest, parseGatewayRequest, parseJsonObject, requestOf, type RequestRules } from './openai/openai-request';
+import { costOf } from './models/model-catalogue';
+import type { RequestRules } from './openai/openai-request';
+import type { CallOutcome } from './pipeline/call-outcome';
 import type { EntitlementStep } from './pipeline/entitlement.step';
+import type { Reservation } from './pipeline/ledger.types';
 import type { MediaRelease, MediaStep } from './pipeline/media.step';
 import type { ProductKeyStep } from './pipeline/product-key.step';
-import type { CallOutcome, ProviderCallStep } from './pipeline/provider-call.step';
+import type { ProviderCallStep } from './pipeline/provider-call.step';
 import type { ProviderPermissionStep } from './pipeline/provider-permission.step';
 import type { RateLimitStep, Taken } from './pipeline/rate-limit.step';
 import type { ReservationStep } from './pipeline/reservation.step';
 import type { SettleStep } from './pipeline/settle.step';
 import type { TenantStep } from './pipeline/tenant.step';
 import type { TokenStep } from './pipeline/token.step';
-import type { Reservation } from './pipeline/ledger.types';
-import type { CallCutter, ProviderClient } from './providers/provider.types';
-
-/** The routes answered in another API than OpenAI's, translated to and from chat completions. */
-const DIALECTS: Readonly<Partial<Record<GatewayRoute, Dialect>>> = { messages: anthropicMessages, responses: openAiResponses };
+import type { CallCutter } from './providers/provider.types';
 
 export interface GatewaySteps {
   token: TokenStep;
@@ -39,12 +37,12 @@ export interface GatewaySteps {
 export type GatewayHandlerOptions = RequestRules;
 
 /**
- * The proxy routes: the pipeline's steps in the seed's order (token -> product key -> tenant ->
- * entitlement -> provider permission -> rate limit -> reservation and pending row -> images fetched
- * for providers that would fetch them -> provider -> settle), every refusal in OpenAI's error body
- * with the rate-limit headers known by then. The rate limit (a Redis round trip) and the reservation
- * (a Postgres one) run at the same time: one round trip's wait fewer per request, the refusals in
- * the same order as before.
+ * The proxy routes, one per API (Dialect): the pipeline's steps in the seed's order (token -> product
+ * key -> tenant -> entitlement -> provider permission -> rate limit -> reservation and pending row ->
+ * images fetched for providers that would fetch them -> provider -> settle), every refusal in the
+ * route's API's error body with the rate-limit headers known by then. The rate limit (a Redis round
+ * trip) and the reservation (a Postgres one) run at the same time: one round trip's wait fewer per
+ * request, the refusals in the same order as before.
  */
 export class GatewayHandler {
   /** Set at shutdown: new requests are refused (503), readiness fails. */
@@ -55,7 +53,6 @@ export class GatewayHandler {
 
   constructor(
     private readonly steps: GatewaySteps,
-    private readonly providers: ProviderClient,
     private readonly metrics: GatewayMetrics,
     private readonly options: GatewayHandlerOptions,
   ) {}
@@ -108,62 +105,64 @@ export class GatewayHandler {
    * buffered for it. A token verified before is checked without I/O (TokenStep.cached); another is
    * verified first, its body waiting unread meanwhile. serve() checks the token again (from the cache).
    */
-  guard(x: Exchange, endpoint: GatewayRoute): boolean | Promise<boolean> {
+  guard(x: Exchange, dialect: Dialect): boolean | Promise<boolean> {
     if (this.draining) {
-      this.refuseDraining(x);
+      this.refuseDraining(x, dialect);
       return false;
     }
-    const headers = endpoint === 'messages' ? anthropicAuth(x.req.headers) : x.req.headers;
+    const headers = dialect.credentials(x.req.headers);
     try {
       if (this.steps.token.cached(headers) !== undefined) return true;
     } catch (err) {
-      return this.refuse(x, err, {});
+      return this.refuse(x, dialect, err, {});
     }
     return this.steps.token.verify(headers).then(
       () => true,
-      (err: unknown) => this.refuse(x, err, {}),
+      (err: unknown) => this.refuse(x, dialect, err, {}),
     );
   }
 
   /** A GatewayError in the route's error body (false: the request stops); anything else is thrown on. */
-  private refuse(x: Exchange, err: unknown, headers: OutgoingHttpHeaders): false {
+  private refuse(x: Exchange, dialect: Dialect, err: unknown, headers: OutgoingHttpHeaders): false {
     if (!(err instanceof GatewayError)) throw err;
-    x.error({ status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
+    sendError(x, dialect, { status: err.status, code: err.code, message: err.message, param: err.param }, { ...headers, ...err.headers });
     return false;
   }
 
-  private refuseDraining(x: Exchange): void {
-    x.error(
+  private refuseDraining(x: Exchange, dialect: Dialect): void {
+    sendError(
+      x,
+      dialect,
       { status: 503, code: 'service_unavailable', message: 'The gateway is restarting; try again (another replica will answer).', param: null },
       { 'retry-after': '1', connection: 'close' },
     );
   }
 
-  async completion(x: Exchange, endpoint: GatewayRoute, text: string): Promise<void> {
-    if (this.draining) return this.refuseDraining(x);
+  async completion(x: Exchange, dialect: Dialect, text: string): Promise<void> {
+    if (this.draining) return this.refuseDraining(x, dialect);
     const cutter: CallCutter = { cut: false, stop: undefined };
     this.running.add(cutter);
     try {
-      await this.serve(x, endpoint, text, cutter);
+      await this.serve(x, dialect, text, cutter);
     } finally {
       this.running.delete(cutter);
       if (this.running.size === 0) this.idle?.();
     }
   }
 
-  private async serve(x: Exchange, endpoint: GatewayRoute, text: string, cutter: CallCutter): Promise<void> {
+  private async serve(x: Exchange, dialect: Dialect, text: string, cutter: CallCutter): Promise<void> {
     const s = this.steps;
     let headers: OutgoingHttpHeaders = {};
     try {
-      const principal = await s.token.verify(endpoint === 'messages' ? anthropicAuth(x.req.headers) : x.req.headers);
+      const principal = await s.token.verify(dialect.credentials(x.req.headers));
       const product = s.productKey.resolve(x.req.headers);
-      const request = this.parse(endpoint, text);
+      const request = dialect.request(text, this.options);
       const tenant = await s.tenant.resolve(principal);
       const rating = s.entitlement.check(principal, product, tenant);
       const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
-      // other: the refusals keep their order (429 before 402), a reservation made for a request the
-      // rate limit refuses is taken back, and the tokens counted for one the reservation refuses are given back.
+      // other: the refusals keep their order (429 before 402), a reservation made for a request the rate
+      // limit refuses is taken back, and the tokens counted for one the reservation refuses are given back.
       const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
       const reserving = s.reservation.reserve({
         tenantId: tenant.id,
@@ -178,8 +177,8 @@ export class GatewayHandler {
         requestId: x.requestId,
         // Already bounded (service-kit's clientRequestIdOf): a sane token or nothing.
         clientRequestId: x.clientRequestId ?? null,
-        // The prices are decided here, at admission, and recorded on the row; the settlement below
-        // charges the same entry's prices (request.model), never a later catalogue's.
+        // The prices are decided here, at admission, and recorded on the row; the settlement charges
+        // the row's prices (SettleStep.complete), never a later catalogue's.
         inputPer1k: request.model.inputPer1k,
         outputPer1k: request.model.outputPer1k,
         cachedInputPer1k: request.model.cachedInputPer1k ?? null,
@@ -215,50 +214,23 @@ export class GatewayHandler {
       }
       // Stamped while the provider is called, waited for before the answer (see ProviderCallStep).
       const stamp = s.reservation.upstreamCalled(reservation);
-      const beforeCall = x.elapsedMs();
-      let settled = false;
-      const settle = (outcome: CallOutcome): void => {
-        if (settled) return;
-        settled = true;
-        this.complete(reservation, request.model, outcome, x.elapsedMs() - beforeCall);
-      };
+      const beforeCallMs = x.elapsedMs();
+      let outcome: CallOutcome;
       try {
-        const outcome = await s.providerCall.call(
-          x,
-          request,
-          providers,
-          headers,
-          (upstreamMs) => {
-            const overhead = upstreamMs > 0 ? x.elapsedMs() - upstreamMs : beforeCall;
-            this.metrics.overheadMs(endpoint, overhead);
-            return overhead;
-          },
-          settle,
-          stamp,
-          cutter,
-        );
-        settle(outcome);
-      } catch (err) {
-        settle({ provider: providers[0]!, status: 'failed', usage: { inputTokens: 0, outputTokens: 0, estimated: false }, upstreamMs: 0, errorCode: 'internal_error', outcome: 'internal_error' });
-        throw err;
+        outcome = await s.providerCall.call(x, { dialect, request, providers, headers, stamp, cutter, beforeCallMs });
+      } catch (thrown) {
+        outcome = { kind: 'crashed', provider: providers[0]!, thrown };
       } finally {
         media?.();
       }
+      // The one settlement of a request that reached its provider step, whatever became of it.
+      s.settle.complete(reservation, request, outcome, x.elapsedMs() - beforeCallMs);
+      if (outcome.kind === 'failed') throw outcome.error;
+      if (outcome.kind === 'crashed') throw outcome.thrown;
+      if (outcome.overheadMs !== undefined) this.metrics.overheadMs(dialect.route, outcome.overheadMs);
     } catch (err) {
-      this.refuse(x, err, headers);
+      this.refuse(x, dialect, err, headers);
     }
-  }
-
-  /** The request of a route's body: OpenAI's as it is, another API's through the chat body its dialect makes of it. */
-  private parse(route: GatewayRoute, text: string): GatewayRequest {
-    const o = this.options;
-    const dialect = DIALECTS[route];
-    if (dialect === undefined) return parseGatewayRequest(route as 'chat.completions' | 'embeddings', text, o);
-    const body = parseJsonObject(text);
-    const chat = dialect.toChat(body);
-    // The chat body's bytes bound its input as a Chat Completions request's do (estimateInput).
-    const request = requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), o);
-    return { ...request, route, dialect, original: body };
   }
 
   /** GET /v1/models: the configured catalogue, each model under its provider (OpenAI's list shape). */
@@ -266,49 +238,10 @@ export class GatewayHandler {
     try {
       await this.steps.token.verify(x.req.headers);
     } catch (err) {
-      this.refuse(x, err, {});
+      this.refuse(x, chatCompletions, err, {});
       return;
     }
     const data = [...this.options.models.values()].map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider }));
     x.send(200, JSON_TYPE, { 'x-gateway-overhead-ms': x.elapsedMs().toFixed(2) }, JSON.stringify({ object: 'list', data }));
   }
-
-  private complete(reservation: Reservation, model: ModelEntry, outcome: CallOutcome, latencyMs: number): void {
-    const cachedTokens = outcome.usage.cachedTokens ?? 0;
-    const debit = reservation.zeroRatedReason === null ? costOf(model, outcome.usage.inputTokens, outcome.usage.outputTokens, cachedTokens) : 0;
-    const labels = { product: reservation.productKey, provider: outcome.provider, model: model.id };
-    // The ledger marks the row too (SETTLE's `overrun`); the counter is what an alert can watch.
-    if (debit > reservation.estimate) this.metrics.overrun(labels, reservation.estimate, debit);
-    void this.steps.settle.settle({
-      id: reservation.id,
-      tenantId: reservation.tenantId,
-      status: outcome.status,
-      inputTokens: outcome.usage.inputTokens,
-      outputTokens: outcome.usage.outputTokens,
-      cachedTokens,
-      debit,
-      provider: outcome.provider,
-      latencyMs: Math.round(latencyMs),
-      usageEstimated: outcome.usage.estimated,
-      errorCode: outcome.errorCode,
-    });
-    this.metrics.completed(
-      labels,
-      reservation.endpoint,
-      outcome.outcome,
-      outcome.usage,
-      debit,
-      outcome.upstreamMs,
-    );
-  }
-}
-
-/**
- * Anthropic's SDKs send the key as `x-api-key` (`apiKey`) or `Authorization: Bearer` (`authToken`):
- * either carries the gateway's access token; Authorization wins when both are sent.
- */
-function anthropicAuth(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const key = headers['x-api-key'];
-  if (headers.authorization !== undefined || typeof key !== 'string' || key === '') return headers;
-  return { ...headers, authorization: `Bearer ${key}` };
 }

@@ -54,7 +54,13 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
   ) {
     this.graceMs = config.SHUTDOWN_GRACE_MS;
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS, pubsub);
-    this.settleStep = new SettleStep(ledger, (crossings) => this.publishCrossings(pubsub, crossings), config.GATEWAY_SETTLE_GATHER_MS);
+    // Read at scrape time, when the handler exists.
+    const metrics = new GatewayMetrics(httpMetrics.registry, () => this.handler.inFlight);
+    this.settleStep = new SettleStep(ledger, {
+      onCrossings: (crossings) => this.publishCrossings(pubsub, crossings),
+      metrics,
+      gatherMs: config.GATEWAY_SETTLE_GATHER_MS,
+    });
     this.handler = new GatewayHandler(
       {
         token: new TokenStep(verifier),
@@ -82,9 +88,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
         providerCall: new ProviderCallStep(providers),
         settle: this.settleStep,
       },
-      providers,
-      // Read at scrape time, when the handler exists.
-      new GatewayMetrics(httpMetrics.registry, () => this.handler.inFlight),
+      metrics,
       {
         models: config.models,
         defaultMaxOutputTokens: config.GATEWAY_DEFAULT_MAX_OUTPUT_TOKENS,

@@ -1,27 +1,26 @@
 import type { INestApplication } from '@nestjs/common';
 import { installLeanRoutes, route } from '@flagship/lean-http';
-import { openAiErrorWriter } from './gateway.errors';
-import type { GatewayRoute } from './dialects/dialect';
+import { DIALECTS, gatewayErrorWriter } from './dialects/dialects';
 import type { GatewayHandler } from './gateway.handler';
 import { GatewayPipeline } from './gateway.pipeline';
 
-/** A proxy route: guarded by its access token before its body is read, the body handed over as text (each API words its own errors). */
-const proxy = (path: string, endpoint: GatewayRoute) =>
-  route({ method: 'POST', path, guard: (x, h: GatewayHandler) => h.guard(x, endpoint), handle: (x, _p, text, h: GatewayHandler) => h.completion(x, endpoint, text) });
-
+/**
+ * The proxy routes, one per API (DIALECTS), each guarded by its access token before its body is read
+ * and handed its body as text (each API words its own errors), and the model list.
+ */
 const ROUTES = [
-  proxy('/v1/chat/completions', 'chat.completions'),
-  proxy('/v1/messages', 'messages'),
-  proxy('/v1/responses', 'responses'),
-  proxy('/v1/embeddings', 'embeddings'),
+  ...DIALECTS.map((dialect) =>
+    route({ method: 'POST', path: dialect.path, guard: (x, h: GatewayHandler) => h.guard(x, dialect), handle: (x, _p, text, h: GatewayHandler) => h.completion(x, dialect, text) }),
+  ),
   route({ method: 'GET', path: '/v1/models', handle: (x, _p, _text, h: GatewayHandler) => h.models(x) }),
 ];
 
 /**
- * bootstrapService's `configure` hook (main.ts and the tests): the proxy routes on the lean HTTP layer
- * in front of Express, with OpenAI's error body for everything under /v1 (unknown routes, wrong
- * methods, bodies refused); /healthz, /readyz and /metrics stay Nest's.
+ * bootstrapService's `configure` hook (main.ts and the tests): the gateway's routes on the lean HTTP
+ * layer in front of Express, with the API's error body for everything under /v1 (unknown routes,
+ * wrong methods, bodies refused: OpenAI's but under an API's own path); /healthz, /readyz and
+ * /metrics stay Nest's.
  */
 export function installGateway(app: INestApplication): void {
-  installLeanRoutes(app, { name: 'Gateway', target: app.get(GatewayPipeline).handler, routes: ROUTES, errors: openAiErrorWriter, ownedPrefixes: ['/v1'] });
+  installLeanRoutes(app, { name: 'Gateway', target: app.get(GatewayPipeline).handler, routes: ROUTES, errors: gatewayErrorWriter, ownedPrefixes: ['/v1'] });
 }

@@ -1,9 +1,9 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from '../gateway.errors';
 import { chatImagePart } from '../media/image-parts';
 import { IMAGE_MEDIA_TYPES } from '../media/media-url';
 import { MAX_TOOLS } from '../openai/openai-request';
-import { anthropicError } from './anthropic-errors';
-import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, upstreamMessage } from './dialect';
+import { type ChatTranslation, ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, translatedDialect, upstreamMessage } from './dialect';
 
 /**
  * Anthropic's Messages API (POST /v1/messages) over the OpenAI-compatible providers. The request is
@@ -17,6 +17,24 @@ import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type
  * back as a `message` with text and `tool_use` blocks, `stop_reason` end_turn / max_tokens /
  * stop_sequence / tool_use, and usage in input_tokens / output_tokens; a stream as Anthropic's events.
  */
+
+/** Anthropic's error `type` for a status (its API reference's table; 402 is its billing_error). */
+function anthropicErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 402) return 'billing_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 503) return 'overloaded_error';
+  if (status === 504) return 'timeout_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/** Anthropic's error body. */
+const anthropicError = (status: number, message: string, requestId?: string): string =>
+  JSON.stringify({ type: 'error', error: { type: anthropicErrorType(status), message }, ...(requestId === undefined ? {} : { request_id: requestId }) });
 
 /** Messages, blocks per message, and stop sequences a request may have: far above real use, bounded all the same (the body is at most 1 MiB). */
 const MAX_MESSAGES = 4096;
@@ -318,10 +336,31 @@ class AnthropicStream extends ChatStreamTranslator {
   }
 }
 
-export const anthropicMessages: Dialect = {
-  route: 'messages',
+/** The request and the answer translated; the gateway's use of them is anthropicMessages. */
+export const messagesTranslation: ChatTranslation = {
   toChat,
   answer,
   refusal: (status, body) => anthropicError(status, upstreamMessage(body, status)),
   stream: (context) => new AnthropicStream(context),
 };
+
+/**
+ * Anthropic's SDKs send the key as `x-api-key` (`apiKey`) or `Authorization: Bearer` (`authToken`):
+ * either carries the gateway's access token; Authorization wins when both are sent.
+ */
+function credentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const key = headers['x-api-key'];
+  if (headers.authorization !== undefined || typeof key !== 'string' || key === '') return headers;
+  return { ...headers, authorization: `Bearer ${key}` };
+}
+
+export const anthropicMessages: Dialect<'messages'> = translatedDialect(
+  {
+    route: 'messages',
+    path: '/v1/messages',
+    credentials,
+    // Anthropic's SDKs read Anthropic's error body, with the request id it names.
+    error: (error, requestId) => anthropicError(error.status, error.message, requestId),
+  },
+  messagesTranslation,
+);

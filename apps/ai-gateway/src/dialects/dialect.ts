@@ -1,11 +1,41 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { LeanError } from '@flagship/lean-http';
+import { type GatewayRequest, parseJsonObject, requestOf, type RequestRules } from '../openai/openai-request';
 import type { Endpoint } from '../providers/provider.types';
 import { sseEventData } from '../providers/sse-relay';
 import { isRecord } from '../providers/usage';
+import type { GatewayRoute } from './dialects';
 
-/** A gateway route as the ledger and the metrics name it: a provider endpoint, or an API translated to chat completions. */
-export type GatewayRoute = Endpoint | 'messages' | 'responses';
+/**
+ * One API the gateway answers, and everything the gateway must know of it: where it is served, how
+ * its caller's access token is sent, its request as the gateway's (validated, translated, estimated),
+ * the provider's answer, stream and refusal in its terms, and the gateway's own errors in its error
+ * body. The pipeline between (admission, provider, settlement) is the same for every API; a new API
+ * is one file making such an object, listed in DIALECTS (dialects.ts).
+ */
+export interface Dialect<Route extends string = string> {
+  /** Its name on the ledger row (`endpoint`) and in the metrics; a new name needs the ledger's check widened (a migration). */
+  readonly route: Route;
+  /** Its POST path. */
+  readonly path: string;
+  /** The request's headers with its access token as `Authorization: Bearer`, which is where the token step reads it. */
+  credentials(headers: IncomingHttpHeaders): IncomingHttpHeaders;
+  /** The client's body (JSON text) as the gateway's request; throws GatewayError (400, 404) naming the field at fault where the client put it. */
+  request(text: string, rules: RequestRules): GatewayRequest;
+  /** The provider's 2xx JSON answer as the client's answer. */
+  answer(upstream: Buffer, request: GatewayRequest, requestId: string): string | Buffer;
+  /** The provider's refusal (its status and OpenAI error body) in this API's error body, keeping the status. */
+  refusal(status: number, upstream: Buffer): string | Buffer;
+  /** How the provider's chat-completion events become this API's, or undefined when they go out as they are. */
+  stream(request: GatewayRequest, requestId: string): StreamTranslator | undefined;
+  /** The gateway's own refusal (a pipeline step's, or the HTTP layer's) in this API's error body. */
+  error(error: LeanError, requestId: string): string;
+}
 
-/** What a dialect's answer needs to know of its request. */
+/** The headers as they are: the token is sent as `Authorization: Bearer`. */
+export const bearerCredentials = (headers: IncomingHttpHeaders): IncomingHttpHeaders => headers;
+
+/** What a translated API's answer needs to know of its request. */
 export interface DialectContext {
   /** The gateway's request id: the answer's own id is made from it. */
   requestId: string;
@@ -24,23 +54,54 @@ export interface StreamTranslator {
 }
 
 /**
- * An API the gateway speaks besides OpenAI's Chat Completions (Anthropic's Messages, OpenAI's
- * Responses): its request is translated into a chat-completions body, which goes through the same
- * pipeline (estimate, admission, provider, settlement), and the provider's answer is translated back.
+ * How an API other than OpenAI's is answered by translating it to and from OpenAI's Chat Completions
+ * (Anthropic's Messages, OpenAI's Responses): its body becomes a chat-completions body, which goes
+ * through the same pipeline (estimate, admission, provider, settlement), and the provider's answer is
+ * translated back.
  */
-export interface Dialect {
-  readonly route: 'messages' | 'responses';
+export interface ChatTranslation {
   /**
    * The chat-completions body for the client's body; throws GatewayError (400) for what the dialect
    * refuses or the gateway cannot honour. A streamed body asks for usage (stream_options.include_usage),
    * so the translator sees it.
    */
   toChat(body: Record<string, unknown>): Record<string, unknown>;
-  /** A 2xx chat completion's JSON in the dialect's answer. */
+  /** A 2xx chat completion's JSON (parsed; undefined when it was not JSON) in the dialect's answer. */
   answer(chat: unknown, context: DialectContext): string;
   /** An upstream refusal (its OpenAI error body) in the dialect's error body, keeping the status. */
   refusal(status: number, body: Buffer): string;
   stream(context: DialectContext): StreamTranslator;
+}
+
+/**
+ * A translated API's Dialect. Its request is checked as the chat body it makes, whose bytes bound its
+ * input as a Chat Completions request's do (estimateInput); the answer's context is made only here,
+ * so the Chat Completions hot path allocates none.
+ */
+export function translatedDialect<Route extends GatewayRoute>(api: Pick<Dialect<Route>, 'route' | 'path' | 'credentials' | 'error'>, t: ChatTranslation): Dialect<Route> {
+  const context = (request: GatewayRequest, requestId: string): DialectContext => ({ requestId, model: request.model.id, body: request.original ?? request.body });
+  return {
+    ...api,
+    request(text, rules) {
+      const body = parseJsonObject(text);
+      const chat = t.toChat(body);
+      const request = requestOf(CHAT, chat, Buffer.byteLength(JSON.stringify(chat), 'utf8'), rules);
+      return { ...request, route: api.route, original: body };
+    },
+    answer: (upstream, request, requestId) => t.answer(parseJson(upstream), context(request, requestId)),
+    refusal: (status, upstream) => t.refusal(status, upstream),
+    stream: (request, requestId) => t.stream(context(request, requestId)),
+  };
+}
+
+const CHAT: Endpoint = 'chat.completions';
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 export { isRecord };

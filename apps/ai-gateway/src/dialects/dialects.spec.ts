@@ -1,9 +1,9 @@
 import { GatewayError } from '../gateway.errors';
 import { parseModelCatalogue } from '../models/model-catalogue';
-import { type GatewayRequest, requestOf, type RequestRules } from '../openai/openai-request';
-import { anthropicMessages } from './anthropic-messages';
+import type { GatewayRequest, RequestRules } from '../openai/openai-request';
+import { anthropicMessages, messagesTranslation } from './anthropic-messages';
 import type { Dialect, DialectContext } from './dialect';
-import { openAiResponses } from './openai-responses';
+import { openAiResponses, responsesTranslation } from './openai-responses';
 
 /** Upstream chat-completion chunks as the relay passes them on. */
 const sse = (...chunks: unknown[]): Buffer => Buffer.from(chunks.map((c) => `data: ${typeof c === 'string' ? c : JSON.stringify(c)}\n\n`).join(''));
@@ -28,7 +28,7 @@ describe('Anthropic Messages dialect', () => {
   const base = { model: 'm', max_tokens: 10 };
 
   it('puts tool results first as tool messages, a result\'s images and the other blocks after them; drops thinking', () => {
-    const chat = anthropicMessages.toChat({
+    const chat = messagesTranslation.toChat({
       ...base,
       system: [{ type: 'text', text: 'sys' }],
       messages: [
@@ -74,7 +74,7 @@ describe('Anthropic Messages dialect', () => {
     const refused = (body: Record<string, unknown>, param: string) => {
       const err = (() => {
         try {
-          anthropicMessages.toChat({ ...base, messages: [{ role: 'user', content: 'x' }], ...body });
+          messagesTranslation.toChat({ ...base, messages: [{ role: 'user', content: 'x' }], ...body });
         } catch (e) {
           return e;
         }
@@ -90,12 +90,12 @@ describe('Anthropic Messages dialect', () => {
     refused({ tools: [{ name: 'w', input_schema: {} }], tool_choice: { type: 'sometimes' } }, 'tool_choice');
     refused({ tool_choice: { type: 'any' } }, 'tool_choice');
     // auto without tools is nothing to send: OpenAI would refuse a tool_choice without tools.
-    expect(anthropicMessages.toChat({ ...base, messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'auto' } })).not.toHaveProperty('tool_choice');
+    expect(messagesTranslation.toChat({ ...base, messages: [{ role: 'user', content: 'x' }], tool_choice: { type: 'auto' } })).not.toHaveProperty('tool_choice');
   });
 
   it('answers a completion as a message: text and tool_use blocks, stop_reason, usage with cached tokens apart', () => {
     const answer = JSON.parse(
-      anthropicMessages.answer(
+      messagesTranslation.answer(
         {
           choices: [{ index: 0, finish_reason: 'tool_calls', message: { content: 'ok', tool_calls: [{ id: 'c1', function: { name: 'w', arguments: '{"a":1}' } }, { id: 'c2', function: { name: 'w', arguments: 'not json' } }] } }],
           usage: { prompt_tokens: 10, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } },
@@ -117,12 +117,12 @@ describe('Anthropic Messages dialect', () => {
       stop_sequence: null,
       usage: { input_tokens: 6, output_tokens: 3, cache_read_input_tokens: 4 },
     });
-    const refusal = JSON.parse(anthropicMessages.refusal(429, Buffer.from('{"error":{"message":"slow down"}}')));
+    const refusal = JSON.parse(messagesTranslation.refusal(429, Buffer.from('{"error":{"message":"slow down"}}')));
     expect(refusal).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
   });
 
   it('streams text then two tool calls as three blocks, each started and stopped, then message_delta with usage and message_stop', () => {
-    const t = anthropicMessages.stream(context());
+    const t = messagesTranslation.stream(context());
     const out = [
       t.push(sse(delta({ role: 'assistant', content: '' }), delta({ content: 'Hi' }))),
       t.push(sse(delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'f', arguments: '' } }] }), delta({ tool_calls: [{ index: 0, function: { arguments: '{"x":' } }] }))),
@@ -153,11 +153,11 @@ describe('Anthropic Messages dialect', () => {
   });
 
   it('an upstream error event midway becomes an Anthropic error event, with nothing after it; a stream without [DONE] is closed at its end', () => {
-    const t = anthropicMessages.stream(context());
+    const t = messagesTranslation.stream(context());
     const out = [t.push(sse(delta({ content: 'Hi' }))), t.push(sse({ error: { message: 'broke', type: 'server_error', code: 'provider_error' } })), t.push(sse('[DONE]')), t.end()];
     const seen = events(out);
     expect(seen.at(-1)).toEqual(['error', { type: 'error', error: { type: 'api_error', message: 'broke' } }]);
-    const clean = anthropicMessages.stream(context());
+    const clean = messagesTranslation.stream(context());
     const closed = events([clean.push(sse(delta({ content: 'Hi' }), delta({}, 'length'))), clean.end()]);
     expect(closed.slice(-3).map(([n]) => n)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
     expect(closed.at(-2)![1]).toMatchObject({ delta: { stop_reason: 'max_tokens' } });
@@ -166,7 +166,7 @@ describe('Anthropic Messages dialect', () => {
 
 describe('OpenAI Responses dialect', () => {
   it('merges function calls in a row into one assistant turn; text.format becomes response_format; developer messages kept', () => {
-    const chat = openAiResponses.toChat({
+    const chat = responsesTranslation.toChat({
       model: 'm',
       instructions: 'sys',
       input: [
@@ -206,7 +206,7 @@ describe('OpenAI Responses dialect', () => {
   });
 
   it('streams text then a function call as two output items with their own indexes, then response.completed with both and usage', () => {
-    const t = openAiResponses.stream(context({ input: 'x' }));
+    const t = responsesTranslation.stream(context({ input: 'x' }));
     const out = [
       t.push(sse(delta({ content: 'Hi' }), delta({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{"a"' } }] }))),
       t.push(sse(delta({ tool_calls: [{ index: 0, function: { arguments: ':1}' } }] }), delta({}, 'tool_calls'), usage, '[DONE]')),
@@ -247,8 +247,7 @@ describe("a dialect's images, held to the media rule", () => {
   /** The request a dialect's body becomes, as the handler makes it; or the refusal's param and message. */
   const through = (dialect: Dialect, body: Record<string, unknown>): GatewayRequest | { param: string | null; message: string } => {
     try {
-      const chat = dialect.toChat(body);
-      return requestOf('chat.completions', chat, Buffer.byteLength(JSON.stringify(chat)), rules);
+      return dialect.request(JSON.stringify(body), rules);
     } catch (err) {
       if (err instanceof GatewayError) return { param: err.param, message: err.message };
       throw err;

@@ -1,7 +1,8 @@
 import { GatewayError } from '../gateway.errors';
 import { chatImagePart } from '../media/image-parts';
 import { MAX_TOOLS } from '../openai/openai-request';
-import { ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta } from './dialect';
+import { bearerCredentials, type ChatTranslation, ChatStreamTranslator, type Dialect, type DialectContext, isRecord, type ToolCallDelta, translatedDialect } from './dialect';
+import { openAiError } from './openai-errors';
 
 /**
  * OpenAI's Responses API (POST /v1/responses), stateless, over the providers' chat completions. The
@@ -332,11 +333,16 @@ class ResponsesStream extends ChatStreamTranslator {
   }
 }
 
-export const openAiResponses: Dialect = {
-  route: 'responses',
+/** The request and the answer translated; the gateway's use of them is openAiResponses. */
+export const responsesTranslation: ChatTranslation = {
   toChat,
   answer,
   // The provider's refusal is in OpenAI's error body already.
   refusal: (_status, body) => body.toString('utf8'),
   stream: (context) => new ResponsesStream(context),
 };
+
+export const openAiResponses: Dialect<'responses'> = translatedDialect(
+  { route: 'responses', path: '/v1/responses', credentials: bearerCredentials, error: (error) => openAiError(error) },
+  responsesTranslation,
+);

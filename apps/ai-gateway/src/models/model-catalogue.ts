@@ -57,6 +57,9 @@ function parseEntries(json: string): ModelEntry[] {
   });
 }
 
+/** What a cost is computed at: a catalogue entry's prices, or those recorded on a reservation (cachedInputPer1k null: none). */
+export type Prices = Pick<ModelEntry, 'inputPer1k' | 'outputPer1k'> & { cachedInputPer1k?: number | null };
+
 /**
  * Micro-credits for the tokens, rounded up once over the whole request: a request never costs less
  * than what it used. `cachedTokens` are part of `inputTokens` (as OpenAI counts them): charged at
@@ -64,8 +67,9 @@ function parseEntries(json: string): ModelEntry[] {
  * charged twice; without a cached price, every input token costs `inputPer1k`. A cached count above
  * the input count (a provider's error) is taken as all of the input.
  */
-export function costOf(model: ModelEntry, inputTokens: number, outputTokens: number, cachedTokens = 0): number {
-  const cached = model.cachedInputPer1k === undefined ? 0 : Math.min(Math.max(cachedTokens, 0), inputTokens);
-  const input = (inputTokens - cached) * model.inputPer1k + cached * (model.cachedInputPer1k ?? 0);
-  return Math.ceil((input + outputTokens * model.outputPer1k) / 1000);
+export function costOf(prices: Prices, inputTokens: number, outputTokens: number, cachedTokens = 0): number {
+  const cachedPrice = prices.cachedInputPer1k ?? undefined;
+  const cached = cachedPrice === undefined ? 0 : Math.min(Math.max(cachedTokens, 0), inputTokens);
+  const input = (inputTokens - cached) * prices.inputPer1k + cached * (cachedPrice ?? 0);
+  return Math.ceil((input + outputTokens * prices.outputPer1k) / 1000);
 }

@@ -2,7 +2,7 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/problem-details';
 import { GatewayError } from '../gateway.errors';
 import type { ModelEntry } from '../models/model-catalogue';
 import type { Endpoint } from '../providers/provider.types';
-import type { Dialect, GatewayRoute } from '../dialects/dialect';
+import type { GatewayRoute } from '../dialects/dialects';
 import { originOf } from '../media/image-parts';
 import { checkMediaUrl, MediaRefused, type MediaPolicy } from '../media/media-url';
 
@@ -12,9 +12,7 @@ export interface GatewayRequest {
   endpoint: Endpoint;
   /** The gateway route asked (the ledger's and the metrics' endpoint): the provider endpoint, or `messages` / `responses`. */
   route: GatewayRoute;
-  /** The API the client speaks when it is not OpenAI's Chat Completions or Embeddings: its answers are translated back. */
-  dialect?: Dialect;
-  /** With a dialect: the client's own body, before its translation. */
+  /** For a translated API (Dialect): the client's own body, before its translation. */
   original?: Record<string, unknown>;
   body: Record<string, unknown>;
   model: ModelEntry;

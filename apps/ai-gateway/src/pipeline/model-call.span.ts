@@ -2,7 +2,8 @@ import type { Span } from '@opentelemetry/api';
 import { failSpan, startClientSpan, tracingStarted } from '@flagship/tracing';
 import type { GatewayRequest } from '../openai/openai-request';
 import { isRecord } from '../providers/usage';
-import type { CallOutcome } from './provider-call.step';
+import type { ProviderKey } from '../providers/provider.types';
+import type { ChargedCall } from './call-outcome';
 
 /**
  * The span of one model call, in the OpenTelemetry GenAI semantic conventions (inference client
@@ -53,17 +54,18 @@ export class ModelCallSpan {
     this.describe(parse(text.slice(start + 6, end < 0 ? undefined : end)));
   }
 
-  end(outcome: CallOutcome): void {
+  /** The call as it is charged (chargedCall), by the provider that answered or failed last. */
+  end(provider: ProviderKey, call: ChargedCall): void {
     if (this.ended) return;
     this.ended = true;
     this.span.setAttributes({
-      'flagship.gateway.provider': outcome.provider,
-      'gen_ai.usage.input_tokens': outcome.usage.inputTokens,
-      'gen_ai.usage.output_tokens': outcome.usage.outputTokens,
-      'flagship.gateway.usage_estimated': outcome.usage.estimated,
+      'flagship.gateway.provider': provider,
+      'gen_ai.usage.input_tokens': call.usage.inputTokens,
+      'gen_ai.usage.output_tokens': call.usage.outputTokens,
+      'flagship.gateway.usage_estimated': call.usage.estimated,
     });
     // A client that left was served: not a failure of the call.
-    if (outcome.status === 'failed') failSpan(this.span, outcome.errorCode ?? outcome.outcome);
+    if (call.status === 'failed') failSpan(this.span, call.errorCode ?? call.label);
     this.span.end();
   }
 

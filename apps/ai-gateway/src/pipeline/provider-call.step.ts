@@ -1,31 +1,38 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
 import { inSpan } from '@flagship/tracing';
+import type { Dialect } from '../dialects/dialect';
 import { GatewayError } from '../gateway.errors';
 import type { GatewayRequest } from '../openai/openai-request';
-import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey, type Usage } from '../providers/provider.types';
-import { lostUsage } from './lost-usage';
+import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey } from '../providers/provider.types';
+import { type CallOutcome, chargedCall } from './call-outcome';
 import { ModelCallSpan } from './model-call.span';
 
-/** What the settle step needs to know of a call. */
-export interface CallOutcome {
-  provider: ProviderKey;
-  status: 'succeeded' | 'failed';
-  usage: Usage;
-  upstreamMs: number;
-  /** Why a row failed, or how a served stream ended early (`client_disconnected`). */
-  errorCode: string | null;
-  /** For metrics. */
-  outcome: string;
+/** One request as the provider step sends it and answers it. */
+export interface ProviderCall {
+  /** The API the caller speaks: its answer, events and refusals are written in it. */
+  dialect: Dialect;
+  request: GatewayRequest;
+  /** Providers to try in order (ProviderPermissionStep). */
+  providers: ProviderKey[];
+  /** The answer's headers known so far (the rate limit's). */
+  headers: OutgoingHttpHeaders;
+  /** The row's "upstream called" stamp (ReservationStep.upstreamCalled): no answer goes out before it, or STAMP_WAIT_MS. */
+  stamp: Promise<void>;
+  /** The gateway's off switch for this call (shutdown). */
+  cutter: CallCutter;
+  /** x.elapsedMs() when the call began: a stream's overhead (its head goes out before the upstream's time is known). */
+  beforeCallMs: number;
 }
-
-const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, estimated: false };
 
 const SSE_HEADERS: OutgoingHttpHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
 };
+
+/** What a stream the upstream refused without a body of its own is answered. */
+const STREAM_REFUSED = Buffer.from('{"error":{"message":"The provider refused the request.","type":"server_error","code":"provider_error","param":null}}');
 
 /**
  * Longest an answer waits for its row's "upstream called" stamp. The stamp is one small UPDATE per
@@ -44,54 +51,23 @@ function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
 }
 
 /**
- * The outcome as the tenant is charged for it: a usage the provider never reported (estimated by the
- * provider layer from the text) becomes lostUsage's charge, from the request's admission estimate.
- */
-function charged(request: GatewayRequest, outcome: CallOutcome): CallOutcome {
-  if (!outcome.usage.estimated) return outcome;
-  // A non-streamed call fails with a usage only when it was sent and its answer never came.
-  const read = request.stream ? 'stream' : outcome.status === 'succeeded' ? 'whole' : 'lost';
-  const usage = lostUsage({ admittedInputTokens: request.inputTokens, reservedOutputTokens: request.outputTokens, deliveredOutputTokens: outcome.usage.outputTokens, read });
-  return { ...outcome, usage };
-}
-
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * Step 8: the provider, through the provider layer (ProviderClient: pooled upstreams, retries
- * before the first byte, breakers, fallback among `providers`). Answers the client itself (the
- * upstream's JSON as it is, or its events as they arrive) and reports what happened; a failure before
- * anything reached the client is thrown as the matching GatewayError (502/503/504) after the outcome
- * was handed to `failed`, so the row is completed either way. No answer goes out before the row's
- * "upstream called" stamp is written (`stamp`, waited for at most STAMP_WAIT_MS).
+ * before the first byte, breakers, fallback among `providers`). Answers the caller itself, in its
+ * API (the dialect's answer, events or refusal), and says what happened (CallOutcome); it writes no
+ * error of its own: a failure before anything reached the caller is the outcome `failed`, whose
+ * `error` the handler writes once the call is settled. No answer goes out before the row's "upstream
+ * called" stamp is written (`stamp`, waited for at most STAMP_WAIT_MS).
  */
 export class ProviderCallStep {
   constructor(private readonly client: ProviderClient) {}
 
-  call(
-    x: Exchange,
-    request: GatewayRequest,
-    providers: ProviderKey[],
-    headers: OutgoingHttpHeaders,
-    overheadMs: (upstreamMs: number) => number,
-    failed: (outcome: CallOutcome) => void,
-    /** The row's "upstream called" stamp (ReservationStep.upstreamCalled): no answer goes out before it, or STAMP_WAIT_MS. */
-    stamp: Promise<void>,
-    cutter?: CallCutter,
-  ): Promise<CallOutcome> {
+  call(x: Exchange, call: ProviderCall): Promise<CallOutcome> {
     // Tracing on: the call's GenAI span, parent of the provider layer's HTTP spans. Off: undefined, and nothing more is done.
-    const span = ModelCallSpan.start(request);
-    const run = async (): Promise<CallOutcome> => charged(request, await this.callUpstream(x, request, providers, headers, overheadMs, failed, stamp, cutter, span));
-    if (span === undefined) return run();
-    return inSpan(span.span, run).then(
+    const span = ModelCallSpan.start(call.request);
+    if (span === undefined) return this.callUpstream(x, call, undefined);
+    return inSpan(span.span, () => this.callUpstream(x, call, span)).then(
       (outcome) => {
-        span.end(outcome);
+        span.end(outcome.provider, chargedCall(outcome, call.request));
         return outcome;
       },
       (err: unknown) => {
@@ -101,23 +77,16 @@ export class ProviderCallStep {
     );
   }
 
-  private async callUpstream(
-    x: Exchange,
-    request: GatewayRequest,
-    providers: ProviderKey[],
-    headers: OutgoingHttpHeaders,
-    overheadMs: (upstreamMs: number) => number,
-    failed: (outcome: CallOutcome) => void,
-    stamp: Promise<void>,
-    cutter: CallCutter | undefined,
-    span?: ModelCallSpan,
-  ): Promise<CallOutcome> {
+  private async callUpstream(x: Exchange, call: ProviderCall, span: ModelCallSpan | undefined): Promise<CallOutcome> {
+    const { dialect, request, headers, cutter } = call;
     let stamped = false;
-    const stampWritten = stamp.then(() => {
+    const stampWritten = call.stamp.then(() => {
       stamped = true;
     });
     // Usually written long before the provider answers: then nothing is waited for, and no timer is set.
     const beforeAnswer = (): Promise<void> | undefined => (stamped ? undefined : waitAtMost(stampWritten, STAMP_WAIT_MS));
+    // The time the gateway itself spent: all but the upstream's, or (for a stream's head) what preceded the call.
+    const overhead = (upstreamMs: number): number => (upstreamMs > 0 ? x.elapsedMs() - upstreamMs : call.beforeCallMs);
     const controller = new AbortController();
     const res = x.res;
     let clientGone = false;
@@ -129,36 +98,27 @@ export class ProviderCallStep {
     // A client that left before this point is not sent upstream at all (and pays nothing).
     if (res.destroyed || res.socket === null || res.socket.destroyed) onClose();
     else res.once('close', onClose);
-    const dialect = request.dialect;
-    // Made only for another API's request: the chat hot path allocates nothing more.
-    const context = dialect === undefined ? undefined : { requestId: x.requestId, model: request.model.id, body: request.original ?? request.body };
-    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers, signal: controller.signal, cutter };
+    const upstream = { endpoint: request.endpoint, body: request.body, stream: request.stream, requestId: x.requestId, providers: call.providers, signal: controller.signal, cutter };
     try {
       if (!request.stream) {
         const result = await this.client.json(upstream);
         span?.answered(result.body);
         await beforeAnswer();
         const ok = result.status >= 200 && result.status < 300;
-        // Another API's client gets the answer (or the provider's refusal) in its API's terms.
-        const body = dialect === undefined ? result.body : ok ? dialect.answer(parseJson(result.body), context!) : dialect.refusal(result.status, result.body);
-        x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, body);
+        const body = ok ? dialect.answer(result.body, request, x.requestId) : dialect.refusal(result.status, result.body);
+        const overheadMs = overhead(result.upstreamMs);
+        x.send(result.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs.toFixed(2) }, body);
+        if (!ok) return { kind: 'refused', provider: result.provider, status: result.status, upstreamMs: result.upstreamMs, overheadMs };
         // A client that left after the request was sent is billed the answer's usage all the same.
-        const gone = ok && clientGone;
-        return {
-          provider: result.provider,
-          status: ok ? 'succeeded' : 'failed',
-          usage: ok ? result.usage : NO_USAGE,
-          upstreamMs: result.upstreamMs,
-          errorCode: ok ? (gone ? 'client_disconnected' : null) : `upstream_${result.status}`,
-          outcome: ok ? (gone ? 'client_gone' : 'succeeded') : 'upstream_refused',
-        };
+        return { kind: 'answered', provider: result.provider, usage: result.usage, upstreamMs: result.upstreamMs, overheadMs, clientGone };
       }
       let out: ServerResponse | undefined;
+      let streamOverheadMs: number | undefined;
       // Events read from the upstream before the stamp is written wait here, so the upstream is read
       // as it arrives (a connection it breaks right after its first events loses none of them).
       let held: Buffer[] | undefined;
       let opened: Promise<void> | undefined;
-      const translator = dialect?.stream(context!);
+      const translator = dialect.stream(request, x.requestId);
       const write = (bytes: Buffer | undefined): void => {
         if (bytes === undefined) return;
         if (held !== undefined) held.push(bytes);
@@ -167,8 +127,8 @@ export class ProviderCallStep {
       const sink = {
         start: (provider: ProviderKey): void => {
           const open = (): void => {
-            // The head goes out before the upstream's time is known: the overhead is what preceded the call.
-            out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': overheadMs(0).toFixed(2), 'x-gateway-provider': provider });
+            streamOverheadMs = overhead(0);
+            out = x.startStream(200, { ...headers, ...SSE_HEADERS, 'x-gateway-overhead-ms': streamOverheadMs.toFixed(2), 'x-gateway-provider': provider });
             const waiting = held ?? [];
             held = undefined;
             for (const bytes of waiting) write(bytes);
@@ -189,30 +149,22 @@ export class ProviderCallStep {
       await opened;
       if (result.outcome === 'rejected') {
         await beforeAnswer();
-        const rejection = result.rejection ?? { status: 502, body: Buffer.from('{"error":{"message":"The provider refused the request.","type":"server_error","code":"provider_error","param":null}}') };
-        const body = dialect === undefined ? rejection.body : dialect.refusal(rejection.status, rejection.body);
-        x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs(result.upstreamMs).toFixed(2) }, body);
-        return { provider: result.provider, status: 'failed', usage: NO_USAGE, upstreamMs: result.upstreamMs, errorCode: `upstream_${rejection.status}`, outcome: 'upstream_refused' };
+        const rejection = result.rejection ?? { status: 502, body: STREAM_REFUSED };
+        const overheadMs = overhead(result.upstreamMs);
+        x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs.toFixed(2) }, dialect.refusal(rejection.status, rejection.body));
+        return { kind: 'refused', provider: result.provider, status: rejection.status, upstreamMs: result.upstreamMs, overheadMs };
       }
       if (translator !== undefined) write(translator.end());
       if (out !== undefined && !out.writableEnded && !out.destroyed) out.end();
-      if (result.outcome === 'completed') {
-        return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: null, outcome: 'succeeded' };
-      }
-      // What was delivered is recorded and charged either way; a client that left was served, a broken (or cut) upstream was not.
-      if (result.outcome === 'client_gone') {
-        return { provider: result.provider, status: 'succeeded', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: 'client_disconnected', outcome: 'client_gone' };
-      }
-      const code = cutter?.cut ? 'gateway_shutdown' : 'upstream_broken';
-      return { provider: result.provider, status: 'failed', usage: result.usage, upstreamMs: result.upstreamMs, errorCode: code, outcome: code };
+      // What was delivered is charged either way; a client that left was served, a broken (or cut) upstream was not.
+      const end = result.outcome === 'upstream_broken' && cutter.cut ? 'gateway_shutdown' : result.outcome;
+      return { kind: 'streamed', provider: result.provider, usage: result.usage, upstreamMs: result.upstreamMs, overheadMs: streamOverheadMs, end };
     } catch (err) {
       if (!(err instanceof ProviderError)) throw err;
-      // A time-out, cut or give-up after sending carries a usage: the provider had the request (see charged()).
-      const code = cutter?.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;
-      const outcome = charged(request, { provider: err.provider, status: 'failed', usage: err.usage, upstreamMs: 0, errorCode: code, outcome: code });
-      span?.end(outcome);
-      failed(outcome);
-      throw new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});
+      // A time-out, cut or give-up after sending carries a usage: the provider had the request (see chargedCall).
+      const code = cutter.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;
+      const error = new GatewayError(err.status, err.code, err.message, null, err.status === 503 ? { 'retry-after': '1' } : {});
+      return { kind: 'failed', provider: err.provider, usage: err.usage, code, error };
     } finally {
       res.removeListener('close', onClose);
     }

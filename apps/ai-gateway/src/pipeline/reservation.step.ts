@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/batching';
 import { dependencyDown, GatewayError } from '../gateway.errors';
-import type { ReserveOutcome, UsageLedgerRepository } from '@flagship/ledger';
-import type { Reservation } from './ledger.types';
+import type { ReserveOutcome } from '@flagship/ledger';
+import type { GatewayLedger, Reservation } from './ledger.types';
 
 /**
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
@@ -22,7 +22,7 @@ export class ReservationStep {
   private markFailing = false;
 
   constructor(
-    repository: UsageLedgerRepository,
+    repository: GatewayLedger,
     /** The console's billing page, named in the 402 so the caller knows where to buy credits. */
     private readonly billingUrl: string,
   ) {
@@ -66,22 +66,36 @@ export class ReservationStep {
       this.logger.warn({ err }, 'cannot reserve credit');
       throw dependencyDown('Postgres');
     }
-    if (outcome === 'unavailable') throw dependencyDown('Postgres');
-    if (outcome === 'insufficient_credits') {
-      throw new GatewayError(
+    const refusal = admissionRefusal(outcome, reservation, this.billingUrl);
+    if (refusal !== undefined) throw refusal;
+    return reservation;
+  }
+}
+
+/**
+ * What the caller is told when admission did not admit its request (undefined: admitted): the
+ * credit left or a budget did not cover its estimate (402), or Postgres could not decide (503).
+ */
+export function admissionRefusal(outcome: ReserveOutcome, request: Pick<Reservation, 'clientId' | 'productKey'>, billingUrl: string): GatewayError | undefined {
+  switch (outcome) {
+    case 'admitted':
+      return undefined;
+    case 'unavailable':
+      return dependencyDown('Postgres');
+    case 'insufficient_credits':
+      return new GatewayError(
         402,
         'insufficient_credits',
-        `The tenant's AI credit left does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or buy credits at ${this.billingUrl} (or ask your administrator).`,
+        `The tenant's AI credit left does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or buy credits at ${billingUrl} (or ask your administrator).`,
       );
-    }
-    if (outcome !== 'admitted') {
+    case 'budget_client':
+    case 'budget_product': {
       const budget = outcome === 'budget_client' ? `OAuth client ${request.clientId}` : `product key ${request.productKey}`;
-      throw new GatewayError(
+      return new GatewayError(
         402,
         'budget_exceeded',
-        `This month's budget of ${budget} does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or ask a tenant administrator to raise the budget at ${this.billingUrl}. Budgets restart each calendar month (UTC).`,
+        `This month's budget of ${budget} does not cover this request's estimate (its input and max_tokens x n); lower max_tokens, or ask a tenant administrator to raise the budget at ${billingUrl}. Budgets restart each calendar month (UTC).`,
       );
     }
-    return reservation;
   }
 }

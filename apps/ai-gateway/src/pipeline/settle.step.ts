@@ -1,9 +1,25 @@
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/batching';
-import type { LowBalanceCrossing, UsageLedgerRepository } from '@flagship/ledger';
-import type { Reservation, Settlement } from './ledger.types';
+import type { LowBalanceCrossing } from '@flagship/ledger';
+import type { GatewayMetrics } from '../gateway.metrics';
+import { costOf } from '../models/model-catalogue';
+import { type Admitted, type CallOutcome, chargedCall } from './call-outcome';
+import type { GatewayLedger, Reservation, Settlement } from './ledger.types';
 
 type Release = Pick<Reservation, 'id' | 'tenantId'>;
+
+export interface SettleStepOptions {
+  /** Crossings a settlement batch recorded, once committed (the gateway publishes them); must not throw. */
+  onCrossings: (crossings: LowBalanceCrossing[]) => void;
+  /** Where each settled request is counted (requests, tokens, debits, overruns by product, provider and model). */
+  metrics?: Pick<GatewayMetrics, 'completed' | 'overrun'>;
+  /** How long settlements gather before they are written together (GATEWAY_SETTLE_GATHER_MS; 0: the same event-loop turn's only). */
+  gatherMs?: number;
+  /** Tries after the first, waits growing by retryDelayMs up to maxRetryDelayMs (about 77 s with the defaults). */
+  retries?: number;
+  retryDelayMs?: number;
+  maxRetryDelayMs?: number;
+}
 
 /**
  * The last step, after the provider: the row completed (`succeeded` or `failed`, tokens, debit,
@@ -25,6 +41,7 @@ type Release = Pick<Reservation, 'id' | 'tenantId'>;
  * crossing in the same statement; `onCrossings` hears of it once that statement has committed.
  * Also the way back for a reservation whose request was refused after all (a 429 from the rate limit
  * checked at the same time): its pending row is deleted and its estimate released, the same way.
+ * complete() is the one way a request that reached its provider step is charged.
  */
 export class SettleStep {
   private readonly logger = new Logger('SettleStep');
@@ -33,17 +50,19 @@ export class SettleStep {
   private readonly inFlight = new Set<Promise<unknown>>();
 
   private window: Promise<void> | undefined;
+  private readonly metrics: SettleStepOptions['metrics'];
+  private readonly gatherMs: number;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryDelayMs: number;
 
-  constructor(
-    repository: UsageLedgerRepository,
-    /** Crossings a settlement batch recorded, once committed (the gateway publishes them); must not throw. */
-    onCrossings: (crossings: LowBalanceCrossing[]) => void,
-    /** How long settlements gather before they are written together (0: the same event-loop turn's only). */
-    private readonly gatherMs = 0,
-    private readonly retries = 20,
-    private readonly retryDelayMs = 500,
-    private readonly maxRetryDelayMs = 5000,
-  ) {
+  constructor(repository: GatewayLedger, options: SettleStepOptions) {
+    const { onCrossings } = options;
+    this.metrics = options.metrics;
+    this.gatherMs = options.gatherMs ?? 0;
+    this.retries = options.retries ?? 20;
+    this.retryDelayMs = options.retryDelayMs ?? 500;
+    this.maxRetryDelayMs = options.maxRetryDelayMs ?? 5000;
     this.settlements = new TurnBatcher(async (batch) => {
       const { completed, crossings } = await repository.settleBatch(batch);
       // Committed asynchronously (the balance row lock is not held through a flush); in the durable
@@ -57,8 +76,41 @@ export class SettleStep {
     this.releases = new TurnBatcher((batch) => repository.release(batch), 500);
   }
 
+  /**
+   * The settlement of a request that reached its provider step, whatever became of it: charged as
+   * chargedCall says (lostUsage for a usage never reported), at the prices its reservation recorded
+   * (zero-rated: 0), counted in the metrics (a debit above the reservation as an overrun, which the
+   * ledger marks on the row too), and written (gathered, batched, retried: see above). Answers the settlement handed in.
+   */
+  complete(reservation: Reservation, admitted: Admitted, outcome: CallOutcome, latencyMs: number): Settlement {
+    const call = chargedCall(outcome, admitted);
+    const { inputTokens, outputTokens } = call.usage;
+    const cachedTokens = call.usage.cachedTokens ?? 0;
+    const debit = reservation.zeroRatedReason === null ? costOf(reservation, inputTokens, outputTokens, cachedTokens) : 0;
+    if (this.metrics !== undefined) {
+      const labels = { product: reservation.productKey, provider: outcome.provider, model: reservation.model };
+      if (debit > reservation.estimate) this.metrics.overrun(labels, reservation.estimate, debit);
+      this.metrics.completed(labels, reservation.endpoint, call.label, call.usage, debit, call.upstreamMs);
+    }
+    const settlement: Settlement = {
+      id: reservation.id,
+      tenantId: reservation.tenantId,
+      status: call.status,
+      inputTokens,
+      outputTokens,
+      cachedTokens,
+      debit,
+      provider: outcome.provider,
+      latencyMs: Math.round(latencyMs),
+      usageEstimated: call.usage.estimated,
+      errorCode: call.errorCode,
+    };
+    void this.enqueue(settlement);
+    return settlement;
+  }
+
   /** Resolves once written (or given up on); never rejects. */
-  settle(settlement: Settlement): Promise<void> {
+  private enqueue(settlement: Settlement): Promise<void> {
     return this.track(this.gathered().then(() => this.write(this.settlements, settlement, 'settle', 0)));
   }
 
