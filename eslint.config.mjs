@@ -76,6 +76,9 @@ export default tseslint.config(
           paths: [
             { name: '@flagship/testing', message: 'Test helpers stay out of production code.' },
             { name: '@flagship/ledger/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/redis/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/flag-store/testing', message: 'Test helpers stay out of production code.' },
+            { name: '@flagship/sse/testing', message: 'Test helpers stay out of production code.' },
           ],
         },
       ],
@@ -104,6 +107,20 @@ export default tseslint.config(
           patterns: [
             { group: ['@flagship/*', '!@flagship/domain'], message: 'The evaluator depends on the domain only.' },
             { group: FRAMEWORKS, message: `The evaluator ${PURE_MESSAGE}.` },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['libs/sse/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@flagship/*'], message: 'The SSE kit imports no other lib: each app gives it its own rules.' },
+            { group: FRAMEWORKS, message: 'The SSE kit writes to node streams: no framework, database or Redis client.' },
           ],
         },
       ],

@@ -268,4 +268,48 @@ describe('ai-gateway: what a request is charged, and what a refused one is not',
       expect(rows[0]!.request_id).toBe(response.headers.get('x-request-id'));
     });
   });
+  describe('no answer without its row\'s "upstream called" stamp', () => {
+    // The stamp's commit is what puts a request's row on disk: its reservation was committed without
+    // waiting for the flush. A stamp that cannot be written (here a trigger refuses it for one
+    // tenant; in production a Postgres that crashed or stalls) must withhold the answer, or a crash
+    // then loses the row of a request that was answered: served and never billed.
+    let tenant: string;
+    beforeAll(async () => {
+      tenant = await billable();
+      await ds.query(`CREATE FUNCTION refuse_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'stamp refused by the test'; END $$`);
+      await ds.query(`CREATE TRIGGER refuse_stamp BEFORE UPDATE OF upstream_called_at ON usage_ledger
+        FOR EACH ROW WHEN (NEW.tenant_id = '${tenant}' AND NEW.upstream_called_at IS NOT NULL) EXECUTE FUNCTION refuse_stamp()`);
+    });
+    afterAll(async () => {
+      await ds.query('DROP TRIGGER IF EXISTS refuse_stamp ON usage_ledger');
+      await ds.query('DROP FUNCTION IF EXISTS refuse_stamp()');
+    });
+
+    it.each([false, true])('stream %s: the provider answered, the caller gets 503 with Retry-After, and nothing is charged', async (stream) => {
+      const client = await openai(tenant);
+      const before = fake.calls.chat;
+      const err = await (stream
+        ? (async () => {
+            for await (const _ of await client.chat.completions.create({ model: 'fake-chat-1', stream: true, messages: [{ role: 'user', content: 'hello there' }] })) void _;
+          })()
+        : client.chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hello there' }] })
+      ).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(APIError);
+      expect([(err as APIError).status, (err as APIError).headers?.get('retry-after')]).toEqual([503, '1']);
+      expect(fake.calls.chat).toBe(before + 1);
+    });
+
+    it('the rows of those requests are settled failed (ledger_unavailable) with no debit, and the balance is whole', async () => {
+      const rows = await completed(tenant, 2);
+      expect(rows.map((r) => [r.status, r.error_code, Number(r.debit), r.upstream_called_at])).toEqual([
+        ['failed', 'ledger_unavailable', 0, null],
+        ['failed', 'ledger_unavailable', 0, null],
+      ]);
+      expect(await balanceOf(ds, tenant)).toEqual({ balance: 1_000_000, reserved: 0 });
+    });
+  });
 });

@@ -44,6 +44,14 @@ describe('FlagSnapshot', () => {
     expect(snapshot.updatedAt).toBeGreaterThanOrEqual(before);
   });
 
+  it('apply takes a flag as its JSON text too, compiled on first use like one of ofTexts', () => {
+    const snapshot = FlagSnapshot.of([flag('a', 1)]);
+    snapshot.apply([{ key: 'a', text: JSON.stringify(flag('a', 5)) }, { key: 'b', text: JSON.stringify(flag('b', 6)) }], []);
+    expect(snapshot.evaluate(snapshot.get('a')!, { key: 'u' }).value).toBe(5);
+    expect(snapshot.get('b')).toBeInstanceOf(CompiledFlag);
+    expect(snapshot.evaluate(snapshot.get('b')!, { key: 'u' }).value).toBe(6);
+  });
+
   it('resolves prerequisites within the snapshot, compiling them as needed', () => {
     const gated = flag('gated', 1, {
       prerequisites: [{ key: 'gate', variationId: 'on' }],

@@ -4,6 +4,12 @@ import type { CompiledFlagResolver, EvaluationContext, EvaluationResult, FlagDef
 /** A flag as compiled, as a definition, or as the JSON text of one (compiled on first use). */
 type Entry = CompiledFlag | FlagDefinition | string;
 
+/** A flag as the JSON text of its definition (valid and validated), compiled on first use. */
+export interface FlagText {
+  key: string;
+  text: string;
+}
+
 /**
  * The flags being served. An evaluation never sees half of an update: a whole new set (a file
  * reload, a first load) is a new snapshot swapped in with one assignment, and a batch of changes is
@@ -37,16 +43,16 @@ export class FlagSnapshot implements CompiledFlagResolver<CompiledFlag> {
    * half the memory of the parsed definitions (55 against 126 MB of heap for the 100,000 flags of
    * tools/bench/orep.ts). The texts must be valid, validated definitions.
    */
-  static ofTexts(flags: Iterable<{ key: string; text: string }>): FlagSnapshot {
+  static ofTexts(flags: Iterable<FlagText>): FlagSnapshot {
     const entries = new Map<string, Entry>();
     for (const flag of flags) entries.set(flag.key, flag.text);
     return new FlagSnapshot(entries);
   }
 
-  /** Puts `changed` in and takes `removed` out, all at once (see the class comment). */
-  apply(changed: Iterable<FlagDefinition>, removed: Iterable<string>): void {
+  /** Puts `changed` (definitions, or their texts) in and takes `removed` out, all at once (see the class comment). */
+  apply(changed: Iterable<FlagDefinition | FlagText>, removed: Iterable<string>): void {
     for (const key of removed) this.entries.delete(key);
-    for (const definition of changed) this.entries.set(definition.key, definition);
+    for (const flag of changed) this.entries.set(flag.key, 'text' in flag ? flag.text : flag);
     this.changedAt = Date.now();
   }
 

@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type Redis from 'ioredis';
 import { createDataSource, measureFlagDefinitions } from '@flagship/persistence';
-import { CHANNELS, createRedis, type FlagChanged, PubSub, RedisKeys } from '@flagship/redis';
+import { CHANNELS, createRedis, type FlagChanged, type PubSub, RedisKeys, RedisPubSub } from '@flagship/redis';
 import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FlagStoreRepository, type StoredFlag } from './flag-store.repository';
@@ -37,6 +37,12 @@ class RecordingRepository extends FlagStoreRepository {
 
 jest.setTimeout(30000);
 
+/**
+ * What only Postgres and Redis can break: announcements over Redis, the repository's SQL
+ * (fingerprints that see a project deleted, definition_bytes, tenant ids in every WHERE), a
+ * connection cut. The store's rules (invalidate, whole and cross-environment announcements, bounds,
+ * holds, rows) are proven over FakePubSub and the fake repository in flag-store.spec.ts.
+ */
 describe('FlagStore over real Postgres and Redis', () => {
   let db: TestDatabase;
   let rp: TestRedisPrefix;
@@ -84,7 +90,7 @@ describe('FlagStore over real Postgres and Redis', () => {
     ds = createDataSource({ url: proxy.rewrite(db.url), poolSize: 2, queryTimeoutMs: 2000 });
     await ds.initialize();
     publisher = createRedis({ url: rp.url, name: 'flag-store-test' });
-    pubsub = new PubSub(publisher, new RedisKeys(rp.prefix), rp.url, 'flag-store-test');
+    pubsub = new RedisPubSub(publisher, new RedisKeys(rp.prefix), rp.url, 'flag-store-test');
   });
 
   afterEach(() => {
@@ -135,45 +141,6 @@ describe('FlagStore over real Postgres and Redis', () => {
     await waitFor(async () => changes.length === 3);
     expect(changes[2]).toMatchObject({ keys: ['a3'], flags: [], removed: ['a3'] });
     expect(valueIn(store, A, 'a3')).toBe('missing');
-  });
-
-  it("the writer's own replica: after invalidate, the set is not served as current until the re-read lands", async () => {
-    await setFlag(A, 'w', 1);
-    const { store } = await open();
-    expect(valueIn(store, A, 'w')).toBe('missing');
-    await store.view(A, 'production');
-    expect(valueIn(store, A, 'w')).toBe(1);
-    await setFlag(A, 'w', 2);
-    store.invalidate(A, 'production', 'w');
-    expect(store.peek(A, 'production')).toBeUndefined();
-    const view = await store.view(A, 'production');
-    expect(view.set.evaluate(view.set.get('w')!, { key: 'u1' }).value).toBe(2);
-  });
-
-  it('an announcement without a flag key re-reads the whole set and tells the keys that differed; one without an environment reaches every environment of the tenant', async () => {
-    await setFlag(A, 'g1', 1);
-    await setFlag(A, 'g1', 1, 'staging');
-    await setFlag(A, 'g2', 1);
-    const { store, repository, changes } = await open();
-    await store.view(A, 'production');
-    await store.view(A, 'staging');
-    changes.length = 0;
-    repository.reads.length = 0;
-
-    await setFlag(A, 'g2', 5);
-    await publish({ tenantId: A, environment: 'production' });
-    await waitFor(async () => changes.length === 1);
-    expect(changes[0]).toMatchObject({ environment: 'production', keys: ['g2'] });
-    expect(repository.reads).toEqual([`all ${A}/production`]);
-
-    await sql.query(`UPDATE flags SET default_value = '7', variations = '[{"id":"v","name":"V","value":7,"weight":0}]', version = version + 1, updated_at = clock_timestamp() WHERE tenant_id = $1 AND key = 'g1'`, [A]);
-    await publish({ tenantId: A, flagKey: 'g1' });
-    await waitFor(async () => changes.length === 3);
-    expect(changes.slice(1).map((c) => [c.environment, c.keys]).sort()).toEqual([
-      ['production', ['g1']],
-      ['staging', ['g1']],
-    ]);
-    expect([valueIn(store, A, 'g1'), valueIn(store, A, 'g1', 'staging')]).toEqual([7, 7]);
   });
 
   it('a lost announcement is healed by the periodic reconcile, which compares fingerprints and re-reads only what differs', async () => {
@@ -243,21 +210,6 @@ describe('FlagStore over real Postgres and Redis', () => {
     expect([valueIn(store, A, 'shared'), valueIn(store, A, 'b-only')]).toEqual([1, 'missing']);
     expect(viewOfA.set.updatedAt).toBe(updatedA);
     expect(store.peek(A, 'production')).toBe(viewOfA);
-  });
-
-  it('holds at most maxEntries tenant-environments, dropping the least recently read', async () => {
-    const { store, repository } = await open({ maxEntries: 2 });
-    await store.view(A, 'production');
-    await store.view(A, 'staging');
-    await store.view(A, 'production');
-    await store.view(B, 'production');
-    expect(store.size).toBe(2);
-    expect(store.peek(A, 'staging')).toBeUndefined();
-    expect(store.peek(A, 'production')).toBeDefined();
-    expect(store.peek(B, 'production')).toBeDefined();
-    // Dropped ones load again when asked for.
-    await store.view(A, 'staging');
-    expect(repository.reads.filter((r) => r === `all ${A}/staging`)).toHaveLength(2);
   });
 
   it('refuses a set whose stored sizes pass maxSetBytes without reading its flags, and holds it once it fits', async () => {

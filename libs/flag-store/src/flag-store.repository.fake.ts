@@ -11,11 +11,17 @@ export class FakeFlagStoreRepository implements FlagStoreReads {
   private writes = 0;
   /** What each read asked for, in order: `all t/e`, `keys t/e a,b`, `fingerprints t/e`, `bytes t/e`. */
   readonly reads: string[] = [];
+  /** While set, every read fails with it (Postgres away). */
+  failing: Error | undefined;
 
-  put(tenantId: string, environment: string, definition: FlagDefinition, opts: { unmeasured?: boolean } = {}): void {
+  put(tenantId: string, environment: string, definition: FlagDefinition, opts: { unmeasured?: boolean; projectId?: string | null } = {}): void {
     const set = this.sets.get(`${tenantId}/${environment}`) ?? new Map<string, StoredFlag & { measured: number }>();
     this.sets.set(`${tenantId}/${environment}`, set);
-    set.set(definition.key, { key: definition.key, projectId: null, fingerprint: `w${++this.writes}`, definition, measured: opts.unmeasured ? 0 : flagDefinitionBytes(definition) });
+    const projectId = opts.projectId === undefined ? (set.get(definition.key)?.projectId ?? null) : opts.projectId;
+    const write = ++this.writes;
+    // Every write has a greater version, as the flag's and its environment row's versions make it in Postgres.
+    const versioned = { ...definition, version: definition.version ?? write };
+    set.set(definition.key, { key: definition.key, projectId, fingerprint: `w${write}`, definition: versioned, measured: opts.unmeasured ? 0 : flagDefinitionBytes(versioned) });
   }
 
   remove(tenantId: string, environment: string, key: string): void {
@@ -24,25 +30,33 @@ export class FakeFlagStoreRepository implements FlagStoreReads {
 
   async findAll(tenantId: string, environment: string): Promise<StoredFlag[]> {
     this.reads.push(`all ${tenantId}/${environment}`);
+    this.fail();
     return [...(this.sets.get(`${tenantId}/${environment}`)?.values() ?? [])].map(stored);
   }
 
   async findByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredFlag[]> {
     this.reads.push(`keys ${tenantId}/${environment} ${[...keys].sort().join(',')}`);
+    this.fail();
     const set = this.sets.get(`${tenantId}/${environment}`);
     return keys.flatMap((k) => (set?.has(k) ? [stored(set.get(k)!)] : []));
   }
 
   async fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
     this.reads.push(`fingerprints ${tenantId}/${environment}`);
+    this.fail();
     return new Map([...(this.sets.get(`${tenantId}/${environment}`)?.values() ?? [])].map((f) => [f.key, f.fingerprint]));
   }
 
   async storedBytes(tenantId: string, environment: string): Promise<number> {
     this.reads.push(`bytes ${tenantId}/${environment}`);
+    this.fail();
     let bytes = 0;
     for (const f of this.sets.get(`${tenantId}/${environment}`)?.values() ?? []) bytes += f.measured;
     return bytes;
+  }
+
+  private fail(): void {
+    if (this.failing !== undefined) throw this.failing;
   }
 }
 

@@ -1,4 +1,7 @@
 import { type FlagDefinition, flagDefinitionBytes } from '@flagship/flag-evaluation';
+import { CHANNELS, type FlagChanged } from '@flagship/redis';
+import { FakePubSub } from '@flagship/redis/testing';
+import { numberFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FakeFlagStoreRepository } from './flag-store.repository.fake';
 
@@ -127,7 +130,7 @@ describe('FlagStore bounded by bytes', () => {
     expect(view.refused.size).toBe(0);
   });
 
-  it('served() reads the flags for a copy of their own (the flag-data stream) bounded alike', async () => {
+  it('served() reads the flags as the store serves them (the export), bounded alike', async () => {
     repo.put(T, E, flag('a'));
     repo.put(T, E, flag('huge', 2000));
     const store = open({ maxFlagBytes: 1000, maxSetBytes: bytes(flag('a'), flag('huge', 2000)), tooLargeError: () => new Error('told') });
@@ -149,5 +152,236 @@ describe('FlagStore bounded by bytes', () => {
     expect(store.peek('t2', E, { stale: true })).toBeUndefined();
     expect(store.peek('t1', E)).toBeDefined();
     expect(store.peek('t3', E)).toBeDefined();
+  });
+});
+
+/**
+ * The store's diff, apply and listeners over the change feed (FakePubSub) and the fake repository,
+ * on the fake clock. What only Postgres or Redis can break stays in flag-store.int-spec.ts.
+ */
+describe('FlagStore over the change feed', () => {
+  const A = 'tenant-a';
+  const B = 'tenant-b';
+  let repo: FakeFlagStoreRepository;
+  let pubsub: FakePubSub;
+  const stores: FlagStore[] = [];
+  const num = numberFlag;
+  const open = (options: Partial<FlagStoreOptions> = {}) => {
+    const store = new FlagStore(repo, pubsub, { reconcileMs: 60_000, maxEntries: 100, maxRetryMs: 200, ...options }).start();
+    stores.push(store);
+    const changes: FlagSetChanged[] = [];
+    store.onChange((c) => {
+      // Told once applied: what a listener reads is the changed set.
+      expect(store.peek(c.tenantId, c.environment, { stale: true })?.set.updatedAt).toBe(c.at);
+      changes.push(c);
+    });
+    return { store, changes };
+  };
+  const announce = (m: FlagChanged) => pubsub.publish(CHANNELS.flagChanged, m);
+  const valueIn = (store: FlagStore, tenant: string, key: string, environment = E): unknown => {
+    const view = store.peek(tenant, environment, { stale: true });
+    const f = view?.set.get(key);
+    return f === undefined ? 'missing' : view!.set.evaluate(f, { key: 'u1' }).value;
+  };
+  const settle = (ms = 0) => jest.advanceTimersByTimeAsync(ms);
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: Date.parse('2026-11-29T12:00:00Z'), doNotFake: ['nextTick', 'queueMicrotask'] });
+    repo = new FakeFlagStoreRepository();
+    pubsub = new FakePubSub();
+  });
+  afterEach(() => {
+    for (const s of stores.splice(0)) s.close();
+    jest.useRealTimers();
+  });
+
+  it('an announced change re-reads that flag alone, at once, applies it in place and tells its row; a repeat tells nothing; a deletion is told removed', async () => {
+    for (const key of ['a1', 'a2', 'a3']) repo.put(A, E, num(key, 1));
+    const { store, changes } = open();
+    const view = await store.view(A, E);
+    const compiled = new Map([...view.set.keys()].map((k) => [k, view.set.get(k)]));
+    expect(changes).toEqual([{ tenantId: A, environment: E, keys: undefined, flags: [], removed: [], at: view.set.updatedAt }]);
+
+    repo.put(A, E, num('a2', 2));
+    await announce({ tenantId: A, environment: E, flagKey: 'a2', version: 2 });
+    await settle();
+    expect(changes[1]).toMatchObject({ keys: ['a2'], removed: [] });
+    expect(changes[1]!.flags.map((f) => [f.key, f.definition.defaultValue])).toEqual([['a2', 2]]);
+    expect(valueIn(store, A, 'a2')).toBe(2);
+    expect(repo.reads).toEqual([`all ${A}/${E}`, `keys ${A}/${E} a2`]);
+    expect(store.peek(A, E)).toBe(view);
+    expect(['a1', 'a3'].every((k) => view.set.get(k) === compiled.get(k))).toBe(true);
+
+    await announce({ tenantId: A, environment: E, flagKey: 'a2', version: 2 });
+    await settle();
+    expect(repo.reads).toHaveLength(3);
+    expect(changes).toHaveLength(2);
+
+    repo.remove(A, E, 'a3');
+    await announce({ tenantId: A, environment: E, flagKey: 'a3' });
+    await settle();
+    expect(changes[2]).toMatchObject({ keys: ['a3'], flags: [], removed: ['a3'] });
+    expect(valueIn(store, A, 'a3')).toBe('missing');
+    expect(view.rows.has('a3')).toBe(false);
+  });
+
+  it("the writer's own replica: after invalidate, the set is not served as current until the re-read lands", async () => {
+    repo.put(A, E, num('w', 1));
+    const { store } = open();
+    expect(valueIn(store, A, 'w')).toBe('missing');
+    await store.view(A, E);
+    repo.put(A, E, num('w', 2));
+    store.invalidate(A, E, 'w');
+    expect(store.peek(A, E)).toBeUndefined();
+    const view = await store.view(A, E);
+    expect(view.set.evaluate(view.set.get('w')!, { key: 'u1' }).value).toBe(2);
+  });
+
+  it('an announcement without a flag key re-reads the whole set and tells the keys that differed; one without an environment reaches every environment of the tenant', async () => {
+    repo.put(A, E, num('g1', 1));
+    repo.put(A, 'staging', num('g1', 1));
+    repo.put(A, E, num('g2', 1));
+    repo.put(A, E, num('gone', 1));
+    const { store, changes } = open();
+    await store.view(A, E);
+    await store.view(A, 'staging');
+    changes.length = 0;
+    repo.reads.length = 0;
+
+    repo.put(A, E, num('g2', 5));
+    repo.remove(A, E, 'gone');
+    await announce({ tenantId: A, environment: E });
+    await settle();
+    expect(changes).toEqual([expect.objectContaining({ environment: E, keys: ['g2', 'gone'], removed: ['gone'] })]);
+    expect(repo.reads).toEqual([`all ${A}/${E}`]);
+
+    repo.put(A, E, num('g1', 7));
+    repo.put(A, 'staging', num('g1', 7));
+    await announce({ tenantId: A.toUpperCase(), flagKey: 'g1' });
+    await settle();
+    expect(changes.slice(1).map((c) => [c.environment, c.keys]).sort()).toEqual([
+      [E, ['g1']],
+      ['staging', ['g1']],
+    ]);
+    expect([valueIn(store, A, 'g1'), valueIn(store, A, 'g1', 'staging')]).toEqual([7, 7]);
+  });
+
+  it('a lost announcement is healed by the reconcile, which compares fingerprints and re-reads only what differs, projects included', async () => {
+    repo.put(A, E, num('r1', 1), { projectId: 'p1' });
+    repo.put(A, E, num('r2', 1));
+    const { store, changes } = open({ reconcileMs: 1000 });
+    await store.view(A, E);
+    expect(store.peek(A, E)!.projects.get('r1')).toBe('p1');
+    repo.reads.length = 0;
+
+    repo.put(A, E, num('r2', 9)); // never announced
+    repo.put(A, E, num('r1', 1), { projectId: null }); // its project deleted
+    await settle(1200);
+    expect(valueIn(store, A, 'r2')).toBe(9);
+    expect(store.peek(A, E)!.projects.get('r1')).toBeNull();
+    expect(repo.reads.slice(0, 2)).toEqual([`fingerprints ${A}/${E}`, `keys ${A}/${E} r1,r2`]);
+    expect(changes.at(-1)).toMatchObject({ keys: ['r1', 'r2'] });
+  });
+
+  it('with the repository failing the last good set is served and says so; what was announced meanwhile lands once it answers', async () => {
+    repo.put(A, E, num('pg', 1));
+    const { store, changes } = open();
+    await store.view(A, E);
+    repo.failing = new Error('connection refused');
+    repo.put(A, E, num('pg', 2));
+    await announce({ tenantId: A, environment: E, flagKey: 'pg', version: 2 });
+    await settle();
+    expect(store.status(A, E).lastError!.message).toBe('reading flags from Postgres failed: connection refused');
+    expect(valueIn(store, A, 'pg')).toBe(1);
+    const view = await store.view(A, E);
+    expect(view.set.evaluate(view.set.get('pg')!, { key: 'u1' }).value).toBe(1);
+    repo.failing = undefined;
+    await settle(200);
+    expect(valueIn(store, A, 'pg')).toBe(2);
+    expect(changes.at(-1)).toMatchObject({ keys: ['pg'] });
+    expect(store.status(A, E).lastError).toBeUndefined();
+  });
+
+  it("tenants are isolated: a tenant's announcements never read or touch another tenant's set", async () => {
+    repo.put(A, E, num('shared', 1));
+    repo.put(B, E, num('shared', 100));
+    const { store, changes } = open();
+    const viewOfA = await store.view(A, E);
+    await store.view(B, E);
+    const updatedA = viewOfA.set.updatedAt;
+    repo.reads.length = 0;
+    changes.length = 0;
+    repo.put(B, E, num('shared', 200));
+    await announce({ tenantId: B, environment: E, flagKey: 'shared' });
+    await announce({ tenantId: B, flagKey: 'shared' });
+    await announce({ tenantId: B, environment: E });
+    await settle();
+    expect(valueIn(store, B, 'shared')).toBe(200);
+    expect(repo.reads.length).toBeGreaterThan(0);
+    expect(repo.reads.every((r) => r.includes(B) && !r.includes(A))).toBe(true);
+    expect(changes.every((c) => c.tenantId === B)).toBe(true);
+    expect([valueIn(store, A, 'shared'), viewOfA.set.updatedAt, store.peek(A, E)]).toEqual([1, updatedA, viewOfA]);
+  });
+
+  it('a listener that throws is isolated from the others and from the store', async () => {
+    repo.put(A, E, num('x', 1));
+    const { store, changes } = open();
+    store.onChange(() => {
+      throw new Error('a broken listener');
+    });
+    const after: string[][] = [];
+    store.onChange((c) => after.push([...(c.keys ?? ['*'])]));
+    await store.view(A, E);
+    repo.put(A, E, num('x', 2));
+    await announce({ tenantId: A, environment: E, flagKey: 'x' });
+    await settle();
+    expect(valueIn(store, A, 'x')).toBe(2);
+    expect([changes.length, after]).toEqual([2, [['*'], ['x']]]);
+  });
+
+  it('rows: each flag as held (fingerprint, bytes), with keepJson the JSON a stream sends, which the set compiles from; a refused flag has none', async () => {
+    repo.put(A, E, num('a', 1));
+    repo.put(A, E, flag('huge', 5000));
+    const plain = open({ maxFlagBytes: 1000 }).store;
+    const rows = (await plain.view(A, E)).rows;
+    expect([...rows.keys()].sort()).toEqual(['a', 'huge']);
+    expect(rows.get('a')).toEqual({ fingerprint: expect.any(String), bytes: flagDefinitionBytes(num('a', 1)), json: undefined });
+
+    const { store } = open({ maxFlagBytes: 1000, keepJson: true });
+    expect(store.keepsJson).toBe(true);
+    const view = await store.view(A, E);
+    expect(JSON.parse(view.rows.get('a')!.json!)).toMatchObject(num('a', 1));
+    expect(view.rows.get('huge')).toMatchObject({ bytes: flagDefinitionBytes(flag('huge', 5000)), json: undefined });
+    expect(valueIn(store, A, 'a')).toBe(1);
+    // A change replaces the row: a holder of the old text never sees it change under it.
+    const before = view.rows.get('a');
+    repo.put(A, E, num('a', 3));
+    await announce({ tenantId: A, environment: E, flagKey: 'a' });
+    await settle();
+    expect(JSON.parse(view.rows.get('a')!.json!)).toMatchObject(num('a', 3));
+    expect(JSON.parse(before!.json!)).toMatchObject(num('a', 1));
+    expect(valueIn(store, A, 'a')).toBe(3);
+  });
+
+  it('holds at most maxEntries tenant-environments, dropping the least recently read, except those held (a stream), whose changes are still heard', async () => {
+    repo.put(A, E, num('s', 1));
+    const { store, changes } = open({ maxEntries: 2 });
+    await store.view(A, E);
+    const release = store.hold(A, E);
+    for (const env of ['e1', 'e2', 'e3']) await store.view(B, env);
+    expect(store.size).toBe(2);
+    expect(store.peek(A, E)).toBeDefined();
+    expect(store.peek(B, 'e2', { stale: true })).toBeUndefined();
+    repo.put(A, E, num('s', 2));
+    await announce({ tenantId: A, environment: E, flagKey: 's' });
+    await settle();
+    expect([valueIn(store, A, 's'), changes.at(-1)?.keys]).toEqual([2, ['s']]);
+    release();
+    await store.view(B, 'e1');
+    expect(store.peek(A, E, { stale: true })).toBeUndefined();
+    // Dropped ones load again when asked for.
+    expect(valueIn(store, A, 's')).toBe('missing');
+    await store.view(A, E);
+    expect(repo.reads.filter((r) => r === `all ${A}/${E}`)).toHaveLength(2);
   });
 });

@@ -3,6 +3,16 @@ import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, FlagSnapshot } from '@flag
 import { CHANNELS, type LoadReason, type LoadRequest, type PubSub, SubscribedCache } from '@flagship/redis';
 import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
 
+/** One flag of a held set as read, refused ones too. */
+export interface HeldFlag {
+  /** Changes whenever the flag, its environment row or its project changes. */
+  readonly fingerprint: string;
+  /** What its definition takes (flagDefinitionBytes). */
+  readonly bytes: number;
+  /** Its definition as JSON, with `keepJson` and when served (not refused): what a flag-data stream sends. */
+  readonly json: string | undefined;
+}
+
 /** The flags of one tenant-environment as evaluations see them, with each flag's project. */
 export interface FlagSetView {
   /** Changed in place, one synchronous `apply` per batch, so an evaluation never sees half of one. */
@@ -11,6 +21,8 @@ export interface FlagSetView {
   readonly projects: ReadonlyMap<string, string | null>;
   /** Flags left out because their definition is over `maxFlagBytes`: key -> its bytes. */
   readonly refused: ReadonlyMap<string, number>;
+  /** flag key -> the flag as held, refused ones too; changed in place with `set`, read-only here. */
+  readonly rows: ReadonlyMap<string, HeldFlag>;
 }
 
 /**
@@ -93,6 +105,12 @@ export interface FlagStoreOptions {
   keepLastGoodWhenTooLarge?: boolean;
   /** What `view` rejects with when a set is refused as too large (default the FlagSetTooLargeError itself). */
   tooLargeError?: (refusal: FlagSetTooLargeError) => Error;
+  /**
+   * Keep each served flag's definition as its JSON text (`HeldFlag.json`), which the set also
+   * compiles from on first use: for a holder that sends the flags on (the flag-data stream) and
+   * would otherwise keep a copy of its own. Default false.
+   */
+  keepJson?: boolean;
 }
 
 /** The size bounds of a store, defaults applied. */
@@ -104,11 +122,9 @@ interface Bounds {
 interface FlagSet extends FlagSetView {
   readonly set: FlagSnapshot;
   readonly projects: Map<string, string | null>;
-  readonly fingerprints: Map<string, string>;
   readonly refused: Map<string, number>;
-  /** key -> the bytes of its definition, for every flag of the set (refused ones too). */
-  readonly sizes: Map<string, number>;
-  /** Their sum: what the set is bounded and weighed by. */
+  readonly rows: Map<string, HeldFlag>;
+  /** The sum of the rows' bytes: what the set is bounded and weighed by. */
   bytes: number;
   syncedAt: number;
   lastFullLoadMs: number;
@@ -205,9 +221,23 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Every flag of a tenant-environment read from Postgres as this store serves them, for a holder of
-   * its own copy (the flag-data stream's texts): bounded as the store is (a set over `maxSetBytes`
-   * rejects as `view` does, a flag over `maxFlagBytes` is left out).
+   * Keeps the set from being dropped to make room (maxEntries, maxBytes) until the returned release
+   * is called, so a holder that must hear its every change (a stream) need not read it to stay
+   * recent. Holders bound how many sets they hold.
+   */
+  hold(tenantId: string, environment: string): () => void {
+    return this.cache.hold(idOf(tenantId, environment));
+  }
+
+  /** Whether held flags keep their JSON text (`keepJson`). */
+  get keepsJson(): boolean {
+    return this.options.keepJson === true;
+  }
+
+  /**
+   * Every flag of a tenant-environment read from Postgres as this store serves them (the export):
+   * bounded as the store is (a set over `maxSetBytes` rejects as `view` does, a flag over
+   * `maxFlagBytes` is left out).
    */
   async served(tenantId: string, environment: string): Promise<StoredFlag[]> {
     try {
@@ -297,9 +327,8 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       const set: FlagSet = {
         set: FlagSnapshot.of([]),
         projects: new Map(),
-        fingerprints: new Map(),
         refused: new Map(),
-        sizes: new Map(),
+        rows: new Map(),
         bytes: 0,
         syncedAt: Date.now(),
         lastFullLoadMs,
@@ -317,12 +346,12 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     if (reason === 'whole') {
       // A change to the whole set was announced: read every flag, apply what differs.
       const flags = await this.readAll(tenantId, environment);
-      previous.applied = this.apply(id, previous, new Set([...previous.fingerprints.keys(), ...flags.map((f) => f.key)]), flags);
+      previous.applied = this.apply(id, previous, new Set([...previous.rows.keys(), ...flags.map((f) => f.key)]), flags);
     } else {
       const stored = await this.repository.fingerprints(tenantId, environment);
       const stale: string[] = [];
-      for (const [key, fingerprint] of stored) if (previous.fingerprints.get(key) !== fingerprint) stale.push(key);
-      for (const key of previous.fingerprints.keys()) if (!stored.has(key)) stale.push(key);
+      for (const [key, fingerprint] of stored) if (previous.rows.get(key)?.fingerprint !== fingerprint) stale.push(key);
+      for (const key of previous.rows.keys()) if (!stored.has(key)) stale.push(key);
       previous.applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
       const n = previous.applied.flags.length + previous.applied.removed.length;
       if (n > 0) this.logger.log(`reconcile of ${id} found ${n} flag(s) out of date, now current`);
@@ -349,43 +378,41 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
    * the set past `maxSetBytes` is refused whole, leaving the set as it was.
    */
   private apply(id: string, held: FlagSet, keys: Iterable<string>, found: readonly StoredFlag[]): Applied {
-    const changed = found.filter((f) => held.fingerprints.get(f.key) !== f.fingerprint || !(held.set.has(f.key) || held.refused.has(f.key)));
+    const changed = found.filter((f) => held.rows.get(f.key)?.fingerprint !== f.fingerprint || !(held.set.has(f.key) || held.refused.has(f.key)));
     const foundKeys = new Set(found.map((f) => f.key));
     const removed: string[] = [];
-    for (const key of keys) if (!foundKeys.has(key) && (held.set.has(key) || held.fingerprints.has(key))) removed.push(key);
+    for (const key of keys) if (!foundKeys.has(key) && (held.set.has(key) || held.rows.has(key))) removed.push(key);
     if (changed.length === 0 && removed.length === 0) return NOTHING;
     const sized = changed.map((f) => ({ flag: f, bytes: flagDefinitionBytes(f.definition) }));
     let bytes = held.bytes;
-    for (const key of removed) bytes -= held.sizes.get(key) ?? 0;
-    for (const { flag, bytes: b } of sized) bytes += b - (held.sizes.get(flag.key) ?? 0);
+    for (const key of removed) bytes -= held.rows.get(key)?.bytes ?? 0;
+    for (const { flag, bytes: b } of sized) bytes += b - (held.rows.get(flag.key)?.bytes ?? 0);
     if (bytes > this.bounds.maxSetBytes) {
       const tenantId = tenantOf(id);
       throw new FlagSetTooLargeError(tenantId, id.slice(tenantId.length + 1), bytes, this.bounds.maxSetBytes, true);
     }
-    const accepted = sized.filter((s) => s.bytes <= this.bounds.maxFlagBytes);
+    const accepted = sized.filter((s) => s.bytes <= this.bounds.maxFlagBytes).map((s) => ({ ...s, json: this.options.keepJson ? JSON.stringify(s.flag.definition) : undefined }));
     const refused = sized.filter((s) => s.bytes > this.bounds.maxFlagBytes);
     // A flag newly refused is taken out of what evaluations and listeners see.
     const takenOut = [...removed, ...refused.map((s) => s.flag.key)].filter((key) => held.set.has(key));
     held.set.apply(
-      accepted.map((s) => s.flag.definition),
+      // The text when it is kept: compiled from it on first use, the definition is not held twice.
+      accepted.map((s) => (s.json === undefined ? s.flag.definition : { key: s.flag.key, text: s.json })),
       takenOut,
     );
     for (const key of removed) {
-      held.fingerprints.delete(key);
+      held.rows.delete(key);
       held.projects.delete(key);
-      held.sizes.delete(key);
       held.refused.delete(key);
     }
-    for (const { flag, bytes: b } of accepted) {
-      held.fingerprints.set(flag.key, flag.fingerprint);
+    for (const { flag, bytes: b, json } of accepted) {
+      held.rows.set(flag.key, { fingerprint: flag.fingerprint, bytes: b, json });
       held.projects.set(flag.key, flag.projectId);
-      held.sizes.set(flag.key, b);
       held.refused.delete(flag.key);
     }
     for (const { flag, bytes: b } of refused) {
-      held.fingerprints.set(flag.key, flag.fingerprint);
+      held.rows.set(flag.key, { fingerprint: flag.fingerprint, bytes: b, json: undefined });
       held.projects.set(flag.key, flag.projectId);
-      held.sizes.set(flag.key, b);
       held.refused.set(flag.key, b);
       this.logger.warn(`flag ${flag.key} of ${id} is not served: its definition takes ${b} bytes, over the ${this.bounds.maxFlagBytes} a flag may take`);
     }

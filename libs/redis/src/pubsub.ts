@@ -7,19 +7,44 @@ import type { RedisKeys } from './redis-keys';
 type Handler = (message: unknown) => void;
 
 /**
- * The change feed's transport: typed JSON publish/subscribe (channels.ts) over one dedicated
- * subscriber connection (a subscribed ioredis client can run no other command). Channel names are
- * prefixed by RedisKeys. A message that is not JSON or fails its channel's check reaches no handler;
- * it is counted in `rejected` and logged once per channel.
+ * The change feed's transport (the port): typed JSON publish/subscribe over the channels of
+ * channels.ts. A message that is not JSON or fails its channel's check reaches no handler; it is
+ * counted in `rejected`. RedisPubSub is the one the apps run; FakePubSub (pubsub.fake.ts) the
+ * in-memory twin for unit specs, proven to agree in pubsub.int-spec.ts.
  */
-export class PubSub {
+export abstract class PubSub {
+  /** Messages dropped because they were not JSON or failed their channel's check. */
+  rejected = 0;
+
+  /** Publishes `message`; resolves with the number of subscribers (connections) that received it. */
+  abstract publish<T>(channel: Channel<T>, message: T): Promise<number>;
+
+  /**
+   * `handler` gets each checked payload, handlers of a channel in the order they subscribed. The
+   * returned promise settles once the subscription is in force (with Redis down it waits: callers
+   * that must not block start-up don't await it); it resolves with the unsubscribe.
+   */
+  abstract subscribe<T>(channel: Channel<T>, handler: (message: T) => void): Promise<() => Promise<void>>;
+
+  /** Calls `listener` each time the subscriber is connected again after a drop (announcements may have been missed). */
+  abstract onReconnect(listener: () => void): void;
+
+  /** 'ready' while subscribed messages arrive. */
+  abstract get subscriberStatus(): string;
+
+  abstract close(): Promise<void>;
+}
+
+/**
+ * PubSub over Redis: one dedicated subscriber connection (a subscribed ioredis client can run no
+ * other command); channel names are prefixed by RedisKeys; a rejected message is logged once per channel.
+ */
+export class RedisPubSub extends PubSub {
   private readonly logger = new Logger('PubSub');
   private readonly subscriber: Redis;
   /** Per prefixed channel name: its check and its handlers (of checked payloads). */
   private readonly handlers = new Map<string, { check: (m: unknown) => unknown; set: Set<Handler> }>();
   private readonly warned = new Set<string>();
-  /** Messages dropped because they were not JSON or failed their channel's check. */
-  rejected = 0;
 
   constructor(
     private readonly publisher: Redis,
@@ -27,6 +52,7 @@ export class PubSub {
     url: string,
     name: string,
   ) {
+    super();
     this.subscriber = createRedis({ url, name: `${name}-sub`, subscriber: true });
     this.subscriber.on('message', (channel: string, raw: string) => {
       const entry = this.handlers.get(channel);
@@ -49,15 +75,12 @@ export class PubSub {
     });
   }
 
-  async publish<T>(channel: Channel<T>, message: T): Promise<number> {
+  override async publish<T>(channel: Channel<T>, message: T): Promise<number> {
     return this.publisher.publish(this.keys.channel(channel.name), JSON.stringify(message));
   }
 
-  /**
-   * `handler` gets each checked payload. The returned promise settles once SUBSCRIBE is answered
-   * (with Redis down it waits in ioredis' queue: callers that must not block start-up don't await it).
-   */
-  async subscribe<T>(channel: Channel<T>, handler: (message: T) => void): Promise<() => Promise<void>> {
+  /** Settles once SUBSCRIBE is answered (with Redis down it waits in ioredis' queue). */
+  override async subscribe<T>(channel: Channel<T>, handler: (message: T) => void): Promise<() => Promise<void>> {
     const full = this.keys.channel(channel.name);
     let entry = this.handlers.get(full);
     const h = handler as Handler;
@@ -77,8 +100,7 @@ export class PubSub {
     };
   }
 
-  /** Calls `listener` each time the subscriber connection is ready again after a drop. */
-  onReconnect(listener: () => void): void {
+  override onReconnect(listener: () => void): void {
     // The connection's first 'ready' is not a reconnect, unless it already happened before this call.
     let first = this.subscriber.status !== 'ready';
     this.subscriber.on('ready', () => {
@@ -97,11 +119,11 @@ export class PubSub {
     this.logger.warn(`dropped a message on ${channel} that is not of the channel's payload type (further ones are counted, not logged)`);
   }
 
-  get subscriberStatus(): string {
+  override get subscriberStatus(): string {
     return this.subscriber.status;
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.subscriber.disconnect();
   }
 }

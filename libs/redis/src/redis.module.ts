@@ -1,6 +1,6 @@
 import { type DynamicModule, Global, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { PubSub } from './pubsub';
+import { type PubSub, RedisPubSub } from './pubsub';
 import { createRedis, pingRedis } from './redis.factory';
 import { RedisKeys } from './redis-keys';
 
@@ -51,7 +51,7 @@ export class RedisModule {
         {
           provide: PUBSUB,
           inject: [REDIS, REDIS_KEYS],
-          useFactory: (redis: Redis, keys: RedisKeys) => new PubSub(redis, keys, options.url, options.name),
+          useFactory: (redis: Redis, keys: RedisKeys) => new RedisPubSub(redis, keys, options.url, options.name),
         },
         RedisCloser,
         RedisReadiness,

@@ -140,6 +140,8 @@ export class SubscribedCache<K, V> {
   private readonly idOf: (key: K) => string;
   private readonly maxEntries: number;
   private totalWeight = 0;
+  /** Ids whose values are not dropped to make room (`hold`), with how many holders each has. */
+  private readonly holds = new Map<string, number>();
 
   constructor(
     private readonly pubsub: PubSub | undefined,
@@ -240,6 +242,25 @@ export class SubscribedCache<K, V> {
     for (const e of this.entries.values()) if (e.value !== undefined) yield [e.key, e.value];
   }
 
+  /**
+   * Keeps `key`'s value from being dropped to make room (maxEntries, maxWeight) until the returned
+   * release is called: for a holder that must hear every change of it (a stream), without reading
+   * it again and again to stay recent. Held values may take the cache past its bounds; the holder
+   * bounds how many it holds.
+   */
+  hold(key: K): () => void {
+    const id = this.idOf(key);
+    this.holds.set(id, (this.holds.get(id) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const n = (this.holds.get(id) ?? 1) - 1;
+      if (n <= 0) this.holds.delete(id);
+      else this.holds.set(id, n);
+    };
+  }
+
   /** `parts`: only these parts of the value changed; none: the whole value. Unknown keys are ignored. */
   invalidate(key: K, parts?: Iterable<string>): void {
     const e = this.entries.get(this.idOf(key));
@@ -329,8 +350,11 @@ export class SubscribedCache<K, V> {
       };
       this.entries.set(id, e);
       if (this.entries.size > this.maxEntries) {
-        const [oldestId, oldest] = this.entries.entries().next().value!;
-        this.drop(oldestId, oldest);
+        for (const [otherId, other] of this.entries) {
+          if (other === e || this.holds.has(otherId)) continue;
+          this.drop(otherId, other);
+          break;
+        }
       }
     } else {
       // Least recently read order: a Map keeps insertion order, so a read moves the entry last.
@@ -416,7 +440,7 @@ export class SubscribedCache<K, V> {
     if (max === undefined) return;
     for (const [id, other] of this.entries) {
       if (this.totalWeight <= max) break;
-      if (other !== e && other.weight > 0) this.drop(id, other);
+      if (other !== e && other.weight > 0 && !this.holds.has(id)) this.drop(id, other);
     }
   }
 

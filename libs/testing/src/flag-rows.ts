@@ -1,3 +1,5 @@
+import type { FlagDefinition } from '@flagship/flag-evaluation';
+
 /** Anything that runs SQL with parameters (a pg Client or Pool). */
 export interface SqlRunner {
   query(sql: string, params?: unknown[]): Promise<unknown>;
@@ -20,4 +22,9 @@ export async function writeNumberFlag(db: SqlRunner, tenantId: string, key: stri
      ON CONFLICT (flag_id, environment_key) DO UPDATE SET version = flag_environments.version + 1, updated_at = clock_timestamp()`,
     [tenantId, key, JSON.stringify(value), environment],
   );
+}
+
+/** The number flag writeNumberFlag writes, as the evaluator's definition: for specs of what holds or sends flags without Postgres. */
+export function numberFlag(key: string, value: number): FlagDefinition {
+  return { key, type: 'number', defaultValue: value, variations: [{ id: 'v', name: 'V', value, weight: 0 }], enabled: true, targets: [], rules: [], prerequisites: [] };
 }

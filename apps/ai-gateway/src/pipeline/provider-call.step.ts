@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
 import { inSpan } from '@flagship/tracing';
 import type { Dialect } from '../dialects/dialect';
-import { GatewayError } from '../gateway.errors';
+import { dependencyDown, GatewayError } from '../gateway.errors';
 import type { GatewayRequest } from '../openai/openai-request';
 import { type CallCutter, type ProviderClient, ProviderError, type ProviderKey } from '../providers/provider.types';
 import { type CallOutcome, chargedCall } from './call-outcome';
@@ -36,18 +36,30 @@ const STREAM_REFUSED = Buffer.from('{"error":{"message":"The provider refused th
 
 /**
  * Longest an answer waits for its row's "upstream called" stamp. The stamp is one small UPDATE per
- * event-loop turn, committed in about a millisecond; only a Postgres that stopped answering since the
- * reservation makes it wait this long, and then the answer goes out all the same (availability first;
- * the settlement is retried until Postgres is back).
+ * event-loop turn, committed in about a millisecond, and usually long before the provider answers.
+ * An answer is never sent without it: the stamp's commit is what puts the request's row on disk
+ * (its reservation was committed without waiting for the flush), so a Postgres that fails or stalls
+ * past this bound gets the request refused (503, charged nothing) rather than answered unbilled.
  */
-const STAMP_WAIT_MS = 1000;
+const STAMP_WAIT_MS = 5000;
 
-function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
+/** The stamp failed or did not land within STAMP_WAIT_MS. */
+class StampNotWritten extends Error {}
+
+function stampWithin(p: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
+  const late = new Promise<void>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new StampNotWritten(`no "upstream called" stamp within ${ms} ms`)), ms);
   });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  const written = p.catch((err: unknown) => {
+    throw new StampNotWritten(err instanceof Error ? err.message : String(err));
+  });
+  return Promise.race([written, late]).finally(() => clearTimeout(timer));
+}
+
+/** What a request whose answer was withheld for want of its stamp is: failed, charged nothing, a 503. */
+function withheld(provider: ProviderKey): CallOutcome {
+  return { kind: 'failed', provider, usage: { inputTokens: 0, outputTokens: 0, estimated: false }, code: 'ledger_unavailable', error: dependencyDown('Postgres') };
 }
 
 /**
@@ -56,7 +68,7 @@ function waitAtMost(p: Promise<void>, ms: number): Promise<void> {
  * API (the dialect's answer, events or refusal), and says what happened (CallOutcome); it writes no
  * error of its own: a failure before anything reached the caller is the outcome `failed`, whose
  * `error` the handler writes once the call is settled. No answer goes out before the row's "upstream
- * called" stamp is written (`stamp`, waited for at most STAMP_WAIT_MS).
+ * called" stamp is written (`stamp`); one that is not written within STAMP_WAIT_MS is withheld.
  */
 export class ProviderCallStep {
   constructor(private readonly client: ProviderClient) {}
@@ -83,8 +95,12 @@ export class ProviderCallStep {
     const stampWritten = call.stamp.then(() => {
       stamped = true;
     });
+    // Awaited only before an answer: a failed stamp of a call that never answers is nobody's error.
+    stampWritten.catch(() => undefined);
     // Usually written long before the provider answers: then nothing is waited for, and no timer is set.
-    const beforeAnswer = (): Promise<void> | undefined => (stamped ? undefined : waitAtMost(stampWritten, STAMP_WAIT_MS));
+    const beforeAnswer = (): Promise<void> | undefined => (stamped ? undefined : stampWithin(stampWritten, STAMP_WAIT_MS));
+    // A stream held for its stamp that never came: the upstream is left, the caller refused.
+    let stampMissing = false;
     // The time the gateway itself spent: all but the upstream's, or (for a stream's head) what preceded the call.
     const overhead = (upstreamMs: number): number => (upstreamMs > 0 ? x.elapsedMs() - upstreamMs : call.beforeCallMs);
     const controller = new AbortController();
@@ -103,7 +119,12 @@ export class ProviderCallStep {
       if (!request.stream) {
         const result = await this.client.json(upstream);
         span?.answered(result.body);
-        await beforeAnswer();
+        try {
+          await beforeAnswer();
+        } catch (err) {
+          if (err instanceof StampNotWritten) return withheld(result.provider);
+          throw err;
+        }
         const ok = result.status >= 200 && result.status < 300;
         const body = ok ? dialect.answer(result.body, request, x.requestId) : dialect.refusal(result.status, result.body);
         const overheadMs = overhead(result.upstreamMs);
@@ -137,7 +158,11 @@ export class ProviderCallStep {
           if (wait === undefined) open();
           else {
             held = [];
-            opened = wait.then(open);
+            opened = wait.then(open, (err: unknown) => {
+              if (!(err instanceof StampNotWritten)) throw err;
+              stampMissing = true;
+              controller.abort();
+            });
           }
         },
         chunk: (bytes: Buffer): void => {
@@ -147,8 +172,10 @@ export class ProviderCallStep {
       };
       const result = await this.client.stream(upstream, sink);
       await opened;
+      if (stampMissing) return withheld(result.provider);
       if (result.outcome === 'rejected') {
-        await beforeAnswer();
+        // A refusal is not billed: it may go out without the stamp.
+        await beforeAnswer()?.catch(() => undefined);
         const rejection = result.rejection ?? { status: 502, body: STREAM_REFUSED };
         const overheadMs = overhead(result.upstreamMs);
         x.send(rejection.status, JSON_TYPE, { ...headers, 'x-gateway-overhead-ms': overheadMs.toFixed(2) }, dialect.refusal(rejection.status, rejection.body));
@@ -160,6 +187,8 @@ export class ProviderCallStep {
       const end = result.outcome === 'upstream_broken' && cutter.cut ? 'gateway_shutdown' : result.outcome;
       return { kind: 'streamed', provider: result.provider, usage: result.usage, upstreamMs: result.upstreamMs, overheadMs: streamOverheadMs, end };
     } catch (err) {
+      // Set only once the held stream's wait has failed: nothing reached the caller.
+      if (stampMissing && err instanceof ProviderError) return withheld(err.provider);
       if (!(err instanceof ProviderError)) throw err;
       // A time-out, cut or give-up after sending carries a usage: the provider had the request (see chargedCall).
       const code = cutter.cut ? 'gateway_shutdown' : clientGone && err.code === 'provider_error' ? 'client_disconnected' : err.code;

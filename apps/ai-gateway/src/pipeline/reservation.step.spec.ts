@@ -84,13 +84,13 @@ describe("ReservationStep: admission's outcome as the caller's answer", () => {
     expect(ledger.balances.get(TENANT)).toEqual({ balance: 5000, reserved: 0 });
   });
 
-  it('the "upstream called" stamp marks the row, and never rejects when the ledger cannot be reached', async () => {
+  it('the "upstream called" stamp marks the row, and rejects when the ledger cannot be reached (the answer is then withheld)', async () => {
     const r = await step.reserve(ask());
     await step.upstreamCalled(r);
     expect(ledger.rows.get(r.id)!.upstreamCalled).toBe(true);
     ledger.failNext('markUpstreamCalled');
     const other = await step.reserve(ask());
-    await expect(step.upstreamCalled(other)).resolves.toBeUndefined();
+    await expect(step.upstreamCalled(other)).rejects.toThrow();
     expect(ledger.rows.get(other.id)!.upstreamCalled).toBe(false);
   });
 

@@ -44,15 +44,17 @@ export class ReservationStep {
    */
   upstreamCalled(reservation: Reservation): Promise<void> {
     // A zero-rated row debits nothing either way, but is stamped all the same: in the durable mode the
-    // stamp's flush is what puts the request's row on disk before its answer.
+    // stamp's flush is what puts the request's row on disk before its answer. A stamp that fails
+    // rejects: the answer is then withheld (ProviderCallStep), since its row may not be on disk.
     return this.marks.add(reservation).then(
       () => {
         if (this.markFailing) this.logger.log('"upstream called" stamps are written again');
         this.markFailing = false;
       },
       (err: unknown) => {
-        if (!this.markFailing) this.logger.warn({ err }, 'cannot stamp "upstream called" on ledger rows; answering all the same');
+        if (!this.markFailing) this.logger.warn({ err }, 'cannot stamp "upstream called" on ledger rows; answers are withheld (503) until it can');
         this.markFailing = true;
+        throw err;
       },
     );
   }

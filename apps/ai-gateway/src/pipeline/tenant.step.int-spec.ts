@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientPrincipal } from '@flagship/oauth';
 import { createDataSource } from '@flagship/persistence';
-import { CHANNELS, createRedis, PubSub, RedisKeys } from '@flagship/redis';
+import { CHANNELS, createRedis, type PubSub, RedisKeys, RedisPubSub } from '@flagship/redis';
 import { createTestEnvironment, TcpProxy, type TestEnvironment, waitFor } from '@flagship/testing';
 import type { DataSource } from 'typeorm';
 import { GatewayError } from '../gateway.errors';
@@ -63,7 +63,7 @@ describe('TenantStep (real Postgres and Redis)', () => {
     ds = createDataSource({ url: pgProxy.rewrite(te.db.url), poolSize: 2, queryTimeoutMs: 2000 });
     await Promise.all([admin.initialize(), ds.initialize()]);
     const publisher = createRedis({ url: te.redis.url, name: 'announcer' });
-    announcer = new PubSub(publisher, new RedisKeys(te.redis.prefix), te.redis.url, 'announcer');
+    announcer = new RedisPubSub(publisher, new RedisKeys(te.redis.prefix), te.redis.url, 'announcer');
     open.push(announcer, { close: () => publisher.disconnect() });
   });
 
@@ -86,7 +86,7 @@ describe('TenantStep (real Postgres and Redis)', () => {
     const repository = new CountingRepository(ds);
     const url = redisProxy.rewrite(te.redis.url);
     const publisher = createRedis({ url, name: 'gateway' });
-    const pubsub = new PubSub(publisher, new RedisKeys(te.redis.prefix), url, 'gateway');
+    const pubsub = new RedisPubSub(publisher, new RedisKeys(te.redis.prefix), url, 'gateway');
     const step = new TenantStep(repository, ttlMs, pubsub).start();
     open.push(step, pubsub, { close: () => publisher.disconnect() });
     await waitFor(async () => step.status().subscribed);

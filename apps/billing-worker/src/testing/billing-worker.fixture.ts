@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import type Stripe from 'stripe';
 import type { SecretReader } from '@flagship/billing';
-import { CHANNELS, createRedis, PubSub, RedisKeys } from '@flagship/redis';
+import { CHANNELS, createRedis, RedisKeys, RedisPubSub } from '@flagship/redis';
 import { bootstrapService, type RunningApp, runningApp } from '@flagship/service-kit';
 import { createTestEnvironment, FakeStripe, freePort, type TestEnvironment } from '@flagship/testing';
 import { AppModule, RAW_BODY_PATHS } from '../app.module';
@@ -71,7 +71,7 @@ export async function startWorkerStack(apiKey: string): Promise<WorkerStack> {
   const db = new Client({ connectionString: te.db.url });
   await db.connect();
   const publisher = createRedis({ url: te.redis.url, name: 'test' });
-  const pubsub = new PubSub(publisher, new RedisKeys(te.redis.prefix), te.redis.url, 'test');
+  const pubsub = new RedisPubSub(publisher, new RedisKeys(te.redis.prefix), te.redis.url, 'test');
   const changed: string[] = [];
   await pubsub.subscribe(CHANNELS.tenantChanged, (m) => changed.push(m.tenantId));
   return {

@@ -1,4 +1,5 @@
 import type { Plan } from '@flagship/domain';
+import type { AdmissionBound } from '@flagship/sse';
 
 /** The bounds of one process's flag-data streams (FLAG_STREAMS_* in env.schema.ts). */
 export interface FlagStreamLimits {
@@ -27,11 +28,11 @@ export interface AdmittedStream {
 /** Which bound refused a stream: the tenant's allowance, the caller's, the address's (429), or the process (503). */
 export type StreamBound = 'tenant' | 'user' | 'client' | 'address' | 'process';
 
-export type AdmissionDecision<S> = { admitted: true; shed?: S } | { admitted: false; bound: StreamBound; limit: number };
+const isUser = (s: AdmittedStream) => s.callerId.startsWith('user:');
 
 /**
- * Who may open one more flag-data stream on this process, and at whose expense when it is full.
- * A rule piece with no I/O: FlagStreams asks it and ends what it says to shed.
+ * Who may open one more flag-data stream on this process, and at whose expense when it is full:
+ * rules with no I/O, for the SSE kit's Admission (checked in this order, the first reached refusing).
  *
  * - Each tenant has its plan's allowance; each person and each OAuth client a bound across tenants
  *   (tenants are free to create, so a per-tenant bound alone lets one person take every slot);
@@ -41,68 +42,18 @@ export type AdmissionDecision<S> = { admitted: true; shed?: S } | { admitted: fa
  *   latest, while a long-held stream is a working application's. With no free-plan stream to
  *   shed, a paid one is refused too.
  */
-export class FlagStreamAdmission<S extends AdmittedStream> {
-  /** In the order admitted: the newest last. */
-  private readonly held = new Set<S>();
-  private readonly counts = new Map<string, number>();
-
-  constructor(private readonly limits: FlagStreamLimits) {}
-
-  get size(): number {
-    return this.held.size;
-  }
-
-  /** Streams held by a tenant. */
-  heldBy(tenantId: string): number {
-    return this.counts.get(tenantKey(tenantId)) ?? 0;
-  }
-
-  streams(): IterableIterator<S> {
-    return this.held.values();
-  }
-
-  /**
-   * Admits `s` (counted at once, so concurrent opens cannot all pass a bound) or says which bound
-   * refused it. When it is admitted in place of another, that one (`shed`) is no longer counted:
-   * the caller ends it.
-   */
-  admit(s: S): AdmissionDecision<S> {
-    const user = s.callerId.startsWith('user:');
-    const bounds: Array<[StreamBound, string, number]> = [
-      ['tenant', tenantKey(s.tenantId), this.limits.perTenant[s.plan]],
-      [user ? 'user' : 'client', s.callerId, user ? this.limits.perUser : this.limits.perClient],
-      ['address', addressKey(s.address), this.limits.perAddress],
-    ];
-    for (const [bound, key, limit] of bounds) {
-      if ((this.counts.get(key) ?? 0) >= limit) return { admitted: false, bound, limit };
-    }
-    let shed: S | undefined;
-    if (this.held.size >= this.limits.perProcess) {
-      shed = s.plan === 'free' ? undefined : this.newestFree();
-      if (shed === undefined) return { admitted: false, bound: 'process', limit: this.limits.perProcess };
-      this.release(shed);
-    }
-    this.held.add(s);
-    for (const [, key] of bounds) this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-    return shed === undefined ? { admitted: true } : { admitted: true, shed };
-  }
-
-  /** `s` no longer counts (closed, ended, shed); a second call does nothing. */
-  release(s: S): void {
-    if (!this.held.delete(s)) return;
-    for (const key of [tenantKey(s.tenantId), s.callerId, addressKey(s.address)]) {
-      const n = (this.counts.get(key) ?? 1) - 1;
-      if (n <= 0) this.counts.delete(key);
-      else this.counts.set(key, n);
-    }
-  }
-
-  private newestFree(): S | undefined {
-    let newest: S | undefined;
-    for (const s of this.held) if (s.plan === 'free') newest = s;
-    return newest;
-  }
+export function flagStreamBounds<S extends AdmittedStream>(limits: FlagStreamLimits): Array<AdmissionBound<S> & { name: StreamBound }> {
+  return [
+    { name: 'tenant', key: (s) => s.tenantId, limit: (s) => limits.perTenant[s.plan] },
+    { name: 'user', key: (s) => (isUser(s) ? s.callerId : undefined), limit: () => limits.perUser },
+    { name: 'client', key: (s) => (isUser(s) ? undefined : s.callerId), limit: () => limits.perClient },
+    { name: 'address', key: (s) => s.address, limit: () => limits.perAddress },
+    { name: 'process', key: () => '', limit: () => limits.perProcess, giveWay: (s, held) => (s.plan === 'free' ? undefined : newestFree(held)) },
+  ];
 }
 
-const tenantKey = (tenantId: string) => `tenant:${tenantId}`;
-const addressKey = (address: string) => `address:${address}`;
+function newestFree<S extends AdmittedStream>(held: Iterable<S>): S | undefined {
+  let newest: S | undefined;
+  for (const s of held) if (s.plan === 'free') newest = s;
+  return newest;
+}

@@ -43,6 +43,8 @@ const RECONCILE_MS = 15_000;
           maxFlagBytes: config.FLAG_MAX_BYTES,
           maxSetBytes: config.FLAG_SET_MAX_BYTES,
           maxBytes: config.FLAG_STORE_MAX_BYTES,
+          // The flag-data stream sends the held JSON (no copy of its own).
+          keepJson: true,
           // Evaluations and flag streams of a refused set answer this, and the replica stays up.
           tooLargeError: (refusal) =>
             new ProblemException(

@@ -63,7 +63,7 @@ export class OfrepPush {
     private readonly options: OfrepPushOptions,
   ) {
     this.hub = new SseHub(options);
-    this.feed = new RefetchFeed(source, (event) => this.hub.broadcast(event.frame), options.feed ?? REFETCH_FEED_DEFAULTS);
+    this.feed = new RefetchFeed(source, this.hub, options.feed ?? REFETCH_FEED_DEFAULTS);
     this.tokens = new SseTokens(options.secret, options.scope, options.tokenTtlS);
     // A key rotated out withdraws access: what it opened ends now, not at its token's expiry.
     this.unsubscribeKeys = options.keys.onRevoked((keyIds) => this.hub.endKeys(keyIds));
@@ -89,22 +89,19 @@ export class OfrepPush {
 
   /** GET /ofrep/v1/events, authenticated: holds the stream open and replays from Last-Event-ID. */
   open(x: Exchange, access: StreamAccess): void {
-    const address = clientAddress(x.req);
-    const admitted = this.hub.admit(address);
-    if (!admitted.ok) {
-      // OFREP's refusals carry no body; EventSource gives up on either, and providers fall back to polling.
-      return x.empty(admitted.reason === 'full' ? 503 : 429, { 'retry-after': '5' });
-    }
+    const stream = this.hub.admit(clientAddress(x.req), { keyId: access.caller.keyId, expiresAt: access.expiresAt });
+    // OFREP's refusals carry no body; EventSource gives up on either, and providers fall back to polling.
+    if (typeof stream === 'string') return x.empty(stream === 'full' ? 503 : 429, { 'retry-after': '5' });
     const res = x.startStream(200, SSE_HEADERS);
-    if (res === undefined) return;
+    if (res === undefined) return this.hub.release(stream);
     const socket = x.req.socket;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
     socket.setTimeout(0);
-    this.hub.add(res, address, { keyId: access.caller.keyId, expiresAt: access.expiresAt });
-    res.write(OPENING);
+    this.hub.attach(stream, res);
+    this.hub.write(stream, OPENING);
     const lastEventId = x.req.headers['last-event-id'];
-    for (const event of this.feed.replayAfter(typeof lastEventId === 'string' ? lastEventId : undefined)) this.hub.write(res, event.frame);
+    for (const event of this.feed.replayAfter(typeof lastEventId === 'string' ? lastEventId : undefined)) this.hub.write(stream, event.frame);
   }
 
   /** The JSON of `[{type: "sse", url, inactivityDelaySec}]` for a bulk answer to `req`, whose key is `caller`'s. */

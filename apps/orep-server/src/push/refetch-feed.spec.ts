@@ -17,6 +17,11 @@ class TestSource implements FlagSource {
   }
 }
 
+/** The event a broadcast frame is, as the feed holds it. */
+const eventOf = (frame: Buffer): RefetchEvent => {
+  const id = Number(/^id: (\d+)\n/.exec(frame.toString())![1]);
+  return { id, at: id, frame };
+};
 const data = (e: RefetchEvent) => JSON.parse(/data: (.*)\n/.exec(e.frame.toString())![1]!) as Record<string, unknown>;
 
 describe('RefetchFeed', () => {
@@ -28,7 +33,8 @@ describe('RefetchFeed', () => {
     jest.useFakeTimers({ now: Date.parse('2026-11-25T12:00:00Z') });
     source = new TestSource();
     published = [];
-    feed = new RefetchFeed(source, (e) => published.push(e), { coalesceMs: 20, historyMax: 3, historyMaxAgeMs: 60_000, freshConnectMs: 10_000 });
+    const streams = { broadcast: (frame: Buffer) => published.push(eventOf(frame)) };
+    feed = new RefetchFeed(source, streams, { coalesceMs: 20, historyMax: 3, historyMaxAgeMs: 60_000, freshConnectMs: 10_000 });
   });
 
   afterEach(() => {

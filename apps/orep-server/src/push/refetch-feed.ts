@@ -1,11 +1,12 @@
+import { Coalescer, type ReplayEntry, ReplayLog } from '@flagship/sse';
 import type { FlagSource } from '../sources/flag-source';
 
 /** One OFREP `refetchEvaluation` event as written on the wire, with the id it carries. */
-export interface RefetchEvent {
+export interface RefetchEvent extends ReplayEntry {
   /** The change's time in ms since the epoch, made strictly increasing in this process. */
-  id: number;
+  readonly id: number;
   /** `id: ...\nevent: message\ndata: {...}\n\n`, written once and shared by every connection. */
-  frame: Buffer;
+  readonly frame: Buffer;
 }
 
 export interface RefetchFeedOptions {
@@ -22,11 +23,12 @@ export interface RefetchFeedOptions {
 export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, historyMax: 256, historyMaxAgeMs: 5 * 60_000, freshConnectMs: 10_000 };
 
 /**
- * The served flags' versions, as OFREP ADR-0008 tells them to clients: every change of the source
- * (onChange), coalesced over `coalesceMs`, becomes one `refetchEvaluation` event whose `id` is the
- * time of the change in ms since the epoch (strictly increasing here), whose `etag` is that id
- * quoted (the flag set's version, which the bulk route compares with `flagConfigEtag`) and whose
- * `lastModified` is that time in Unix seconds (the ADR's recommended form).
+ * The served flags' versions, as OFREP ADR-0008 tells them to clients: the source's changes (its one
+ * subscription, the flag store's own listener in Postgres mode), coalesced over `coalesceMs`, each
+ * batch one `refetchEvaluation` event broadcast to every stream, whose `id` is the time of the change
+ * in ms since the epoch (strictly increasing here), whose `etag` is that id quoted (the flag set's
+ * version, which the bulk route compares with `flagConfigEtag`) and whose `lastModified` is that time
+ * in Unix seconds (the ADR's recommended form).
  *
  * Ids are times rather than counters so that a Last-Event-ID keeps its meaning across a restart
  * and between replicas: one older than anything kept here gets a single event naming the current
@@ -39,78 +41,63 @@ export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, histo
  * If-None-Match answers with a 304 when the fetch had already seen the change.
  */
 export class RefetchFeed {
-  private readonly history: RefetchEvent[] = [];
-  private currentId = 0;
-  private pendingAt = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly log: ReplayLog<RefetchEvent>;
+  private readonly changes: Coalescer<number, number>;
   private readonly unsubscribe: () => void;
 
   constructor(
     source: FlagSource,
-    private readonly publish: (event: RefetchEvent) => void,
+    streams: { broadcast(frame: Buffer): void },
     private readonly options: RefetchFeedOptions = REFETCH_FEED_DEFAULTS,
   ) {
-    const loaded = source.snapshot?.updatedAt;
-    if (loaded !== undefined) this.currentId = loaded;
-    this.unsubscribe = source.onChange((change) => this.changed(change.at));
+    this.log = new ReplayLog({ maxEvents: options.historyMax, maxAgeMs: options.historyMaxAgeMs }, source.snapshot?.updatedAt ?? 0);
+    this.changes = new Coalescer<number, number>({
+      windowMs: options.coalesceMs,
+      fold: (latest, at) => Math.max(latest ?? 0, at),
+      emit: (at) => streams.broadcast(this.append(at).frame),
+    });
+    this.unsubscribe = source.onChange((change) => void this.changes.add(change.at));
   }
 
   /** The version of the flags being served: the id of the last change (0 before any). */
   get version(): number {
-    return this.currentId;
+    return this.log.lastId;
   }
 
   /** The ETag form of `version` (what events carry as `etag`). */
   get etag(): string {
-    return `"${this.currentId}"`;
+    return `"${this.version}"`;
   }
 
   /** What a client that last saw `lastEventId` (the Last-Event-ID header) must be sent now. */
-  replayAfter(lastEventId: string | undefined): RefetchEvent[] {
+  replayAfter(lastEventId: string | undefined, now = Date.now()): RefetchEvent[] {
     if (lastEventId === undefined) {
-      const last = this.history[this.history.length - 1];
-      return last !== undefined && last.id >= Date.now() - this.options.freshConnectMs ? [last] : [];
+      const last = this.log.newest;
+      return last !== undefined && last.id >= now - this.options.freshConnectMs ? [last] : [];
     }
     const last = /^[0-9]{1,16}$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : -1;
-    if (last >= this.currentId) return [];
-    this.trim(Date.now());
-    const oldest = this.history[0];
-    if (last >= 0 && oldest !== undefined && last >= oldest.id) return this.history.filter((e) => e.id > last);
+    if (last >= this.version) return [];
+    this.log.trim(now);
+    const oldest = this.log.oldest;
+    if (last >= 0 && oldest !== undefined && last >= oldest.id) return this.log.after(last, now) ?? [];
     // Unknown, or older than the window: one event naming the current version.
-    return this.currentId === 0 ? [] : [this.eventFor(this.currentId)];
+    return this.version === 0 ? [] : [eventFor(this.version)];
   }
 
   close(): void {
     this.unsubscribe();
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.changes.close();
   }
 
-  private changed(at: number): void {
-    this.pendingAt = Math.max(this.pendingAt, at);
-    this.timer ??= setTimeout(this.flush, this.options.coalesceMs);
+  private append(at: number): RefetchEvent {
+    const event = eventFor(Math.max(this.version + 1, at));
+    this.log.append(event);
+    this.log.trim(Date.now());
+    return event;
   }
+}
 
-  private readonly flush = (): void => {
-    this.timer = undefined;
-    const id = Math.max(this.currentId + 1, this.pendingAt);
-    this.pendingAt = 0;
-    this.currentId = id;
-    const event = this.eventFor(id);
-    this.history.push(event);
-    this.trim(Date.now());
-    this.publish(event);
-  };
-
-  private trim(now: number): void {
-    const tooOld = now - this.options.historyMaxAgeMs;
-    let drop = Math.max(0, this.history.length - this.options.historyMax);
-    while (drop < this.history.length && this.history[drop]!.id < tooOld) drop++;
-    if (drop > 0) this.history.splice(0, drop);
-  }
-
-  private eventFor(id: number): RefetchEvent {
-    const data = JSON.stringify({ type: 'refetchEvaluation', etag: `"${id}"`, lastModified: Math.floor(id / 1000) });
-    return { id, frame: Buffer.from(`id: ${id}\nevent: message\ndata: ${data}\n\n`) };
-  }
+function eventFor(id: number): RefetchEvent {
+  const data = JSON.stringify({ type: 'refetchEvaluation', etag: `"${id}"`, lastModified: Math.floor(id / 1000) });
+  return { id, at: id, frame: Buffer.from(`id: ${id}\nevent: message\ndata: ${data}\n\n`) };
 }

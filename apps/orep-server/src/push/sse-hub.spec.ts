@@ -84,12 +84,24 @@ describe('SseHub', () => {
   it('counts an IPv6 client per /64: privacy addresses of one household share its allowance', () => {
     hub.add(stream(), '2001:db8:1:2::a', { keyId: 'k' });
     hub.add(stream(), '2001:db8:1:2:3:4:5:6', { keyId: 'k' });
-    expect(hub.admit('2001:db8:1:2:ffff::1')).toEqual({ ok: false, reason: 'address' });
-    expect(hub.admit('2001:db8:1:3::1')).toEqual({ ok: true });
+    expect(hub.admit('2001:db8:1:2:ffff::1', { keyId: 'k' })).toBe('address');
+    expect(hub.add(stream(), '2001:db8:1:3::1', { keyId: 'k' })).toEqual({ ok: true });
     // IPv4 as a dual-stack socket reports it is the same client as plain IPv4.
     hub.add(stream(), '::ffff:203.0.113.7', { keyId: 'k' });
     hub.add(stream(), '203.0.113.7', { keyId: 'k' });
-    expect(hub.admit('203.0.113.7')).toEqual({ ok: false, reason: 'address' });
-    expect(hub.admit('203.0.113.8')).toEqual({ ok: true });
+    expect(hub.add(stream(), '203.0.113.7', { keyId: 'k' })).toEqual({ ok: false, reason: 'address' });
+    expect(hub.add(stream(), '203.0.113.8', { keyId: 'k' })).toEqual({ ok: true });
+  });
+
+  it('counts a stream from its admission, before it is answered; one never answered is released; past maxConnections it is full', () => {
+    const small = new SseHub({ ...options, maxConnections: 2, maxPerAddress: 0 });
+    const first = small.admit('10.0.0.1', { keyId: 'k' });
+    expect(typeof first).toBe('object');
+    expect(small.add(stream(), '10.0.0.2', { keyId: 'k' })).toEqual({ ok: true });
+    expect(small.admit('10.0.0.3', { keyId: 'k' })).toBe('full');
+    if (typeof first === 'object') small.release(first);
+    expect(small.add(stream(), '10.0.0.3', { keyId: 'k' })).toEqual({ ok: true });
+    small.close();
+    expect(small.admit('10.0.0.4', { keyId: 'k' })).toBe('full');
   });
 });

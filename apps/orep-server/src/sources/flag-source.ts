@@ -50,8 +50,9 @@ export class FlagsChangedListeners {
 }
 
 /**
- * Where the flags come from. A source keeps a compiled snapshot and swaps it whole when the flags
- * change; the evaluation paths read `snapshot` on every request and never wait on I/O.
+ * Where the flags come from. A source keeps a compiled snapshot (the file source swaps in a new one
+ * per reload, the Postgres source changes its one in place, a batch at a time); the evaluation paths
+ * read `snapshot` on every request and never wait on I/O.
  */
 export interface FlagSource {
   /** null only until the first successful load. */

@@ -2,7 +2,7 @@ import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/c
 import type { FlagSnapshot } from '@flagship/flag-evaluation';
 import { FlagStore, type FlagStoreRepository } from '@flagship/flag-store';
 import type { PubSub } from '@flagship/redis';
-import { type FlagSource, type FlagSourceStatus, FlagsChangedListeners, type FlagsChangedListener } from './flag-source';
+import type { FlagSource, FlagSourceStatus, FlagsChangedListener } from './flag-source';
 
 export interface PostgresFlagSourceOptions {
   tenantId: string;
@@ -26,7 +26,6 @@ export interface PostgresFlagSourceOptions {
 export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('PostgresFlagSource');
   private readonly store: FlagStore;
-  private readonly listeners = new FlagsChangedListeners();
   /** The store changes this snapshot in place and never replaces it: held once loaded. */
   private current: FlagSnapshot | null = null;
   /** The first load's failure, until it succeeds (the store reports later ones). */
@@ -49,11 +48,6 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
       maxSetBytes: options.maxSetBytes,
       // The one set this server has: a refusal keeps serving the flags it had (and /readyz says why).
       keepLastGoodWhenTooLarge: true,
-    });
-    this.store.onChange((change) => {
-      if (change.tenantId !== options.tenantId || change.environment !== options.environment) return;
-      this.current ??= this.store.peek(options.tenantId, options.environment, { stale: true })?.set ?? null;
-      this.listeners.emit({ keys: change.keys, at: change.at });
     });
   }
 
@@ -78,8 +72,15 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
     await this.pubsub.close();
   }
 
+  /** A listener of the store itself: no relay between the store and whoever pushes changes on. */
   onChange(listener: FlagsChangedListener): () => void {
-    return this.listeners.add(listener);
+    const { tenantId, environment } = this.options;
+    return this.store.onChange((change) => {
+      if (change.tenantId !== tenantId || change.environment !== environment) return;
+      // The first load may be heard before firstLoad() sees it land.
+      this.current ??= this.store.peek(tenantId, environment, { stale: true })?.set ?? null;
+      listener({ keys: change.keys, at: change.at });
+    });
   }
 
   status(): FlagSourceStatus {

@@ -1,7 +1,7 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { FlagStoreRepository } from '@flagship/flag-store';
-import { PubSub, REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
+import { REDIS, REDIS_KEYS, type RedisKeys, RedisPubSub } from '@flagship/redis';
 import type { OrepServerConfig } from '../env.schema';
 import { EmbeddedFlagSource } from './embedded-flag.source';
 import { FileFlagSource } from './file-flag.source';
@@ -34,7 +34,7 @@ export class SourcesModule {
           inject: [FlagStoreRepository, REDIS, REDIS_KEYS],
           // A subscriber connection of the source's own, closed with it at shutdown.
           useFactory: (repository: FlagStoreRepository, redis: Redis, keys: RedisKeys) =>
-            new PostgresFlagSource(repository, new PubSub(redis, keys, config.REDIS_URL, 'orep-server-flags'), {
+            new PostgresFlagSource(repository, new RedisPubSub(redis, keys, config.REDIS_URL, 'orep-server-flags'), {
               tenantId: config.OREP_TENANT_ID,
               environment: config.OREP_ENVIRONMENT,
               reconcileMs: config.OREP_RECONCILE_S * 1000,
