@@ -15,12 +15,20 @@
  * Prints requests/s, p50 and p99 per round, the ratio to Unleash, and Postgres transactions per
  * evaluation (pg_stat_database.xact_commit of each app's own database over the round: every query
  * outside a transaction is one).
+ *
+ * BENCH_BASELINE_MAIN=<another build's management-api main.js> adds that build as a second process on
+ * the same database and Redis (cases `baseline, user ID token` and `baseline, client token`), measured
+ * in the same interleaved rounds, so a change is compared with the build before it while the
+ * machine's speed drifts under both alike. Each app case also prints the app process's own CPU µs per
+ * request (its threads' scheduler run time over the round): on a shared machine throughput follows
+ * whatever else runs, the CPU a request costs much less so.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
 import { createTestEnvironment, freePort, http, waitFor } from '@flagship/testing';
+import { cpuMicros } from './process-cpu';
 import { startUnleash, UNLEASH_VERSION } from './unleash-peer';
 
 const SECONDS = Number(process.argv[2] ?? 10);
@@ -34,7 +42,9 @@ interface Case {
   opts: autocannon.Options;
   /** The database whose transactions are counted, if the case has one. */
   database?: string;
-  results: Array<{ r: autocannon.Result; xactsPerRequest?: number }>;
+  /** The process whose CPU per request is read, if the case has one. */
+  pid?: number;
+  results: Array<{ r: autocannon.Result; xactsPerRequest?: number; cpuUsPerRequest?: number }>;
 }
 
 async function run(opts: autocannon.Options, duration = SECONDS): Promise<autocannon.Result> {
@@ -51,9 +61,16 @@ async function xacts(pg: Client, database: string): Promise<number> {
 
 const fmt = (n: number, w: number): string => String(n).padStart(w);
 
-function line(name: string, r: autocannon.Result, xactsPerRequest?: number): string {
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function line(name: string, r: autocannon.Result, xactsPerRequest?: number, cpuUsPerRequest?: number): string {
   const pg = xactsPerRequest === undefined ? '' : `   pg xacts/eval ${xactsPerRequest.toFixed(4)}`;
-  return `${name.padEnd(34)} ${fmt(Math.round(r.requests.average), 8)} req/s   p50 ${fmt(r.latency.p50, 4)} ms   p99 ${fmt(r.latency.p99, 4)} ms   non-2xx ${r.non2xx}   errors ${r.errors}${pg}`;
+  const cpu = cpuUsPerRequest === undefined ? '' : `   app CPU ${cpuUsPerRequest.toFixed(1)} µs/req`;
+  return `${name.padEnd(34)} ${fmt(Math.round(r.requests.average), 8)} req/s   p50 ${fmt(r.latency.p50, 4)} ms   p99 ${fmt(r.latency.p99, 4)} ms   non-2xx ${r.non2xx}   errors ${r.errors}${pg}${cpu}`;
 }
 
 /** A bare node:http server in its own process: the fixed JSON answer, nothing else. */
@@ -71,20 +88,25 @@ async function main(): Promise<void> {
   adminUrl.pathname = '/postgres';
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the app under load.
   const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, join(root, 'dist/apps/management-api/apps/management-api/src/main.js')], {
-    env: {
-      ...te.env,
-      // The dev identity provider signs the bench user in; it is refused under NODE_ENV=production.
-      NODE_ENV: 'development',
-      IDP_MODE: 'dev',
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      PUBLIC_BASE_URL: base,
-      RATE_LIMIT_FREE: '100000000',
-      RATE_LIMIT_IP_PER_MINUTE: '100000000',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const startApp = (main: string, appPort: number) =>
+    spawn(process.execPath, [...nodeArgs, main], {
+      env: {
+        ...te.env,
+        // The dev identity provider signs the bench user in; it is refused under NODE_ENV=production.
+        NODE_ENV: 'development',
+        IDP_MODE: 'dev',
+        LOG_LEVEL: 'warn',
+        PORT: String(appPort),
+        PUBLIC_BASE_URL: base,
+        RATE_LIMIT_FREE: '100000000',
+        RATE_LIMIT_IP_PER_MINUTE: '100000000',
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+  const child = startApp(join(root, 'dist/apps/management-api/apps/management-api/src/main.js'), port);
+  const baselineMain = process.env['BENCH_BASELINE_MAIN'];
+  const otherPort = baselineMain ? await freePort() : 0;
+  const other = baselineMain ? startApp(baselineMain, otherPort) : undefined;
   const baselinePort = await freePort();
   const baselineChild = startBaseline(baselinePort);
   const pg = new Client({ connectionString: adminUrl.toString() });
@@ -92,6 +114,7 @@ async function main(): Promise<void> {
   try {
     await pg.connect();
     await waitFor(async () => (await http(`${base}/healthz`).catch(() => ({ status: 0 }))).status === 200, 20000, 100);
+    if (other) await waitFor(async () => (await http(`http://127.0.0.1:${otherPort}/healthz`).catch(() => ({ status: 0 }))).status === 200, 20000, 100);
     await waitFor(async () => (await http(`http://127.0.0.1:${baselinePort}/`).catch(() => ({ status: 0 }))).status === 200, 5000, 50);
     const email = 'bench@flagship.test';
     const { idToken } = (await http(`${base}/dev/idp/accounts`, { method: 'POST', json: { email, password: 'bench-password' } })).body;
@@ -128,9 +151,12 @@ async function main(): Promise<void> {
 
     const body = JSON.stringify({ userId: 'user-42', attributes: { country: 'NO', email: 'u@example.com' } });
     const evaluateUrl = `${base}/api/flags/${FLAG}/evaluate`;
-    for (const headers of [userHeaders, clientHeaders]) {
-      const check = await http(evaluateUrl, { method: 'POST', headers, body });
-      if (check.body.reason !== 'RULE_MATCH' || check.body.ruleId !== 'r19') throw new Error(`unexpected evaluation: ${check.status} ${check.text}`);
+    const otherUrl = `http://127.0.0.1:${otherPort}/api/flags/${FLAG}/evaluate`;
+    for (const url of other ? [evaluateUrl, otherUrl] : [evaluateUrl]) {
+      for (const headers of [userHeaders, clientHeaders]) {
+        const check = await http(url, { method: 'POST', headers, body });
+        if (check.body.reason !== 'RULE_MATCH' || check.body.ruleId !== 'r19') throw new Error(`unexpected evaluation: ${check.status} ${check.text}`);
+      }
     }
 
     // BENCH_WITHOUT_PEER=1 leaves Unleash out: quicker rounds while profiling ours (no ratio then).
@@ -139,9 +165,15 @@ async function main(): Promise<void> {
 
     const cases: Case[] = [
       { name: 'bare node:http fixed JSON', opts: { url: `http://127.0.0.1:${baselinePort}/`, method: 'POST', body }, results: [] },
-      { name: 'ours, user ID token', opts: { url: evaluateUrl, method: 'POST', headers: userHeaders, body }, database: ourDatabase, results: [] },
-      { name: 'ours, client token', opts: { url: evaluateUrl, method: 'POST', headers: clientHeaders, body }, database: ourDatabase, results: [] },
+      { name: 'ours, user ID token', opts: { url: evaluateUrl, method: 'POST', headers: userHeaders, body }, database: ourDatabase, pid: child.pid, results: [] },
+      { name: 'ours, client token', opts: { url: evaluateUrl, method: 'POST', headers: clientHeaders, body }, database: ourDatabase, pid: child.pid, results: [] },
       ...(unleash ? [{ name: `Unleash ${UNLEASH_VERSION} frontend API`, opts: { ...unleash.request }, database: unleash.database, results: [] }] : []),
+      ...(other
+        ? [
+            { name: 'baseline, user ID token', opts: { url: otherUrl, method: 'POST' as const, headers: userHeaders, body }, database: ourDatabase, pid: other.pid, results: [] },
+            { name: 'baseline, client token', opts: { url: otherUrl, method: 'POST' as const, headers: clientHeaders, body }, database: ourDatabase, pid: other.pid, results: [] },
+          ]
+        : []),
     ];
     for (const c of cases) await run(c.opts, 2); // warm-up
     // What each app's database commits with no traffic (background jobs, caches refreshing), per second.
@@ -153,11 +185,14 @@ async function main(): Promise<void> {
       unleash: unleash ? ((await xacts(pg, unleash.database)) - idleFrom.unleash) / idleS : 0,
     };
     for (let round = 0; round < ROUNDS; round++) {
-      for (const c of cases) {
+      // Every other round backwards, so neither build always runs first (or just after the other).
+      for (const c of round % 2 === 0 ? cases : [...cases].reverse()) {
         const before = c.database === undefined ? 0 : await xacts(pg, c.database);
+        const cpuBefore = c.pid === undefined ? 0 : cpuMicros(c.pid);
         const r = await run(c.opts);
+        const cpuUsPerRequest = c.pid === undefined ? undefined : (cpuMicros(c.pid) - cpuBefore) / Math.max(1, r.requests.total);
         const xactsPerRequest = c.database === undefined ? undefined : ((await xacts(pg, c.database)) - before) / Math.max(1, r.requests.total);
-        c.results.push({ r, xactsPerRequest });
+        c.results.push({ r, xactsPerRequest, cpuUsPerRequest });
       }
     }
 
@@ -165,20 +200,30 @@ async function main(): Promise<void> {
     console.log(`idle Postgres transactions/s: ours ${idle.ours.toFixed(1)}, Unleash ${idle.unleash.toFixed(1)} (the per-evaluation figures below include these)`);
     for (let round = 0; round < ROUNDS; round++) {
       console.log(`round ${round + 1}`);
-      for (const c of cases) console.log('  ' + line(c.name, c.results[round]!.r, c.results[round]!.xactsPerRequest));
+      for (const c of cases) console.log('  ' + line(c.name, c.results[round]!.r, c.results[round]!.xactsPerRequest, c.results[round]!.cpuUsPerRequest));
     }
     const mean = (c: Case): number => c.results.reduce((s, x) => s + x.r.requests.average, 0) / c.results.length;
-    for (const c of cases.slice(1, 3)) {
+    const peer = unleash ? cases[3] : undefined;
+    const baselines = other ? cases.slice(-2) : [];
+    for (const [i, c] of cases.slice(1, 3).entries()) {
       const worstP99 = Math.max(...c.results.map((x) => x.r.latency.p99));
-      const ratio = cases[3] ? `${(mean(c) / mean(cases[3])).toFixed(2)}x Unleash's throughput (mean of rounds)` : `${mean(c).toFixed(0)} req/s (mean of rounds)`;
-      console.log(`${c.name}: ${ratio}, worst p99 ${worstP99} ms`);
+      const ratio = peer ? `${(mean(c) / mean(peer)).toFixed(2)}x Unleash's throughput (mean of rounds)` : `${mean(c).toFixed(0)} req/s (mean of rounds)`;
+      const b = baselines[i];
+      const cpu = (k: Case): number => median(k.results.map((x) => x.cpuUsPerRequest ?? NaN));
+      const vsBaseline = b
+        ? `; ${(mean(c) / mean(b)).toFixed(3)}x the baseline's ${mean(b).toFixed(0)} req/s (worst p99 ${Math.max(...b.results.map((x) => x.r.latency.p99))} ms); ` +
+          `app CPU per request (median of rounds) ${cpu(c).toFixed(1)} µs vs the baseline's ${cpu(b).toFixed(1)} µs (${(cpu(c) / cpu(b)).toFixed(3)}x)`
+        : '';
+      console.log(`${c.name}: ${ratio}, worst p99 ${worstP99} ms${vsBaseline}`);
     }
   } finally {
     await unleash?.stop().catch((err: unknown) => console.error('stopping unleash:', err));
     await pg.end().catch(() => undefined);
     baselineChild.kill('SIGTERM');
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    for (const app of other ? [child, other] : [child]) {
+      app.kill('SIGTERM');
+      await new Promise((r) => app.once('exit', r));
+    }
     await te.teardown();
   }
 }

@@ -41,7 +41,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Redis from 'ioredis';
@@ -49,6 +48,7 @@ import { Pool } from 'undici';
 import pg from 'pg';
 import { hashSecret } from '@flagship/config';
 import { createTestEnvironment, DisposableRedis, freePort, type TestEnvironment, waitFor } from '@flagship/testing';
+import { cpuMicros } from './process-cpu';
 
 const SECONDS = Number(process.argv[2] ?? process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.argv[3] ?? process.env.BENCH_ROUNDS ?? 3);
@@ -267,30 +267,6 @@ async function check(c: Case): Promise<void> {
 }
 
 const opts = (c: Case, seconds: number) => ({ url: c.url, method: 'POST' as const, headers: c.headers, body: c.body, duration: seconds });
-
-/**
- * On-CPU time a process has used so far, in µs: the sum over its threads of the scheduler's run time
- * (`/proc/<pid>/task/<tid>/schedstat`, nanoseconds, user and system alike), so a few hundred requests
- * resolve to the microsecond, with every thread counted (Node's libuv pool and GC helpers too).
- * Where schedstat is missing, `/proc/<pid>/stat` utime + stime (10 ms ticks, dead threads included).
- */
-function cpuMicros(pid: number): number {
-  try {
-    let ns = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    }
-    if (Number.isFinite(ns) && ns > 0) return ns / 1e3;
-  } catch {
-    // No schedstat (or the process is gone): the ticks below, or NaN.
-  }
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6;
-  } catch {
-    return NaN;
-  }
-}
 
 /** A process (or a set of them) whose CPU time each measurement reads before and after: pid -> µs so far. */
 interface Meter {

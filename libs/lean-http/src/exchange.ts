@@ -1,7 +1,17 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { CommonProblems, type ProblemType, problemTypeForStatus, problemTypeUri } from '@flagship/problem-details';
+import {
+  acceptsMediaType,
+  BodyRefusals,
+  CommonProblems,
+  declaresBody,
+  mediaTypeOf,
+  type ProblemException,
+  type ProblemType,
+  problemTypeForStatus,
+  problemTypeUri,
+} from '@flagship/problem-details';
 import { assignRequestId, CLIENT_REQUEST_ID_HEADER, clientRequestIdOf } from '@flagship/service-kit';
 import { setHttpRoute } from '@flagship/tracing';
 import type { RequestObserver } from './buffered-metrics';
@@ -29,6 +39,17 @@ export interface LeanError {
   message: string;
   /** The request field at fault, where there is one (OpenAI's `param`). */
   param?: string | null;
+  /** The problem type, when it is not one of CommonProblems (an app's own: `flag-not-found`). */
+  type?: ProblemType;
+  /** Problem members beyond the standard ones (a 422's `errors`). */
+  extensions?: Record<string, unknown>;
+}
+
+/** A ProblemException in the layer's terms, for any app's error format. */
+export function leanErrorOf(problem: ProblemException): LeanError {
+  const type = problem.problem;
+  const extensions = Object.keys(problem.extensions).length > 0 ? problem.extensions : undefined;
+  return { status: type.status, code: type.slug, message: problem.detail, type, extensions };
 }
 
 /** How an app writes errors: problem+json (orep-server, management-api) or its own format (the gateway's OpenAI body). */
@@ -38,7 +59,7 @@ const COMMON_PROBLEMS: Readonly<Record<string, ProblemType | undefined>> = Commo
 
 /** RFC 9457 problem+json, the platform's default: the common problem type named by `code`, else the one for the status. */
 export const problemErrorWriter: ErrorWriter = (x, error, headers) => {
-  x.problem(COMMON_PROBLEMS[error.code] ?? problemTypeForStatus(error.status), error.message, undefined, headers);
+  x.problem(error.type ?? COMMON_PROBLEMS[error.code] ?? problemTypeForStatus(error.status), error.message, error.extensions, headers);
 };
 
 /**
@@ -50,6 +71,8 @@ export class Exchange {
   /** The caller's own sane `x-request-id`, echoed as x-client-request-id and logged beside ours. */
   readonly clientRequestId: string | undefined;
   private readonly started = performance.now();
+  /** Headers every answer from now on carries (addHeaders). */
+  private added: OutgoingHttpHeaders | undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -64,9 +87,9 @@ export class Exchange {
     setHttpRoute(route);
   }
 
-  /** The id headers every answer carries: ours first, then the given ones, and the caller's id echoed when it sent one. */
+  /** The id headers every answer carries: ours first, then the added and the given ones, and the caller's id echoed when it sent one. */
   private withIds(headers: OutgoingHttpHeaders | undefined): OutgoingHttpHeaders {
-    const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...headers };
+    const all: OutgoingHttpHeaders = { 'x-request-id': this.requestId, ...this.added, ...headers };
     if (this.clientRequestId !== undefined) all[CLIENT_REQUEST_ID_HEADER] = this.clientRequestId;
     return all;
   }
@@ -75,9 +98,14 @@ export class Exchange {
     return this.res.headersSent;
   }
 
+  /** Headers for every answer from now on, errors included (a rate limit's RateLimit-* once it is counted). */
+  addHeaders(headers: OutgoingHttpHeaders): void {
+    this.added = this.added === undefined ? headers : { ...this.added, ...headers };
+  }
+
   /** `body` is JSON text already (often cached). */
   json(status: number, body: string, headers?: OutgoingHttpHeaders): void {
-    if (headers !== undefined || this.clientRequestId !== undefined) return this.send(status, JSON_TYPE, headers, body);
+    if (headers !== undefined || this.clientRequestId !== undefined || this.added !== undefined) return this.send(status, JSON_TYPE, headers, body);
     // The common answer, with a header object of one fixed shape: no spread, no merge.
     const res = this.res;
     if (res.headersSent) return;
@@ -94,6 +122,12 @@ export class Exchange {
   /** An error in the app's format (its ErrorWriter). */
   error(error: LeanError, headers?: OutgoingHttpHeaders): void {
     this.errors(this, error, headers);
+  }
+
+  /** A problem in the app's format, with its own headers (Retry-After, Accept) after `headers`. */
+  fail(problem: ProblemException, headers?: OutgoingHttpHeaders): void {
+    const own = Object.keys(problem.headers).length > 0;
+    this.errors(this, leanErrorOf(problem), own ? { ...headers, ...problem.headers } : headers);
   }
 
   /** Any answer whose body is known in full. */
@@ -150,20 +184,14 @@ export type BodyResult = { ok: true; text: string } | { ok: false; problem: Body
 /** The content codings a body may come in, as Express' body-parser takes them (the limit applies to the decoded bytes). */
 const DECODERS: Readonly<Record<string, () => Transform>> = { gzip: createGunzip, deflate: createInflate, br: createBrotliDecompress };
 
-const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
-/** JSON (application/json or application/*+json), in UTF-8 when a charset is named. */
+/** JSON (the body rules' media types), in UTF-8 when a charset is named: the layer decodes UTF-8 only. */
 export function isJsonContentType(contentType: string | undefined): boolean {
-  if (contentType === JSON_TYPE) return true; // what nearly every client sends: no regex to run
-  if (contentType === undefined || !JSON_MEDIA_TYPE.test(contentType)) return false;
+  if (contentType === JSON_TYPE) return true; // what nearly every client sends: nothing to parse
+  if (contentType === undefined || !acceptsMediaType(mediaTypeOf(contentType))) return false;
   const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
   return charset === undefined || charset === 'utf-8' || charset === 'utf8';
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**
@@ -174,7 +202,7 @@ function hasBody(req: IncomingMessage): boolean {
  * does; any other coding is refused ('encoding').
  */
 export function readJsonBody(req: IncomingMessage, limit: number, done: (result: BodyResult) => void): void {
-  if (!hasBody(req)) {
+  if (!declaresBody(req.headers)) {
     req.resume();
     done({ ok: true, text: '' });
     return;
@@ -256,25 +284,12 @@ function readDecoded(req: IncomingMessage, decoder: Transform, limit: number, do
   req.pipe(decoder);
 }
 
-/** The HTTP layer's refusals of a body, in the app's error format. */
+/** The HTTP layer's refusals of a body (the body rules of libs/problem-details), in the app's error format. */
 export function refuseBody(x: Exchange, problem: BodyProblem, limit: number): void {
-  if (problem === 'too-large') {
-    x.error({ status: 413, code: 'payload-too-large', message: `The request body exceeds the limit of ${limit} bytes.` });
-  } else if (problem === 'encoding') {
-    const sent = String(x.req.headers['content-encoding']).slice(0, 40);
-    x.error(
-      { status: 415, code: 'unsupported-media-type', message: `Content-Encoding ${sent} is not accepted here; send the body uncompressed or as gzip, deflate or br.` },
-      { 'accept-encoding': 'gzip, deflate, br' },
-    );
-  } else if (problem === 'unreadable') {
-    x.error({ status: 400, code: 'bad-request', message: 'The request body could not be read: it is not valid data of its Content-Encoding.' });
-  } else {
-    const sent = (x.req.headers['content-type'] ?? '').split(';')[0]?.trim() || '(none)';
-    x.error(
-      { status: 415, code: 'unsupported-media-type', message: `Content-Type ${sent} is not accepted here; send application/json (UTF-8).` },
-      { accept: JSON_TYPE },
-    );
-  }
+  if (problem === 'too-large') x.fail(BodyRefusals.tooLarge(limit));
+  else if (problem === 'encoding') x.fail(BodyRefusals.encoding(String(x.req.headers['content-encoding'])));
+  else if (problem === 'unreadable') x.fail(BodyRefusals.unreadable());
+  else x.fail(BodyRefusals.mediaType(mediaTypeOf(x.req.headers['content-type']), [JSON_TYPE], ' (UTF-8)'));
 }
 
 /** Whether an If-None-Match header names this ETag (weak comparison, as RFC 9110 asks for it). */

@@ -3,4 +3,4 @@ export * from './buffered-metrics';
 export * from './api-token';
 export * from './rate-limiter';
 export * from './lean-router';
-export * from './turn-batcher';
+export * from './lean-routes';

@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
+import { toProblem } from '@flagship/problem-details';
 import { isInternalRequest } from '@flagship/service-kit';
 import type { BufferedMetrics } from './buffered-metrics';
 import { type ErrorWriter, Exchange, problemErrorWriter, readJsonBody, refuseBody } from './exchange';
@@ -204,15 +205,23 @@ export class LeanRouter {
     }
   }
 
-  /** Unexpected: logged in full, answered with nothing of it. */
   private fail(x: Exchange, err: unknown): void {
-    this.logger.error({ err, requestId: x.requestId, clientRequestId: x.clientRequestId }, `unhandled error on ${x.route}`);
-    if (!x.answered) {
-      x.error({ status: 500, code: 'internal-error', message: 'The server failed to answer; the error is logged under this request id.' });
-    } else if (!x.res.writableEnded) {
-      x.res.destroy();
-    }
+    answerFailure(x, err, this.logger);
   }
+}
+
+/**
+ * Answers what a route threw or rejected with: a ProblemException in the app's error format, a
+ * dependency down as 503 with Retry-After, anything else logged in full and answered with nothing of
+ * it (toProblem, as Nest's filter does). A request already answering is cut.
+ */
+export function answerFailure(x: Exchange, err: unknown, logger: Logger): void {
+  const problem = toProblem(err);
+  if (problem.problem.status >= 500 && problem.problem.status !== 503) {
+    logger.error({ err, requestId: x.requestId, clientRequestId: x.clientRequestId }, `unhandled error on ${x.route}`);
+  }
+  if (!x.answered) x.fail(problem);
+  else if (!x.res.writableEnded) x.res.destroy();
 }
 
 /** The path segment between `start` and `end`, percent-decoded; undefined when empty or not one segment. */

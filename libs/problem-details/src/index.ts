@@ -3,5 +3,7 @@ export * from './problem-types';
 export * from './problem-details.filter';
 export * from './validation';
 export * from './consumes';
+export * from './body-rules';
+export * from './json-depth';
 export * from './api-errors';
 export * from './dependency-failure';

@@ -1,5 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Inject, Logger, Optional } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { BODY_LIMIT_BYTES, BodyRefusals } from './body-rules';
 import { ProblemException, type ProblemBody } from './problem.exception';
 import { CommonProblems, problemTypeForStatus } from './problem-types';
 import { DEPENDENCY_OUTAGE_LISTENER, DEPENDENCY_RETRY_AFTER_S, type DependencyFailure, dependencyFailureOf, type DependencyOutageListener } from './dependency-failure';
@@ -38,9 +39,9 @@ export function toProblem(err: unknown, req?: Pick<Request, 'method' | 'original
   if (isBodyParserError(err)) {
     switch (err.type) {
       case 'entity.too.large':
-        return new ProblemException(CommonProblems['payload-too-large'], `The request body exceeds the limit of ${err.limit ?? 1048576} bytes.`);
+        return BodyRefusals.tooLarge(err.limit ?? BODY_LIMIT_BYTES);
       case 'entity.parse.failed':
-        return new ProblemException(CommonProblems['malformed-json'], 'The request body is not valid JSON.');
+        return BodyRefusals.malformed();
       case 'charset.unsupported':
       case 'encoding.unsupported':
         return new ProblemException(CommonProblems['unsupported-media-type'], `Unsupported ${err.type === 'charset.unsupported' ? 'charset' : 'content encoding'}.`);

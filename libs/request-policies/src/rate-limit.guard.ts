@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { ProblemException } from '@flagship/problem-details';
 import { RATE_LIMIT_RULE, type RateLimitRule, SKIP_RATE_LIMIT } from './rate-limit.decorator';
-import { rateLimitHeaders, RateLimitService } from './rate-limit.service';
+import { type RateLimitDecision, rateLimitHeaders, RateLimitService } from './rate-limit.service';
 import { UNLIMITED_PATHS } from './rate-limit.subject';
 import { RequestPolicyProblems } from './request-policies.errors';
 
@@ -33,16 +33,20 @@ export class RateLimitGuard implements CanActivate {
     const headers = rateLimitHeaders(decision);
     // Set now, before the handler, so an error thrown later still answers with them.
     for (const [name, value] of Object.entries(headers)) if (name !== 'Retry-After') res.setHeader(name, value);
-    if (!decision.allowed) {
-      throw new ProblemException(
-        RequestPolicyProblems['rate-limited'],
-        `Rate limit of ${decision.limit} requests per ${describeWindow(decision.windowMs)} exceeded; try again later (in ${headers['Retry-After']} s).`,
-        {},
-        { 'Retry-After': headers['Retry-After'] },
-      );
-    }
+    if (!decision.allowed) throw rateLimitExceeded(decision);
     return true;
   }
+}
+
+/** The 429 of a request over its budget, its Retry-After among its headers (shared with the lean routes). */
+export function rateLimitExceeded(decision: RateLimitDecision): ProblemException {
+  const retryAfter = rateLimitHeaders(decision)['Retry-After'] ?? '1';
+  return new ProblemException(
+    RequestPolicyProblems['rate-limited'],
+    `Rate limit of ${decision.limit} requests per ${describeWindow(decision.windowMs)} exceeded; try again later (in ${retryAfter} s).`,
+    {},
+    { 'Retry-After': retryAfter },
+  );
 }
 
 function describeWindow(ms: number): string {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Request } from 'express';
 import type Redis from 'ioredis';
 import { REDIS, REDIS_KEYS, RedisKeys } from '@flagship/redis';
-import { callerOf } from '@flagship/service-kit';
+import { type CallerContext, callerOf } from '@flagship/service-kit';
 import type { RateLimitRule } from './rate-limit.decorator';
 import { clientAddress, rateLimitSubject, type RateLimitSubject } from './rate-limit.subject';
 import { LuaScript, RedisUnavailableError, runScripts, type ScriptCall, withRedis } from './redis-script';
@@ -123,7 +123,12 @@ export class RateLimitService {
 
   /** The budget a request is charged to; callerOf(req) was set by the app's auth guard. */
   subjectOf(req: Request, rule?: RateLimitRule): RateLimitSubject {
-    return rateLimitSubject(callerOf(req), clientAddress(req), rule, this.options, this.keys);
+    return this.subjectFor(callerOf(req), clientAddress(req), rule);
+  }
+
+  /** The same, for a caller resolved outside Nest's guards (the lean routes). */
+  subjectFor(caller: CallerContext | undefined, address: string, rule?: RateLimitRule): RateLimitSubject {
+    return rateLimitSubject(caller, address, rule, this.options, this.keys);
   }
 
   /**

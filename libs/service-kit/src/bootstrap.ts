@@ -3,13 +3,12 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { type NextFunction, raw, type Request, type Response } from 'express';
-import { CommonProblems, ProblemException, toProblem } from '@flagship/problem-details';
+import { BODY_LIMIT_BYTES, CommonProblems, JSON_MEDIA_TYPES, MAX_JSON_DEPTH, ProblemException, refuseDeepJson, toProblem } from '@flagship/problem-details';
 import { APP_CONFIG } from '@flagship/config';
 import { stopTracing } from '@flagship/tracing';
 import type { RequestListener, Server } from 'node:http';
 import { markTrustedHops } from './client-address';
 import { startInternalListener } from './internal-port';
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { HttpMetrics } from './metrics';
 import { assignRequestId } from './request-id';
 
@@ -18,8 +17,8 @@ export interface BootstrapOptions {
   host: string;
   /** After SIGTERM, in-flight requests get this long before the process exits anyway. */
   shutdownGraceMs?: number;
-  /** Largest accepted body; CONTRACT.md section 4 says 1 MiB. */
-  bodyLimit?: string;
+  /** Largest accepted body in bytes; default BODY_LIMIT_BYTES (CONTRACT.md section 4: 1 MiB). */
+  bodyLimit?: number;
   /** Routes whose handler gets the body as the raw bytes received (a Buffer), e.g. a webhook verifying a signature. */
   rawBodyPaths?: string[];
   /** Called before listen: OpenAPI, app-specific middleware... */
@@ -83,11 +82,15 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
   });
   app.use(app.get(HttpMetrics).middleware());
   app.use(refuseUnsafePath);
-  const limit = options.bodyLimit ?? '1mb';
+  const limit = options.bodyLimit ?? BODY_LIMIT_BYTES;
   // body-parser's raw(): the exact bytes as a Buffer in req.body, whatever the content type (for a
   // signature over them). Before the JSON and form parsers, which then skip these routes (body read).
-  for (const path of options.rawBodyPaths ?? []) app.use(path, raw({ type: () => true, limit: '1mb' }));
-  app.useBodyParser('json', { limit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson });
+  for (const path of options.rawBodyPaths ?? []) app.use(path, raw({ type: () => true, limit }));
+  // body-parser's hook between reading and parsing: JSON nested too deeply is refused unparsed.
+  const verify = (_req: unknown, _res: unknown, raw: Buffer): void => {
+    if (raw.length > MAX_JSON_DEPTH) refuseDeepJson(raw.toString('utf8'));
+  };
+  app.useBodyParser('json', { limit, type: JSON_MEDIA_TYPES, verify });
   app.useBodyParser('urlencoded', { limit, extended: false });
   // Name body-parser's failures (malformed JSON, too large, bad charset) here, before Nest folds
   // them into a generic 400.
@@ -103,13 +106,6 @@ export async function bootstrapService(module: Type | DynamicModule, options: Bo
     await startInternalListener(app, app.getHttpServer() as Server, metricsPort, options.host);
   }
   return app;
-}
-
-/** body-parser's hook between reading and parsing: JSON nested too deeply is refused unparsed. */
-function refuseDeepJson(_req: unknown, _res: unknown, raw: Buffer): void {
-  if (raw.length > MAX_JSON_DEPTH && exceedsJsonDepth(raw.toString('utf8'))) {
-    throw new ProblemException(CommonProblems['json-too-deep'], `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`);
-  }
 }
 
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;

@@ -11,7 +11,6 @@ export * from './caller-context';
 export * from './pagination';
 export * from './public-route';
 export * from './outage-log';
-export * from './json-depth';
 export * from './client-address';
 export * from './internal-port';
 export * from './database-ca.metrics';

@@ -1,4 +1,4 @@
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/problem-details';
 import { GatewayError } from '../gateway.errors';
 import type { ModelEntry } from '../models/model-catalogue';
 import type { Endpoint } from '../providers/provider.types';

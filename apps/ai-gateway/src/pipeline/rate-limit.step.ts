@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { TurnBatcher } from '@flagship/lean-http';
+import { TurnBatcher } from '@flagship/batching';
 import type { Plan } from '@flagship/domain';
 import type { RedisKeys } from '@flagship/redis';
 import { LuaScript, type RateLimitDecision, type RateLimitService, RedisUnavailableError, runScripts } from '@flagship/request-policies';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { TurnBatcher } from '@flagship/lean-http';
+import { TurnBatcher } from '@flagship/batching';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 import type { ReserveOutcome } from '@flagship/ledger';
 import type { GatewayLedger, Reservation } from './ledger.types';

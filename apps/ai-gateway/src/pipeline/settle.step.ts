@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { TurnBatcher } from '@flagship/lean-http';
+import { TurnBatcher } from '@flagship/batching';
 import type { LowBalanceCrossing } from '@flagship/ledger';
 import type { GatewayMetrics } from '../gateway.metrics';
 import { costOf } from '../models/model-catalogue';

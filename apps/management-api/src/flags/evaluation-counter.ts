@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { TurnBatcher } from '@flagship/lean-http';
+import { TurnBatcher } from '@flagship/batching';
 import { REDIS, REDIS_KEYS, type RedisKeys } from '@flagship/redis';
 
 interface Counted {

@@ -7,8 +7,7 @@ import {
   type JsonValue,
   valueMatchesType,
 } from '@flagship/flag-evaluation';
-import { CommonProblems, type ProblemType } from '@flagship/problem-details';
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
+import { BodyRefusals, CommonProblems, ProblemException, type ProblemType, refuseDeepJson } from '@flagship/problem-details';
 import { type Exchange, isPlainObject } from '@flagship/lean-http';
 import { type Caller, visibleTo } from '../keys/orep-keys';
 import { notReady } from '../ofrep/ofrep.handler';
@@ -33,13 +32,14 @@ const ALLOWED_FIELDS = new Set(['defaultValue', 'type', 'context']);
 export function parseEvaluateRequest(text: string): Parsed {
   const invalid = CommonProblems['bad-request'];
   if (text === '') return { ok: false, problem: invalid, detail: 'A JSON body {defaultValue, type, context} is required.' };
-  // Bounded before parsing, as every app's body parser does: the evaluator recurses into values.
-  if (exceedsJsonDepth(text)) return { ok: false, problem: CommonProblems['json-too-deep'], detail: `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.` };
   let body: unknown;
   try {
+    // Bounded before parsing, as every app's body parser does: the evaluator recurses into values.
+    refuseDeepJson(text);
     body = JSON.parse(text);
-  } catch {
-    return { ok: false, problem: CommonProblems['malformed-json'], detail: 'The request body is not valid JSON.' };
+  } catch (err) {
+    const refused = err instanceof ProblemException ? err : BodyRefusals.malformed();
+    return { ok: false, problem: refused.problem, detail: refused.detail };
   }
   if (!isPlainObject(body)) {
     return { ok: false, problem: invalid, detail: 'The request body must be a JSON object.', errors: { body: 'must be a JSON object' } };

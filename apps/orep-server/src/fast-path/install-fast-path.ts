@@ -1,8 +1,6 @@
-import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
-import { BufferedMetrics, installLeanRouter } from '@flagship/lean-http';
-import { HttpMetrics } from '@flagship/service-kit';
+import { installLeanRoutes } from '@flagship/lean-http';
 import type { OrepServerConfig } from '../env.schema';
 import { EvaluateHandler } from '../evaluate/evaluate.handler';
 import { OrepKeysHolder } from '../keys/orep-keys.provider';
@@ -10,31 +8,16 @@ import { OfrepHandler } from '../ofrep/ofrep.handler';
 import { OfrepPushHolder } from '../push/ofrep-push.provider';
 import { OrepReadiness } from '../readiness/orep-readiness';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
-import { fastPathRouter } from './fast-path.router';
-
-/** 1 MiB, as for every app (CONTRACT.md section 4). */
-export const BODY_LIMIT = 1024 * 1024;
+import { FastPath, fastPathRoutes } from './fast-path.router';
 
 /**
- * bootstrapService's `configure` hook for orep-server (main.ts and the tests both use it): puts the
- * lean router in front of Express, which answers every request the router does not take.
+ * bootstrapService's `configure` hook for orep-server (main.ts and the tests both use it): orep's
+ * routes on the lean HTTP layer in front of Express, which answers every request they do not take.
  */
 export function installFastPath(app: INestApplication): void {
-  const server = app.getHttpServer() as Server;
   const config = app.get<OrepServerConfig>(APP_CONFIG);
   const source = app.get<FlagSource>(FLAG_SOURCE);
-  const metrics = new BufferedMetrics(app.get(HttpMetrics));
-  server.once('close', () => metrics.close());
   const push = app.get(OfrepPushHolder).push;
-  installLeanRouter(server, (express) =>
-    fastPathRouter(
-      new OfrepHandler(source, push),
-      new EvaluateHandler(source),
-      app.get(OrepReadiness),
-      metrics,
-      { keys: app.get(OrepKeysHolder).keys, rateLimitRps: config.OREP_RATE_LIMIT_RPS, bodyLimit: BODY_LIMIT },
-      express,
-      push,
-    ),
-  );
+  const fastPath = new FastPath(new OfrepHandler(source, push), new EvaluateHandler(source), app.get(OrepReadiness), { keys: app.get(OrepKeysHolder).keys, rateLimitRps: config.OREP_RATE_LIMIT_RPS }, push);
+  installLeanRoutes(app, { name: 'FastPath', target: fastPath, routes: fastPathRoutes(fastPath) });
 }

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation';
-import { CommonProblems } from '@flagship/problem-details';
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/service-kit';
+import { CommonProblems, exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/problem-details';
 import { type Exchange, etagMatches, isPlainObject } from '@flagship/lean-http';
 import { type Caller, visibleTo } from '../keys/orep-keys';
 import type { OfrepPush } from '../push/ofrep-push';
