@@ -1,1 +1,2 @@
 export * from './turn-batcher';
+export * from './coalescer';

@@ -72,6 +72,20 @@ describe('SettleStep.complete: a call outcome as the ledger settlement', () => {
     expect((await counter('gateway_requests_total')).find((v) => v.value === 1)?.labels).toEqual({ product: 'core', provider: outcome.provider, model: 'fake-chat-1', endpoint: 'chat.completions', outcome: label });
   });
 
+  it('gathers settlements for gatherMs and writes them in one statement; none is written before the window closes', async () => {
+    const rs = await Promise.all([admitted(), admitted(), admitted()]);
+    const s = step({ gatherMs: 40 });
+    s.complete(rs[0]!, ADMITTED, answered(usage(10, 5)), 1);
+    await new Promise((r) => setTimeout(r, 5));
+    s.complete(rs[1]!, ADMITTED, answered(usage(10, 5)), 1);
+    s.complete(rs[2]!, ADMITTED, answered(usage(10, 5)), 1);
+    await new Promise((r) => setImmediate(r));
+    expect(ledger.calls.filter((c) => c.method === 'settleBatch')).toEqual([]);
+    await s.drain();
+    expect(ledger.calls.filter((c) => c.method === 'settleBatch')).toEqual([{ method: 'settleBatch', size: 3 }]);
+    expect(rs.map((r) => ledger.rows.get(r.id)!.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+  });
+
   it("charges the reservation's recorded prices: cached input at its cached price", async () => {
     const cachedPriced = await admitted({ cachedInputPer1k: 500 });
     const s = step();

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { TurnBatcher } from '@flagship/batching';
+import { Coalescer, TurnBatcher } from '@flagship/batching';
 import type { LowBalanceCrossing } from '@flagship/ledger';
 import type { GatewayMetrics } from '../gateway.metrics';
 import { costOf } from '../models/model-catalogue';
@@ -49,7 +49,8 @@ export class SettleStep {
   private readonly releases: TurnBatcher<Release, boolean>;
   private readonly inFlight = new Set<Promise<unknown>>();
 
-  private window: Promise<void> | undefined;
+  /** Settlements gathering for gatherMs, handed to the batcher together (undefined: gatherMs 0, none gather). */
+  private readonly window: Coalescer<Settlement, Settlement[]> | undefined;
   private readonly metrics: SettleStepOptions['metrics'];
   private readonly gatherMs: number;
   private readonly retries: number;
@@ -74,6 +75,16 @@ export class SettleStep {
       return completed;
     }, 500);
     this.releases = new TurnBatcher((batch) => repository.release(batch), 500);
+    if (this.gatherMs > 0) {
+      this.window = new Coalescer<Settlement, Settlement[]>({
+        windowMs: this.gatherMs,
+        fold: (gathered, s) => (gathered === undefined ? [s] : (gathered.push(s), gathered)),
+        // Handed over in one turn, so the batcher writes them in one statement; each write is tracked (drain).
+        emit: (gathered) => {
+          for (const s of gathered) void this.track(this.write(this.settlements, s, 'settle', 0));
+        },
+      });
+    }
   }
 
   /**
@@ -109,21 +120,10 @@ export class SettleStep {
     return settlement;
   }
 
-  /** Resolves once written (or given up on); never rejects. */
+  /** Resolves once written (or given up on), or handed to the writer after its window; never rejects. */
   private enqueue(settlement: Settlement): Promise<void> {
-    return this.track(this.gathered().then(() => this.write(this.settlements, settlement, 'settle', 0)));
-  }
-
-  /** Resolves when the current gathering window closes; every settlement waiting on it is then added in one turn. */
-  private gathered(): Promise<void> {
-    if (this.gatherMs <= 0) return Promise.resolve();
-    this.window ??= new Promise<void>((resolve) =>
-      setTimeout(() => {
-        this.window = undefined;
-        resolve();
-      }, this.gatherMs),
-    );
-    return this.window;
+    if (this.window === undefined) return this.track(this.write(this.settlements, settlement, 'settle', 0));
+    return this.track(this.window.add(settlement));
   }
 
   /**

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { FlagSetChanged, FlagSetView, FlagStore } from '@flagship/flag-store';
-import { Coalescer, type ReplayEntry, ReplayLog, type SseHub } from '@flagship/sse';
+import { Coalescer } from '@flagship/batching';
+import { type ReplayEntry, ReplayLog, type SseHub } from '@flagship/sse';
 
 /** Changes heard within this are sent as one event (a burst of PATCHes, an import). */
 const COALESCE_MS = 25;

@@ -1,4 +1,5 @@
-import { Coalescer, type ReplayEntry, ReplayLog } from '@flagship/sse';
+import { Coalescer } from '@flagship/batching';
+import { type ReplayEntry, ReplayLog } from '@flagship/sse';
 import type { FlagSource } from '../sources/flag-source';
 
 /** One OFREP `refetchEvaluation` event as written on the wire, with the id it carries. */
