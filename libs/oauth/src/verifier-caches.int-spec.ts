@@ -151,6 +151,8 @@ describe('a verifier\'s revocations and keys through outages (real Postgres and 
     await expect(verifier.verify(before)).resolves.toBeDefined();
 
     pgProxy.stall();
+    // Counted before the announcement: the re-read it starts may begin as soon as it is published.
+    const loads = keys.loads;
     // A rotation: the announcement makes the verifier re-read the keys, which hangs.
     const publisher = new Redis(te.redis.url);
     try {
@@ -158,7 +160,6 @@ describe('a verifier\'s revocations and keys through outages (real Postgres and 
     } finally {
       publisher.disconnect();
     }
-    const loads = keys.loads;
     // Heard within moments on loopback (a message carries no receipt to wait for).
     await new Promise((resolve) => setTimeout(resolve, 300));
     const t0 = Date.now();
