@@ -31,5 +31,9 @@ export default defineConfig({
     setupFiles: ['src/test-setup.ts'],
     // react-aria components under jsdom take seconds per test on a loaded 2-core CI machine.
     testTimeout: 30_000,
+    // Vitest's default is one worker fewer than the cores: one file at a time on CI's two cores,
+    // while much of a file's time is module loading and jsdom setup that a second worker overlaps.
+    maxWorkers: 2,
+    minWorkers: 2,
   },
 });
