@@ -46,7 +46,7 @@ import autocannon from 'autocannon';
 import Redis from 'ioredis';
 import { Pool } from 'undici';
 import pg from 'pg';
-import { hashSecret } from '@flagship/config';
+import { hashSecret } from '@flagship/oauth';
 import { createTestEnvironment, DisposableRedis, freePort, type TestEnvironment, waitFor } from '@flagship/testing';
 import { cpuMicros } from './process-cpu';
 

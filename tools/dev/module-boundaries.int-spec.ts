@@ -24,7 +24,8 @@ function lint(samples: Sample[]): Map<string, string[]> {
     });
     const results = JSON.parse(out.trim().split('\n').at(-1)!) as Array<{ path: string; messages: Array<{ ruleId: string | null; message: string }> }>;
     // Only import restrictions: an unused import in a one-line sample is beside the point.
-    return new Map(results.map((r) => [r.path, r.messages.filter((m) => m.ruleId?.endsWith('no-restricted-imports')).map((m) => m.message)]));
+    const isBoundary = (ruleId: string | null): boolean => ruleId === 'flagship/scope-boundaries' || ruleId?.endsWith('no-restricted-imports') === true;
+    return new Map(results.map((r) => [r.path, r.messages.filter((m) => isBoundary(m.ruleId)).map((m) => m.message)]));
   } finally {
     rmSync(noGraph, { recursive: true, force: true });
   }
@@ -43,6 +44,17 @@ describe('module boundaries (eslint.config.mjs), without a project graph', () =>
     serviceTakesDataSource: { path: 'apps/management-api/src/flags/boundary-sample2.service.ts', code: "import { DATA_SOURCE } from '@flagship/persistence';\nexport const x = DATA_SOURCE;\n" },
     serviceTakesRunner: { path: 'apps/management-api/src/flags/boundary-sample3.service.ts', code: "import { TransactionRunner } from '@flagship/persistence';\nexport const x = TransactionRunner;\n" },
     serviceImportsTypeorm: { path: 'apps/management-api/src/flags/boundary-sample4.service.ts', code: "import { In } from 'typeorm';\nexport const x = In;\n" },
+    orepImportsLedger: { path: 'apps/orep-server/src/boundary-sample.ts', code: "import { CreditsRepository } from '@flagship/ledger';\nexport const x = CreditsRepository;\n" },
+    orepImportsOauth: { path: 'apps/orep-server/src/boundary-sample2.ts', code: "import { hashSecret } from '@flagship/oauth';\nexport const x = hashSecret;\n" },
+    orepImportsFlagStore: { path: 'apps/orep-server/src/boundary-sample3.ts', code: "import { FlagStore } from '@flagship/flag-store';\nexport const x = FlagStore;\n" },
+    gatewayImportsFlagStore: { path: 'apps/ai-gateway/src/boundary-sample.ts', code: "import { FlagStore } from '@flagship/flag-store';\nexport const x = FlagStore;\n" },
+    gatewayImportsLedger: { path: 'apps/ai-gateway/src/boundary-sample2.ts', code: "import { CreditsRepository } from '@flagship/ledger';\nexport const x = CreditsRepository;\n" },
+    flagStoreImportsBilling: { path: 'libs/flag-store/src/boundary-sample.ts', code: "import * as billing from '@flagship/billing';\nexport const x = billing;\n" },
+    ledgerImportsFlagStore: { path: 'libs/ledger/src/boundary-sample.ts', code: "export { FlagStore } from '@flagship/flag-store';\n" },
+    sharedImportsLedger: { path: 'libs/persistence/src/boundary-sample.ts', code: "const ledger = require('@flagship/ledger');\nexport const x = ledger;\n" },
+    sharedImportsFlagEvaluation: { path: 'libs/persistence/src/boundary-sample2.ts', code: "import { FLAG_TYPES } from '@flagship/flag-evaluation';\nexport const x = FLAG_TYPES;\n" },
+    consoleImportsServiceKit: { path: 'apps/console/src/boundary-sample.tsx', code: "import { startService } from '@flagship/service-kit';\nexport const x = startService;\n" },
+    consoleImportsSdk: { path: 'apps/console/src/boundary-sample2.tsx', code: "import * as sdk from '@flagship/sdk';\nexport const x = sdk;\n" },
   };
   let found: Map<string, string[]>;
 
@@ -67,6 +79,23 @@ describe('module boundaries (eslint.config.mjs), without a project graph', () =>
     expect(messages('serviceImportsTesting')).toEqual([expect.stringContaining('Test helpers stay out of production code')]);
     expect(messages('libImportsTesting')).toEqual([expect.stringContaining('Test helpers stay out of production code')]);
     expect(messages('specImportsTesting')).toEqual([]);
+  });
+
+  it('keeps each app to the lib scopes its tag allows', () => {
+    expect(messages('orepImportsLedger')).toEqual([expect.stringContaining('apps/orep-server (scope:orep-server) may not import @flagship/ledger')]);
+    expect(messages('orepImportsOauth')).toEqual([expect.stringContaining('may not import @flagship/oauth')]);
+    expect(messages('orepImportsFlagStore')).toEqual([]);
+    expect(messages('gatewayImportsFlagStore')).toEqual([expect.stringContaining('apps/ai-gateway (scope:ai-gateway) may not import @flagship/flag-store')]);
+    expect(messages('gatewayImportsLedger')).toEqual([]);
+    expect(messages('consoleImportsServiceKit')).toEqual([expect.stringContaining('the console runs in a browser')]);
+    expect(messages('consoleImportsSdk')).toEqual([]);
+  });
+
+  it('keeps the flags, money and shared libs out of each other', () => {
+    expect(messages('flagStoreImportsBilling')).toEqual([expect.stringContaining('libs/flag-store (scope:flags) may not import @flagship/billing')]);
+    expect(messages('ledgerImportsFlagStore')).toEqual([expect.stringContaining('libs/ledger (scope:billing) may not import @flagship/flag-store')]);
+    expect(messages('sharedImportsLedger')).toEqual([expect.stringContaining('a shared lib imports only shared libs')]);
+    expect(messages('sharedImportsFlagEvaluation')).toEqual([]);
   });
 
   it('keeps TypeORM and the DataSource out of services: they take the TransactionRunner', () => {

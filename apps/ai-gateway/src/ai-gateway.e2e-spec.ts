@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { DATA_SOURCE } from '@flagship/persistence';
 import type { RunningApp } from '@flagship/service-kit';
-import { hashSecret } from '@flagship/config';
+import { hashSecret } from '@flagship/oauth';
 import { createTestEnvironment, FakeModelUpstream, freePort, http, startBuiltProcess, type TestEnvironment, waitFor } from '@flagship/testing';
 import { balanceOf, createTenant, ledgerRows, type Sql, startIssuer } from './testing/gateway.fixture';
 

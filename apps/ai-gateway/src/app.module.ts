@@ -3,7 +3,7 @@ import { OAuthModule } from '@flagship/oauth';
 import { databaseTlsSettings, PostgresReadiness } from '@flagship/persistence';
 import { RedisReadiness } from '@flagship/redis';
 import { RequestPoliciesModule } from '@flagship/request-policies';
-import { platformModules } from '@flagship/service-kit';
+import { platformModules } from '@flagship/platform';
 import type { AiGatewayConfig } from './env.schema';
 import { GatewayPipeline, GatewayReadiness, MEDIA_FETCHER } from './gateway.pipeline';
 import { type HostResolver, MediaFetcher } from './media/media-fetcher';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { SamplingDecision, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
-import { hashSecret } from '@flagship/config';
+import { hashSecret } from '@flagship/oauth';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { type BuiltProcess, type CollectedSpan, FakeOtlpCollector, FakeStripe, freePort, http, startBuiltProcess, waitFor } from '@flagship/testing';
 import { type GatewayE2e, setUpGatewayE2e } from './testing/built-gateway.fixture';

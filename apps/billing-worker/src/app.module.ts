@@ -1,7 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { BillingRepository, type SecretReader, SqlBillingRepository, StripeApi, stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
-import { platformModules } from '@flagship/service-kit';
+import { platformModules } from '@flagship/platform';
 import { BillingMetrics } from './billing.metrics';
 import type { BillingWorkerConfig } from './env.schema';
 import { BacklogMetricsJob } from './jobs/backlog-metrics.job';

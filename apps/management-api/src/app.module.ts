@@ -4,7 +4,8 @@ import { IdempotencyInterceptor, RateLimitGuard, RequestPoliciesModule } from '@
 import { stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
 import type { SecretSource } from '@flagship/oauth';
-import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
+import { platformModules } from '@flagship/platform';
+import { EvaluationBudgetReporter } from '@flagship/flag-store';
 import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { StripeBillingModule } from './billing/stripe-billing.module';

@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { APP_CONFIG, hashSecret } from '@flagship/config';
+import { APP_CONFIG } from '@flagship/config';
+import { hashSecret } from '@flagship/oauth';
 import { TenantEntity, TransactionRunner } from '@flagship/persistence';
 import { CreditsRepository } from '@flagship/ledger';
 import { AdminRepository } from './admin/admin.repository';

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { SecretStore } from '@flagship/config';
-import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
+import { platformModules } from '@flagship/platform';
+import { EvaluationBudgetReporter } from '@flagship/flag-store';
 import type { OrepServerConfig } from './env.schema';
 import { OREP_SECRETS, orepKeysProvider, type SecretSource } from './keys/orep-keys.provider';
 import { ofrepPushProvider } from './push/ofrep-push.provider';

@@ -1,2 +1,3 @@
 export * from './flag-store.repository';
 export * from './flag-store';
+export * from './evaluation-budget.reporter';

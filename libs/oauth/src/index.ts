@@ -1,4 +1,5 @@
 export * from './oauth.options';
+export * from './secret-hash';
 export * from './oauth.errors';
 export * from './jwk';
 export * from './client-principal';

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
-import { platformModules, startTestApp, type RunningApp } from '@flagship/service-kit';
+import { platformModules } from '@flagship/platform';
+import { startTestApp, type RunningApp } from '@flagship/service-kit';
 import { createTestEnvironment, DisposableRedis, type TestEnvironment, waitFor } from '@flagship/testing';
 import { AccessTokenIssuer } from './access-token.issuer';
 import { AccessTokenVerifier } from './access-token.verifier';

@@ -4,3 +4,4 @@ export * from './pubsub';
 export * from './channels';
 export * from './redis.module';
 export * from './subscribed-cache';
+export * from './lua-script';

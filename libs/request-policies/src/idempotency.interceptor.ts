@@ -4,11 +4,11 @@ import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { from, lastValueFrom, type Observable } from 'rxjs';
 import { DEPENDENCY_RETRY_AFTER_S, ProblemException, requestIdOf, toProblem } from '@flagship/problem-details';
+import { RedisUnavailableError } from '@flagship/redis';
 import { callerOf, type CallerContext } from '@flagship/service-kit';
 import { IDEMPOTENCY_POLICY, type IdempotencyPolicy } from './idempotency.decorators';
 import { IDEMPOTENT_METHODS, isValidIdempotencyKey, requestFingerprint } from './idempotency-key';
 import { IdempotencyService, type StoredResponse } from './idempotency.service';
-import { RedisUnavailableError } from './redis-script';
 import { RequestPolicyProblems } from './request-policies.errors';
 
 /** Response headers a replay repeats; the rest (request id, rate limits, dates) belong to the retry. */

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { REDIS, REDIS_KEYS, RedisKeys } from '@flagship/redis';
+import { LuaScript, REDIS, REDIS_KEYS, RedisKeys, RedisUnavailableError, withRedis } from '@flagship/redis';
 import type { CallerContext } from '@flagship/service-kit';
 import { sha256Hex } from './idempotency-key';
-import { LuaScript, RedisUnavailableError, withRedis } from './redis-script';
 import { REQUEST_POLICIES_OPTIONS, type ResolvedRequestPoliciesOptions } from './request-policies.options';
 
 /** What a replay sends back: the first answer's status, selected headers and body. */

@@ -9,4 +9,3 @@ export * from './idempotency-key';
 export * from './idempotency.service';
 export * from './idempotency.decorators';
 export * from './idempotency.interceptor';
-export * from './redis-script';

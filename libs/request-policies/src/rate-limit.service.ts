@@ -1,11 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Request } from 'express';
 import type Redis from 'ioredis';
-import { REDIS, REDIS_KEYS, RedisKeys } from '@flagship/redis';
+import { LuaScript, REDIS, REDIS_KEYS, RedisKeys, RedisUnavailableError, runScripts, type ScriptCall, withRedis } from '@flagship/redis';
 import { type CallerContext, callerOf } from '@flagship/service-kit';
 import type { RateLimitRule } from './rate-limit.decorator';
 import { clientAddress, rateLimitSubject, type RateLimitSubject } from './rate-limit.subject';
-import { LuaScript, RedisUnavailableError, runScripts, type ScriptCall, withRedis } from './redis-script';
 import { REQUEST_POLICIES_OPTIONS, type ResolvedRequestPoliciesOptions } from './request-policies.options';
 
 /** The outcome of counting one request. */

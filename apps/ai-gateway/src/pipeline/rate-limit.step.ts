@@ -3,8 +3,8 @@ import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { TurnBatcher } from '@flagship/batching';
 import type { Plan } from '@flagship/domain';
-import type { RedisKeys } from '@flagship/redis';
-import { LuaScript, type RateLimitDecision, type RateLimitService, RedisUnavailableError, runScripts } from '@flagship/request-policies';
+import { LuaScript, type RedisKeys, RedisUnavailableError, runScripts } from '@flagship/redis';
+import { type RateLimitDecision, type RateLimitService } from '@flagship/request-policies';
 import { dependencyDown, GatewayError } from '../gateway.errors';
 
 export interface RateLimits {

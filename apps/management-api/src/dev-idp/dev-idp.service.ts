@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
-import { APP_CONFIG, DUMMY_SECRET_HASH, hashSecret, verifySecret } from '@flagship/config';
+import { APP_CONFIG } from '@flagship/config';
+import { DUMMY_SECRET_HASH, hashSecret, verifySecret } from '@flagship/oauth';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { ManagementApiConfig } from '../env.schema';
 import { DevIdpProblems } from './dev-idp.errors';

@@ -1,5 +1,4 @@
-import { verifySecret } from '@flagship/config';
-import { type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
+import { type RevocationRecorder, RevocationUnavailableError, verifySecret } from '@flagship/oauth';
 import { encodeCursor } from '@flagship/service-kit';
 import { problemOf } from '../testing/problem-of';
 import { OAuthClientsRepository } from './oauth-clients.repository';

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { hashSecret } from '@flagship/config';
 import { isScope, type OAuthClient, type OAuthClientWithSecret, SCOPES } from '@flagship/domain';
-import { REVOCATION_RECORDER, type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
+import { hashSecret, REVOCATION_RECORDER, type RevocationRecorder, RevocationUnavailableError } from '@flagship/oauth';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
 import { newClientId, newClientSecret } from './client-credentials';

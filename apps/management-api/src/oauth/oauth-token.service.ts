@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DUMMY_SECRET_HASH, verifySecret } from '@flagship/config';
-import { AccessTokenIssuer, type AccessTokenResponse } from '@flagship/oauth';
+import { AccessTokenIssuer, type AccessTokenResponse, DUMMY_SECRET_HASH, verifySecret } from '@flagship/oauth';
 import { OAuthClientsRepository } from './oauth-clients.repository';
 import { OAuthTokenError } from './oauth-token.errors';
 import type { TokenRequest } from './token-request';

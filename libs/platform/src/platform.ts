@@ -1,15 +1,9 @@
 import type { DynamicModule, Type } from '@nestjs/common';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import { APP_CONFIG, type commonEnv } from '@flagship/config';
+import { APP_CONFIG } from '@flagship/config';
 import { databaseTlsSettings, PersistenceModule, PostgresReadiness, SHARED_ENTITIES } from '@flagship/persistence';
 import { RedisModule, RedisReadiness } from '@flagship/redis';
-import type { CleanedEnv } from 'envalid';
-import { type BootstrapOptions, bootstrapService } from './bootstrap';
+import { type CommonConfig, type ReadinessCheck, ServiceKitModule } from '@flagship/service-kit';
 import { DatabaseCaMetrics } from './database-ca.metrics';
-import type { ReadinessCheck } from './readiness';
-import { ServiceKitModule } from './service-kit.module';
-
-export type CommonConfig = CleanedEnv<typeof commonEnv>;
 
 export interface PlatformOptions {
   serviceName: string;
@@ -59,17 +53,3 @@ class ConfigHolderModule {}
 
 /** The Postgres CA bundle's expiry gauge, in every app that connects to Postgres. */
 class DatabaseCaMetricsModule {}
-
-/** Starts an app from its validated config: what main.ts and the tests both call. */
-export function startService(
-  config: CommonConfig & { PORT?: number },
-  module: DynamicModule,
-  options: Omit<BootstrapOptions, 'port' | 'host'> & { port?: number; host?: string } = {},
-): Promise<NestExpressApplication> {
-  return bootstrapService(module, {
-    port: options.port ?? config.PORT ?? 0,
-    host: options.host ?? config.HOST,
-    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
-    ...options,
-  });
-}

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Inject, Injectable } from '@nestjs/common';
 import { Gauge } from 'prom-client';
 import { DATABASE_CA_FILE, pemCertificates } from '@flagship/persistence';
-import { HttpMetrics } from './metrics';
+import { HttpMetrics } from '@flagship/service-kit';
 
 /** The earliest `notAfter` of the certificates in a PEM bundle, in Unix seconds; undefined when it holds none. */
 export function earliestExpiry(pem: string): number | undefined {

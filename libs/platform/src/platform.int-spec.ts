@@ -10,7 +10,7 @@ import {
   type TestEnvironment,
 } from '@flagship/testing';
 import { platformModules } from './platform';
-import { startTestApp, type RunningApp } from './test-app';
+import { startTestApp, type RunningApp } from '@flagship/service-kit';
 
 class CreateThingDto {
   @IsString()

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { onEvaluationOverBudget } from '@flagship/flag-evaluation';
-import { HttpMetrics } from './metrics';
+import { HttpMetrics } from '@flagship/service-kit';
 
 /** Logged at most this often: a flag over budget is evaluated again and again. */
 const LOG_EVERY_MS = 60_000;

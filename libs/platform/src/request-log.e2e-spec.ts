@@ -10,7 +10,8 @@ const PROBE = `
 require('reflect-metadata');
 const { Module } = require('@nestjs/common');
 const { commonEnv, loadConfig, portEnv } = require('@flagship/config');
-const { platformModules, startService } = require('@flagship/service-kit');
+const { startService } = require('@flagship/service-kit');
+const { platformModules } = require('@flagship/platform');
 const config = loadConfig(process.env, { ...commonEnv, ...portEnv(0) });
 class LogProbe {}
 Module({})(LogProbe);

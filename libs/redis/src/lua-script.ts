@@ -59,7 +59,7 @@ export async function runScripts(redis: Redis, calls: ReadonlyArray<ScriptCall>)
 
 /**
  * A Lua script run by its SHA (EVALSHA), loaded on first use or after a Redis restart (NOSCRIPT);
- * several runs, of it and others, in one pipeline with runScripts. Kept off the shared client's `defineCommand` so this lib adds nothing to a connection others use.
+ * several runs, of it and others, in one pipeline with runScripts. Kept off the shared client's `defineCommand`, so a script adds nothing to the connection every caller shares.
  */
 export class LuaScript {
   readonly sha: string;

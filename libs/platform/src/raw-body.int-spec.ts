@@ -2,7 +2,7 @@ import { Controller, HttpCode, Module, Post, Req, type DynamicModule } from '@ne
 import type { Request } from 'express';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
 import { createTestEnvironment, http, type TestEnvironment } from '@flagship/testing';
-import { bootstrapService } from './bootstrap';
+import { bootstrapService } from '@flagship/service-kit';
 import { platformModules } from './platform';
 
 @Controller()
