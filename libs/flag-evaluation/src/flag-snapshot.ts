@@ -16,11 +16,11 @@ export interface FlagText {
  * applied by `apply` in one synchronous call, which no evaluation can interleave with (evaluations
  * are synchronous too, on the same thread).
  *
- * Not a CompiledFlagSet, for two reasons measured at 100,000 flags. A CompiledFlagSet can only be
- * compiled again from every definition, which takes over a second, while a change must be visible
- * within 100 ms (copying a Map of 100,000 flags alone takes 40 ms, hence `apply` in place). And
- * compiling every flag up front costs about 11 µs and 2 KB of heap per flag, more than twice the
- * time and memory of the parsed definitions, for flags that may never be asked for. So each flag is
+ * Not a CompiledFlagSet, for two reasons that show at 100,000 flags (figures in
+ * docs/decisions/2026-11-29-flag-evaluation-costs.md). A CompiledFlagSet can only be compiled again
+ * from every definition, too slow for a change that must be visible within 100 ms (even copying the
+ * Map is, hence `apply` in place). And compiling every flag up front costs more time and memory than
+ * the parsed definitions, for flags that may never be asked for. So each flag is
  * compiled on its first evaluation and the compiled form replaces the definition in the Map: an
  * invisible cache, since a definition always compiles to the same behaviour. The evaluator resolves
  * prerequisites through the snapshot (any `get(key)` will do), so they compile the same way.
@@ -40,8 +40,8 @@ export class FlagSnapshot implements CompiledFlagResolver<CompiledFlag> {
 
   /**
    * Flags kept as their JSON text until first evaluated (a flag file, see readFlagFile): less than
-   * half the memory of the parsed definitions (55 against 126 MB of heap for the 100,000 flags of
-   * tools/bench/orep.ts). The texts must be valid, validated definitions.
+   * half the memory of the parsed definitions (docs/decisions/2026-11-29-flag-evaluation-costs.md). The texts must be valid,
+   * validated definitions.
    */
   static ofTexts(flags: Iterable<FlagText>): FlagSnapshot {
     const entries = new Map<string, Entry>();
