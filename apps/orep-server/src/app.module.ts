@@ -4,7 +4,7 @@ import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit
 import type { OrepServerConfig } from './env.schema';
 import { OREP_SECRETS, orepKeysProvider, type SecretSource } from './keys/orep-keys.provider';
 import { ofrepPushProvider } from './push/ofrep-push.provider';
-import { OrepReadiness, SnapshotReadiness } from './readiness/orep-readiness';
+import { OrepReadiness, FlagsLoadedReadiness } from './readiness/orep-readiness';
 import { SourcesModule } from './sources/sources.module';
 
 /**
@@ -22,14 +22,14 @@ export class AppModule {
           serviceName: 'orep-server',
           // A flag file (or the built-in example) needs neither Postgres nor Redis.
           withoutStores: config.sourceMode !== 'postgres',
-          readiness: [SnapshotReadiness],
+          readiness: [FlagsLoadedReadiness],
           // Keeps async hooks off (see ServiceKitOptions.requestLogging): Nest serves only health,
           // metrics and /docs here, and /healthz, /readyz and /metrics are not access-logged anyway.
           requestLogging: false,
         }),
         SourcesModule.forConfig(config),
       ],
-      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysProvider, SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
+      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysProvider, FlagsLoadedReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
     };
   }
 }

@@ -50,7 +50,7 @@ const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 /**
  * OFREP push (ADR-0008): the bulk answer's `eventStreams` (and `refreshConnections`, the ADR's earlier
  * name), the SSE route that tells providers to re-fetch, and the `flagConfigEtag` rule of the bulk
- * route. Everything here reads the FlagSource through its interface only (snapshot, onChange).
+ * route. Everything here reads the FlagSource through its interface only (liveSet, onChange).
  */
 export class OfrepPush {
   readonly feed: RefetchFeed;

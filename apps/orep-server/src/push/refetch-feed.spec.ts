@@ -1,10 +1,10 @@
-import { FlagSnapshot } from '@flagship/flag-evaluation';
+import { LiveFlagSet } from '@flagship/flag-evaluation';
 import { type FlagSource, FlagsChangedListeners, type FlagSourceStatus, type FlagsChangedListener } from '../sources/flag-source';
 import { type RefetchEvent, RefetchFeed } from './refetch-feed';
 
 /** A FlagSource whose changes the test applies (the interface only; no I/O). */
 class TestSource implements FlagSource {
-  readonly snapshot = FlagSnapshot.of([]);
+  readonly liveSet = LiveFlagSet.of([]);
   private readonly listeners = new FlagsChangedListeners();
   status(): FlagSourceStatus {
     return { kind: 'embedded' };
@@ -42,8 +42,8 @@ describe('RefetchFeed', () => {
     jest.useRealTimers();
   });
 
-  it('starts at the snapshot time and tells each change as ADR-0008 frames it', () => {
-    expect(feed.version).toBe(source.snapshot.updatedAt);
+  it('starts at the time the flags were loaded and tells each change as ADR-0008 frames it', () => {
+    expect(feed.version).toBe(source.liveSet.updatedAt);
     const at = Date.now() + 5;
     source.change(at);
     jest.advanceTimersByTime(20);

@@ -51,7 +51,7 @@ export class RefetchFeed {
     streams: { broadcast(frame: Buffer): void },
     private readonly options: RefetchFeedOptions = REFETCH_FEED_DEFAULTS,
   ) {
-    this.log = new ReplayLog({ maxEvents: options.historyMax, maxAgeMs: options.historyMaxAgeMs }, source.snapshot?.updatedAt ?? 0);
+    this.log = new ReplayLog({ maxEvents: options.historyMax, maxAgeMs: options.historyMaxAgeMs }, source.liveSet?.updatedAt ?? 0);
     this.changes = new Coalescer<number, number>({
       windowMs: options.coalesceMs,
       fold: (latest, at) => Math.max(latest ?? 0, at),
