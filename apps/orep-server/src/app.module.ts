@@ -2,8 +2,8 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { SecretStore } from '@flagship/config';
 import { EvaluationBudgetReporter, platformModules } from '@flagship/service-kit';
 import type { OrepServerConfig } from './env.schema';
-import { OREP_SECRETS, orepKeysProvider, type SecretSource } from './keys/orep-keys.provider';
-import { ofrepPushProvider } from './push/ofrep-push.provider';
+import { OREP_SECRETS, orepKeysHolderFactory, type SecretSource } from './keys/orep-keys.holder';
+import { ofrepPushHolderFactory } from './push/ofrep-push.holder';
 import { OrepReadiness, FlagsLoadedReadiness } from './readiness/orep-readiness';
 import { SourcesModule } from './sources/sources.module';
 
@@ -29,7 +29,7 @@ export class AppModule {
         }),
         SourcesModule.forConfig(config),
       ],
-      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysProvider, FlagsLoadedReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
+      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysHolderFactory, FlagsLoadedReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushHolderFactory],
     };
   }
 }
