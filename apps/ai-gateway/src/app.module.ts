@@ -74,8 +74,8 @@ export class AppModule {
  * The gateway's pool with Postgres' synchronous_commit set to `mode`, unless DATABASE_URL sets it.
  * Every request reserves and settles on its tenant's one credit_balances row; with synchronous_commit
  * on, each of those transactions would hold that row lock through its WAL flush, so one busy tenant's
- * requests queued behind each other's disk waits (tools/bench/gateway.ts: p50 at 200 req/s 20 ms with
- * it on, under 5 ms off, on this machine). So the pool always commits asynchronously, and durability
+ * requests queue behind each other's disk waits (figures: docs/decisions/2026-11-29-gateway-hot-path.md).
+ * So the pool always commits asynchronously, and durability
  * comes from GATEWAY_LEDGER_SYNCHRONOUS_COMMIT=on's flushes on connections of their own, which hold
  * no balance lock (LedgerDurableConnections, UsageLedgerRepository.flushBarrier).
  */

@@ -25,7 +25,7 @@ export class GatewayMetrics {
   private readonly overhead: Histogram<'endpoint'>;
   /**
    * The series of each label set, looked up once: prom-client validates and hashes the labels on
-   * every inc/observe given them, which was about 2% of the gateway's CPU per request.
+   * every inc/observe given them, a cost paid on every request (docs/decisions/2026-11-29-gateway-hot-path.md).
    */
   private readonly children = new Map<string, Children>();
   private readonly overheadByEndpoint = new Map<string, Histogram.Internal<'endpoint'>>();

@@ -18,7 +18,7 @@ import { EnvironmentEntity } from './environments/environment.entity';
 import { EnvironmentsModule } from './environments/environments.module';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flags/flag.entity';
 import { FlagsModule } from './flags/flags.module';
-import { CLIENT_TOKEN_PROVIDER } from './oauth/client-token.adapter';
+import { CLIENT_TOKEN_FACTORY } from './oauth/client-token.adapter';
 import { OAUTH_FEATURE_ENTITIES, OAuthFeatureModule } from './oauth/oauth-feature.module';
 import { ProductTourEntity } from './product-tours/product-tour.entity';
 import { ProductToursModule } from './product-tours/product-tours.module';
@@ -69,7 +69,7 @@ export class AppModule {
         // In production the access-token signing key comes from the Secret or Secrets Manager, never
         // generated into Postgres (where a database dump would hand it out): without it, start-up stops.
         OAuthFeatureModule.forConfig(config, secrets, { requireConfiguredKey: config.NODE_ENV === 'production' }),
-        AuthModule.forRoot(config.IDP_MODE, { imports: [], provider: CLIENT_TOKEN_PROVIDER }),
+        AuthModule.forRoot(config.IDP_MODE, { imports: [], factory: CLIENT_TOKEN_FACTORY }),
         TenantsModule,
         AdminModule,
         ProductToursModule,

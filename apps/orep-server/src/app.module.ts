@@ -3,9 +3,9 @@ import { SecretStore } from '@flagship/config';
 import { platformModules } from '@flagship/platform';
 import { EvaluationBudgetReporter } from '@flagship/flag-store';
 import type { OrepServerConfig } from './env.schema';
-import { OREP_SECRETS, orepKeysProvider, type SecretSource } from './keys/orep-keys.provider';
-import { ofrepPushProvider } from './push/ofrep-push.provider';
-import { OrepReadiness, SnapshotReadiness } from './readiness/orep-readiness';
+import { OREP_SECRETS, orepKeysHolderFactory, type SecretSource } from './keys/orep-keys.holder';
+import { ofrepPushHolderFactory } from './push/ofrep-push.holder';
+import { OrepReadiness, FlagsLoadedReadiness } from './readiness/orep-readiness';
 import { SourcesModule } from './sources/sources.module';
 
 /**
@@ -23,14 +23,14 @@ export class AppModule {
           serviceName: 'orep-server',
           // A flag file (or the built-in example) needs neither Postgres nor Redis.
           withoutStores: config.sourceMode !== 'postgres',
-          readiness: [SnapshotReadiness],
+          readiness: [FlagsLoadedReadiness],
           // Keeps async hooks off (see ServiceKitOptions.requestLogging): Nest serves only health,
           // metrics and /docs here, and /healthz, /readyz and /metrics are not access-logged anyway.
           requestLogging: false,
         }),
         SourcesModule.forConfig(config),
       ],
-      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysProvider, SnapshotReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushProvider],
+      providers: [{ provide: OREP_SECRETS, useValue: secrets }, orepKeysHolderFactory, FlagsLoadedReadiness, OrepReadiness, EvaluationBudgetReporter, ofrepPushHolderFactory],
     };
   }
 }

@@ -5,7 +5,7 @@ import { startService } from '@flagship/service-kit';
 import { AppModule } from './app.module';
 import { loadOrepServerConfig } from './env.schema';
 import { installFastPath } from './fast-path/install-fast-path';
-import { startingKeys } from './keys/orep-keys.provider';
+import { startingKeys } from './keys/orep-keys.holder';
 
 void runMain(async () => {
   const config = loadOrepServerConfig(process.env);

@@ -7,7 +7,7 @@ import * as crypto from 'node:crypto';
  */
 
 type OneShotHash = (algorithm: string, data: string, outputEncoding: 'hex') => string;
-// crypto.hash (Node >= 20.12) is about twice as fast as createHash for short inputs; a development
+// crypto.hash (Node >= 20.12) is faster than createHash for short inputs (no Hash object); a development
 // machine may still run an older Node than engines' 24, and @types/node here predates it, hence the
 // feature test.
 const oneShotHash = (crypto as unknown as { hash?: OneShotHash }).hash;

@@ -1,4 +1,4 @@
-import { checkFlagDefinition, clientSideAvailabilityOf, compileFlag, type FlagDefinition, FlagSnapshot, SERVER_ONLY } from './index';
+import { checkFlagDefinition, clientSideAvailabilityOf, compileFlag, type FlagDefinition, LiveFlagSet, SERVER_ONLY } from './index';
 
 const flag = (extra: Partial<FlagDefinition> = {}): FlagDefinition => ({
   key: 'banner',
@@ -24,7 +24,7 @@ describe('clientSideAvailability', () => {
   it('the compiled flag carries what the definition says, from a definition or its JSON text alike', () => {
     const both = { usingEnvironmentId: true, usingMobileKey: true };
     expect(compileFlag(flag({ clientSideAvailability: both })).clientSide).toEqual(both);
-    const snapshot = FlagSnapshot.ofTexts([{ key: 'banner', text: JSON.stringify(flag({ clientSideAvailability: { usingEnvironmentId: true, usingMobileKey: false } })) }]);
+    const snapshot = LiveFlagSet.ofTexts([{ key: 'banner', text: JSON.stringify(flag({ clientSideAvailability: { usingEnvironmentId: true, usingMobileKey: false } })) }]);
     expect(snapshot.get('banner')!.clientSide).toEqual({ usingEnvironmentId: true, usingMobileKey: false });
   });
 

@@ -5,7 +5,7 @@ import type { CompiledFlagResolver, EvaluationContext, EvaluationResult, FlagDef
 /**
  * The flags of one environment, compiled together so that prerequisites resolve to each other.
  * Immutable: when a flag changes, compile a new set and swap the reference (compiling is cheap
- * next to a network round trip, and readers never see a half-updated snapshot).
+ * next to a network round trip, and readers never see a half-updated set).
  */
 export class CompiledFlagSet implements CompiledFlagResolver<CompiledFlag> {
   private constructor(private readonly flags: ReadonlyMap<string, CompiledFlag>) {}

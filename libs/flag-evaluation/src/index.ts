@@ -25,7 +25,7 @@ export { FLAG_TYPES, OPERATORS } from './types';
 export { CompiledFlag, compileFlag, FALLTHROUGH_RULE_ID } from './compile';
 export { clientSideAvailabilityOf, type ClientSideKeyKind, SERVER_ONLY } from './client-side';
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
-export { FlagSnapshot, type FlagText } from './flag-snapshot';
+export { LiveFlagSet, type FlagText } from './live-flag-set';
 export { contextKeyOf } from './evaluator';
 export { ATTR_INVALID, parseAttributeRef, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
 export { bucketValue } from './bucketing';

@@ -3,13 +3,10 @@ import { RE2JS } from 're2js';
 /**
  * `matches` clauses run on re2js, RE2 in JavaScript: linear in the input whatever the pattern, so no
  * stored pattern can hold the event loop (`^(a+)+$` against "aaaa…!" doubled per character on
- * JavaScript's backtracking engine). Measured against the other candidates (docs/benchmarks.md,
- * "Regular expressions"): V8's linear engine (`l` flag) took up to 300 ms for one 1,024-character
- * match of a 400-character pattern, and its fallback after excessive backtracks did not bound a
- * pattern of optional atoms; re2-wasm costs 3 to 6 µs a call to cross into WebAssembly. re2js takes
- * 0.1 to 1 µs on ordinary patterns (JavaScript: 0.04 to 0.1) and at most about 0.4 ms on the worst
- * we found, within the bounds below. It runs in the console's editor too, which checks drafts with
- * this validator.
+ * JavaScript's backtracking engine). Chosen over V8's linear engine (not linear on every pattern,
+ * and its fallback did not bound all of them) and re2-wasm (each call crosses into WebAssembly); the
+ * figures are in docs/benchmarks.md, "Regular expressions". It runs in the console's editor too,
+ * which checks drafts with this validator.
  *
  * Syntax stays JavaScript's: a pattern JavaScript refuses is invalid (a warning, never matches, as
  * LaunchDarkly stores it), and JavaScript-only syntax (`\u00e9`, `[^]`, `(?<name>`) is translated by

@@ -1,5 +1,5 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, FlagSnapshot } from '@flagship/flag-evaluation';
+import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, LiveFlagSet } from '@flagship/flag-evaluation';
 import { CHANNELS, type LoadReason, type LoadRequest, type PubSub, SubscribedCache } from '@flagship/redis';
 import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
 
@@ -16,7 +16,7 @@ export interface HeldFlag {
 /** The flags of one tenant-environment as evaluations see them, with each flag's project. */
 export interface FlagSetView {
   /** Changed in place, one synchronous `apply` per batch, so an evaluation never sees half of one. */
-  readonly set: FlagSnapshot;
+  readonly set: LiveFlagSet;
   /** flag key -> its project (null: none), of refused flags too. */
   readonly projects: ReadonlyMap<string, string | null>;
   /** Flags left out because their definition is over `maxFlagBytes`: key -> its bytes. */
@@ -120,7 +120,7 @@ interface Bounds {
 }
 
 interface FlagSet extends FlagSetView {
-  readonly set: FlagSnapshot;
+  readonly set: LiveFlagSet;
   readonly projects: Map<string, string | null>;
   readonly refused: Map<string, number>;
   readonly rows: Map<string, HeldFlag>;
@@ -134,7 +134,7 @@ interface FlagSet extends FlagSetView {
 
 /**
  * The one in-memory flag store: the flags of many tenant-environments, each compiled flag by flag
- * on first use (FlagSnapshot), kept current over the change feed (`flag-changed`) on the one
+ * on first use (LiveFlagSet), kept current over the change feed (`flag-changed`) on the one
  * mechanism for that, SubscribedCache:
  *
  * - an announced change re-reads that flag alone, at once (eager: push streams listen), and the set
@@ -325,7 +325,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       const lastFullLoadMs = Math.round(performance.now() - started);
       if (flags.length >= 1000) this.logger.log(`loaded ${flags.length} flags of ${id} in ${lastFullLoadMs} ms`);
       const set: FlagSet = {
-        set: FlagSnapshot.of([]),
+        set: LiveFlagSet.of([]),
         projects: new Map(),
         refused: new Map(),
         rows: new Map(),

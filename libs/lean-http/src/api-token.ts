@@ -10,10 +10,8 @@ export type TokenCheck = 'ok' | 'missing' | 'invalid';
  *
  * The comparison is a branch-free loop over the expected key's UTF-16 code units, reading the
  * guess at `i % its length` so that every read is in bounds whatever the guess's length, OR-ing the
- * differences together with the difference of the lengths; nothing exits early. Two earlier versions
- * were measured in the serving loop (tools/bench/orep.ts): SHA-256 of both sides cost about 5 µs
- * per request (OpenSSL 3 sets up a digest context per call), and crypto.timingSafeEqual on a scratch
- * buffer about 1 to 2 µs (fill, UTF-8 write, a call into C++), against a fraction of that here.
+ * differences together with the difference of the lengths; nothing exits early. Hashing both sides or
+ * crypto.timingSafeEqual on a scratch buffer cost several times more per request (docs/decisions/2026-11-29-serving-loop-costs.md).
  */
 export class ApiKeys<T> {
   private readonly entries: ReadonlyArray<readonly [string, T]>;

@@ -5,14 +5,14 @@ export type RequestObserver = Pick<HttpMetrics, 'observe'>;
 
 /**
  * The app's HttpMetrics, fed in batches. Recording one request in prom-client (label hashing, two
- * metric updates) cost 5 to 8 µs of CPU per request when done inside the serving loop, against
- * about 1 µs per request when the same calls run back to back (between requests the code and its
- * maps fall out of the CPU caches). So the evaluation paths only write into preallocated arrays here
+ * metric updates) costs several times more inside the serving loop than when the same calls run back
+ * to back (between requests the code and its maps fall out of the CPU caches; figures in
+ * docs/decisions/2026-11-29-serving-loop-costs.md). So the evaluation paths only write into preallocated arrays here
  * (typed arrays for the numbers: no number is boxed, nothing grows), recorded `flushMs` after the
  * first unrecorded request, when the arrays are full, and always before /metrics is answered, so a
- * scrape never misses a request. Keep `flushMs` short: a flush holds the event loop for about 1 µs
- * per request it records, and every request waiting meanwhile waits that much longer (at 100 ms and
- * 25,000 requests/s the pauses of 2 to 3 ms were what lifted p99 from 4 to 7 ms).
+ * scrape never misses a request. Keep `flushMs` short: a flush holds the event loop in proportion to
+ * the requests it records, and every request waiting meanwhile waits that much longer (a long flush
+ * interval showed in p99).
  */
 export class BufferedMetrics implements RequestObserver {
   private readonly methods: string[];

@@ -22,8 +22,8 @@ const PROBLEM_TYPE = 'application/problem+json';
 /**
  * assignRequestId makes the id (and notes the caller's own, see clientRequestIdOf) and sets it with
  * res.setHeader. Here the header goes into the one writeHead call with the others instead: once
- * setHeader has been used, Node keeps a header map and merges into it, which was measured at
- * 2 to 3 µs per request more than handing writeHead all headers at once.
+ * setHeader has been used, Node keeps a header map and merges into it, which costs more per request
+ * than handing writeHead all headers at once (docs/decisions/2026-11-29-serving-loop-costs.md).
  */
 const NO_HEADERS = { setHeader: (): undefined => undefined } as unknown as ServerResponse;
 

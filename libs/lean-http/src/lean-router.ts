@@ -178,10 +178,8 @@ export class LeanRouter {
    * right after that poll). Answering each request from inside its socket's read callback
    * interleaves our code and the write path of node:http, libuv and the kernel with the read path,
    * request by request, and each of them starts cold; answering them back to back keeps every one
-   * warm. Measured in tools/bench/orep.ts (64 connections, 20-rule flag): 54 to 57 µs of server CPU
-   * per request answered one by one (0.56 to 0.62 of the bare node:http baseline), 27 to 37 µs in
-   * batches (0.97 to 1.13). The wait this adds is the batch itself, under load far shorter than the
-   * queueing it saves (p99 went from 6-13 ms to 3-7 ms), and one turn of the loop when idle.
+   * warm, which about halves the server's CPU per request (docs/decisions/2026-11-29-serving-loop-costs.md). The wait this adds is the batch
+   * itself, under load far shorter than the queueing it saves, and one turn of the loop when idle.
    */
   private pending: Array<Exchange | LeanRoute | string | readonly string[]> = [];
   private drainScheduled = false;

@@ -23,8 +23,11 @@ const isText = (v: unknown): v is string => typeof v === 'string' && v !== '';
 const isOptionalText = (v: unknown): v is string | undefined => v === undefined || isText(v);
 
 /**
- * A flag changed. `environment` absent: a change to the flag's global fields (every environment);
- * `flagKey` absent: re-read every flag of the tenant(-environment).
+ * A flag changed in one environment: management-api's FlagEvents sends one message per environment a
+ * committed write touched (a change to a flag's global fields names every environment), always with
+ * `environment`, `flagKey` and `version`. Flag stores re-read the row and do not read `version`. They
+ * also accept `environment` absent (that flag in every environment) and `flagKey` absent (every flag),
+ * which nothing in the project sends: an operator's hand-typed PUBLISH may.
  */
 export interface FlagChanged {
   tenantId: string;
@@ -57,7 +60,8 @@ export interface SigningKeysChanged {
 
 /**
  * A tenant's balance crossed its low-balance threshold (from above to at or below it): published by the
- * AI gateway after the settlement recording the crossing commits (the durable record is Postgres'
+ * AI gateway after the settlement recording the crossing commits, and by billing-worker's reconciler
+ * after the charge recording it commits (the durable record is Postgres'
  * low_balance_crossings row `crossingId`, so a subscriber that missed the message can read it there).
  * Micro-credits; `crossedAt` ISO 8601.
  */
@@ -103,7 +107,11 @@ export const CHANNELS = {
   signingKeysChanged: defineChannel<SigningKeysChanged>('oauth-signing-keys-changed', (m) =>
     isOptionalText(m.kid) ? (m.kid !== undefined ? { kid: m.kid } : {}) : undefined,
   ),
-  /** Outbound webhooks (and anyone watching a tenant's money) deliver it; see LowBalance. */
+  /**
+   * Published by the AI gateway and billing-worker's usage reconciler after a crossing commits. Nothing
+   * in the project subscribes (there are no outbound webhooks): it is for an operator's own consumers,
+   * and the crossings endpoint (Postgres' low_balance_crossings) is the record; see LowBalance.
+   */
   lowBalance: defineChannel<LowBalance>('low-balance', (m) =>
     isText(m.tenantId) && isText(m.crossingId) && isInteger(m.threshold) && isInteger(m.balance) && isText(m.crossedAt) && !Number.isNaN(Date.parse(m.crossedAt))
       ? { tenantId: m.tenantId, crossingId: m.crossingId, threshold: m.threshold, balance: m.balance, crossedAt: m.crossedAt }

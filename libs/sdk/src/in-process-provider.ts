@@ -8,7 +8,7 @@ import {
   type ResolutionDetails,
   StandardResolutionReasons,
 } from '@openfeature/server-sdk';
-import { evaluationError, type FlagDefinition, FlagSnapshot, openFeatureMetadata, openFeatureReason } from '@flagship/flag-evaluation';
+import { evaluationError, type FlagDefinition, LiveFlagSet, openFeatureMetadata, openFeatureReason } from '@flagship/flag-evaluation';
 import { readServerSentEvents, type ServerSentEvent } from './event-stream';
 import { type FlagshipClientOptions, transportFor } from './flagship.client';
 import { type HttpTransport, sleep } from './http-transport';
@@ -46,7 +46,7 @@ export class FlagshipInProcessProvider implements Provider {
 
   private readonly http: HttpTransport;
   private readonly settings: { initTimeoutMs: number; inactivityTimeoutMs: number; reconnectDelayMs: number; maxReconnectDelayMs: number };
-  private snapshot: FlagSnapshot | undefined;
+  private liveSet: LiveFlagSet | undefined;
   /** key -> the definition's JSON text, to tell which flags a new put changed. */
   private texts = new Map<string, string>();
   private lastEventId: string | undefined;
@@ -110,11 +110,11 @@ export class FlagshipInProcessProvider implements Provider {
 
   /** The evaluation, synchronous (the evaluator is), mapped as orep-server's OFREP answers map it. */
   resolve<T>(flagKey: string, defaultValue: T, context: EvaluationContext, type: ValueType): ResolutionDetails<T> {
-    const snapshot = this.snapshot;
-    if (snapshot === undefined) return failed(defaultValue, ErrorCode.PROVIDER_NOT_READY, 'the flags have not been received yet');
-    const flag = snapshot.get(flagKey);
+    const set = this.liveSet;
+    if (set === undefined) return failed(defaultValue, ErrorCode.PROVIDER_NOT_READY, 'the flags have not been received yet');
+    const flag = set.get(flagKey);
     if (flag === undefined) return failed(defaultValue, ErrorCode.FLAG_NOT_FOUND, `no flag '${flagKey}' in this environment`);
-    const result = snapshot.evaluate(flag, context);
+    const result = set.evaluate(flag, context);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
       return failed(defaultValue, error.code === 'TARGETING_KEY_MISSING' ? ErrorCode.TARGETING_KEY_MISSING : ErrorCode.GENERAL, error.details);
@@ -186,7 +186,7 @@ export class FlagshipInProcessProvider implements Provider {
       if (changed.length > 0 && this.state !== 'not-ready') this.events.emit(ProviderEvents.ConfigurationChanged, { flagsChanged: changed });
     }
     // Anything received with flags held (an event, or the comment after a resumed stream's replay) means current again.
-    if (this.snapshot === undefined) return;
+    if (this.liveSet === undefined) return;
     if (this.state === 'not-ready') {
       this.state = 'ready';
       this.first.resolve(); // initialize resolves; the SDK emits READY itself
@@ -203,21 +203,21 @@ export class FlagshipInProcessProvider implements Provider {
       const texts = new Map(flags.map((f) => [f.key, JSON.stringify(f)]));
       const changed = [...texts].filter(([key, text]) => this.texts.get(key) !== text).map(([key]) => key);
       for (const key of this.texts.keys()) if (!texts.has(key)) changed.push(key);
-      // A new snapshot swapped in at once: no evaluation sees half of it.
-      this.snapshot = FlagSnapshot.of(flags);
+      // A put is a snapshot: a new set swapped in at once, no evaluation sees half of it.
+      this.liveSet = LiveFlagSet.of(flags);
       this.texts = texts;
       return changed;
     }
-    if (this.snapshot === undefined) return undefined; // a patch before any put: the server always sends a put first
+    if (this.liveSet === undefined) return undefined; // a patch before any put: the server always sends a put first
     if (name === 'patch') {
       const flags = (JSON.parse(data) as { flags: FlagDefinition[] }).flags;
-      this.snapshot.apply(flags, []);
+      this.liveSet.apply(flags, []);
       for (const f of flags) this.texts.set(f.key, JSON.stringify(f));
       return flags.map((f) => f.key);
     }
     if (name === 'delete') {
       const keys = (JSON.parse(data) as { keys: string[] }).keys;
-      this.snapshot.apply([], keys);
+      this.liveSet.apply([], keys);
       for (const key of keys) this.texts.delete(key);
       return keys;
     }

@@ -7,8 +7,8 @@ const VALID = /^[A-Za-z0-9._:-]{1,128}$/;
  * New request ids, shaped like UUIDs (every log line and problem `instance` looks alike): a random
  * prefix drawn once per process, then a 48-bit counter. Unique across processes by the prefix's
  * 74 random bits and within one by the counter. A request id names a request in logs; it is not a
- * secret, so it need not be unpredictable, and drawing a random UUID per request cost orep-server's
- * evaluation path about 2 µs of the ~50 µs it spends per request.
+ * secret, so it need not be unpredictable, and drawing a random UUID per request was a visible share
+ * of orep-server's evaluation path (docs/decisions/2026-11-29-serving-loop-costs.md).
  */
 export class RequestIds {
   private readonly prefix = randomUUID().slice(0, 24);

@@ -29,7 +29,7 @@ export interface ServiceKitOptions {
    * Access logs and request-bound loggers for the routes Nest serves (default on). nestjs-pino binds
    * each request's logger with an AsyncLocalStorage, and on Node 20 the first such request switches
    * async hooks on for the whole process, for good: every later async step of every request pays
-   * for them, about 2 µs of orep-server's ~50 µs evaluation request, which never goes through Nest.
+   * for them, orep-server's evaluation requests too, which never go through Nest (docs/decisions/2026-11-29-serving-loop-costs.md).
    * orep-server turns this off; its Nest routes are health, metrics and the OpenAPI page.
    */
   requestLogging?: boolean;

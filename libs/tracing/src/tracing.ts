@@ -71,11 +71,11 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     };
     sampler = { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio), remoteParentSampled: drawn, remoteParentNotSampled: drawn }) };
   }
-  const provider = new NodeTracerProvider({ resource, ...sampler, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  const tracerProvider = new NodeTracerProvider({ resource, ...sampler, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   // W3C traceparent/baggage in and out; AsyncLocalStorage carries the active span.
-  provider.register();
+  tracerProvider.register();
   registerInstrumentations({
-    tracerProvider: provider,
+    tracerProvider,
     instrumentations: [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? '').split('?', 1)[0]!),
@@ -103,7 +103,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
     // The instrumentation names the span METHOD route when the response ends.
     if (rpc?.type === RPCType.HTTP) rpc.route = route;
   };
-  running = { api, tracer: api.trace.getTracer('flagship'), setRoute, shutdown: () => provider.shutdown() };
+  running = { api, tracer: api.trace.getTracer('flagship'), setRoute, shutdown: () => tracerProvider.shutdown() };
   return true;
 }
 

@@ -31,7 +31,8 @@ interface Counted {
 /**
  * One batch's counts in one command: for each request, KEYS[2i-1] (requests) += 1 and KEYS[2i]
  * (tokens) += ARGV[i+1], both kept for ARGV[1] ms; answers the counts after, two per request.
- * Four commands per request in a pipeline cost the gateway about 5% of its CPU in ioredis alone.
+ * One command per batch rather than four per request: ioredis' per-command cost showed in the gateway's
+ * CPU (docs/decisions/2026-11-29-gateway-hot-path.md).
  */
 const TAKE = new LuaScript(`
 local out = {}

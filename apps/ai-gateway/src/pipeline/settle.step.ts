@@ -28,15 +28,14 @@ export interface SettleStepOptions {
  * (Postgres down) is retried for as long as a Postgres restart takes (`retries` times, waits growing by
  * `retryDelayMs` up to `maxRetryDelayMs`: about 77 s by default), then left `pending` for
  * billing-worker's reconciler, which charges it the reserved estimate (the row was stamped "upstream
- * called" before its answer went out) and says so; the client's answer never waits for it. (Three tries over 3 s were given up on while Postgres recovered from a crash:
- * answered requests left unbilled, ledger-crash.e2e-spec.) Only the requests under way when Postgres
- * went away wait here: while it is down, new ones fail at their reservation (503). Settlements gather for
- * `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they are written: at a steady rate each request
- * otherwise settled in a statement of its own, taking its tenant's balance row lock (and a Postgres
- * round trip) once more per request, right when the next request's reservation wanted it; gathered
- * for 20 ms, p50 and p99 at 200 req/s fell in 4 of 5 interleaved rounds (tools/bench). The row stays
- * `pending` and the estimate held that much longer; a crash meanwhile leaves it to the reconciler,
- * as before.
+ * called" before its answer went out) and says so; the client's answer never waits for it; the retries
+ * outlast a Postgres crash recovery, so answered requests are not left unbilled (ledger-crash.e2e-spec).
+ * Only the requests under way when Postgres went away wait here: while it is down, new ones fail at
+ * their reservation (503). Settlements gather for `gatherMs` (GATEWAY_SETTLE_GATHER_MS) before they
+ * are written, so a tenant's balance row lock is taken once per window rather than once per request,
+ * when the next request's reservation wants it (figures: docs/decisions/2026-11-29-gateway-hot-path.md).
+ * The row stays `pending` and the estimate held that much longer; a crash meanwhile leaves it to the
+ * reconciler.
  * A settlement batch that takes a tenant's balance across its low-balance threshold records the
  * crossing in the same statement; `onCrossings` hears of it once that statement has committed.
  * Also the way back for a reservation whose request was refused after all (a 429 from the rate limit

@@ -8,8 +8,8 @@ const MAX_CACHED = 50_000;
 
 /**
  * Step 1: the bearer token, a client-credentials access token of this service (issuer and audience
- * from OAUTH_ISSUER / OAUTH_AUDIENCE), through libs/oauth's verifier. ES256 verification costs
- * about 100 µs, so a token is verified once and its principal cached until its `exp`; revocation
+ * from OAUTH_ISSUER / OAUTH_AUDIENCE), through libs/oauth's verifier. ES256 verification is slow next
+ * to a map lookup, so a token is verified once and its principal cached until its `exp`; revocation
  * is still checked on every request, against the verifier's in-memory revocation set (fed by the
  * `client-revoked` channel), which costs no I/O. A valid token without the `ai:invoke` scope is
  * refused with 403 `insufficient_scope`: a client made for flags must not spend the tenant's credits.

@@ -18,13 +18,13 @@ import { TenantAccessResolver } from './tenant-access.resolver';
  */
 @Module({})
 export class AuthModule {
-  static forRoot(idpMode: string, clientTokens: { imports: DynamicModule['imports']; provider: Provider }): DynamicModule {
+  static forRoot(idpMode: string, clientTokens: { imports: DynamicModule['imports']; factory: Provider }): DynamicModule {
     return {
       module: AuthModule,
       global: true,
       imports: [UsersModule, TenantsModule, DevIdpModule.forMode(idpMode), ...(clientTokens.imports ?? [])],
       controllers: [AuthController],
-      providers: [AuthService, IdTokenVerifier, IdentityProviderAdapter, AuthenticationGuard, AuthorizationGuard, TenantAccessResolver, clientTokens.provider],
+      providers: [AuthService, IdTokenVerifier, IdentityProviderAdapter, AuthenticationGuard, AuthorizationGuard, TenantAccessResolver, clientTokens.factory],
       exports: [AuthenticationGuard, AuthorizationGuard, TenantAccessResolver, IdTokenVerifier],
     };
   }

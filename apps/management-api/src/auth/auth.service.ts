@@ -65,7 +65,7 @@ export class AuthService {
     const claims = await this.idTokens.verify(idToken);
     const user = await this.users.findBySubject(claims.subject);
     if (!user) throw new ProblemException(AuthProblems['user-not-found'], 'No account for this identity; sign up first.');
-    await this.users.touch(user.id, claims.provider);
+    await this.users.touch(user.id, claims.signInProvider);
     return this.bootstrap(user, 'Logged in.', requestedTenant);
   }
 
@@ -77,12 +77,12 @@ export class AuthService {
     const providerName = dto.providerName.toLowerCase();
     if (!accepts(providerName)) throw validationProblem({ providerName: `does not name a ${segment} provider` });
     const claims = await this.idTokens.verify(dto.idToken);
-    if (claims.provider !== null && sameProvider(claims.provider) !== sameProvider(providerName)) {
-      throw new ProblemException(AuthProblems['provider-mismatch'], `The ID token was issued for ${claims.provider}, not ${dto.providerName}.`);
+    if (claims.signInProvider !== null && sameSignInProvider(claims.signInProvider) !== sameSignInProvider(providerName)) {
+      throw new ProblemException(AuthProblems['provider-mismatch'], `The ID token was issued for ${claims.signInProvider}, not ${dto.providerName}.`);
     }
     let user = await this.users.findBySubject(claims.subject);
     if (user) await this.users.touch(user.id, dto.providerName);
-    else user = await this.createOrClaim({ ...claims, provider: dto.providerName });
+    else user = await this.createOrClaim({ ...claims, signInProvider: dto.providerName });
     return this.bootstrap(user, 'Signed in.', requestedTenant);
   }
 
@@ -110,7 +110,7 @@ export class AuthService {
           // The e-mail belongs to another identity (another provider account): one e-mail, one user.
           throw new ProblemException(AuthProblems['already-signed-up'], 'This e-mail is signed up with another sign-in method; use that one.');
         }
-        const user = await this.users.create(m, { idpSubject: claims.subject, email: claims.email, displayName: claims.name, signInProvider: claims.provider });
+        const user = await this.users.create(m, { idpSubject: claims.subject, email: claims.email, displayName: claims.name, signInProvider: claims.signInProvider });
         await this.tenantsService.createWithAdmin(m, user, {
           name: `${claims.name || claims.email.split('@')[0]}'s workspace`,
           primaryEmail: claims.email,
@@ -148,5 +148,5 @@ export class AuthService {
   }
 }
 
-/** `google.com` and `google` name the same provider; `oidc.acme` stays as it is. */
-const sameProvider = (name: string): string => name.toLowerCase().replace(/\.com$/, '');
+/** `google.com` and `google` name the same sign-in provider; `oidc.acme` stays as it is. */
+const sameSignInProvider = (name: string): string => name.toLowerCase().replace(/\.com$/, '');

@@ -11,7 +11,7 @@ export interface IdentityClaims {
   email: string;
   name: string;
   /** `firebase.sign_in_provider` when the token has one (google.com, github.com, password...). */
-  provider: string | null;
+  signInProvider: string | null;
   /**
    * `email_verified === true`: the provider checked that the person owns the e-mail. Anything else
    * (false, absent, "true") is unverified: such an e-mail may not decide who someone is (sign-up,
@@ -72,7 +72,7 @@ export class IdTokenVerifier {
         subject: payload.sub,
         email: payload['email'],
         name: typeof payload['name'] === 'string' ? payload['name'] : '',
-        provider: typeof firebase?.sign_in_provider === 'string' ? firebase.sign_in_provider : null,
+        signInProvider: typeof firebase?.sign_in_provider === 'string' ? firebase.sign_in_provider : null,
         emailVerified: payload['email_verified'] === true,
         expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity,
       };

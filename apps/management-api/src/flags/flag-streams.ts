@@ -11,7 +11,7 @@ import { AuthProblems, BEARER_CHALLENGE } from '../auth/auth.errors';
 import { TenantAccessResolver, type TenantPrincipal } from '../auth/tenant-access.resolver';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsService } from '../environments/environments.service';
-import { type FeedStream, FlagFeeds } from './flag-feeds';
+import { type GroupedStream, FlagStreamGroups } from './flag-stream-groups';
 import { type AccessedStream, FlagStreamAccess } from './flag-stream-access';
 import { type AdmittedStream, flagStreamBounds, type StreamBound } from './flag-stream-admission';
 import { FlagProblems } from './flags.errors';
@@ -23,7 +23,7 @@ const RETRY_AFTER_S = 5;
 /** Why the server ended a stream: the `end` event's reason. */
 export type StreamEnd = 'access-withdrawn' | 'credential-expired' | 'max-age' | 'shed' | 'shutdown';
 
-interface Stream extends AdmittedStream, AccessedStream, FeedStream {
+interface Stream extends AdmittedStream, AccessedStream, GroupedStream {
   /** What an unanswered stream the server ended is refused with, when its reason alone does not say. */
   refusal?: ProblemException;
 }
@@ -36,14 +36,14 @@ const planOf = (p: TenantPrincipal): Plan => (isPlan(p.caller.plan) ? p.caller.p
  * hub admits by flagStreamBounds (per plan, person, client, /64 and process, shedding the newest
  * free-plan stream for a paid one), heartbeats, cuts off a consumer past
  * FLAG_STREAM_MAX_BUFFER_BYTES, paces the put, and ends a stream at its token's expiry or
- * FLAG_STREAM_MAX_AGE_SECONDS; FlagFeeds carries the flag store's changes and the replay window;
+ * FLAG_STREAM_MAX_AGE_SECONDS; FlagStreamGroups carries the flag store's changes and the replay window;
  * FlagStreamAccess ends a stream whose caller loses access. The server tells every end with an
  * `end` event naming why, then the client reconnects.
  */
 @Injectable()
 export class FlagStreams implements OnModuleDestroy {
   private readonly hub: SseHub<Stream, StreamEnd>;
-  private readonly feeds: FlagFeeds<Stream>;
+  private readonly groups: FlagStreamGroups<Stream>;
   private readonly access: FlagStreamAccess<Stream>;
   private readonly maxAgeMs: number;
 
@@ -63,7 +63,7 @@ export class FlagStreams implements OnModuleDestroy {
       endFrame: (reason) => `event: end\ndata: {"reason":"${reason}"}\n\n`,
       onCutOff: (s, unsent) => logger.warn(`a flag-data stream of tenant ${s.tenantId} was closed: its client left ${unsent} bytes unread`),
     });
-    this.feeds = new FlagFeeds(store, this.hub);
+    this.groups = new FlagStreamGroups(store, this.hub);
     this.access = new FlagStreamAccess(pubsub, resolver, {
       streams: () => this.hub.streams(),
       ended: (s) => this.hub.endedWhy(s) !== undefined,
@@ -80,7 +80,7 @@ export class FlagStreams implements OnModuleDestroy {
     this.access.close();
     // Open streams would hold the server's close until the grace period: they end now, and clients reconnect elsewhere.
     this.hub.close('shutdown');
-    this.feeds.close();
+    this.groups.close();
   }
 
   /**
@@ -98,9 +98,9 @@ export class FlagStreams implements OnModuleDestroy {
     const expiresIn = principal.expiresAt - now;
     this.hub.deadline(stream, now + Math.max(0, Math.min(expiresIn, this.maxAgeMs)), expiresIn < this.maxAgeMs ? 'credential-expired' : 'max-age');
     this.access.opened(stream, now);
-    let joined: Awaited<ReturnType<FlagFeeds<Stream>['join']>>;
+    let joined: Awaited<ReturnType<FlagStreamGroups<Stream>['join']>>;
     try {
-      joined = await this.feeds.join(tenantId, await this.environments.resolve(tenantId, requestedEnvironment));
+      joined = await this.groups.join(tenantId, await this.environments.resolve(tenantId, requestedEnvironment));
     } catch (err) {
       this.hub.release(stream);
       throw err;
@@ -108,7 +108,7 @@ export class FlagStreams implements OnModuleDestroy {
     const ended = this.hub.endedWhy(stream);
     if (ended !== undefined) throw stream.refusal ?? (ended === 'credential-expired' ? new ProblemException(AuthProblems['invalid-token'], 'The token expired.', {}, BEARER_CHALLENGE) : this.full());
     if (req.socket.destroyed) return this.hub.release(stream);
-    const { feed, view } = joined;
+    const { group, view } = joined;
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache, no-transform');
@@ -116,10 +116,10 @@ export class FlagStreams implements OnModuleDestroy {
     req.socket.setNoDelay(true);
     res.flushHeaders();
     this.hub.attach(stream, res);
-    this.feeds.listen(feed, stream);
-    res.on('close', () => this.feeds.leave(feed, stream));
-    const replay = feed.since(lastEventId);
-    if (replay === undefined) return void this.feeds.sendPut(feed, stream, view);
+    this.groups.listen(group, stream);
+    res.on('close', () => this.groups.leave(group, stream));
+    const replay = group.since(lastEventId);
+    if (replay === undefined) return void this.groups.sendPut(group, stream, view);
     for (const e of replay) this.hub.write(stream, e.frame);
     // A comment at once: a resumed client with nothing to replay knows it is current without waiting for a heartbeat.
     this.hub.write(stream, ':\n\n');

@@ -22,8 +22,8 @@ export function clientTokenAdapter(verifier: AccessTokenVerifier): ClientTokenPo
   };
 }
 
-/** `AuthModule.forRoot(mode, { imports: [], provider: CLIENT_TOKEN_PROVIDER })`, with OAuthFeatureModule imported by the app. */
-export const CLIENT_TOKEN_PROVIDER: FactoryProvider<ClientTokenPort> = {
+/** `AuthModule.forRoot(mode, { imports: [], factory: CLIENT_TOKEN_FACTORY })`, with OAuthFeatureModule imported by the app. */
+export const CLIENT_TOKEN_FACTORY: FactoryProvider<ClientTokenPort> = {
   provide: CLIENT_TOKEN_PORT,
   inject: [AccessTokenVerifier],
   useFactory: clientTokenAdapter,

@@ -75,9 +75,9 @@ export class EvaluateHandler {
     const parsed = parseEvaluateRequest(text);
     if (!parsed.ok) return x.problem(parsed.problem, parsed.detail, parsed.errors ? { errors: parsed.errors } : undefined);
     const { defaultValue, type, context } = parsed.request;
-    const snapshot = this.source.snapshot;
-    if (snapshot === null) return notReady(x);
-    const flag = snapshot.get(key);
+    const set = this.source.liveSet;
+    if (set === null) return notReady(x);
+    const flag = set.get(key);
     if (flag === undefined || !visibleTo(flag, caller)) return x.json(200, errorBody(key, defaultValue, false, 'FLAG_NOT_FOUND', `no flag '${key}'`));
     if (flag.type !== type) {
       return x.json(
@@ -85,7 +85,7 @@ export class EvaluateHandler {
         errorBody(key, defaultValue, flag.enabled, 'TYPE_MISMATCH', `flag '${key}' is of type ${flag.type ?? 'unknown'}, not ${type}`),
       );
     }
-    const result = snapshot.evaluate(flag, context);
+    const result = set.evaluate(flag, context);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
       return x.json(200, errorBody(key, defaultValue, result.enabled, error.code, error.details));

@@ -6,7 +6,7 @@ export { evaluationError, ofrepReason };
 /**
  * JSON of the answers, cached per evaluation result. The evaluator returns results built once per
  * compiled flag and shared between calls, so the answer for each is serialised once and the hot
- * path only looks it up. The cache is weak: results of replaced snapshots are collected with them.
+ * path only looks it up. The cache is weak: results of replaced flag sets are collected with them.
  */
 export class OfrepResponses {
   private readonly bodies = new WeakMap<EvaluationResult, string>();

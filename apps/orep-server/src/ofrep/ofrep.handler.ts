@@ -50,18 +50,18 @@ export class OfrepHandler {
 
   /** Whether flags are loaded (before, every OFREP route answers 503). */
   get ready(): boolean {
-    return this.source.snapshot !== null;
+    return this.source.liveSet !== null;
   }
 
   /** POST /ofrep/v1/evaluate/flags/{key}; a flag `caller` may not see is answered exactly as a missing one. */
   evaluateOne(x: Exchange, key: string, text: string, caller: Caller): void {
     const request = parseOfrepRequest(text);
     if (!request.ok) return x.json(400, failure(key, request.errorCode, request.details));
-    const snapshot = this.source.snapshot;
-    if (snapshot === null) return notReady(x);
-    const flag = snapshot.get(key);
+    const set = this.source.liveSet;
+    if (set === null) return notReady(x);
+    const flag = set.get(key);
     if (flag === undefined || !visibleTo(flag, caller)) return x.json(404, failure(key, 'FLAG_NOT_FOUND', `no flag '${key}'`));
-    const result = snapshot.evaluate(flag, request.context);
+    const result = set.evaluate(flag, request.context);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
       return x.json(400, failure(key, error.code, error.details));
@@ -80,8 +80,8 @@ export class OfrepHandler {
   evaluateAll(x: Exchange, text: string, caller: Caller): void {
     const request = parseOfrepRequest(text);
     if (!request.ok) return x.json(400, JSON.stringify({ errorCode: request.errorCode, errorDetails: request.details }));
-    const snapshot = this.source.snapshot;
-    if (snapshot === null) return notReady(x);
+    const set = this.source.liveSet;
+    if (set === null) return notReady(x);
     // Every flag would fail alike (the evaluator refuses a context without a key), so say it once.
     if (contextKeyOf(request.context) === undefined) {
       return x.json(
@@ -90,7 +90,7 @@ export class OfrepHandler {
       );
     }
     const items: string[] = [];
-    for (const flag of snapshot.values()) if (visibleTo(flag, caller)) items.push(this.responses.bulkItem(flag, snapshot.evaluate(flag, request.context)));
+    for (const flag of set.values()) if (visibleTo(flag, caller)) items.push(this.responses.bulkItem(flag, set.evaluate(flag, request.context)));
     const push = this.push;
     let body: string;
     if (push === undefined) body = `{"flags":[${items.join(',')}]}`;

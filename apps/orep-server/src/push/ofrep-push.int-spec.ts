@@ -60,7 +60,7 @@ describe('OFREP push', () => {
     return (res.body as { eventStreams: Array<{ url: string }> }).eventStreams[0]!.url;
   };
 
-  /** A just-opened stream may first get the last change (RefetchFeed.freshConnectMs): let it arrive. */
+  /** A just-opened stream may first get the last change (RefetchEvents.freshConnectMs): let it arrive. */
   const settle = () => new Promise((r) => setTimeout(r, 150));
 
   const subscribed = (app: RunningApp) => f.subscribed(app);

@@ -4,7 +4,7 @@ import type { Exchange } from '@flagship/lean-http';
 import { clientAddress } from '@flagship/service-kit';
 import type { Caller, OrepKeys } from '../keys/orep-keys';
 import type { FlagSource } from '../sources/flag-source';
-import { REFETCH_FEED_DEFAULTS, RefetchFeed, type RefetchFeedOptions } from './refetch-feed';
+import { REFETCH_EVENTS_DEFAULTS, RefetchEvents, type RefetchEventsOptions } from './refetch-events';
 import { SseHub, type SseHubOptions } from './sse-hub';
 import { SseTokens } from './sse-token';
 
@@ -25,7 +25,7 @@ export interface OfrepPushOptions extends SseHubOptions {
   trustProxy: number;
   /** The keys in force: a stream is tied to the one that opened it (or minted its URL). */
   keys: OrepKeys;
-  feed?: RefetchFeedOptions;
+  refetches?: RefetchEventsOptions;
 }
 
 /** Who opened a stream, and until when (a URL token's expiry, ms since the epoch). */
@@ -50,10 +50,10 @@ const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 /**
  * OFREP push (ADR-0008): the bulk answer's `eventStreams` (and `refreshConnections`, the ADR's earlier
  * name), the SSE route that tells providers to re-fetch, and the `flagConfigEtag` rule of the bulk
- * route. Everything here reads the FlagSource through its interface only (snapshot, onChange).
+ * route. Everything here reads the FlagSource through its interface only (liveSet, onChange).
  */
 export class OfrepPush {
-  readonly feed: RefetchFeed;
+  readonly refetches: RefetchEvents;
   readonly hub: SseHub;
   private readonly tokens: SseTokens;
   private readonly unsubscribeKeys: () => void;
@@ -63,7 +63,7 @@ export class OfrepPush {
     private readonly options: OfrepPushOptions,
   ) {
     this.hub = new SseHub(options);
-    this.feed = new RefetchFeed(source, this.hub, options.feed ?? REFETCH_FEED_DEFAULTS);
+    this.refetches = new RefetchEvents(source, this.hub, options.refetches ?? REFETCH_EVENTS_DEFAULTS);
     this.tokens = new SseTokens(options.secret, options.scope, options.tokenTtlS);
     // A key rotated out withdraws access: what it opened ends now, not at its token's expiry.
     this.unsubscribeKeys = options.keys.onRevoked((keyIds) => this.hub.endKeys(keyIds));
@@ -101,7 +101,7 @@ export class OfrepPush {
     this.hub.attach(stream, res);
     this.hub.write(stream, OPENING);
     const lastEventId = x.req.headers['last-event-id'];
-    for (const event of this.feed.replayAfter(typeof lastEventId === 'string' ? lastEventId : undefined)) this.hub.write(stream, event.frame);
+    for (const event of this.refetches.replayAfter(typeof lastEventId === 'string' ? lastEventId : undefined)) this.hub.write(stream, event.frame);
   }
 
   /** The JSON of `[{type: "sse", url, inactivityDelaySec}]` for a bulk answer to `req`, whose key is `caller`'s. */
@@ -133,14 +133,14 @@ export class OfrepPush {
     const query = queryOf(url);
     if (query === undefined) return true;
     const etag = query.get('flagConfigEtag') ?? query.get('sseEtag');
-    if (etag !== null && etag !== '' && etag !== this.feed.etag) return false;
+    if (etag !== null && etag !== '' && etag !== this.refetches.etag) return false;
     const lastModified = parseLastModified(query.get('flagConfigLastModified') ?? query.get('sseLastModified'));
-    return lastModified === undefined || lastModified <= Math.floor(this.feed.version / 1000);
+    return lastModified === undefined || lastModified <= Math.floor(this.refetches.version / 1000);
   }
 
   close(): void {
     this.unsubscribeKeys();
-    this.feed.close();
+    this.refetches.close();
     this.hub.close();
   }
 

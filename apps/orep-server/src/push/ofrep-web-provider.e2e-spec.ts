@@ -160,7 +160,7 @@ jest.setTimeout(60000);
     expect(streams[0]).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${(app.address() as AddressInfo).port}/ofrep/v1/events\\?token=`));
 
     // The stream's first event may be the initial load (a first connection is told of a recent
-    // change, RefetchFeed.freshConnectMs); the provider's re-fetch for it finds nothing new.
+    // change, RefetchEvents.freshConnectMs); the provider's re-fetch for it finds nothing new.
     await new Promise((r) => setTimeout(r, 500));
     const fetchedBefore = requested.filter((u) => u.includes('/ofrep/v1/evaluate/flags')).length;
     write('bonjour');

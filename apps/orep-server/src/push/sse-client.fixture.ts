@@ -29,7 +29,7 @@ export class RawSse {
         sse.status = res.statusCode ?? 0;
         sse.headers = res.headers;
         res.setEncoding('utf8');
-        res.on('data', (chunk: string) => sse.feed(chunk));
+        res.on('data', (chunk: string) => sse.take(chunk));
         res.on('close', () => (sse.ended = true));
         res.on('error', () => (sse.ended = true));
         resolve(sse);
@@ -47,7 +47,7 @@ export class RawSse {
     this.res?.destroy();
   }
 
-  private feed(chunk: string): void {
+  private take(chunk: string): void {
     this.rest += chunk;
     let end: number;
     while ((end = this.rest.indexOf('\n\n')) >= 0) {

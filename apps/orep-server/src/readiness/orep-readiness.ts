@@ -8,23 +8,23 @@ import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 
 type CheckDetail = { status: 'up' | 'down'; [detail: string]: unknown };
 
-/** For the shared HealthController: ready exactly when a snapshot is loaded. */
+/** For the shared HealthController: ready exactly when flags are loaded (its check keeps the name `snapshot`, which /readyz reports). */
 @Injectable()
-export class SnapshotReadiness implements ReadinessCheck {
+export class FlagsLoadedReadiness implements ReadinessCheck {
   readonly name = 'snapshot';
 
   constructor(@Inject(FLAG_SOURCE) private readonly source: FlagSource) {}
 
   async check(): Promise<void> {
-    if (this.source.snapshot === null) throw new Error('no flags loaded yet');
+    if (this.source.liveSet === null) throw new Error('no flags loaded yet');
   }
 }
 
 /**
  * This app's /readyz. Unlike the other apps, orep-server stays ready while Postgres or Redis is down:
- * it serves its last good snapshot, and taking it out of a load balancer then would turn a
+ * it serves its last good flags, and taking it out of a load balancer then would turn a
  * dependency outage into an evaluation outage. So: 200 whenever flags are loaded, with the state of
- * each dependency and the snapshot's age in the details; 503 only before the first load.
+ * each dependency and the flags' age in the details (under `snapshot`, a name kept for its readers); 503 only before the first load.
  * (The fast path answers GET /readyz with this; service-kit's HealthController would 503 on any
  * dependency, and its ReadinessCheck cannot carry details into a 200.)
  */
@@ -37,12 +37,12 @@ export class OrepReadiness {
   ) {}
 
   async details(): Promise<{ ready: boolean; checks: Record<string, CheckDetail> }> {
-    const snapshot = this.source.snapshot;
+    const set = this.source.liveSet;
     const status = this.source.status();
     const syncedAt = typeof status.syncedAt === 'string' ? status.syncedAt : status.loadedAt;
     const checks: Record<string, CheckDetail> = {
       snapshot: {
-        status: snapshot ? 'up' : 'down',
+        status: set ? 'up' : 'down',
         ...status,
         ...(syncedAt !== undefined ? { ageSeconds: Math.max(0, Math.round((Date.now() - Date.parse(syncedAt)) / 100) / 10) } : {}),
       },
@@ -58,7 +58,7 @@ export class OrepReadiness {
         }
       }),
     );
-    return { ready: snapshot !== null, checks };
+    return { ready: set !== null, checks };
   }
 
   /** Public port: the status alone; the internal port (METRICS_PORT): the details too. */

@@ -2,7 +2,7 @@ import { Logger, type OnModuleInit } from '@nestjs/common';
 import exampleFlags from '../../flags.example.json';
 import { validateFlagFile } from './flag-file';
 import { type FlagSource, type FlagSourceStatus, type FlagsChangedListener } from './flag-source';
-import { FlagSnapshot } from '@flagship/flag-evaluation';
+import { LiveFlagSet } from '@flagship/flag-evaluation';
 
 /**
  * The example flags built into the app (apps/orep-server/flags.example.json), served when neither
@@ -11,16 +11,16 @@ import { FlagSnapshot } from '@flagship/flag-evaluation';
  */
 export class EmbeddedFlagSource implements FlagSource, OnModuleInit {
   private readonly logger = new Logger('EmbeddedFlagSource');
-  private current: FlagSnapshot | null = null;
+  private current: LiveFlagSet | null = null;
   private loadMs = 0;
 
-  get snapshot(): FlagSnapshot | null {
+  get liveSet(): LiveFlagSet | null {
     return this.current;
   }
 
   onModuleInit(): void {
     const started = performance.now();
-    this.current = FlagSnapshot.of(validateFlagFile(exampleFlags).flags);
+    this.current = LiveFlagSet.of(validateFlagFile(exampleFlags).flags);
     this.loadMs = Math.round(performance.now() - started);
     this.logger.warn(
       `serving the ${this.current.size} built-in example flags (set OREP_FLAGS_FILE or OREP_TENANT_ID to serve real ones)`,

@@ -6,7 +6,7 @@ import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/c
 import { ConfigError } from '@flagship/config';
 import { type FlagFile, type FlagFileBounds, type LazyFlagFile, readFlagFile } from './flag-file';
 import { type FlagSource, type FlagSourceStatus, FlagsChangedListeners, type FlagsChangedListener } from './flag-source';
-import { FlagSnapshot } from '@flagship/flag-evaluation';
+import { LiveFlagSet } from '@flagship/flag-evaluation';
 
 export interface FileFlagSourceOptions {
   path: string;
@@ -36,7 +36,7 @@ const FILE_BYTES_PER_FLAG_BYTE = 4;
 export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('FileFlagSource');
   private readonly path: string;
-  private current: FlagSnapshot | null = null;
+  private current: LiveFlagSet | null = null;
   private meta: Omit<FlagFile, 'flags'> | undefined;
   private lastDigest = '';
   private lastStat = '';
@@ -59,7 +59,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     return this.listeners.add(listener);
   }
 
-  get snapshot(): FlagSnapshot | null {
+  get liveSet(): LiveFlagSet | null {
     return this.current;
   }
 
@@ -136,7 +136,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
     }
   }
 
-  /** One attempt: the new snapshot is swapped in, or the error is logged and returned. */
+  /** One attempt: the new set is swapped in, or the error is logged and returned. */
   private async load(): Promise<Error | undefined> {
     const started = performance.now();
     let text: string;
@@ -163,7 +163,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
       return this.refuse(`holds the flags of tenant ${file.tenantId}, not of OREP_TENANT_ID ${expectedTenant}`);
     }
     const previous = this.current;
-    this.current = FlagSnapshot.ofTexts(file.flags);
+    this.current = LiveFlagSet.ofTexts(file.flags);
     this.meta = { version: file.version, tenantId: file.tenantId, environment: file.environment, generatedAt: file.generatedAt };
     this.lastDigest = digest;
     this.lastError = undefined;

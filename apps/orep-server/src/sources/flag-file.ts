@@ -76,9 +76,9 @@ export type LazyFlagFile = Omit<FlagFile, 'flags'> & { flags: FlagFileEntry[] };
 /**
  * parseFlagFile's checks, keeping each flag as its JSON text rather than as objects: each flag is
  * parsed on its own, validated, and dropped, and its text (a slice of the file's, which V8 does not
- * copy) is what the snapshot keeps until the flag is first evaluated. Parsing the whole document at
- * once held the text, every flag's objects and the garbage of validating them at the same time: at
- * 100,000 flags (a 40 MB file) orep-server peaked at 300 MB resident, against a 300 MB budget. Files
+ * copy) is what the LiveFlagSet keeps until the flag is first evaluated. Parsing the whole document at
+ * once held the text, every flag's objects and the garbage of validating them at the same time, which
+ * at 100,000 flags reached orep-server's memory budget (docs/decisions/2026-11-29-flag-evaluation-costs.md). Files
  * the splitter does not follow (see splitFlags) take that path still, with the same outcome.
  */
 export function readFlagFile(text: string, bounds: FlagFileBounds = UNBOUNDED): LazyFlagFile {

@@ -1,10 +1,10 @@
 import type { FlagSourceMode } from '../env.schema';
-import type { FlagSnapshot } from '@flagship/flag-evaluation';
+import type { LiveFlagSet } from '@flagship/flag-evaluation';
 
 /** Injection token of the app's one FlagSource. */
 export const FLAG_SOURCE = Symbol('FLAG_SOURCE');
 
-/** What /readyz tells about a source, besides whether it has a snapshot. */
+/** What /readyz tells about a source, besides whether it has flags loaded. */
 export interface FlagSourceStatus {
   kind: FlagSourceMode;
   /** When the flags being served last changed (ISO 8601), if any are loaded. */
@@ -13,7 +13,7 @@ export interface FlagSourceStatus {
   syncedAt?: string;
   /** How long the last full load took (read, parse, validate, compile), in ms. */
   lastFullLoadMs?: number;
-  /** The last failure to load or refresh, while the previous snapshot keeps being served. */
+  /** The last failure to load or refresh, while the flags loaded before keep being served. */
   lastError?: { at: string; message: string };
   /** Anything else worth showing (file path, tenant, environment...). */
   [detail: string]: unknown;
@@ -23,7 +23,7 @@ export interface FlagSourceStatus {
 export interface FlagsChanged {
   /** undefined: a whole new set (first load, file reload), so any flag may differ. */
   keys: readonly string[] | undefined;
-  /** When the change was applied (ms since the epoch); the snapshot's `updatedAt`. */
+  /** When the change was applied (ms since the epoch); the live set's `updatedAt`. */
   at: number;
 }
 
@@ -50,17 +50,18 @@ export class FlagsChangedListeners {
 }
 
 /**
- * Where the flags come from. A source keeps a compiled snapshot (the file source swaps in a new one
- * per reload, the Postgres source changes its one in place, a batch at a time); the evaluation paths
- * read `snapshot` on every request and never wait on I/O.
+ * Where the flags come from. A source keeps a LiveFlagSet (each flag compiled on first use): the file
+ * source swaps in a new one per reload, the Postgres source holds the flag store's one, which the store
+ * changes in place a batch at a time; the evaluation paths read `liveSet` on every request and never
+ * wait on I/O.
  */
 export interface FlagSource {
   /** null only until the first successful load. */
-  readonly snapshot: FlagSnapshot | null;
+  readonly liveSet: LiveFlagSet | null;
   status(): FlagSourceStatus;
   /**
-   * `listener` runs after every change to `snapshot` is applied (synchronously after it, so what it
-   * reads is the changed snapshot). Returns the unsubscribe.
+   * `listener` runs after every change to `liveSet` is applied (synchronously after it, so what it
+   * reads is the changed set). Returns the unsubscribe.
    */
   onChange(listener: FlagsChangedListener): () => void;
 }

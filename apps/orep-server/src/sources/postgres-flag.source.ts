@@ -1,5 +1,5 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { FlagSnapshot } from '@flagship/flag-evaluation';
+import type { LiveFlagSet } from '@flagship/flag-evaluation';
 import { FlagStore, type FlagStoreRepository } from '@flagship/flag-store';
 import type { PubSub } from '@flagship/redis';
 import type { FlagSource, FlagSourceStatus, FlagsChangedListener } from './flag-source';
@@ -21,13 +21,13 @@ export interface PostgresFlagSourceOptions {
  * One tenant and environment of the flag store (libs/flag-store), served as this app's FlagSource:
  * the store keeps the set current over the change feed (per-flag re-reads, fingerprint reconciles
  * every `reconcileMs` and after a reconnection, the last good set through an outage); this adapter
- * holds its snapshot for the evaluation paths, which read it on every request without waiting.
+ * holds its live set for the evaluation paths, which read it on every request without waiting.
  */
 export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('PostgresFlagSource');
   private readonly store: FlagStore;
-  /** The store changes this snapshot in place and never replaces it: held once loaded. */
-  private current: FlagSnapshot | null = null;
+  /** The store changes this set in place and never replaces it: held once loaded. */
+  private current: LiveFlagSet | null = null;
   /** The first load's failure, until it succeeds (the store reports later ones). */
   private firstLoadError: { at: string; message: string } | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -51,7 +51,7 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
     });
   }
 
-  get snapshot(): FlagSnapshot | null {
+  get liveSet(): LiveFlagSet | null {
     return this.current;
   }
 

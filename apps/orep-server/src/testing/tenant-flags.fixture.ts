@@ -7,7 +7,7 @@ import { createTestEnvironment, http, waitFor, type TestEnvironment, writeNumber
 import { AppModule } from '../app.module';
 import { loadOrepServerConfig } from '../env.schema';
 import { installFastPath } from '../fast-path/install-fast-path';
-import type { SecretSource } from '../keys/orep-keys.provider';
+import type { SecretSource } from '../keys/orep-keys.holder';
 
 /**
  * One tenant's production flags in a test file's own database, changed with SQL and announced on

@@ -10,7 +10,7 @@ export interface RefetchEvent extends ReplayEntry {
   readonly frame: Buffer;
 }
 
-export interface RefetchFeedOptions {
+export interface RefetchEventsOptions {
   /** Changes arriving within this many ms of the first are told as one event. */
   coalesceMs: number;
   /** Replay window: at most this many events... */
@@ -21,7 +21,7 @@ export interface RefetchFeedOptions {
   freshConnectMs: number;
 }
 
-export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, historyMax: 256, historyMaxAgeMs: 5 * 60_000, freshConnectMs: 10_000 };
+export const REFETCH_EVENTS_DEFAULTS: RefetchEventsOptions = { coalesceMs: 10, historyMax: 256, historyMaxAgeMs: 5 * 60_000, freshConnectMs: 10_000 };
 
 /**
  * The served flags' versions, as OFREP ADR-0008 tells them to clients: the source's changes (its one
@@ -41,7 +41,7 @@ export const REFETCH_FEED_DEFAULTS: RefetchFeedOptions = { coalesceMs: 10, histo
  * sent the last event when that is recent (`freshConnectMs`): at worst one re-fetch more, which
  * If-None-Match answers with a 304 when the fetch had already seen the change.
  */
-export class RefetchFeed {
+export class RefetchEvents {
   private readonly log: ReplayLog<RefetchEvent>;
   private readonly changes: Coalescer<number, number>;
   private readonly unsubscribe: () => void;
@@ -49,9 +49,9 @@ export class RefetchFeed {
   constructor(
     source: FlagSource,
     streams: { broadcast(frame: Buffer): void },
-    private readonly options: RefetchFeedOptions = REFETCH_FEED_DEFAULTS,
+    private readonly options: RefetchEventsOptions = REFETCH_EVENTS_DEFAULTS,
   ) {
-    this.log = new ReplayLog({ maxEvents: options.historyMax, maxAgeMs: options.historyMaxAgeMs }, source.snapshot?.updatedAt ?? 0);
+    this.log = new ReplayLog({ maxEvents: options.historyMax, maxAgeMs: options.historyMaxAgeMs }, source.liveSet?.updatedAt ?? 0);
     this.changes = new Coalescer<number, number>({
       windowMs: options.coalesceMs,
       fold: (latest, at) => Math.max(latest ?? 0, at),

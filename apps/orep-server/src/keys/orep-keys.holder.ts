@@ -62,7 +62,7 @@ export class OrepKeysHolder implements OnModuleDestroy {
   }
 }
 
-export const orepKeysProvider: Provider = {
+export const orepKeysHolderFactory: Provider = {
   provide: OrepKeysHolder,
   inject: [APP_CONFIG, OREP_SECRETS],
   useFactory: (config: OrepServerConfig, secrets: SecretSource) => new OrepKeysHolder(startingKeys(config, secrets), secrets),

@@ -1,5 +1,5 @@
 import { CompiledFlag } from './compile';
-import { FlagSnapshot } from './flag-snapshot';
+import { LiveFlagSet } from './live-flag-set';
 import type { FlagDefinition } from './types';
 
 const flag = (key: string, value: number, extra: Partial<FlagDefinition> = {}): FlagDefinition => ({
@@ -14,9 +14,9 @@ const flag = (key: string, value: number, extra: Partial<FlagDefinition> = {}): 
   ...extra,
 });
 
-describe('FlagSnapshot', () => {
+describe('LiveFlagSet', () => {
   it('compiles a flag on first use and keeps the compiled form', () => {
-    const snapshot = FlagSnapshot.of([flag('a', 1)]);
+    const snapshot = LiveFlagSet.of([flag('a', 1)]);
     const first = snapshot.get('a');
     expect(first).toBeInstanceOf(CompiledFlag);
     expect(snapshot.get('a')).toBe(first);
@@ -25,13 +25,13 @@ describe('FlagSnapshot', () => {
   });
 
   it('later definitions of a key win', () => {
-    const snapshot = FlagSnapshot.of([flag('a', 1), flag('a', 2)]);
+    const snapshot = LiveFlagSet.of([flag('a', 1), flag('a', 2)]);
     expect(snapshot.size).toBe(1);
     expect(snapshot.evaluate(snapshot.get('a')!, { key: 'u' }).value).toBe(2);
   });
 
   it('apply puts changes in and takes removals out, keeping compiled flags it does not touch', () => {
-    const snapshot = FlagSnapshot.of([flag('a', 1), flag('b', 1), flag('keep', 9)]);
+    const snapshot = LiveFlagSet.of([flag('a', 1), flag('b', 1), flag('keep', 9)]);
     const kept = snapshot.get('keep');
     const oldA = snapshot.get('a');
     const before = snapshot.updatedAt;
@@ -45,7 +45,7 @@ describe('FlagSnapshot', () => {
   });
 
   it('apply takes a flag as its JSON text too, compiled on first use like one of ofTexts', () => {
-    const snapshot = FlagSnapshot.of([flag('a', 1)]);
+    const snapshot = LiveFlagSet.of([flag('a', 1)]);
     snapshot.apply([{ key: 'a', text: JSON.stringify(flag('a', 5)) }, { key: 'b', text: JSON.stringify(flag('b', 6)) }], []);
     expect(snapshot.evaluate(snapshot.get('a')!, { key: 'u' }).value).toBe(5);
     expect(snapshot.get('b')).toBeInstanceOf(CompiledFlag);
@@ -74,14 +74,14 @@ describe('FlagSnapshot', () => {
       rules: [],
       prerequisites: [],
     });
-    const open = FlagSnapshot.of([gated, gate(true)]);
+    const open = LiveFlagSet.of([gated, gate(true)]);
     expect(open.evaluate(open.get('gated')!, { key: 'u' })).toMatchObject({ value: 1, reason: 'FALLTHROUGH' });
     open.apply([gate(false)], []);
     expect(open.evaluate(open.get('gated')!, { key: 'u' })).toMatchObject({ value: 0, reason: 'PREREQUISITE_FAILED' });
   });
 
   it('values() yields every flag compiled', () => {
-    const snapshot = FlagSnapshot.of([flag('a', 1), flag('b', 2)]);
+    const snapshot = LiveFlagSet.of([flag('a', 1), flag('b', 2)]);
     expect([...snapshot.values()].map((f) => f.key)).toEqual(['a', 'b']);
   });
 });

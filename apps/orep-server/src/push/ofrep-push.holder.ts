@@ -3,7 +3,7 @@ import { Gauge } from 'prom-client';
 import { APP_CONFIG } from '@flagship/config';
 import { HttpMetrics } from '@flagship/service-kit';
 import type { OrepServerConfig } from '../env.schema';
-import { OrepKeysHolder } from '../keys/orep-keys.provider';
+import { OrepKeysHolder } from '../keys/orep-keys.holder';
 import { FLAG_SOURCE, type FlagSource } from '../sources/flag-source';
 import { OfrepPush } from './ofrep-push';
 
@@ -43,7 +43,7 @@ function exportConnections(metrics: HttpMetrics, push: OfrepPush | undefined): v
   });
 }
 
-export const ofrepPushProvider: Provider = {
+export const ofrepPushHolderFactory: Provider = {
   provide: OfrepPushHolder,
   inject: [APP_CONFIG, FLAG_SOURCE, HttpMetrics, OrepKeysHolder],
   useFactory: (config: OrepServerConfig, source: FlagSource, metrics: HttpMetrics, keys: OrepKeysHolder) => {

@@ -6,35 +6,35 @@ import { numberFlag } from '@flagship/testing';
 import { FakePubSub } from '@flagship/redis/testing';
 import { SseHub } from '@flagship/sse';
 import { FakeSink } from '@flagship/sse/testing';
-import { Feed, type FeedStream, FlagFeeds } from './flag-feeds';
+import { StreamGroup, type GroupedStream, FlagStreamGroups } from './flag-stream-groups';
 
-type Stream = FeedStream;
+type Stream = GroupedStream;
 
 /** The ids of the flag-data stream; the replay window's bounds are the kit's (libs/sse replay-log.spec.ts). */
-describe('flag-data stream feed: ids and the replay window', () => {
+describe('flag-data stream group: ids and the replay window', () => {
   it('replays the events after a known id, and cannot place ids of another epoch, malformed or ahead of it', () => {
-    const feed = new Feed('t', 'production');
-    const start = feed.eventId();
-    feed.append('patch', '{"flags":[]}');
-    feed.append('delete', '{"keys":["a"]}');
-    expect(feed.since(start)!.map((e) => e.id)).toEqual([1, 2]);
-    expect(feed.since(feed.eventId(1))!.map((e) => e.id)).toEqual([2]);
-    expect(feed.since(feed.eventId())).toEqual([]);
-    expect(feed.since(feed.eventId(1))![0]!.frame).toBe(`id: ${feed.epoch}:2\nevent: delete\ndata: {"keys":["a"]}\n\n`);
-    for (const id of [undefined, 'x', `${feed.epoch}:3`, `other:1`, `${feed.epoch}:-1`, `${feed.epoch}:1:2`]) expect(feed.since(id)).toBeUndefined();
-    expect(new Feed('t', 'production').since(start)).toBeUndefined(); // a new feed is a new epoch
+    const group = new StreamGroup('t', 'production');
+    const start = group.eventId();
+    group.append('patch', '{"flags":[]}');
+    group.append('delete', '{"keys":["a"]}');
+    expect(group.since(start)!.map((e) => e.id)).toEqual([1, 2]);
+    expect(group.since(group.eventId(1))!.map((e) => e.id)).toEqual([2]);
+    expect(group.since(group.eventId())).toEqual([]);
+    expect(group.since(group.eventId(1))![0]!.frame).toBe(`id: ${group.epoch}:2\nevent: delete\ndata: {"keys":["a"]}\n\n`);
+    for (const id of [undefined, 'x', `${group.epoch}:3`, `other:1`, `${group.epoch}:-1`, `${group.epoch}:1:2`]) expect(group.since(id)).toBeUndefined();
+    expect(new StreamGroup('t', 'production').since(start)).toBeUndefined(); // a new group is a new epoch
   });
 
   it('keeps at most 512 events and 512 KB of them: an id older than that gets a put', () => {
-    const feed = new Feed('t', 'production');
-    const start = feed.eventId();
-    for (let i = 0; i < 600; i++) feed.append('patch', '{"flags":[]}');
-    expect(feed.log.size).toBe(512);
-    expect(feed.since(start)).toBeUndefined();
-    expect(feed.since(feed.eventId(88))!.length).toBe(512);
-    expect(feed.since(feed.eventId(87))).toBeUndefined();
+    const group = new StreamGroup('t', 'production');
+    const start = group.eventId();
+    for (let i = 0; i < 600; i++) group.append('patch', '{"flags":[]}');
+    expect(group.log.size).toBe(512);
+    expect(group.since(start)).toBeUndefined();
+    expect(group.since(group.eventId(88))!.length).toBe(512);
+    expect(group.since(group.eventId(87))).toBeUndefined();
 
-    const big = new Feed('t', 'production');
+    const big = new StreamGroup('t', 'production');
     const data = `{"flags":[${JSON.stringify('y'.repeat(100_000))}]}`;
     for (let i = 0; i < 10; i++) big.append('patch', data);
     expect(big.log.byteLength).toBeLessThanOrEqual(512 * 1024);
@@ -44,23 +44,23 @@ describe('flag-data stream feed: ids and the replay window', () => {
   });
 
   it('starting over (the store read the set anew) is a new epoch with an empty window: ids of before get a put', () => {
-    const feed = new Feed('t', 'production');
-    feed.append('patch', '{"flags":[]}');
-    const before = feed.eventId();
-    feed.startOver({} as never);
-    expect([feed.since(before), feed.since(feed.eventId()), feed.log.size]).toEqual([undefined, [], 0]);
+    const group = new StreamGroup('t', 'production');
+    group.append('patch', '{"flags":[]}');
+    const before = group.eventId();
+    group.startOver({} as never);
+    expect([group.since(before), group.since(group.eventId()), group.log.size]).toEqual([undefined, [], 0]);
   });
 });
 
-/** FlagFeeds over the flag store (FakePubSub, the fake repository) and the kit's hub, on the fake clock. */
-describe('FlagFeeds', () => {
+/** FlagStreamGroups over the flag store (FakePubSub, the fake repository) and the kit's hub, on the fake clock. */
+describe('FlagStreamGroups', () => {
   const T = 'tenant-a';
   const E = 'production';
   let repo: FakeFlagStoreRepository;
   let pubsub: FakePubSub;
   let store: FlagStore;
   let hub: SseHub<Stream, string>;
-  let feeds: FlagFeeds<Stream>;
+  let groups: FlagStreamGroups<Stream>;
   const num = numberFlag;
   /** Events as a client parses them (comments left out). */
   const events = (sink: FakeSink) =>
@@ -68,17 +68,17 @@ describe('FlagFeeds', () => {
       .split('\n\n')
       .filter((b) => b.startsWith('id:'))
       .map((b) => ({ id: /^id: (.*)$/m.exec(b)![1]!, event: /^event: (.*)$/m.exec(b)![1]!, data: JSON.parse(/^data: (.*)$/m.exec(b)![1]!) }));
-  /** A stream admitted, answered and listening to the feed of (T, environment), with its put. */
+  /** A stream admitted, answered and listening to the group of (T, environment), with its put. */
   const stream = async (environment = E) => {
     const s: Stream = {};
     const sink = new FakeSink();
     hub.admit(s);
-    const { feed, view } = await feeds.join(T, environment);
+    const { group, view } = await groups.join(T, environment);
     hub.attach(s, sink);
-    feeds.listen(feed, s);
-    sink.once('close', () => feeds.leave(feed, s));
-    await feeds.sendPut(feed, s, view);
-    return { s, sink, feed };
+    groups.listen(group, s);
+    sink.once('close', () => groups.leave(group, s));
+    await groups.sendPut(group, s, view);
+    return { s, sink, group };
   };
   const announce = (flagKey: string, environment = E) => pubsub.publish(CHANNELS.flagChanged, { tenantId: T, environment, flagKey });
 
@@ -88,10 +88,10 @@ describe('FlagFeeds', () => {
     pubsub = new FakePubSub();
     store = new FlagStore(repo, pubsub, { reconcileMs: 600_000, maxEntries: 2, keepJson: true }).start();
     hub = new SseHub<Stream, string>({ bounds: [], maxBufferedBytes: 1 << 20, heartbeatMs: 600_000 });
-    feeds = new FlagFeeds(store, hub);
+    groups = new FlagStreamGroups(store, hub);
   });
   afterEach(() => {
-    feeds.close();
+    groups.close();
     hub.close('shutdown');
     store.close();
     jest.useRealTimers();
@@ -118,9 +118,9 @@ describe('FlagFeeds', () => {
     expect(repo.reads.slice(1).join(' ').replace(/keys tenant-a\/production /g, '').split(/[ ,]/).sort()).toEqual(['a', 'b', 'c']);
   });
 
-  it('keeps a streamed set held by the store whatever else is read, without reading it again; an idle feed lets go, and starts over if the set went', async () => {
+  it('keeps a streamed set held by the store whatever else is read, without reading it again; an idle group lets go, and starts over if the set went', async () => {
     repo.put(T, E, num('a', 1));
-    const { sink, feed } = await stream();
+    const { sink, group } = await stream();
     const putId = events(sink)[0]!.id;
     for (const env of ['e1', 'e2', 'e3']) await store.view(T, env);
     expect(store.peek(T, E)).toBeDefined();
@@ -130,14 +130,14 @@ describe('FlagFeeds', () => {
     expect(events(sink).map((e) => e.event)).toEqual(['put', 'patch']);
     expect(repo.reads.filter((r) => r === `all ${T}/${E}`)).toHaveLength(1);
 
-    sink.destroy(); // the client leaves: the feed is idle
-    expect(feed.since(putId)).toHaveLength(1);
+    sink.destroy(); // the client leaves: the group is idle
+    expect(group.since(putId)).toHaveLength(1);
     await store.view(T, 'e4');
     await store.view(T, 'e5');
     expect(store.peek(T, E, { stale: true })).toBeUndefined();
     // A client resuming now cannot be told what it missed while the set was not held: a put, under a new epoch.
     const again = await stream();
-    expect(feed.since(putId)).toBeUndefined();
+    expect(group.since(putId)).toBeUndefined();
     expect(events(again.sink).map((e) => e.event)).toEqual(['put']);
     expect(events(again.sink)[0]!.id.split(':')[0]).not.toBe(putId.split(':')[0]);
   });

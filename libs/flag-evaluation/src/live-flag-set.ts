@@ -11,42 +11,44 @@ export interface FlagText {
 }
 
 /**
- * The flags being served. An evaluation never sees half of an update: a whole new set (a file
- * reload, a first load) is a new snapshot swapped in with one assignment, and a batch of changes is
- * applied by `apply` in one synchronous call, which no evaluation can interleave with (evaluations
- * are synchronous too, on the same thread).
+ * The flags being served, kept live: changed in place by `apply`, each flag compiled on first use.
+ * An evaluation never sees half of an update: a whole new set (a file reload, a first load) is a new
+ * LiveFlagSet swapped in with one assignment, and a batch of changes is applied by `apply` in one
+ * synchronous call, which no evaluation can interleave with (evaluations are synchronous too, on the
+ * same thread). Not a snapshot: a snapshot is a whole copy of the flags at one version (see
+ * docs/architecture.md, "Words we use").
  *
- * Not a CompiledFlagSet, for two reasons measured at 100,000 flags. A CompiledFlagSet can only be
- * compiled again from every definition, which takes over a second, while a change must be visible
- * within 100 ms (copying a Map of 100,000 flags alone takes 40 ms, hence `apply` in place). And
- * compiling every flag up front costs about 11 µs and 2 KB of heap per flag, more than twice the
- * time and memory of the parsed definitions, for flags that may never be asked for. So each flag is
+ * Not a CompiledFlagSet, for two reasons that show at 100,000 flags (figures in
+ * docs/decisions/2026-11-29-flag-evaluation-costs.md). A CompiledFlagSet can only be compiled again
+ * from every definition, too slow for a change that must be visible within 100 ms (even copying the
+ * Map is, hence `apply` in place). And compiling every flag up front costs more time and memory than
+ * the parsed definitions, for flags that may never be asked for. So each flag is
  * compiled on its first evaluation and the compiled form replaces the definition in the Map: an
  * invisible cache, since a definition always compiles to the same behaviour. The evaluator resolves
- * prerequisites through the snapshot (any `get(key)` will do), so they compile the same way.
+ * prerequisites through the set (any `get(key)` will do), so they compile the same way.
  */
-export class FlagSnapshot implements CompiledFlagResolver<CompiledFlag> {
+export class LiveFlagSet implements CompiledFlagResolver<CompiledFlag> {
   /** When the flags last changed (ms since the epoch). */
   private changedAt = Date.now();
 
   private constructor(private readonly entries: Map<string, Entry>) {}
 
   /** Later definitions with the same key replace earlier ones (as in CompiledFlagSet). */
-  static of(definitions: Iterable<FlagDefinition>): FlagSnapshot {
+  static of(definitions: Iterable<FlagDefinition>): LiveFlagSet {
     const entries = new Map<string, Entry>();
     for (const definition of definitions) entries.set(definition.key, definition);
-    return new FlagSnapshot(entries);
+    return new LiveFlagSet(entries);
   }
 
   /**
    * Flags kept as their JSON text until first evaluated (a flag file, see readFlagFile): less than
-   * half the memory of the parsed definitions (55 against 126 MB of heap for the 100,000 flags of
-   * tools/bench/orep.ts). The texts must be valid, validated definitions.
+   * half the memory of the parsed definitions (docs/decisions/2026-11-29-flag-evaluation-costs.md). The texts must be valid,
+   * validated definitions.
    */
-  static ofTexts(flags: Iterable<FlagText>): FlagSnapshot {
+  static ofTexts(flags: Iterable<FlagText>): LiveFlagSet {
     const entries = new Map<string, Entry>();
     for (const flag of flags) entries.set(flag.key, flag.text);
-    return new FlagSnapshot(entries);
+    return new LiveFlagSet(entries);
   }
 
   /** Puts `changed` (definitions, or their texts) in and takes `removed` out, all at once (see the class comment). */
@@ -89,7 +91,7 @@ export class FlagSnapshot implements CompiledFlagResolver<CompiledFlag> {
     }
   }
 
-  /** Evaluates one flag of this snapshot; prerequisites resolve within the same snapshot. */
+  /** Evaluates one flag of this set; prerequisites resolve within the same set. */
   evaluate(flag: CompiledFlag, ctx: EvaluationContext): EvaluationResult {
     return flag.evaluate(ctx, this);
   }
