@@ -54,17 +54,41 @@ const toBudget = (r: BudgetRow): Budget => ({
   updatedAt: r.updated_at.toISOString(),
 });
 
+/** A listed budget's keyset position: its creation instant (as `Budget.createdAt`), kind and scope id. */
+export interface BudgetPosition {
+  at: string;
+  kind: BudgetKind;
+  scopeId: string;
+}
+
+/**
+ * The budgets as management-api's rules use them (the port: BudgetsRepository on Postgres, an
+ * in-memory twin in the service's unit specs). Every method names the tenant; another tenant's budget
+ * looks missing.
+ */
+export abstract class Budgets {
+  /** Oldest first (created, then kind, then scope id); `after`: the previous page's last budget. */
+  abstract list(tenantId: string, page: { limit: number; after?: BudgetPosition }): Promise<Budget[]>;
+  abstract get(tenantId: string, kind: BudgetKind, scopeId: string, m?: Tx): Promise<Budget | null>;
+  /** Sets or changes the cap, in the caller's transaction (see BudgetsRepository.set for the month's figures). */
+  abstract set(m: Tx, tenantId: string, kind: BudgetKind, scopeId: string, monthlyCap: number): Promise<Budget>;
+  /** Whether there was such a budget; what its month spent stays. */
+  abstract remove(tenantId: string, kind: BudgetKind, scopeId: string): Promise<boolean>;
+}
+
 /**
  * Tenants' budgets as admins set them, with the running month's totals. The totals themselves are
  * written only by the gateway's statements (UsageLedgerRepository: RESERVE, SETTLE, RELEASE) and the
  * reconciler (UsageReconcilerRepository.settleBudgets). Every statement names the tenant.
  */
 @Injectable()
-export class BudgetsRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+export class BudgetsRepository extends Budgets {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
 
   /** Oldest first; `after`: the keyset position (created_at, kind, scope id) of the previous page's last budget. */
-  async list(tenantId: string, page: { limit: number; after?: { at: string; kind: BudgetKind; scopeId: string } }): Promise<Budget[]> {
+  async list(tenantId: string, page: { limit: number; after?: BudgetPosition }): Promise<Budget[]> {
     const rows: BudgetRow[] = page.after
       ? await this.ds.query(
           `SELECT ${COLUMNS} FROM ${FROM} WHERE g.tenant_id = $1 AND (g.created_at, g.scope_kind, g.scope_id) > ($2::timestamptz, $3, $4)

@@ -15,10 +15,23 @@ export interface CreditGrant {
   grantedBy: string;
 }
 
+/**
+ * A tenant's balance as management-api's rules read it, and the grants that fill it (the port:
+ * CreditsRepository on Postgres, an in-memory twin in the services' unit specs).
+ */
+export abstract class CreditBalances {
+  /** Null when the tenant was never granted credits. */
+  abstract balanceOf(tenantId: string): Promise<CreditBalance | null>;
+  /** Adds the grant (negative takes back), in the caller's transaction; re-arms a low-balance alert the new balance is above. */
+  abstract grantCredits(m: Tx, tenantId: string, grant: CreditGrant): Promise<CreditBalance>;
+}
+
 /** A tenant's credit balance and the grants that fill it; every statement names the tenant. */
 @Injectable()
-export class CreditsRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+export class CreditsRepository extends CreditBalances {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
 
   /** Null when the tenant was never granted credits. */
   async balanceOf(tenantId: string): Promise<CreditBalance | null> {

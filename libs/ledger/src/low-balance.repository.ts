@@ -47,12 +47,28 @@ export const RECORDED_CROSSINGS = `json_build_object('id', id, 'tenantId', tenan
 const CROSSING_COLUMNS = `id, tenant_id AS "tenantId", threshold::text AS threshold, balance::text AS balance, crossed_at AS "crossedAt"`;
 
 /**
+ * A tenant's low-balance threshold and its crossings as management-api's rules use them (the port:
+ * LowBalanceRepository on Postgres, an in-memory twin in the service's unit specs).
+ */
+export abstract class LowBalanceAlerts {
+  abstract get(tenantId: string): Promise<LowBalanceAlert | null>;
+  /** Sets the threshold, armed only while the balance is above it. */
+  abstract set(tenantId: string, threshold: number): Promise<LowBalanceAlert>;
+  /** Whether there was a threshold to remove; its crossings stay on record. */
+  abstract remove(tenantId: string): Promise<boolean>;
+  /** Newest first (crossed, then id); `after`: the previous page's last crossing. */
+  abstract crossings(tenantId: string, page: { limit: number; after?: { at: string; id: string } }): Promise<LowBalanceCrossing[]>;
+}
+
+/**
  * Tenants' low-balance thresholds and their recorded crossings (the settlement records them: SETTLE's
  * LOW_BALANCE_CROSSINGS; a grant re-arms: CreditsRepository.grantCredits). Every statement names the tenant.
  */
 @Injectable()
-export class LowBalanceRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+export class LowBalanceRepository extends LowBalanceAlerts {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
 
   async get(tenantId: string): Promise<LowBalanceAlert | null> {
     const rows: Array<{ threshold: string; armed: boolean; updated_at: Date }> = await this.ds.query(

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
-import { type Budget, type BudgetKind, BudgetsRepository } from '@flagship/ledger';
+import { type Budget, type BudgetKind, Budgets } from '@flagship/ledger';
 import { TransactionRunner } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
@@ -46,11 +46,11 @@ export class BudgetsService {
   private readonly productKeys: ReadonlySet<string>;
 
   constructor(
-    private readonly budgets: BudgetsRepository,
+    private readonly budgets: Budgets,
     private readonly clients: OAuthClientsService,
     private readonly quotas: Quotas,
-    private readonly transactions: TransactionRunner,
-    @Inject(APP_CONFIG) config: ManagementApiConfig,
+    @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
+    @Inject(APP_CONFIG) config: Pick<ManagementApiConfig, 'PRODUCT_KEY_OWN' | 'internalProductKeys'>,
   ) {
     this.productKeys = new Set([config.PRODUCT_KEY_OWN, ...config.internalProductKeys]);
   }

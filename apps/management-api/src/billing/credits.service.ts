@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CreditsRepository } from '@flagship/ledger';
+import { CreditBalances } from '@flagship/ledger';
 
 export interface CreditsView {
   balance: number;
@@ -9,7 +9,7 @@ export interface CreditsView {
 /** What a tenant can spend on the AI gateway (CONTRACT.md section 7), in micro-credits. */
 @Injectable()
 export class CreditsService {
-  constructor(private readonly repo: CreditsRepository) {}
+  constructor(private readonly repo: CreditBalances) {}
 
   /** A tenant that was never granted credits has a row of nothing, not a 404. */
   async balance(tenantId: string): Promise<CreditsView> {

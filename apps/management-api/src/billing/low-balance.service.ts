@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CreditsRepository, LowBalanceRepository } from '@flagship/ledger';
+import { CreditBalances, LowBalanceAlerts } from '@flagship/ledger';
 import { decodeCursor, type PageCursor } from '@flagship/service-kit';
 
 export interface LowBalanceAlertView {
@@ -22,8 +22,8 @@ export const crossingCursor = (c: LowBalanceCrossingView): PageCursor => ({ at: 
 @Injectable()
 export class LowBalanceService {
   constructor(
-    private readonly alerts: LowBalanceRepository,
-    private readonly credits: CreditsRepository,
+    private readonly alerts: LowBalanceAlerts,
+    private readonly credits: CreditBalances,
   ) {}
 
   async get(tenantId: string): Promise<LowBalanceAlertView> {
