@@ -9,7 +9,8 @@ import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, seededRandom, type TestDatabase } from '@flagship/testing';
 import { BudgetsRepository } from './budgets.repository';
 import { aReservation, aSettlement, balanceOf, budgetMonthOf, createTenant, insertBudget, ledgerRows } from './testing/ledger.fixture';
-import { type Reservation, type ReserveOutcome, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
+import type { Reservation, ReserveOutcome, Settlement } from './usage-ledger';
+import { UsageLedgerRepository } from './usage-ledger.repository';
 import { UsageReconcilerRepository } from './usage-reconciler.repository';
 
 jest.setTimeout(60_000);

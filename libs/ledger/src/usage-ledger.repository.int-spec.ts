@@ -2,7 +2,9 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
 import { aReservation, aSettlement, balanceOf, createTenant, insertBudget, ledgerRows } from './testing/ledger.fixture';
-import { RELEASE, type Reservation, SETTLE, UsageLedgerRepository } from './usage-ledger.repository';
+import { RELEASE, SETTLE } from './statements/settle.sql';
+import type { Reservation } from './usage-ledger';
+import { UsageLedgerRepository } from './usage-ledger.repository';
 
 let db: TestDatabase;
 let ds: DataSource;
