@@ -5,11 +5,11 @@
  */
 
 /** The pending row's columns, the same for every reservation statement. */
-export const INSERT_PENDING =
+const INSERT_PENDING =
   'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, budget_month, client_budget_held, product_budget_held, client_request_id)';
 
 /** The UTC calendar month a reservation made now counts in (budget_months.month). */
-export const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
+const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
 
 /**
  * The batch statements' first CTEs: the requests (`$1`..`$15` as arrays, in order: `ord`) and their
