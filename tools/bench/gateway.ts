@@ -132,7 +132,9 @@ async function seedTenant(te: TestEnvironment): Promise<void> {
   const db = new pg.Client({ connectionString: te.db.url });
   await db.connect();
   try {
-    await db.query(`INSERT INTO tenants (id, name, primary_email, plan) VALUES ($1, 'Bench Co', 'bench@example.test', 'standard')`, [TENANT_ID]);
+    // BENCH_TENANT=budgeted (a client budget no request reaches) or zero-rated: the ledger's other admission paths.
+    const zeroRated = process.env['BENCH_TENANT'] === 'zero-rated';
+    await db.query(`INSERT INTO tenants (id, name, primary_email, plan, zero_rated) VALUES ($1, 'Bench Co', 'bench@example.test', 'standard', $2)`, [TENANT_ID, zeroRated]);
     await db.query(`INSERT INTO entitlements (tenant_id, product_key, tier) VALUES ($1, 'core', 'enterprise')`, [TENANT_ID]);
     await db.query(`INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)`, [TENANT_ID, 1e15]);
     await db.query(`INSERT INTO oauth_clients (tenant_id, client_id, name, secret_hash, scopes) VALUES ($1, $2, 'bench', $3, $4)`, [
@@ -141,6 +143,9 @@ async function seedTenant(te: TestEnvironment): Promise<void> {
       await hashSecret(CLIENT_SECRET),
       ['ai:invoke'],
     ]);
+    if (process.env['BENCH_TENANT'] === 'budgeted') {
+      await db.query(`INSERT INTO budgets (tenant_id, scope_kind, scope_id, monthly_cap) VALUES ($1, 'client', $2, $3)`, [TENANT_ID, CLIENT_ID, 1e15]);
+    }
   } finally {
     await db.end();
   }

@@ -22,9 +22,6 @@ export interface Budget {
   updatedAt: string;
 }
 
-/** The statement the quota `budgets-per-tenant` counts with (a tenant's budgets, $1 its id). */
-export const COUNT_BUDGETS = 'SELECT count(*)::int AS n FROM budgets WHERE tenant_id = $1';
-
 const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
 
 const COLUMNS = `g.scope_kind, g.scope_id, g.monthly_cap::text AS monthly_cap, COALESCE(m.spent, 0)::text AS spent, COALESCE(m.reserved, 0)::text AS reserved,
@@ -146,5 +143,11 @@ export class BudgetsRepository extends Budgets {
       [tenantId, kind, scopeId],
     );
     return rows.length > 0;
+  }
+
+  /** A tenant's budgets, in the caller's transaction (the quota `budgets-per-tenant` counts them). */
+  async count(m: Tx, tenantId: string): Promise<number> {
+    const [row] = (await m.query('SELECT count(*)::int AS n FROM budgets WHERE tenant_id = $1', [tenantId])) as Array<{ n: number }>;
+    return row?.n ?? 0;
   }
 }

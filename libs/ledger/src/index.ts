@@ -1,9 +1,10 @@
-export * from './usage-row';
-export * from './usage-ledger.repository';
+export { USAGE_STATUSES, type UsageRow, type UsageRowRecord, type UsageStatus } from './usage-row';
+export * from './usage-ledger';
+export { UsageLedgerRepository } from './usage-ledger.repository';
 export * from './usage-reconciler.repository';
 export * from './usage-meter.repository';
 export * from './credits.repository';
 export * from './usage.repository';
-export * from './low-balance.repository';
-export * from './budgets.repository';
+export { type LowBalanceAlert, type LowBalanceCrossing, lowBalanceEvent, LowBalanceRepository } from './low-balance.repository';
+export { type Budget, BUDGET_KINDS, type BudgetKind, BudgetsRepository } from './budgets.repository';
 export * from './ledger-durability';

@@ -11,7 +11,8 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, seededRandom, type TestDatabase } from '@flagship/testing';
 import { aReservation, aSettlement, balanceOf, createTenant, ledgerRows } from './testing/ledger.fixture';
-import { type Reservation, type Settlement, UsageLedgerRepository } from './usage-ledger.repository';
+import type { Reservation, Settlement } from './usage-ledger';
+import { UsageLedgerRepository } from './usage-ledger.repository';
 import { UsageReconcilerRepository } from './usage-reconciler.repository';
 
 jest.setTimeout(60_000);

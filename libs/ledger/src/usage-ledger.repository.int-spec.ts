@@ -2,7 +2,9 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '@flagship/persistence';
 import { createTestDatabase, type TestDatabase } from '@flagship/testing';
 import { aReservation, aSettlement, balanceOf, createTenant, insertBudget, ledgerRows } from './testing/ledger.fixture';
-import { RELEASE, type Reservation, SETTLE, UsageLedgerRepository } from './usage-ledger.repository';
+import { RELEASE, SETTLE } from './statements/settle.sql';
+import type { Reservation } from './usage-ledger';
+import { UsageLedgerRepository } from './usage-ledger.repository';
 
 let db: TestDatabase;
 let ds: DataSource;
@@ -21,9 +23,8 @@ afterAll(async () => {
 });
 
 /**
- * A batch of one reserves through its own short statement (RESERVE_ONE), larger batches through the
- * batch statement: both must admit, hold and write exactly alike, whatever mix of billable and
- * zero-rated requests, tenants with and without credit, arrives.
+ * A batch of one and a larger batch must admit, hold and write exactly alike, whatever mix of billable
+ * and zero-rated requests, tenants with and without credit, arrives.
  */
 describe('UsageLedgerRepository.reserve (real Postgres)', () => {
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, RECORDED_CROSSINGS, toCrossing } from './low-balance.repository';
-import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './usage-ledger.repository';
+import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './statements/completion.sql';
 import { type Backlog, backlogOf } from './usage-meter.repository';
 
 export interface SettledBatch {

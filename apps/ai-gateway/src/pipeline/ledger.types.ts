@@ -1,10 +1,7 @@
-import type { Reservation as LedgerReservation, Settlement as LedgerSettlement, UsageLedgerRepository } from '@flagship/ledger';
+import type { Reservation as LedgerReservation, Settlement as LedgerSettlement } from '@flagship/ledger';
 import type { GatewayRoute } from '../dialects/dialects';
 import type { ProviderKey } from '../providers/provider.types';
 
 /** A ledger reservation as the gateway makes it: provider and endpoint are the gateway's own keys (the endpoint: the route asked, `messages` and `responses` included). */
 export type Reservation = LedgerReservation<ProviderKey, GatewayRoute>;
 export type Settlement = LedgerSettlement<ProviderKey>;
-
-/** The ledger's methods the reservation and settle steps call (so their specs run over an in-memory fake). */
-export type GatewayLedger = Pick<UsageLedgerRepository, 'admit' | 'markUpstreamCalled' | 'settleBatch' | 'release' | 'flushBarrier'>;

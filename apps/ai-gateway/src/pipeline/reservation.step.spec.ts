@@ -1,7 +1,8 @@
 import type { ReserveOutcome } from '@flagship/ledger';
 import { DIALECTS } from '../dialects/dialects';
 import { GatewayError } from '../gateway.errors';
-import { aReservation, FakeUsageLedgerRepository } from '../testing/usage-ledger.repository.fake';
+import { FakeUsageLedgerRepository } from '@flagship/ledger/testing';
+import { aReservation } from '../testing/reservation.fixture';
 import type { Reservation } from './ledger.types';
 import { ReservationStep } from './reservation.step';
 

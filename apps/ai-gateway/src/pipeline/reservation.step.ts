@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/batching';
 import { dependencyDown, GatewayError } from '../gateway.errors';
-import type { ReserveOutcome } from '@flagship/ledger';
-import type { GatewayLedger, Reservation } from './ledger.types';
+import type { ReserveOutcome, UsageLedger } from '@flagship/ledger';
+import type { Reservation } from './ledger.types';
 
 /**
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
@@ -22,7 +22,7 @@ export class ReservationStep {
   private markFailing = false;
 
   constructor(
-    repository: GatewayLedger,
+    repository: UsageLedger,
     /** The console's billing page, named in the 402 so the caller knows where to buy credits. */
     private readonly billingUrl: string,
   ) {

@@ -1,10 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { Coalescer, TurnBatcher } from '@flagship/batching';
-import type { LowBalanceCrossing } from '@flagship/ledger';
+import type { LowBalanceCrossing, UsageLedger } from '@flagship/ledger';
 import type { GatewayMetrics } from '../gateway.metrics';
 import { costOf } from '../models/model-catalogue';
 import { type Admitted, type CallOutcome, chargedCall } from './call-outcome';
-import type { GatewayLedger, Reservation, Settlement } from './ledger.types';
+import type { Reservation, Settlement } from './ledger.types';
 
 type Release = Pick<Reservation, 'id' | 'tenantId'>;
 
@@ -56,7 +56,7 @@ export class SettleStep {
   private readonly retryDelayMs: number;
   private readonly maxRetryDelayMs: number;
 
-  constructor(repository: GatewayLedger, options: SettleStepOptions) {
+  constructor(repository: UsageLedger, options: SettleStepOptions) {
     const { onCrossings } = options;
     this.metrics = options.metrics;
     this.gatherMs = options.gatherMs ?? 0;

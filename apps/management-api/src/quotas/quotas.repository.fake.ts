@@ -9,7 +9,7 @@ import { QuotasRepository } from './quotas.repository';
  */
 export class FakeQuotasRepository extends QuotasRepository {
   constructor(private readonly counts: Partial<Record<QuotaName, (ownerId: string) => number>> = {}) {
-    super();
+    super(undefined as never);
   }
 
   override async lockAndCount(_m: Tx, quota: QuotaName, ownerId: string): Promise<number> {

@@ -1,5 +1,6 @@
 import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
+import { BudgetsRepository } from '@flagship/ledger';
 import { TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import type { ManagementApiConfig } from '../env.schema';
@@ -91,5 +92,5 @@ export class Quotas {
 
 /** Global: every feature that creates something counted may inject Quotas. */
 @Global()
-@Module({ providers: [Quotas, QuotasRepository], exports: [Quotas] })
+@Module({ providers: [Quotas, QuotasRepository, BudgetsRepository], exports: [Quotas] })
 export class QuotasModule {}

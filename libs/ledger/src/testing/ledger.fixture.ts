@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Reservation, Settlement } from '../usage-ledger.repository';
+import type { Reservation, Settlement } from '../usage-ledger';
 import type { UsageRowRecord } from '../usage-row';
 
 /** The test database, as the specs' DataSource offers it. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { LowBalanceCrossing, ReserveOutcome } from '@flagship/ledger';
-import type { GatewayLedger, Reservation, Settlement } from '../pipeline/ledger.types';
+import type { LowBalanceCrossing } from '../low-balance.repository';
+import { type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from '../usage-ledger';
 
 /** A row as the fake keeps it: the reservation it was made from and what became of it. */
 export interface FakeLedgerRow {
@@ -23,40 +23,21 @@ export interface FakeBudget {
   reserved: number;
 }
 
-type Method = keyof GatewayLedger;
+type Method = 'admit' | 'settleBatch' | 'release' | 'markUpstreamCalled' | 'flushBarrier';
 
 /**
- * A billable chat completion's reservation for tenant `t-1`, priced so that a cost reads off the
- * tokens (input x 1 + output x 2 micro-credits); `over` changes any field.
+ * In-memory twin of UsageLedgerRepository (usage-ledger.agreement.int-spec.ts holds both to the same
+ * cases): a tenant's balance and reserved credit, budgets per OAuth client and product key, rows pending
+ * until settled or released, low-balance thresholds crossed by a settlement. Admission as the SQL
+ * decides it: zero-rated always; else the credit left (balance - reserved) must cover the estimate (at
+ * least 1), then the client's and the product's budgets (limit - spent - reserved). A row no longer
+ * pending is left alone by settle and release (false). One corner differs: in a batch the credit or a
+ * budget cannot wholly cover, Postgres may also count a refused request's estimate against those after
+ * it (refusing more, never admitting more); the fake decides each on what was admitted before it.
+ * `failNext` makes the next calls of a method throw, as an unreachable Postgres does; `calls` lists
+ * each call and its batch size.
  */
-export const aReservation = (over: Partial<Reservation> = {}): Reservation => ({
-  id: randomUUID(),
-  tenantId: 't-1',
-  clientId: 'client-1',
-  productKey: 'core',
-  provider: 'inhouse',
-  model: 'fake-chat-1',
-  endpoint: 'chat.completions',
-  stream: false,
-  estimate: 1000,
-  zeroRatedReason: null,
-  requestId: 'r-1',
-  inputPer1k: 1000,
-  outputPer1k: 2000,
-  cachedInputPer1k: null,
-  ...over,
-});
-
-/**
- * In-memory twin of UsageLedgerRepository's methods the gateway's steps call (GatewayLedger), for
- * their unit specs: a tenant's balance and reserved credit, budgets per OAuth client and product key,
- * rows pending until settled or released, low-balance thresholds crossed by a settlement. Admission
- * as RESERVE decides it: zero-rated always; else the credit left (balance - reserved) must cover the
- * estimate, then the client's and the product's budgets (limit - spent - reserved). A row no longer
- * pending is left alone by settle and release (false), as the SQL does. `failNext` makes the next
- * calls of a method throw, as an unreachable Postgres does; `calls` lists each call and its batch size.
- */
-export class FakeUsageLedgerRepository implements GatewayLedger {
+export class FakeUsageLedgerRepository extends UsageLedger {
   readonly balances = new Map<string, { balance: number; reserved: number }>();
   /** Keyed by budgetKey(). */
   readonly budgets = new Map<string, FakeBudget>();
@@ -112,10 +93,11 @@ export class FakeUsageLedgerRepository implements GatewayLedger {
   private decide(r: Reservation): ReserveOutcome {
     if (r.zeroRatedReason !== null) return 'admitted';
     const b = this.balances.get(r.tenantId);
-    if (b === undefined || b.balance - b.reserved < r.estimate) return 'insufficient_credits';
+    const needed = Math.max(r.estimate, 1);
+    if (b === undefined || b.balance - b.reserved < needed) return 'insufficient_credits';
     const left = (budget: FakeBudget | undefined): number => (budget === undefined ? Infinity : budget.limit - budget.spent - budget.reserved);
-    if (left(this.budgetOf(r, 'client')) < r.estimate) return 'budget_client';
-    if (left(this.budgetOf(r, 'product')) < r.estimate) return 'budget_product';
+    if (left(this.budgetOf(r, 'client')) < needed) return 'budget_client';
+    if (left(this.budgetOf(r, 'product')) < needed) return 'budget_product';
     return 'admitted';
   }
 
@@ -149,12 +131,12 @@ export class FakeUsageLedgerRepository implements GatewayLedger {
     }
   }
 
-  private pending(item: Pick<Reservation, 'id' | 'tenantId'>): FakeLedgerRow | undefined {
+  private pending(item: LedgerRowRef): FakeLedgerRow | undefined {
     const row = this.rows.get(item.id);
     return row !== undefined && row.reservation.tenantId === item.tenantId && row.status === 'pending' ? row : undefined;
   }
 
-  async release(batch: ReadonlyArray<Pick<Reservation, 'id' | 'tenantId'>>): Promise<boolean[]> {
+  async release(batch: readonly LedgerRowRef[]): Promise<boolean[]> {
     this.enter('release', batch.length);
     return batch.map((item) => {
       const row = this.pending(item);
@@ -165,7 +147,7 @@ export class FakeUsageLedgerRepository implements GatewayLedger {
     });
   }
 
-  async markUpstreamCalled(batch: ReadonlyArray<Pick<Reservation, 'id' | 'tenantId'>>): Promise<void> {
+  async markUpstreamCalled(batch: readonly LedgerRowRef[]): Promise<void> {
     this.enter('markUpstreamCalled', batch.length);
     for (const item of batch) {
       const row = this.pending(item);

@@ -1,0 +1,2 @@
+export * from './ledger.fixture';
+export * from './usage-ledger.repository.fake';

@@ -1,0 +1,99 @@
+import type { LowBalanceCrossing } from './low-balance.repository';
+
+/**
+ * One request's reservation and `pending` row. The gateway narrows `provider` and `endpoint` to its
+ * own key types; the ledger stores them as text.
+ */
+export interface Reservation<ProviderKey extends string = string, Endpoint extends string = string> {
+  /** The ledger row's id, chosen by the gateway. */
+  id: string;
+  tenantId: string;
+  clientId: string;
+  productKey: string;
+  /** The provider asked for (the row's `provider` until settled, and its `requested_provider`). */
+  provider: ProviderKey;
+  model: string;
+  endpoint: Endpoint;
+  stream: boolean;
+  /** Micro-credits held while pending (0 when zero-rated). */
+  estimate: number;
+  zeroRatedReason: string | null;
+  requestId: string;
+  /**
+   * The prices the request is admitted at (micro-credits per 1,000 tokens), recorded on its row when
+   * it is reserved: the estimate is computed from them, and the settlement's debit must be too, so a
+   * row's prices are the ones it was charged at (and an abandoned row's, settled at its estimate,
+   * have them as well). `cachedInputPer1k`: null when the model has no cached-input price.
+   */
+  inputPer1k: number;
+  outputPer1k: number;
+  cachedInputPer1k: number | null;
+  /**
+   * The caller's own `x-request-id` when it is a sane token (service-kit's clientRequestIdOf: 1 to 128
+   * of A-Z a-z 0-9 . _ : -), so it can match its request to the row; absent or null: none sent.
+   */
+  clientRequestId?: string | null;
+}
+
+/** One request's outcome. */
+export interface Settlement<ProviderKey extends string = string> {
+  id: string;
+  tenantId: string;
+  status: 'succeeded' | 'failed';
+  inputTokens: number;
+  outputTokens: number;
+  /** Of inputTokens, those the provider reported as cached (0 when it said nothing). */
+  cachedTokens: number;
+  /** Micro-credits; forced to 0 on a zero-rated row. */
+  debit: number;
+  provider: ProviderKey;
+  latencyMs: number;
+  usageEstimated: boolean;
+  errorCode: string | null;
+}
+
+/**
+ * What admission said of one reservation. `budget_client` / `budget_product`: the credit covered it but
+ * this month's budget of its OAuth client / product key did not. `unavailable`: its statement failed
+ * after others of its batch were admitted (answer it as Postgres being down; nothing was held for it).
+ */
+export type ReserveOutcome = 'admitted' | 'insufficient_credits' | 'budget_client' | 'budget_product' | 'unavailable';
+
+/** Rows named by tenant and id, as release and the "upstream called" stamp take them. */
+export type LedgerRowRef = Pick<Reservation, 'id' | 'tenantId'>;
+
+/**
+ * The gateway's ledger: credit reserved per request, rows written pending, settled or released. The
+ * port its steps depend on; UsageLedgerRepository is Postgres, the in-memory twin is in
+ * `@flagship/ledger/testing`, and usage-ledger.agreement.int-spec.ts holds both to the same cases.
+ */
+export abstract class UsageLedger {
+  /**
+   * For each reservation, in order: admitted (row written, credit and budgets held), or why not. Throws
+   * when nothing was reserved; when a later statement fails after others of the batch were admitted,
+   * those it was for are `unavailable`.
+   */
+  abstract admit(batch: readonly Reservation[]): Promise<ReserveOutcome[]>;
+
+  /** For each settlement, in order: whether its row was still pending and is now complete; and the low-balance crossings it recorded. */
+  abstract settleBatch(batch: readonly Settlement[]): Promise<{ completed: boolean[]; crossings: LowBalanceCrossing[] }>;
+
+  /** For each reservation, in order: whether its row was still pending and is now gone, its estimate released. */
+  abstract release(batch: readonly LedgerRowRef[]): Promise<boolean[]>;
+
+  /** Stamps "upstream called" on each row still pending; resolves once the stamps are committed. */
+  abstract markUpstreamCalled(batch: readonly LedgerRowRef[]): Promise<void>;
+
+  /** Resolves once everything committed before the call is on disk (durable connections), at once otherwise. */
+  abstract flushBarrier(): Promise<void>;
+
+  /** For each reservation, in order: whether it was admitted. */
+  async reserve(batch: readonly Reservation[]): Promise<boolean[]> {
+    return (await this.admit(batch)).map((o) => o === 'admitted');
+  }
+
+  /** For each settlement, in order: whether its row was still pending and is now complete. */
+  async settle(batch: readonly Settlement[]): Promise<boolean[]> {
+    return (await this.settleBatch(batch)).completed;
+  }
+}
