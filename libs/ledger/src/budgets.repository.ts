@@ -107,7 +107,7 @@ export class BudgetsRepository extends Budgets {
   /**
    * Sets (or changes) a budget's cap, in the caller's transaction. The running month's row is made
    * here too, so the first request after a budget is set is admitted in one statement (a month's first
-   * request otherwise makes it, at zero: RESERVE's `born`). A budget set in the middle of a month starts
+   * request otherwise makes it, at zero: the budgeted reserve statements' `born`). A budget set in the middle of a month starts
    * from what its client or product key already spent this month (the debits of its completed rows;
    * a request in flight at that moment is not counted), so "monthly" means the calendar month, not
    * "since it was set"; a month row already there (the cap changed, or the budget set again) keeps

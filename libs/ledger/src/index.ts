@@ -5,6 +5,6 @@ export * from './usage-reconciler.repository';
 export * from './usage-meter.repository';
 export * from './credits.repository';
 export * from './usage.repository';
-export { type LowBalanceAlert, type LowBalanceCrossing, lowBalanceEvent, LowBalanceRepository } from './low-balance.repository';
-export { type Budget, BUDGET_KINDS, type BudgetKind, BudgetsRepository } from './budgets.repository';
+export { type LowBalanceAlert, LowBalanceAlerts, type LowBalanceCrossing, lowBalanceEvent, LowBalanceRepository } from './low-balance.repository';
+export { type Budget, BUDGET_KINDS, type BudgetKind, type BudgetPosition, Budgets, BudgetsRepository } from './budgets.repository';
 export * from './ledger-durability';
