@@ -1,6 +1,6 @@
 /**
  * Budgets per OAuth client and per product key, as the ledger's own statements hold them: admission
- * in the reservation's statements (for one request and for a batch alike), the month row's
+ * in the reservation's single statement (RESERVE_ONE and the batch RESERVE alike), the month row's
  * `reserved` moved to `spent` by the settlement, given back by a release or the reconciler, and,
  * under many concurrent requests from two pools, never more admitted than a budget's cap.
  */
@@ -38,7 +38,7 @@ afterAll(async () => {
 const setBudget = (tenant: string, kind: 'client' | 'product', scopeId: string, cap: number) => ds.transaction((m) => budgets.set(m, tenant, kind, scopeId, cap));
 
 describe('budgets at admission (real Postgres)', () => {
-  /** Each reservation alone (RESERVE_ONE_BUDGETED), or all together (RESERVE_BUDGETED): both must judge alike. */
+  /** Each reservation alone (RESERVE_ONE), or all together (RESERVE): both must judge alike. */
   const shapes: Array<[string, (rs: Reservation[]) => Promise<ReserveOutcome[]>]> = [
     ['one at a time', async (rs) => {
       const out: ReserveOutcome[] = [];
@@ -111,7 +111,7 @@ describe('budgets at admission (real Postgres)', () => {
     expect(await ledgerRows(ds, tenant)).toHaveLength(5);
   });
 
-  it('one repository follows a budget set, then removed, between two requests of the same client', async () => {
+  it('one repository follows a budget set, then removed, between two requests of the same client (its hint never decides)', async () => {
     const tenant = await createTenant(ds, { balance: 10_000 });
     const ledger = new UsageLedgerRepository(ds);
     expect(await ledger.admit([aReservation(tenant, 10)])).toEqual(['admitted']);

@@ -23,8 +23,9 @@ afterAll(async () => {
 });
 
 /**
- * A batch of one and a larger batch must admit, hold and write exactly alike, whatever mix of billable
- * and zero-rated requests, tenants with and without credit, arrives.
+ * A batch of one reserves through its own short statement (RESERVE_ONE), larger batches through the
+ * batch statement: both must admit, hold and write exactly alike, whatever mix of billable and
+ * zero-rated requests, tenants with and without credit, arrives.
  */
 describe('UsageLedgerRepository.reserve (real Postgres)', () => {
 

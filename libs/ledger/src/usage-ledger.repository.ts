@@ -1,16 +1,17 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DATA_SOURCE, queryPool } from '@flagship/persistence';
+import { BudgetedScopes } from './budgeted-scopes';
 import { LedgerDurableConnections } from './ledger-durability';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, toCrossing } from './low-balance.repository';
 import { FLUSH_BARRIER, MARK_CALLED, MARK_CALLED_ONE } from './statements/durability.sql';
-import { RESERVE, RESERVE_BUDGETED, RESERVE_ONE_BUDGETED } from './statements/reserve.sql';
+import { RESERVE, RESERVE_BUDGETED, RESERVE_ONE, RESERVE_ONE_BUDGETED } from './statements/reserve.sql';
 import { RELEASE, SETTLE } from './statements/settle.sql';
 import { type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from './usage-ledger';
 
 /** `retry`: a budget's month row was missing; the statement created it and admitted nothing. */
 type StatementOutcome = ReserveOutcome | 'retry';
-type BudgetedRow = { id?: string; outcome: StatementOutcome };
+type BudgetedRow = { id?: string; outcome: StatementOutcome; budgeted: boolean };
 
 /** The batch statements' parameters: one array per column. */
 const batchValues = (batch: readonly Reservation[]): unknown[] => [
@@ -31,7 +32,7 @@ const batchValues = (batch: readonly Reservation[]): unknown[] => [
   batch.map((r) => r.clientRequestId ?? null),
 ];
 
-/** RESERVE_ONE_BUDGETED's parameters. */
+/** The single-request statements' parameters; `$9` is the estimate, or the zero-rated reason. */
 const oneValues = (r: Reservation): unknown[] => [
   r.id, r.tenantId, r.clientId, r.productKey, r.provider, r.model, r.endpoint, r.stream, r.estimate,
   r.requestId, r.inputPer1k, r.outputPer1k, r.cachedInputPer1k, r.clientRequestId ?? null,
@@ -44,6 +45,7 @@ const oneValues = (r: Reservation): unknown[] => [
  */
 @Injectable()
 export class UsageLedgerRepository extends UsageLedger {
+  private readonly budgeted = new BudgetedScopes();
   /** The durable connections' DataSource when the app has them (the gateway's durable mode). */
   private readonly durable: DataSource | undefined;
 
@@ -62,16 +64,14 @@ export class UsageLedgerRepository extends UsageLedger {
   }
 
   /**
-   * A batch goes through RESERVE, which admits only unbudgeted requests; those it did not admit through
-   * RESERVE_BUDGETED, which decides and says why. One billable request goes straight to the second
-   * (RESERVE_ONE_BUDGETED decides it whole, budget or not). A `retry` (a month row just made) is asked
-   * again, twice more at most, as only a month turning between the tries asks again.
+   * Requests not known to be under a budget go through RESERVE, which admits only unbudgeted ones;
+   * the rest through RESERVE_BUDGETED, which decides and says why. A `retry` (a month row just made)
+   * is asked again, twice more at most, as only a month turning between the tries asks again.
    */
   async admit(batch: readonly Reservation[]): Promise<ReserveOutcome[]> {
-    if (batch.length === 0) return [];
     const outcomes = new Map<string, ReserveOutcome>();
-    const alone = batch.length === 1 && batch[0]!.zeroRatedReason === null;
-    if (!alone) for (const { id } of await this.run('gateway_reserve', RESERVE, batchValues(batch))) outcomes.set(id, 'admitted');
+    const known = new Set(batch.filter((r) => r.zeroRatedReason === null && this.budgeted.has(r)));
+    for (const id of await this.reserveUnbudgeted(batch.filter((r) => !known.has(r)))) outcomes.set(id, 'admitted');
     let pending = batch.filter((r) => !outcomes.has(r.id));
     for (let attempt = 0; attempt < 3 && pending.length > 0; attempt++) {
       let answers: Map<string, StatementOutcome>;
@@ -91,15 +91,29 @@ export class UsageLedgerRepository extends UsageLedger {
     return batch.map((r) => outcomes.get(r.id) ?? 'unavailable');
   }
 
-  /** Each billable request's outcome, `retry` included. */
+  /** The ids admitted, none of them under a budget. RESERVE_ONE only for a lone billable request (see the decision record). */
+  private async reserveUnbudgeted(batch: readonly Reservation[]): Promise<Set<string>> {
+    if (batch.length === 0) return new Set();
+    const lone = batch.length === 1 && batch[0]!.zeroRatedReason === null;
+    const rows = lone ? await this.run('gateway_reserve_one', RESERVE_ONE, oneValues(batch[0]!)) : await this.run('gateway_reserve', RESERVE, batchValues(batch));
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /** Each billable request's outcome, `retry` included; the budget hints follow what it found. */
   private async reserveBudgeted(batch: readonly Reservation[]): Promise<Map<string, StatementOutcome>> {
     const rows =
       batch.length === 1
         ? (await queryPool<BudgetedRow>(this.ds, { name: 'gateway_reserve_one_budgeted', text: RESERVE_ONE_BUDGETED, values: oneValues(batch[0]!) })).map((row) => ({ ...row, id: batch[0]!.id }))
         : await queryPool<BudgetedRow>(this.ds, { name: 'gateway_reserve_budgeted', text: RESERVE_BUDGETED, values: batchValues(batch) });
-    const answers = new Map(rows.map((row) => [row.id!, row.outcome]));
-    // Not in the answer: the credit did not cover it (or its tenant has no balance row).
-    return new Map(batch.map((r) => [r.id, answers.get(r.id) ?? 'insufficient_credits']));
+    const answers = new Map(rows.map((row) => [row.id!, row]));
+    const out = new Map<string, StatementOutcome>();
+    for (const r of batch) {
+      // Not in the answer: the credit did not cover it (or its tenant has no balance row), under no budget.
+      const a = answers.get(r.id);
+      this.budgeted.note(r, a?.budgeted ?? false);
+      out.set(r.id, a?.outcome ?? 'insufficient_credits');
+    }
+    return out;
   }
 
   async release(batch: readonly LedgerRowRef[]): Promise<boolean[]> {

@@ -29,8 +29,8 @@ bal AS (
 
 /**
  * A batch of requests none of whose budgets is set (the NOT EXISTS probe): a request is admitted while
- * its tenant's available credit, less the estimates before it in the batch, covers its estimate;
- * zero-rated ones always. A billable request it does not admit goes to RESERVE_BUDGETED.
+ * its tenant's available credit, less the estimates admitted before it in the batch, covers its
+ * estimate; zero-rated ones always. A billable request it does not admit goes to RESERVE_BUDGETED.
  * Why two statements: the budget CTEs cost every batch, and most tenants have no budget.
  */
 export const RESERVE = `
@@ -61,7 +61,7 @@ RETURNING id`;
  * kind, scope) order; `BudgetsRepository.set` only inserts a missing one holding no balance lock, so no
  * lock cycle. A budget whose month row is missing (a month's first request) has it created here
  * (`born`) and the request answered `retry`: a row made by another transaction is invisible to this
- * statement's snapshot. Rows: each request's outcome (none: no credit, or no balance row).
+ * statement's snapshot. Rows: each request's outcome and whether a budget applied (none: no credit).
  */
 export const RESERVE_BUDGETED = `
 WITH ${BATCH_AND_BALANCES},
@@ -140,14 +140,28 @@ written AS (
     FROM admitted
   RETURNING id
 )
-SELECT w.id, 'admitted' AS outcome FROM written w
+SELECT w.id, 'admitted' AS outcome, a.client_limited OR a.product_limited AS budgeted FROM written w JOIN admitted a ON a.id = w.id
 UNION ALL
-SELECT id, outcome FROM judged WHERE outcome <> 'admitted'`;
+SELECT id, outcome, client_limited OR product_limited FROM judged WHERE outcome <> 'admitted'`;
 
 /**
- * RESERVE and RESERVE_BUDGETED for one billable request, in one statement without the batch's unnest
- * and windows (Postgres spent less on it in tools/bench). With no budget set it takes `plain`, RESERVE's
- * admission; every other CTE is gated on `lim` by a one-time filter. With one, the budgeted branch.
+ * RESERVE for a batch of one billable request (the usual case at low rates): the same admission and
+ * row without the batch's unnest, windows and CTEs.
+ */
+export const RESERVE_ONE = `
+WITH held AS (
+  UPDATE credit_balances SET reserved = reserved + $9::bigint, updated_at = now()
+   WHERE tenant_id = $2::uuid AND balance - reserved >= GREATEST($9::bigint, 1)
+     AND NOT EXISTS (SELECT 1 FROM budgets WHERE tenant_id = $2::uuid AND (scope_kind, scope_id) IN (('client', $3), ('product', $4)))
+  RETURNING tenant_id
+)
+${INSERT_PENDING}
+SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint, NULL, false, false, $14::text FROM held
+RETURNING id`;
+
+/**
+ * RESERVE_BUDGETED for one billable request: with no budget set it takes `plain` (RESERVE_ONE's own
+ * UPDATE) and every other CTE is gated on `lim` by a one-time filter; with one, the budgeted branch.
  */
 export const RESERVE_ONE_BUDGETED = `
 WITH lim AS MATERIALIZED (
@@ -208,6 +222,6 @@ written AS (
     FROM (SELECT tenant_id FROM plain UNION ALL SELECT tenant_id FROM held) h
   RETURNING id
 )
-SELECT 'admitted' AS outcome FROM written
+SELECT 'admitted' AS outcome, EXISTS (SELECT 1 FROM lim) AS budgeted FROM written
 UNION ALL
-SELECT outcome FROM verdict WHERE outcome <> 'admitted'`;
+SELECT outcome, true FROM verdict WHERE outcome <> 'admitted'`;
