@@ -1,6 +1,6 @@
 import { flagDefinitionBytes, type Variation } from '@flagship/flag-evaluation';
 import { createDataSource, type DataSource, isUniqueViolation, type Tx, withTransaction } from '@flagship/persistence';
-import { createTestDatabase, type TestDatabase } from '@flagship/testing';
+import { createTestDatabase, describeAgreement, type TestDatabase } from '@flagship/testing';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import { definitionOf } from './flag.mapper';
 import { type FlagRow, type FlagsRepository, type NewFlagFields, SqlFlagsRepository } from './flags.repository';
@@ -74,14 +74,10 @@ describe('FlagsRepository: the fake agrees with Postgres', () => {
     return { repo, tx: (work) => repo.transactions.run(work), reset: async () => undefined };
   };
 
-  describe.each([
-    ['Postgres', real],
-    ['the fake', fake],
-  ])('%s', (_name, make) => {
+  describeAgreement({ Postgres: real, 'the fake': fake }, (subject) => {
     let s: Subject;
-    beforeEach(async () => {
-      s = make();
-      await s.reset();
+    beforeEach(() => {
+      s = subject();
     });
 
     it('inserts a flag with a row in every environment of its tenant, switched on only where asked; another tenant sees none', async () => {

@@ -1,5 +1,5 @@
 import { createDataSource, type DataSource, withTransaction } from '@flagship/persistence';
-import { createTestDatabase, type TestDatabase } from '@flagship/testing';
+import { createTestDatabase, describeAgreement, type TestDatabase } from '@flagship/testing';
 import { FAKE_TX } from '../testing/inline-transactions';
 import { type InvitationsRepository, SqlInvitationsRepository } from './invitations.repository';
 import { FakeInvitationsRepository } from './invitations.repository.fake';
@@ -52,14 +52,10 @@ describe('InvitationsRepository: the fake agrees with Postgres', () => {
     return { repo, tx: (work) => work(FAKE_TX), reset: async () => undefined };
   };
 
-  describe.each([
-    ['Postgres', real],
-    ['the fake', fake],
-  ])('%s', (_name, make) => {
+  describeAgreement({ Postgres: real, 'the fake': fake }, (subject) => {
     let s: Subject;
-    beforeEach(async () => {
-      s = make();
-      await s.reset();
+    beforeEach(() => {
+      s = subject();
     });
 
     it('finds members by e-mail (any case) and locks their role; nobody else', async () => {
