@@ -5,6 +5,7 @@
 export type {
   ClientSideAvailability,
   Clause,
+  ContextTarget,
   CompiledFlagResolver,
   EvaluationContext,
   EvaluationErrorKind,
@@ -17,6 +18,9 @@ export type {
   Prerequisite,
   Rollout,
   Rule,
+  SegmentDefinition,
+  SegmentRule,
+  SegmentTarget,
   Target,
   Variation,
   WeightedVariation,
@@ -34,10 +38,12 @@ export { MAX_REGEX_INPUT_LENGTH, MAX_REGEX_PATTERN_LENGTH } from './regex';
 export { MAX_EVALUATION_STEPS, onEvaluationOverBudget } from './budget';
 export {
   checkFlagDefinition,
+  checkSegmentDefinition,
   type FlagDefinitionCheck,
   MAX_PREREQUISITE_DEPTH,
   MAX_PREREQUISITE_FLAGS,
   prerequisiteBoundProblems,
+  SEGMENT_WEIGHT_SCALE,
   validateFlagDefinition,
   type ValidationProblem,
 } from './validate';

@@ -81,6 +81,17 @@ export interface Target {
   values: string[];
 }
 
+/**
+ * LaunchDarkly's `contextTargets`: individual targets for a context kind other than `user` (an entry
+ * of kind `user` with no values orders the flag's `targets` among them, as LaunchDarkly does).
+ */
+export interface ContextTarget {
+  contextKind: string;
+  variationId: string;
+  /** Keys of contexts of `contextKind`. */
+  values: string[];
+}
+
 export interface Prerequisite {
   /** Key of another flag in the same environment. */
   key: string;
@@ -108,6 +119,8 @@ export interface FlagDefinition {
   /** Served when off or a prerequisite fails; undefined means `false` for booleans, else `defaultValue`. */
   offValue?: JsonValue;
   targets: Target[];
+  /** Targets of other context kinds (LaunchDarkly's `contextTargets`). */
+  contextTargets?: ContextTarget[];
   rules: Rule[];
   prerequisites: Prerequisite[];
   /** Bucketing salt; absent means the flag key, '' is hashed as it is (LaunchDarkly's unsalted flags). */
@@ -115,6 +128,44 @@ export interface FlagDefinition {
   version?: number;
   /** Absent: server keys only (both false). */
   clientSideAvailability?: ClientSideAvailability;
+}
+
+/** Keys of one context kind a segment includes or excludes (LaunchDarkly's `includedContexts`). */
+export interface SegmentTarget {
+  contextKind: string;
+  values: string[];
+}
+
+/**
+ * A segment rule (LaunchDarkly's semantics): every clause matches, then, when `weight` is set, the
+ * context's bucket (by `bucketBy` of `rolloutContextKind`, salted with the segment's key and salt)
+ * is below `weight`, LaunchDarkly's absolute 0-100000. No clauses: matches every context.
+ */
+export interface SegmentRule {
+  id: string;
+  clauses: Clause[];
+  weight?: number;
+  bucketBy?: string;
+  rolloutContextKind?: string;
+}
+
+/**
+ * A segment as seen in ONE environment (CONTRACT.md section 10). `included`/`excluded` are user
+ * keys; `includedContexts`/`excludedContexts` the keys of other kinds. Included wins over excluded,
+ * excluded over rules, as in LaunchDarkly. Flags use it through the `segmentMatch` operator.
+ */
+export interface SegmentDefinition {
+  key: string;
+  name: string;
+  description?: string;
+  included: string[];
+  excluded: string[];
+  includedContexts: SegmentTarget[];
+  excludedContexts: SegmentTarget[];
+  rules: SegmentRule[];
+  /** Absent: the segment key. */
+  salt?: string;
+  version?: number;
 }
 
 /**

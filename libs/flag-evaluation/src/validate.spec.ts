@@ -1,5 +1,6 @@
 import {
   checkFlagDefinition,
+  checkSegmentDefinition,
   evaluateFlag,
   type FlagDefinition,
   MAX_PREREQUISITE_DEPTH,
@@ -465,5 +466,20 @@ describe('valueMatchesType', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 10_000; i++) deep = [deep];
     expect(valueMatchesType('json', deep)).toBe(false);
+  });
+});
+
+describe('checkSegmentDefinition', () => {
+  const segment = { key: 'beta', name: 'Beta', included: ['u1'], excluded: [], includedContexts: [], excludedContexts: [], rules: [] };
+
+  it('accepts a well-formed segment', () => {
+    expect(checkSegmentDefinition({ ...segment, rules: [{ id: 'r1', clauses: [{ attribute: 'email', op: 'endsWith', values: ['@example.com'] }], weight: 50000 }] })).toEqual({ errors: [], warnings: [] });
+  });
+
+  it('names each problem by its path, unknown fields included', () => {
+    const bad = { ...segment, bogus: 1, included: [''], includedContexts: [{ contextKind: '', values: ['o1'], extra: true }], rules: [{ id: 'r1', clauses: [], weight: 100001 }, { id: 'r1', clauses: 'x' }] };
+    expect(checkSegmentDefinition(bad as never).errors.map((p) => p.path).sort()).toEqual(
+      ['bogus', 'included[0]', 'includedContexts[0].contextKind', 'includedContexts[0].extra', 'rules[0].weight', 'rules[1].clauses', 'rules[1].id'].sort(),
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { isJsonValue, isPlainObject, valueMatchesType } from './json-value';
 import { ATTR_INVALID, clauseValueProblem, isOperator, namesContextKind, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
 import { compileRegex, REGEX_INVALID } from './regex';
-import { FLAG_TYPES, type FlagDefinition, type FlagType } from './types';
+import { FLAG_TYPES, type FlagDefinition, type FlagType, type SegmentDefinition } from './types';
 
 export interface ValidationProblem {
   /** Where, as `rules[2].clauses[0].op`; '' for the flag itself. */
@@ -215,6 +215,75 @@ export function checkFlagDefinition(
   }
 
   return result;
+}
+
+/** A segment rule's `weight` is LaunchDarkly's absolute scale: 100000 is everyone. */
+export const SEGMENT_WEIGHT_SCALE = 100000;
+const SEGMENT_FIELDS = new Set(['key', 'name', 'description', 'included', 'excluded', 'includedContexts', 'excludedContexts', 'rules', 'salt', 'version']);
+const SEGMENT_RULE_FIELDS = new Set(['id', 'clauses', 'weight', 'bucketBy', 'rolloutContextKind']);
+
+/**
+ * What makes a segment unusable (errors, for the management API's 422) or suspicious (warnings), by
+ * path as flags' problems are. Unknown fields are errors, as CONTRACT.md section 4 says.
+ */
+export function checkSegmentDefinition(segment: SegmentDefinition): FlagDefinitionCheck {
+  const errors: ValidationProblem[] = [];
+  const warnings: ValidationProblem[] = [];
+  const report: Report = (path, message) => void errors.push({ path, message });
+  const warn: Report = (path, message) => void warnings.push({ path, message });
+  const raw: unknown = segment;
+  if (!isPlainObject(raw)) return { errors: [{ path: '', message: 'must be an object' }], warnings };
+  for (const field of Object.keys(raw)) if (!SEGMENT_FIELDS.has(field)) report(field, 'is not an allowed field');
+  if (typeof raw.key !== 'string' || raw.key === '') report('key', 'must be a non-empty string');
+  if (typeof raw.name !== 'string') report('name', 'must be a string');
+  if (raw.description !== undefined && typeof raw.description !== 'string') report('description', 'must be a string');
+  if (raw.salt !== undefined && typeof raw.salt !== 'string') report('salt', 'must be a string');
+  const keys = (value: unknown, path: string): void => {
+    if (!Array.isArray(value)) return report(path, 'must be an array of context keys');
+    value.forEach((k, i) => {
+      if (typeof k !== 'string' || k === '') report(`${path}[${i}]`, 'must be a non-empty string');
+    });
+  };
+  keys(raw.included, 'included');
+  keys(raw.excluded, 'excluded');
+  for (const field of ['includedContexts', 'excludedContexts'] as const) {
+    const list: unknown = raw[field];
+    if (!Array.isArray(list)) {
+      report(field, 'must be an array of {contextKind, values}');
+      continue;
+    }
+    list.forEach((t: unknown, i) => {
+      const path = `${field}[${i}]`;
+      if (!isPlainObject(t)) return report(path, 'must be an object {contextKind, values}');
+      for (const f of Object.keys(t)) if (f !== 'contextKind' && f !== 'values') report(`${path}.${f}`, 'is not an allowed field');
+      if (typeof t.contextKind !== 'string' || t.contextKind === '') report(`${path}.contextKind`, 'must be a non-empty string');
+      keys(t.values, `${path}.values`);
+    });
+  }
+  if (!Array.isArray(raw.rules)) report('rules', 'must be an array');
+  else {
+    const ids = new Set<string>();
+    (raw.rules as unknown[]).forEach((r, i) => {
+      const path = `rules[${i}]`;
+      if (!isPlainObject(r)) return report(path, 'must be an object');
+      for (const f of Object.keys(r)) if (!SEGMENT_RULE_FIELDS.has(f)) report(`${path}.${f}`, 'is not an allowed field');
+      if (typeof r.id !== 'string' || r.id === '') report(`${path}.id`, 'must be a non-empty string');
+      else if (ids.has(r.id)) report(`${path}.id`, `duplicate rule id '${r.id}'`);
+      else ids.add(r.id);
+      if (!Array.isArray(r.clauses)) report(`${path}.clauses`, 'must be an array');
+      else (r.clauses as unknown[]).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report, warn));
+      if (r.weight !== undefined && r.weight !== null && !(Number.isInteger(r.weight) && (r.weight as number) >= 0 && (r.weight as number) <= SEGMENT_WEIGHT_SCALE)) {
+        report(`${path}.weight`, `must be an integer from 0 to ${SEGMENT_WEIGHT_SCALE}`);
+      }
+      if (r.bucketBy !== undefined && r.bucketBy !== null && (typeof r.bucketBy !== 'string' || parseClauseAttribute(r.bucketBy, r.rolloutContextKind).kind === ATTR_INVALID)) {
+        report(`${path}.bucketBy`, attributeProblem(r.rolloutContextKind));
+      }
+      if (r.rolloutContextKind !== undefined && r.rolloutContextKind !== null && (typeof r.rolloutContextKind !== 'string' || r.rolloutContextKind === '')) {
+        report(`${path}.rolloutContextKind`, 'must be a non-empty string');
+      }
+    });
+  }
+  return { errors, warnings };
 }
 
 /**
