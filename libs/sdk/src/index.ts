@@ -1,15 +1,3 @@
-export { FlagshipClient, SDK_VERSION, type FlagshipClientOptions } from './flagship.client';
-export type { RetryEvent } from './http-transport';
-export type { AuthOptions, ClientCredentialsAuth, IdTokenAuth } from './credentials';
-export { ApiError, AuthenticationError, ConnectionError, FlagNotFoundError, FlagshipError, RateLimitError } from './sdk.errors';
-export type { FlagListQuery, UpdateFlagOptions } from './resources/flags.resource';
-export type { FlagsResource } from './resources/flags.resource';
-export type { ProjectsResource } from './resources/projects.resource';
-export type { TenantsResource } from './resources/tenants.resource';
-export type { EnvironmentsResource } from './resources/environments.resource';
-export type { BillingResource, Budget, BudgetKind, CreditBalance, LowBalanceAlert, LowBalanceCrossing } from './resources/billing.resource';
-export type { UsageFilter, UsageResource, UsageRow, UsageStatus, UsageSummary, UsageTotals } from './resources/usage.resource';
-export type { BillingSession, CheckoutUrls, PlanId, Subscription, SubscriptionResource } from './resources/subscription.resource';
-export * from './sdk.types';
-export { readServerSentEvents, type ServerSentEvent } from './event-stream';
+// The monorepo's view of libs/sdk: both published packages' surfaces in one import (`@flagship/sdk`).
+export * from './sdk.package';
 export { FlagshipInProcessProvider, type InProcessProviderOptions } from './in-process-provider';
