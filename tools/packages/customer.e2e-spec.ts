@@ -23,6 +23,8 @@ const ROOT = join(__dirname, '../..');
 const MAIN_JS = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
 const BUILT = ['sdk', 'openfeature-provider'].map((dir) => join(ROOT, 'dist/packages', dir));
 const THIRD_PARTY = ['@openfeature/server-sdk', '@openfeature/core', 're2js', '@types/node', 'undici-types'].map((name) => join(ROOT, 'node_modules', name));
+/** The environment without what `npm run` exports (npm_config_*): npm in the scratch directory reads only its own defaults, as a customer's does. */
+const CUSTOMER_ENV = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
 
 interface CustomerResult {
   resolved: string[];
@@ -46,10 +48,10 @@ describe('the packages, installed with npm outside the workspace, as a customer 
   async function install(): Promise<void> {
     const started = Date.now();
     writeFileSync(join(scratch, 'package.json'), `${JSON.stringify({ name: 'customer-app', version: '1.0.0', private: true })}\n`);
-    await run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', scratch, ...BUILT, ...THIRD_PARTY], { cwd: scratch });
+    await run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', scratch, ...BUILT, ...THIRD_PARTY], { cwd: scratch, env: CUSTOMER_ENV });
     const tarballs = readdirSync(scratch).filter((f) => f.endsWith('.tgz')).sort();
     expect(tarballs.filter((t) => t.startsWith('flagship-')).map((t) => t.replace(/-\d+\.\d+\.\d+\.tgz$/, ''))).toEqual(['flagship-openfeature-provider', 'flagship-sdk']);
-    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs.map((t) => `./${t}`)], { cwd: scratch });
+    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs.map((t) => `./${t}`)], { cwd: scratch, env: CUSTOMER_ENV });
     cpSync(join(__dirname, 'customer'), scratch, { recursive: true });
     installMs = Date.now() - started;
   }
@@ -126,7 +128,7 @@ describe('the packages, installed with npm outside the workspace, as a customer 
   });
 
   it('type-checks TypeScript against the bundled declarations, ES module and CommonJS, refusing a wrong scope', async () => {
-    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: scratch }).catch((err: { stdout?: string; message: string }) => {
+    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: scratch, env: CUSTOMER_ENV }).catch((err: { stdout?: string; message: string }) => {
       throw new Error(`tsc in the customer's directory failed: ${err.stdout || err.message}`);
     });
   });
