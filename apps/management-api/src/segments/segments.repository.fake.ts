@@ -24,7 +24,10 @@ const uniqueViolation = (): Error => Object.assign(new Error('duplicate key valu
 const names = (rules: unknown, key: string): boolean =>
   Array.isArray(rules) &&
   rules.some((r: { clauses?: unknown }) => Array.isArray(r?.clauses) && r.clauses.some((c: { op?: unknown; values?: unknown }) => c?.op === 'segmentMatch' && Array.isArray(c.values) && c.values.includes(key)));
-const copy = (s: State): State => ({ segments: s.segments.map((r) => structuredClone(r)), audit: [...s.audit], flagRules: new Map([...s.flagRules].map(([k, v]) => [k, new Map(v)])) });
+// Copies through JSON: under jest, structuredClone makes objects of another realm, which the evaluator's checks refuse as not plain.
+const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const cloneRow = (r: SegmentRow): SegmentRow => ({ ...r, definition: json(r.definition), createdAt: new Date(r.createdAt), updatedAt: new Date(r.updatedAt) });
+const copy = (s: State): State => ({ segments: s.segments.map(cloneRow), audit: [...s.audit], flagRules: new Map([...s.flagRules].map(([k, v]) => [k, new Map(v)])) });
 
 /**
  * In-memory twin of SqlSegmentsRepository for service unit tests: same contract, no I/O. Flags
@@ -67,7 +70,7 @@ export class FakeSegmentsRepository extends SegmentsRepository {
 
   async find(tenantId: string, environment: string, key: string): Promise<SegmentRow | null> {
     const row = this.at(tenantId, environment, key);
-    return row ? structuredClone(row) : null;
+    return row ? cloneRow(row) : null;
   }
 
   lock(_m: Tx, tenantId: string, environment: string, key: string): Promise<SegmentRow | null> {
@@ -81,21 +84,21 @@ export class FakeSegmentsRepository extends SegmentsRepository {
       .filter((s) => after === undefined || s.createdAt.getTime() > Date.parse(after.at) || (s.createdAt.getTime() === Date.parse(after.at) && s.id > after.id))
       .sort((a, b) => order(a)[0] - order(b)[0] || (order(a)[1] < order(b)[1] ? -1 : 1))
       .slice(0, limit + 1)
-      .map((s) => structuredClone(s));
+      .map(cloneRow);
   }
 
   async insert(_m: Tx, tenantId: string, environment: string, f: NewSegmentFields): Promise<SegmentRow> {
     if (this.at(tenantId, environment, f.key)) throw uniqueViolation();
     const at = this.tick();
-    const row: SegmentRow = { tenantId, environment, id: randomUUID(), version: 1, createdAt: at, updatedAt: at, ...structuredClone(f) };
+    const row: SegmentRow = { tenantId, environment, id: randomUUID(), version: 1, createdAt: at, updatedAt: at, ...json(f) };
     this.state.segments.push(row);
-    return structuredClone(row);
+    return cloneRow(row);
   }
 
   async update(_m: Tx, tenantId: string, environment: string, key: string, expectedVersion: number, changes: SegmentChanges): Promise<boolean> {
     const row = this.at(tenantId, environment, key);
     if (!row || row.version !== expectedVersion) return false;
-    Object.assign(row, structuredClone(changes), { version: row.version + 1, updatedAt: this.tick() });
+    Object.assign(row, json(changes), { version: row.version + 1, updatedAt: this.tick() });
     return true;
   }
 
@@ -109,7 +112,7 @@ export class FakeSegmentsRepository extends SegmentsRepository {
     return this.state.segments
       .filter((s) => s.tenantId === tenantId && s.environment === environment)
       .sort((a, b) => (a.key < b.key ? -1 : 1))
-      .map((s) => structuredClone(segmentDefinitionOf(s)));
+      .map((s) => json(segmentDefinitionOf(s)));
   }
 
   async flagsUsing(tenantId: string, environment: string, key: string): Promise<string[]> {
@@ -126,12 +129,12 @@ export class FakeSegmentsRepository extends SegmentsRepository {
 
   async audit(_m: Tx, tenantId: string, r: SegmentAuditRecord): Promise<void> {
     this.auditId += 1;
-    this.state.audit.push({ ...structuredClone(r), tenantId, id: String(this.auditId), createdAt: this.tick() });
+    this.state.audit.push({ ...json(r), tenantId, id: String(this.auditId), createdAt: this.tick() });
   }
 
   async auditTrail(tenantId: string, environment: string, key: string): Promise<SegmentAuditRow[]> {
     return this.state.audit
       .filter((a) => a.tenantId === tenantId && a.environment === environment && a.segmentKey === key)
-      .map(({ tenantId: _t, ...a }) => structuredClone(a));
+      .map(({ tenantId: _t, ...a }) => ({ ...json(a), createdAt: new Date(a.createdAt) }));
   }
 }
