@@ -26,6 +26,7 @@ import { ProjectEntity } from './projects/project.entity';
 import { ProjectsModule } from './projects/projects.module';
 import { QuotasModule } from './quotas/quotas';
 import { SandboxModule } from './sandbox/sandbox.module';
+import { SegmentsModule } from './segments/segments.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
 import { UsageModule } from './usage/usage.module';
@@ -76,6 +77,7 @@ export class AppModule {
         ProjectsModule,
         EnvironmentsModule,
         FlagsModule,
+        SegmentsModule,
         SandboxModule,
         CreditsModule,
         UsageModule,

@@ -58,6 +58,6 @@ const RECONCILE_MS = 15_000;
     FlagEvents,
     EvaluationCounter,
   ],
-  exports: [FlagsService, FlagStore],
+  exports: [FlagsService, FlagStore, FlagEvents],
 })
 export class FlagsModule {}
