@@ -108,6 +108,23 @@ export class FakeSegmentsRepository extends SegmentsRepository {
     return this.state.segments.length < before;
   }
 
+  async lockMany(_m: Tx, tenantId: string, environment: string, keys: readonly string[]): Promise<Map<string, SegmentRow>> {
+    const out = new Map<string, SegmentRow>();
+    for (const key of [...keys].sort()) {
+      const row = this.at(tenantId, environment, key);
+      if (row) out.set(key, cloneRow(row));
+    }
+    return out;
+  }
+
+  async upsertMany(m: Tx, tenantId: string, environment: string, segments: readonly NewSegmentFields[]): Promise<void> {
+    for (const f of segments) {
+      const row = this.at(tenantId, environment, f.key);
+      if (row) Object.assign(row, json(f), { version: row.version + 1, updatedAt: this.tick() });
+      else await this.insert(m, tenantId, environment, f);
+    }
+  }
+
   async definitions(tenantId: string, environment: string): Promise<SegmentDefinition[]> {
     return this.state.segments
       .filter((s) => s.tenantId === tenantId && s.environment === environment)
@@ -130,6 +147,10 @@ export class FakeSegmentsRepository extends SegmentsRepository {
   async audit(_m: Tx, tenantId: string, r: SegmentAuditRecord): Promise<void> {
     this.auditId += 1;
     this.state.audit.push({ ...json(r), tenantId, id: String(this.auditId), createdAt: this.tick() });
+  }
+
+  async auditMany(m: Tx, tenantId: string, records: readonly SegmentAuditRecord[]): Promise<void> {
+    for (const r of records) await this.audit(m, tenantId, r);
   }
 
   async auditTrail(tenantId: string, environment: string, key: string): Promise<SegmentAuditRow[]> {

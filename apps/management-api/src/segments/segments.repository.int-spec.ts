@@ -160,6 +160,27 @@ describe('SegmentsRepository: the fake agrees with Postgres', () => {
       expect(await s.repo.segmentsUsing(otherTenantId, 'production', 'beta')).toEqual([]);
     });
 
+    it('upserts many at once: new keys created at version 1, existing ones replaced and bumped, other environments and tenants untouched; lockMany reads the existing in key order', async () => {
+      await s.tx((m) => s.repo.insert(m, tenantId, 'production', fields('kept', { name: 'before' })));
+      await s.tx((m) => s.repo.insert(m, tenantId, 'staging', fields('kept', { name: 'staging' })));
+      await s.tx((m) => s.repo.insert(m, otherTenantId, 'production', fields('kept', { name: 'theirs' })));
+      const locked = await s.tx((m) => s.repo.lockMany(m, tenantId, 'production', ['zz-new', 'kept']));
+      expect([...locked.keys()]).toEqual(['kept']);
+      const replaced = fields('kept', { name: 'after', definitionBytes: 7, definition: { ...fields('kept').definition, excluded: ['x'] } });
+      await s.tx((m) => s.repo.upsertMany(m, tenantId, 'production', [fields('zz-new'), replaced]));
+      expect(shape(await s.repo.find(tenantId, 'production', 'kept'))).toEqual({ tenantId, environment: 'production', version: 2, ...replaced });
+      expect(shape(await s.repo.find(tenantId, 'production', 'zz-new'))).toEqual({ tenantId, environment: 'production', version: 1, ...fields('zz-new') });
+      expect((await s.repo.find(tenantId, 'staging', 'kept'))?.name).toBe('staging');
+      expect((await s.repo.find(otherTenantId, 'production', 'kept'))?.name).toBe('theirs');
+      await s.tx((m) =>
+        s.repo.auditMany(m, tenantId, [
+          { environment: 'production', segmentKey: 'zz-new', action: 'import', actor: 'user:a', changes: { n: 1 } },
+          { environment: 'production', segmentKey: 'kept', action: 'import', actor: 'user:a', changes: {} },
+        ]),
+      );
+      expect((await s.repo.auditTrail(tenantId, 'production', 'zz-new')).map((a) => [a.action, a.changes])).toEqual([['import', { n: 1 }]]);
+    });
+
     it('keeps an audit trail per tenant, environment and segment, oldest first', async () => {
       await s.tx(async (m) => {
         await s.repo.audit(m, tenantId, { environment: 'production', segmentKey: 'beta', action: 'create', actor: 'user:a', changes: { name: 'B' } });

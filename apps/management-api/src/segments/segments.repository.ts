@@ -29,7 +29,7 @@ export type SegmentChanges = Partial<Pick<SegmentRow, 'name' | 'description' | '
 export interface SegmentAuditRecord {
   environment: string;
   segmentKey: string;
-  action: 'create' | 'update' | 'delete';
+  action: 'create' | 'update' | 'import' | 'delete';
   actor: string;
   changes: Record<string, unknown>;
 }
@@ -55,6 +55,10 @@ export abstract class SegmentsRepository {
   /** Applied only while the row is at `expectedVersion`, bumping it; false otherwise. */
   abstract update(m: EntityManager, tenantId: string, environment: string, key: string, expectedVersion: number, changes: SegmentChanges): Promise<boolean>;
   abstract delete(m: EntityManager, tenantId: string, environment: string, key: string): Promise<boolean>;
+  /** The rows of these keys that exist, locked for update in key order (concurrent writers queue instead of deadlocking). */
+  abstract lockMany(m: EntityManager, tenantId: string, environment: string, keys: readonly string[]): Promise<Map<string, SegmentRow>>;
+  /** Creates each segment, or replaces the one of its key (bumping its version): one statement whatever the number. */
+  abstract upsertMany(m: EntityManager, tenantId: string, environment: string, segments: readonly NewSegmentFields[]): Promise<void>;
   /** Every segment of the environment in the evaluator's shape, by key (what a flag set is compiled with). */
   abstract definitions(tenantId: string, environment: string, m?: EntityManager): Promise<SegmentDefinition[]>;
   /** Keys of the environment's flags with a `segmentMatch` clause naming `key` in any rule, sorted. */
@@ -62,6 +66,8 @@ export abstract class SegmentsRepository {
   /** Keys of the environment's other segments whose rules name `key` through `segmentMatch`, sorted. */
   abstract segmentsUsing(tenantId: string, environment: string, key: string, m?: EntityManager): Promise<string[]>;
   abstract audit(m: EntityManager, tenantId: string, record: SegmentAuditRecord): Promise<void>;
+  /** One statement, in the order given. */
+  abstract auditMany(m: EntityManager, tenantId: string, records: readonly SegmentAuditRecord[]): Promise<void>;
   /** The segment's audit trail in the environment, oldest first. */
   abstract auditTrail(tenantId: string, environment: string, key: string): Promise<SegmentAuditRow[]>;
 }
@@ -167,6 +173,29 @@ export class SqlSegmentsRepository extends SegmentsRepository {
     return affected === 1;
   }
 
+  async lockMany(m: EntityManager, tenantId: string, environment: string, keys: readonly string[]): Promise<Map<string, SegmentRow>> {
+    if (keys.length === 0) return new Map();
+    const rows: Row[] = await m.query(`SELECT ${COLUMNS} FROM segments WHERE tenant_id = $1 AND environment_key = $2 AND key = ANY($3::text[]) ORDER BY key FOR UPDATE`, [
+      tenantId,
+      environment,
+      [...keys],
+    ]);
+    return new Map(rows.map((r) => [r.key, rowOf(r)]));
+  }
+
+  async upsertMany(m: EntityManager, tenantId: string, environment: string, segments: readonly NewSegmentFields[]): Promise<void> {
+    if (segments.length === 0) return;
+    await m.query(
+      `INSERT INTO segments (tenant_id, environment_key, key, name, description, definition, definition_bytes)
+       SELECT $1, $2, x.key, x.name, x.description, x.definition, x.definition_bytes
+         FROM jsonb_to_recordset($3::jsonb) AS x(key text, name text, description text, definition jsonb, definition_bytes integer)
+       ON CONFLICT (tenant_id, environment_key, key) DO UPDATE
+          SET name = excluded.name, description = excluded.description, definition = excluded.definition, definition_bytes = excluded.definition_bytes,
+              version = segments.version + 1, updated_at = now()`,
+      [tenantId, environment, JSON.stringify(segments.map((s) => ({ key: s.key, name: s.name, description: s.description, definition: s.definition, definition_bytes: s.definitionBytes })))],
+    );
+  }
+
   async definitions(tenantId: string, environment: string, m?: EntityManager): Promise<SegmentDefinition[]> {
     const rows: Row[] = await this.q(m).query(`SELECT ${COLUMNS} FROM segments WHERE tenant_id = $1 AND environment_key = $2 ORDER BY key`, [tenantId, environment]);
     return rows.map((r) => segmentDefinitionOf(rowOf(r)));
@@ -198,6 +227,17 @@ export class SqlSegmentsRepository extends SegmentsRepository {
       r.actor,
       JSON.stringify(r.changes),
     ]);
+  }
+
+  async auditMany(m: EntityManager, tenantId: string, records: readonly SegmentAuditRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await m.query(
+      `INSERT INTO segment_audit (tenant_id, environment_key, segment_key, action, actor, changes)
+       SELECT $1, x.doc->>'environment', x.doc->>'segmentKey', x.doc->>'action', x.doc->>'actor', x.doc->'changes'
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS x(doc, ord)
+        ORDER BY x.ord`,
+      [tenantId, JSON.stringify(records)],
+    );
   }
 
   async auditTrail(tenantId: string, environment: string, key: string): Promise<SegmentAuditRow[]> {

@@ -1,5 +1,5 @@
 import { ProblemException } from '@flagship/problem-details';
-import type { Clause } from '@flagship/flag-evaluation';
+import type { Clause, SegmentDefinition } from '@flagship/flag-evaluation';
 import { EnvironmentProblems } from '../environments/environments.errors';
 import { ALICE, ENVIRONMENTS, OTHER_TENANT, TENANT } from '../flags/flag-services.fixture';
 import { Quotas, type QuotaSettings } from '../quotas/quotas';
@@ -179,6 +179,61 @@ describe('SegmentsService', () => {
       const bad = await problemOf(s.service.update(TENANT, undefined, ALICE, 'beta', { rules: [{ id: 'r', clauses: [{ attribute: 'a', op: 'nope' as never, values: [] }] }] }));
       expect(Object.keys(bad.extensions['errors'] as object)).toEqual(['rules[0].clauses[0].op']);
       expect((await s.service.get(TENANT, undefined, 'beta')).row.version).toBe(1);
+    });
+  });
+
+  describe('importWithin (the segments of a LaunchDarkly import, in its transaction)', () => {
+    const imported = (key: string, more: Partial<SegmentDefinition> = {}): SegmentDefinition => ({ key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [], ...more });
+    const importing = (segments: SegmentDefinition[], env = 'production') => s.repo.transactions.run((m) => s.service.importWithin(m, TENANT, env, 'user:alice', segments));
+
+    it('creates new keys and replaces existing ones of the environment, audits each as import, and announces only once committed', async () => {
+      await create(segment('old', { included: ['a'] }));
+      const announcedBefore = s.announced.length;
+      const result = await importing([imported('new', { salt: 's', rules: [{ id: 'r', clauses: [], weight: 100 }] }), imported('old', { excluded: ['b'] })]);
+      expect(result).toEqual({ created: ['new'], replaced: ['old'] });
+      expect((await s.service.get(TENANT, undefined, 'old')).row).toMatchObject({ version: 2, definition: { included: [], excluded: ['b'] } });
+      expect((await s.service.get(TENANT, undefined, 'new')).row).toMatchObject({ version: 1, definition: { salt: 's', rules: [{ id: 'r', clauses: [], weight: 100 }] } });
+      expect((await s.service.auditTrail(TENANT, undefined, 'old')).map((a) => a.action)).toEqual(['create', 'import']);
+      expect(s.announced.slice(announcedBefore)).toEqual([
+        [TENANT, 'production', 'new', 1],
+        [TENANT, 'production', 'old', 2],
+      ]);
+    });
+
+    it('writes nothing and announces nothing when the import’s transaction fails after it (all or nothing with the flags)', async () => {
+      const failed = await s.repo.transactions
+        .run(async (m) => {
+          await s.service.importWithin(m, TENANT, 'production', 'user:alice', [imported('a')]);
+          throw new Error('a flag of the import was refused');
+        })
+        .catch((e: Error) => e.message);
+      expect(failed).toBe('a flag of the import was refused');
+      expect(s.repo.countSegments(TENANT)).toBe(0);
+      expect(s.announced).toEqual([]);
+    });
+
+    it('refuses with 422 keyed segments.<key>.<path>: malformed ones, bad keys, keys twice, and the bounds', async () => {
+      s = segmentServices({ SEGMENT_MAX_KEYS: 2 });
+      const refused = await problemOf(importing([imported('ok'), imported('bad', { rules: [{ id: 'r', clauses: [], weight: -1 }] }), imported('-x'), imported('ok'), imported('many', { included: ['a', 'b', 'c'] })]));
+      expect(refused.extensions['errors']).toEqual({
+        'segments.bad.rules[0].weight': 'must be an integer from 0 to 100000',
+        'segments.-x.key': expect.stringContaining('must start with a letter or digit'),
+        'segments.ok': 'appears more than once in the import',
+        'segments.many.included': expect.stringContaining('at most 2'),
+      });
+      expect(s.repo.countSegments(TENANT)).toBe(0);
+    });
+
+    it('counts the new segments together against the quota and the bytes added against the byte quota, naming the largest', async () => {
+      s = segmentServices({ QUOTA_SEGMENTS_PER_TENANT: 2 });
+      await create(segment('old'));
+      expect((await problemOf(importing([imported('old'), imported('n1'), imported('n2')]))).extensions).toEqual({ quota: 'segments-per-tenant', limit: 2, current: 1 });
+      expect(await importing([imported('old'), imported('n1')])).toEqual({ created: ['n1'], replaced: ['old'] });
+      s = segmentServices({ QUOTA_SEGMENT_BYTES_PER_TENANT: 400 });
+      const bytes = await problemOf(importing([imported('big', { included: ['x'.repeat(300)] }), imported('small', { included: ['y'.repeat(100)] })]));
+      expect(bytes.extensions).toMatchObject({ quota: 'segment-bytes-per-tenant', limit: 400, adds: { big: expect.any(Number), small: expect.any(Number) } });
+      expect(Object.keys(bytes.extensions['adds'] as object)).toEqual(['big', 'small']);
+      expect(s.repo.countSegments(TENANT)).toBe(0);
     });
   });
 

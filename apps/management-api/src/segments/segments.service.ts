@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
+import { FLAG_KEY_PATTERN } from '@flagship/domain';
 import { checkSegmentDefinition, type SegmentDefinition, type ValidationProblem } from '@flagship/flag-evaluation';
-import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
+import { afterCommit, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
@@ -11,7 +12,7 @@ import { Quotas } from '../quotas/quotas';
 import { listedKeys, type SegmentBounds, segmentBodyOf, segmentInUse, segmentProblems, staleSegmentWrite } from './segment-rules';
 import type { CreateSegmentDto, UpdateSegmentDto } from './segments.dto';
 import { SegmentProblems, segmentNotFound } from './segments.errors';
-import { type SegmentAuditRow, segmentDefinitionOf, type SegmentRow, SegmentsRepository } from './segments.repository';
+import { type NewSegmentFields, type SegmentAuditRow, segmentDefinitionOf, type SegmentRow, SegmentsRepository } from './segments.repository';
 
 /** A segment as a read or write answers it: the row and what its check warns of. */
 export interface SegmentView {
@@ -120,6 +121,48 @@ export class SegmentsService {
 
   async auditTrail(tenantId: string, env: string | undefined, key: string): Promise<SegmentAuditRow[]> {
     return this.repo.auditTrail(tenantId, await this.environments.resolve(tenantId, env), key);
+  }
+
+  /**
+   * LaunchDarkly's segments of an import (`POST /api/flags/import`, converted to our shape), written
+   * inside the import's transaction so that flags and segments land together or not at all: each
+   * created, or replaced by key in `environment`. Held to the rules and bounds of every write (errors
+   * keyed `segments.<key>.<path>`), the new ones counted together against the quota and the bytes
+   * added against the byte quota (its refusal names the ten that add most), audited as `import`,
+   * announced once the transaction commits. A few statements whatever the number of segments.
+   */
+  async importWithin(m: Tx, tenantId: string, environment: string, actor: string, segments: readonly SegmentDefinition[]): Promise<{ created: string[]; replaced: string[] }> {
+    const keys = segments.map((s) => s.key);
+    const locked = await this.repo.lockMany(m, tenantId, environment, keys);
+    const errors: Record<string, string> = {};
+    const written: NewSegmentFields[] = [];
+    const adds: Record<string, number> = {};
+    let added = 0;
+    const seen = new Set<string>();
+    for (const { key, name, description, version: _version, ...sent } of segments) {
+      if (seen.has(key)) errors[`segments.${key}`] = 'appears more than once in the import';
+      seen.add(key);
+      if (!FLAG_KEY_PATTERN.test(key)) errors[`segments.${key}.key`] = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
+      const before = locked.get(key);
+      const definition = segmentBodyOf(sent);
+      const checked = segmentProblems({ key, name, ...definition }, sent, this.bounds, before && { keys: listedKeys(before.definition).count, bytes: before.definitionBytes });
+      for (const [path, message] of Object.entries(checked.errors)) errors[`segments.${key}.${path}`] = message;
+      written.push({ key, name, description: description ?? '', definition, definitionBytes: checked.bytes });
+      const delta = checked.bytes - (before?.definitionBytes ?? 0);
+      added += delta;
+      if (delta > 0) adds[key] = delta;
+    }
+    if (Object.keys(errors).length > 0) throw validationProblem(errors);
+    const created = keys.filter((k) => !locked.has(k));
+    await this.quotas.reserve(m, 'segments-per-tenant', tenantId, created.length);
+    await this.repo.upsertMany(m, tenantId, environment, written);
+    const largest = Object.fromEntries(Object.entries(adds).sort((a, b) => b[1] - a[1]).slice(0, 10));
+    await this.quotas.reserve(m, 'segment-bytes-per-tenant', tenantId, added, { written: true, adds: largest });
+    await this.repo.auditMany(m, tenantId, written.map((f) => ({ environment, segmentKey: f.key, action: 'import', actor, changes: { name: f.name, ...f.definition } })));
+    afterCommit(m, async () => {
+      for (const f of written) await this.events.segmentChanged(tenantId, environment, f.key, (locked.get(f.key)?.version ?? 0) + 1);
+    });
+    return { created, replaced: keys.filter((k) => locked.has(k)) };
   }
 
   /** Every segment of the environment in the evaluator's shape (what a flag set is compiled with). */
