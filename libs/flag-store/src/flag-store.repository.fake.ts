@@ -1,5 +1,6 @@
-import { flagDefinitionBytes, type FlagDefinition } from '@flagship/flag-evaluation';
-import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
+import { flagDefinitionBytes, type FlagDefinition, type SegmentDefinition } from '@flagship/flag-evaluation';
+import { segmentsFingerprint } from '@flagship/persistence';
+import type { FlagStoreReads, StoredFlag, StoredSegments } from './flag-store.repository';
 
 /**
  * In-memory twin of FlagStoreRepository for the store's unit specs: flags per tenant-environment,
@@ -8,6 +9,8 @@ import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
  */
 export class FakeFlagStoreRepository implements FlagStoreReads {
   private readonly sets = new Map<string, Map<string, StoredFlag & { measured: number }>>();
+  /** `t/e` -> key -> the segment, with the id its row would have. */
+  private readonly segmentSets = new Map<string, Map<string, SegmentDefinition & { id: string; version: number }>>();
   private writes = 0;
   /** What each read asked for, in order: `all t/e`, `keys t/e a,b`, `fingerprints t/e`, `bytes t/e`. */
   readonly reads: string[] = [];
@@ -22,6 +25,35 @@ export class FakeFlagStoreRepository implements FlagStoreReads {
     // Every write has a greater version, as the flag's and its environment row's versions make it in Postgres.
     const versioned = { ...definition, version: definition.version ?? write };
     set.set(definition.key, { key: definition.key, projectId, fingerprint: `w${write}`, definition: versioned, measured: opts.unmeasured ? 0 : flagDefinitionBytes(versioned) });
+  }
+
+  /** A segment written (a new version each time), as management-api writes it. */
+  putSegment(tenantId: string, environment: string, segment: SegmentDefinition): void {
+    const set = this.segmentSets.get(`${tenantId}/${environment}`) ?? new Map<string, SegmentDefinition & { id: string; version: number }>();
+    this.segmentSets.set(`${tenantId}/${environment}`, set);
+    const write = ++this.writes;
+    set.set(segment.key, { ...segment, id: `s${write}`, version: write });
+  }
+
+  removeSegment(tenantId: string, environment: string, key: string): void {
+    this.segmentSets.get(`${tenantId}/${environment}`)?.delete(key);
+  }
+
+  async findSegments(tenantId: string, environment: string): Promise<StoredSegments> {
+    this.reads.push(`segments ${tenantId}/${environment}`);
+    this.fail();
+    const rows = this.segmentRows(tenantId, environment);
+    return { fingerprint: segmentsFingerprint(rows), definitions: rows.map(({ id: _id, ...definition }) => definition) };
+  }
+
+  async segmentsFingerprint(tenantId: string, environment: string): Promise<string> {
+    this.reads.push(`segment fingerprint ${tenantId}/${environment}`);
+    this.fail();
+    return segmentsFingerprint(this.segmentRows(tenantId, environment));
+  }
+
+  private segmentRows(tenantId: string, environment: string): Array<SegmentDefinition & { id: string; version: number }> {
+    return [...(this.segmentSets.get(`${tenantId}/${environment}`)?.values() ?? [])].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((s) => ({ ...s }));
   }
 
   remove(tenantId: string, environment: string, key: string): void {

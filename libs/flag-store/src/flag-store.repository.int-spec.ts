@@ -15,14 +15,19 @@ interface Subject {
   reads: FlagStoreReads;
   write(tenantId: string, key: string, value: number, environment?: string): Promise<void>;
   remove(tenantId: string, key: string): Promise<void>;
+  /** A segment written (created, or its next version), as management-api writes it. */
+  writeSegment(tenantId: string, key: string, included: string[], environment?: string): Promise<void>;
+  removeSegment(tenantId: string, key: string): Promise<void>;
 }
+
+const segment = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
 
 let db: TestDatabase;
 let sql: Client;
 let ds: DataSource;
 
 const postgres = async (): Promise<Subject> => {
-  await sql.query('TRUNCATE flags CASCADE');
+  await sql.query('TRUNCATE flags, segments CASCADE');
   return {
     reads: new FlagStoreRepository(ds),
     write: async (tenantId, key, value, environment = E) => {
@@ -30,6 +35,15 @@ const postgres = async (): Promise<Subject> => {
       await measureFlagDefinitions({ query: async (text, params) => (await sql.query(text, params)).rows }, tenantId, { environment });
     },
     remove: async (tenantId, key) => void (await sql.query('DELETE FROM flags WHERE tenant_id = $1 AND key = $2', [tenantId, key])),
+    writeSegment: async (tenantId, key, included, environment = E) => {
+      const { key: _k, name: _n, ...definition } = segment(key, included);
+      await sql.query(
+        `INSERT INTO segments (tenant_id, environment_key, key, name, definition) VALUES ($1, $2, $3, $3, $4::jsonb)
+         ON CONFLICT (tenant_id, environment_key, key) DO UPDATE SET definition = excluded.definition, version = segments.version + 1`,
+        [tenantId, environment, key, JSON.stringify(definition)],
+      );
+    },
+    removeSegment: async (tenantId, key) => void (await sql.query('DELETE FROM segments WHERE tenant_id = $1 AND key = $2', [tenantId, key])),
   };
 };
 
@@ -40,6 +54,10 @@ const fake = async (): Promise<Subject> => {
     write: async (tenantId, key, value, environment = E) => repo.put(tenantId, environment, numberFlag(key, value)),
     remove: async (tenantId, key) => {
       for (const environment of [E, 'staging']) repo.remove(tenantId, environment, key);
+    },
+    writeSegment: async (tenantId, key, included, environment = E) => repo.putSegment(tenantId, environment, segment(key, included)),
+    removeSegment: async (tenantId, key) => {
+      for (const environment of [E, 'staging']) repo.removeSegment(tenantId, environment, key);
     },
   };
 };
@@ -114,5 +132,36 @@ describe.each([
     const expected = (await s.reads.findAll(A, E)).reduce((n, f) => n + flagDefinitionBytes(f.definition), 0);
     expect(await s.reads.storedBytes(A, E)).toBe(expected);
     expect(await s.reads.storedBytes(A, 'staging')).toBe(0);
+  });
+
+  it("reads a tenant-environment's segments in the evaluator's form, in code-point order of key, and no other tenant's or environment's", async () => {
+    await s.writeSegment(A, 'alpha', ['u1']);
+    await s.writeSegment(A, 'Zeta', []);
+    await s.writeSegment(A, 'staged', [], 'staging');
+    await s.writeSegment(B, 'theirs', []);
+    const { definitions } = await s.reads.findSegments(A, E);
+    expect(definitions).toEqual([
+      { ...segment('Zeta', []), version: 1 },
+      { ...segment('alpha', ['u1']), version: 1 },
+    ].map((d) => ({ ...d, version: expect.any(Number) })));
+    expect((await s.reads.findSegments(B, 'staging')).definitions).toEqual([]);
+  });
+
+  it('tells one fingerprint of the environment’s segments, the same without reading them, that changes with any write or delete and only then', async () => {
+    const empty = await s.reads.segmentsFingerprint(A, E);
+    expect((await s.reads.findSegments(A, E)).fingerprint).toBe(empty);
+    await s.writeSegment(A, 'one', []);
+    await s.writeSegment(A, 'two', []);
+    const two = await s.reads.segmentsFingerprint(A, E);
+    expect([two === empty, (await s.reads.findSegments(A, E)).fingerprint]).toEqual([false, two]);
+    await s.writeSegment(B, 'theirs', []);
+    await s.writeSegment(A, 'staged', [], 'staging');
+    expect(await s.reads.segmentsFingerprint(A, E)).toBe(two);
+    await s.writeSegment(A, 'two', ['x']);
+    const written = await s.reads.segmentsFingerprint(A, E);
+    expect(written).not.toBe(two);
+    await s.removeSegment(A, 'one');
+    expect(await s.reads.segmentsFingerprint(A, E)).not.toBe(written);
+    expect((await s.reads.findSegments(A, E)).fingerprint).toBe(await s.reads.segmentsFingerprint(A, E));
   });
 });

@@ -1,7 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
-import type { FlagDefinition } from '@flagship/flag-evaluation';
+import {
+  DATA_SOURCE,
+  FLAG_DEFINITION_COLUMNS,
+  type FlagDefinitionRow,
+  flagDefinitionFromRow,
+  SEGMENT_DEFINITION_COLUMNS,
+  type SegmentDefinitionRow,
+  segmentDefinitionFromRow,
+  SEGMENTS_FINGERPRINT_SQL,
+  segmentsFingerprint,
+} from '@flagship/persistence';
+import type { FlagDefinition, SegmentDefinition } from '@flagship/flag-evaluation';
 
 /** One flag as a flag store holds it: seen in one environment, with its project and what tells whether it changed. */
 export interface StoredFlag {
@@ -10,6 +20,17 @@ export interface StoredFlag {
   /** Changes whenever the flag, its environment row or its project changes. */
   fingerprint: string;
   definition: FlagDefinition;
+}
+
+/**
+ * The segments of one tenant-environment, all of them: a set holds them together (a change to one
+ * re-reads them all; the segment quotas bound them), as flags' segmentMatch clauses resolve them.
+ */
+export interface StoredSegments {
+  /** Changes whenever a segment of the environment is written, added or deleted (segmentsFingerprint). */
+  fingerprint: string;
+  /** By key, in code-point order. */
+  definitions: SegmentDefinition[];
 }
 
 /**
@@ -41,6 +62,9 @@ export interface FlagStoreReads {
   fingerprints(tenantId: string, environment: string): Promise<Map<string, string>>;
   /** What the flags of the tenant-environment take, as the writes stored it (definition_bytes), without reading them. */
   storedBytes(tenantId: string, environment: string): Promise<number>;
+  findSegments(tenantId: string, environment: string): Promise<StoredSegments>;
+  /** StoredSegments' fingerprint without reading the definitions (a reconcile). */
+  segmentsFingerprint(tenantId: string, environment: string): Promise<string>;
 }
 
 /** The reads of the flag store: one tenant-environment's flags, read-only; every query names the tenant. */
@@ -69,6 +93,19 @@ export class FlagStoreRepository implements FlagStoreReads {
       [tenantId, environment],
     )) as Array<{ bytes: number }>;
     return row?.bytes ?? 0;
+  }
+
+  async findSegments(tenantId: string, environment: string): Promise<StoredSegments> {
+    const rows: SegmentDefinitionRow[] = await this.dataSource.query(
+      `SELECT ${SEGMENT_DEFINITION_COLUMNS} FROM segments WHERE tenant_id = $1 AND environment_key = $2 ORDER BY key COLLATE "C"`,
+      [tenantId, environment],
+    );
+    return { fingerprint: segmentsFingerprint(rows), definitions: rows.map(segmentDefinitionFromRow) };
+  }
+
+  async segmentsFingerprint(tenantId: string, environment: string): Promise<string> {
+    const [row] = (await this.dataSource.query(SEGMENTS_FINGERPRINT_SQL, [tenantId, environment])) as Array<{ fingerprint: string }>;
+    return row!.fingerprint;
   }
 
   /** key -> fingerprint of every flag of the tenant-environment, to find what a missed announcement left stale. */

@@ -1,7 +1,7 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, LiveFlagSet } from '@flagship/flag-evaluation';
+import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, LiveFlagSet, type SegmentDefinition, utf8Length } from '@flagship/flag-evaluation';
 import { CHANNELS, type LoadReason, type LoadRequest, type PubSub, SubscribedCache } from '@flagship/redis';
-import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
+import type { FlagStoreReads, StoredFlag, StoredSegments } from './flag-store.repository';
 
 /** One flag of a held set as read, refused ones too. */
 export interface HeldFlag {
@@ -23,6 +23,10 @@ export interface FlagSetView {
   readonly refused: ReadonlyMap<string, number>;
   /** flag key -> the flag as held, refused ones too; changed in place with `set`, read-only here. */
   readonly rows: ReadonlyMap<string, HeldFlag>;
+  /** The environment's segments by key (what flags' segmentMatch clauses name); replaced whole when any changes. */
+  readonly segments: ReadonlyMap<string, SegmentDefinition>;
+  /** The segments as one JSON array, with `keepJson`: what a flag-data stream sends. */
+  readonly segmentsJson: string | undefined;
 }
 
 /**
@@ -54,6 +58,8 @@ export interface FlagSetChanged {
   removed: readonly string[];
   /** When the change was applied to the held set (ms since the epoch): the set's `updatedAt`. */
   at: number;
+  /** The environment's segments, all of them, when they changed (with `keys` set, possibly empty). */
+  segments?: readonly SegmentDefinition[];
 }
 
 export type FlagSetListener = (change: FlagSetChanged) => void;
@@ -126,6 +132,11 @@ interface FlagSet extends FlagSetView {
   readonly rows: Map<string, HeldFlag>;
   /** The sum of the rows' bytes: what the set is bounded and weighed by. */
   bytes: number;
+  segments: Map<string, SegmentDefinition>;
+  segmentsJson: string | undefined;
+  segmentsFingerprint: string;
+  /** What the segments' JSON takes: weighed with the flags (not bounded by maxSetBytes: the segment quotas bound them). */
+  segmentBytes: number;
   syncedAt: number;
   lastFullLoadMs: number;
   /** What the last load applied, told to listeners once the set is served again. */
@@ -170,14 +181,15 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       reconcileMs: options.reconcileMs,
       maxEntries: options.maxEntries,
       maxRetryMs: options.maxRetryMs,
-      weigh: (set) => set.bytes,
+      weigh: (set) => set.bytes + set.segmentBytes,
       maxWeight: options.maxBytes,
       serveStaleOn: (err) => options.keepLastGoodWhenTooLarge === true || !(err instanceof FlagSetTooLargeError),
       eager: true,
       onLoaded: (id, value, reason) => this.loaded(id, value, reason),
     }).follow(CHANNELS.flagChanged, (m, cache) => {
       const tenantId = m.tenantId.toLowerCase();
-      const parts = m.flagKey === undefined ? undefined : [m.flagKey];
+      // A segment's change re-reads the environment's segments alone.
+      const parts = m.flagKey !== undefined ? [m.flagKey] : m.segmentKey !== undefined ? [SEGMENTS] : undefined;
       if (m.environment !== undefined) cache.invalidate(idOf(tenantId, m.environment), parts);
       // No environment: a change to the flag's global fields, seen in every environment.
       else cache.invalidateWhere((id) => tenantOf(id) === tenantId, parts);
@@ -269,6 +281,11 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     this.cache.invalidate(idOf(tenantId, environment), flagKey === undefined ? undefined : [flagKey]);
   }
 
+  /** The writer's own replica, after a segment write: the next evaluation waits for the segments' re-read. */
+  invalidateSegments(tenantId: string, environment: string): void {
+    this.cache.invalidate(idOf(tenantId, environment), [SEGMENTS]);
+  }
+
   /**
    * `listener` runs after each change applied to a held set, synchronously once the load that
    * applied it has landed: `peek(tenantId, environment, { stale: true })` returns the changed set
@@ -322,6 +339,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     const started = performance.now();
     if (previous === undefined) {
       const flags = await this.readAll(tenantId, environment);
+      const segments = await this.repository.findSegments(tenantId, environment);
       const lastFullLoadMs = Math.round(performance.now() - started);
       if (flags.length >= 1000) this.logger.log(`loaded ${flags.length} flags of ${id} in ${lastFullLoadMs} ms`);
       const set: FlagSet = {
@@ -330,31 +348,45 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
         refused: new Map(),
         rows: new Map(),
         bytes: 0,
+        segments: new Map(),
+        segmentsJson: this.options.keepJson ? '[]' : undefined,
+        segmentsFingerprint: '',
+        segmentBytes: 0,
         syncedAt: Date.now(),
         lastFullLoadMs,
         applied: NOTHING,
       };
+      this.applySegments(set, segments);
       this.apply(id, set, [], flags);
       set.applied = NOTHING;
       return set;
     }
     if (reason === 'changed') {
-      const keys = [...changed];
-      previous.applied = this.apply(id, previous, keys, await this.repository.findByKeys(tenantId, environment, keys));
+      const keys = [...changed].filter((k) => k !== SEGMENTS);
+      const segments = changed.has(SEGMENTS) && this.applySegments(previous, await this.repository.findSegments(tenantId, environment));
+      const applied = keys.length > 0 ? this.apply(id, previous, keys, await this.repository.findByKeys(tenantId, environment, keys)) : NOTHING;
+      previous.applied = segments ? { ...applied, segments } : applied;
       return previous;
     }
     if (reason === 'whole') {
-      // A change to the whole set was announced: read every flag, apply what differs.
+      // A change to the whole set was announced: read every flag and the segments, apply what differs.
       const flags = await this.readAll(tenantId, environment);
-      previous.applied = this.apply(id, previous, new Set([...previous.rows.keys(), ...flags.map((f) => f.key)]), flags);
+      const segments = this.applySegments(previous, await this.repository.findSegments(tenantId, environment));
+      const applied = this.apply(id, previous, new Set([...previous.rows.keys(), ...flags.map((f) => f.key)]), flags);
+      previous.applied = segments ? { ...applied, segments } : applied;
     } else {
       const stored = await this.repository.fingerprints(tenantId, environment);
       const stale: string[] = [];
       for (const [key, fingerprint] of stored) if (previous.rows.get(key)?.fingerprint !== fingerprint) stale.push(key);
       for (const key of previous.rows.keys()) if (!stored.has(key)) stale.push(key);
-      previous.applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
-      const n = previous.applied.flags.length + previous.applied.removed.length;
+      const applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
+      const n = applied.flags.length + applied.removed.length;
       if (n > 0) this.logger.log(`reconcile of ${id} found ${n} flag(s) out of date, now current`);
+      const segments =
+        (await this.repository.segmentsFingerprint(tenantId, environment)) !== previous.segmentsFingerprint &&
+        this.applySegments(previous, await this.repository.findSegments(tenantId, environment));
+      if (segments) this.logger.log(`reconcile of ${id} found its segments out of date, now current`);
+      previous.applied = segments ? { ...applied, segments } : applied;
     }
     previous.syncedAt = Date.now();
     previous.lastFullLoadMs = Math.round(performance.now() - started);
@@ -420,11 +452,27 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     return { flags: accepted.map((s) => s.flag), removed: takenOut };
   }
 
+  /**
+   * Replaces the held segments with those read when they differ (by fingerprint); true when they did.
+   * Segments are few (the segment quotas) and changed rarely: held whole, not one by one.
+   */
+  private applySegments(held: FlagSet, stored: StoredSegments): boolean {
+    if (stored.fingerprint === held.segmentsFingerprint) return false;
+    const json = JSON.stringify(stored.definitions);
+    held.segments = new Map(stored.definitions.map((d) => [d.key, d]));
+    held.segmentsJson = this.options.keepJson ? json : undefined;
+    held.segmentsFingerprint = stored.fingerprint;
+    // No segments weigh nothing: a set without them weighs what its flags do.
+    held.segmentBytes = stored.definitions.length === 0 ? 0 : utf8Length(json);
+    // At merge with the evaluator half of issue 33: the LiveFlagSet takes them here, so segmentMatch resolves.
+    return true;
+  }
+
   private loaded(id: string, value: FlagSet, reason: LoadReason): void {
     const applied = value.applied;
     value.applied = NOTHING;
     const keys = reason === 'first' ? undefined : [...applied.flags.map((f) => f.key), ...applied.removed];
-    if (keys !== undefined && keys.length === 0) return; // nothing differed (a repeated announcement)
+    if (keys !== undefined && keys.length === 0 && !applied.segments) return; // nothing differed (a repeated announcement)
     if (this.listeners.size === 0) return;
     const tenantId = tenantOf(id);
     const change: FlagSetChanged = {
@@ -434,6 +482,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       flags: keys === undefined ? [] : applied.flags,
       removed: keys === undefined ? [] : applied.removed,
       at: value.set.updatedAt,
+      ...(keys !== undefined && applied.segments ? { segments: [...value.segments.values()] } : {}),
     };
     for (const listener of this.listeners) {
       try {
@@ -448,9 +497,14 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
 interface Applied {
   flags: StoredFlag[];
   removed: string[];
+  /** The segments were replaced. */
+  segments?: boolean;
 }
 
 const NOTHING: Applied = { flags: [], removed: [] };
+
+/** The part of a set an announced segment change re-reads (no flag key can be it: keys start with a letter or digit). */
+const SEGMENTS = '\u0000segments';
 
 function idOf(tenantId: string, environment: string): string {
   return `${tenantId}/${environment}`;

@@ -23,11 +23,11 @@ export class FlagEvents {
   }
 
   /**
-   * A segment changed in `environment`: on the flags' feed, without a flag key, so every store
-   * re-reads the environment's set (any of its flags may use the segment; the set carries its segments).
+   * A segment changed in `environment`: on the flags' feed with `segmentKey` and no flag key; stores
+   * re-read the environment's segments (a store that knows no segments re-reads the whole set).
    */
   async segmentChanged(tenantId: string, environment: string, segmentKey: string, version: number): Promise<void> {
-    this.store.invalidate(tenantId, environment);
+    this.store.invalidateSegments(tenantId, environment);
     const msg: FlagChanged = { tenantId, environment, segmentKey, version };
     await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
   }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { SegmentDefinition } from '@flagship/flag-evaluation';
-import { DATA_SOURCE } from '@flagship/persistence';
+import { DATA_SOURCE, segmentDefinitionFromRow } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 
 /** What a segment holds besides its names: the fields evaluators read (the `definition` column). */
@@ -102,10 +102,8 @@ const rowOf = (r: Row): SegmentRow => ({
   updatedAt: r.updated_at,
 });
 
-/** A segment in the evaluator's shape (key and version beside its stored definition). */
-export function segmentDefinitionOf(row: Pick<SegmentRow, 'key' | 'name' | 'definition' | 'version'>): SegmentDefinition {
-  return { key: row.key, name: row.name, ...row.definition, version: row.version };
-}
+/** A segment in the evaluator's shape (key and version beside its stored definition), as the flag store reads it too. */
+export const segmentDefinitionOf = segmentDefinitionFromRow;
 
 /** What `@>` looks for: a rule with a `segmentMatch` clause whose values hold the key. */
 const usingClause = (key: string): string => JSON.stringify([{ clauses: [{ op: 'segmentMatch', values: [key] }] }]);
