@@ -118,6 +118,28 @@ describe('FlagStreamGroups', () => {
     expect(repo.reads.slice(2).join(' ').replace(/keys tenant-a\/production /g, '').split(/[ ,]/).sort()).toEqual(['a', 'b', 'c']);
   });
 
+  it('puts the segments with the flags, and sends them whole in a patch when any changes, coalesced with the flags changed meanwhile', async () => {
+    const seg = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
+    repo.put(T, E, num('a', 1));
+    repo.putSegment(T, E, seg('beta', ['u1']));
+    const { sink } = await stream();
+    const [put] = events(sink);
+    expect(put!.data.segments).toEqual([{ ...seg('beta', ['u1']), version: expect.any(Number) }]);
+    repo.putSegment(T, E, seg('beta', ['u1', 'u2']));
+    repo.put(T, E, num('a', 2));
+    await pubsub.publish(CHANNELS.flagChanged, { tenantId: T, environment: E, segmentKey: 'beta', version: 2 });
+    await announce('a');
+    await jest.advanceTimersByTimeAsync(25);
+    const [, patch] = events(sink);
+    expect(patch!.data.flags.map((f: FlagDefinition) => [f.key, f.defaultValue])).toEqual([['a', 2]]);
+    expect(patch!.data.segments.map((x: { key: string; included: string[] }) => [x.key, x.included])).toEqual([['beta', ['u1', 'u2']]]);
+    // A flag change alone says nothing of the segments.
+    repo.put(T, E, num('a', 3));
+    await announce('a');
+    await jest.advanceTimersByTimeAsync(25);
+    expect(events(sink)[2]!.data).toEqual({ flags: [expect.objectContaining({ key: 'a', defaultValue: 3 })] });
+  });
+
   it('keeps a streamed set held by the store whatever else is read, without reading it again; an idle group lets go, and starts over if the set went', async () => {
     repo.put(T, E, num('a', 1));
     const { sink, group } = await stream();

@@ -16,6 +16,8 @@ const MAX_IDLE_GROUPS = 100;
 const RETRY_READ_MS = 1000;
 /** A put is written in pieces of about this many characters, each once the client has read the one before. */
 const PUT_PIECE_CHARS = 64 * 1024;
+/** Among a group's pending keys: the segments changed (no flag key can be it: keys start with a letter or digit). */
+const SEGMENTS = '\u0000segments';
 
 /** A stream as a group writes to it. */
 export interface GroupedStream {
@@ -115,7 +117,7 @@ export class FlagStreamGroups<S extends GroupedStream> {
     for (const f of idle.slice(0, Math.max(0, idle.length - MAX_IDLE_GROUPS))) this.drop(f);
   }
 
-  /** The put, in pieces at the pace the client reads (the kit queues what lands meanwhile): every flag served, as the store holds its JSON. */
+  /** The put, in pieces at the pace the client reads (the kit queues what lands meanwhile): every flag served and every segment, as the store holds their JSON. */
   sendPut(group: StreamGroup<S>, s: S, view: FlagSetView): Promise<unknown> {
     const texts: string[] = [];
     for (const row of view.rows.values()) if (row.json !== undefined) texts.push(row.json);
@@ -129,7 +131,7 @@ export class FlagStreamGroups<S extends GroupedStream> {
           piece = '';
         }
       }
-      yield `${piece}]}\n\n:\n\n`;
+      yield `${piece}],"segments":${view.segmentsJson ?? '[]'}}\n\n:\n\n`;
     }
     s.putting = this.hub.writePaced(s, pieces());
     return s.putting;
@@ -155,6 +157,7 @@ export class FlagStreamGroups<S extends GroupedStream> {
       // A whole new set (no keys) shows in the set the store holds: current() starts the group over.
       fold: (keys = new Set(), change) => {
         for (const key of change.keys ?? []) keys.add(key);
+        if (change.segments !== undefined) keys.add(SEGMENTS);
         return keys;
       },
       emit: (keys) => this.flush(group, keys),
@@ -196,11 +199,14 @@ export class FlagStreamGroups<S extends GroupedStream> {
     const changed: string[] = [];
     const removed: string[] = [];
     for (const key of keys) {
+      if (key === SEGMENTS) continue;
       const json = view.rows.get(key)?.json;
       if (json !== undefined) changed.push(json);
       else removed.push(key);
     }
-    if (changed.length > 0) this.hub.broadcast(group.append('patch', `{"flags":[${changed.join(',')}]}`), group.streams);
+    // Segments go whole (the quotas keep them few): a client replaces the ones it holds.
+    const segments = keys.has(SEGMENTS) ? `,"segments":${view.segmentsJson ?? '[]'}` : '';
+    if (changed.length > 0 || segments !== '') this.hub.broadcast(group.append('patch', `{"flags":[${changed.join(',')}]${segments}}`), group.streams);
     if (removed.length > 0) this.hub.broadcast(group.append('delete', JSON.stringify({ keys: removed })), group.streams);
   }
 

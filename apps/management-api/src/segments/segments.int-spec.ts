@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { waitFor } from '@flagship/testing';
+import { FlagStreamClient } from '../testing/flag-stream.fixture';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
 /** Bounds low enough to reach in a test; each has a case below that fails without it. */
@@ -121,5 +122,30 @@ describe('segments (real HTTP, Postgres, Redis)', () => {
     await waitFor(async () => messages.length > 0);
     sub.disconnect();
     expect(messages).toEqual([{ tenantId: owner.tenantId, environment: 'production', segmentKey: 'beta', version: 3 }]);
+  });
+
+  it('travels with the flags on the flag-data stream: in the put, and whole in a patch when a segment is written or deleted', async () => {
+    const streams = new FlagStreamClient(() => f.url);
+    try {
+      const headers = { authorization: `Bearer ${stranger.idToken}`, 'x-tenant-id': stranger.tenantId, 'x-environment': 'development' };
+      expect((await create({ key: 'early', name: 'e', included: ['u1'] }, stranger, { 'x-environment': 'development' })).status).toBe(201);
+      const { stream } = await streams.open(headers);
+      const put = await stream!.next();
+      expect([put.event, put.data.segments.map((x: { key: string }) => x.key)]).toEqual(['put', ['early']]);
+      expect((await create({ key: 'later', name: 'l', excluded: ['u9'] }, stranger, { 'x-environment': 'development' })).status).toBe(201);
+      const patch = await stream!.next();
+      expect([patch.event, patch.data.flags, patch.data.segments.map((x: { key: string; excluded: string[] }) => [x.key, x.excluded])]).toEqual([
+        'patch',
+        [],
+        [
+          ['early', []],
+          ['later', ['u9']],
+        ],
+      ]);
+      expect((await f.call('DELETE', '/api/segments/early', as(stranger, { 'x-environment': 'development' }))).status).toBe(204);
+      expect((await stream!.next()).data.segments.map((x: { key: string }) => x.key)).toEqual(['later']);
+    } finally {
+      streams.closeAll();
+    }
   });
 });
