@@ -268,6 +268,11 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  /** The environment's segments as read now (an export: they go with `served`'s flags). */
+  async servedSegments(tenantId: string, environment: string): Promise<SegmentDefinition[]> {
+    return (await this.repository.findSegments(tenantId, environment)).definitions;
+  }
+
   /** A refusal as the app wants it told (`tooLargeError`); other errors as they are. */
   private toldAs(err: unknown): unknown {
     return err instanceof FlagSetTooLargeError && this.options.tooLargeError !== undefined ? this.options.tooLargeError(err) : err;

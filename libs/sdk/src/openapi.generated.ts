@@ -1557,6 +1557,36 @@ export interface components {
             /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND; absent: server keys only */
             clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
+        SegmentTargetDto: {
+            /** @example organization */
+            contextKind: string;
+            /** @description keys of contexts of that kind */
+            values: string[];
+        };
+        SegmentRuleDto: {
+            id: string;
+            /** @description every clause must match; none: every context matches */
+            clauses: components["schemas"]["ClauseDto"][];
+            /** @description LaunchDarkly's absolute weight: the share of matching contexts included, out of 100000 */
+            weight?: number;
+            /** @description attribute hashed for the weight; default key (a reference with rolloutContextKind) */
+            bucketBy?: string;
+            /** @description the context kind bucketed; default user */
+            rolloutContextKind?: string;
+        };
+        SegmentDefinitionDto: {
+            key: string;
+            name: string;
+            description?: string;
+            included: string[];
+            excluded: string[];
+            includedContexts: components["schemas"]["SegmentTargetDto"][];
+            excludedContexts: components["schemas"]["SegmentTargetDto"][];
+            rules: components["schemas"]["SegmentRuleDto"][];
+            /** @description bucketing salt of weighted rules; default the segment key */
+            salt?: string;
+            version?: number;
+        };
         FlagExportDto: {
             /** @description format version of the file */
             version: number;
@@ -1564,6 +1594,8 @@ export interface components {
             environment: string;
             generatedAt: string;
             flags: components["schemas"]["FlagDefinitionDto"][];
+            /** @description the environment's segments, which flags name through segmentMatch */
+            segments: components["schemas"]["SegmentDefinitionDto"][];
         };
         /** @description A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant). */
         CreateProjectFlagDto: {
@@ -1621,23 +1653,6 @@ export interface components {
                 [key: string]: unknown;
             };
             at: string;
-        };
-        SegmentTargetDto: {
-            /** @example organization */
-            contextKind: string;
-            /** @description keys of contexts of that kind */
-            values: string[];
-        };
-        SegmentRuleDto: {
-            id: string;
-            /** @description every clause must match; none: every context matches */
-            clauses: components["schemas"]["ClauseDto"][];
-            /** @description LaunchDarkly's absolute weight: the share of matching contexts included, out of 100000 */
-            weight?: number;
-            /** @description attribute hashed for the weight; default key (a reference with rolloutContextKind) */
-            bucketBy?: string;
-            /** @description the context kind bucketed; default user */
-            rolloutContextKind?: string;
         };
         SegmentDto: {
             key: string;

@@ -279,6 +279,22 @@ export interface FlagExport {
   environment: string;
   generatedAt: Timestamp;
   flags: FlagDefinition[];
+  /** The environment's segments, which flags name through `segmentMatch`. */
+  segments: SegmentDefinition[];
+}
+
+/** A segment as evaluators hold it (in an export, and on the flag-data stream). */
+export interface SegmentDefinition {
+  key: string;
+  name: string;
+  description?: string;
+  included: string[];
+  excluded: string[];
+  includedContexts: SegmentTarget[];
+  excludedContexts: SegmentTarget[];
+  rules: SegmentRule[];
+  salt?: string;
+  version?: number;
 }
 
 export interface Project {

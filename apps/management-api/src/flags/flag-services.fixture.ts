@@ -79,6 +79,7 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
     },
   };
   const store = {
+    servedSegments: async () => [],
     served: async (tenantId: string, environment: string): Promise<StoredFlag[]> =>
       (await repo.definitions(tenantId, environment)).map((definition) => ({ key: definition.key, projectId: null, fingerprint: String(definition.version), definition })),
   };

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { FLAG_KEY_PATTERN } from '@flagship/domain';
 import type { SegmentRule, SegmentTarget } from '@flagship/flag-evaluation';
-import { ClauseDto } from '../flags/flag-targeting.dto';
+import { SegmentRuleDto, SegmentTargetDto } from '../flags/flag-targeting.dto';
 import { FlagWarningDto, KEY_MESSAGE } from '../flags/flags.dto';
 
 /** The bounds of a segment body, in the OpenAPI description (issue 33: a hostile tenant cannot store a 10-million-key segment). */
@@ -11,25 +11,6 @@ export const SEGMENT_SIZE_DESCRIPTION =
   'and it may list at most SEGMENT_MAX_KEYS context keys (default 10000: included, excluded, includedContexts and excludedContexts together); past either, 422 naming the field. ' +
   "A tenant may hold QUOTA_SEGMENTS_PER_TENANT segments (default 500, every environment's counted) taking QUOTA_SEGMENT_BYTES_PER_TENANT bytes (default 8388608); past them 409 quota-exceeded. " +
   'Nested fields are checked as LaunchDarkly defines them, unknown fields included: 422 with a path per problem.';
-
-/*
- * The nested model as the OpenAPI document describes it. Validation is the evaluator's
- * checkSegmentDefinition (a path per problem); these classes give generated clients the shapes,
- * and `implements` keeps them in step with the evaluator's types.
- */
-
-export class SegmentTargetDto implements SegmentTarget {
-  @ApiProperty({ example: 'organization' }) contextKind: string;
-  @ApiProperty({ type: [String], description: 'keys of contexts of that kind' }) values: string[];
-}
-
-export class SegmentRuleDto implements SegmentRule {
-  @ApiProperty() id: string;
-  @ApiProperty({ type: [ClauseDto], description: 'every clause must match; none: every context matches' }) clauses: ClauseDto[];
-  @ApiPropertyOptional({ minimum: 0, maximum: 100000, description: "LaunchDarkly's absolute weight: the share of matching contexts included, out of 100000" }) weight?: number;
-  @ApiPropertyOptional({ description: 'attribute hashed for the weight; default key (a reference with rolloutContextKind)' }) bucketBy?: string;
-  @ApiPropertyOptional({ description: 'the context kind bucketed; default user' }) rolloutContextKind?: string;
-}
 
 /** The fields a create and a PATCH share. */
 class SegmentFieldsDto {

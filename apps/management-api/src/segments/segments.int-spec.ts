@@ -124,6 +124,12 @@ describe('segments (real HTTP, Postgres, Redis)', () => {
     expect(messages).toEqual([{ tenantId: owner.tenantId, environment: 'production', segmentKey: 'beta', version: 3 }]);
   });
 
+  it("goes with the flags in the environment's export (orep-server's flag file), in the evaluator's shape", async () => {
+    const exported = await f.call('GET', '/api/flags/export', as(stranger, { 'x-environment': 'production' }));
+    expect([exported.status, exported.body.segments]).toEqual([200, [{ key: 'one-too-many', name: 'x', included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [], version: 1 }]]);
+    expect((await f.call('GET', '/api/flags/export', as(stranger, { 'x-environment': 'staging' }))).body.segments).toEqual([]);
+  });
+
   it('travels with the flags on the flag-data stream: in the put, and whole in a patch when a segment is written or deleted', async () => {
     const streams = new FlagStreamClient(() => f.url);
     try {
