@@ -26,7 +26,6 @@ import { ProjectEntity } from './projects/project.entity';
 import { ProjectsModule } from './projects/projects.module';
 import { QuotasModule } from './quotas/quotas';
 import { SandboxModule } from './sandbox/sandbox.module';
-import { SegmentsModule } from './segments/segments.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
 import { UsageModule } from './usage/usage.module';
@@ -77,7 +76,6 @@ export class AppModule {
         ProjectsModule,
         EnvironmentsModule,
         FlagsModule,
-        SegmentsModule,
         SandboxModule,
         CreditsModule,
         UsageModule,
