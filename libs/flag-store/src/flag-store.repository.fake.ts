@@ -1,6 +1,5 @@
 import { flagDefinitionBytes, type FlagDefinition, type SegmentDefinition } from '@flagship/flag-evaluation';
-import { segmentsFingerprint } from '@flagship/persistence';
-import type { FlagStoreReads, StoredFlag, StoredSegments } from './flag-store.repository';
+import type { FlagStoreReads, StoredFlag, StoredSegment } from './flag-store.repository';
 
 /**
  * In-memory twin of FlagStoreRepository for the store's unit specs: flags per tenant-environment,
@@ -32,28 +31,30 @@ export class FakeFlagStoreRepository implements FlagStoreReads {
     const set = this.segmentSets.get(`${tenantId}/${environment}`) ?? new Map<string, SegmentDefinition & { id: string; version: number }>();
     this.segmentSets.set(`${tenantId}/${environment}`, set);
     const write = ++this.writes;
-    set.set(segment.key, { ...segment, id: `s${write}`, version: write });
+    set.set(segment.key, { ...segment, id: set.get(segment.key)?.id ?? `s${write}`, version: write });
   }
 
   removeSegment(tenantId: string, environment: string, key: string): void {
     this.segmentSets.get(`${tenantId}/${environment}`)?.delete(key);
   }
 
-  async findSegments(tenantId: string, environment: string): Promise<StoredSegments> {
+  async findSegments(tenantId: string, environment: string): Promise<StoredSegment[]> {
     this.reads.push(`segments ${tenantId}/${environment}`);
     this.fail();
-    const rows = this.segmentRows(tenantId, environment);
-    return { fingerprint: segmentsFingerprint(rows), definitions: rows.map(({ id: _id, ...definition }) => definition) };
+    return [...(this.segmentSets.get(`${tenantId}/${environment}`)?.values() ?? [])].map(storedSegment);
   }
 
-  async segmentsFingerprint(tenantId: string, environment: string): Promise<string> {
-    this.reads.push(`segment fingerprint ${tenantId}/${environment}`);
+  async findSegmentsByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredSegment[]> {
+    this.reads.push(`segment keys ${tenantId}/${environment} ${[...keys].sort().join(',')}`);
     this.fail();
-    return segmentsFingerprint(this.segmentRows(tenantId, environment));
+    const set = this.segmentSets.get(`${tenantId}/${environment}`);
+    return keys.flatMap((k) => (set?.has(k) ? [storedSegment(set.get(k)!)] : []));
   }
 
-  private segmentRows(tenantId: string, environment: string): Array<SegmentDefinition & { id: string; version: number }> {
-    return [...(this.segmentSets.get(`${tenantId}/${environment}`)?.values() ?? [])].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((s) => ({ ...s }));
+  async segmentFingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
+    this.reads.push(`segment fingerprints ${tenantId}/${environment}`);
+    this.fail();
+    return new Map([...(this.segmentSets.get(`${tenantId}/${environment}`)?.values() ?? [])].map((s) => [s.key, `${s.id}:${s.version}`]));
   }
 
   remove(tenantId: string, environment: string, key: string): void {
@@ -90,6 +91,10 @@ export class FakeFlagStoreRepository implements FlagStoreReads {
   private fail(): void {
     if (this.failing !== undefined) throw this.failing;
   }
+}
+
+function storedSegment({ id, ...definition }: SegmentDefinition & { id: string; version: number }): StoredSegment {
+  return { key: definition.key, fingerprint: `${id}:${definition.version}`, definition };
 }
 
 function stored({ measured: _measured, ...flag }: StoredFlag & { measured: number }): StoredFlag {

@@ -134,34 +134,33 @@ describe.each([
     expect(await s.reads.storedBytes(A, 'staging')).toBe(0);
   });
 
-  it("reads a tenant-environment's segments in the evaluator's form, in code-point order of key, and no other tenant's or environment's", async () => {
+  it("reads a tenant-environment's segments in the evaluator's form, all or by key, and no other tenant's or environment's", async () => {
     await s.writeSegment(A, 'alpha', ['u1']);
     await s.writeSegment(A, 'Zeta', []);
     await s.writeSegment(A, 'staged', [], 'staging');
     await s.writeSegment(B, 'theirs', []);
-    const { definitions } = await s.reads.findSegments(A, E);
-    expect(definitions).toEqual([
-      { ...segment('Zeta', []), version: 1 },
-      { ...segment('alpha', ['u1']), version: 1 },
-    ].map((d) => ({ ...d, version: expect.any(Number) })));
-    expect((await s.reads.findSegments(B, 'staging')).definitions).toEqual([]);
+    const all = await s.reads.findSegments(A, E);
+    expect(all.map((x) => x.definition).sort((a, b) => (a.key < b.key ? -1 : 1))).toEqual([
+      { ...segment('Zeta', []), version: expect.any(Number) },
+      { ...segment('alpha', ['u1']), version: expect.any(Number) },
+    ]);
+    expect((await s.reads.findSegmentsByKeys(A, E, ['alpha', 'gone', 'theirs', 'staged'])).map((x) => x.key)).toEqual(['alpha']);
+    expect(await s.reads.findSegmentsByKeys(A, E, [])).toEqual([]);
+    expect(await s.reads.findSegments(B, 'staging')).toEqual([]);
   });
 
-  it('tells one fingerprint of the environment’s segments, the same without reading them, that changes with any write or delete and only then', async () => {
-    const empty = await s.reads.segmentsFingerprint(A, E);
-    expect((await s.reads.findSegments(A, E)).fingerprint).toBe(empty);
+  it('tells a fingerprint per segment that changes when it is written, and only then; a deleted one is gone', async () => {
     await s.writeSegment(A, 'one', []);
     await s.writeSegment(A, 'two', []);
-    const two = await s.reads.segmentsFingerprint(A, E);
-    expect([two === empty, (await s.reads.findSegments(A, E)).fingerprint]).toEqual([false, two]);
-    await s.writeSegment(B, 'theirs', []);
-    await s.writeSegment(A, 'staged', [], 'staging');
-    expect(await s.reads.segmentsFingerprint(A, E)).toBe(two);
+    const before = await s.reads.segmentFingerprints(A, E);
+    expect([...before.keys()].sort()).toEqual(['one', 'two']);
     await s.writeSegment(A, 'two', ['x']);
-    const written = await s.reads.segmentsFingerprint(A, E);
-    expect(written).not.toBe(two);
+    await s.writeSegment(B, 'one', ['theirs']);
+    const after = await s.reads.segmentFingerprints(A, E);
+    expect(after.get('one')).toBe(before.get('one'));
+    expect(after.get('two')).not.toBe(before.get('two'));
+    expect(after.get('two')).toBe((await s.reads.findSegmentsByKeys(A, E, ['two']))[0]!.fingerprint);
     await s.removeSegment(A, 'one');
-    expect(await s.reads.segmentsFingerprint(A, E)).not.toBe(written);
-    expect((await s.reads.findSegments(A, E)).fingerprint).toBe(await s.reads.segmentsFingerprint(A, E));
+    expect([...(await s.reads.segmentFingerprints(A, E)).keys()]).toEqual(['two']);
   });
 });

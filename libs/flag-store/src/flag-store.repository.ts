@@ -8,8 +8,7 @@ import {
   SEGMENT_DEFINITION_COLUMNS,
   type SegmentDefinitionRow,
   segmentDefinitionFromRow,
-  SEGMENTS_FINGERPRINT_SQL,
-  segmentsFingerprint,
+  SEGMENT_FINGERPRINT,
 } from '@flagship/persistence';
 import type { FlagDefinition, SegmentDefinition } from '@flagship/flag-evaluation';
 
@@ -22,15 +21,11 @@ export interface StoredFlag {
   definition: FlagDefinition;
 }
 
-/**
- * The segments of one tenant-environment, all of them: a set holds them together (a change to one
- * re-reads them all; the segment quotas bound them), as flags' segmentMatch clauses resolve them.
- */
-export interface StoredSegments {
-  /** Changes whenever a segment of the environment is written, added or deleted (segmentsFingerprint). */
+/** One segment as a flag store holds it (flags' segmentMatch clauses name it), with what tells whether it changed. */
+export interface StoredSegment {
+  key: string;
   fingerprint: string;
-  /** By key, in code-point order. */
-  definitions: SegmentDefinition[];
+  definition: SegmentDefinition;
 }
 
 /**
@@ -62,9 +57,10 @@ export interface FlagStoreReads {
   fingerprints(tenantId: string, environment: string): Promise<Map<string, string>>;
   /** What the flags of the tenant-environment take, as the writes stored it (definition_bytes), without reading them. */
   storedBytes(tenantId: string, environment: string): Promise<number>;
-  findSegments(tenantId: string, environment: string): Promise<StoredSegments>;
-  /** StoredSegments' fingerprint without reading the definitions (a reconcile). */
-  segmentsFingerprint(tenantId: string, environment: string): Promise<string>;
+  findSegments(tenantId: string, environment: string): Promise<StoredSegment[]>;
+  /** The named segments that exist. */
+  findSegmentsByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredSegment[]>;
+  segmentFingerprints(tenantId: string, environment: string): Promise<Map<string, string>>;
 }
 
 /** The reads of the flag store: one tenant-environment's flags, read-only; every query names the tenant. */
@@ -95,17 +91,23 @@ export class FlagStoreRepository implements FlagStoreReads {
     return row?.bytes ?? 0;
   }
 
-  async findSegments(tenantId: string, environment: string): Promise<StoredSegments> {
-    const rows: SegmentDefinitionRow[] = await this.dataSource.query(
-      `SELECT ${SEGMENT_DEFINITION_COLUMNS} FROM segments WHERE tenant_id = $1 AND environment_key = $2 ORDER BY key COLLATE "C"`,
-      [tenantId, environment],
-    );
-    return { fingerprint: segmentsFingerprint(rows), definitions: rows.map(segmentDefinitionFromRow) };
+  async findSegments(tenantId: string, environment: string): Promise<StoredSegment[]> {
+    const rows: SegmentRow[] = await this.dataSource.query(SELECT_SEGMENTS, [tenantId, environment]);
+    return rows.map(toStoredSegment);
   }
 
-  async segmentsFingerprint(tenantId: string, environment: string): Promise<string> {
-    const [row] = (await this.dataSource.query(SEGMENTS_FINGERPRINT_SQL, [tenantId, environment])) as Array<{ fingerprint: string }>;
-    return row!.fingerprint;
+  async findSegmentsByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredSegment[]> {
+    if (keys.length === 0) return [];
+    const rows: SegmentRow[] = await this.dataSource.query(`${SELECT_SEGMENTS} AND key = ANY($3::text[])`, [tenantId, environment, [...keys]]);
+    return rows.map(toStoredSegment);
+  }
+
+  async segmentFingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
+    const rows: Array<{ key: string; fingerprint: string }> = await this.dataSource.query(
+      `SELECT key, ${SEGMENT_FINGERPRINT} AS fingerprint FROM segments WHERE tenant_id = $1 AND environment_key = $2`,
+      [tenantId, environment],
+    );
+    return new Map(rows.map((r) => [r.key, r.fingerprint]));
   }
 
   /** key -> fingerprint of every flag of the tenant-environment, to find what a missed announcement left stale. */
@@ -113,6 +115,14 @@ export class FlagStoreRepository implements FlagStoreReads {
     const rows: Array<{ key: string; fingerprint: string }> = await this.dataSource.query(`SELECT f.key, ${FINGERPRINT} AS fingerprint ${FROM}`, [tenantId, environment]);
     return new Map(rows.map((r) => [r.key, r.fingerprint]));
   }
+}
+
+const SELECT_SEGMENTS = `SELECT ${SEGMENT_DEFINITION_COLUMNS}, ${SEGMENT_FINGERPRINT} AS fingerprint FROM segments WHERE tenant_id = $1 AND environment_key = $2`;
+
+type SegmentRow = SegmentDefinitionRow & { fingerprint: string };
+
+function toStoredSegment(row: SegmentRow): StoredSegment {
+  return { key: row.key, fingerprint: row.fingerprint, definition: segmentDefinitionFromRow(row) };
 }
 
 function toStoredFlag(row: Row): StoredFlag {

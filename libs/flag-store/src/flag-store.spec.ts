@@ -225,53 +225,60 @@ describe('FlagStore over the change feed', () => {
     expect(view.rows.has('a3')).toBe(false);
   });
 
-  it('holds the environment’s segments with its flags; an announced segment change re-reads the segments alone and tells them, with no flag keys', async () => {
+  it('holds the environment’s segments with its flags; an announced segment change re-reads that segment alone and tells it, with no flag keys; a deletion is told removed', async () => {
     const seg = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
     repo.put(A, E, num('f', 1));
     repo.putSegment(A, E, seg('beta', ['u1']));
+    repo.putSegment(A, E, seg('gamma', []));
     repo.putSegment(A, 'staging', seg('elsewhere', []));
     const { store, changes } = open({ keepJson: true });
     const view = await store.view(A, E);
-    expect([...view.segments.keys()]).toEqual(['beta']);
-    expect(JSON.parse(view.segmentsJson!)).toEqual([{ ...seg('beta', ['u1']), version: expect.any(Number) }]);
+    expect([...view.segments.keys()].sort()).toEqual(['beta', 'gamma']);
+    expect(JSON.parse(view.segments.get('beta')!.json!)).toEqual({ ...seg('beta', ['u1']), version: expect.any(Number) });
     const weightBefore = store.bytes;
     changes.length = 0;
     repo.reads.length = 0;
 
     repo.putSegment(A, E, seg('beta', ['u1', 'u2']));
-    repo.putSegment(A, E, seg('alpha', []));
     await announce({ tenantId: A, environment: E, segmentKey: 'beta', version: 2 });
     await settle();
-    expect(repo.reads).toEqual([`segments ${A}/${E}`]);
-    expect(changes).toEqual([{ tenantId: A, environment: E, keys: [], flags: [], removed: [], at: view.set.updatedAt, segments: [expect.objectContaining({ key: 'alpha' }), expect.objectContaining({ key: 'beta', included: ['u1', 'u2'] })] }]);
-    expect(store.peek(A, E)?.segments.get('beta')?.included).toEqual(['u1', 'u2']);
+    expect(repo.reads).toEqual([`segment keys ${A}/${E} beta`]);
+    expect(changes).toEqual([
+      { tenantId: A, environment: E, keys: [], flags: [], removed: [], at: view.set.updatedAt, segments: [expect.objectContaining({ key: 'beta', definition: expect.objectContaining({ included: ['u1', 'u2'] }) })], removedSegments: [] },
+    ]);
+    expect(store.peek(A, E)?.segments.get('beta')?.definition.included).toEqual(['u1', 'u2']);
+    expect(store.peek(A, E)?.segments.get('gamma')).toBe(view.segments.get('gamma'));
     expect(store.bytes).toBeGreaterThan(weightBefore);
 
-    // A repeated announcement finds them as held: nothing told.
+    // A repeated announcement finds it as held: nothing told.
     await announce({ tenantId: A, environment: E, segmentKey: 'beta', version: 2 });
     await settle();
     expect(changes).toHaveLength(1);
 
     // The writer's own replica waits for the re-read too.
-    repo.removeSegment(A, E, 'alpha');
-    store.invalidateSegments(A, E);
+    repo.removeSegment(A, E, 'gamma');
+    store.invalidateSegment(A, E, 'gamma');
     expect(store.peek(A, E)).toBeUndefined();
     expect([...(await store.view(A, E)).segments.keys()]).toEqual(['beta']);
+    expect(changes[1]).toMatchObject({ keys: [], segments: [], removedSegments: ['gamma'] });
   });
 
-  it('a reconcile finds segments changed without an announcement (compared by fingerprint, read only when it differs)', async () => {
+  it('a reconcile finds segments changed without an announcement (compared by fingerprint, only those that differ re-read)', async () => {
     const seg = (key: string) => ({ key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
     repo.put(A, E, num('f', 1));
+    repo.putSegment(A, E, seg('kept'));
     const { store, changes } = open({ reconcileMs: 1000 });
     await store.view(A, E);
     changes.length = 0;
     repo.reads.length = 0;
     // Due reconcileMs after the last whole load, give or take 10 %.
     await settle(1200);
-    expect(repo.reads).toEqual([`fingerprints ${A}/${E}`, `segment fingerprint ${A}/${E}`]);
+    expect(repo.reads).toEqual([`fingerprints ${A}/${E}`, `segment fingerprints ${A}/${E}`]);
     expect(changes).toEqual([]);
     repo.putSegment(A, E, seg('missed'));
+    repo.reads.length = 0;
     await settle(1200);
+    expect(repo.reads).toEqual([`fingerprints ${A}/${E}`, `segment fingerprints ${A}/${E}`, `segment keys ${A}/${E} missed`]);
     expect(changes.map((c) => [c.keys, c.segments?.map((x) => x.key)])).toEqual([[[], ['missed']]]);
     expect(store.peek(A, E)?.segments.has('missed')).toBe(true);
   });

@@ -1,7 +1,7 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, LiveFlagSet, type SegmentDefinition, utf8Length } from '@flagship/flag-evaluation';
 import { CHANNELS, type LoadReason, type LoadRequest, type PubSub, SubscribedCache } from '@flagship/redis';
-import type { FlagStoreReads, StoredFlag, StoredSegments } from './flag-store.repository';
+import type { FlagStoreReads, StoredFlag, StoredSegment } from './flag-store.repository';
 
 /** One flag of a held set as read, refused ones too. */
 export interface HeldFlag {
@@ -23,10 +23,18 @@ export interface FlagSetView {
   readonly refused: ReadonlyMap<string, number>;
   /** flag key -> the flag as held, refused ones too; changed in place with `set`, read-only here. */
   readonly rows: ReadonlyMap<string, HeldFlag>;
-  /** The environment's segments by key (what flags' segmentMatch clauses name); replaced whole when any changes. */
-  readonly segments: ReadonlyMap<string, SegmentDefinition>;
-  /** The segments as one JSON array, with `keepJson`: what a flag-data stream sends. */
-  readonly segmentsJson: string | undefined;
+  /** segment key -> the segment as held (what flags' segmentMatch clauses name); changed in place, read-only here. */
+  readonly segments: ReadonlyMap<string, HeldSegment>;
+}
+
+/** One segment of a held set. */
+export interface HeldSegment {
+  readonly definition: SegmentDefinition;
+  readonly fingerprint: string;
+  /** What its JSON takes. */
+  readonly bytes: number;
+  /** Its definition as JSON, with `keepJson`: what a flag-data stream sends. */
+  readonly json: string | undefined;
 }
 
 /**
@@ -58,8 +66,10 @@ export interface FlagSetChanged {
   removed: readonly string[];
   /** When the change was applied to the held set (ms since the epoch): the set's `updatedAt`. */
   at: number;
-  /** The environment's segments, all of them, when they changed (with `keys` set, possibly empty). */
-  segments?: readonly SegmentDefinition[];
+  /** The segments changed or added (as read), with `keys` set (possibly empty) and any segment changed. */
+  segments?: readonly StoredSegment[];
+  /** The keys of segments taken out, with `keys` set and any segment changed. */
+  removedSegments?: readonly string[];
 }
 
 export type FlagSetListener = (change: FlagSetChanged) => void;
@@ -132,10 +142,8 @@ interface FlagSet extends FlagSetView {
   readonly rows: Map<string, HeldFlag>;
   /** The sum of the rows' bytes: what the set is bounded and weighed by. */
   bytes: number;
-  segments: Map<string, SegmentDefinition>;
-  segmentsJson: string | undefined;
-  segmentsFingerprint: string;
-  /** What the segments' JSON takes: weighed with the flags (not bounded by maxSetBytes: the segment quotas bound them). */
+  readonly segments: Map<string, HeldSegment>;
+  /** What the segments take: weighed with the flags (not bounded by maxSetBytes: the segment quotas bound them). */
   segmentBytes: number;
   syncedAt: number;
   lastFullLoadMs: number;
@@ -188,8 +196,8 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       onLoaded: (id, value, reason) => this.loaded(id, value, reason),
     }).follow(CHANNELS.flagChanged, (m, cache) => {
       const tenantId = m.tenantId.toLowerCase();
-      // A segment's change re-reads the environment's segments alone.
-      const parts = m.flagKey !== undefined ? [m.flagKey] : m.segmentKey !== undefined ? [SEGMENTS] : undefined;
+      // A segment's change re-reads that segment alone.
+      const parts = m.flagKey !== undefined ? [m.flagKey] : m.segmentKey !== undefined ? [SEGMENT + m.segmentKey] : undefined;
       if (m.environment !== undefined) cache.invalidate(idOf(tenantId, m.environment), parts);
       // No environment: a change to the flag's global fields, seen in every environment.
       else cache.invalidateWhere((id) => tenantOf(id) === tenantId, parts);
@@ -270,7 +278,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
 
   /** The environment's segments as read now (an export: they go with `served`'s flags). */
   async servedSegments(tenantId: string, environment: string): Promise<SegmentDefinition[]> {
-    return (await this.repository.findSegments(tenantId, environment)).definitions;
+    return (await this.repository.findSegments(tenantId, environment)).map((s) => s.definition).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   /** A refusal as the app wants it told (`tooLargeError`); other errors as they are. */
@@ -286,9 +294,9 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     this.cache.invalidate(idOf(tenantId, environment), flagKey === undefined ? undefined : [flagKey]);
   }
 
-  /** The writer's own replica, after a segment write: the next evaluation waits for the segments' re-read. */
-  invalidateSegments(tenantId: string, environment: string): void {
-    this.cache.invalidate(idOf(tenantId, environment), [SEGMENTS]);
+  /** The writer's own replica, after a segment write: the next evaluation waits for the segment's re-read. */
+  invalidateSegment(tenantId: string, environment: string, segmentKey: string): void {
+    this.cache.invalidate(idOf(tenantId, environment), [SEGMENT + segmentKey]);
   }
 
   /**
@@ -354,31 +362,31 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
         rows: new Map(),
         bytes: 0,
         segments: new Map(),
-        segmentsJson: this.options.keepJson ? '[]' : undefined,
-        segmentsFingerprint: '',
         segmentBytes: 0,
         syncedAt: Date.now(),
         lastFullLoadMs,
         applied: NOTHING,
       };
-      this.applySegments(set, segments);
+      this.applySegments(set, [], segments);
       this.apply(id, set, [], flags);
       set.applied = NOTHING;
       return set;
     }
     if (reason === 'changed') {
-      const keys = [...changed].filter((k) => k !== SEGMENTS);
-      const segments = changed.has(SEGMENTS) && this.applySegments(previous, await this.repository.findSegments(tenantId, environment));
+      const keys = [...changed].filter((k) => !k.startsWith(SEGMENT));
+      const segmentKeys = [...changed].filter((k) => k.startsWith(SEGMENT)).map((k) => k.slice(SEGMENT.length));
+      const segments = segmentKeys.length > 0 ? this.applySegments(previous, segmentKeys, await this.repository.findSegmentsByKeys(tenantId, environment, segmentKeys)) : undefined;
       const applied = keys.length > 0 ? this.apply(id, previous, keys, await this.repository.findByKeys(tenantId, environment, keys)) : NOTHING;
-      previous.applied = segments ? { ...applied, segments } : applied;
+      previous.applied = { ...applied, ...segments };
       return previous;
     }
     if (reason === 'whole') {
       // A change to the whole set was announced: read every flag and the segments, apply what differs.
       const flags = await this.readAll(tenantId, environment);
-      const segments = this.applySegments(previous, await this.repository.findSegments(tenantId, environment));
+      const stored = await this.repository.findSegments(tenantId, environment);
+      const segments = this.applySegments(previous, new Set([...previous.segments.keys(), ...stored.map((x) => x.key)]), stored);
       const applied = this.apply(id, previous, new Set([...previous.rows.keys(), ...flags.map((f) => f.key)]), flags);
-      previous.applied = segments ? { ...applied, segments } : applied;
+      previous.applied = { ...applied, ...segments };
     } else {
       const stored = await this.repository.fingerprints(tenantId, environment);
       const stale: string[] = [];
@@ -387,11 +395,14 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       const applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
       const n = applied.flags.length + applied.removed.length;
       if (n > 0) this.logger.log(`reconcile of ${id} found ${n} flag(s) out of date, now current`);
+      const storedSegments = await this.repository.segmentFingerprints(tenantId, environment);
+      const staleSegments: string[] = [];
+      for (const [key, fingerprint] of storedSegments) if (previous.segments.get(key)?.fingerprint !== fingerprint) staleSegments.push(key);
+      for (const key of previous.segments.keys()) if (!storedSegments.has(key)) staleSegments.push(key);
       const segments =
-        (await this.repository.segmentsFingerprint(tenantId, environment)) !== previous.segmentsFingerprint &&
-        this.applySegments(previous, await this.repository.findSegments(tenantId, environment));
-      if (segments) this.logger.log(`reconcile of ${id} found its segments out of date, now current`);
-      previous.applied = segments ? { ...applied, segments } : applied;
+        staleSegments.length > 0 ? this.applySegments(previous, staleSegments, await this.repository.findSegmentsByKeys(tenantId, environment, staleSegments)) : undefined;
+      if (segments) this.logger.log(`reconcile of ${id} found ${staleSegments.length} segment(s) out of date, now current`);
+      previous.applied = { ...applied, ...segments };
     }
     previous.syncedAt = Date.now();
     previous.lastFullLoadMs = Math.round(performance.now() - started);
@@ -458,26 +469,35 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Replaces the held segments with those read when they differ (by fingerprint); true when they did.
-   * Segments are few (the segment quotas) and changed rarely: held whole, not one by one.
+   * Puts the re-read segments of `keys` in and takes out those of `keys` that are gone; what differed,
+   * or undefined when nothing did (a repeated announcement).
    */
-  private applySegments(held: FlagSet, stored: StoredSegments): boolean {
-    if (stored.fingerprint === held.segmentsFingerprint) return false;
-    const json = JSON.stringify(stored.definitions);
-    held.segments = new Map(stored.definitions.map((d) => [d.key, d]));
-    held.segmentsJson = this.options.keepJson ? json : undefined;
-    held.segmentsFingerprint = stored.fingerprint;
-    // No segments weigh nothing: a set without them weighs what its flags do.
-    held.segmentBytes = stored.definitions.length === 0 ? 0 : utf8Length(json);
+  private applySegments(held: FlagSet, keys: Iterable<string>, found: readonly StoredSegment[]): Pick<Applied, 'segments' | 'removedSegments'> | undefined {
+    const changed = found.filter((s) => held.segments.get(s.key)?.fingerprint !== s.fingerprint);
+    const foundKeys = new Set(found.map((s) => s.key));
+    const removed: string[] = [];
+    for (const key of keys) if (!foundKeys.has(key) && held.segments.has(key)) removed.push(key);
+    if (changed.length === 0 && removed.length === 0) return undefined;
+    for (const key of removed) {
+      held.segmentBytes -= held.segments.get(key)!.bytes;
+      held.segments.delete(key);
+    }
+    for (const s of changed) {
+      const json = JSON.stringify(s.definition);
+      const bytes = utf8Length(json);
+      held.segmentBytes += bytes - (held.segments.get(s.key)?.bytes ?? 0);
+      held.segments.set(s.key, { definition: s.definition, fingerprint: s.fingerprint, bytes, json: this.options.keepJson ? json : undefined });
+    }
     // At merge with the evaluator half of issue 33: the LiveFlagSet takes them here, so segmentMatch resolves.
-    return true;
+    return { segments: changed, removedSegments: removed };
   }
 
   private loaded(id: string, value: FlagSet, reason: LoadReason): void {
     const applied = value.applied;
     value.applied = NOTHING;
     const keys = reason === 'first' ? undefined : [...applied.flags.map((f) => f.key), ...applied.removed];
-    if (keys !== undefined && keys.length === 0 && !applied.segments) return; // nothing differed (a repeated announcement)
+    const segmentsChanged = applied.segments !== undefined;
+    if (keys !== undefined && keys.length === 0 && !segmentsChanged) return; // nothing differed (a repeated announcement)
     if (this.listeners.size === 0) return;
     const tenantId = tenantOf(id);
     const change: FlagSetChanged = {
@@ -487,7 +507,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       flags: keys === undefined ? [] : applied.flags,
       removed: keys === undefined ? [] : applied.removed,
       at: value.set.updatedAt,
-      ...(keys !== undefined && applied.segments ? { segments: [...value.segments.values()] } : {}),
+      ...(keys !== undefined && segmentsChanged ? { segments: applied.segments, removedSegments: applied.removedSegments ?? [] } : {}),
     };
     for (const listener of this.listeners) {
       try {
@@ -502,14 +522,15 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
 interface Applied {
   flags: StoredFlag[];
   removed: string[];
-  /** The segments were replaced. */
-  segments?: boolean;
+  /** Segments changed or added, when any segment changed. */
+  segments?: StoredSegment[];
+  removedSegments?: string[];
 }
 
 const NOTHING: Applied = { flags: [], removed: [] };
 
-/** The part of a set an announced segment change re-reads (no flag key can be it: keys start with a letter or digit). */
-const SEGMENTS = '\u0000segments';
+/** Before a segment's key, the part of a set an announced segment change re-reads (no flag key starts with it: keys start with a letter or digit). */
+const SEGMENT = '\u0000';
 
 function idOf(tenantId: string, environment: string): string {
   return `${tenantId}/${environment}`;

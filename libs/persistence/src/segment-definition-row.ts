@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { SegmentDefinition } from '@flagship/flag-evaluation';
 
 /**
@@ -20,17 +19,5 @@ export function segmentDefinitionFromRow(r: Pick<SegmentDefinitionRow, 'key' | '
   return { key: r.key, name: r.name, ...r.definition, version: r.version };
 }
 
-/**
- * What one environment's segments are at: changes with any segment written, added or deleted. SQL
- * computes the same from the table (SEGMENTS_FINGERPRINT_SQL), so a reconcile compares without reading
- * the definitions. Rows in code-point order of key (`COLLATE "C"`).
- */
-export function segmentsFingerprint(rows: ReadonlyArray<Pick<SegmentDefinitionRow, 'key' | 'id' | 'version'>>): string {
-  return createHash('md5')
-    .update(rows.map((r) => `${r.key}:${r.id}:${r.version}`).join(','))
-    .digest('hex');
-}
-
-/** segmentsFingerprint in SQL, of the segments of tenant $1 in environment $2. */
-export const SEGMENTS_FINGERPRINT_SQL = `SELECT md5(coalesce(string_agg(key || ':' || id || ':' || version, ',' ORDER BY key COLLATE "C"), '')) AS fingerprint
-    FROM segments WHERE tenant_id = $1 AND environment_key = $2`;
+/** Changes with every write of the segment (its version) and when it is deleted and made again (its id). */
+export const SEGMENT_FINGERPRINT = `id || ':' || version`;

@@ -24,10 +24,10 @@ export class FlagEvents {
 
   /**
    * A segment changed in `environment`: on the flags' feed with `segmentKey` and no flag key; stores
-   * re-read the environment's segments (a store that knows no segments re-reads the whole set).
+   * re-read that segment (a store that knows no segments re-reads the whole set).
    */
   async segmentChanged(tenantId: string, environment: string, segmentKey: string, version: number): Promise<void> {
-    this.store.invalidateSegments(tenantId, environment);
+    this.store.invalidateSegment(tenantId, environment, segmentKey);
     const msg: FlagChanged = { tenantId, environment, segmentKey, version };
     await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
   }
