@@ -340,6 +340,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     await f.call('POST', '/api/projects', { ...auth, json: { name: 'p2' } });
     await f.call('POST', '/api/flags', { ...auth, json: { key: 'f2', name: 'f', type: 'boolean', defaultValue: true } });
     await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c2', scopes: ['flags:read'] } });
+    for (const key of ['s1', 's2']) await f.call('POST', '/api/segments', { ...auth, json: { key, name: key } });
     const invitee = await f.signUp();
     await f.addMember(root, root.tenantId, invitee.email, 'viewer', invitee);
     // The usage ledger has no API that writes it (the gateway does): two rows as the gateway writes them.
@@ -376,6 +377,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
       '/api/flags',
       '/api/oauth/clients',
       '/api/projects',
+      '/api/segments',
       '/api/tenants/{tenantId}/users',
       '/api/usage',
     ]);

@@ -56,6 +56,16 @@ export const managementApiEnv = {
     desc: 'bytes of one environment\'s flags the flag store holds; a set past it is refused (its evaluations and flag stream answer 409 flag-set-too-large); at least QUOTA_FLAG_BYTES_PER_TENANT',
   }),
   FLAG_STORE_MAX_BYTES: num({ default: 64 * 1024 * 1024, desc: 'bytes of flag definitions the flag store holds in all; the least recently evaluated sets are dropped past it' }),
+  QUOTA_SEGMENTS_PER_TENANT: num({ default: 500, desc: 'segments one tenant may hold, each environment\'s counted (a segment lives in one environment); past it 409 quota-exceeded' }),
+  QUOTA_SEGMENT_BYTES_PER_TENANT: num({
+    default: 8 * 1024 * 1024,
+    desc: 'bytes of segment definitions one tenant may hold over all its environments (SEGMENT_MAX_BYTES measures them); past it 409 quota-exceeded',
+  }),
+  SEGMENT_MAX_BYTES: num({ default: 512 * 1024, desc: 'bytes of one segment\'s definition (its JSON as evaluators hold it); a write past it is 422 naming the field' }),
+  SEGMENT_MAX_KEYS: num({
+    default: 10_000,
+    desc: 'context keys one segment may list, included and excluded, of every kind together (LaunchDarkly\'s own list segments stop at 15,000); a write past it is 422 naming the longest list',
+  }),
   QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_BUDGETS_PER_TENANT: num({ default: 100, desc: 'AI budgets (per OAuth client or product key) one tenant may hold' }),
@@ -137,6 +147,10 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     'FLAG_SET_MAX_BYTES',
     'FLAG_STORE_MAX_BYTES',
     'QUOTA_INVITATIONS_PER_TENANT',
+    'QUOTA_SEGMENTS_PER_TENANT',
+    'QUOTA_SEGMENT_BYTES_PER_TENANT',
+    'SEGMENT_MAX_BYTES',
+    'SEGMENT_MAX_KEYS',
     'INVITATION_TTL_DAYS',
     'CHECKOUT_SESSIONS_PER_HOUR',
   ] as const) {

@@ -15,14 +15,19 @@ interface Subject {
   reads: FlagStoreReads;
   write(tenantId: string, key: string, value: number, environment?: string): Promise<void>;
   remove(tenantId: string, key: string): Promise<void>;
+  /** A segment written (created, or its next version), as management-api writes it. */
+  writeSegment(tenantId: string, key: string, included: string[], environment?: string): Promise<void>;
+  removeSegment(tenantId: string, key: string): Promise<void>;
 }
+
+const segment = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
 
 let db: TestDatabase;
 let sql: Client;
 let ds: DataSource;
 
 const postgres = async (): Promise<Subject> => {
-  await sql.query('TRUNCATE flags CASCADE');
+  await sql.query('TRUNCATE flags, segments CASCADE');
   return {
     reads: new FlagStoreRepository(ds),
     write: async (tenantId, key, value, environment = E) => {
@@ -30,6 +35,15 @@ const postgres = async (): Promise<Subject> => {
       await measureFlagDefinitions({ query: async (text, params) => (await sql.query(text, params)).rows }, tenantId, { environment });
     },
     remove: async (tenantId, key) => void (await sql.query('DELETE FROM flags WHERE tenant_id = $1 AND key = $2', [tenantId, key])),
+    writeSegment: async (tenantId, key, included, environment = E) => {
+      const { key: _k, name: _n, ...definition } = segment(key, included);
+      await sql.query(
+        `INSERT INTO segments (tenant_id, environment_key, key, name, definition) VALUES ($1, $2, $3, $3, $4::jsonb)
+         ON CONFLICT (tenant_id, environment_key, key) DO UPDATE SET definition = excluded.definition, version = segments.version + 1`,
+        [tenantId, environment, key, JSON.stringify(definition)],
+      );
+    },
+    removeSegment: async (tenantId, key) => void (await sql.query('DELETE FROM segments WHERE tenant_id = $1 AND key = $2', [tenantId, key])),
   };
 };
 
@@ -40,6 +54,10 @@ const fake = async (): Promise<Subject> => {
     write: async (tenantId, key, value, environment = E) => repo.put(tenantId, environment, numberFlag(key, value)),
     remove: async (tenantId, key) => {
       for (const environment of [E, 'staging']) repo.remove(tenantId, environment, key);
+    },
+    writeSegment: async (tenantId, key, included, environment = E) => repo.putSegment(tenantId, environment, segment(key, included)),
+    removeSegment: async (tenantId, key) => {
+      for (const environment of [E, 'staging']) repo.removeSegment(tenantId, environment, key);
     },
   };
 };
@@ -114,5 +132,35 @@ describe.each([
     const expected = (await s.reads.findAll(A, E)).reduce((n, f) => n + flagDefinitionBytes(f.definition), 0);
     expect(await s.reads.storedBytes(A, E)).toBe(expected);
     expect(await s.reads.storedBytes(A, 'staging')).toBe(0);
+  });
+
+  it("reads a tenant-environment's segments in the evaluator's form, all or by key, and no other tenant's or environment's", async () => {
+    await s.writeSegment(A, 'alpha', ['u1']);
+    await s.writeSegment(A, 'Zeta', []);
+    await s.writeSegment(A, 'staged', [], 'staging');
+    await s.writeSegment(B, 'theirs', []);
+    const all = await s.reads.findSegments(A, E);
+    expect(all.map((x) => x.definition).sort((a, b) => (a.key < b.key ? -1 : 1))).toEqual([
+      { ...segment('Zeta', []), version: expect.any(Number) },
+      { ...segment('alpha', ['u1']), version: expect.any(Number) },
+    ]);
+    expect((await s.reads.findSegmentsByKeys(A, E, ['alpha', 'gone', 'theirs', 'staged'])).map((x) => x.key)).toEqual(['alpha']);
+    expect(await s.reads.findSegmentsByKeys(A, E, [])).toEqual([]);
+    expect(await s.reads.findSegments(B, 'staging')).toEqual([]);
+  });
+
+  it('tells a fingerprint per segment that changes when it is written, and only then; a deleted one is gone', async () => {
+    await s.writeSegment(A, 'one', []);
+    await s.writeSegment(A, 'two', []);
+    const before = await s.reads.segmentFingerprints(A, E);
+    expect([...before.keys()].sort()).toEqual(['one', 'two']);
+    await s.writeSegment(A, 'two', ['x']);
+    await s.writeSegment(B, 'one', ['theirs']);
+    const after = await s.reads.segmentFingerprints(A, E);
+    expect(after.get('one')).toBe(before.get('one'));
+    expect(after.get('two')).not.toBe(before.get('two'));
+    expect(after.get('two')).toBe((await s.reads.findSegmentsByKeys(A, E, ['two']))[0]!.fingerprint);
+    await s.removeSegment(A, 'one');
+    expect([...(await s.reads.segmentFingerprints(A, E)).keys()]).toEqual(['two']);
   });
 });

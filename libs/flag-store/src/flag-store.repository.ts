@@ -1,7 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow } from '@flagship/persistence';
-import type { FlagDefinition } from '@flagship/flag-evaluation';
+import {
+  DATA_SOURCE,
+  FLAG_DEFINITION_COLUMNS,
+  type FlagDefinitionRow,
+  flagDefinitionFromRow,
+  SEGMENT_DEFINITION_COLUMNS,
+  type SegmentDefinitionRow,
+  segmentDefinitionFromRow,
+  SEGMENT_FINGERPRINT,
+} from '@flagship/persistence';
+import type { FlagDefinition, SegmentDefinition } from '@flagship/flag-evaluation';
 
 /** One flag as a flag store holds it: seen in one environment, with its project and what tells whether it changed. */
 export interface StoredFlag {
@@ -10,6 +19,13 @@ export interface StoredFlag {
   /** Changes whenever the flag, its environment row or its project changes. */
   fingerprint: string;
   definition: FlagDefinition;
+}
+
+/** One segment as a flag store holds it (flags' segmentMatch clauses name it), with what tells whether it changed. */
+export interface StoredSegment {
+  key: string;
+  fingerprint: string;
+  definition: SegmentDefinition;
 }
 
 /**
@@ -41,6 +57,10 @@ export interface FlagStoreReads {
   fingerprints(tenantId: string, environment: string): Promise<Map<string, string>>;
   /** What the flags of the tenant-environment take, as the writes stored it (definition_bytes), without reading them. */
   storedBytes(tenantId: string, environment: string): Promise<number>;
+  findSegments(tenantId: string, environment: string): Promise<StoredSegment[]>;
+  /** The named segments that exist. */
+  findSegmentsByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredSegment[]>;
+  segmentFingerprints(tenantId: string, environment: string): Promise<Map<string, string>>;
 }
 
 /** The reads of the flag store: one tenant-environment's flags, read-only; every query names the tenant. */
@@ -71,11 +91,38 @@ export class FlagStoreRepository implements FlagStoreReads {
     return row?.bytes ?? 0;
   }
 
+  async findSegments(tenantId: string, environment: string): Promise<StoredSegment[]> {
+    const rows: SegmentRow[] = await this.dataSource.query(SELECT_SEGMENTS, [tenantId, environment]);
+    return rows.map(toStoredSegment);
+  }
+
+  async findSegmentsByKeys(tenantId: string, environment: string, keys: readonly string[]): Promise<StoredSegment[]> {
+    if (keys.length === 0) return [];
+    const rows: SegmentRow[] = await this.dataSource.query(`${SELECT_SEGMENTS} AND key = ANY($3::text[])`, [tenantId, environment, [...keys]]);
+    return rows.map(toStoredSegment);
+  }
+
+  async segmentFingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
+    const rows: Array<{ key: string; fingerprint: string }> = await this.dataSource.query(
+      `SELECT key, ${SEGMENT_FINGERPRINT} AS fingerprint FROM segments WHERE tenant_id = $1 AND environment_key = $2`,
+      [tenantId, environment],
+    );
+    return new Map(rows.map((r) => [r.key, r.fingerprint]));
+  }
+
   /** key -> fingerprint of every flag of the tenant-environment, to find what a missed announcement left stale. */
   async fingerprints(tenantId: string, environment: string): Promise<Map<string, string>> {
     const rows: Array<{ key: string; fingerprint: string }> = await this.dataSource.query(`SELECT f.key, ${FINGERPRINT} AS fingerprint ${FROM}`, [tenantId, environment]);
     return new Map(rows.map((r) => [r.key, r.fingerprint]));
   }
+}
+
+const SELECT_SEGMENTS = `SELECT ${SEGMENT_DEFINITION_COLUMNS}, ${SEGMENT_FINGERPRINT} AS fingerprint FROM segments WHERE tenant_id = $1 AND environment_key = $2`;
+
+type SegmentRow = SegmentDefinitionRow & { fingerprint: string };
+
+function toStoredSegment(row: SegmentRow): StoredSegment {
+  return { key: row.key, fingerprint: row.fingerprint, definition: segmentDefinitionFromRow(row) };
 }
 
 function toStoredFlag(row: Row): StoredFlag {

@@ -208,13 +208,13 @@ describe('FlagStore over the change feed', () => {
     expect(changes[1]).toMatchObject({ keys: ['a2'], removed: [] });
     expect(changes[1]!.flags.map((f) => [f.key, f.definition.defaultValue])).toEqual([['a2', 2]]);
     expect(valueIn(store, A, 'a2')).toBe(2);
-    expect(repo.reads).toEqual([`all ${A}/${E}`, `keys ${A}/${E} a2`]);
+    expect(repo.reads).toEqual([`all ${A}/${E}`, `segments ${A}/${E}`, `keys ${A}/${E} a2`]);
     expect(store.peek(A, E)).toBe(view);
     expect(['a1', 'a3'].every((k) => view.set.get(k) === compiled.get(k))).toBe(true);
 
     await announce({ tenantId: A, environment: E, flagKey: 'a2', version: 2 });
     await settle();
-    expect(repo.reads).toHaveLength(3);
+    expect(repo.reads).toHaveLength(4);
     expect(changes).toHaveLength(2);
 
     repo.remove(A, E, 'a3');
@@ -223,6 +223,64 @@ describe('FlagStore over the change feed', () => {
     expect(changes[2]).toMatchObject({ keys: ['a3'], flags: [], removed: ['a3'] });
     expect(valueIn(store, A, 'a3')).toBe('missing');
     expect(view.rows.has('a3')).toBe(false);
+  });
+
+  it('holds the environment’s segments with its flags; an announced segment change re-reads that segment alone and tells it, with no flag keys; a deletion is told removed', async () => {
+    const seg = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
+    repo.put(A, E, num('f', 1));
+    repo.putSegment(A, E, seg('beta', ['u1']));
+    repo.putSegment(A, E, seg('gamma', []));
+    repo.putSegment(A, 'staging', seg('elsewhere', []));
+    const { store, changes } = open({ keepJson: true });
+    const view = await store.view(A, E);
+    expect([...view.segments.keys()].sort()).toEqual(['beta', 'gamma']);
+    expect(JSON.parse(view.segments.get('beta')!.json!)).toEqual({ ...seg('beta', ['u1']), version: expect.any(Number) });
+    const weightBefore = store.bytes;
+    changes.length = 0;
+    repo.reads.length = 0;
+
+    repo.putSegment(A, E, seg('beta', ['u1', 'u2']));
+    await announce({ tenantId: A, environment: E, segmentKey: 'beta', version: 2 });
+    await settle();
+    expect(repo.reads).toEqual([`segment keys ${A}/${E} beta`]);
+    expect(changes).toEqual([
+      { tenantId: A, environment: E, keys: [], flags: [], removed: [], at: view.set.updatedAt, segments: [expect.objectContaining({ key: 'beta', definition: expect.objectContaining({ included: ['u1', 'u2'] }) })], removedSegments: [] },
+    ]);
+    expect(store.peek(A, E)?.segments.get('beta')?.definition.included).toEqual(['u1', 'u2']);
+    expect(store.peek(A, E)?.segments.get('gamma')).toBe(view.segments.get('gamma'));
+    expect(store.bytes).toBeGreaterThan(weightBefore);
+
+    // A repeated announcement finds it as held: nothing told.
+    await announce({ tenantId: A, environment: E, segmentKey: 'beta', version: 2 });
+    await settle();
+    expect(changes).toHaveLength(1);
+
+    // The writer's own replica waits for the re-read too.
+    repo.removeSegment(A, E, 'gamma');
+    store.invalidateSegment(A, E, 'gamma');
+    expect(store.peek(A, E)).toBeUndefined();
+    expect([...(await store.view(A, E)).segments.keys()]).toEqual(['beta']);
+    expect(changes[1]).toMatchObject({ keys: [], segments: [], removedSegments: ['gamma'] });
+  });
+
+  it('a reconcile finds segments changed without an announcement (compared by fingerprint, only those that differ re-read)', async () => {
+    const seg = (key: string) => ({ key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
+    repo.put(A, E, num('f', 1));
+    repo.putSegment(A, E, seg('kept'));
+    const { store, changes } = open({ reconcileMs: 1000 });
+    await store.view(A, E);
+    changes.length = 0;
+    repo.reads.length = 0;
+    // Due reconcileMs after the last whole load, give or take 10 %.
+    await settle(1200);
+    expect(repo.reads).toEqual([`fingerprints ${A}/${E}`, `segment fingerprints ${A}/${E}`]);
+    expect(changes).toEqual([]);
+    repo.putSegment(A, E, seg('missed'));
+    repo.reads.length = 0;
+    await settle(1200);
+    expect(repo.reads).toEqual([`fingerprints ${A}/${E}`, `segment fingerprints ${A}/${E}`, `segment keys ${A}/${E} missed`]);
+    expect(changes.map((c) => [c.keys, c.segments?.map((x) => x.key)])).toEqual([[[], ['missed']]]);
+    expect(store.peek(A, E)?.segments.has('missed')).toBe(true);
   });
 
   it("the writer's own replica: after invalidate, the set is not served as current until the re-read lands", async () => {
@@ -253,7 +311,7 @@ describe('FlagStore over the change feed', () => {
     await announce({ tenantId: A, environment: E });
     await settle();
     expect(changes).toEqual([expect.objectContaining({ environment: E, keys: ['g2', 'gone'], removed: ['gone'] })]);
-    expect(repo.reads).toEqual([`all ${A}/${E}`]);
+    expect(repo.reads).toEqual([`all ${A}/${E}`, `segments ${A}/${E}`]);
 
     repo.put(A, E, num('g1', 7));
     repo.put(A, 'staging', num('g1', 7));

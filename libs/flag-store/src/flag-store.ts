@@ -1,7 +1,7 @@
 import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, LiveFlagSet } from '@flagship/flag-evaluation';
+import { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, LiveFlagSet, type SegmentDefinition, utf8Length } from '@flagship/flag-evaluation';
 import { CHANNELS, type LoadReason, type LoadRequest, type PubSub, SubscribedCache } from '@flagship/redis';
-import type { FlagStoreReads, StoredFlag } from './flag-store.repository';
+import type { FlagStoreReads, StoredFlag, StoredSegment } from './flag-store.repository';
 
 /** One flag of a held set as read, refused ones too. */
 export interface HeldFlag {
@@ -23,6 +23,18 @@ export interface FlagSetView {
   readonly refused: ReadonlyMap<string, number>;
   /** flag key -> the flag as held, refused ones too; changed in place with `set`, read-only here. */
   readonly rows: ReadonlyMap<string, HeldFlag>;
+  /** segment key -> the segment as held (what flags' segmentMatch clauses name); changed in place, read-only here. */
+  readonly segments: ReadonlyMap<string, HeldSegment>;
+}
+
+/** One segment of a held set. */
+export interface HeldSegment {
+  readonly definition: SegmentDefinition;
+  readonly fingerprint: string;
+  /** What its JSON takes. */
+  readonly bytes: number;
+  /** Its definition as JSON, with `keepJson`: what a flag-data stream sends. */
+  readonly json: string | undefined;
 }
 
 /**
@@ -54,6 +66,10 @@ export interface FlagSetChanged {
   removed: readonly string[];
   /** When the change was applied to the held set (ms since the epoch): the set's `updatedAt`. */
   at: number;
+  /** The segments changed or added (as read), with `keys` set (possibly empty) and any segment changed. */
+  segments?: readonly StoredSegment[];
+  /** The keys of segments taken out, with `keys` set and any segment changed. */
+  removedSegments?: readonly string[];
 }
 
 export type FlagSetListener = (change: FlagSetChanged) => void;
@@ -126,6 +142,9 @@ interface FlagSet extends FlagSetView {
   readonly rows: Map<string, HeldFlag>;
   /** The sum of the rows' bytes: what the set is bounded and weighed by. */
   bytes: number;
+  readonly segments: Map<string, HeldSegment>;
+  /** What the segments take: weighed with the flags (not bounded by maxSetBytes: the segment quotas bound them). */
+  segmentBytes: number;
   syncedAt: number;
   lastFullLoadMs: number;
   /** What the last load applied, told to listeners once the set is served again. */
@@ -170,14 +189,15 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       reconcileMs: options.reconcileMs,
       maxEntries: options.maxEntries,
       maxRetryMs: options.maxRetryMs,
-      weigh: (set) => set.bytes,
+      weigh: (set) => set.bytes + set.segmentBytes,
       maxWeight: options.maxBytes,
       serveStaleOn: (err) => options.keepLastGoodWhenTooLarge === true || !(err instanceof FlagSetTooLargeError),
       eager: true,
       onLoaded: (id, value, reason) => this.loaded(id, value, reason),
     }).follow(CHANNELS.flagChanged, (m, cache) => {
       const tenantId = m.tenantId.toLowerCase();
-      const parts = m.flagKey === undefined ? undefined : [m.flagKey];
+      // A segment's change re-reads that segment alone.
+      const parts = m.flagKey !== undefined ? [m.flagKey] : m.segmentKey !== undefined ? [SEGMENT + m.segmentKey] : undefined;
       if (m.environment !== undefined) cache.invalidate(idOf(tenantId, m.environment), parts);
       // No environment: a change to the flag's global fields, seen in every environment.
       else cache.invalidateWhere((id) => tenantOf(id) === tenantId, parts);
@@ -256,6 +276,11 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  /** The environment's segments as read now (an export: they go with `served`'s flags). */
+  async servedSegments(tenantId: string, environment: string): Promise<SegmentDefinition[]> {
+    return (await this.repository.findSegments(tenantId, environment)).map((s) => s.definition).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
   /** A refusal as the app wants it told (`tooLargeError`); other errors as they are. */
   private toldAs(err: unknown): unknown {
     return err instanceof FlagSetTooLargeError && this.options.tooLargeError !== undefined ? this.options.tooLargeError(err) : err;
@@ -267,6 +292,11 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
    */
   invalidate(tenantId: string, environment: string, flagKey?: string): void {
     this.cache.invalidate(idOf(tenantId, environment), flagKey === undefined ? undefined : [flagKey]);
+  }
+
+  /** The writer's own replica, after a segment write: the next evaluation waits for the segment's re-read. */
+  invalidateSegment(tenantId: string, environment: string, segmentKey: string): void {
+    this.cache.invalidate(idOf(tenantId, environment), [SEGMENT + segmentKey]);
   }
 
   /**
@@ -322,6 +352,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     const started = performance.now();
     if (previous === undefined) {
       const flags = await this.readAll(tenantId, environment);
+      const segments = await this.repository.findSegments(tenantId, environment);
       const lastFullLoadMs = Math.round(performance.now() - started);
       if (flags.length >= 1000) this.logger.log(`loaded ${flags.length} flags of ${id} in ${lastFullLoadMs} ms`);
       const set: FlagSet = {
@@ -330,31 +361,48 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
         refused: new Map(),
         rows: new Map(),
         bytes: 0,
+        segments: new Map(),
+        segmentBytes: 0,
         syncedAt: Date.now(),
         lastFullLoadMs,
         applied: NOTHING,
       };
+      this.applySegments(set, [], segments);
       this.apply(id, set, [], flags);
       set.applied = NOTHING;
       return set;
     }
     if (reason === 'changed') {
-      const keys = [...changed];
-      previous.applied = this.apply(id, previous, keys, await this.repository.findByKeys(tenantId, environment, keys));
+      const keys = [...changed].filter((k) => !k.startsWith(SEGMENT));
+      const segmentKeys = [...changed].filter((k) => k.startsWith(SEGMENT)).map((k) => k.slice(SEGMENT.length));
+      const segments = segmentKeys.length > 0 ? this.applySegments(previous, segmentKeys, await this.repository.findSegmentsByKeys(tenantId, environment, segmentKeys)) : undefined;
+      const applied = keys.length > 0 ? this.apply(id, previous, keys, await this.repository.findByKeys(tenantId, environment, keys)) : NOTHING;
+      previous.applied = { ...applied, ...segments };
       return previous;
     }
     if (reason === 'whole') {
-      // A change to the whole set was announced: read every flag, apply what differs.
+      // A change to the whole set was announced: read every flag and the segments, apply what differs.
       const flags = await this.readAll(tenantId, environment);
-      previous.applied = this.apply(id, previous, new Set([...previous.rows.keys(), ...flags.map((f) => f.key)]), flags);
+      const stored = await this.repository.findSegments(tenantId, environment);
+      const segments = this.applySegments(previous, new Set([...previous.segments.keys(), ...stored.map((x) => x.key)]), stored);
+      const applied = this.apply(id, previous, new Set([...previous.rows.keys(), ...flags.map((f) => f.key)]), flags);
+      previous.applied = { ...applied, ...segments };
     } else {
       const stored = await this.repository.fingerprints(tenantId, environment);
       const stale: string[] = [];
       for (const [key, fingerprint] of stored) if (previous.rows.get(key)?.fingerprint !== fingerprint) stale.push(key);
       for (const key of previous.rows.keys()) if (!stored.has(key)) stale.push(key);
-      previous.applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
-      const n = previous.applied.flags.length + previous.applied.removed.length;
+      const applied = stale.length > 0 ? this.apply(id, previous, stale, await this.repository.findByKeys(tenantId, environment, stale)) : NOTHING;
+      const n = applied.flags.length + applied.removed.length;
       if (n > 0) this.logger.log(`reconcile of ${id} found ${n} flag(s) out of date, now current`);
+      const storedSegments = await this.repository.segmentFingerprints(tenantId, environment);
+      const staleSegments: string[] = [];
+      for (const [key, fingerprint] of storedSegments) if (previous.segments.get(key)?.fingerprint !== fingerprint) staleSegments.push(key);
+      for (const key of previous.segments.keys()) if (!storedSegments.has(key)) staleSegments.push(key);
+      const segments =
+        staleSegments.length > 0 ? this.applySegments(previous, staleSegments, await this.repository.findSegmentsByKeys(tenantId, environment, staleSegments)) : undefined;
+      if (segments) this.logger.log(`reconcile of ${id} found ${staleSegments.length} segment(s) out of date, now current`);
+      previous.applied = { ...applied, ...segments };
     }
     previous.syncedAt = Date.now();
     previous.lastFullLoadMs = Math.round(performance.now() - started);
@@ -420,11 +468,36 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
     return { flags: accepted.map((s) => s.flag), removed: takenOut };
   }
 
+  /**
+   * Puts the re-read segments of `keys` in and takes out those of `keys` that are gone; what differed,
+   * or undefined when nothing did (a repeated announcement).
+   */
+  private applySegments(held: FlagSet, keys: Iterable<string>, found: readonly StoredSegment[]): Pick<Applied, 'segments' | 'removedSegments'> | undefined {
+    const changed = found.filter((s) => held.segments.get(s.key)?.fingerprint !== s.fingerprint);
+    const foundKeys = new Set(found.map((s) => s.key));
+    const removed: string[] = [];
+    for (const key of keys) if (!foundKeys.has(key) && held.segments.has(key)) removed.push(key);
+    if (changed.length === 0 && removed.length === 0) return undefined;
+    for (const key of removed) {
+      held.segmentBytes -= held.segments.get(key)!.bytes;
+      held.segments.delete(key);
+    }
+    for (const s of changed) {
+      const json = JSON.stringify(s.definition);
+      const bytes = utf8Length(json);
+      held.segmentBytes += bytes - (held.segments.get(s.key)?.bytes ?? 0);
+      held.segments.set(s.key, { definition: s.definition, fingerprint: s.fingerprint, bytes, json: this.options.keepJson ? json : undefined });
+    }
+    // At merge with the evaluator half of issue 33: the LiveFlagSet takes them here, so segmentMatch resolves.
+    return { segments: changed, removedSegments: removed };
+  }
+
   private loaded(id: string, value: FlagSet, reason: LoadReason): void {
     const applied = value.applied;
     value.applied = NOTHING;
     const keys = reason === 'first' ? undefined : [...applied.flags.map((f) => f.key), ...applied.removed];
-    if (keys !== undefined && keys.length === 0) return; // nothing differed (a repeated announcement)
+    const segmentsChanged = applied.segments !== undefined;
+    if (keys !== undefined && keys.length === 0 && !segmentsChanged) return; // nothing differed (a repeated announcement)
     if (this.listeners.size === 0) return;
     const tenantId = tenantOf(id);
     const change: FlagSetChanged = {
@@ -434,6 +507,7 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       flags: keys === undefined ? [] : applied.flags,
       removed: keys === undefined ? [] : applied.removed,
       at: value.set.updatedAt,
+      ...(keys !== undefined && segmentsChanged ? { segments: applied.segments, removedSegments: applied.removedSegments ?? [] } : {}),
     };
     for (const listener of this.listeners) {
       try {
@@ -448,9 +522,15 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
 interface Applied {
   flags: StoredFlag[];
   removed: string[];
+  /** Segments changed or added, when any segment changed. */
+  segments?: StoredSegment[];
+  removedSegments?: string[];
 }
 
 const NOTHING: Applied = { flags: [], removed: [] };
+
+/** Before a segment's key, the part of a set an announced segment change re-reads (no flag key starts with it: keys start with a letter or digit). */
+const SEGMENT = '\u0000';
 
 function idOf(tenantId: string, environment: string): string {
   return `${tenantId}/${environment}`;

@@ -9,3 +9,4 @@ export * from './tokens';
 export * from './pool-statement';
 export * from './entities/entitlement.entity';
 export * from './flag-definition-row';
+export * from './segment-definition-row';

@@ -33,6 +33,11 @@ export interface FlagChanged {
   tenantId: string;
   environment?: string;
   flagKey?: string;
+  /**
+   * A segment changed (no `flagKey`): any flag of the environment may use it, so a store that does
+   * not know which re-reads the whole environment, as for a message without `flagKey`.
+   */
+  segmentKey?: string;
   version?: number;
 }
 
@@ -78,13 +83,14 @@ const isInteger = (v: unknown): v is number => typeof v === 'number' && Number.i
 export const CHANNELS = {
   /** management-api publishes after a flag write commits; flag stores re-read that flag. */
   flagChanged: defineChannel<FlagChanged>('flag-changed', (m) => {
-    if (!isText(m.tenantId) || !isOptionalText(m.flagKey)) return undefined;
+    if (!isText(m.tenantId) || !isOptionalText(m.flagKey) || !isOptionalText(m.segmentKey)) return undefined;
     if (m.environment !== undefined && m.environment !== null && !isText(m.environment)) return undefined;
     if (m.version !== undefined && !(typeof m.version === 'number' && Number.isSafeInteger(m.version))) return undefined;
     return {
       tenantId: m.tenantId,
       ...(isText(m.environment) ? { environment: m.environment } : {}),
       ...(isText(m.flagKey) ? { flagKey: m.flagKey } : {}),
+      ...(isText(m.segmentKey) ? { segmentKey: m.segmentKey } : {}),
       ...(typeof m.version === 'number' ? { version: m.version } : {}),
     };
   }),

@@ -4,6 +4,7 @@ import { DEFAULT_RETRY_SETTINGS } from './retry-policy';
 import { BillingResource } from './resources/billing.resource';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
+import { SegmentsResource } from './resources/segments.resource';
 import { ProjectsResource } from './resources/projects.resource';
 import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
@@ -59,6 +60,8 @@ function runtime(): string {
  */
 export class FlagshipClient {
   readonly flags: FlagsResource;
+  /** Segments of an environment, used by flags through `segmentMatch`. */
+  readonly segments: SegmentsResource;
   readonly projects: ProjectsResource;
   readonly tenants: TenantsResource;
   readonly environments: EnvironmentsResource;
@@ -70,6 +73,7 @@ export class FlagshipClient {
   constructor(options: FlagshipClientOptions) {
     const http = transportFor(options, 'FlagshipClient');
     this.flags = new FlagsResource(http);
+    this.segments = new SegmentsResource(http);
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
     this.environments = new EnvironmentsResource(http);

@@ -59,6 +59,14 @@ export type FlagsCovered =
   | Op<'Flags_importLaunchDarkly', [Reads<'Flags_importLaunchDarkly', 200, sdk.ImportFlagsResult>, Writes<'Flags_importLaunchDarkly', sdk.LaunchDarklySdkData>]>
   | Op<'FlagStream_stream', [StreamsEvents<'FlagStream_stream'>]>;
 
+export type SegmentsCovered =
+  | Op<'Segments_list', [Reads<'Segments_list', 200, sdk.Segment[]>, Asks<'Segments_list', sdk.PageQuery>]>
+  | Op<'Segments_get', [Reads<'Segments_get', 200, sdk.Segment>]>
+  | Op<'Segments_create', [Reads<'Segments_create', 201, sdk.Segment>, Writes<'Segments_create', sdk.CreateSegmentInput>]>
+  | Op<'Segments_update', [Reads<'Segments_update', 200, sdk.Segment>, Writes<'Segments_update', sdk.UpdateSegmentInput>]>
+  | Op<'Segments_remove', [Empty<'Segments_remove', 204>]>
+  | Op<'Segments_audit', [Reads<'Segments_audit', 200, sdk.SegmentAuditEntry[]>]>;
+
 export type ProjectsCovered =
   | Op<'Projects_list', [Reads<'Projects_list', 200, sdk.Project[]>]>
   | Op<'Projects_get', [Reads<'Projects_get', 200, sdk.Project>]>
@@ -140,7 +148,7 @@ type NotInSdk =
   | 'DevIdp_token'
   | 'DevIdp_jwks';
 
-type Covered = FlagsCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
+type Covered = FlagsCovered | SegmentsCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
 type Uncovered = Exclude<keyof operations, Covered | NotInSdk>;
 /** Fails (naming them) when the document has operations neither checked nor left out on purpose. */
 export type EveryOperationCovered = Check<[Uncovered] extends [never] ? true : { uncovered: Uncovered }>;

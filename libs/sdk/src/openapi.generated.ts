@@ -645,9 +645,66 @@ export interface paths {
         };
         /**
          * Stream the environment's flag definitions (Server-Sent Events), for SDKs that evaluate in process
-         * @description Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator's form (as in GET /api/flags/export); then `patch`, data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quotas (QUOTA_FLAGS_PER_TENANT, QUOTA_FLAG_BYTES_PER_TENANT) and by FLAG_SET_MAX_BYTES (past it 409 flag-set-too-large); a flag over FLAG_MAX_BYTES is not sent. Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. A stream lasts only while its caller has access: it ends the moment a member is removed, an OAuth client deleted or its tenant changes so that access is refused, at the token's expiry, and after FLAG_STREAM_MAX_AGE_SECONDS; the server then sends `end`, data `{"reason": "access-withdrawn" | "credential-expired" | "max-age" | "shed" | "shutdown"}`, and closes it (reconnect with a current token and Last-Event-ID: a caller without access is refused). A client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. Per server: a tenant holds at most its plan's stream allowance (FLAG_STREAMS_PER_TENANT_FREE, _STANDARD, _PREMIUM), a person FLAG_STREAMS_PER_USER across their tenants, an OAuth client FLAG_STREAMS_PER_CLIENT, a client address (an IPv6 /64) FLAG_STREAMS_PER_ADDRESS (429 too-many-flag-streams, `per` naming the bound), and the server FLAG_STREAMS_PER_PROCESS (503): when it is full, a paid plan's stream is admitted in place of the newest free plan's stream, which ends with reason `shed`.
+         * @description Events: `put` first, data `{"flags": [FlagDefinitionDto...], "segments": [SegmentDefinition...]}`: every flag of the environment in the evaluator's form (as in GET /api/flags/export) and every segment (key, name, included, excluded, includedContexts, excludedContexts, rules, salt, version); then `patch`, data `{"flags": [FlagDefinitionDto...], "segments"?: [SegmentDefinition...]}`: the flags and segments that changed, and `delete`, data `{"keys": [string...], "segmentKeys"?: [string...]}`: the flags and segments removed, as changes land (bursts coalesced); a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quotas (QUOTA_FLAGS_PER_TENANT, QUOTA_FLAG_BYTES_PER_TENANT) and by FLAG_SET_MAX_BYTES (past it 409 flag-set-too-large); a flag over FLAG_MAX_BYTES is not sent. Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. A stream lasts only while its caller has access: it ends the moment a member is removed, an OAuth client deleted or its tenant changes so that access is refused, at the token's expiry, and after FLAG_STREAM_MAX_AGE_SECONDS; the server then sends `end`, data `{"reason": "access-withdrawn" | "credential-expired" | "max-age" | "shed" | "shutdown"}`, and closes it (reconnect with a current token and Last-Event-ID: a caller without access is refused). A client that leaves more than FLAG_STREAM_MAX_BUFFER_BYTES unread is cut off. Per server: a tenant holds at most its plan's stream allowance (FLAG_STREAMS_PER_TENANT_FREE, _STANDARD, _PREMIUM), a person FLAG_STREAMS_PER_USER across their tenants, an OAuth client FLAG_STREAMS_PER_CLIENT, a client address (an IPv6 /64) FLAG_STREAMS_PER_ADDRESS (429 too-many-flag-streams, `per` naming the bound), and the server FLAG_STREAMS_PER_PROCESS (503): when it is full, a paid plan's stream is admitted in place of the newest free plan's stream, which ends with reason `shed`.
          */
         get: operations["FlagStream_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the environment's segments, oldest first (paginated) */
+        get: operations["Segments_list"];
+        put?: never;
+        /** Create a segment in the environment */
+        post: operations["Segments_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/segments/{segmentKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a segment of the environment, with its ETag */
+        get: operations["Segments_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a segment of the environment
+         * @description A segment that flags or other segments of the environment name through segmentMatch is a 409 segment-in-use naming them (`flags`, `segments`).
+         */
+        delete: operations["Segments_remove"];
+        options?: never;
+        head?: never;
+        /** Update a segment (If-Match for optimistic concurrency); the fields sent replace the stored ones, lists whole */
+        patch: operations["Segments_update"];
+        trace?: never;
+    };
+    "/api/segments/{segmentKey}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A segment's audit trail in the environment, oldest first */
+        get: operations["Segments_audit"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1500,6 +1557,36 @@ export interface components {
             /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND; absent: server keys only */
             clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
+        SegmentTargetDto: {
+            /** @example organization */
+            contextKind: string;
+            /** @description keys of contexts of that kind */
+            values: string[];
+        };
+        SegmentRuleDto: {
+            id: string;
+            /** @description every clause must match; none: every context matches */
+            clauses: components["schemas"]["ClauseDto"][];
+            /** @description LaunchDarkly's absolute weight: the share of matching contexts included, out of 100000 */
+            weight?: number;
+            /** @description attribute hashed for the weight; default key (a reference with rolloutContextKind) */
+            bucketBy?: string;
+            /** @description the context kind bucketed; default user */
+            rolloutContextKind?: string;
+        };
+        SegmentDefinitionDto: {
+            key: string;
+            name: string;
+            description?: string;
+            included: string[];
+            excluded: string[];
+            includedContexts: components["schemas"]["SegmentTargetDto"][];
+            excludedContexts: components["schemas"]["SegmentTargetDto"][];
+            rules: components["schemas"]["SegmentRuleDto"][];
+            /** @description bucketing salt of weighted rules; default the segment key */
+            salt?: string;
+            version?: number;
+        };
         FlagExportDto: {
             /** @description format version of the file */
             version: number;
@@ -1507,6 +1594,8 @@ export interface components {
             environment: string;
             generatedAt: string;
             flags: components["schemas"]["FlagDefinitionDto"][];
+            /** @description the environment's segments, which flags name through segmentMatch */
+            segments: components["schemas"]["SegmentDefinitionDto"][];
         };
         /** @description A flag's definition in one environment (its JSON as evaluators hold it: key, type, default value, variations and that environment's targeting; not its name, description or tags) may take at most FLAG_MAX_BYTES bytes (default 32768, 32 KiB); a write that makes it larger is 422 naming the field. A tenant's definitions together, each environment's counted, may take QUOTA_FLAG_BYTES_PER_TENANT bytes (default 8388608, 8 MiB); past it 409 quota-exceeded (quota flag-bytes-per-tenant). */
         CreateProjectFlagDto: {
@@ -1560,6 +1649,75 @@ export interface components {
             /** @description the environment changed; null for global fields */
             environment: string | null;
             /** @description update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty */
+            changes: {
+                [key: string]: unknown;
+            };
+            at: string;
+        };
+        SegmentDto: {
+            key: string;
+            name: string;
+            description: string;
+            /** @description the environment it lives in */
+            environment: string;
+            included: string[];
+            excluded: string[];
+            includedContexts: components["schemas"]["SegmentTargetDto"][];
+            excludedContexts: components["schemas"]["SegmentTargetDto"][];
+            rules: components["schemas"]["SegmentRuleDto"][];
+            /** @description null: the segment key */
+            salt: string | null;
+            /** @description grows with every change; the ETag is it quoted */
+            version: number;
+            createdAt: string;
+            updatedAt: string;
+            /** @description accepted data that can never match (clause values their operator cannot use, empty value lists), as LaunchDarkly evaluates them; empty when none */
+            warnings: components["schemas"]["FlagWarningDto"][];
+        };
+        /** @description A segment lives in one environment (X-Environment). Its definition (key, name, keys and rules, as evaluators hold it) may take at most SEGMENT_MAX_BYTES bytes (default 524288, 512 KiB), and it may list at most SEGMENT_MAX_KEYS context keys (default 10000: included, excluded, includedContexts and excludedContexts together); past either, 422 naming the field. A tenant may hold QUOTA_SEGMENTS_PER_TENANT segments (default 500, every environment's counted) taking QUOTA_SEGMENT_BYTES_PER_TENANT bytes (default 8388608); past them 409 quota-exceeded. Nested fields are checked as LaunchDarkly defines them, unknown fields included: 422 with a path per problem. */
+        CreateSegmentDto: {
+            description?: string;
+            /** @description user keys always in the segment */
+            included?: string[];
+            /** @description user keys never in it (unless included) */
+            excluded?: string[];
+            /** @description keys of other context kinds always in the segment */
+            includedContexts?: components["schemas"]["SegmentTargetDto"][];
+            /** @description keys of other context kinds never in it (unless included) */
+            excludedContexts?: components["schemas"]["SegmentTargetDto"][];
+            /** @description a context not listed is in the segment when any rule matches it */
+            rules?: components["schemas"]["SegmentRuleDto"][];
+            /** @example beta-customers */
+            key: string;
+            /** @example Beta customers */
+            name: string;
+            /** @description bucketing salt of the rules with a weight; default the segment key */
+            salt?: string;
+        };
+        /** @description A segment lives in one environment (X-Environment). Its definition (key, name, keys and rules, as evaluators hold it) may take at most SEGMENT_MAX_BYTES bytes (default 524288, 512 KiB), and it may list at most SEGMENT_MAX_KEYS context keys (default 10000: included, excluded, includedContexts and excludedContexts together); past either, 422 naming the field. A tenant may hold QUOTA_SEGMENTS_PER_TENANT segments (default 500, every environment's counted) taking QUOTA_SEGMENT_BYTES_PER_TENANT bytes (default 8388608); past them 409 quota-exceeded. Nested fields are checked as LaunchDarkly defines them, unknown fields included: 422 with a path per problem. */
+        UpdateSegmentDto: {
+            description?: string;
+            /** @description user keys always in the segment */
+            included?: string[];
+            /** @description user keys never in it (unless included) */
+            excluded?: string[];
+            /** @description keys of other context kinds always in the segment */
+            includedContexts?: components["schemas"]["SegmentTargetDto"][];
+            /** @description keys of other context kinds never in it (unless included) */
+            excludedContexts?: components["schemas"]["SegmentTargetDto"][];
+            /** @description a context not listed is in the segment when any rule matches it */
+            rules?: components["schemas"]["SegmentRuleDto"][];
+            name?: string;
+            /** @description null resets it to the segment key */
+            salt?: string | null;
+        };
+        SegmentAuditEntryDto: {
+            /** @enum {string} */
+            action: "create" | "update" | "delete";
+            /** @description the caller: user:{id} or client:{clientId} */
+            actor: string;
+            environment: string;
+            /** @description update: field -> {from, to}, only the fields sent; create: the fields sent; delete: empty */
             changes: {
                 [key: string]: unknown;
             };
@@ -1830,7 +1988,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -6331,6 +6489,599 @@ export interface operations {
             };
             /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Segments_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description opaque cursor from the previous page's Link rel="next" */
+                cursor?: string;
+            };
+            header?: {
+                /** @description environment key, default production: a segment lives in one environment */
+                "X-Environment"?: string;
+                /** @description required for users on list, create and read */
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentDto"][];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Segments_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production: a segment lives in one environment */
+                "X-Environment"?: string;
+                /** @description required for users on list, create and read */
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSegmentDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Segments_get: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production: a segment lives in one environment */
+                "X-Environment"?: string;
+                /** @description required for users on list, create and read */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                segmentKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Segments_remove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production: a segment lives in one environment */
+                "X-Environment"?: string;
+                /** @description required for users on list, create and read */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                segmentKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Segments_update: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production: a segment lives in one environment */
+                "X-Environment"?: string;
+                /** @description required for users on list, create and read */
+                "X-Tenant-ID"?: string;
+                /** @description the ETag read; a stale one is 412 */
+                "If-Match"?: string;
+            };
+            path: {
+                segmentKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSegmentDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match names a version that is no longer current */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Segments_audit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production: a segment lives in one environment */
+                "X-Environment"?: string;
+                /** @description required for users on list, create and read */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                segmentKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentAuditEntryDto"][];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -6,6 +6,7 @@ export type { AuthOptions, ClientCredentialsAuth, IdTokenAuth } from './credenti
 export { ApiError, AuthenticationError, ConnectionError, FlagNotFoundError, FlagshipError, RateLimitError } from './sdk.errors';
 export type { FlagListQuery, UpdateFlagOptions } from './resources/flags.resource';
 export type { FlagsResource } from './resources/flags.resource';
+export type { SegmentsResource, UpdateSegmentOptions } from './resources/segments.resource';
 export type { ProjectsResource } from './resources/projects.resource';
 export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';

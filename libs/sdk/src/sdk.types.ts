@@ -279,6 +279,22 @@ export interface FlagExport {
   environment: string;
   generatedAt: Timestamp;
   flags: FlagDefinition[];
+  /** The environment's segments, which flags name through `segmentMatch`. */
+  segments: SegmentDefinition[];
+}
+
+/** A segment as evaluators hold it (in an export, and on the flag-data stream). */
+export interface SegmentDefinition {
+  key: string;
+  name: string;
+  description?: string;
+  included: string[];
+  excluded: string[];
+  includedContexts: SegmentTarget[];
+  excludedContexts: SegmentTarget[];
+  rules: SegmentRule[];
+  salt?: string;
+  version?: number;
 }
 
 export interface Project {
@@ -406,4 +422,76 @@ export interface RequestOptions {
   maxRetries?: number;
   /** Cancels the call, waits between retries included. */
   signal?: AbortSignal;
+}
+
+/** Keys of one context kind a segment includes or excludes. */
+export interface SegmentTarget {
+  contextKind: string;
+  values: string[];
+}
+
+/** Matches when every clause does (none: every context), then, with `weight`, for that share of contexts. */
+export interface SegmentRule {
+  id: string;
+  clauses: Clause[];
+  /** LaunchDarkly's absolute weight: the share included, out of 100000. */
+  weight?: number;
+  bucketBy?: string;
+  rolloutContextKind?: string;
+}
+
+/** A segment of one environment (LaunchDarkly's semantics); flags use it through the `segmentMatch` operator. */
+export interface Segment {
+  key: string;
+  name: string;
+  description: string;
+  environment: string;
+  /** User keys always in it. */
+  included: string[];
+  /** User keys never in it (unless included). */
+  excluded: string[];
+  includedContexts: SegmentTarget[];
+  excludedContexts: SegmentTarget[];
+  rules: SegmentRule[];
+  /** null: the segment key. */
+  salt: string | null;
+  version: number;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+  /** Accepted data that can never match (e.g. a number for `startsWith`); empty when none. */
+  warnings: FlagWarning[];
+}
+
+export interface CreateSegmentInput {
+  key: string;
+  name: string;
+  description?: string;
+  included?: string[];
+  excluded?: string[];
+  includedContexts?: SegmentTarget[];
+  excludedContexts?: SegmentTarget[];
+  rules?: SegmentRule[];
+  salt?: string;
+}
+
+/** PATCH: the fields sent replace the stored ones (lists whole); omitted ones stay. */
+export interface UpdateSegmentInput extends Partial<Omit<CreateSegmentInput, 'key' | 'salt'>> {
+  /** null resets it to the segment key. */
+  salt?: string | null;
+}
+
+/** A segment and the ETag to send back as `ifMatch`. */
+export interface VersionedSegment {
+  segment: Segment;
+  etag: string;
+}
+
+/** One change to a segment, from its audit trail (oldest first). */
+export interface SegmentAuditEntry {
+  action: 'create' | 'update' | 'delete';
+  actor: string;
+  environment: string;
+  /** update: field -> `{from, to}`, only the fields sent; create: the fields sent; delete: empty. */
+  changes: Record<string, unknown>;
+  at: Timestamp;
 }

@@ -88,6 +88,13 @@ const ENDPOINTS: Record<string, RouteAccess> = {
   'GET /api/flags/:flagKey/variations': inTenant('viewer', ['flags:read']),
   'GET /api/flags/:flagKey/audit': inTenant('viewer', ['flags:read']),
   'GET /api/flag-stream': inTenant('viewer', ['flags:read'], HEADER),
+
+  'GET /api/segments': inTenant('viewer', ['flags:read'], HEADER),
+  'POST /api/segments': inTenant('editor', ['flags:write'], HEADER),
+  'GET /api/segments/:segmentKey': inTenant('viewer', ['flags:read'], HEADER),
+  'PATCH /api/segments/:segmentKey': inTenant('editor', ['flags:write']),
+  'DELETE /api/segments/:segmentKey': inTenant('editor', ['flags:write']),
+  'GET /api/segments/:segmentKey/audit': inTenant('viewer', ['flags:read']),
   // Answered outside Nest (the lean evaluate route): its rule is EVALUATE_ACCESS.
   'POST /api/flags/:flagKey/evaluate': inTenant('viewer', ['flags:evaluate']),
   'POST /api/flags/projects/:projectId/flags/:flagKey/evaluate': inTenant('viewer', ['flags:evaluate']),

@@ -22,6 +22,16 @@ export class FlagEvents {
     }
   }
 
+  /**
+   * A segment changed in `environment`: on the flags' feed with `segmentKey` and no flag key; stores
+   * re-read that segment (a store that knows no segments re-reads the whole set).
+   */
+  async segmentChanged(tenantId: string, environment: string, segmentKey: string, version: number): Promise<void> {
+    this.store.invalidateSegment(tenantId, environment, segmentKey);
+    const msg: FlagChanged = { tenantId, environment, segmentKey, version };
+    await this.pubsub.publish(CHANNELS.flagChanged, msg).catch((err: Error) => this.logger.warn(`publish failed: ${err.message}`));
+  }
+
   /** Many flags at once (an import): published together, not one round trip after another. */
   async changedMany(tenantId: string, changes: ReadonlyArray<{ environments: string[]; flagKey: string; version: number }>): Promise<void> {
     await Promise.all(changes.map((c) => this.changed(tenantId, c.environments, c.flagKey, c.version)));

@@ -44,6 +44,8 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
     {
       QUOTA_FLAGS_PER_TENANT: limits.QUOTA_FLAGS_PER_TENANT,
       QUOTA_FLAG_BYTES_PER_TENANT: limits.QUOTA_FLAG_BYTES_PER_TENANT,
+      QUOTA_SEGMENTS_PER_TENANT: 500,
+      QUOTA_SEGMENT_BYTES_PER_TENANT: 8_388_608,
       QUOTA_ENVIRONMENTS_PER_TENANT: 20,
       QUOTA_OAUTH_CLIENTS_PER_TENANT: 50,
       QUOTA_TENANTS_PER_USER: 10,
@@ -77,6 +79,7 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
     },
   };
   const store = {
+    servedSegments: async () => [],
     served: async (tenantId: string, environment: string): Promise<StoredFlag[]> =>
       (await repo.definitions(tenantId, environment)).map((definition) => ({ key: definition.key, projectId: null, fingerprint: String(definition.version), definition })),
   };

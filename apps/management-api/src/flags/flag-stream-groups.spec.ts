@@ -114,8 +114,36 @@ describe('FlagStreamGroups', () => {
     ]);
     expect([del!.event, del!.data]).toEqual(['delete', { keys: ['c'] }]);
     // The set was read once, by the store; the changes by the store's re-reads of their keys alone.
-    expect(repo.reads[0]).toBe(`all ${T}/${E}`);
-    expect(repo.reads.slice(1).join(' ').replace(/keys tenant-a\/production /g, '').split(/[ ,]/).sort()).toEqual(['a', 'b', 'c']);
+    expect(repo.reads.slice(0, 2)).toEqual([`all ${T}/${E}`, `segments ${T}/${E}`]);
+    expect(repo.reads.slice(2).join(' ').replace(/keys tenant-a\/production /g, '').split(/[ ,]/).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('puts the segments with the flags, then sends those that change in the patch of the flags changed meanwhile, and those deleted in a delete', async () => {
+    const seg = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
+    repo.put(T, E, num('a', 1));
+    repo.putSegment(T, E, seg('beta', ['u1']));
+    repo.putSegment(T, E, seg('gamma', []));
+    const { sink } = await stream();
+    const [put] = events(sink);
+    expect(put!.data.segments.map((x: { key: string }) => x.key).sort()).toEqual(['beta', 'gamma']);
+    const segmentChanged = (segmentKey: string) => pubsub.publish(CHANNELS.flagChanged, { tenantId: T, environment: E, segmentKey, version: 2 });
+    repo.putSegment(T, E, seg('beta', ['u1', 'u2']));
+    repo.put(T, E, num('a', 2));
+    await segmentChanged('beta');
+    await announce('a');
+    await jest.advanceTimersByTimeAsync(25);
+    const [, patch] = events(sink);
+    expect(patch!.data.flags.map((f: FlagDefinition) => [f.key, f.defaultValue])).toEqual([['a', 2]]);
+    expect(patch!.data.segments.map((x: { key: string; included: string[] }) => [x.key, x.included])).toEqual([['beta', ['u1', 'u2']]]);
+    // A flag change alone says nothing of the segments; a segment deleted is a delete.
+    repo.put(T, E, num('a', 3));
+    repo.removeSegment(T, E, 'gamma');
+    await announce('a');
+    await segmentChanged('gamma');
+    await jest.advanceTimersByTimeAsync(25);
+    const [, , patch2, del] = events(sink);
+    expect(patch2!.data).toEqual({ flags: [expect.objectContaining({ key: 'a', defaultValue: 3 })] });
+    expect([del!.event, del!.data]).toEqual(['delete', { keys: [], segmentKeys: ['gamma'] }]);
   });
 
   it('keeps a streamed set held by the store whatever else is read, without reading it again; an idle group lets go, and starts over if the set went', async () => {

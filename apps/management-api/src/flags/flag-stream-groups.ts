@@ -16,6 +16,8 @@ const MAX_IDLE_GROUPS = 100;
 const RETRY_READ_MS = 1000;
 /** A put is written in pieces of about this many characters, each once the client has read the one before. */
 const PUT_PIECE_CHARS = 64 * 1024;
+/** Before a segment's key among a group's pending keys (no flag key starts with it: keys start with a letter or digit). */
+const SEGMENT = '\u0000';
 
 /** A stream as a group writes to it. */
 export interface GroupedStream {
@@ -115,10 +117,12 @@ export class FlagStreamGroups<S extends GroupedStream> {
     for (const f of idle.slice(0, Math.max(0, idle.length - MAX_IDLE_GROUPS))) this.drop(f);
   }
 
-  /** The put, in pieces at the pace the client reads (the kit queues what lands meanwhile): every flag served, as the store holds its JSON. */
+  /** The put, in pieces at the pace the client reads (the kit queues what lands meanwhile): every flag served and every segment, as the store holds their JSON. */
   sendPut(group: StreamGroup<S>, s: S, view: FlagSetView): Promise<unknown> {
     const texts: string[] = [];
     for (const row of view.rows.values()) if (row.json !== undefined) texts.push(row.json);
+    const segments: string[] = [];
+    for (const held of view.segments.values()) if (held.json !== undefined) segments.push(held.json);
     const id = group.eventId();
     function* pieces(): Generator<string> {
       let piece = `id: ${id}\nevent: put\ndata: {"flags":[`;
@@ -129,7 +133,8 @@ export class FlagStreamGroups<S extends GroupedStream> {
           piece = '';
         }
       }
-      yield `${piece}]}\n\n:\n\n`;
+      // Segments are few (the segment quotas): the last piece.
+      yield `${piece}],"segments":[${segments.join(',')}]}\n\n:\n\n`;
     }
     s.putting = this.hub.writePaced(s, pieces());
     return s.putting;
@@ -155,6 +160,8 @@ export class FlagStreamGroups<S extends GroupedStream> {
       // A whole new set (no keys) shows in the set the store holds: current() starts the group over.
       fold: (keys = new Set(), change) => {
         for (const key of change.keys ?? []) keys.add(key);
+        for (const segment of change.segments ?? []) keys.add(SEGMENT + segment.key);
+        for (const key of change.removedSegments ?? []) keys.add(SEGMENT + key);
         return keys;
       },
       emit: (keys) => this.flush(group, keys),
@@ -195,13 +202,26 @@ export class FlagStreamGroups<S extends GroupedStream> {
     const view = await this.current(group);
     const changed: string[] = [];
     const removed: string[] = [];
+    const changedSegments: string[] = [];
+    const removedSegments: string[] = [];
     for (const key of keys) {
+      if (key.startsWith(SEGMENT)) {
+        const json = view.segments.get(key.slice(SEGMENT.length))?.json;
+        if (json !== undefined) changedSegments.push(json);
+        else removedSegments.push(key.slice(SEGMENT.length));
+        continue;
+      }
       const json = view.rows.get(key)?.json;
       if (json !== undefined) changed.push(json);
       else removed.push(key);
     }
-    if (changed.length > 0) this.hub.broadcast(group.append('patch', `{"flags":[${changed.join(',')}]}`), group.streams);
-    if (removed.length > 0) this.hub.broadcast(group.append('delete', JSON.stringify({ keys: removed })), group.streams);
+    if (changed.length > 0 || changedSegments.length > 0) {
+      const segments = changedSegments.length > 0 ? `,"segments":[${changedSegments.join(',')}]` : '';
+      this.hub.broadcast(group.append('patch', `{"flags":[${changed.join(',')}]${segments}}`), group.streams);
+    }
+    if (removed.length > 0 || removedSegments.length > 0) {
+      this.hub.broadcast(group.append('delete', JSON.stringify({ keys: removed, ...(removedSegments.length > 0 ? { segmentKeys: removedSegments } : {}) })), group.streams);
+    }
   }
 
   private drop(group: StreamGroup<S>): void {

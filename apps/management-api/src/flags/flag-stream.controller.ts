@@ -17,8 +17,8 @@ export class FlagStreamController {
   @ApiOperation({
     summary: "Stream the environment's flag definitions (Server-Sent Events), for SDKs that evaluate in process",
     description:
-      'Events: `put` first, data `{"flags": [FlagDefinitionDto...]}`: every flag of the environment in the evaluator\'s form (as in GET /api/flags/export); then `patch`, ' +
-      'data `{"flags": [FlagDefinitionDto...]}`: the flags that changed, and `delete`, data `{"keys": [string...]}`: the flags removed, as changes land (bursts coalesced); ' +
+      'Events: `put` first, data `{"flags": [FlagDefinitionDto...], "segments": [SegmentDefinition...]}`: every flag of the environment in the evaluator\'s form (as in GET /api/flags/export) and every segment (key, name, included, excluded, includedContexts, excludedContexts, rules, salt, version); then `patch`, ' +
+      'data `{"flags": [FlagDefinitionDto...], "segments"?: [SegmentDefinition...]}`: the flags and segments that changed, and `delete`, data `{"keys": [string...], "segmentKeys"?: [string...]}`: the flags and segments removed, as changes land (bursts coalesced); ' +
       'a comment line (`:`) after the put or the replay, and every FLAG_STREAM_HEARTBEAT_SECONDS. The put is bounded by the flag quotas (QUOTA_FLAGS_PER_TENANT, QUOTA_FLAG_BYTES_PER_TENANT) and by FLAG_SET_MAX_BYTES (past it 409 flag-set-too-large); a flag over FLAG_MAX_BYTES is not sent. ' +
       'Every event has an id; a reconnect sending it as Last-Event-ID gets only the events after it when this server still holds them, else a fresh `put`. ' +
       'A stream lasts only while its caller has access: it ends the moment a member is removed, an OAuth client deleted or its tenant changes so that access is refused, ' +

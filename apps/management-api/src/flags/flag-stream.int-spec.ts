@@ -119,7 +119,7 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
     expect((await open(userHeaders(owner), '?environment=nowhere')).status).toBe(404);
     // Another tenant's member sees their own (empty) environment, never this one's flags.
     const theirs = await open(userHeaders(other));
-    expect((await theirs.stream!.next()).data).toEqual({ flags: [] });
+    expect((await theirs.stream!.next()).data).toEqual({ flags: [], segments: [] });
     theirs.stream!.close();
     // Users name their tenant, as on GET /api/flags.
     expect((await open({ authorization: `Bearer ${owner.idToken}` })).status).toBe(400);

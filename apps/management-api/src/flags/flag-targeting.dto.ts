@@ -1,7 +1,22 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean } from 'class-validator';
 import { JSON_VALUE } from '@flagship/service-kit';
-import { OPERATORS, type ClientSideAvailability, type Clause, type FlagDefinition, type Operator, type Prerequisite, type Rollout, type Rule, type Target, type Variation, type WeightedVariation } from '@flagship/flag-evaluation';
+import {
+  OPERATORS,
+  type ClientSideAvailability,
+  type Clause,
+  type FlagDefinition,
+  type Operator,
+  type Prerequisite,
+  type Rollout,
+  type Rule,
+  type SegmentDefinition,
+  type SegmentRule,
+  type SegmentTarget,
+  type Target,
+  type Variation,
+  type WeightedVariation,
+} from '@flagship/flag-evaluation';
 import { FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
 
 /*
@@ -92,6 +107,35 @@ export class FlagDefinitionDto implements FlagDefinition {
   clientSideAvailability?: ClientSideAvailabilityDto;
 }
 
+/* Segments (CONTRACT.md section 10): checked by the evaluator's checkSegmentDefinition, a path per problem. */
+
+export class SegmentTargetDto implements SegmentTarget {
+  @ApiProperty({ example: 'organization' }) contextKind: string;
+  @ApiProperty({ type: [String], description: 'keys of contexts of that kind' }) values: string[];
+}
+
+export class SegmentRuleDto implements SegmentRule {
+  @ApiProperty() id: string;
+  @ApiProperty({ type: [ClauseDto], description: 'every clause must match; none: every context matches' }) clauses: ClauseDto[];
+  @ApiPropertyOptional({ minimum: 0, maximum: 100000, description: "LaunchDarkly's absolute weight: the share of matching contexts included, out of 100000" }) weight?: number;
+  @ApiPropertyOptional({ description: 'attribute hashed for the weight; default key (a reference with rolloutContextKind)' }) bucketBy?: string;
+  @ApiPropertyOptional({ description: 'the context kind bucketed; default user' }) rolloutContextKind?: string;
+}
+
+/** A segment as evaluators hold it (the evaluator's SegmentDefinition). */
+export class SegmentDefinitionDto implements SegmentDefinition {
+  @ApiProperty() key: string;
+  @ApiProperty() name: string;
+  @ApiPropertyOptional() description?: string;
+  @ApiProperty({ type: [String] }) included: string[];
+  @ApiProperty({ type: [String] }) excluded: string[];
+  @ApiProperty({ type: [SegmentTargetDto] }) includedContexts: SegmentTargetDto[];
+  @ApiProperty({ type: [SegmentTargetDto] }) excludedContexts: SegmentTargetDto[];
+  @ApiProperty({ type: [SegmentRuleDto] }) rules: SegmentRuleDto[];
+  @ApiPropertyOptional({ description: 'bucketing salt of weighted rules; default the segment key' }) salt?: string;
+  @ApiPropertyOptional() version?: number;
+}
+
 /** The flag file orep-server serves (OREP_FLAGS_FILE). */
 export class FlagExportDto {
   @ApiProperty({ description: 'format version of the file' }) version: number;
@@ -99,4 +143,5 @@ export class FlagExportDto {
   @ApiProperty() environment: string;
   @ApiProperty() generatedAt: string;
   @ApiProperty({ type: [FlagDefinitionDto] }) flags: FlagDefinitionDto[];
+  @ApiProperty({ type: [SegmentDefinitionDto], description: "the environment's segments, which flags name through segmentMatch" }) segments: SegmentDefinitionDto[];
 }

@@ -1,4 +1,4 @@
-import { checkFlagDefinition, type EvaluationResult, FLAG_FILE_VERSION, type FlagDefinition, type Variation } from '@flagship/flag-evaluation';
+import { checkFlagDefinition, type EvaluationResult, FLAG_FILE_VERSION, type FlagDefinition, type SegmentDefinition, type Variation } from '@flagship/flag-evaluation';
 import { flagDefinitionFromRow } from '@flagship/persistence';
 import type { FlagAuditEntryDto } from './flag-audit.dto';
 import type { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
@@ -68,9 +68,9 @@ export function toEvaluationDto(key: string, r: EvaluationResult): EvaluationRes
 }
 
 /** The flag file orep-server serves: the definitions by key. */
-export function toFlagFileDto(tenantId: string, environment: string, definitions: readonly FlagDefinition[], generatedAt: Date): FlagExportDto {
+export function toFlagFileDto(tenantId: string, environment: string, definitions: readonly FlagDefinition[], segments: readonly SegmentDefinition[], generatedAt: Date): FlagExportDto {
   const flags = [...definitions].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { version: FLAG_FILE_VERSION, tenantId, environment, generatedAt: generatedAt.toISOString(), flags };
+  return { version: FLAG_FILE_VERSION, tenantId, environment, generatedAt: generatedAt.toISOString(), flags, segments: [...segments] };
 }
 
 export const toAuditEntryDto = (a: FlagAuditEntity): FlagAuditEntryDto => ({

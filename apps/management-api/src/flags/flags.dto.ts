@@ -23,7 +23,7 @@ import { EVALUATION_ERROR_KINDS, EVALUATION_REASONS, FLAG_KEY_PATTERN, FLAG_TYPE
 import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
 import { CLIENT_SIDE_AVAILABILITY_DESCRIPTION, ClientSideAvailabilityDto, PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-targeting.dto';
 
-const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
+export const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
 
 /**
  * Any JSON value or null, the null declared on the property (so the API's null check lets it

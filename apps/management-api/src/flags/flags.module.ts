@@ -6,6 +6,9 @@ import { PUBSUB, type PubSub } from '@flagship/redis';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsModule } from '../environments/environments.module';
 import { ProjectsModule } from '../projects/projects.module';
+import { SegmentsController } from '../segments/segments.controller';
+import { SegmentsRepository, SqlSegmentsRepository } from '../segments/segments.repository';
+import { SegmentsService } from '../segments/segments.service';
 import { EvaluationCounter } from './evaluation-counter';
 import { EvaluateService } from './evaluate/evaluate.service';
 import { FlagEvents } from './flag-events';
@@ -25,9 +28,12 @@ const RECONCILE_MS = 15_000;
 
 @Module({
   imports: [ProjectsModule, EnvironmentsModule],
-  controllers: [FlagsController, FlagStreamController],
+  // Segments live here with the flags: the import writes both in one transaction, and a segment change goes out on the flags' feed.
+  controllers: [FlagsController, FlagStreamController, SegmentsController],
   providers: [
     { provide: FlagsRepository, useClass: SqlFlagsRepository },
+    { provide: SegmentsRepository, useClass: SqlSegmentsRepository },
+    SegmentsService,
     FlagLimits,
     FlagsService,
     FlagImportService,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { flagDefinitionBytes, type FlagDefinition, SERVER_ONLY } from '@flagship/flag-evaluation';
-import { type MeasuredDefinition, runWithAfterCommit, type TransactionRunner, type Tx } from '@flagship/persistence';
+import type { MeasuredDefinition, TransactionRunner, Tx } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
-import { FAKE_TX } from '../testing/inline-transactions';
+import { snapshotTransactions } from '../testing/inline-transactions';
 import { definitionOf } from './flag.mapper';
 import type { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import {
@@ -41,18 +41,7 @@ export class FakeFlagsRepository extends FlagsRepository {
   private clock = Date.parse('2026-01-01T00:00:00Z');
   private auditId = 0;
 
-  readonly transactions: Pick<TransactionRunner, 'run'> = {
-    run: (work) =>
-      runWithAfterCommit(async (w) => {
-        const saved = copy(this.state);
-        try {
-          return await w(FAKE_TX);
-        } catch (err) {
-          this.state = saved;
-          throw err;
-        }
-      }, work),
-  };
+  readonly transactions: Pick<TransactionRunner, 'run'> = snapshotTransactions({ get: () => this.state, set: (saved) => void (this.state = saved) }, copy);
 
   /** What the flags-per-tenant quota counts. */
   countFlags(tenantId: string): number {

@@ -35,7 +35,7 @@ export class FlagsService {
     private readonly repo: FlagsRepository,
     @Inject(ProjectsService) private readonly projects: Pick<ProjectsService, 'found' | 'exists'>,
     @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve'>,
-    @Inject(FlagStore) private readonly store: Pick<FlagStore, 'served'>,
+    @Inject(FlagStore) private readonly store: Pick<FlagStore, 'served' | 'servedSegments'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changed'>,
     private readonly limits: FlagLimits,
   ) {}
@@ -161,10 +161,11 @@ export class FlagsService {
     return flag.variations.map(toVariationDto);
   }
 
-  /** The flag file orep-server serves: the flags as the store serves them (bounded alike, so the file loads there too). */
+  /** The flag file orep-server serves: the flags as the store serves them (bounded alike, so the file loads there too), and the segments they may use. */
   async export(tenantId: string, env: string | undefined): Promise<FlagExportDto> {
     const environment = await this.environments.resolve(tenantId, env);
-    return toFlagFileDto(tenantId, environment, (await this.store.served(tenantId, environment)).map((f) => f.definition), new Date());
+    const flags = (await this.store.served(tenantId, environment)).map((f) => f.definition);
+    return toFlagFileDto(tenantId, environment, flags, await this.store.servedSegments(tenantId, environment), new Date());
   }
 
   auditTrail(tenantId: string, key: string) {

@@ -13,6 +13,12 @@ describe('quota settings', () => {
     expect([c.FLAG_MAX_BYTES, c.QUOTA_FLAG_BYTES_PER_TENANT, c.FLAG_SET_MAX_BYTES, c.FLAG_STORE_MAX_BYTES]).toEqual([32768, 8388608, 8388608, 67108864]);
   });
 
+  it('bound segments by default: 500 a tenant taking 8 MiB, 512 KiB and 10,000 keys a segment', () => {
+    const c = loadManagementApiConfig(base);
+    expect([c.QUOTA_SEGMENTS_PER_TENANT, c.QUOTA_SEGMENT_BYTES_PER_TENANT, c.SEGMENT_MAX_BYTES, c.SEGMENT_MAX_KEYS]).toEqual([500, 8388608, 524288, 10000]);
+    expect(() => loadManagementApiConfig({ ...base, SEGMENT_MAX_KEYS: '0' })).toThrow('invalid configuration: SEGMENT_MAX_KEYS must be a whole number of at least 1');
+  });
+
   it('refuse byte bounds a tenant within its quota could not be served under', () => {
     expect(() => loadManagementApiConfig({ ...base, QUOTA_FLAG_BYTES_PER_TENANT: '16777216' })).toThrow(
       'invalid configuration: QUOTA_FLAG_BYTES_PER_TENANT (16777216) must not be more than FLAG_SET_MAX_BYTES (8388608)',

@@ -11,6 +11,8 @@ const COUNTS: Record<Exclude<QuotaName, 'budgets-per-tenant'>, string> = {
   'flags-per-tenant': 'SELECT count(*)::int AS n FROM flags WHERE tenant_id = $1',
   // Every environment's copy: each is held apart by the evaluators (measureFlagDefinitions stores it).
   'flag-bytes-per-tenant': 'SELECT coalesce(sum(definition_bytes), 0)::float8 AS n FROM flag_environments WHERE tenant_id = $1',
+  'segments-per-tenant': 'SELECT count(*)::int AS n FROM segments WHERE tenant_id = $1',
+  'segment-bytes-per-tenant': 'SELECT coalesce(sum(definition_bytes), 0)::float8 AS n FROM segments WHERE tenant_id = $1',
   'environments-per-tenant': 'SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1',
   'oauth-clients-per-tenant': 'SELECT count(*)::int AS n FROM oauth_clients WHERE tenant_id = $1 AND deleted_at IS NULL',
   'tenants-per-user': 'SELECT count(*)::int AS n FROM tenants WHERE created_by = $1',

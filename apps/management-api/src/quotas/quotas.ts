@@ -7,13 +7,24 @@ import type { ManagementApiConfig } from '../env.schema';
 import { QuotaProblems } from './quotas.errors';
 import { QuotasRepository } from './quotas.repository';
 
-export type QuotaName = 'flags-per-tenant' | 'flag-bytes-per-tenant' | 'environments-per-tenant' | 'oauth-clients-per-tenant' | 'tenants-per-user' | 'budgets-per-tenant' | 'invitations-per-tenant';
+export type QuotaName =
+  | 'flags-per-tenant'
+  | 'flag-bytes-per-tenant'
+  | 'segments-per-tenant'
+  | 'segment-bytes-per-tenant'
+  | 'environments-per-tenant'
+  | 'oauth-clients-per-tenant'
+  | 'tenants-per-user'
+  | 'budgets-per-tenant'
+  | 'invitations-per-tenant';
 
 /** The settings Quotas reads (QUOTA_*). */
 export type QuotaSettings = Pick<
   ManagementApiConfig,
   | 'QUOTA_FLAGS_PER_TENANT'
   | 'QUOTA_FLAG_BYTES_PER_TENANT'
+  | 'QUOTA_SEGMENTS_PER_TENANT'
+  | 'QUOTA_SEGMENT_BYTES_PER_TENANT'
   | 'QUOTA_ENVIRONMENTS_PER_TENANT'
   | 'QUOTA_OAUTH_CLIENTS_PER_TENANT'
   | 'QUOTA_TENANTS_PER_USER'
@@ -26,6 +37,8 @@ const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number)
   'flags-per-tenant': (c, l, a) => `This tenant has ${c} of its ${l} flags; ${a} more would pass the limit. Delete flags first.`,
   'flag-bytes-per-tenant': (c, l, a) =>
     `This tenant's flag definitions take ${c} of its ${l} bytes (each environment's definition counts); this change would add ${a}. Make flags smaller or delete some first.`,
+  'segments-per-tenant': (c, l, a) => `This tenant has ${c} of its ${l} segments (every environment's counted); ${a} more would pass the limit. Delete segments first.`,
+  'segment-bytes-per-tenant': (c, l, a) => `This tenant's segment definitions take ${c} of its ${l} bytes; this change would add ${a}. Make segments smaller or delete some first.`,
   'environments-per-tenant': (c, l) => `This tenant has ${c} of its ${l} environments.`,
   'oauth-clients-per-tenant': (c, l) => `This tenant has ${c} of its ${l} OAuth clients; delete one first.`,
   'tenants-per-user': (c, l) => `You have created ${c} tenants; a user may create at most ${l} (stepping down from admin in one does not free a place).`,
@@ -50,6 +63,8 @@ export class Quotas {
     this.limits = {
       'flags-per-tenant': config.QUOTA_FLAGS_PER_TENANT,
       'flag-bytes-per-tenant': config.QUOTA_FLAG_BYTES_PER_TENANT,
+      'segments-per-tenant': config.QUOTA_SEGMENTS_PER_TENANT,
+      'segment-bytes-per-tenant': config.QUOTA_SEGMENT_BYTES_PER_TENANT,
       'environments-per-tenant': config.QUOTA_ENVIRONMENTS_PER_TENANT,
       'oauth-clients-per-tenant': config.QUOTA_OAUTH_CLIENTS_PER_TENANT,
       'tenants-per-user': config.QUOTA_TENANTS_PER_USER,

@@ -21,6 +21,7 @@ import { FlagClientSideAvailability1763860400000 } from './1763860400000-flag-cl
 import { TenantsCreatedBy1763860500000 } from './1763860500000-tenants-created-by';
 import { InvitationsExpire1763860510000 } from './1763860510000-invitations-expire';
 import { CreditPurchases1763860520000 } from './1763860520000-credit-purchases';
+import { Segments1763870000000 } from './1763870000000-segments';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   TenantsCreatedBy1763860500000,
   InvitationsExpire1763860510000,
   CreditPurchases1763860520000,
+  Segments1763870000000,
 ];
