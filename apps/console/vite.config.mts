@@ -31,9 +31,11 @@ export default defineConfig({
     setupFiles: ['src/test-setup.ts'],
     // react-aria components under jsdom take seconds per test on a loaded 2-core CI machine.
     testTimeout: 30_000,
-    // Vitest's default is one worker fewer than the cores: one file at a time on CI's two cores,
-    // while much of a file's time is module loading and jsdom setup that a second worker overlaps.
-    maxWorkers: 2,
-    minWorkers: 2,
+    // All files in one process, one jsdom and one module graph: loading react-aria and a jsdom per file
+    // was two thirds of the CPU (docs/decisions/2026-11-29-console-vitest-one-process.md). Tests stay
+    // apart by test-setup.ts's cleanup and each file's unstubbed globals; the files pass in any order.
+    pool: 'forks',
+    isolate: false,
+    poolOptions: { forks: { singleFork: true } },
   },
 });

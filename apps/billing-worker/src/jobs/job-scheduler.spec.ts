@@ -59,6 +59,7 @@ describe('JobScheduler', () => {
     for (const level of ['log', 'error', 'debug'] as const) jest.spyOn(Logger.prototype, level).mockImplementation(() => undefined);
   });
   afterEach(async () => {
+    jest.useRealTimers();
     for (const s of schedulers.splice(0)) await s.beforeApplicationShutdown();
     jest.restoreAllMocks();
   });
@@ -97,7 +98,8 @@ describe('JobScheduler', () => {
 
   it('counts passes by outcome in the app\'s metrics', async () => {
     const metrics = new HttpMetrics('billing-worker-test', false);
-    const s = new JobScheduler([new RecordingJob(1, 1, 1)], metrics, 60_000);
+    // A short backoff: this test is about the counts, the backoff's seconds are the next test's.
+    const s = new JobScheduler([new RecordingJob(1, 1, 1)], metrics, 5);
     schedulers.push(s);
     s.onApplicationBootstrap();
     await until(async () => /outcome="ok"/.test(await metrics.registry.metrics()));
@@ -128,10 +130,14 @@ describe('JobScheduler', () => {
         if (failing) throw new Error('connect ECONNREFUSED 127.0.0.1:12111');
       },
     };
+    // A fake clock (also running at real speed, for `until`'s polling) walks through the backoff's
+    // seconds without waiting them.
+    jest.useFakeTimers({ advanceTimers: true });
     const s = new JobScheduler([job], new HttpMetrics('billing-worker-test', false), 1500);
     schedulers.push(s);
     s.onApplicationBootstrap();
-    await until(() => starts.length === 3, 5_000);
+    for (let i = 0; i < 40 && starts.length < 3; i++) await jest.advanceTimersByTimeAsync(100);
+    expect(starts).toHaveLength(3);
     // at 0, then after 1000 ms, then after min(2000, 1500) ms
     expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(950);
     expect(starts[2]! - starts[1]!).toBeGreaterThanOrEqual(1450);

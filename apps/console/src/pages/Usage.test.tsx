@@ -1,6 +1,6 @@
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { renderSignedIn, routeServer } from '../testing';
 import type { UsageRow } from '../tenant-queries';
 import { byDay, pricesText, toCsv, Usage } from './Usage';
@@ -112,14 +112,14 @@ describe('AI usage', () => {
     expect(within(ledger).getByRole('columnheader', { name: 'Prices per 1k tokens' })).toBeInTheDocument();
   }, 20_000);
 
-  it('shows an empty state, and a 429 with when to retry', async () => {
-    let limited = false;
+  it('shows an empty state, and a 429 retried once after its Retry-After, then with when to retry', async () => {
+    const limitedAt: number[] = [];
     routeServer((req) => {
       if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 0, reserved: 0 } };
       if (req.url.startsWith('/api/usage/summary')) return { status: 200, body: { ...summary, totals: { requests: 0, inputTokens: 0, outputTokens: 0, debit: 0 }, byProductAndModel: [] } };
       if (req.url.startsWith('/api/usage?')) {
         if (!req.url.includes('model=')) return { status: 200, body: [] };
-        limited = true;
+        limitedAt.push(Date.now());
         return { status: 429, body: { title: 'Too Many Requests', status: 429, detail: 'Rate limit exceeded; try again later.', instance: 'req-429' }, headers: { 'Retry-After': '7' } };
       }
       return undefined;
@@ -127,13 +127,19 @@ describe('AI usage', () => {
     renderSignedIn(<Usage />);
     await screen.findByText('No AI gateway requests match these filters.');
     await userEvent.type(screen.getByRole('textbox', { name: 'Model' }), 'x');
+    // The query client waits the advertised 7 s before its one retry: a fake clock (which also runs at
+    // real speed, for Testing Library's polling) shows that wait without spending it.
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    onTestFinished(() => void vi.useRealTimers());
     await userEvent.click(screen.getByRole('button', { name: 'Apply filters' }));
-    // The query client retries a 429 once after Retry-After (7 s, too long here); the alert comes after.
-    const alert = await screen.findByRole('alert', {}, { timeout: 10_000 });
-    expect(limited).toBe(true);
+    await waitFor(() => expect(limitedAt).toHaveLength(1));
+    for (let s = 0; s < 10 && limitedAt.length < 2; s++) await vi.advanceTimersByTimeAsync(1_000);
+    expect(limitedAt).toHaveLength(2);
+    expect(limitedAt[1]! - limitedAt[0]!).toBeGreaterThanOrEqual(7_000);
+    const alert = await screen.findByRole('alert');
     expect(alert).toHaveTextContent('Try again in 7 seconds');
     expect(alert).toHaveTextContent('req-429');
-  }, 15_000);
+  });
 
   it('shows the prices each row was charged at and its cached tokens, in the table and the CSV', () => {
     const cachedRow = aRow({ inputTokens: 1000, cachedTokens: 600, inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 });

@@ -1,7 +1,7 @@
 import { screen, waitFor } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { aFlag, renderWithQueries, scriptServer } from '../../testing';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { aFlag, renderWithQueries, routeServer, scriptServer } from '../../testing';
 import { AuditLog } from './AuditLog';
 import { FlagEditor } from './FlagEditor';
 
@@ -42,13 +42,22 @@ describe('flag editor and audit log states', () => {
     expect(await screen.findByText('No changes recorded.')).toBeInTheDocument();
     first.unmount();
     vi.unstubAllGlobals();
-    // One retry after Retry-After (the console's policy), then the problem.
-    scriptServer([
+    // One retry after Retry-After (the console's policy), then the problem; a fake clock running at
+    // real speed shows the 1 s wait without spending it.
+    const limited = [
       { status: 429, body: { title: 'Too Many Requests', status: 429, detail: 'Rate limit exceeded.', instance: 'req-429' }, headers: { 'Retry-After': '1' } },
       { status: 429, body: { title: 'Too Many Requests', status: 429, detail: 'Rate limit exceeded.', instance: 'req-429b' }, headers: { 'Retry-After': '7' } },
-    ]);
+    ];
+    const answeredAt: number[] = [];
+    routeServer(() => (answeredAt.push(Date.now()), limited.shift()));
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    onTestFinished(() => void vi.useRealTimers());
     const second = renderWithQueries(<AuditLog flagKey="new-checkout" version="1.1" scope={scope} />);
-    const alert = await screen.findByRole('alert', {}, { timeout: 5000 });
+    await waitFor(() => expect(answeredAt).toHaveLength(1));
+    for (let s = 0; s < 10 && answeredAt.length < 2; s++) await vi.advanceTimersByTimeAsync(250);
+    expect(answeredAt[1]! - answeredAt[0]!).toBeGreaterThanOrEqual(1_000);
+    const alert = await screen.findByRole('alert');
+    vi.useRealTimers();
     expect(alert).toHaveTextContent('Try again in 7 seconds.');
     expect(alert).toHaveTextContent('req-429b');
     second.unmount();
