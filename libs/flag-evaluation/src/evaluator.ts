@@ -1,7 +1,9 @@
 import { bucketableString, bucketOfHashInput } from './bucketing';
 import { OVER_BUDGET, reportOverBudget, resetBudget, ROLLOUT_STEPS, spend } from './budget';
-import type { CompiledFlag, CompiledRollout, CompiledRule } from './compile';
-import { ATTR_INVALID, ATTR_KEY, CLAUSE_ERROR, matchClause, MATCH, readAttribute } from './operators';
+import type { CompiledFlag, CompiledRollout, CompiledRule, TargetHit } from './compile';
+import { enterContext, evaluating, keyOfKind, kindPresent, singleContextKey } from './context';
+import { ATTR_INVALID, ATTR_KEY, CLAUSE_ERROR, type CompiledClause, matchClause, MATCH, NO_MATCH, readAttribute } from './operators';
+import { type CompiledSegment, MAX_SEGMENT_DEPTH } from './segment';
 import type { CompiledFlagResolver, EvaluationResult } from './types';
 
 /**
@@ -13,32 +15,29 @@ import type { CompiledFlagResolver, EvaluationResult } from './types';
  */
 
 /**
- * The context key: `key`, else `targetingKey` (OpenFeature), else `userId` (the management API's
- * evaluate body), the first that is a non-empty string. LaunchDarkly refuses empty keys too.
+ * The key of a single-kind context: `key`, else `targetingKey` (OpenFeature), else `userId` (the
+ * management API's evaluate body), the first that is a non-empty string. LaunchDarkly refuses empty
+ * keys too. undefined for a multi-kind context (its keys are per kind).
  */
 export function contextKeyOf(ctx: unknown): string | undefined {
   if (typeof ctx !== 'object' || ctx === null) return undefined;
-  const c = ctx as Record<string, unknown>;
-  let k = c.key;
-  if (typeof k === 'string' && k !== '') return k;
-  k = c.targetingKey;
-  if (typeof k === 'string' && k !== '') return k;
-  k = c.userId;
-  if (typeof k === 'string' && k !== '') return k;
-  return undefined;
+  return singleContextKey(ctx as Record<string, unknown>);
 }
 
 export function evaluateCompiled(
   flag: CompiledFlag,
   ctx: unknown,
   flags: CompiledFlagResolver<CompiledFlag>,
+  segments: CompiledFlagResolver<CompiledSegment>,
 ): EvaluationResult {
-  const key = contextKeyOf(ctx);
-  // Like LaunchDarkly's SDKs, a context without a key is refused before the flag is looked at,
-  // even when the flag is off.
+  const key = enterContext(ctx);
+  // Like LaunchDarkly's SDKs, a context without a key (or otherwise invalid: a bad kind) is refused
+  // before the flag is looked at, even when the flag is off.
   if (key === undefined) return flag.plan.userNotSpecified;
   epoch++;
   resetBudget();
+  segmentsInUse = segments;
+  segmentDepth = 0;
   try {
     return evaluateWithKey(flag, ctx as Record<string, unknown>, key, flags);
   } catch (e) {
@@ -54,6 +53,9 @@ export function evaluateCompiled(
  * is known to belong to the evaluation in progress without a per-call map.
  */
 let epoch = 0;
+/** The segments of the evaluation in progress, and how deep segmentMatch has nested. */
+let segmentsInUse: CompiledFlagResolver<CompiledSegment> = { get: () => undefined };
+let segmentDepth = 0;
 
 function evaluateWithKey(
   flag: CompiledFlag,
@@ -71,7 +73,7 @@ function evaluateWithKey(
   }
 
   if (plan.targets !== null) {
-    const target = plan.targets.get(key);
+    const target = matchTargets(plan.targets, ctx, key);
     if (target !== undefined) return target;
   }
 
@@ -124,24 +126,126 @@ function checkPrerequisites(
   }
 }
 
+/** The first target (in LaunchDarkly's order) listing the context's key of its kind. */
+function matchTargets(
+  targets: ReadonlyMap<string, ReadonlyMap<string, TargetHit>>,
+  ctx: Record<string, unknown>,
+  key: string,
+): EvaluationResult | undefined {
+  if (evaluating.multi === null) return targets.get(evaluating.kind)?.get(key)?.result;
+  // A multi-kind context: the earliest hit among its kinds.
+  spend(targets.size);
+  let first: TargetHit | undefined;
+  for (const [kind, byKey] of targets) {
+    const k = keyOfKind(kind, ctx, key);
+    const hit = k === undefined ? undefined : byKey.get(k);
+    if (hit !== undefined && (first === undefined || hit.order < first.order)) first = hit;
+  }
+  return first?.result;
+}
+
 /** All clauses must match; an empty rule matches everyone (as in LaunchDarkly). */
 function matchRule(rule: CompiledRule, ctx: Record<string, unknown>, key: string): number {
-  const clauses = rule.clauses;
+  return matchClauses(rule.clauses, ctx, key);
+}
+
+function matchClauses(clauses: readonly CompiledClause[], ctx: Record<string, unknown>, key: string): number {
   spend(1 + clauses.length);
   for (let i = 0; i < clauses.length; i++) {
-    const m = matchClause(clauses[i] as (typeof clauses)[number], ctx, key);
+    const c = clauses[i] as CompiledClause;
+    const m = c.segmentKeys === null ? matchClause(c, ctx, key) : matchSegmentClause(c, c.segmentKeys, ctx, key);
     if (m !== MATCH) return m;
   }
   return MATCH;
+}
+
+/**
+ * segmentMatch: any of the named segments matches (an unknown segment does not); negate applies. A
+ * cycle, a nesting deeper than MAX_SEGMENT_DEPTH or a malformed segment makes the flag malformed,
+ * as LaunchDarkly answers a cycle.
+ */
+function matchSegmentClause(c: CompiledClause, keys: readonly string[], ctx: Record<string, unknown>, key: string): number {
+  let matched = false;
+  for (let i = 0; i < keys.length; i++) {
+    const segment = segmentsInUse.get(keys[i] as string);
+    if (segment === undefined) continue;
+    const m = matchSegment(segment, ctx, key);
+    if (m === CLAUSE_ERROR) return m;
+    if (m === MATCH) {
+      matched = true;
+      break;
+    }
+  }
+  return matched !== c.negate ? MATCH : NO_MATCH;
+}
+
+/** Memoised within one evaluation: a segment named by many rules or segments is matched once. */
+function matchSegment(segment: CompiledSegment, ctx: Record<string, unknown>, key: string): number {
+  if (segment.memoEpoch === epoch) return segment.memoResult;
+  if (segment.visiting || segmentDepth >= MAX_SEGMENT_DEPTH) return CLAUSE_ERROR;
+  spend(1);
+  segment.visiting = true;
+  segmentDepth++;
+  let m: number;
+  try {
+    m = matchSegmentPlan(segment, ctx, key);
+  } finally {
+    segment.visiting = false;
+    segmentDepth--;
+  }
+  segment.memoEpoch = epoch;
+  segment.memoResult = m;
+  return m;
+}
+
+function matchSegmentPlan(segment: CompiledSegment, ctx: Record<string, unknown>, key: string): number {
+  const plan = segment.plan;
+  if (!plan.usable) return CLAUSE_ERROR;
+  if (plan.included !== null && listed(plan.included, ctx, key)) return MATCH;
+  if (plan.excluded !== null && listed(plan.excluded, ctx, key)) return NO_MATCH;
+  const rules = plan.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i] as (typeof rules)[number];
+    const m = matchClauses(rule.clauses, ctx, key);
+    if (m === CLAUSE_ERROR) return m;
+    if (m !== MATCH) continue;
+    if (!rule.weighted) return MATCH;
+    // A weighted rule: the context's bucket in the segment (no seed), else the next rule.
+    if (rule.attr.kind === ATTR_INVALID) return CLAUSE_ERROR;
+    if (bucketOf(rule.attr, rule.kind, rule.prefix, ctx, key) < rule.threshold) return MATCH;
+  }
+  return NO_MATCH;
+}
+
+/** Whether the context's key of any kind the segment lists is among that kind's keys. */
+function listed(byKind: ReadonlyMap<string, ReadonlySet<string>>, ctx: Record<string, unknown>, key: string): boolean {
+  if (evaluating.multi === null) return byKind.get(evaluating.kind)?.has(key) === true;
+  spend(byKind.size);
+  for (const [kind, keys] of byKind) {
+    const k = keyOfKind(kind, ctx, key);
+    if (k !== undefined && keys.has(k)) return true;
+  }
+  return false;
+}
+
+/** LaunchDarkly's bucket of the context for `attr` of `kind`: 0 when the kind is missing or the value cannot be bucketed. */
+function bucketOf(attr: { kind: number; name: string; path: readonly string[] }, kind: string, prefix: string, ctx: Record<string, unknown>, key: string): number {
+  spend(ROLLOUT_STEPS);
+  let value: string | undefined;
+  if (kind === evaluating.kind) value = bucketableString(attr.kind === ATTR_KEY ? key : readAttribute(ctx, attr, key));
+  else {
+    const other = kindPresent(kind, ctx);
+    if (other === undefined) return 0;
+    value = bucketableString(attr.kind === ATTR_KEY ? other.key : readAttribute(other, attr, other.key as string));
+  }
+  return value === undefined ? 0 : bucketOfHashInput(prefix + value);
 }
 
 /** The rollout slice of this context: the first with bucket * total < cumulative weight, else the last. */
 function pickSlice(rollout: CompiledRollout, ctx: Record<string, unknown>, key: string, flag: CompiledFlag): EvaluationResult {
   const attr = rollout.attr;
   if (attr.kind === ATTR_INVALID) return flag.plan.malformed;
-  spend(ROLLOUT_STEPS);
-  const value = bucketableString(attr.kind === ATTR_KEY ? key : readAttribute(ctx, attr, key));
-  const scaled = value === undefined ? 0 : bucketOfHashInput(rollout.prefix + value) * rollout.total;
+  const scaled = bucketOf(attr, rollout.kind, rollout.prefix, ctx, key) * rollout.total;
   const cumulative = rollout.cumulative;
   const last = cumulative.length - 1;
   for (let i = 0; i < last; i++) {
