@@ -80,6 +80,8 @@ export interface FlagPlan {
    * `contextTargets` when there are any); null when there are no targets.
    */
   readonly targets: ReadonlyMap<string, ReadonlyMap<string, TargetHit>> | null;
+  /** The results of targets' `user` entry, read first: most contexts are users. */
+  readonly userTargets: ReadonlyMap<string, EvaluationResult> | null;
   readonly rules: readonly CompiledRule[];
   /** The fallthrough rollout over the variations' weights, or null when no weight is positive. */
   readonly fallthrough: CompiledRollout | null;
@@ -148,6 +150,10 @@ export function asArray(value: unknown, onBad: () => void): readonly unknown[] {
   if (Array.isArray(value)) return value;
   onBad();
   return [];
+}
+
+function resultsOf(hits: ReadonlyMap<string, TargetHit> | undefined): ReadonlyMap<string, EvaluationResult> | null {
+  return hits === undefined ? null : new Map([...hits].map(([key, hit]) => [key, hit.result]));
 }
 
 export function compileFlag(definition: FlagDefinition): CompiledFlag {
@@ -352,6 +358,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     userNotSpecified,
     prerequisites,
     targets: targetResults.size === 0 ? null : targetResults,
+    userTargets: resultsOf(targetResults.get(USER_KIND)),
     rules,
     fallthrough,
     fallthroughDefault: freezeResult({ value: defaultValue, enabled: true, reason: 'FALLTHROUGH' }),

@@ -1,8 +1,8 @@
 import { bucketableString, bucketOfHashInput } from './bucketing';
 import { OVER_BUDGET, reportOverBudget, resetBudget, ROLLOUT_STEPS, spend } from './budget';
-import type { CompiledFlag, CompiledRollout, CompiledRule, TargetHit } from './compile';
-import { enterContext, evaluating, keyOfKind, kindPresent, singleContextKey } from './context';
-import { ATTR_INVALID, ATTR_KEY, CLAUSE_ERROR, type CompiledClause, matchClause, MATCH, NO_MATCH, readAttribute } from './operators';
+import type { CompiledFlag, CompiledRollout, CompiledRule, FlagPlan, TargetHit } from './compile';
+import { checkEvaluationContext, isValidContextKind, MULTI_KIND, singleContextKey, USER_KIND } from './context';
+import { ATTR_INVALID, ATTR_KEY, CLAUSE_ERROR, type CompiledClause, keyOfKind, kindPresent, matchClause, MATCH, matchSegmentsWith, NO_MATCH, readAttribute } from './operators';
 import { type CompiledSegment, MAX_SEGMENT_DEPTH } from './segment';
 import type { CompiledFlagResolver, EvaluationResult } from './types';
 
@@ -37,7 +37,6 @@ export function evaluateCompiled(
   epoch++;
   resetBudget();
   segmentsInUse = segments;
-  segmentDepth = 0;
   try {
     return evaluateWithKey(flag, ctx as Record<string, unknown>, key, flags);
   } catch (e) {
@@ -53,6 +52,40 @@ export function evaluateCompiled(
  * is known to belong to the evaluation in progress without a per-call map.
  */
 let epoch = 0;
+
+/**
+ * The kind of the context being evaluated (`multi` for a multi-kind context). Evaluation is
+ * synchronous, so one serves every flag, prerequisite and segment of it, as budget.ts' budget does;
+ * clauses get it as an argument.
+ */
+let evaluatingKind = USER_KIND;
+/** The last kind found valid: testing it again on every evaluation would cost a regex test. */
+let lastValidKind = USER_KIND;
+
+/**
+ * Makes `ctx` the context being evaluated. Returns its key (a single-kind context), '' (a
+ * multi-kind one), or undefined when it is not a valid context (context.ts).
+ */
+function enterContext(ctx: unknown): string | undefined {
+  if (typeof ctx !== 'object' || ctx === null) return undefined;
+  const c = ctx as Record<string, unknown>;
+  const kind = c.kind;
+  if (kind === undefined || kind === null) {
+    evaluatingKind = USER_KIND;
+    return singleContextKey(c);
+  }
+  if (kind === MULTI_KIND) {
+    if (Array.isArray(ctx) || checkEvaluationContext(c) !== undefined) return undefined;
+    evaluatingKind = MULTI_KIND;
+    return '';
+  }
+  if (kind !== lastValidKind) {
+    if (!isValidContextKind(kind)) return undefined;
+    lastValidKind = kind;
+  }
+  evaluatingKind = kind;
+  return singleContextKey(c);
+}
 /** The segments of the evaluation in progress, and how deep segmentMatch has nested. */
 let segmentsInUse: CompiledFlagResolver<CompiledSegment> = { get: () => undefined };
 let segmentDepth = 0;
@@ -73,7 +106,8 @@ function evaluateWithKey(
   }
 
   if (plan.targets !== null) {
-    const target = matchTargets(plan.targets, ctx, key);
+    // A user (the common case): one map lookup, as before kinds.
+    const target = plan.userTargets !== null && evaluatingKind === USER_KIND ? plan.userTargets.get(key) : matchTargets(plan, ctx, key);
     if (target !== undefined) return target;
   }
 
@@ -127,17 +161,14 @@ function checkPrerequisites(
 }
 
 /** The first target (in LaunchDarkly's order) listing the context's key of its kind. */
-function matchTargets(
-  targets: ReadonlyMap<string, ReadonlyMap<string, TargetHit>>,
-  ctx: Record<string, unknown>,
-  key: string,
-): EvaluationResult | undefined {
-  if (evaluating.multi === null) return targets.get(evaluating.kind)?.get(key)?.result;
+function matchTargets(plan: FlagPlan, ctx: Record<string, unknown>, key: string): EvaluationResult | undefined {
+  const targets = plan.targets as NonNullable<FlagPlan['targets']>;
+  if (evaluatingKind !== MULTI_KIND) return targets.get(evaluatingKind)?.get(key)?.result;
   // A multi-kind context: the earliest hit among its kinds.
   spend(targets.size);
   let first: TargetHit | undefined;
   for (const [kind, byKey] of targets) {
-    const k = keyOfKind(kind, ctx, key);
+    const k = keyOfKind(kind, ctx, key, evaluatingKind);
     const hit = k === undefined ? undefined : byKey.get(k);
     if (hit !== undefined && (first === undefined || hit.order < first.order)) first = hit;
   }
@@ -152,8 +183,7 @@ function matchRule(rule: CompiledRule, ctx: Record<string, unknown>, key: string
 function matchClauses(clauses: readonly CompiledClause[], ctx: Record<string, unknown>, key: string): number {
   spend(1 + clauses.length);
   for (let i = 0; i < clauses.length; i++) {
-    const c = clauses[i] as CompiledClause;
-    const m = c.segmentKeys === null ? matchClause(c, ctx, key) : matchSegmentClause(c, c.segmentKeys, ctx, key);
+    const m = matchClause(clauses[i] as CompiledClause, ctx, key, evaluatingKind);
     if (m !== MATCH) return m;
   }
   return MATCH;
@@ -164,6 +194,8 @@ function matchClauses(clauses: readonly CompiledClause[], ctx: Record<string, un
  * cycle, a nesting deeper than MAX_SEGMENT_DEPTH or a malformed segment makes the flag malformed,
  * as LaunchDarkly answers a cycle.
  */
+matchSegmentsWith(matchSegmentClause);
+
 function matchSegmentClause(c: CompiledClause, keys: readonly string[], ctx: Record<string, unknown>, key: string): number {
   let matched = false;
   for (let i = 0; i < keys.length; i++) {
@@ -219,10 +251,10 @@ function matchSegmentPlan(segment: CompiledSegment, ctx: Record<string, unknown>
 
 /** Whether the context's key of any kind the segment lists is among that kind's keys. */
 function listed(byKind: ReadonlyMap<string, ReadonlySet<string>>, ctx: Record<string, unknown>, key: string): boolean {
-  if (evaluating.multi === null) return byKind.get(evaluating.kind)?.has(key) === true;
+  if (evaluatingKind !== MULTI_KIND) return byKind.get(evaluatingKind)?.has(key) === true;
   spend(byKind.size);
   for (const [kind, keys] of byKind) {
-    const k = keyOfKind(kind, ctx, key);
+    const k = keyOfKind(kind, ctx, key, evaluatingKind);
     if (k !== undefined && keys.has(k)) return true;
   }
   return false;
@@ -232,9 +264,9 @@ function listed(byKind: ReadonlyMap<string, ReadonlySet<string>>, ctx: Record<st
 function bucketOf(attr: { kind: number; name: string; path: readonly string[] }, kind: string, prefix: string, ctx: Record<string, unknown>, key: string): number {
   spend(ROLLOUT_STEPS);
   let value: string | undefined;
-  if (kind === evaluating.kind) value = bucketableString(attr.kind === ATTR_KEY ? key : readAttribute(ctx, attr, key));
+  if (kind === evaluatingKind) value = bucketableString(attr.kind === ATTR_KEY ? key : readAttribute(ctx, attr, key));
   else {
-    const other = kindPresent(kind, ctx);
+    const other = kindPresent(kind, ctx, evaluatingKind);
     if (other === undefined) return 0;
     value = bucketableString(attr.kind === ATTR_KEY ? other.key : readAttribute(other, attr, other.key as string));
   }

@@ -3,7 +3,7 @@ import { toInstant } from './dates';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
 import { compileRegex, type LinearRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
 import { compareSemVer, parseSemVer, type SemVer } from './semver';
-import { evaluating, kindPresent, USER_KIND } from './context';
+import { MULTI_KIND, USER_KIND } from './context';
 import type { JsonValue, Operator } from './types';
 
 /**
@@ -220,11 +220,31 @@ export function readAttribute(ctx: Record<string, unknown>, ref: AttributeRef, c
 }
 
 // ---------------------------------------------------------------------------------------------
+// Contexts of several kinds
+
+/**
+ * The context of `kind` in the context being evaluated, or undefined when it has none. `ctx` is that
+ * context and `evaluatingKind` its kind: `multi` for a multi-kind context (already checked: every
+ * kind an object with a key).
+ */
+export function kindPresent(kind: string, ctx: Record<string, unknown>, evaluatingKind: string): Record<string, unknown> | undefined {
+  if (evaluatingKind !== MULTI_KIND) return kind === evaluatingKind ? ctx : undefined;
+  if (kind === 'kind' || !Object.hasOwn(ctx, kind)) return undefined;
+  return ctx[kind] as Record<string, unknown>;
+}
+
+/** The key of the context of `kind`, or undefined (`contextKey`: the single-kind context's key). */
+export function keyOfKind(kind: string, ctx: Record<string, unknown>, contextKey: string, evaluatingKind: string): string | undefined {
+  if (evaluatingKind !== MULTI_KIND) return kind === evaluatingKind ? contextKey : undefined;
+  return kindPresent(kind, ctx, evaluatingKind)?.key as string | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Clauses
 
 export interface CompiledClause {
   readonly attr: AttributeRef;
-  /** The context kind the clause reads (`user` without contextKind). */
+  /** The context kind the clause reads (`user` without contextKind); for segmentMatch and the built-in `kind`, no kind at all. */
   readonly kind: string;
   /** `segmentMatch`: the segment keys (the evaluator matches these); null for other operators. */
   readonly segmentKeys: readonly string[] | null;
@@ -251,6 +271,21 @@ export interface CompiledClause {
 
 const EMPTY_SET: ReadonlySet<never> = new Set<never>();
 const EMPTY: readonly never[] = Object.freeze([]);
+
+/**
+ * The `kind` of a segmentMatch clause and of a clause on the built-in `kind`: not a valid kind, so
+ * never the evaluated context's, and such clauses are matched apart (matchOtherKind).
+ */
+const SEGMENT_MATCH_KIND = ' segmentMatch';
+const KIND_ATTRIBUTE_KIND = ' kind';
+
+type SegmentMatcher = (c: CompiledClause, keys: readonly string[], ctx: Record<string, unknown>, contextKey: string) => number;
+let segmentMatcher: SegmentMatcher = () => NO_MATCH;
+
+/** The evaluator matches segmentMatch clauses (it holds the segments); it registers how here. */
+export function matchSegmentsWith(matcher: SegmentMatcher): void {
+  segmentMatcher = matcher;
+}
 
 export const NO_MATCH = 0;
 export const MATCH = 1;
@@ -340,9 +375,10 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
     }
   }
 
+  const attr = op === OP_SEGMENT_MATCH ? KEY_REF : parseClauseAttribute(clause.attribute, clause.contextKind);
   return {
-    attr: op === OP_SEGMENT_MATCH ? KEY_REF : parseClauseAttribute(clause.attribute, clause.contextKind),
-    kind: contextKindOf(clause.contextKind),
+    attr,
+    kind: op === OP_SEGMENT_MATCH ? SEGMENT_MATCH_KIND : attr.kind === ATTR_KIND ? KIND_ATTRIBUTE_KIND : contextKindOf(clause.contextKind),
     segmentKeys: op === OP_SEGMENT_MATCH ? segmentKeys : null,
     op,
     negate: clause.negate === true,
@@ -435,23 +471,34 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
 }
 
 /**
- * MATCH, NO_MATCH or CLAUSE_ERROR for one clause. `ctx` and `contextKey` are the context of the
- * evaluation's kind (context.ts' `evaluating`), or the multi-kind context and ''.
+ * MATCH, NO_MATCH or CLAUSE_ERROR for one clause. `ctx`, `contextKey` and `evaluatingKind` are the
+ * context being evaluated, its key and its kind; for a multi-kind context, the context, '' and `multi`.
  */
-export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string): number {
+export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string, evaluatingKind: string): number {
+  // The common case (a clause of the context's own kind) pays one comparison; the rest is kept out
+  // of this function so that it stays small enough to be inlined where rules are matched.
+  return c.kind === evaluatingKind ? matchInContext(c, ctx, contextKey) : matchOtherKind(c, ctx, contextKey, evaluatingKind);
+}
+
+/**
+ * A clause of another kind than the context's own (or a multi-kind context). segmentMatch clauses
+ * carry a kind no context has, so they come here too. The built-in `kind` reads the context's kinds
+ * whatever the clause's kind; anything else reads the context of the clause's kind, and a kind the
+ * context lacks never matches, negated or not (LaunchDarkly's rule).
+ */
+function matchOtherKind(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string, evaluatingKind: string): number {
+  if (c.segmentKeys !== null) return segmentMatcher(c, c.segmentKeys, ctx, contextKey);
+  const attr = c.attr;
+  if (attr.kind === ATTR_KIND) return matchKinds(c, ctx, evaluatingKind);
+  if (attr.kind === ATTR_INVALID) return CLAUSE_ERROR;
+  const other = kindPresent(c.kind, ctx, evaluatingKind);
+  return other === undefined ? NO_MATCH : matchInContext(c, other, other.key as string);
+}
+
+/** A clause against the context of its kind. */
+function matchInContext(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string): number {
   const attr = c.attr;
   let v: unknown;
-  if (c.kind !== evaluating.kind) {
-    // Another kind than the context's own (or a multi-kind context): the built-in `kind` reads the
-    // context's kinds whatever the clause's kind; anything else reads the context of the clause's
-    // kind, and a kind the context lacks never matches, negated or not (LaunchDarkly's rule).
-    if (attr.kind === ATTR_KIND) return matchKinds(c, ctx);
-    if (attr.kind === ATTR_INVALID) return CLAUSE_ERROR;
-    const other = kindPresent(c.kind, ctx);
-    if (other === undefined) return NO_MATCH;
-    ctx = other;
-    contextKey = other.key as string;
-  }
   // Top-level attributes are the common case: read them inline rather than through readAttribute.
   if (attr.kind === ATTR_NAME) {
     v = ctx[attr.name];
@@ -464,8 +511,6 @@ export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, con
     v = contextKey;
   } else if (attr.kind === ATTR_INVALID) {
     return CLAUSE_ERROR;
-  } else if (attr.kind === ATTR_KIND) {
-    return matchKinds(c, ctx);
   } else {
     v = readAttribute(ctx, attr, contextKey);
     if (v === undefined) return NO_MATCH;
@@ -486,9 +531,9 @@ export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, con
 }
 
 /** The built-in `kind`: any of the context's kinds matches (a list attribute, so negate applies). */
-function matchKinds(c: CompiledClause, ctx: Record<string, unknown>): number {
+function matchKinds(c: CompiledClause, ctx: Record<string, unknown>, evaluatingKind: string): number {
   let matched = false;
-  if (evaluating.multi === null) matched = matchValue(c, evaluating.kind);
+  if (evaluatingKind !== MULTI_KIND) matched = matchValue(c, evaluatingKind);
   else {
     for (const kind in ctx) {
       if (kind === 'kind' || !Object.hasOwn(ctx, kind)) continue;

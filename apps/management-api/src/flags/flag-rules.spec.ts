@@ -164,7 +164,7 @@ describe('flag rules', () => {
     });
 
     it('refuses reserved keys beside the parser’s own problems', () => {
-      const parsed = { flags: new Map([['export', {}]]), skipped: [], errors: { 'flags.x.variations': 'must be an array of values' } };
+      const parsed = { flags: new Map([['export', {}]]), segments: new Map(), skipped: [], errors: { 'flags.x.variations': 'must be an array of values' } };
       expect(importRequestProblems(parsed)).toEqual({ 'flags.x.variations': 'must be an array of values', 'flags.export.key': "export is reserved by the API's paths" });
       expect(parsed.errors).toEqual({ 'flags.x.variations': 'must be an array of values' });
     });
