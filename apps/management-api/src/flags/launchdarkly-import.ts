@@ -348,8 +348,9 @@ export function mapLaunchDarklyFlags(
         const ref = attribute(r.bucketBy, r, `${path}.bucketBy`);
         if (ref === undefined) return undefined;
         out.bucketBy = ref.name;
-        if (ref.contextKind !== undefined) out.contextKind = ref.contextKind;
       }
+      // The kind bucketed, with or without bucketBy (without, the key of that kind).
+      if (typeof r.contextKind === 'string' && r.contextKind !== '') out.contextKind = r.contextKind;
       if (r.seed !== undefined && r.seed !== null) {
         if (!Number.isSafeInteger(r.seed)) return fail(`${path}.seed`, 'must be an integer');
         out.seed = r.seed as number;
