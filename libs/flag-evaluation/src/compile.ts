@@ -2,7 +2,9 @@ import { hashPrefix } from './bucketing';
 import { clientSideAvailabilityOf, SERVER_ONLY } from './client-side';
 import { evaluateCompiled } from './evaluator';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
-import { ATTR_INVALID, type AttributeRef, type CompiledClause, compileClause, KEY_REF, parseClauseAttribute } from './operators';
+import { USER_KIND } from './context';
+import { ATTR_INVALID, type AttributeRef, type CompiledClause, compileClauses, contextKindOf, KEY_REF, parseClauseAttribute } from './operators';
+import type { CompiledSegment } from './segment';
 import {
   type ClientSideAvailability,
   type CompiledFlagResolver,
@@ -35,6 +37,8 @@ export const FALLTHROUGH_RULE_ID = 'fallthrough';
 
 export interface CompiledRollout {
   readonly attr: AttributeRef;
+  /** The context kind bucketed (`user` without contextKind); a context without it takes bucket 0. */
+  readonly kind: string;
   /** `{flagKey}.{salt}.` or `{seed}.`: the hash input is this plus the bucketed value. */
   readonly prefix: string;
   readonly total: number;
@@ -58,6 +62,12 @@ export interface CompiledPrerequisite {
   readonly malformed: EvaluationResult;
 }
 
+/** A target's result and its place in the order (a multi-kind context takes the first of its kinds' hits). */
+export interface TargetHit {
+  readonly order: number;
+  readonly result: EvaluationResult;
+}
+
 export interface FlagPlan {
   /** False when the stored data is not shaped like a flag: every evaluation is MALFORMED_FLAG. */
   readonly usable: boolean;
@@ -65,8 +75,13 @@ export interface FlagPlan {
   readonly malformed: EvaluationResult;
   readonly userNotSpecified: EvaluationResult;
   readonly prerequisites: readonly CompiledPrerequisite[];
-  /** Context key -> result of the first target listing it; null when there are no targets. */
-  readonly targets: ReadonlyMap<string, EvaluationResult> | null;
+  /**
+   * Context kind -> context key -> the first target listing it (LaunchDarkly's order: `targets`, or
+   * `contextTargets` when there are any); null when there are no targets.
+   */
+  readonly targets: ReadonlyMap<string, ReadonlyMap<string, TargetHit>> | null;
+  /** The results of targets' `user` entry, read first: most contexts are users. */
+  readonly userTargets: ReadonlyMap<string, EvaluationResult> | null;
   readonly rules: readonly CompiledRule[];
   /** The fallthrough rollout over the variations' weights, or null when no weight is positive. */
   readonly fallthrough: CompiledRollout | null;
@@ -102,14 +117,20 @@ export class CompiledFlag {
    * Evaluates this flag. Prerequisites are looked up in `flags` (a CompiledFlagSet, or any Map of
    * compiled flags); without it, a flag with prerequisites serves PREREQUISITE_FAILED.
    */
-  evaluate(ctx: EvaluationContext, flags?: CompiledFlagResolver<CompiledFlag>): EvaluationResult {
-    return evaluateCompiled(this, ctx, flags ?? NO_FLAGS);
+  evaluate(
+    ctx: EvaluationContext,
+    flags?: CompiledFlagResolver<CompiledFlag>,
+    segments?: CompiledFlagResolver<CompiledSegment>,
+  ): EvaluationResult {
+    return evaluateCompiled(this, ctx, flags ?? NO_FLAGS, segments ?? NO_SEGMENTS);
   }
 }
 
 const NO_FLAGS: CompiledFlagResolver<CompiledFlag> = { get: () => undefined };
+/** Without segments, a segmentMatch names unknown segments: it does not match (as in LaunchDarkly). */
+export const NO_SEGMENTS: CompiledFlagResolver<CompiledSegment> = { get: () => undefined };
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+export type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** Frozen, with its fields always in the same order and no undefined-valued fields. */
 function freezeResult(r: Mutable<EvaluationResult>): EvaluationResult {
@@ -124,11 +145,15 @@ function freezeResult(r: Mutable<EvaluationResult>): EvaluationResult {
 }
 
 /** Reads the stored data defensively: it is typed, but it came from a database or a file. */
-function asArray(value: unknown, onBad: () => void): readonly unknown[] {
+export function asArray(value: unknown, onBad: () => void): readonly unknown[] {
   if (value === undefined || value === null) return [];
   if (Array.isArray(value)) return value;
   onBad();
   return [];
+}
+
+function resultsOf(hits: ReadonlyMap<string, TargetHit> | undefined): ReadonlyMap<string, EvaluationResult> | null {
+  return hits === undefined ? null : new Map([...hits].map(([key, hit]) => [key, hit.result]));
 }
 
 export function compileFlag(definition: FlagDefinition): CompiledFlag {
@@ -195,25 +220,40 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
   const served = (index: number, r: Mutable<EvaluationResult>): EvaluationResult =>
     freezeResult({ ...r, value: variationValues[index] as JsonValue, variationId: variationIds[index] as string });
 
-  // Targets: one map lookup replaces scanning every target's list.
-  const targetResults = new Map<string, EvaluationResult>();
+  // Targets: one map lookup per kind replaces scanning every target's list. LaunchDarkly's order:
+  // `targets` in order, each of its kind (default user); or, when there are `contextTargets`, those
+  // in order, where an entry of kind user stands for the first `targets` entry of its variation.
+  const targetResults = new Map<string, Map<string, TargetHit>>();
   const targetResultByVariation = new Map<unknown, EvaluationResult>();
-  for (const t of asArray(flag.targets, bad)) {
-    if (!isPlainObject(t) || !Array.isArray(t.values)) {
-      bad();
-      continue;
-    }
+  const addTarget = (t: Record<string, unknown>, kind: string, order: number): void => {
     let result = targetResultByVariation.get(t.variationId);
     if (result === undefined) {
       const index = typeof t.variationId === 'string' ? indexById.get(t.variationId) : undefined;
       result = index === undefined ? malformed : served(index, { value: null, enabled: true, reason: 'TARGET_MATCH' });
       targetResultByVariation.set(t.variationId, result);
     }
+    let byKey = targetResults.get(kind);
+    if (byKey === undefined) targetResults.set(kind, (byKey = new Map()));
+    const hit: TargetHit = { order, result };
     for (const contextKey of t.values as unknown[]) {
       // Earlier targets win when a key is listed twice, as LaunchDarkly scans targets in order.
-      if (typeof contextKey === 'string' && !targetResults.has(contextKey)) targetResults.set(contextKey, result);
+      if (typeof contextKey === 'string' && !byKey.has(contextKey)) byKey.set(contextKey, hit);
     }
-  }
+  };
+  const targetList = asArray(flag.targets, bad).filter((t): t is Record<string, unknown> => {
+    if (isPlainObject(t) && Array.isArray(t.values)) return true;
+    bad();
+    return false;
+  });
+  const contextTargets = asArray(flag.contextTargets, bad);
+  if (contextTargets.length === 0) targetList.forEach((t, i) => addTarget(t, contextKindOf(t.contextKind), i));
+  contextTargets.forEach((t, i) => {
+    if (!isPlainObject(t) || !Array.isArray(t.values)) return bad();
+    const kind = contextKindOf(t.contextKind);
+    if (kind !== USER_KIND) return addTarget(t, kind, i);
+    const userTarget = targetList.find((u) => u.variationId === t.variationId);
+    if (userTarget !== undefined) addTarget(userTarget, contextKindOf(userTarget.contextKind), i);
+  });
 
   const compileRollout = (
     rollout: Record<string, unknown>,
@@ -241,7 +281,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
       const index = typeof slot.variationId === 'string' ? indexById.get(slot.variationId) : undefined;
       results.push(index === undefined ? malformed : slotResult(index));
     }
-    return { attr, prefix: hashPrefix(key, salt, seed), total, cumulative, results };
+    return { attr, kind: contextKindOf(rollout.contextKind), prefix: hashPrefix(key, salt, seed), total, cumulative, results };
   };
 
   const rules: CompiledRule[] = [];
@@ -251,12 +291,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
       bad();
       return;
     }
-    const clauses: CompiledClause[] = [];
-    for (const c of rule.clauses as unknown[]) {
-      const compiled = compileClause(c);
-      if (compiled === undefined) bad();
-      else clauses.push(compiled);
-    }
+    const clauses = compileClauses(rule.clauses as unknown[], bad);
     // LaunchDarkly's per-environment fallthrough, as the import carries it: answered as one.
     const isFallthrough = rule.id === FALLTHROUGH_RULE_ID && clauses.length === 0 && ruleIndex === ruleList.length - 1;
     const match = (): Mutable<EvaluationResult> => {
@@ -306,6 +341,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     const cumulative = weights.map((w) => (total += w));
     fallthrough = {
       attr: KEY_REF,
+      kind: USER_KIND,
       prefix: hashPrefix(key, salt),
       total,
       cumulative,
@@ -322,6 +358,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     userNotSpecified,
     prerequisites,
     targets: targetResults.size === 0 ? null : targetResults,
+    userTargets: resultsOf(targetResults.get(USER_KIND)),
     rules,
     fallthrough,
     fallthroughDefault: freezeResult({ value: defaultValue, enabled: true, reason: 'FALLTHROUGH' }),

@@ -31,6 +31,17 @@ export { clientSideAvailabilityOf, type ClientSideKeyKind, SERVER_ONLY } from '.
 export { CompiledFlagSet, evaluateFlag } from './flag-set';
 export { LiveFlagSet, type FlagText } from './live-flag-set';
 export { contextKeyOf } from './evaluator';
+export {
+  checkEvaluationContext,
+  type ContextProblem,
+  contextFromOpenFeature,
+  contextKindsOf,
+  isValidContextKind,
+  MAX_CONTEXT_KINDS,
+  MULTI_KIND,
+  USER_KIND,
+} from './context';
+export { CompiledSegment, compileSegment, MAX_SEGMENT_DEPTH } from './segment';
 export { ATTR_INVALID, parseAttributeRef, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
 export { bucketValue } from './bucketing';
 export { FLAG_FILE_VERSION, withLegacyReferenceKinds } from './legacy-references';

@@ -24,6 +24,27 @@ describe('LiveFlagSet', () => {
     expect(snapshot.get('missing')).toBeUndefined();
   });
 
+  it('segments are applied beside flags, and a flag finds them through segmentMatch', () => {
+    const gated = flag('gated', 0, {
+      variations: [
+        { id: 'out', name: 'out', value: 0, weight: 0 },
+        { id: 'in', name: 'in', value: 1, weight: 0 },
+      ],
+      rules: [{ id: 'r', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variationId: 'in' }],
+    });
+    const set = LiveFlagSet.of([gated]);
+    const beta = { key: 'beta', name: 'Beta', included: ['u1'], excluded: [], includedContexts: [{ contextKind: 'organization', values: ['acme'] }], excludedContexts: [], rules: [] };
+    expect(set.evaluate(set.get('gated')!, { key: 'u1' }).value).toBe(0);
+    set.applySegments([beta], []);
+    expect(set.segmentCount).toBe(1);
+    expect(set.evaluate(set.get('gated')!, { key: 'u1' }).value).toBe(1);
+    expect(set.evaluate(set.get('gated')!, { kind: 'multi', user: { key: 'x' }, organization: { key: 'acme' } }).value).toBe(1);
+    set.applySegments([{ ...beta, included: [] }], []);
+    expect(set.evaluate(set.get('gated')!, { key: 'u1' }).value).toBe(0);
+    set.applySegments([], ['beta']);
+    expect(set.segmentCount).toBe(0);
+  });
+
   it('later definitions of a key win', () => {
     const snapshot = LiveFlagSet.of([flag('a', 1), flag('a', 2)]);
     expect(snapshot.size).toBe(1);

@@ -1,5 +1,6 @@
 import { CompiledFlag, compileFlag } from './compile';
-import type { CompiledFlagResolver, EvaluationContext, EvaluationResult, FlagDefinition } from './types';
+import { CompiledSegment, compileSegment } from './segment';
+import type { CompiledFlagResolver, EvaluationContext, EvaluationResult, FlagDefinition, SegmentDefinition } from './types';
 
 /** A flag as compiled, as a definition, or as the JSON text of one (compiled on first use). */
 type Entry = CompiledFlag | FlagDefinition | string;
@@ -91,8 +92,26 @@ export class LiveFlagSet implements CompiledFlagResolver<CompiledFlag> {
     }
   }
 
-  /** Evaluates one flag of this set; prerequisites resolve within the same set. */
+  /**
+   * The environment's segments (segmentMatch), compiled when put in: there are few next to flags,
+   * and a flag reads them at every evaluation. Kept apart from flags, keys being separate spaces.
+   */
+  private readonly segmentEntries = new Map<string, CompiledSegment>();
+  readonly segments: CompiledFlagResolver<CompiledSegment> = { get: (key) => this.segmentEntries.get(key) };
+
+  /** Puts `changed` segments in and takes `removed` out, all at once (as `apply` for flags). */
+  applySegments(changed: Iterable<SegmentDefinition>, removed: Iterable<string>): void {
+    for (const key of removed) this.segmentEntries.delete(key);
+    for (const segment of changed) this.segmentEntries.set(segment.key, compileSegment(segment));
+    this.changedAt = Date.now();
+  }
+
+  get segmentCount(): number {
+    return this.segmentEntries.size;
+  }
+
+  /** Evaluates one flag of this set; prerequisites and segments resolve within the same set. */
   evaluate(flag: CompiledFlag, ctx: EvaluationContext): EvaluationResult {
-    return flag.evaluate(ctx, this);
+    return flag.evaluate(ctx, this, this.segments);
   }
 }

@@ -3,6 +3,7 @@ import { toInstant } from './dates';
 import { isPlainObject, jsonEquals, toFrozenJson } from './json-value';
 import { compileRegex, type LinearRegex, MAX_REGEX_INPUT_LENGTH, REGEX_INVALID } from './regex';
 import { compareSemVer, parseSemVer, type SemVer } from './semver';
+import { MULTI_KIND, USER_KIND } from './context';
 import type { JsonValue, Operator } from './types';
 
 /**
@@ -37,6 +38,8 @@ const OP_AFTER = 10;
 const OP_SEMVER_EQUAL = 11;
 const OP_SEMVER_LESS_THAN = 12;
 const OP_SEMVER_GREATER_THAN = 13;
+/** Matched by the evaluator (it needs the segments); never by matchValue. */
+export const OP_SEGMENT_MATCH = 14;
 const OP_UNKNOWN = -1;
 
 const OPERATOR_CODES: ReadonlyMap<string, number> = new Map<Operator, number>([
@@ -54,6 +57,7 @@ const OPERATOR_CODES: ReadonlyMap<string, number> = new Map<Operator, number>([
   ['semVerEqual', OP_SEMVER_EQUAL],
   ['semVerLessThan', OP_SEMVER_LESS_THAN],
   ['semVerGreaterThan', OP_SEMVER_GREATER_THAN],
+  ['segmentMatch', OP_SEGMENT_MATCH],
 ]);
 
 export function isOperator(op: unknown): op is Operator {
@@ -89,6 +93,8 @@ export function clauseValueProblem(op: Operator, value: unknown): string | undef
     case 'semVerLessThan':
     case 'semVerGreaterThan':
       return parseSemVer(value) === undefined ? 'must be a semantic version such as 1.2.3 (no leading v)' : undefined;
+    case 'segmentMatch':
+      return typeof value === 'string' && value !== '' ? undefined : 'must be a segment key';
     default:
       return 'unknown operator';
   }
@@ -101,11 +107,13 @@ export const ATTR_KEY = 0;
 export const ATTR_NAME = 1;
 export const ATTR_PATH = 2;
 export const ATTR_INVALID = 3;
-/** An attribute of a context kind other than ours (`user`): never present, as in LaunchDarkly. */
-export const ATTR_ABSENT = 4;
+/** The built-in `kind`: the context's kinds, whatever the clause's contextKind (LaunchDarkly's rule). */
+export const ATTR_KIND = 4;
+/** The built-in `anonymous`: always a boolean for a kind the context has (`!!anonymous`), as in LaunchDarkly. */
+export const ATTR_ANONYMOUS = 5;
 
-/** The one context kind our contexts have (LaunchDarkly's default kind). */
-export const USER_CONTEXT_KIND = 'user';
+/** The default kind: a clause, target or rollout without `contextKind` is about the `user` context. */
+export const USER_CONTEXT_KIND = USER_KIND;
 
 /**
  * What a clause's `attribute` (or a rollout's `bucketBy`) names, decided once at compile time, as
@@ -113,9 +121,10 @@ export const USER_CONTEXT_KIND = 'user';
  * - with no `contextKind`, the attribute is a literal name, even when it starts with `/` (`/a` is
  *   the attribute named "/a"); only an empty name is invalid.
  * - with a `contextKind`, it is an attribute reference: a name not starting with `/` is a top-level
- *   attribute, `/a/b` reads into nested objects (`~1` escapes `/`, `~0` escapes `~`).
- * `key` (or `/key`) is the context key. An invalid one makes the flag malformed when the evaluation
- * reaches it, as in LaunchDarkly.
+ *   attribute, `/a/b` reads into nested objects (`~1` escapes `/`, `~0` escapes `~`); `//`, a `~`
+ *   not followed by 0 or 1, and `/_meta` are invalid.
+ * `key` (or `/key`) is the context key; `kind` and `anonymous` are LaunchDarkly's built-ins. An
+ * invalid one makes the flag malformed when the evaluation reaches it, as in LaunchDarkly.
  */
 export interface AttributeRef {
   readonly kind: number;
@@ -125,24 +134,31 @@ export interface AttributeRef {
 
 const NO_PATH: readonly string[] = Object.freeze([]);
 export const KEY_REF: AttributeRef = Object.freeze({ kind: ATTR_KEY, name: 'key', path: NO_PATH });
+const KIND_REF: AttributeRef = Object.freeze({ kind: ATTR_KIND, name: 'kind', path: NO_PATH });
+const ANONYMOUS_REF: AttributeRef = Object.freeze({ kind: ATTR_ANONYMOUS, name: 'anonymous', path: NO_PATH });
 const INVALID_REF: AttributeRef = Object.freeze({ kind: ATTR_INVALID, name: '', path: NO_PATH });
-const ABSENT_REF: AttributeRef = Object.freeze({ kind: ATTR_ABSENT, name: '', path: NO_PATH });
 
 /** An attribute reference (the form a clause with a `contextKind` uses). */
 export function parseAttributeRef(attribute: unknown): AttributeRef {
   if (typeof attribute !== 'string' || attribute === '' || attribute === '/') return INVALID_REF;
+  // LaunchDarkly's validity rule, for references with and without a leading slash.
+  if (attribute.includes('//') || attribute.endsWith('~')) return INVALID_REF;
   if (attribute[0] !== '/') return literalAttribute(attribute);
   const path: string[] = [];
   for (const part of attribute.slice(1).split('/')) {
     if (part === '' || /~[^01]|~$/.test(part)) return INVALID_REF;
     path.push(part.replace(/~1/g, '/').replace(/~0/g, '~'));
   }
+  if (path[0] === '_meta') return INVALID_REF; // not addressable, as in LaunchDarkly
   if (path.length === 1) return literalAttribute(path[0] as string);
   return { kind: ATTR_PATH, name: attribute, path };
 }
 
 function literalAttribute(name: string): AttributeRef {
-  return name === 'key' ? KEY_REF : { kind: ATTR_NAME, name, path: NO_PATH };
+  if (name === 'key') return KEY_REF;
+  if (name === 'kind') return KIND_REF;
+  if (name === 'anonymous') return ANONYMOUS_REF;
+  return { kind: ATTR_NAME, name, path: NO_PATH };
 }
 
 /** Whether a clause or rollout names a context kind (absent, null and '' do not, as in LaunchDarkly). */
@@ -150,16 +166,20 @@ export function namesContextKind(contextKind: unknown): boolean {
   return contextKind !== undefined && contextKind !== null && contextKind !== '';
 }
 
+/** The kind a clause, target or rollout is about: its `contextKind`, else `user`. */
+export function contextKindOf(contextKind: unknown): string {
+  return typeof contextKind === 'string' && contextKind !== '' ? contextKind : USER_KIND;
+}
+
 /**
  * The attribute a clause (or a rollout's `bucketBy`) names, given its `contextKind`: a literal name
- * without one, a reference with one; never present for a kind other than `user`.
+ * without one, a reference with one.
  */
 export function parseClauseAttribute(attribute: unknown, contextKind: unknown): AttributeRef {
   if (!namesContextKind(contextKind)) {
     return typeof attribute === 'string' && attribute !== '' ? literalAttribute(attribute) : INVALID_REF;
   }
-  const ref = parseAttributeRef(attribute);
-  return ref.kind === ATTR_INVALID || contextKind === USER_CONTEXT_KIND ? ref : ABSENT_REF;
+  return parseAttributeRef(attribute);
 }
 
 /**
@@ -180,6 +200,8 @@ export function readAttribute(ctx: Record<string, unknown>, ref: AttributeRef, c
       return contextKey;
     case ATTR_NAME:
       return ownAttribute(ctx, ref.name);
+    case ATTR_ANONYMOUS:
+      return !!ctx.anonymous;
     case ATTR_PATH: {
       let current: unknown = ctx;
       const path = ref.path;
@@ -192,8 +214,29 @@ export function readAttribute(ctx: Record<string, unknown>, ref: AttributeRef, c
       return current;
     }
     default:
+      // ATTR_KIND (a list of kinds) cannot be bucketed, and an invalid reference reads nothing.
       return undefined;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contexts of several kinds
+
+/**
+ * The context of `kind` in the context being evaluated, or undefined when it has none. `ctx` is that
+ * context and `evaluatingKind` its kind: `multi` for a multi-kind context (already checked: every
+ * kind an object with a key).
+ */
+export function kindPresent(kind: string, ctx: Record<string, unknown>, evaluatingKind: string): Record<string, unknown> | undefined {
+  if (evaluatingKind !== MULTI_KIND) return kind === evaluatingKind ? ctx : undefined;
+  if (kind === 'kind' || !Object.hasOwn(ctx, kind)) return undefined;
+  return ctx[kind] as Record<string, unknown>;
+}
+
+/** The key of the context of `kind`, or undefined (`contextKey`: the single-kind context's key). */
+export function keyOfKind(kind: string, ctx: Record<string, unknown>, contextKey: string, evaluatingKind: string): string | undefined {
+  if (evaluatingKind !== MULTI_KIND) return kind === evaluatingKind ? contextKey : undefined;
+  return kindPresent(kind, ctx, evaluatingKind)?.key as string | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,6 +244,10 @@ export function readAttribute(ctx: Record<string, unknown>, ref: AttributeRef, c
 
 export interface CompiledClause {
   readonly attr: AttributeRef;
+  /** The context kind the clause reads (`user` without contextKind); for segmentMatch and the built-in `kind`, no kind at all. */
+  readonly kind: string;
+  /** `segmentMatch`: the segment keys (the evaluator matches these); null for other operators. */
+  readonly segmentKeys: readonly string[] | null;
   readonly op: number;
   readonly negate: boolean;
   /** `in`: scalar values (a Set keeps 1 and "1" apart, as strict equality does). */
@@ -225,21 +272,50 @@ export interface CompiledClause {
 const EMPTY_SET: ReadonlySet<never> = new Set<never>();
 const EMPTY: readonly never[] = Object.freeze([]);
 
+/**
+ * The `kind` of a segmentMatch clause and of a clause on the built-in `kind`: not a valid kind, so
+ * never the evaluated context's, and such clauses are matched apart (matchOtherKind).
+ */
+const SEGMENT_MATCH_KIND = ' segmentMatch';
+const KIND_ATTRIBUTE_KIND = ' kind';
+
+type SegmentMatcher = (c: CompiledClause, keys: readonly string[], ctx: Record<string, unknown>, contextKey: string) => number;
+let segmentMatcher: SegmentMatcher = () => NO_MATCH;
+
+/** The evaluator matches segmentMatch clauses (it holds the segments); it registers how here. */
+export function matchSegmentsWith(matcher: SegmentMatcher): void {
+  segmentMatcher = matcher;
+}
+
 export const NO_MATCH = 0;
 export const MATCH = 1;
 /** The clause cannot be evaluated (invalid attribute reference): the flag is malformed. */
 export const CLAUSE_ERROR = 2;
 
+/** Compiles a rule's clauses; `bad` is called for each one not even shaped like a clause (it is left out). */
+export function compileClauses(clauses: readonly unknown[], bad: () => void): CompiledClause[] {
+  const out: CompiledClause[] = [];
+  for (const c of clauses) {
+    const compiled = compileClause(c);
+    if (compiled === undefined) bad();
+    else out.push(compiled);
+  }
+  return out;
+}
+
 /** Compiles a clause, or returns undefined when it is not even shaped like one. */
 export function compileClause(clause: unknown): CompiledClause | undefined {
-  if (!isPlainObject(clause) || typeof clause.attribute !== 'string' || !Array.isArray(clause.values)) return undefined;
+  if (!isPlainObject(clause) || !Array.isArray(clause.values)) return undefined;
   const op = typeof clause.op === 'string' ? (OPERATOR_CODES.get(clause.op) ?? OP_UNKNOWN) : OP_UNKNOWN;
+  // segmentMatch ignores its attribute, as LaunchDarkly does; every other operator needs one.
+  if (op !== OP_SEGMENT_MATCH && typeof clause.attribute !== 'string') return undefined;
   const values: unknown[] = clause.values;
   const scalars = new Set<unknown>();
   const composites: JsonValue[] = [];
   const strings: string[] = [];
   const regexes: LinearRegex[] = [];
   const semverKeys = new Set<string>();
+  const segmentKeys: string[] = [];
   let lowest = NaN;
   let highest = NaN;
   let lowestSemVer: SemVer | null = null;
@@ -291,13 +367,19 @@ export function compileClause(clause: unknown): CompiledClause | undefined {
         if (highestSemVer === null || compareSemVer(v, highestSemVer) > 0) highestSemVer = v;
         break;
       }
+      case OP_SEGMENT_MATCH:
+        if (typeof value === 'string') segmentKeys.push(value);
+        break;
       default:
         break;
     }
   }
 
+  const attr = op === OP_SEGMENT_MATCH ? KEY_REF : parseClauseAttribute(clause.attribute, clause.contextKind);
   return {
-    attr: parseClauseAttribute(clause.attribute, clause.contextKind),
+    attr,
+    kind: op === OP_SEGMENT_MATCH ? SEGMENT_MATCH_KIND : attr.kind === ATTR_KIND ? KIND_ATTRIBUTE_KIND : contextKindOf(clause.contextKind),
+    segmentKeys: op === OP_SEGMENT_MATCH ? segmentKeys : null,
     op,
     negate: clause.negate === true,
     scalars: scalars.size === 0 ? EMPTY_SET : scalars,
@@ -388,8 +470,33 @@ function matchValue(c: CompiledClause, v: unknown): boolean {
   }
 }
 
-/** MATCH, NO_MATCH or CLAUSE_ERROR for one clause against a context whose key is `contextKey`. */
-export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string): number {
+/**
+ * MATCH, NO_MATCH or CLAUSE_ERROR for one clause. `ctx`, `contextKey` and `evaluatingKind` are the
+ * context being evaluated, its key and its kind; for a multi-kind context, the context, '' and `multi`.
+ */
+export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string, evaluatingKind: string): number {
+  // The common case (a clause of the context's own kind) pays one comparison; the rest is kept out
+  // of this function so that it stays small enough to be inlined where rules are matched.
+  return c.kind === evaluatingKind ? matchInContext(c, ctx, contextKey) : matchOtherKind(c, ctx, contextKey, evaluatingKind);
+}
+
+/**
+ * A clause of another kind than the context's own (or a multi-kind context). segmentMatch clauses
+ * carry a kind no context has, so they come here too. The built-in `kind` reads the context's kinds
+ * whatever the clause's kind; anything else reads the context of the clause's kind, and a kind the
+ * context lacks never matches, negated or not (LaunchDarkly's rule).
+ */
+function matchOtherKind(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string, evaluatingKind: string): number {
+  if (c.segmentKeys !== null) return segmentMatcher(c, c.segmentKeys, ctx, contextKey);
+  const attr = c.attr;
+  if (attr.kind === ATTR_KIND) return matchKinds(c, ctx, evaluatingKind);
+  if (attr.kind === ATTR_INVALID) return CLAUSE_ERROR;
+  const other = kindPresent(c.kind, ctx, evaluatingKind);
+  return other === undefined ? NO_MATCH : matchInContext(c, other, other.key as string);
+}
+
+/** A clause against the context of its kind. */
+function matchInContext(c: CompiledClause, ctx: Record<string, unknown>, contextKey: string): number {
   const attr = c.attr;
   let v: unknown;
   // Top-level attributes are the common case: read them inline rather than through readAttribute.
@@ -419,6 +526,23 @@ export function matchClause(c: CompiledClause, ctx: Record<string, unknown>, con
     }
   } else {
     matched = matchValue(c, v);
+  }
+  return matched !== c.negate ? MATCH : NO_MATCH;
+}
+
+/** The built-in `kind`: any of the context's kinds matches (a list attribute, so negate applies). */
+function matchKinds(c: CompiledClause, ctx: Record<string, unknown>, evaluatingKind: string): number {
+  let matched = false;
+  if (evaluatingKind !== MULTI_KIND) matched = matchValue(c, evaluatingKind);
+  else {
+    for (const kind in ctx) {
+      if (kind === 'kind' || !Object.hasOwn(ctx, kind)) continue;
+      spend(1);
+      if (matchValue(c, kind)) {
+        matched = true;
+        break;
+      }
+    }
   }
   return matched !== c.negate ? MATCH : NO_MATCH;
 }

@@ -9,7 +9,10 @@ import type { EvaluationErrorKind, EvaluationReason, FlagType, JsonValue } from 
 export type { EvaluationErrorKind, EvaluationReason, FlagType, JsonValue } from '@flagship/domain';
 export { FLAG_TYPES } from '@flagship/domain';
 
-/** LaunchDarkly's clause operators, with LaunchDarkly's semantics (see operators.ts). */
+/**
+ * LaunchDarkly's clause operators, with LaunchDarkly's semantics (see operators.ts). `segmentMatch`
+ * matches when the context is in any of the segments its values name; its attribute is ignored.
+ */
 export const OPERATORS = [
   'in',
   'startsWith',
@@ -25,6 +28,7 @@ export const OPERATORS = [
   'semVerEqual',
   'semVerLessThan',
   'semVerGreaterThan',
+  'segmentMatch',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 
@@ -44,7 +48,7 @@ export interface Clause {
    * nested objects, `~1` escapes `/`, `~0` escapes `~`). As in LaunchDarkly.
    */
   attribute: string;
-  /** `user`, the one kind our contexts have; when set, `attribute` is an attribute reference. */
+  /** The context kind read (absent: `user`); when set, `attribute` is an attribute reference. */
   contextKind?: string;
   op: Operator;
   values: JsonValue[];
@@ -61,7 +65,10 @@ export interface Rollout {
   variations: WeightedVariation[];
   /** Attribute hashed for bucketing; default `key`. Literal or a reference, as a clause's `attribute`. */
   bucketBy?: string;
-  /** `user`; when set, `bucketBy` is an attribute reference. */
+  /**
+   * The context kind bucketed (absent: `user`); when set, `bucketBy` is an attribute reference. A
+   * context without that kind takes bucket 0 (the first slice with weight), as in LaunchDarkly.
+   */
   contextKind?: string;
   /** When set and non-zero, replaces `{flagKey}.{salt}` in the hash input. */
   seed?: number;
@@ -77,13 +84,16 @@ export interface Rule {
 
 export interface Target {
   variationId: string;
-  /** Context keys. */
+  /** Context keys (of `contextKind`). */
   values: string[];
+  /** The kind of the keys; absent: `user`. */
+  contextKind?: string;
 }
 
 /**
- * LaunchDarkly's `contextTargets`: individual targets for a context kind other than `user` (an entry
- * of kind `user` with no values orders the flag's `targets` among them, as LaunchDarkly does).
+ * LaunchDarkly's `contextTargets`: individual targets per context kind. When a flag has any, they
+ * replace `targets` in the order of evaluation, and an entry of kind `user` stands for the first
+ * `targets` entry serving its variation (its own values are not read), as LaunchDarkly does.
  */
 export interface ContextTarget {
   contextKind: string;
@@ -169,11 +179,11 @@ export interface SegmentDefinition {
 }
 
 /**
- * Attributes of the evaluated entity. The context key is `key`, else `targetingKey` (OpenFeature),
- * else `userId` (the management API's evaluate body): the first that is a non-empty string.
+ * A context (context.ts): single-kind `{kind?, key, ...attributes}` (no kind: `user`; the key is
+ * `key`, else `targetingKey`, else `userId`, the first that is a non-empty string) or multi-kind
+ * `{kind: "multi", <kind>: {key, ...attributes}, ...}`.
  */
 export type EvaluationContext = Record<string, unknown>;
-
 
 /**
  * Results are precomputed at compile time and shared between calls, so they are frozen (and so is

@@ -174,6 +174,8 @@ describe('validateFlagDefinition', () => {
       { attribute: 'a', op: 'oneOf', values: ['x'] },
       { attribute: '/a//b', contextKind: 'user', op: 'in', values: ['x'], negate: 'yes' },
       { attribute: 'a', op: 'in', values: 'x' },
+      { attribute: 'a', contextKind: 'org anization', op: 'in', values: ['x'] },
+      { attribute: 'a', contextKind: 'multi', op: 'in', values: ['x'] },
       { attribute: 'a', contextKind: 'organization', op: 'in', values: ['x'] },
     ];
     expect(problems(validFlag({ rules: [{ id: 'r', clauses: clauses as never, variationId: 'new' }] }))).toEqual([
@@ -182,7 +184,54 @@ describe('validateFlagDefinition', () => {
       'rules[0].clauses[2].attribute: must be an attribute reference: a name, `key`, or a /path (with contextKind the attribute is a reference)',
       'rules[0].clauses[2].negate: must be a boolean',
       'rules[0].clauses[3].values: must be an array',
-      "rules[0].clauses[4].contextKind: must be 'user' or absent (our contexts have one kind, 'user')",
+      "rules[0].clauses[4].contextKind: must be a context kind (letters, digits, '.', '_' and '-'; not 'kind' or 'multi'), or absent for 'user'",
+      "rules[0].clauses[5].contextKind: must be a context kind (letters, digits, '.', '_' and '-'; not 'kind' or 'multi'), or absent for 'user'",
+    ]);
+  });
+
+  it('refuses unknown fields anywhere inside a flag, naming their path (CONTRACT.md section 4); its own fields are its container’s', () => {
+    const flag = {
+      ...validFlag(),
+      bogus: 1,
+      variations: [{ id: 'old', name: 'Old', value: 'old', weight: 0, colour: 'red' }, { id: 'new', name: 'New', value: 'new', weight: 0 }],
+      targets: [{ variationId: 'new', values: ['qa-1'], contextKind: 'organization', bogusField: true }],
+      contextTargets: [{ contextKind: 'device', variationId: 'new', values: ['d'], extra: 1 }],
+      rules: [{ id: 'r', clauses: [{ attribute: 'a', op: 'in', values: ['x'], kind: 'user' }], rollout: { variations: [{ variationId: 'new', weight: 1, untracked: true }], kind: 'rollout' }, trackEvents: true }],
+      prerequisites: [{ key: 'other', variationId: 'x', version: 2 }],
+    };
+    expect(problems(flag as unknown as FlagDefinition)).toEqual([
+      'variations[0].colour: is not an allowed field',
+      'targets[0].bogusField: is not an allowed field',
+      'contextTargets[0].extra: is not an allowed field',
+      'rules[0].trackEvents: is not an allowed field',
+      'rules[0].clauses[0].kind: is not an allowed field',
+      'rules[0].rollout.kind: is not an allowed field',
+      'rules[0].rollout.variations[0].untracked: is not an allowed field',
+      'prerequisites[0].version: is not an allowed field',
+    ]);
+  });
+
+  it('checks targets and contextTargets of any kind, warning where LaunchDarkly would never read a key', () => {
+    const flag = validFlag({
+      targets: [
+        { variationId: 'new', values: ['k'], contextKind: 'organization' },
+        { variationId: 'old', values: ['k'] },
+      ],
+      contextTargets: [
+        { contextKind: 'organization', variationId: 'new', values: ['o', 'o2'] },
+        { contextKind: 'user', variationId: 'old', values: ['stray'] },
+        { contextKind: 'device', variationId: 'gone', values: ['d'] },
+        { contextKind: 'organization', variationId: 'new', values: ['o2'] },
+        { contextKind: 'org anization', variationId: 'new', values: [] },
+      ],
+    });
+    expect(problems(flag)).toEqual([
+      "contextTargets[2].variationId: names no variation of this flag ('gone')",
+      "contextTargets[4].contextKind: must be a context kind (letters, digits, '.', '_' and '-'; not 'kind' or 'multi'), or absent for 'user'",
+    ]);
+    expect(warnings(flag)).toEqual([
+      "contextTargets[1].values: is not read: a user entry stands for the first 'targets' entry of its variation; list the keys there",
+      "contextTargets[3].values[0]: context key 'o2' is already targeted by contextTargets[0], which wins",
     ]);
   });
 

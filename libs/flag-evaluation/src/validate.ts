@@ -1,7 +1,30 @@
+import { isValidContextKind, MULTI_KIND, USER_KIND } from './context';
 import { isJsonValue, isPlainObject, valueMatchesType } from './json-value';
-import { ATTR_INVALID, clauseValueProblem, isOperator, namesContextKind, parseClauseAttribute, USER_CONTEXT_KIND } from './operators';
+import { ATTR_INVALID, clauseValueProblem, contextKindOf, isOperator, namesContextKind, parseClauseAttribute } from './operators';
 import { compileRegex, REGEX_INVALID } from './regex';
+import { MAX_SEGMENT_DEPTH, SEGMENT_WEIGHT_SCALE } from './segment';
 import { FLAG_TYPES, type FlagDefinition, type FlagType, type SegmentDefinition } from './types';
+
+export { MAX_SEGMENT_DEPTH, SEGMENT_WEIGHT_SCALE } from './segment';
+
+type SegmentLookup = (key: string) => SegmentDefinition | undefined;
+
+/**
+ * The fields of each object inside a flag: anything else is an error naming its path (CONTRACT.md
+ * section 4). The flag's own fields are its container's to check (the management API's DTO; a flag
+ * file carries name, tags... beside the definition).
+ */
+const VARIATION_FIELDS = new Set(['id', 'name', 'value', 'description', 'weight']);
+const TARGET_FIELDS = new Set(['variationId', 'values', 'contextKind']);
+const RULE_FIELDS = new Set(['id', 'description', 'clauses', 'variationId', 'rollout']);
+const CLAUSE_FIELDS = new Set(['attribute', 'contextKind', 'op', 'values', 'negate']);
+const ROLLOUT_FIELDS = new Set(['variations', 'bucketBy', 'contextKind', 'seed']);
+const WEIGHTED_FIELDS = new Set(['variationId', 'weight']);
+const PREREQUISITE_FIELDS = new Set(['key', 'variationId']);
+
+function unknownFields(obj: Record<string, unknown>, allowed: ReadonlySet<string>, path: string, report: Report): void {
+  for (const field of Object.keys(obj)) if (!allowed.has(field)) report(path === '' ? field : `${path}.${field}`, 'is not an allowed field');
+}
 
 export interface ValidationProblem {
   /** Where, as `rules[2].clauses[0].op`; '' for the flag itself. */
@@ -29,8 +52,9 @@ export interface FlagDefinitionCheck {
 export function validateFlagDefinition(
   flag: FlagDefinition,
   lookup?: (key: string) => FlagDefinition | undefined,
+  segmentLookup?: SegmentLookup,
 ): ValidationProblem[] {
-  return checkFlagDefinition(flag, lookup).errors;
+  return checkFlagDefinition(flag, lookup, segmentLookup).errors;
 }
 
 /**
@@ -49,10 +73,14 @@ export function validateFlagDefinition(
  * exists, has the named variation, no prerequisite chain leads back to this flag, and the chains
  * below it stay within MAX_PREREQUISITE_DEPTH and MAX_PREREQUISITE_FLAGS (the flags above it are
  * prerequisiteBoundProblems' job: a lookup cannot list them).
+ *
+ * With `segmentLookup` (the segments of the environment), every segment a segmentMatch names exists
+ * and its segmentMatch nesting stays within MAX_SEGMENT_DEPTH.
  */
 export function checkFlagDefinition(
   flag: FlagDefinition,
   lookup?: (key: string) => FlagDefinition | undefined,
+  segmentLookup?: SegmentLookup,
 ): FlagDefinitionCheck {
   const problems: ValidationProblem[] = [];
   const warnings: ValidationProblem[] = [];
@@ -118,6 +146,7 @@ export function checkFlagDefinition(
   list(raw.variations, 'variations').forEach((v, i) => {
     const path = `variations[${i}]`;
     if (!isPlainObject(v)) return report(path, 'must be an object');
+    unknownFields(v, VARIATION_FIELDS, path, report);
     if (nonEmptyString(v.id, `${path}.id`)) {
       if (variationIds.has(v.id)) report(`${path}.id`, `duplicate variation id '${v.id}'`);
       variationIds.add(v.id);
@@ -131,30 +160,60 @@ export function checkFlagDefinition(
     if (nonEmptyString(value, path) && !variationIds.has(value)) report(path, `names no variation of this flag ('${value}')`);
   };
 
-  const targeted = new Map<string, number>();
-  list(raw.targets ?? [], 'targets').forEach((t, i) => {
-    const path = `targets[${i}]`;
-    if (!isPlainObject(t)) return report(path, 'must be an object');
-    variationRef(t.variationId, `${path}.variationId`);
+  // Per kind, the first target of each key (LaunchDarkly's order: targets, or contextTargets when there are any).
+  const targeted = new Map<string, string>();
+  const targetKeys = (t: Record<string, unknown>, path: string, kind: string): void => {
     list(t.values, `${path}.values`).forEach((contextKey, j) => {
       if (!nonEmptyString(contextKey, `${path}.values[${j}]`)) return;
-      const first = targeted.get(contextKey);
-      if (first !== undefined && first !== i) {
-        warn(`${path}.values[${j}]`, `context key '${contextKey}' is already targeted by targets[${first}], which wins`);
-      } else targeted.set(contextKey, i);
+      const first = targeted.get(`${kind}\u0000${contextKey}`);
+      if (first !== undefined && first !== path) {
+        warn(`${path}.values[${j}]`, `context key '${contextKey}' is already targeted by ${first}, which wins`);
+      } else targeted.set(`${kind}\u0000${contextKey}`, path);
     });
+  };
+  const contextTargets = list(raw.contextTargets ?? [], 'contextTargets');
+  const targetList = list(raw.targets ?? [], 'targets');
+  /** The checks every target shares; false when it is not an object. */
+  const targetShape = (t: unknown, path: string): t is Record<string, unknown> => {
+    if (!isPlainObject(t)) {
+      report(path, 'must be an object');
+      return false;
+    }
+    unknownFields(t, TARGET_FIELDS, path, report);
+    variationRef(t.variationId, `${path}.variationId`);
+    contextKind(t.contextKind, `${path}.contextKind`, report);
+    return true;
+  };
+  targetList.forEach((t, i) => {
+    const path = `targets[${i}]`;
+    if (!targetShape(t, path)) return;
+    // With contextTargets, a target's keys are checked where a user entry reaches it.
+    if (contextTargets.length === 0) targetKeys(t, path, contextKindOf(t.contextKind));
+    else list(t.values, `${path}.values`);
+  });
+  contextTargets.forEach((t, i) => {
+    const path = `contextTargets[${i}]`;
+    if (!targetShape(t, path)) return;
+    if (contextKindOf(t.contextKind) !== USER_KIND) return targetKeys(t, path, contextKindOf(t.contextKind));
+    // As in LaunchDarkly: a user entry stands for the first `targets` entry of its variation.
+    list(t.values, `${path}.values`);
+    if (Array.isArray(t.values) && t.values.length > 0) warn(`${path}.values`, "is not read: a user entry stands for the first 'targets' entry of its variation; list the keys there");
+    const j = targetList.findIndex((u) => isPlainObject(u) && u.variationId === t.variationId);
+    if (j < 0) warn(path, "no 'targets' entry serves this variation: this entry targets nobody");
+    else targetKeys(targetList[j] as Record<string, unknown>, `targets[${j}]`, contextKindOf((targetList[j] as Record<string, unknown>).contextKind));
   });
 
   const ruleIds = new Set<string>();
   list(raw.rules ?? [], 'rules').forEach((r, i) => {
     const path = `rules[${i}]`;
     if (!isPlainObject(r)) return report(path, 'must be an object');
+    unknownFields(r, RULE_FIELDS, path, report);
     if (nonEmptyString(r.id, `${path}.id`)) {
       if (ruleIds.has(r.id)) report(`${path}.id`, `duplicate rule id '${r.id}'`);
       ruleIds.add(r.id);
     }
     if (r.description !== undefined && typeof r.description !== 'string') report(`${path}.description`, 'must be a string');
-    list(r.clauses, `${path}.clauses`).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report, warn));
+    list(r.clauses, `${path}.clauses`).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report, warn, segmentLookup));
 
     const hasVariation = r.variationId !== undefined && r.variationId !== null;
     const hasRollout = r.rollout !== undefined && r.rollout !== null;
@@ -166,12 +225,14 @@ export function checkFlagDefinition(
     const rollout = r.rollout;
     const rpath = `${path}.rollout`;
     if (!isPlainObject(rollout)) return report(rpath, 'must be an object');
+    unknownFields(rollout, ROLLOUT_FIELDS, rpath, report);
     const slots = list(rollout.variations, `${rpath}.variations`);
     if (Array.isArray(rollout.variations) && slots.length === 0) report(`${rpath}.variations`, 'must not be empty');
     let total = 0;
     slots.forEach((s, k) => {
       const spath = `${rpath}.variations[${k}]`;
       if (!isPlainObject(s)) return report(spath, 'must be an object');
+      unknownFields(s, WEIGHTED_FIELDS, spath, report);
       variationRef(s.variationId, `${spath}.variationId`);
       total += weight(s.weight, `${spath}.weight`);
     });
@@ -187,6 +248,7 @@ export function checkFlagDefinition(
   list(raw.prerequisites ?? [], 'prerequisites').forEach((p, i) => {
     const path = `prerequisites[${i}]`;
     if (!isPlainObject(p)) return report(path, 'must be an object');
+    unknownFields(p, PREREQUISITE_FIELDS, path, report);
     const keyOk = nonEmptyString(p.key, `${path}.key`);
     const variationOk = nonEmptyString(p.variationId, `${path}.variationId`);
     if (!keyOk) return;
@@ -217,16 +279,17 @@ export function checkFlagDefinition(
   return result;
 }
 
-/** A segment rule's `weight` is LaunchDarkly's absolute scale: 100000 is everyone. */
-export const SEGMENT_WEIGHT_SCALE = 100000;
 const SEGMENT_FIELDS = new Set(['key', 'name', 'description', 'included', 'excluded', 'includedContexts', 'excludedContexts', 'rules', 'salt', 'version']);
 const SEGMENT_RULE_FIELDS = new Set(['id', 'clauses', 'weight', 'bucketBy', 'rolloutContextKind']);
 
 /**
  * What makes a segment unusable (errors, for the management API's 422) or suspicious (warnings), by
- * path as flags' problems are. Unknown fields are errors, as CONTRACT.md section 4 says.
+ * path as flags' problems are. Unknown fields are errors, as CONTRACT.md section 4 says. With
+ * `segmentLookup` (the environment's other segments), a segmentMatch naming an unknown segment, one
+ * leading back to this segment (a cycle, which LaunchDarkly evaluates as MALFORMED_FLAG) or nesting
+ * deeper than MAX_SEGMENT_DEPTH is an error.
  */
-export function checkSegmentDefinition(segment: SegmentDefinition): FlagDefinitionCheck {
+export function checkSegmentDefinition(segment: SegmentDefinition, segmentLookup?: SegmentLookup): FlagDefinitionCheck {
   const errors: ValidationProblem[] = [];
   const warnings: ValidationProblem[] = [];
   const report: Report = (path, message) => void errors.push({ path, message });
@@ -256,7 +319,8 @@ export function checkSegmentDefinition(segment: SegmentDefinition): FlagDefiniti
       const path = `${field}[${i}]`;
       if (!isPlainObject(t)) return report(path, 'must be an object {contextKind, values}');
       for (const f of Object.keys(t)) if (f !== 'contextKind' && f !== 'values') report(`${path}.${f}`, 'is not an allowed field');
-      if (typeof t.contextKind !== 'string' || t.contextKind === '') report(`${path}.contextKind`, 'must be a non-empty string');
+      if (t.contextKind === undefined || t.contextKind === null) report(`${path}.contextKind`, 'is required: the kind of the keys');
+      else contextKind(t.contextKind, `${path}.contextKind`, report);
       keys(t.values, `${path}.values`);
     });
   }
@@ -271,19 +335,70 @@ export function checkSegmentDefinition(segment: SegmentDefinition): FlagDefiniti
       else if (ids.has(r.id)) report(`${path}.id`, `duplicate rule id '${r.id}'`);
       else ids.add(r.id);
       if (!Array.isArray(r.clauses)) report(`${path}.clauses`, 'must be an array');
-      else (r.clauses as unknown[]).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report, warn));
+      else (r.clauses as unknown[]).forEach((c, j) => validateClause(c, `${path}.clauses[${j}]`, report, warn, segmentLookup));
       if (r.weight !== undefined && r.weight !== null && !(Number.isInteger(r.weight) && (r.weight as number) >= 0 && (r.weight as number) <= SEGMENT_WEIGHT_SCALE)) {
         report(`${path}.weight`, `must be an integer from 0 to ${SEGMENT_WEIGHT_SCALE}`);
       }
       if (r.bucketBy !== undefined && r.bucketBy !== null && (typeof r.bucketBy !== 'string' || parseClauseAttribute(r.bucketBy, r.rolloutContextKind).kind === ATTR_INVALID)) {
         report(`${path}.bucketBy`, attributeProblem(r.rolloutContextKind));
       }
-      if (r.rolloutContextKind !== undefined && r.rolloutContextKind !== null && (typeof r.rolloutContextKind !== 'string' || r.rolloutContextKind === '')) {
-        report(`${path}.rolloutContextKind`, 'must be a non-empty string');
-      }
+      contextKind(r.rolloutContextKind, `${path}.rolloutContextKind`, report);
     });
   }
+  if (segmentLookup !== undefined && typeof raw.key === 'string') {
+    const key = raw.key;
+    const problem = segmentNestingProblem(segmentKeysOf(raw), (k) => (k === key ? raw : segmentLookup(k)), key);
+    if (problem !== undefined) report('rules', problem);
+  }
   return { errors, warnings };
+}
+
+/** The segment keys a flag's or segment's rules name in segmentMatch clauses, read defensively. */
+function segmentKeysOf(definition: unknown): string[] {
+  const rules: unknown = isPlainObject(definition) ? definition.rules : undefined;
+  const keys: string[] = [];
+  if (!Array.isArray(rules)) return keys;
+  for (const r of rules as unknown[]) {
+    if (!isPlainObject(r) || !Array.isArray(r.clauses)) continue;
+    for (const c of r.clauses as unknown[]) {
+      if (!isPlainObject(c) || c.op !== 'segmentMatch' || !Array.isArray(c.values)) continue;
+      for (const v of c.values as unknown[]) if (typeof v === 'string') keys.push(v);
+    }
+  }
+  return keys;
+}
+
+/**
+ * Why the segments reached from `start` through segmentMatch cannot be evaluated: a cycle (through
+ * `self`, the segment being written, or among stored ones) or a chain deeper than MAX_SEGMENT_DEPTH.
+ * Unknown segments are reported where they are named. Memoised depth-first search: each segment once.
+ */
+function segmentNestingProblem(start: readonly string[], lookup: SegmentLookup | ((k: string) => unknown), self?: string): string | undefined {
+  const depthOf = new Map<string, number>();
+  const onPath: string[] = self === undefined ? [] : [self];
+  let problem: string | undefined;
+  const depth = (key: string): number => {
+    if (problem !== undefined) return 0;
+    const known = depthOf.get(key);
+    if (known !== undefined) return known;
+    if (onPath.includes(key)) {
+      problem = `segmentMatch cycle: ${[...onPath.slice(onPath.indexOf(key)), key].join(' -> ')}`;
+      return 0;
+    }
+    const definition = lookup(key);
+    if (definition === undefined) return 0;
+    onPath.push(key);
+    let d = 1;
+    for (const k of segmentKeysOf(definition)) d = Math.max(d, 1 + depth(k));
+    onPath.pop();
+    depthOf.set(key, d);
+    return d;
+  };
+  // A segment being written counts itself: a flag naming it nests one deeper than its own segmentMatches.
+  let deepest = self === undefined ? 0 : 1;
+  for (const k of start) deepest = Math.max(deepest, depth(k) + (self === undefined ? 0 : 1));
+  if (problem !== undefined) return problem;
+  return deepest > MAX_SEGMENT_DEPTH ? `its segmentMatch clauses nest ${deepest} segments deep (at most ${MAX_SEGMENT_DEPTH})` : undefined;
 }
 
 /**
@@ -383,10 +498,10 @@ export function prerequisiteBoundProblems(
 
 type Report = (path: string, message: string) => void;
 
-/** A clause's or rollout's `contextKind`: absent, or `user` (our contexts have that one kind). */
+/** A `contextKind`: absent (`user`), or a context kind as LaunchDarkly's contexts carry them. */
 function contextKind(kind: unknown, path: string, report: Report): void {
-  if (kind === undefined || kind === null || kind === USER_CONTEXT_KIND) return;
-  report(path, `must be '${USER_CONTEXT_KIND}' or absent (our contexts have one kind, '${USER_CONTEXT_KIND}')`);
+  if (kind === undefined || kind === null || (kind !== MULTI_KIND && isValidContextKind(kind))) return;
+  report(path, "must be a context kind (letters, digits, '.', '_' and '-'; not 'kind' or 'multi'), or absent for 'user'");
 }
 
 function attributeProblem(kind: unknown): string {
@@ -395,14 +510,16 @@ function attributeProblem(kind: unknown): string {
     : 'must be an attribute name, not empty (without contextKind it is taken literally, even when it starts with /)';
 }
 
-function validateClause(c: unknown, path: string, report: Report, warn: Report): void {
+function validateClause(c: unknown, path: string, report: Report, warn: Report, segmentLookup?: SegmentLookup): void {
   if (!isPlainObject(c)) return report(path, 'must be an object');
+  unknownFields(c, CLAUSE_FIELDS, path, report);
   contextKind(c.contextKind, `${path}.contextKind`, report);
+  const op = c.op;
+  if (op === 'segmentMatch') return validateSegmentMatch(c, path, report, warn, segmentLookup);
   if (typeof c.attribute !== 'string' || parseClauseAttribute(c.attribute, c.contextKind).kind === ATTR_INVALID) {
     report(`${path}.attribute`, attributeProblem(c.contextKind));
   }
   if (c.negate !== undefined && typeof c.negate !== 'boolean') report(`${path}.negate`, 'must be a boolean');
-  const op = c.op;
   if (!isOperator(op)) report(`${path}.op`, `unknown operator '${String(op)}'`);
   if (!Array.isArray(c.values)) return report(`${path}.values`, 'must be an array');
   if (c.values.length === 0) warn(`${path}.values`, c.negate === true ? 'is empty: the clause matches every context that has the attribute' : 'is empty: the clause never matches');
@@ -416,6 +533,29 @@ function validateClause(c: unknown, path: string, report: Report, warn: Report):
     const problem = isOperator(op) ? clauseValueProblem(op, value) : undefined;
     if (problem !== undefined) warn(`${path}.values[${k}]`, `${problem} for '${op as string}': this value never matches`);
   });
+}
+
+/**
+ * segmentMatch: values are segment keys (strings: an error otherwise, unlike other operators'
+ * values, since nothing else can be meant), the attribute is ignored (any string, or none), and with
+ * `segmentLookup` each segment exists and nests within MAX_SEGMENT_DEPTH without a cycle.
+ */
+function validateSegmentMatch(c: Record<string, unknown>, path: string, report: Report, warn: Report, segmentLookup?: SegmentLookup): void {
+  if (c.attribute !== undefined && typeof c.attribute !== 'string') report(`${path}.attribute`, 'must be a string (segmentMatch ignores it)');
+  if (c.negate !== undefined && typeof c.negate !== 'boolean') report(`${path}.negate`, 'must be a boolean');
+  if (!Array.isArray(c.values)) return report(`${path}.values`, 'must be an array of segment keys');
+  if (c.values.length === 0) warn(`${path}.values`, c.negate === true ? 'is empty: the clause matches every context' : 'is empty: the clause never matches');
+  const known: string[] = [];
+  (c.values as unknown[]).forEach((value, k) => {
+    if (typeof value !== 'string' || value === '') return report(`${path}.values[${k}]`, 'must be a segment key');
+    if (segmentLookup === undefined) return;
+    if (segmentLookup(value) === undefined) report(`${path}.values[${k}]`, `no segment '${value}' in this environment`);
+    else known.push(value);
+  });
+  if (segmentLookup !== undefined && known.length > 0) {
+    const problem = segmentNestingProblem(known, segmentLookup);
+    if (problem !== undefined) report(`${path}.values`, problem);
+  }
 }
 
 /**

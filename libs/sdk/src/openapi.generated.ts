@@ -1389,19 +1389,27 @@ export interface components {
         };
         TargetDto: {
             variationId: string;
-            /** @description context keys */
+            /** @description context keys (of contextKind) */
             values: string[];
+            /**
+             * @description the kind of the keys; absent: 'user'. Targets are read in order, the first listing the context's key of its kind wins (LaunchDarkly's targets and contextTargets map onto this one list)
+             * @example organization
+             */
+            contextKind?: string;
         };
         ClauseDto: {
             /** @description without contextKind: a context attribute name, taken literally even when it starts with / (`key` is the context key); with contextKind: an attribute reference (`/a/b` reads nested objects; ~1 escapes /, ~0 escapes ~), as in LaunchDarkly */
             attribute: string;
             /**
-             * @description when set, `attribute` is an attribute reference; our contexts have the one kind `user`
+             * @description the context kind read (absent: 'user'; not 'kind' or 'multi'); when set, `attribute` is an attribute reference. A context without that kind never matches, negated or not
+             * @example organization
+             */
+            contextKind?: string;
+            /**
+             * @description `segmentMatch`: the context is in any of the segments whose keys are the values (the attribute is ignored)
              * @enum {string}
              */
-            contextKind?: "user";
-            /** @enum {string} */
-            op: "in" | "startsWith" | "endsWith" | "contains" | "matches" | "lessThan" | "lessThanOrEqual" | "greaterThan" | "greaterThanOrEqual" | "before" | "after" | "semVerEqual" | "semVerLessThan" | "semVerGreaterThan";
+            op: "in" | "startsWith" | "endsWith" | "contains" | "matches" | "lessThan" | "lessThanOrEqual" | "greaterThan" | "greaterThanOrEqual" | "before" | "after" | "semVerEqual" | "semVerLessThan" | "semVerGreaterThan" | "segmentMatch";
             /** @description any JSON values; one that can never match its operator never matches */
             values: (string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
                 [key: string]: components["schemas"]["JsonValue"];
@@ -1418,10 +1426,10 @@ export interface components {
             /** @description attribute hashed for bucketing; default key. Literal, or a reference with contextKind, as a clause attribute */
             bucketBy?: string;
             /**
-             * @description when set, `bucketBy` is an attribute reference
-             * @enum {string}
+             * @description the context kind bucketed (absent: 'user'); when set, `bucketBy` is an attribute reference. A context without that kind takes bucket 0
+             * @example organization
              */
-            contextKind?: "user";
+            contextKind?: string;
             /** @description when set and non-zero, replaces {flagKey}.{salt} in the hash input */
             seed?: number;
         };

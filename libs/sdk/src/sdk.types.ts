@@ -29,7 +29,9 @@ export type ClauseOperator =
   | 'after'
   | 'semVerEqual'
   | 'semVerLessThan'
-  | 'semVerGreaterThan';
+  | 'semVerGreaterThan'
+  /** The context is in any of the segments whose keys are the values; the attribute is ignored. */
+  | 'segmentMatch';
 
 export interface FlagVariation {
   id: string;
@@ -46,8 +48,8 @@ export interface Clause {
    * name is taken literally, even when it starts with `/`; with it, an attribute reference (`/a/b`).
    */
   attribute: string;
-  /** `user`: `attribute` is an attribute reference, as in LaunchDarkly. */
-  contextKind?: 'user';
+  /** The context kind read (absent: `user`); when set, `attribute` is an attribute reference, as in LaunchDarkly. */
+  contextKind?: string;
   op: ClauseOperator;
   /** Any JSON values, as in LaunchDarkly; one the operator can never use is accepted and reported in the flag's `warnings`. */
   values: JsonValue[];
@@ -58,7 +60,8 @@ export interface Rollout {
   variations: Array<{ variationId: string; weight: number }>;
   /** Literal, or an attribute reference with `contextKind`, as a clause's attribute. */
   bucketBy?: string;
-  contextKind?: 'user';
+  /** The context kind bucketed (absent: `user`); a context without it takes bucket 0. */
+  contextKind?: string;
   seed?: number;
 }
 
@@ -73,8 +76,10 @@ export interface Rule {
 
 export interface Target {
   variationId: string;
-  /** Context keys. */
+  /** Context keys (of `contextKind`). */
   values: string[];
+  /** The kind of the keys; absent: `user`. */
+  contextKind?: string;
 }
 
 export interface Prerequisite {

@@ -110,6 +110,22 @@ describe('flag rules', () => {
       expect(flagProblems(flagOf('f', { defaultValue: 'no' }), envOf('f'), 'production', [])).toMatchObject({ defaultValue: expect.stringMatching(/^must be a boolean/) });
     });
 
+    it('refuses a field the model does not have inside targets, rules and clauses, by path; honours a target’s contextKind (CONTRACT.md section 4)', () => {
+      const env = envOf('f', 'production', {
+        targets: [{ variationId: 'on', values: ['acme'], contextKind: 'organization', bogusField: true } as never],
+        rules: [{ id: 'r', clauses: [{ attribute: 'plan', op: 'in', values: ['pro'], contextKind: 'organization', extra: 1 } as never], variationId: 'on' }],
+      });
+      expect(flagProblems(flagOf('f'), env, 'production', [])).toEqual({
+        'targets[0].bogusField': 'is not an allowed field',
+        'rules[0].clauses[0].extra': 'is not an allowed field',
+      });
+      const kinds = envOf('f', 'production', { targets: [{ variationId: 'on', values: ['acme'], contextKind: 'organization' }] });
+      expect(flagProblems(flagOf('f'), kinds, 'production', [])).toEqual({});
+      expect(flagProblems(flagOf('f'), envOf('f', 'production', { targets: [{ variationId: 'on', values: ['x'], contextKind: 'multi' }] }), 'production', [])).toEqual({
+        'targets[0].contextKind': "must be a context kind (letters, digits, '.', '_' and '-'; not 'kind' or 'multi'), or absent for 'user'",
+      });
+    });
+
     it('resolves prerequisites against the environment’s flags, and bounds the chains of the flags above it when they change', () => {
       const missing = flagProblems(flagOf('f'), envOf('f', 'production', { prerequisites: [{ key: 'ghost', variationId: 'on' }] }), 'production', []);
       expect(Object.keys(missing)).toEqual([expect.stringMatching(/^prerequisites\[0\]/)]);
@@ -164,7 +180,7 @@ describe('flag rules', () => {
     });
 
     it('refuses reserved keys beside the parser’s own problems', () => {
-      const parsed = { flags: new Map([['export', {}]]), skipped: [], errors: { 'flags.x.variations': 'must be an array of values' } };
+      const parsed = { flags: new Map([['export', {}]]), segments: new Map(), skipped: [], errors: { 'flags.x.variations': 'must be an array of values' } };
       expect(importRequestProblems(parsed)).toEqual({ 'flags.x.variations': 'must be an array of values', 'flags.export.key': "export is reserved by the API's paths" });
       expect(parsed.errors).toEqual({ 'flags.x.variations': 'must be an array of values' });
     });

@@ -25,9 +25,13 @@ import { FLAG_TYPES, type FlagType, type JsonValue } from '@flagship/domain';
  * keeps them in step with the evaluator's types.
  */
 
+const CONTEXT_KIND = { pattern: '^[A-Za-z0-9._-]+$', example: 'organization' } as const;
+
 export class TargetDto implements Target {
   @ApiProperty() variationId: string;
-  @ApiProperty({ type: [String], description: 'context keys' }) values: string[];
+  @ApiProperty({ type: [String], description: 'context keys (of contextKind)' }) values: string[];
+  @ApiPropertyOptional({ ...CONTEXT_KIND, description: "the kind of the keys; absent: 'user'. Targets are read in order, the first listing the context's key of its kind wins (LaunchDarkly's targets and contextTargets map onto this one list)" })
+  contextKind?: string;
 }
 
 export class ClauseDto implements Clause {
@@ -36,8 +40,9 @@ export class ClauseDto implements Clause {
       'without contextKind: a context attribute name, taken literally even when it starts with / (`key` is the context key); with contextKind: an attribute reference (`/a/b` reads nested objects; ~1 escapes /, ~0 escapes ~), as in LaunchDarkly',
   })
   attribute: string;
-  @ApiPropertyOptional({ enum: ['user'], description: 'when set, `attribute` is an attribute reference; our contexts have the one kind `user`' }) contextKind?: string;
-  @ApiProperty({ enum: OPERATORS }) op: Operator;
+  @ApiPropertyOptional({ ...CONTEXT_KIND, description: "the context kind read (absent: 'user'; not 'kind' or 'multi'); when set, `attribute` is an attribute reference. A context without that kind never matches, negated or not" })
+  contextKind?: string;
+  @ApiProperty({ enum: OPERATORS, description: '`segmentMatch`: the context is in any of the segments whose keys are the values (the attribute is ignored)' }) op: Operator;
   @ApiProperty({ type: 'array', items: JSON_VALUE, description: 'any JSON values; one that can never match its operator never matches' }) values: JsonValue[];
   @ApiPropertyOptional() negate?: boolean;
 }
@@ -50,7 +55,7 @@ export class WeightedVariationDto implements WeightedVariation {
 export class RolloutDto implements Rollout {
   @ApiProperty({ type: [WeightedVariationDto] }) variations: WeightedVariationDto[];
   @ApiPropertyOptional({ description: 'attribute hashed for bucketing; default key. Literal, or a reference with contextKind, as a clause attribute' }) bucketBy?: string;
-  @ApiPropertyOptional({ enum: ['user'], description: 'when set, `bucketBy` is an attribute reference' }) contextKind?: string;
+  @ApiPropertyOptional({ ...CONTEXT_KIND, description: "the context kind bucketed (absent: 'user'); when set, `bucketBy` is an attribute reference. A context without that kind takes bucket 0" }) contextKind?: string;
   @ApiPropertyOptional({ description: 'when set and non-zero, replaces {flagKey}.{salt} in the hash input' }) seed?: number;
 }
 

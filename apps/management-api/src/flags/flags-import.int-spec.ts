@@ -220,7 +220,7 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
             fallthrough: { variation: 0 },
             rules: [
               { id: 'r0', clauses: [{ attribute: 'segmentMatch', op: 'segmentMatch', values: ['beta-users'] }], variation: 0 },
-              { id: 'r1', clauses: [{ contextKind: 'organization', attribute: 'key', op: 'in', values: ['acme'] }], variation: 0 },
+              { id: 'r1', clauses: [{ contextKind: 'org anization', attribute: 'key', op: 'in', values: ['acme'] }], variation: 0 },
               { id: 'r2', clauses: [], rollout: { kind: 'experiment', variations: [{ variation: 0, weight: 100000 }] } },
             ],
           },
@@ -229,8 +229,8 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
       const res = await importAs(owner, data);
       expect(res.status).toBe(422);
       expect(res.body.errors).toEqual({
-        'flags.ld-segment.rules[0].clauses[0].op': 'segmentMatch: segments cannot be imported (not supported)',
-        'flags.ld-segment.rules[1].clauses[0].contextKind': "context kind 'organization': only user contexts can be imported (our contexts have one kind)",
+        'flags.ld-segment.rules[0].clauses[0].op': 'segmentMatch: import its segments in the same request',
+        'flags.ld-segment.rules[1].clauses[0].contextKind': "'org anization' is not a context kind",
         'flags.ld-segment.rules[2].rollout.kind': "a rollout of kind 'experiment' (an experiment) cannot be imported: experiments are not supported",
       });
       expect((await f.call('GET', '/api/flags/ld-fresh', as(owner))).status).toBe(404);
@@ -246,7 +246,7 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
           b: flag('b', { prerequisites: [{ key: 'a', variation: 0 }], targets: [{ values: ['k'], variation: 7 }] }),
           c: flag('c', { rules: [{ id: 'r', clauses: [] }], prerequisites: [{ key: 'nowhere', variation: 0 }] }),
           d: flag('d', { variations: [1, 'one'] }),
-          e: flag('e', { fallthrough: {}, offVariation: 5, rules: [{ id: 'r', clauses: [{ attribute: 'anonymous', op: 'in', values: [true] }], variation: 0 }] }),
+          e: flag('e', { fallthrough: {}, offVariation: 5, rules: [{ id: 'r', clauses: [{ attribute: 'anonymous', contextKind: 'multi', op: 'in', values: [true] }], variation: 0 }] }),
         },
       });
       expect(res.status).toBe(422);
@@ -258,7 +258,7 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
         'flags.d.variations': 'must mix number and string values: our flags have one type',
         'flags.e.fallthrough': 'names no variation and no rollout',
         'flags.e.offVariation': 'names no variation of this flag (5; it has 2)',
-        'flags.e.rules[0].clauses[0].attribute': "'anonymous' is a built-in of LaunchDarkly contexts (always set), which our contexts do not have",
+        'flags.e.rules[0].clauses[0].contextKind': "'multi' is not a context kind",
       });
       const cycle = await importAs(owner, { flags: { a: flag('a', { prerequisites: [{ key: 'b', variation: 0 }] }), b: flag('b', { prerequisites: [{ key: 'a', variation: 0 }] }) } });
       expect(cycle.status).toBe(422);

@@ -1,5 +1,5 @@
 import { evaluateFlag, type FlagDefinition } from '@flagship/flag-evaluation';
-import { importedClientSideAvailability, inferFlagType, mapLaunchDarklyFlags, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
+import { importedClientSideAvailability, inferFlagType, mapLaunchDarklyFlags, mapLaunchDarklySegments, parseLaunchDarklyData, relativeWeights } from './launchdarkly-import';
 
 const ids = () => {
   let n = 0;
@@ -36,13 +36,81 @@ describe('LaunchDarkly SDK data mapping (pure)', () => {
       [[{ attribute: '/a/b', contextKind: 'user', op: 'in', values: ['x'] }], undefined, undefined],
       [[], '/a/b', undefined],
     ]);
-    // Only a reference names the built-ins: the literal "/kind" is an ordinary attribute, `/kind` with a kind is not.
-    const builtIn = (clause: Record<string, unknown>) =>
-      mapLaunchDarklyFlags(parseLaunchDarklyData({ flags: { g: { variations: [1, 2], fallthrough: { variation: 0 }, rules: [{ clauses: [{ op: 'in', values: [1], ...clause }], variation: 0 }] } } }).flags, () => undefined, ids()).errors;
-    expect(builtIn({ attribute: '/kind' })).toEqual({});
-    expect(builtIn({ attribute: '/kind', contextKind: 'user' })).toEqual({
-      'flags.g.rules[0].clauses[0].attribute': "'kind' is a built-in of LaunchDarkly contexts (always set), which our contexts do not have",
+    // The built-ins (`kind`, `anonymous`) are the evaluator's now: imported as written.
+    const clauseOf = (clause: Record<string, unknown>) =>
+      mapLaunchDarklyFlags(parseLaunchDarklyData({ flags: { g: { variations: [1, 2], fallthrough: { variation: 0 }, rules: [{ clauses: [{ op: 'in', values: [1], ...clause }], variation: 0 }] } } }).flags, () => undefined, ids());
+    expect(clauseOf({ attribute: '/kind', contextKind: 'user' }).flags[0]?.rules[0]?.clauses).toEqual([{ attribute: '/kind', contextKind: 'user', op: 'in', values: [1] }]);
+    expect(clauseOf({ attribute: '/a/b', contextKind: 'organization' }).flags[0]?.rules[0]?.clauses).toEqual([{ attribute: '/a/b', contextKind: 'organization', op: 'in', values: [1] }]);
+    expect(clauseOf({ attribute: 'a', contextKind: 'multi' }).errors).toEqual({ 'flags.g.rules[0].clauses[0].contextKind': "'multi' is not a context kind" });
+  });
+
+  it('imports kinds everywhere: targets of other kinds in LaunchDarkly order, rollouts by kind, segmentMatch when the segments come too', () => {
+    const parsed = parseLaunchDarklyData({
+      flags: {
+        f: {
+          variations: ['a', 'b'],
+          fallthrough: { rollout: { contextKind: 'organization', bucketBy: '/billing/id', variations: [{ variation: 0, weight: 100000 }] } },
+          targets: [{ values: ['u1'], variation: 1 }],
+          contextTargets: [
+            { contextKind: 'organization', values: ['o1'], variation: 0 },
+            { contextKind: 'user', values: [], variation: 1 },
+          ],
+          rules: [{ id: 'seg', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'], negate: true }], variation: 1 }],
+        },
+      },
+      segments: { beta: { key: 'beta', included: ['u1'], rules: [] } },
     });
+    expect([...parsed.segments.keys()]).toEqual(['beta']);
+    const refused = mapLaunchDarklyFlags(parsed.flags, () => undefined, ids());
+    expect(refused.errors).toEqual({ 'flags.f.rules[0].clauses[0].op': 'segmentMatch: import its segments in the same request' });
+    const { flags, errors } = mapLaunchDarklyFlags(parsed.flags, () => undefined, ids(), (k) => parsed.segments.has(k));
+    expect(errors).toEqual({});
+    expect(flags[0]?.targets).toEqual([
+      { variationId: 'v0', values: ['o1'], contextKind: 'organization' },
+      { variationId: 'v1', values: ['u1'] },
+    ]);
+    expect(flags[0]?.rules[0]?.clauses).toEqual([{ attribute: '', op: 'segmentMatch', values: ['beta'], negate: true }]);
+    expect(flags[0]?.rules[1]?.rollout).toMatchObject({ contextKind: 'organization', bucketBy: '/billing/id' });
+    expect(mapLaunchDarklyFlags(parsed.flags, () => undefined, ids(), () => false).errors).toEqual({ 'flags.f.rules[0].clauses[0].values[0]': 'names no segment of this import or this environment ("beta")' });
+  });
+
+  it('maps LaunchDarkly segments: keys per kind, weighted rules by kind, salt absent as empty; refuses big segments and unknown fields', () => {
+    const parsed = parseLaunchDarklyData({
+      flags: {},
+      segments: {
+        s: {
+          key: 's',
+          version: 3,
+          included: ['u1'],
+          excludedContexts: [{ contextKind: 'organization', values: ['o2'] }],
+          rules: [{ id: 'r', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['pro'] }, { attribute: '', op: 'segmentMatch', values: ['t'] }], weight: 25000, bucketBy: '/billing/id', rolloutContextKind: 'organization' }],
+        },
+        t: { key: 't', salt: 'pepper', includedContexts: [{ contextKind: 'device', values: ['d1'] }] },
+        big: { key: 'big', unbounded: true, generation: 2 },
+        odd: { key: 'odd', rules: [{ clauses: [], weight: 'half', trackEvents: true }] },
+        gone: { key: 'gone', deleted: true },
+      },
+    });
+    const { segments, errors } = mapLaunchDarklySegments(parsed.segments, (k) => parsed.segments.has(k));
+    expect(errors).toEqual({
+      'segments.big.unbounded': 'a big segment (its members live outside the segment) cannot be imported',
+      'segments.odd.rules[0].trackEvents': "is not a field LaunchDarkly's SDKs read here",
+      'segments.odd.rules[0].weight': 'must be an integer (out of 100000)',
+    });
+    expect(segments).toEqual([
+      {
+        key: 's',
+        name: 's',
+        included: ['u1'],
+        excluded: [],
+        includedContexts: [],
+        excludedContexts: [{ contextKind: 'organization', values: ['o2'] }],
+        rules: [{ id: 'r', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['pro'] }, { attribute: '', op: 'segmentMatch', values: ['t'] }], weight: 25000, bucketBy: '/billing/id', rolloutContextKind: 'organization' }],
+        salt: '',
+      },
+      { key: 't', name: 't', included: [], excluded: [], includedContexts: [{ contextKind: 'device', values: ['d1'] }], excludedContexts: [], rules: [], salt: 'pepper' },
+    ]);
+    expect(parsed.skipped).toEqual([{ key: 'gone', reason: 'a segment deleted in LaunchDarkly (a tombstone)' }]);
   });
 
   it.each([

@@ -1,15 +1,33 @@
 import { isDeepStrictEqual } from 'node:util';
 import { FLAG_KEY_PATTERN, type FlagType, type JsonValue } from '@flagship/domain';
-import { ATTR_INVALID, type ClientSideAvailability, type Clause, FALLTHROUGH_RULE_ID, OPERATORS, parseClauseAttribute, type Prerequisite, type Rollout, type Rule, type Target, type Variation } from '@flagship/flag-evaluation';
+import {
+  ATTR_INVALID,
+  type ClientSideAvailability,
+  type Clause,
+  FALLTHROUGH_RULE_ID,
+  isValidContextKind,
+  MULTI_KIND,
+  OPERATORS,
+  parseClauseAttribute,
+  type Prerequisite,
+  type Rollout,
+  type Rule,
+  type SegmentDefinition,
+  type SegmentRule,
+  type SegmentTarget,
+  type Target,
+  type Variation,
+} from '@flagship/flag-evaluation';
 
 /**
  * LaunchDarkly's server-side SDK data (SDK data files, the relay proxy's `/sdk/latest-all`) mapped
  * onto our flag model, with LaunchDarkly's evaluation semantics kept: same values, same variation
  * for every context, same buckets. Pure: the service reads and writes the database.
  *
- * What the model cannot express (segments, context kinds other than `user`, experiments, the
- * built-in `kind`/`anonymous` attributes) is an error naming the flag and the place, so an import
- * never changes what a user is served without saying so.
+ * Context kinds, contextTargets (onto `targets` with their kinds, in LaunchDarkly's order) and
+ * segments (mapLaunchDarklySegments) map one to one. What the model cannot express (experiments, big
+ * segments) is an error naming the flag and the place, so an import never changes what a user is
+ * served without saying so.
  */
 
 /** LaunchDarkly's rollout weights are out of this many. */
@@ -51,6 +69,11 @@ const TARGET_FIELDS = new Set(['values', 'variation', 'contextKind']);
 const PREREQUISITE_FIELDS = new Set(['key', 'variation']);
 const VARIATION_OR_ROLLOUT_FIELDS = new Set(['variation', 'rollout']);
 const BODY_FIELDS = new Set(['flags', 'segments', 'flagValues']);
+/** Fields of a LaunchDarkly segment that do not change whom it matches; accepted and not stored. */
+const IGNORED_SEGMENT_FIELDS = ['version', 'deleted', 'generation', '_meta', 'description', 'name', 'tags', 'creationDate'];
+const SEGMENT_FIELDS = new Set(['key', 'included', 'excluded', 'includedContexts', 'excludedContexts', 'rules', 'salt', 'unbounded', 'unboundedContextKind', ...IGNORED_SEGMENT_FIELDS]);
+const SEGMENT_RULE_FIELDS = new Set(['id', 'clauses', 'weight', 'bucketBy', 'rolloutContextKind']);
+const SEGMENT_TARGET_FIELDS = new Set(['contextKind', 'values']);
 
 /** A flag of the tenant as it is now (in the request's environment). */
 export interface ExistingFlag {
@@ -82,6 +105,8 @@ export interface ImportedFlag {
 export interface ParsedImport {
   /** Flag key -> LaunchDarkly's flag object, in the order given. */
   flags: Map<string, Record<string, unknown>>;
+  /** Segment key -> LaunchDarkly's segment object (tombstones left out, as for flags). */
+  segments: Map<string, Record<string, unknown>>;
   /** Tombstones (`deleted: true`): LaunchDarkly serves nothing for them, so nothing is written. */
   skipped: Array<{ key: string; reason: string }>;
   errors: Record<string, string>;
@@ -94,7 +119,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * flags, and the data files' simplified `flagValues: {key: value}` (a flag that always serves value).
  */
 export function parseLaunchDarklyData(body: unknown): ParsedImport {
-  const out: ParsedImport = { flags: new Map(), skipped: [], errors: {} };
+  const out: ParsedImport = { flags: new Map(), segments: new Map(), skipped: [], errors: {} };
   // This body bypasses the global validation pipe (it may be an array), so it is checked here for
   // what Postgres cannot store and for nesting, before anything reads it.
   unstorable(body, out.errors);
@@ -127,6 +152,7 @@ export function parseLaunchDarklyData(body: unknown): ParsedImport {
     for (const field of Object.keys(body)) if (!BODY_FIELDS.has(field)) out.errors[field] = 'is not an allowed field';
     flags = body.flags;
     if (body.segments !== undefined && !isObject(body.segments) && !Array.isArray(body.segments)) out.errors['segments'] = 'must be an object';
+    else if (body.segments !== undefined) parseSegments(body.segments, out);
     if (body.flagValues !== undefined) {
       if (!isObject(body.flagValues)) out.errors['flagValues'] = 'must be an object of flag key to value';
       else {
@@ -145,6 +171,25 @@ export function parseLaunchDarklyData(body: unknown): ParsedImport {
   else if (isObject(flags)) for (const [key, f] of Object.entries(flags)) add(`flags.${key}`, f, key);
   else if (flags !== undefined) out.errors['flags'] = 'must be an object of flag key to flag, or an array of flags';
   return out;
+}
+
+/** `segments: {key: segment}` or `[segment]`, as flags; a segment key follows the flag key rule. */
+function parseSegments(segments: unknown, out: ParsedImport): void {
+  const entries: Array<[string, unknown, string | undefined]> = Array.isArray(segments)
+    ? segments.map((s, i) => [`segments[${i}]`, s, undefined])
+    : Object.entries(segments as Record<string, unknown>).map(([k, s]) => [`segments.${k}`, s, k]);
+  for (const [path, raw, mapKey] of entries) {
+    if (!isObject(raw)) {
+      out.errors[path] = 'must be a segment object';
+      continue;
+    }
+    const key = raw.key ?? mapKey;
+    if (typeof key !== 'string' || !FLAG_KEY_PATTERN.test(key)) out.errors[`${path}.key`] = 'must be a segment key (a letter or digit, then up to 127 letters, digits, dots, dashes or underscores)';
+    else if (mapKey !== undefined && raw.key !== undefined && raw.key !== mapKey) out.errors[`${path}.key`] = `differs from the key it is listed under ('${mapKey}')`;
+    else if (out.segments.has(key)) out.errors[`${path}.key`] = `segment '${key}' is listed twice`;
+    else if (raw.deleted === true) out.skipped.push({ key, reason: 'a segment deleted in LaunchDarkly (a tombstone)' });
+    else out.segments.set(key, raw);
+  }
 }
 
 const MAX_DEPTH = 64;
@@ -223,6 +268,12 @@ export function mapLaunchDarklyFlags(
   parsed: ReadonlyMap<string, Record<string, unknown>>,
   existing: (key: string) => ExistingFlag | undefined,
   newId: () => string,
+  /**
+   * Whether a segment exists once the import is written (in the import or in the environment).
+   * Without it, segmentMatch is refused: its segments would not be written, and the clause would
+   * silently match nobody.
+   */
+  segmentExists?: (key: string) => boolean,
 ): { flags: ImportedFlag[]; errors: Record<string, string> } {
   const errors: Record<string, string> = {};
   // Variation ids of every imported flag first: prerequisites name each other by index.
@@ -267,36 +318,19 @@ export function mapLaunchDarklyFlags(
     const unknownFields = (obj: Record<string, unknown>, allowed: ReadonlySet<string>, path: string): void => {
       for (const f of Object.keys(obj)) if (!allowed.has(f)) fail(`${path}.${f}`, 'is not a field LaunchDarkly\'s SDKs read here; nothing was imported, so nothing is silently dropped');
     };
-    const userKind = (obj: Record<string, unknown>, path: string): boolean => {
-      if (obj.contextKind === undefined || obj.contextKind === null || obj.contextKind === 'user') return true;
-      fail(`${path}.contextKind`, `context kind '${String(obj.contextKind)}': only user contexts can be imported (our contexts have one kind)`);
-      return false;
-    };
+    const validKind = (obj: Record<string, unknown>, path: string): boolean => importKindProblem(obj.contextKind, `${path}.contextKind`, fail);
     const variationId = (index: unknown, path: string): string | undefined => {
       if (typeof index === 'number' && Number.isInteger(index) && index >= 0 && index < ids.length) return ids[index];
       return fail(path, `names no variation of this flag (${JSON.stringify(index ?? null)}; it has ${ids.length})`);
     };
-    /**
-     * An attribute as LaunchDarkly wrote it, with the contextKind that decides how it reads (as in our
-     * model): none, a literal name even when it starts with `/` (old data); `user`, a reference.
-     */
-    const attribute = (name: unknown, obj: Record<string, unknown>, path: string): { name: string; contextKind?: 'user' } | undefined => {
-      if (typeof name !== 'string' || name === '') return fail(path, 'must be a non-empty attribute name');
-      const withKind = obj.contextKind === 'user';
-      const parsedRef = parseClauseAttribute(name, withKind ? 'user' : undefined);
-      if (parsedRef.kind === ATTR_INVALID) return fail(path, `'${name}' is not a valid attribute reference`);
-      if (parsedRef.path.length === 0 && (parsedRef.name === 'kind' || parsedRef.name === 'anonymous')) {
-        return fail(path, `'${parsedRef.name}' is a built-in of LaunchDarkly contexts (always set), which our contexts do not have`);
-      }
-      return withKind ? { name, contextKind: 'user' } : { name };
-    };
+    const attribute = (name: unknown, obj: Record<string, unknown>, path: string) => importedAttribute(name, obj.contextKind, path, fail);
     const rollout = (r: unknown, path: string): Rollout | undefined => {
       if (!isObject(r)) return fail(path, 'must be an object');
       unknownFields(r, ROLLOUT_FIELDS, path);
       if (r.kind !== undefined && r.kind !== null && r.kind !== 'rollout') {
         return fail(`${path}.kind`, `a rollout of kind '${String(r.kind)}' (an experiment) cannot be imported: experiments are not supported`);
       }
-      if (!userKind(r, path)) return undefined;
+      if (!validKind(r, path)) return undefined;
       if (!Array.isArray(r.variations) || r.variations.length === 0) return fail(`${path}.variations`, 'must be a non-empty array');
       const slots: Array<{ variationId: string; weight: number }> = [];
       (r.variations as unknown[]).forEach((s, i) => {
@@ -314,8 +348,9 @@ export function mapLaunchDarklyFlags(
         const ref = attribute(r.bucketBy, r, `${path}.bucketBy`);
         if (ref === undefined) return undefined;
         out.bucketBy = ref.name;
-        if (ref.contextKind !== undefined) out.contextKind = ref.contextKind;
       }
+      // The kind bucketed, with or without bucketBy (without, the key of that kind).
+      if (typeof r.contextKind === 'string' && r.contextKind !== '') out.contextKind = r.contextKind;
       if (r.seed !== undefined && r.seed !== null) {
         if (!Number.isSafeInteger(r.seed)) return fail(`${path}.seed`, 'must be an integer');
         out.seed = r.seed as number;
@@ -355,9 +390,12 @@ export function mapLaunchDarklyFlags(
       if (!isObject(tgt)) return void fail(path, 'must be an object');
       unknownFields(tgt, TARGET_FIELDS, path);
       if (!Array.isArray(tgt.values) || tgt.values.some((v) => typeof v !== 'string')) return void fail(`${path}.values`, 'must be an array of context keys');
-      if (!userKind(tgt, path)) return;
+      if (!validKind(tgt, path)) return;
       const id = variationId(tgt.variation, `${path}.variation`);
-      if (id !== undefined && tgt.values.length > 0) targets.push({ variationId: id, values: [...(tgt.values as string[])] });
+      if (id === undefined || tgt.values.length === 0) return;
+      const target: Target = { variationId: id, values: [...(tgt.values as string[])] };
+      if (typeof tgt.contextKind === 'string' && tgt.contextKind !== '' && tgt.contextKind !== 'user') target.contextKind = tgt.contextKind;
+      targets.push(target);
     };
     const contextTargets = Array.isArray(raw.contextTargets) ? (raw.contextTargets as unknown[]) : [];
     if (raw.contextTargets !== undefined && raw.contextTargets !== null && !Array.isArray(raw.contextTargets)) fail('.contextTargets', 'must be an array');
@@ -365,12 +403,11 @@ export function mapLaunchDarklyFlags(
       contextTargets.forEach((ct, i) => {
         const path = `.contextTargets[${i}]`;
         if (!isObject(ct)) return void fail(path, 'must be an object');
-        const kind = ct.contextKind ?? 'user';
-        if (kind === 'user' && Array.isArray(ct.values) && ct.values.length === 0) {
+        const kind = ct.contextKind === undefined || ct.contextKind === null || ct.contextKind === '' ? 'user' : ct.contextKind;
+        if (kind === 'user') {
+          // LaunchDarkly reads a user entry's keys from the first `targets` entry of its variation.
           const j = targetList.findIndex((tgt) => isObject(tgt) && tgt.variation === ct.variation);
           if (j >= 0) addTarget(targetList[j], `.targets[${j}]`);
-        } else if (kind !== 'user' && Array.isArray(ct.values) && ct.values.length === 0) {
-          // An empty target of another kind matches nobody: harmless.
         } else addTarget(ct, path);
       });
     } else targetList.forEach((tgt, i) => addTarget(tgt, `.targets[${i}]`));
@@ -383,25 +420,9 @@ export function mapLaunchDarklyFlags(
       if (!isObject(r)) return void fail(path, 'must be an object');
       unknownFields(r, RULE_FIELDS, path);
       if (!Array.isArray(r.clauses)) return void fail(`${path}.clauses`, 'must be an array');
-      const clauses: Clause[] = [];
-      (r.clauses as unknown[]).forEach((c, j) => {
-        const cpath = `${path}.clauses[${j}]`;
-        if (!isObject(c)) return void fail(cpath, 'must be an object');
-        unknownFields(c, CLAUSE_FIELDS, cpath);
-        if (c.op === 'segmentMatch') return void fail(`${cpath}.op`, 'segmentMatch: segments cannot be imported (not supported)');
-        if (!(OPERATORS as readonly unknown[]).includes(c.op)) return void fail(`${cpath}.op`, `unknown operator '${String(c.op)}'`);
-        if (!userKind(c, cpath)) return;
-        if (!Array.isArray(c.values)) return void fail(`${cpath}.values`, 'must be an array');
-        if (c.negate !== undefined && c.negate !== null && typeof c.negate !== 'boolean') return void fail(`${cpath}.negate`, 'must be a boolean');
-        const attr = attribute(c.attribute, c, `${cpath}.attribute`);
-        if (attr === undefined) return;
-        const clause: Clause = { attribute: attr.name, op: c.op as Clause['op'], values: c.values as JsonValue[] };
-        if (attr.contextKind !== undefined) clause.contextKind = attr.contextKind;
-        if (c.negate === true) clause.negate = true;
-        clauses.push(clause);
-      });
+      const clauses = importedClauses(r.clauses as unknown[], path, fail, segmentExists);
       const served = servedBy(r, path);
-      if (served === undefined || clauses.length !== r.clauses.length) return;
+      if (served === undefined || clauses === undefined) return;
       let id = typeof r.id === 'string' && r.id !== '' && r.id !== FALLTHROUGH_RULE_ID && !ruleIds.has(r.id) ? r.id : `rule-${i}`;
       while (ruleIds.has(id)) id = `${id}-${i}`;
       ruleIds.add(id);
@@ -489,4 +510,137 @@ export function importedClientSideAvailability(raw: Record<string, unknown>, fai
   if (raw.clientSide === undefined || raw.clientSide === null) return undefined;
   if (typeof raw.clientSide !== 'boolean') return fail('.clientSide', 'must be a boolean');
   return { usingEnvironmentId: raw.clientSide, usingMobileKey: true };
+}
+
+type Fail = (path: string, message: string) => undefined;
+
+/** A contextKind as LaunchDarkly wrote it: absent (user) or a valid kind. */
+function importKindProblem(kind: unknown, path: string, fail: Fail): boolean {
+  if (kind === undefined || kind === null || kind === '' || (kind !== MULTI_KIND && isValidContextKind(kind))) return true;
+  fail(path, `'${String(kind)}' is not a context kind`);
+  return false;
+}
+
+/**
+ * An attribute as LaunchDarkly wrote it, with the contextKind that decides how it reads (as in our
+ * model): none, a literal name even when it starts with `/` (old data); a kind, a reference.
+ */
+function importedAttribute(name: unknown, contextKind: unknown, path: string, fail: Fail): { name: string; contextKind?: string } | undefined {
+  if (typeof name !== 'string' || name === '') return fail(path, 'must be a non-empty attribute name');
+  const kind = typeof contextKind === 'string' && contextKind !== '' ? contextKind : undefined;
+  if (parseClauseAttribute(name, kind).kind === ATTR_INVALID) return fail(path, `'${name}' is not a valid attribute reference`);
+  return kind === undefined ? { name } : { name, contextKind: kind };
+}
+
+/**
+ * A rule's clauses (a flag's or a segment's), or undefined when any cannot be imported (each
+ * failure reported by path). segmentMatch keeps its segment keys; its attribute is ignored.
+ */
+function importedClauses(raw: readonly unknown[], path: string, fail: Fail, segmentExists?: (key: string) => boolean): Clause[] | undefined {
+  const clauses: Clause[] = [];
+  raw.forEach((c, j) => {
+    const cpath = `${path}.clauses[${j}]`;
+    if (!isObject(c)) return void fail(cpath, 'must be an object');
+    for (const f of Object.keys(c)) if (!CLAUSE_FIELDS.has(f)) fail(`${cpath}.${f}`, "is not a field LaunchDarkly's SDKs read here; nothing was imported, so nothing is silently dropped");
+    if (!(OPERATORS as readonly unknown[]).includes(c.op)) return void fail(`${cpath}.op`, `unknown operator '${String(c.op)}'`);
+    if (!importKindProblem(c.contextKind, `${cpath}.contextKind`, fail)) return;
+    if (!Array.isArray(c.values)) return void fail(`${cpath}.values`, 'must be an array');
+    if (c.negate !== undefined && c.negate !== null && typeof c.negate !== 'boolean') return void fail(`${cpath}.negate`, 'must be a boolean');
+    if (c.op === 'segmentMatch') {
+      if (segmentExists === undefined) return void fail(`${cpath}.op`, 'segmentMatch: import its segments in the same request');
+      const unknown = (c.values as unknown[]).findIndex((v) => typeof v !== 'string' || !segmentExists(v));
+      if (unknown >= 0) return void fail(`${cpath}.values[${unknown}]`, `names no segment of this import or this environment (${JSON.stringify(c.values[unknown])})`);
+      const clause: Clause = { attribute: typeof c.attribute === 'string' ? c.attribute : '', op: 'segmentMatch', values: [...(c.values as string[])] };
+      if (c.negate === true) clause.negate = true;
+      return void clauses.push(clause);
+    }
+    const attr = importedAttribute(c.attribute, c.contextKind, `${cpath}.attribute`, fail);
+    if (attr === undefined) return;
+    const clause: Clause = { attribute: attr.name, op: c.op as Clause['op'], values: c.values as JsonValue[] };
+    if (attr.contextKind !== undefined) clause.contextKind = attr.contextKind;
+    if (c.negate === true) clause.negate = true;
+    clauses.push(clause);
+  });
+  return clauses.length === raw.length ? clauses : undefined;
+}
+
+/**
+ * LaunchDarkly's segments (ParsedImport.segments) as ours, keeping whom each matches: keys per kind,
+ * rules with their weights (absolute, out of 100000, as ours), bucketBy and rolloutContextKind, and
+ * the salt (absent in LaunchDarkly hashes as '', so it becomes ''). Big segments (`unbounded`) keep
+ * their members outside the segment and cannot be imported. Errors are keyed `segments.<key>.<path>`.
+ */
+export function mapLaunchDarklySegments(
+  parsed: ReadonlyMap<string, Record<string, unknown>>,
+  segmentExists: (key: string) => boolean,
+): { segments: SegmentDefinition[]; errors: Record<string, string> } {
+  const errors: Record<string, string> = {};
+  const segments: SegmentDefinition[] = [];
+  for (const [key, raw] of parsed) {
+    const at = (path: string) => `segments.${key}${path}`;
+    const fail: Fail = (path, message) => {
+      errors[at(path)] ??= message;
+      return undefined;
+    };
+    for (const f of Object.keys(raw)) if (!SEGMENT_FIELDS.has(f)) fail(`.${f}`, "is not a field LaunchDarkly's SDKs read here; nothing was imported, so nothing is silently dropped");
+    if (raw.unbounded === true) fail('.unbounded', 'a big segment (its members live outside the segment) cannot be imported');
+    if (raw.salt !== undefined && raw.salt !== null && typeof raw.salt !== 'string') fail('.salt', 'must be a string');
+    const keys = (value: unknown, path: string): string[] => {
+      if (value === undefined || value === null) return [];
+      if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) return fail(path, 'must be an array of context keys') ?? [];
+      return [...(value as string[])];
+    };
+    const byKind = (value: unknown, path: string): SegmentTarget[] => {
+      if (value === undefined || value === null) return [];
+      if (!Array.isArray(value)) return fail(path, 'must be an array') ?? [];
+      const out: SegmentTarget[] = [];
+      value.forEach((t: unknown, i) => {
+        const tpath = `${path}[${i}]`;
+        if (!isObject(t)) return void fail(tpath, 'must be an object');
+        for (const f of Object.keys(t)) if (!SEGMENT_TARGET_FIELDS.has(f)) fail(`${tpath}.${f}`, "is not a field LaunchDarkly's SDKs read here");
+        if (!importKindProblem(t.contextKind, `${tpath}.contextKind`, fail)) return;
+        out.push({ contextKind: typeof t.contextKind === 'string' && t.contextKind !== '' ? t.contextKind : 'user', values: keys(t.values, `${tpath}.values`) });
+      });
+      return out;
+    };
+    const rules: SegmentRule[] = [];
+    if (raw.rules !== undefined && raw.rules !== null && !Array.isArray(raw.rules)) fail('.rules', 'must be an array');
+    (Array.isArray(raw.rules) ? (raw.rules as unknown[]) : []).forEach((r, i) => {
+      const path = `.rules[${i}]`;
+      if (!isObject(r)) return void fail(path, 'must be an object');
+      for (const f of Object.keys(r)) if (!SEGMENT_RULE_FIELDS.has(f)) fail(`${path}.${f}`, "is not a field LaunchDarkly's SDKs read here");
+      if (!Array.isArray(r.clauses)) return void fail(`${path}.clauses`, 'must be an array');
+      const clauses = importedClauses(r.clauses as unknown[], path, fail, segmentExists);
+      if (clauses === undefined) return;
+      const rule: SegmentRule = { id: typeof r.id === 'string' && r.id !== '' && !rules.some((x) => x.id === r.id) ? r.id : `rule-${i}`, clauses };
+      if (r.weight !== undefined && r.weight !== null) {
+        if (typeof r.weight !== 'number' || !Number.isInteger(r.weight)) return void fail(`${path}.weight`, `must be an integer (out of ${LD_WEIGHT_SCALE})`);
+        // LaunchDarkly compares bucket < weight / 100000: beyond the scale is everyone, below 0 nobody.
+        rule.weight = Math.max(0, Math.min(LD_WEIGHT_SCALE, r.weight));
+      }
+      if (r.rolloutContextKind !== undefined && r.rolloutContextKind !== null && r.rolloutContextKind !== '') {
+        if (!importKindProblem(r.rolloutContextKind, `${path}.rolloutContextKind`, fail)) return;
+        rule.rolloutContextKind = r.rolloutContextKind as string;
+      }
+      if (r.bucketBy !== undefined && r.bucketBy !== null && r.bucketBy !== '') {
+        const ref = importedAttribute(r.bucketBy, rule.rolloutContextKind, `${path}.bucketBy`, fail);
+        if (ref === undefined) return;
+        rule.bucketBy = ref.name;
+      }
+      rules.push(rule);
+    });
+    const segment: SegmentDefinition = {
+      key,
+      name: typeof raw.name === 'string' && raw.name !== '' ? raw.name : key,
+      included: keys(raw.included, '.included'),
+      excluded: keys(raw.excluded, '.excluded'),
+      includedContexts: byKind(raw.includedContexts, '.includedContexts'),
+      excludedContexts: byKind(raw.excludedContexts, '.excludedContexts'),
+      rules,
+      salt: typeof raw.salt === 'string' ? raw.salt : '',
+    };
+    if (typeof raw.description === 'string' && raw.description !== '') segment.description = raw.description;
+    if (!Object.keys(errors).some((e) => e.startsWith(`segments.${key}.`))) segments.push(segment);
+  }
+  return { segments, errors };
 }
