@@ -15,7 +15,7 @@ const fields = (key: string, more: Partial<NewSegmentFields> = {}): NewSegmentFi
   ...more,
 });
 // Cast until the evaluator's Operator type names segmentMatch (issue 33's evaluator half).
-const matching = (...keys: string[]): Clause => ({ attribute: '', op: 'segmentMatch', values: keys }) as unknown as Clause;
+const matching = (...keys: string[]): Clause => ({ attribute: '', op: 'segmentMatch', values: keys });
 
 /** A row without what each store generates, to compare across them. */
 const shape = (r: SegmentRow | null) => {

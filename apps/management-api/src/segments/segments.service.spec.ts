@@ -41,7 +41,7 @@ function segmentServices(settings: Partial<Settings> = {}) {
 }
 
 const segment = (key: string, more: Partial<CreateSegmentDto> = {}): CreateSegmentDto => ({ key, name: `Segment ${key}`, ...more });
-const matching = (...keys: string[]): Clause => ({ attribute: '', op: 'segmentMatch', values: keys }) as unknown as Clause;
+const matching = (...keys: string[]): Clause => ({ attribute: '', op: 'segmentMatch', values: keys });
 
 describe('SegmentsService', () => {
   let s: ReturnType<typeof segmentServices>;
@@ -94,7 +94,7 @@ describe('SegmentsService', () => {
       expect(bad.extensions['errors']).toEqual({
         'included[1]': 'must be a non-empty string',
         'includedContexts[0].bogus': 'is not an allowed field',
-        'includedContexts[0].contextKind': 'must be a non-empty string',
+        'includedContexts[0].contextKind': "must be a context kind (letters, digits, '.', '_' and '-'; not 'kind' or 'multi'), or absent for 'user'",
         'rules[0].extra': 'is not an allowed field',
         'rules[0].weight': 'must be an integer from 0 to 100000',
       });
