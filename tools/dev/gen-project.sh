@@ -6,7 +6,12 @@ kind=$1 name=$2 tags=$3
 dir="$kind/$name"
 mkdir -p "$dir/src"
 tagjson=$(printf '%s' "$tags" | awk -F, '{for(i=1;i<=NF;i++){printf "%s\"%s\"", (i>1?",":""), $i}}')
-common_targets='"test": { "executor": "nx:run-commands", "options": { "command": "jest --ci '"$dir"'" } },
+# One Jest target per test layer (STYLE.md): `test` is the unit layer Nx caches; int-test and e2e need
+# Postgres, Redis or started apps. The same shape as every project.json in the tree.
+jest_target() { printf '"%s": { "executor": "nx:run-commands", "options": { "command": "jest --ci -c %s/jest.config.js --passWithNoTests", "env": { "TEST_KIND": "%s" } } }' "$1" "$dir" "$2"; }
+common_targets="$(jest_target test unit),
+    $(jest_target int-test int),
+    $(jest_target e2e e2e),"'
     "lint": { "executor": "nx:run-commands", "options": { "command": "eslint --max-warnings=0 '"$dir"'" } },
     "typecheck": { "executor": "nx:run-commands", "options": { "command": "tsc -p '"$dir"'/tsconfig.json --noEmit" } }'
 if [ "$kind" = apps ]; then
