@@ -1967,13 +1967,32 @@ export interface components {
             /** @description the context key; without it the result is ERROR / USER_NOT_SPECIFIED */
             userId?: string;
             /**
-             * @description attributes rules match on
+             * @description attributes rules match on; with userId they make a `user` context (an attribute `kind` does not change the kind: it is LaunchDarkly's built-in)
              * @example {
              *       "country": "NO",
              *       "plan": "pro"
              *     }
              */
             attributes?: {
+                [key: string]: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
+                    [key: string]: components["schemas"]["JsonValue"];
+                };
+            };
+            /**
+             * @description a LaunchDarkly context instead of userId and attributes (not with them): `{kind?, key, ...attributes}` (no kind: `user`) or `{kind: "multi", <kind>: {key, ...attributes}, ...}`. A malformed one (an invalid kind, `multi` inside multi, a missing key) is a 400 `invalid-context` naming the field.
+             * @example {
+             *       "kind": "multi",
+             *       "user": {
+             *         "key": "user-42",
+             *         "country": "NO"
+             *       },
+             *       "organization": {
+             *         "key": "acme",
+             *         "plan": "enterprise"
+             *       }
+             *     }
+             */
+            context?: {
                 [key: string]: string | number | (boolean | null) | components["schemas"]["JsonValue"][] | {
                     [key: string]: components["schemas"]["JsonValue"];
                 };
@@ -1996,7 +2015,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -5750,7 +5769,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description the evaluation context: key (or targetingKey, userId) and attributes */
+        /** @description the evaluation context, a LaunchDarkly context: `{kind?, key (or targetingKey, userId), ...attributes}` (no kind: `user`) or `{kind: "multi", <kind>: {key, ...}, ...}`. A malformed one (an invalid kind, `multi` inside multi, a kind without key) is a 400 `invalid-context` naming the field; no kind and no key evaluates to ERROR / USER_NOT_SPECIFIED as before kinds. */
         requestBody: {
             content: {
                 "application/json": {

@@ -242,7 +242,13 @@ export interface UpdateFlagInput {
 export interface EvaluateInput {
   /** The context key; without it the result is ERROR / USER_NOT_SPECIFIED. */
   userId?: string;
+  /** Attributes of the user (`kind` among them does not change the kind: this body is always a user). */
   attributes?: Record<string, JsonValue>;
+  /**
+   * A LaunchDarkly context instead of userId and attributes: `{kind?, key, ...attributes}` (no kind:
+   * a user) or `{kind: 'multi', user: {key, ...}, organization: {key, ...}}`. A malformed one is a 400 naming the field.
+   */
+  context?: Record<string, JsonValue>;
   /** Environment key; default the client's environment, then production. */
   environment?: string;
 }

@@ -1,5 +1,13 @@
 import type { FlagType, JsonValue } from '@flagship/domain';
-import { type FlagDefinition, prerequisiteBoundProblems, SERVER_ONLY, validateFlagDefinition, valueMatchesType, type Variation } from '@flagship/flag-evaluation';
+import {
+  type FlagDefinition,
+  prerequisiteBoundProblems,
+  type SegmentDefinition,
+  SERVER_ONLY,
+  validateFlagDefinition,
+  valueMatchesType,
+  type Variation,
+} from '@flagship/flag-evaluation';
 import type { MeasuredDefinition } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { oversized, sizeErrors } from './flag-size';
@@ -66,7 +74,9 @@ export function staleWrite(ifMatch: string | undefined, row: FlagRow): ProblemEx
  * The problems of a flag as a write leaves it in `environment`: its default against its type, its
  * definition with prerequisites resolved against `current` (the environment's flags before the
  * write), the chains of the flags above it when its prerequisites changed, and, when its variations
- * or default changed (`otherEnvironments` given), its definition in every other environment.
+ * or default changed (`otherEnvironments` given), its definition in every other environment. With
+ * `segmentLookup` (the environment's segments), a segmentMatch naming a segment the environment does
+ * not have is refused by path: it would never match, silently.
  */
 export function flagProblems(
   flag: FlagEntity,
@@ -74,6 +84,7 @@ export function flagProblems(
   environment: string,
   current: readonly FlagDefinition[],
   otherEnvironments?: readonly FlagEnvironmentEntity[],
+  segmentLookup?: SegmentLookup,
 ): Record<string, string> {
   const errors: Record<string, string> = {};
   if (!valueMatchesType(flag.type, flag.defaultValue)) errors['defaultValue'] = `must be ${typeName(flag.type)}`;
@@ -81,7 +92,7 @@ export function flagProblems(
   const def = definitionOf(flag, env);
   const prerequisitesChanged = JSON.stringify(others.get(def.key)?.prerequisites ?? []) !== JSON.stringify(def.prerequisites ?? []);
   others.set(def.key, def);
-  for (const p of validateFlagDefinition(def, (k) => others.get(k))) errors[p.path || 'flag'] = p.message;
+  for (const p of validateFlagDefinition(def, (k) => others.get(k), segmentLookup)) errors[p.path || 'flag'] = p.message;
   // New prerequisites deepen the flags above this one too; the validator saw only the chains below it.
   for (const p of prerequisitesChanged ? prerequisiteBoundProblems(others, [def.key]) : []) {
     if (p.key !== def.key) errors['prerequisites'] ??= `flag '${p.key}' depends on this one, and its prerequisites would ${p.message}`;
@@ -95,17 +106,27 @@ export function flagProblems(
 
 /**
  * The problems of new flags written together in one environment (`definitions`: the environment's
- * flags as the write left them), keyed `<key>.<path>`: each definition, and the prerequisite bounds.
+ * flags as the write left them; `segmentLookup`: its segments), keyed `<key>.<path>`: each
+ * definition, and the prerequisite bounds.
  */
-export function newFlagsProblems(definitions: ReadonlyMap<string, FlagDefinition>, keys: readonly string[]): Record<string, string> {
+export function newFlagsProblems(definitions: ReadonlyMap<string, FlagDefinition>, keys: readonly string[], segmentLookup?: SegmentLookup): Record<string, string> {
   const errors: Record<string, string> = {};
   for (const key of keys) {
     const def = definitions.get(key);
     if (def === undefined) continue;
-    for (const p of validateFlagDefinition(def, (k) => definitions.get(k))) errors[`${key}.${p.path || 'flag'}`] = p.message;
+    for (const p of validateFlagDefinition(def, (k) => definitions.get(k), segmentLookup)) errors[`${key}.${p.path || 'flag'}`] = p.message;
   }
   for (const p of prerequisiteBoundProblems(definitions, keys)) errors[`${p.key}.prerequisites`] ??= `its prerequisites ${p.message}`;
   return errors;
+}
+
+/** The environment's segments by key (what a flag's segmentMatch clauses are checked against). */
+export type SegmentLookup = (key: string) => SegmentDefinition | undefined;
+
+/** A SegmentLookup over `segments`. */
+export function segmentLookupOf(segments: readonly SegmentDefinition[]): SegmentLookup {
+  const byKey = new Map(segments.map((s) => [s.key, s]));
+  return (key) => byKey.get(key);
 }
 
 /** 409 when other flags name this one as a prerequisite (in any environment): deleting it would break them. */

@@ -5,6 +5,7 @@ import { EnvironmentProblems } from '../environments/environments.errors';
 import { ProjectProblems } from '../projects/projects.errors';
 import { Quotas } from '../quotas/quotas';
 import { FakeQuotasRepository } from '../quotas/quotas.repository.fake';
+import { FakeSegmentsRepository } from '../segments/segments.repository.fake';
 import { FlagImportService } from './flag-import.service';
 import { FlagLimits } from './flag-limits';
 import { FakeFlagsRepository } from './flags.repository.fake';
@@ -83,7 +84,9 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
     served: async (tenantId: string, environment: string): Promise<StoredFlag[]> =>
       (await repo.definitions(tenantId, environment)).map((definition) => ({ key: definition.key, projectId: null, fingerprint: String(definition.version), definition })),
   };
-  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits);
+  // The environment's segments (segmentMatch must name one), seeded by the specs that use them.
+  const segments = new FakeSegmentsRepository();
+  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments);
   const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
-  return { repo, service, imports, announced };
+  return { repo, segments, service, imports, announced };
 }

@@ -228,10 +228,27 @@ export class EvaluateFlagDto {
   @MaxLength(512)
   userId?: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: JSON_VALUE, description: 'attributes rules match on', example: { country: 'NO', plan: 'pro' } })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: JSON_VALUE,
+    description: "attributes rules match on; with userId they make a `user` context (an attribute `kind` does not change the kind: it is LaunchDarkly's built-in)",
+    example: { country: 'NO', plan: 'pro' },
+  })
   @IsOptional()
   @IsObject()
   attributes?: Record<string, JsonValue>;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: JSON_VALUE,
+    description:
+      'a LaunchDarkly context instead of userId and attributes (not with them): `{kind?, key, ...attributes}` (no kind: `user`) or ' +
+      '`{kind: "multi", <kind>: {key, ...attributes}, ...}`. A malformed one (an invalid kind, `multi` inside multi, a missing key) is a 400 `invalid-context` naming the field.',
+    example: { kind: 'multi', user: { key: 'user-42', country: 'NO' }, organization: { key: 'acme', plan: 'enterprise' } },
+  })
+  @IsOptional()
+  @IsObject()
+  context?: Record<string, JsonValue>;
 
   @ApiPropertyOptional({ description: 'environment key; default X-Environment, then production' })
   @IsOptional()

@@ -3,6 +3,8 @@ import { ProblemException, registerProblemTypes } from '@flagship/problem-detail
 
 export const FlagProblems = registerProblemTypes({
   'flag-not-found': { status: HttpStatus.NOT_FOUND, title: 'Flag not found' },
+  // 400 as the evaluate body's other malformations: the request cannot be evaluated at all.
+  'invalid-context': { status: HttpStatus.BAD_REQUEST, title: 'The evaluation context is not a valid context' },
   'flag-exists': { status: HttpStatus.CONFLICT, title: 'A flag with this key exists' },
   'flag-in-use': { status: HttpStatus.CONFLICT, title: 'Other flags depend on this flag' },
   'flag-changed': { status: HttpStatus.PRECONDITION_FAILED, title: 'The flag changed since it was read' },

@@ -159,6 +159,21 @@ describe('FlagsService', () => {
       expect(tooDeep.extensions['errors']).toEqual({ prerequisites: expect.stringContaining(`at most ${MAX_PREREQUISITE_DEPTH} deep`) });
     });
 
+    it("segmentMatch: a segment the request's environment does not have is 422 naming the value; one it has is taken", async () => {
+      const empty = { included: ['u1'], excluded: [], includedContexts: [], excludedContexts: [], rules: [] };
+      await s.segments.transactions.run((m) => s.segments.insert(m, TENANT, 'staging', { key: 'beta', name: 'Beta', description: '', definition: empty, definitionBytes: 0 }));
+      const flag = await create(boolFlag('gated'));
+      const on = idOf(flag.flag.variations, true);
+      const rules = (...segments: string[]) => [{ id: 'r1', clauses: [{ attribute: '', op: 'segmentMatch' as const, values: segments }], variationId: on }];
+      // Only staging has it: production's flag would never match, so it is refused there.
+      const missing = await problemOf(patch('gated', { rules: rules('beta') }, 'production'));
+      expect(missing.extensions['errors']).toEqual({ 'rules[0].clauses[0].values[0]': "no segment 'beta' in this environment" });
+      const written = await patch('gated', { rules: rules('beta') }, 'staging');
+      expect(written.env.rules[0]!.clauses[0]).toMatchObject({ op: 'segmentMatch', values: ['beta'] });
+      const oneOfTwo = await problemOf(patch('gated', { rules: rules('beta', 'gone') }, 'staging'));
+      expect(oneOfTwo.extensions['errors']).toEqual({ 'rules[0].clauses[0].values[1]': "no segment 'gone' in this environment" });
+    });
+
     it('a flag of another tenant or an unknown environment is not found', async () => {
       await s.service.create(OTHER_TENANT, undefined, ALICE, boolFlag('theirs'));
       expect((await problemOf(patch('theirs', { name: 'mine' }))).problem.slug).toBe('flag-not-found');
@@ -244,6 +259,14 @@ describe('FlagsService', () => {
       const badPrerequisite = await problemOf(s.repo.transactions.run((m) => s.service.createWithin(m, TENANT, 'user:maker', seed(onOff, [{ key: 'a', variationId: 'nope' }]))));
       expect(Object.keys(badPrerequisite.extensions['errors'] as object)).toEqual(ENVIRONMENTS.map((e) => expect.stringMatching(new RegExp(`^environments\\.${e}\\.b\\.prerequisites\\[0\\]`))));
       expect([s.repo.countFlags(TENANT), s.repo.auditRows.length, s.announced.length]).toEqual([0, 0, 0]);
+    });
+
+    it("refuses a segmentMatch naming a segment the environment does not have, per environment", async () => {
+      const seeded = seed(onOff, []);
+      seeded[1]!.targeting.rules = [{ id: 'r', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variationId: 'vb' }] as never;
+      const refused = await problemOf(s.repo.transactions.run((m) => s.service.createWithin(m, TENANT, 'user:maker', seeded)));
+      expect(refused.extensions['errors']).toEqual(Object.fromEntries(ENVIRONMENTS.map((e) => [`environments.${e}.b.rules[0].clauses[0].values[0]`, "no segment 'beta' in this environment"])));
+      expect(s.repo.countFlags(TENANT)).toBe(0);
     });
 
     it('is held to the flag quota', async () => {

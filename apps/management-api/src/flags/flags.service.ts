@@ -6,10 +6,11 @@ import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
+import { SegmentsRepository } from '../segments/segments.repository';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
 import { applyPatch, changesGlobals, changesTargeting } from './flag-patch';
-import { DEFINITION_FIELDS, flagProblems, inUse, newFlagProblems, newFlagsProblems, newFlagVariations, staleWrite } from './flag-rules';
+import { DEFINITION_FIELDS, flagProblems, inUse, newFlagProblems, newFlagsProblems, newFlagVariations, segmentLookupOf, staleWrite } from './flag-rules';
 import { largestField } from './flag-size';
 import type { FlagEntity } from './flag.entity';
 import { toFlagFileDto, toVariationDto } from './flag.mapper';
@@ -38,6 +39,8 @@ export class FlagsService {
     @Inject(FlagStore) private readonly store: Pick<FlagStore, 'served' | 'servedSegments'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changed'>,
     private readonly limits: FlagLimits,
+    /** The environment's segments, which a flag's segmentMatch clauses must name (read in the write's transaction). */
+    @Inject(SegmentsRepository) private readonly segments: Pick<SegmentsRepository, 'definitions'>,
   ) {}
 
   async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
@@ -93,7 +96,8 @@ export class FlagsService {
       // Variations and the default are the flag's in every environment: each must stay valid with them.
       const everywhere = 'variations' in patch.global || 'defaultValue' in patch.global;
       const current = await this.repo.definitions(tenantId, environment, m);
-      const errors = flagProblems(patch.flag, patch.env, environment, current, everywhere ? await this.repo.envRows(m, tenantId, row.flag.id) : undefined);
+      const otherEnvironments = everywhere ? await this.repo.envRows(m, tenantId, row.flag.id) : undefined;
+      const errors = flagProblems(patch.flag, patch.env, environment, current, otherEnvironments, segmentLookupOf(await this.segments.definitions(tenantId, environment, m)));
       if (Object.keys(errors).length) throw validationProblem(errors);
       const globals = changesGlobals(patch);
       const targeting = changesTargeting(patch);
@@ -140,7 +144,8 @@ export class FlagsService {
     for (const environment of environments) {
       for (const [i, f] of flags.entries()) await this.repo.updateEnv(m, tenantId, written[i]!.id, environment, written[i]!.version, f.targeting);
       const definitions = new Map((await this.repo.definitions(tenantId, environment, m)).map((d) => [d.key, d]));
-      for (const [path, message] of Object.entries(newFlagsProblems(definitions, flags.map((f) => f.key)))) errors[`environments.${environment}.${path}`] = message;
+      const segments = segmentLookupOf(await this.segments.definitions(tenantId, environment, m));
+      for (const [path, message] of Object.entries(newFlagsProblems(definitions, flags.map((f) => f.key), segments))) errors[`environments.${environment}.${path}`] = message;
     }
     if (Object.keys(errors).length) throw validationProblem(errors);
     await this.limits.boundSize(m, tenantId, written.map((f) => f.id), (d) => d.key);

@@ -64,15 +64,17 @@ export interface SegmentBounds {
  * A segment's problems as a write leaves it (`sent`: the request's fields, for where a size refusal
  * points; `before`: the stored one, for a change): the evaluator's check, by path, then the bounds on
  * listed keys and bytes. A bound refuses only growth: a segment stored before a limit was lowered
- * can still be shrunk or renamed.
+ * can still be shrunk or renamed. With `segmentLookup` (the environment's segments), a segmentMatch
+ * naming a missing segment, or leading back to this one (a cycle), is refused too.
  */
 export function segmentProblems(
   segment: SegmentDefinition,
   sent: object,
   bounds: SegmentBounds,
   before?: { keys: number; bytes: number },
+  segmentLookup?: (key: string) => SegmentDefinition | undefined,
 ): { errors: Record<string, string>; warnings: ValidationProblem[]; bytes: number } {
-  const check = checkSegmentDefinition(segment);
+  const check = checkSegmentDefinition(segment, segmentLookup);
   const errors: Record<string, string> = {};
   for (const p of check.errors) errors[p.path || 'segment'] ??= p.message;
   const { key, name, description: _description, version: _version, ...body } = segment;

@@ -84,9 +84,11 @@ describe('segments (real HTTP, Postgres, Redis)', () => {
     await create({ key: 'gone', name: 'g' });
     const flag = await f.call('POST', '/api/flags', { ...as(owner), json: { key: 'checkout', name: 'Checkout', type: 'boolean', defaultValue: false } });
     expect(flag.status).toBe(201);
-    // Written as the evaluator half of issue 33 will let PATCH /api/flags write it: a rule whose clause names the segment.
-    const rules = JSON.stringify([{ id: 'r', clauses: [{ attribute: 'key', op: 'in', values: ['x'] }, { attribute: '', op: 'segmentMatch', values: ['gone'] }], variationId: flag.body.variations[0].id }]);
-    await f.sql(`UPDATE flag_environments SET rules = $3::jsonb WHERE tenant_id = $1 AND flag_id = $2 AND environment_key = 'production'`, [owner.tenantId, flag.body.id, rules]);
+    const rules = (segment: string) => [{ id: 'r', clauses: [{ attribute: 'key', op: 'in', values: ['x'] }, { attribute: '', op: 'segmentMatch', values: [segment] }], variationId: flag.body.variations[0].id }];
+    // A segment the environment does not have is refused by path; the one it has is written.
+    const missing = await f.call('PATCH', '/api/flags/checkout', { ...as(owner), json: { rules: rules('never-made') } });
+    expect([missing.status, missing.body.errors]).toEqual([422, { 'rules[0].clauses[1].values[0]': "no segment 'never-made' in this environment" }]);
+    expect((await f.call('PATCH', '/api/flags/checkout', { ...as(owner), json: { rules: rules('gone') } })).status).toBe(200);
     const refused = await f.call('DELETE', '/api/segments/gone', as(owner));
     expect([refused.status, refused.body.type, refused.body.flags, refused.body.segments]).toEqual([409, '/problems/segment-in-use', ['checkout'], []]);
     await f.sql(`UPDATE flag_environments SET rules = '[]' WHERE tenant_id = $1 AND flag_id = $2`, [owner.tenantId, flag.body.id]);

@@ -182,6 +182,29 @@ describe('SegmentsService', () => {
     });
   });
 
+  describe('segmentMatch inside a segment (checked against the environment’s segments)', () => {
+    it('create: a segment the environment does not have is 422 naming the value; one it has is taken', async () => {
+      await create(segment('inner'), 'staging');
+      const missing = await problemOf(create(segment('outer', { rules: [{ id: 'r', clauses: [matching('inner')] }] })));
+      expect(missing.extensions['errors']).toEqual({ 'rules[0].clauses[0].values[0]': "no segment 'inner' in this environment" });
+      const { row } = await create(segment('outer', { rules: [{ id: 'r', clauses: [matching('inner')] }] }), 'staging');
+      expect(row.definition.rules).toEqual([{ id: 'r', clauses: [matching('inner')] }]);
+    });
+
+    it('update: a change closing a cycle (directly or through another segment) is 422 and writes nothing', async () => {
+      await create(segment('a'));
+      await create(segment('b', { rules: [{ id: 'r', clauses: [matching('a')] }] }));
+      await create(segment('c', { rules: [{ id: 'r', clauses: [matching('b')] }] }));
+      const cycle = await problemOf(s.service.update(TENANT, undefined, ALICE, 'a', { rules: [{ id: 'r', clauses: [matching('c')] }] }));
+      expect(cycle.problem.status).toBe(422);
+      expect(Object.keys(cycle.extensions['errors'] as object)).toEqual(expect.arrayContaining([expect.stringMatching(/^rules/)]));
+      expect(JSON.stringify(cycle.extensions['errors'])).toMatch(/cycle|itself/i);
+      const self = await problemOf(s.service.update(TENANT, undefined, ALICE, 'a', { rules: [{ id: 'r', clauses: [matching('a')] }] }));
+      expect(self.problem.status).toBe(422);
+      expect((await s.service.get(TENANT, undefined, 'a')).row).toMatchObject({ version: 1, definition: { rules: [] } });
+    });
+  });
+
   describe('importWithin (the segments of a LaunchDarkly import, in its transaction)', () => {
     const imported = (key: string, more: Partial<SegmentDefinition> = {}): SegmentDefinition => ({ key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [], ...more });
     const importing = (segments: SegmentDefinition[], env = 'production') => s.repo.transactions.run((m) => s.service.importWithin(m, TENANT, env, 'user:alice', segments));

@@ -8,6 +8,7 @@ import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsService } from '../environments/environments.service';
 import { FlagEvents } from '../flags/flag-events';
+import { type SegmentLookup, segmentLookupOf } from '../flags/flag-rules';
 import { Quotas } from '../quotas/quotas';
 import { listedKeys, type SegmentBounds, segmentBodyOf, segmentInUse, segmentProblems, staleSegmentWrite } from './segment-rules';
 import type { CreateSegmentDto, UpdateSegmentDto } from './segments.dto';
@@ -58,8 +59,7 @@ export class SegmentsService {
     const environment = await this.environments.resolve(tenantId, env);
     const definition = segmentBodyOf(dto);
     const segment: SegmentDefinition = { key: dto.key, name: dto.name, ...definition };
-    // At merge: checkSegmentDefinition(segment, lookup of this environment's segments) refuses a segmentMatch cycle here.
-    const { errors, bytes } = segmentProblems(segment, dto, this.bounds);
+    const { errors, bytes } = segmentProblems(segment, dto, this.bounds, undefined, await this.lookup(tenantId, environment));
     if (Object.keys(errors).length > 0) throw validationProblem(errors);
     let row: SegmentRow;
     try {
@@ -90,8 +90,8 @@ export class SegmentsService {
       if (changed.length === 0) return undefined;
       const name = dto.name ?? row.name;
       const definition = segmentBodyOf(dto, row.definition);
-      // At merge: with the environment's other segments as lookup, as in create.
-      const { errors, bytes } = segmentProblems({ key, name, ...definition }, dto, this.bounds, { keys: listedKeys(row.definition).count, bytes: row.definitionBytes });
+      const before = { keys: listedKeys(row.definition).count, bytes: row.definitionBytes };
+      const { errors, bytes } = segmentProblems({ key, name, ...definition }, dto, this.bounds, before, await this.lookup(tenantId, environment, m));
       if (Object.keys(errors).length > 0) throw validationProblem(errors);
       await this.repo.update(m, tenantId, environment, key, row.version, { name, description: dto.description ?? row.description, definition, definitionBytes: bytes });
       await this.quotas.reserve(m, 'segment-bytes-per-tenant', tenantId, bytes - row.definitionBytes, { written: true });
@@ -163,6 +163,16 @@ export class SegmentsService {
       for (const f of written) await this.events.segmentChanged(tenantId, environment, f.key, (locked.get(f.key)?.version ?? 0) + 1);
     });
     return { created, replaced: keys.filter((k) => locked.has(k)) };
+  }
+
+  /**
+   * The environment's segments by key, for the check of a segment's segmentMatch clauses (a missing
+   * segment or a cycle is refused at write, not found at evaluation). Read in the update's
+   * transaction, after its row lock; two writes closing a cycle at the same moment can still both
+   * pass, and the evaluator bounds such a cycle at evaluation (MALFORMED_FLAG) as LaunchDarkly does.
+   */
+  private async lookup(tenantId: string, environment: string, m?: Tx): Promise<SegmentLookup> {
+    return segmentLookupOf(await this.repo.definitions(tenantId, environment, m));
   }
 
   /** Every segment of the environment in the evaluator's shape (what a flag set is compiled with). */

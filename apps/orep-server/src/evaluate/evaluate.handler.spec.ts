@@ -4,9 +4,18 @@ describe('parseEvaluateRequest', () => {
   it('accepts {defaultValue, type, context}, with object as another name for json', () => {
     expect(parseEvaluateRequest('{"defaultValue": 1.5, "type": "number", "context": {"targetingKey": "u"}}')).toEqual({
       ok: true,
-      request: { defaultValue: 1.5, type: 'number', context: { targetingKey: 'u' } },
+      request: { defaultValue: 1.5, type: 'number', context: { kind: 'user', key: 'u' } },
     });
     expect(parseEvaluateRequest('{"defaultValue": [], "type": "object", "context": {}}')).toMatchObject({ ok: true, request: { type: 'json' } });
+  });
+
+  it("maps the context as OFREP does (OpenFeature's flat context), and names a malformed one's field", () => {
+    const multi = '{"defaultValue": false, "type": "boolean", "context": {"kind": "multi", "user": {"targetingKey": "u"}, "organization": {"key": "acme"}}}';
+    expect(parseEvaluateRequest(multi)).toMatchObject({ ok: true, request: { context: { kind: 'multi', user: { key: 'u' }, organization: { key: 'acme' } } } });
+    expect(parseEvaluateRequest('{"defaultValue": false, "type": "boolean", "context": {"kind": "multi", "organization": {}}}')).toMatchObject({
+      ok: false,
+      errors: { 'context.organization.targetingKey': expect.any(String) },
+    });
   });
 
   it('tells malformed JSON from a body that does not validate', () => {

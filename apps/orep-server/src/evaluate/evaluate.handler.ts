@@ -10,7 +10,7 @@ import {
 import { BodyRefusals, CommonProblems, ProblemException, type ProblemType, refuseDeepJson } from '@flagship/problem-details';
 import { type Exchange, isPlainObject } from '@flagship/lean-http';
 import { type Caller, visibleTo } from '../keys/orep-keys';
-import { notReady } from '../ofrep/ofrep.handler';
+import { notReady, openFeatureContext } from '../ofrep/ofrep.handler';
 import { evaluationError } from '../ofrep/ofrep-responses';
 import type { FlagSource } from '../sources/flag-source';
 
@@ -51,10 +51,16 @@ export function parseEvaluateRequest(text: string): Parsed {
   if (type === undefined) errors.type = `must be one of ${FLAG_TYPES.join(', ')}`;
   if (body.defaultValue === undefined) errors.defaultValue = 'is required';
   else if (type !== undefined && !valueMatchesType(type, body.defaultValue)) errors.defaultValue = `must be a value of type ${type}`;
+  // OpenFeature's flat context, mapped as OFREP maps it; no key is still answered TARGETING_KEY_MISSING (200), as in the seed.
+  let context: EvaluationContext | undefined;
   if (body.context === undefined) errors.context = 'is required';
-  else if (!isPlainObject(body.context)) errors.context = 'must be a JSON object';
+  else {
+    const mapped = openFeatureContext(body.context);
+    if (mapped.ok) context = mapped.context;
+    else errors[mapped.field] = mapped.message;
+  }
   if (Object.keys(errors).length > 0) return { ok: false, problem: invalid, detail: 'The request body is invalid.', errors };
-  return { ok: true, request: { defaultValue: body.defaultValue as JsonValue, type: type as FlagType, context: body.context as EvaluationContext } };
+  return { ok: true, request: { defaultValue: body.defaultValue as JsonValue, type: type as FlagType, context: context! } };
 }
 
 /**

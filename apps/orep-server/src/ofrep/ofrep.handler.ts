@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { contextKeyOf, type EvaluationContext } from '@flagship/flag-evaluation';
+import { checkEvaluationContext, contextFromOpenFeature, type EvaluationContext } from '@flagship/flag-evaluation';
 import { CommonProblems, exceedsJsonDepth, MAX_JSON_DEPTH } from '@flagship/problem-details';
 import { type Exchange, etagMatches, isPlainObject } from '@flagship/lean-http';
 import { type Caller, visibleTo } from '../keys/orep-keys';
@@ -7,12 +7,16 @@ import type { OfrepPush } from '../push/ofrep-push';
 import type { FlagSource } from '../sources/flag-source';
 import { evaluationError, failure, OfrepResponses } from './ofrep-responses';
 
-type ParsedRequest = { ok: true; context: EvaluationContext } | { ok: false; errorCode: 'PARSE_ERROR' | 'INVALID_CONTEXT'; details: string };
+type ParsedRequest =
+  | { ok: true; context: EvaluationContext; keyMissing: boolean }
+  | { ok: false; errorCode: 'PARSE_ERROR' | 'INVALID_CONTEXT'; details: string };
 
 /**
  * `{context?}`, OFREP's request body. No body at all is an empty context (the protocol makes the
- * body optional); anything that is not a JSON object is PARSE_ERROR; a context that is not an object,
- * or whose targetingKey is not a string, is INVALID_CONTEXT.
+ * body optional); anything that is not a JSON object is PARSE_ERROR. The context is OpenFeature's
+ * flat one, mapped onto a LaunchDarkly context (openFeatureContext); one that cannot be is
+ * INVALID_CONTEXT naming the field. A context without a key is not refused here: `keyMissing` says
+ * so, and OFREP answers it TARGETING_KEY_MISSING, its own code for it.
  */
 export function parseOfrepRequest(text: string): ParsedRequest {
   let body: unknown = {};
@@ -26,12 +30,34 @@ export function parseOfrepRequest(text: string): ParsedRequest {
     }
   }
   if (!isPlainObject(body)) return { ok: false, errorCode: 'PARSE_ERROR', details: 'the request body must be a JSON object' };
-  const context = body.context ?? {};
-  if (!isPlainObject(context)) return { ok: false, errorCode: 'INVALID_CONTEXT', details: 'context must be a JSON object' };
-  if (context.targetingKey !== undefined && typeof context.targetingKey !== 'string') {
-    return { ok: false, errorCode: 'INVALID_CONTEXT', details: 'context.targetingKey must be a string' };
-  }
-  return { ok: true, context };
+  const mapped = openFeatureContext(body.context ?? {});
+  if (!mapped.ok) return { ok: false, errorCode: 'INVALID_CONTEXT', details: mapped.details };
+  return { ok: true, context: mapped.context, keyMissing: mapped.keyMissing };
+}
+
+/**
+ * OpenFeature's flat evaluation context as a LaunchDarkly context, the mapping LaunchDarkly's
+ * OpenFeature providers use (contextFromOpenFeature): `targetingKey` is the key, `kind` selects the
+ * kind, and `kind: "multi"` nests one object per kind (each with its own `targetingKey` or `key`).
+ * What makes no valid context is refused, naming the field as the caller wrote it (`context.
+ * organization.targetingKey`); a single-kind context without a key is `keyMissing` (the evaluator
+ * answers it USER_NOT_SPECIFIED; callers say TARGETING_KEY_MISSING). Shared with the seed's
+ * `/v1/flags/{key}/evaluate`, whose context is OpenFeature's too.
+ */
+export function openFeatureContext(
+  flat: unknown,
+): { ok: true; context: EvaluationContext; keyMissing: boolean } | { ok: false; field: string; message: string; details: string } {
+  const refuse = (field: string, message: string) => ({ ok: false as const, field, message, details: `${field} ${message}` });
+  if (!isPlainObject(flat)) return refuse('context', 'must be a JSON object');
+  if (flat.targetingKey !== undefined && typeof flat.targetingKey !== 'string') return refuse('context.targetingKey', 'must be a string');
+  const context = contextFromOpenFeature(flat);
+  const problem = checkEvaluationContext(context);
+  if (problem === undefined) return { ok: true, context, keyMissing: false };
+  if (problem.path === 'key') return { ok: true, context, keyMissing: true };
+  // A nested kind's key is its targetingKey in OpenFeature's terms (`key` is taken too).
+  const path = problem.path.endsWith('.key') ? `${problem.path.slice(0, -'key'.length)}targetingKey` : problem.path;
+  const message = problem.path.endsWith('.key') ? 'must be a non-empty string (the key of that kind; key is taken too)' : problem.message;
+  return refuse(path === '' ? 'context' : `context.${path}`, message);
 }
 
 /**
@@ -83,7 +109,7 @@ export class OfrepHandler {
     const set = this.source.liveSet;
     if (set === null) return notReady(x);
     // Every flag would fail alike (the evaluator refuses a context without a key), so say it once.
-    if (contextKeyOf(request.context) === undefined) {
+    if (request.keyMissing) {
       return x.json(
         400,
         JSON.stringify({ errorCode: 'TARGETING_KEY_MISSING', errorDetails: 'the context has no targetingKey (nor key or userId) to evaluate with' }),

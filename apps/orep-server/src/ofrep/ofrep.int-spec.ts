@@ -473,3 +473,66 @@ describe('OFREP rate limit', () => {
     expect(seedLimited[0]!.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
   });
 });
+
+describe('OFREP contexts: kinds, multi-kind contexts and segments from the flag file', () => {
+  let dir: string;
+  let svc: RunningApp;
+  let client: Client;
+  const segments = [
+    { key: 'big-customers', name: 'Big customers', included: [], excluded: [], includedContexts: [{ contextKind: 'organization', values: ['acme'] }], excludedContexts: [], rules: [] },
+  ];
+  const flags: FlagDefinition[] = [
+    {
+      key: 'org-flag',
+      type: 'boolean',
+      defaultValue: false,
+      variations: onOff,
+      enabled: true,
+      targets: [],
+      rules: [
+        { id: 'big', clauses: [{ attribute: '', op: 'segmentMatch', values: ['big-customers'] }], variationId: 'on' },
+        { id: 'enterprise', clauses: [{ attribute: 'plan', op: 'in', values: ['enterprise'], contextKind: 'organization' }], variationId: 'on' },
+      ],
+      prerequisites: [],
+    },
+  ];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orep-kinds-'));
+    const file = join(dir, 'flags.json');
+    writeFileSync(file, JSON.stringify({ version: 2, flags, segments }));
+    svc = await startOrep(file);
+    await OpenFeature.setProviderAndWait('orep-kinds', new OFREPProvider({ baseUrl: svc.url, headers: [['Authorization', `Bearer ${TOKEN}`]] }));
+    client = OpenFeature.getClient('orep-kinds');
+  });
+
+  afterAll(async () => {
+    await svc?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('through the npm provider: kind selects the kind, kind multi nests the kinds, and segments from the file match', async () => {
+    // The segment lists organization acme: as a single-kind organization context, and inside a multi-kind one.
+    expect(await client.getBooleanDetails('org-flag', false, { targetingKey: 'acme', kind: 'organization' })).toMatchObject({ value: true, flagMetadata: { ruleId: 'big' } });
+    const multi = { kind: 'multi', user: { targetingKey: 'u-1' }, organization: { targetingKey: 'acme' } };
+    expect(await client.getBooleanDetails('org-flag', false, multi)).toMatchObject({ value: true, flagMetadata: { ruleId: 'big' } });
+    expect(await client.getBooleanDetails('org-flag', false, { ...multi, organization: { targetingKey: 'other', plan: 'enterprise' } })).toMatchObject({
+      value: true,
+      flagMetadata: { ruleId: 'enterprise' },
+    });
+    // A user with the same key or attributes is not the organization.
+    expect(await client.getBooleanDetails('org-flag', true, { targetingKey: 'acme', plan: 'enterprise' })).toMatchObject({ value: false, reason: 'DEFAULT' });
+  });
+
+  it('400 INVALID_CONTEXT naming the field for a context that is no context; the bulk answer evaluates a multi-kind context', async () => {
+    const one = `${svc.url}/ofrep/v1/evaluate/flags/org-flag`;
+    const missingKey = await post(one, { context: { kind: 'multi', user: { targetingKey: 'u-1' }, organization: { plan: 'enterprise' } } });
+    expect([missingKey.status, missingKey.body]).toEqual([400, { key: 'org-flag', errorCode: 'INVALID_CONTEXT', errorDetails: expect.stringMatching(/^context\.organization\.targetingKey /) }]);
+    const nested = await post(one, { context: { kind: 'multi', multi: { targetingKey: 'x' } } });
+    expect([nested.status, nested.body.errorCode, nested.body.errorDetails]).toEqual([400, 'INVALID_CONTEXT', expect.stringMatching(/^context\.multi /)]);
+    const badKind = await post(`${svc.url}/ofrep/v1/evaluate/flags`, { context: { targetingKey: 'x', kind: 'kind' } });
+    expect([badKind.status, badKind.body.errorCode, badKind.body.errorDetails]).toEqual([400, 'INVALID_CONTEXT', expect.stringMatching(/^context\.kind /)]);
+    const bulk = await post(`${svc.url}/ofrep/v1/evaluate/flags`, { context: { kind: 'multi', user: { targetingKey: 'u-1' }, organization: { key: 'acme' } } });
+    expect([bulk.status, bulk.body.flags]).toEqual([200, [expect.objectContaining({ key: 'org-flag', value: true })]]);
+  });
+});

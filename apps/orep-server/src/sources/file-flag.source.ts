@@ -93,6 +93,7 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
       kind: 'file',
       path: this.path,
       flags: this.current?.size ?? 0,
+      segments: this.current?.segmentCount ?? 0,
       ...(this.meta?.tenantId !== undefined ? { tenantId: this.meta.tenantId } : {}),
       ...(this.meta?.environment !== undefined ? { environment: this.meta.environment } : {}),
       ...(this.meta?.generatedAt !== undefined ? { generatedAt: this.meta.generatedAt } : {}),
@@ -163,7 +164,10 @@ export class FileFlagSource implements FlagSource, OnModuleInit, OnApplicationSh
       return this.refuse(`holds the flags of tenant ${file.tenantId}, not of OREP_TENANT_ID ${expectedTenant}`);
     }
     const previous = this.current;
-    this.current = LiveFlagSet.ofTexts(file.flags);
+    const next = LiveFlagSet.ofTexts(file.flags);
+    // Segments compiled with the flags, in the new set before it is swapped in: segmentMatch evaluates as in Postgres mode.
+    next.applySegments(file.segments ?? [], []);
+    this.current = next;
     this.meta = { version: file.version, tenantId: file.tenantId, environment: file.environment, generatedAt: file.generatedAt };
     this.lastDigest = digest;
     this.lastError = undefined;

@@ -131,6 +131,39 @@ describe('flag file', () => {
     });
   });
 
+  describe('segments (beside flags, as the export writes them)', () => {
+    const segment = (key: string, more: object = {}) => ({ key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [], ...more });
+    const nesting = (key: string, inner: string) => segment(key, { rules: [{ id: 'r', clauses: [{ attribute: '', op: 'segmentMatch', values: [inner] }] }] });
+    const text = (segments: unknown, flags: unknown[] = [flag('a')]) => JSON.stringify({ version: 2, flags, segments });
+    const both = (t: string, bounds?: { maxFlagBytes: number; maxSetBytes: number }) => [() => readFlagFile(t, bounds), () => validateFlagFile(JSON.parse(t), bounds)];
+
+    it('keeps them with the file, both readers; a file without segments has none', () => {
+      const segments = [segment('beta', { included: ['u1'] }), nesting('outer', 'beta')];
+      for (const load of both(text(segments))) expect(load().segments).toEqual(segments);
+      expect(readFlagFile(text(undefined)).segments).toBeUndefined();
+    });
+
+    it('refuses a malformed segment, a duplicate key, a nested segment the file lacks and a cycle, by path', () => {
+      for (const load of both(text([segment('s', { included: [1] })]))) expect(load).toThrow('segments[0].included[0]: must be a non-empty string');
+      for (const load of both(text([segment('s'), segment('s')]))) expect(load).toThrow("segments[1].key: duplicate of segments[0] ('s')");
+      for (const load of both(text([nesting('outer', 'gone')]))) expect(load).toThrow("segments[0].rules[0].clauses[0].values[0]: no segment 'gone' in this environment");
+      for (const load of both(text([nesting('a', 'b'), nesting('b', 'a')]))) expect(load).toThrow(/segments\[0\]\.rules/);
+      for (const load of both(text({ beta: segment('beta') }))) expect(load).toThrow('segments: must be an array');
+    });
+
+    it("holds each segment to a flag's bytes, and counts them in the set's", () => {
+      const huge = segment('huge', { included: Array.from({ length: 200 }, (_, i) => `user-${i}`) });
+      const bytes = flagDefinitionBytes(huge);
+      for (const load of both(text([huge]), { maxFlagBytes: 1000, maxSetBytes: 100_000 })) {
+        expect(load).toThrow(`segments[0]: its definition takes ${bytes} bytes, over the 1000 a flag or segment may take`);
+      }
+      const flagsOnly = flagDefinitionBytes(flag('a'));
+      const fits = { maxFlagBytes: 10_000, maxSetBytes: flagsOnly + bytes };
+      expect(readFlagFile(text([huge]), fits).segments).toHaveLength(1);
+      expect(() => readFlagFile(text([huge]), { ...fits, maxSetBytes: fits.maxSetBytes - 1 })).toThrow(`flags: take ${flagsOnly + bytes} bytes`);
+    });
+  });
+
   it('lists at most five problems, then counts the rest', () => {
     const flags = Array.from({ length: 8 }, (_, i) => ({ ...flag(`f${i}`), enabled: 'yes' }));
     expect(() => parseFlagFile(JSON.stringify({ version: 1, flags }))).toThrow(/^8 problem\(s\): .*; and 3 more$/);

@@ -1,4 +1,12 @@
-import { type FlagDefinition, flagDefinitionBytes, prerequisiteBoundProblems, validateFlagDefinition, withLegacyReferenceKinds } from '@flagship/flag-evaluation';
+import {
+  checkSegmentDefinition,
+  type FlagDefinition,
+  flagDefinitionBytes,
+  prerequisiteBoundProblems,
+  type SegmentDefinition,
+  validateFlagDefinition,
+  withLegacyReferenceKinds,
+} from '@flagship/flag-evaluation';
 
 /**
  * The flag file: the export format of management-api's `GET /api/flags/export` (one tenant, one
@@ -16,6 +24,8 @@ export interface FlagFile {
   environment?: string;
   generatedAt?: string;
   flags: FlagDefinition[];
+  /** The environment's segments, which flags name through segmentMatch (the export writes them; older files have none). */
+  segments?: SegmentDefinition[];
 }
 
 /** 1, or FLAG_FILE_VERSION (2), which management-api's export writes. */
@@ -37,7 +47,11 @@ export class FlagFileError extends Error {
 /** How many problems a refusal lists before summarising the rest. */
 const SHOWN_PROBLEMS = 5;
 
-/** The bytes a file's flags may take (flagDefinitionBytes): each flag, and all of them together. */
+/**
+ * The bytes a file's flags may take (flagDefinitionBytes): each flag, and all of them together. A
+ * segment is held to the same bounds (each one within a flag's, and counted in the total): it is
+ * compiled and held beside the flags, and a file must not grow past the set's bound through them.
+ */
 export interface FlagFileBounds {
   maxFlagBytes: number;
   maxSetBytes: number;
@@ -112,6 +126,7 @@ export function readFlagFile(text: string, bounds: FlagFileBounds = UNBOUNDED): 
     if (problems.length === 0) flags.push({ key: (flag as FlagDefinition).key, text: flagText });
   }
   checkPrerequisiteBounds(graph, seen, problems);
+  checkSegments(envelope.segments, problems, size);
   checkTotal(size, problems);
   throwIfAny(problems);
   return { ...(envelope as Omit<FlagFile, 'flags'>), flags };
@@ -255,6 +270,7 @@ export function validateFlagFile(doc: unknown, bounds: FlagFileBounds = UNBOUNDE
     const size: SizeTally = { bounds, total: 0 };
     (d.flags as unknown[]).forEach((flag, i) => checkFlag(flag, i, seen, problems, graph, size));
     checkPrerequisiteBounds(graph, seen, problems);
+    checkSegments(d.segments, problems, size);
     checkTotal(size, problems);
   }
   throwIfAny(problems);
@@ -271,7 +287,39 @@ function envelopeProblems(d: unknown): string[] {
     if (doc[field] !== undefined && typeof doc[field] !== 'string') problems.push(`${field}: must be a string`);
   }
   if (!Array.isArray(doc.flags)) problems.push('flags: must be an array');
+  if (doc.segments !== undefined && !Array.isArray(doc.segments)) problems.push('segments: must be an array');
   return problems;
+}
+
+/**
+ * The file's segments (if any): each as the API checks one, against the file's other segments (a
+ * segmentMatch naming a segment the file lacks, or a cycle, refuses the file: the API never stores
+ * either), a key once, and its bytes within the flags' bounds. Flags naming a segment the file
+ * lacks are not refused (as for prerequisites): such a clause never matches, as in Postgres mode.
+ */
+function checkSegments(segments: unknown, problems: string[], size: SizeTally): void {
+  if (!Array.isArray(segments)) return;
+  const byKey = new Map<string, SegmentDefinition>();
+  for (const s of segments as unknown[]) {
+    const key = (s as { key?: unknown } | null)?.key;
+    if (typeof key === 'string' && !byKey.has(key)) byKey.set(key, s as SegmentDefinition);
+  }
+  const seen = new Map<string, number>();
+  (segments as unknown[]).forEach((segment, i) => {
+    for (const p of checkSegmentDefinition(segment as SegmentDefinition, (k) => byKey.get(k)).errors) {
+      problems.push(`segments[${i}]${p.path === '' ? '' : `.${p.path}`}: ${p.message}`);
+    }
+    if (typeof segment === 'object' && segment !== null) {
+      const bytes = flagDefinitionBytes(segment);
+      size.total += bytes;
+      if (bytes > size.bounds.maxFlagBytes) problems.push(`segments[${i}]: its definition takes ${bytes} bytes, over the ${size.bounds.maxFlagBytes} a flag or segment may take`);
+    }
+    const key = (segment as { key?: unknown } | null)?.key;
+    if (typeof key !== 'string') return;
+    const first = seen.get(key);
+    if (first !== undefined) problems.push(`segments[${i}].key: duplicate of segments[${first}] ('${key}')`);
+    else seen.set(key, i);
+  });
 }
 
 /** The prerequisites of the file's flags that have any (only those can go beyond the bounds). */

@@ -127,6 +127,27 @@ describe('evaluations from memory across replicas (real HTTP, Postgres, Redis)',
     }
   });
 
+  it('contexts: a seed body is a user whatever attribute kind it sends; context takes a multi-kind context; a malformed one is 400 naming the field', async () => {
+    const auth = { token: owner.idToken, tenant: owner.tenantId };
+    const created = await f.call('POST', '/api/flags', { ...auth, json: { key: 'by-org', name: 'o', type: 'boolean', defaultValue: false, enabled: true } });
+    const on = (created.body.variations as Array<{ id: string; value: unknown }>).find((v) => v.value === true)!.id;
+    const rules = [
+      { id: 'org', clauses: [{ attribute: 'plan', op: 'in', values: ['enterprise'], contextKind: 'organization' }], variationId: on },
+      { id: 'users', clauses: [{ attribute: 'kind', op: 'in', values: ['user'] }, { attribute: 'plan', op: 'in', values: ['enterprise'] }], variationId: on },
+    ];
+    expect((await f.call('PATCH', '/api/flags/by-org', { ...auth, json: { rules } })).status).toBe(200);
+    const evaluate = (json: object) => f.call('POST', '/api/flags/by-org/evaluate', { ...auth, json });
+    // The seed body: a user, even with an attribute named kind (it matches the users' rule, not the organization's).
+    expect((await evaluate({ userId: 'u-1', attributes: { kind: 'organization', plan: 'enterprise' } })).body).toMatchObject({ value: true, ruleId: 'users' });
+    const multi = { kind: 'multi', user: { key: 'u-1' }, organization: { key: 'acme', plan: 'enterprise' } };
+    expect((await evaluate({ context: multi })).body).toMatchObject({ value: true, reason: 'RULE_MATCH', ruleId: 'org' });
+    expect((await evaluate({ context: { kind: 'organization', key: 'small', plan: 'free' } })).body).toMatchObject({ value: false, reason: 'FALLTHROUGH' });
+    const bad = await evaluate({ context: { kind: 'multi', user: { key: 'u-1' }, organization: { plan: 'enterprise' } } });
+    expect([bad.status, bad.body.type, bad.body.errors]).toEqual([400, '/problems/invalid-context', { 'context.organization.key': 'must be a non-empty string (the context key)' }]);
+    const nested = await evaluate({ context: { kind: 'multi', multi: { key: 'x' } } });
+    expect([nested.status, Object.keys(nested.body.errors)]).toEqual([400, ['context.multi']]);
+  });
+
   it('refuses a removed member within 5 s on every process: at once when announced, after the cache TTL when not', async () => {
     const announced: unknown[] = [];
     const unsubscribe = await pubsub.subscribe(CHANNELS.membershipChanged, (m) => announced.push(m));

@@ -53,7 +53,9 @@ const EVALUATE_IN_PROJECT = route({
   auth: 'bearer',
   body: jsonBody<EvaluationContext>({
     schema: { type: 'object', additionalProperties: true, example: { key: 'user-42', country: 'NO' } },
-    description: 'the evaluation context: key (or targetingKey, userId) and attributes',
+    description:
+      'the evaluation context, a LaunchDarkly context: `{kind?, key (or targetingKey, userId), ...attributes}` (no kind: `user`) or `{kind: "multi", <kind>: {key, ...}, ...}`. ' +
+      'A malformed one (an invalid kind, `multi` inside multi, a kind without key) is a 400 `invalid-context` naming the field; no kind and no key evaluates to ERROR / USER_NOT_SPECIFIED as before kinds.',
   }),
   handle: (x, p, body, h: EvaluateHandler) => h.inProject(x, p['projectId']!, p['flagKey']!, body),
   problems: PROBLEMS,
