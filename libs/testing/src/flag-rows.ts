@@ -1,4 +1,4 @@
-import type { FlagDefinition } from '@flagship/flag-evaluation';
+import type { FlagDefinition, SegmentDefinition } from '@flagship/flag-evaluation';
 
 /** Anything that runs SQL with parameters (a pg Client or Pool). */
 export interface SqlRunner {
@@ -27,4 +27,9 @@ export async function writeNumberFlag(db: SqlRunner, tenantId: string, key: stri
 /** The number flag writeNumberFlag writes, as the evaluator's definition: for specs of what holds or sends flags without Postgres. */
 export function numberFlag(key: string, value: number): FlagDefinition {
   return { key, type: 'number', defaultValue: value, variations: [{ id: 'v', name: 'V', value, weight: 0 }], enabled: true, targets: [], rules: [], prerequisites: [] };
+}
+
+/** A segment that matches no one, with `overrides`: for specs of what holds, sends or evaluates segments. */
+export function segmentDefinition(key: string, overrides: Partial<SegmentDefinition> = {}): SegmentDefinition {
+  return { key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [], ...overrides };
 }
