@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import type Redis from 'ioredis';
 import { createDataSource, measureFlagDefinitions } from '@flagship/persistence';
 import { CHANNELS, createRedis, type FlagChanged, type PubSub, RedisKeys, RedisPubSub } from '@flagship/redis';
-import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag } from '@flagship/testing';
+import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag, writeSegment, writeSegmentGatedFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FlagStoreRepository, type StoredFlag } from './flag-store.repository';
 
@@ -144,24 +144,15 @@ describe('FlagStore over real Postgres and Redis', () => {
   });
 
   it('segments stored in Postgres resolve segmentMatch; an announced segment change alone moves the set and its answers', async () => {
-    await setFlag(A, 'gated', 1);
-    await sql.query(`UPDATE flags SET variations = variations || '[{"id": "in", "name": "In", "value": 2, "weight": 0}]'::jsonb WHERE tenant_id = $1 AND key = 'gated'`, [A]);
-    const rules = [{ id: 'r', clauses: [{ attribute: 'key', op: 'segmentMatch', values: ['beta'] }], variationId: 'in' }];
-    await sql.query(`UPDATE flag_environments SET rules = $2::jsonb WHERE tenant_id = $1 AND flag_id = (SELECT id FROM flags WHERE tenant_id = $1 AND key = 'gated')`, [A, JSON.stringify(rules)]);
-    const writeSegment = (included: string[]) =>
-      sql.query(
-        `INSERT INTO segments (tenant_id, environment_key, key, name, definition) VALUES ($1, 'production', 'beta', 'Beta', $2::jsonb)
-         ON CONFLICT (tenant_id, environment_key, key) DO UPDATE SET definition = excluded.definition, version = segments.version + 1`,
-        [A, JSON.stringify({ included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] })],
-      );
-    await writeSegment(['u1']);
+    await writeSegmentGatedFlag(sql, A, 'gated', 'beta', 1, 2);
+    await writeSegment(sql, A, 'beta', ['u1']);
     const { store, changes } = await open();
     const view = await store.view(A, 'production');
     expect(valueIn(store, A, 'gated')).toBe(2);
     const loadedAt = view.set.updatedAt;
 
     await new Promise((r) => setTimeout(r, 5)); // `at` is in ms: let one pass
-    await writeSegment(['u2']);
+    await writeSegment(sql, A, 'beta', ['u2']);
     await publish({ tenantId: A, environment: 'production', segmentKey: 'beta', version: 2 });
     await waitFor(async () => changes.length === 2);
     expect(changes[1]).toMatchObject({ keys: [], segments: [expect.objectContaining({ key: 'beta' })] });
