@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import type Redis from 'ioredis';
 import { createDataSource, measureFlagDefinitions } from '@flagship/persistence';
 import { CHANNELS, createRedis, type FlagChanged, type PubSub, RedisKeys, RedisPubSub } from '@flagship/redis';
-import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag } from '@flagship/testing';
+import { createTestDatabase, createTestRedisPrefix, TcpProxy, type TestDatabase, type TestRedisPrefix, waitFor, writeNumberFlag, writeSegment, writeSegmentGatedFlag } from '@flagship/testing';
 import { type FlagSetChanged, FlagSetTooLargeError, FlagStore, type FlagStoreOptions } from './flag-store';
 import { FlagStoreRepository, type StoredFlag } from './flag-store.repository';
 
@@ -141,6 +141,23 @@ describe('FlagStore over real Postgres and Redis', () => {
     await waitFor(async () => changes.length === 3);
     expect(changes[2]).toMatchObject({ keys: ['a3'], flags: [], removed: ['a3'] });
     expect(valueIn(store, A, 'a3')).toBe('missing');
+  });
+
+  it('segments stored in Postgres resolve segmentMatch; an announced segment change alone moves the set and its answers', async () => {
+    await writeSegmentGatedFlag(sql, A, 'gated', 'beta', 1, 2);
+    await writeSegment(sql, A, 'beta', ['u1']);
+    const { store, changes } = await open();
+    const view = await store.view(A, 'production');
+    expect(valueIn(store, A, 'gated')).toBe(2);
+    const loadedAt = view.set.updatedAt;
+
+    await new Promise((r) => setTimeout(r, 5)); // `at` is in ms: let one pass
+    await writeSegment(sql, A, 'beta', ['u2']);
+    await publish({ tenantId: A, environment: 'production', segmentKey: 'beta', version: 2 });
+    await waitFor(async () => changes.length === 2);
+    expect(changes[1]).toMatchObject({ keys: [], segments: [expect.objectContaining({ key: 'beta' })] });
+    expect(changes[1]!.at).toBeGreaterThan(loadedAt);
+    expect(valueIn(store, A, 'gated')).toBe(1);
   });
 
   it('a lost announcement is healed by the periodic reconcile, which compares fingerprints and re-reads only what differs', async () => {

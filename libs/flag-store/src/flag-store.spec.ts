@@ -263,6 +263,45 @@ describe('FlagStore over the change feed', () => {
     expect(changes[1]).toMatchObject({ keys: [], segments: [], removedSegments: ['gamma'] });
   });
 
+  it('evaluations resolve segmentMatch through the held segments, and a segment-only change moves the set (`at`) and what it answers', async () => {
+    const seg = (key: string, included: string[]) => ({ key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
+    const gated: FlagDefinition = {
+      key: 'gated',
+      type: 'boolean',
+      defaultValue: false,
+      enabled: true,
+      variations: [true, false].map((value) => ({ id: String(value), name: String(value), value, weight: 0 })),
+      targets: [],
+      rules: [{ id: 'beta', clauses: [{ attribute: 'key', op: 'segmentMatch', values: ['beta'] }], variationId: 'true' }],
+      prerequisites: [],
+    };
+    repo.put(A, E, gated);
+    repo.putSegment(A, E, seg('beta', ['u1']));
+    const { store, changes } = open();
+    const view = await store.view(A, E);
+    const answer = (key: string) => view.set.evaluate(view.set.get('gated')!, { key });
+    expect(answer('u1')).toMatchObject({ value: true, reason: 'RULE_MATCH', ruleId: 'beta' });
+    expect(answer('u2').value).toBe(false);
+    const loadedAt = view.set.updatedAt;
+
+    jest.setSystemTime(Date.now() + 1000);
+    repo.putSegment(A, E, seg('beta', ['u2']));
+    await announce({ tenantId: A, environment: E, segmentKey: 'beta', version: 2 });
+    await settle();
+    // orep's refetch events tell `at`: a change to segments alone must move it.
+    expect(changes.at(-1)).toMatchObject({ keys: [], at: loadedAt + 1000 });
+    expect(answer('u1').value).toBe(false);
+    expect(answer('u2').value).toBe(true);
+
+    jest.setSystemTime(Date.now() + 1000);
+    repo.removeSegment(A, E, 'beta');
+    await announce({ tenantId: A, environment: E, segmentKey: 'beta' });
+    await settle();
+    expect(changes.at(-1)).toMatchObject({ removedSegments: ['beta'], at: loadedAt + 2000 });
+    // A segment gone matches no one (the flag naming it is refused at write; one left over serves its fallthrough).
+    expect(answer('u2').value).toBe(false);
+  });
+
   it('a reconcile finds segments changed without an announcement (compared by fingerprint, only those that differ re-read)', async () => {
     const seg = (key: string) => ({ key, name: key, included: [], excluded: [], includedContexts: [], excludedContexts: [], rules: [] });
     repo.put(A, E, num('f', 1));

@@ -488,7 +488,11 @@ export class FlagStore implements OnModuleInit, OnModuleDestroy {
       held.segmentBytes += bytes - (held.segments.get(s.key)?.bytes ?? 0);
       held.segments.set(s.key, { definition: s.definition, fingerprint: s.fingerprint, bytes, json: this.options.keepJson ? json : undefined });
     }
-    // At merge with the evaluator half of issue 33: the LiveFlagSet takes them here, so segmentMatch resolves.
+    // The evaluations' segmentMatch resolves through the set, and its updatedAt (a change's `at`) moves.
+    held.set.applySegments(
+      changed.map((s) => s.definition),
+      removed,
+    );
     return { segments: changed, removedSegments: removed };
   }
 

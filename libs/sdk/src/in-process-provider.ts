@@ -8,7 +8,16 @@ import {
   type ResolutionDetails,
   StandardResolutionReasons,
 } from '@openfeature/server-sdk';
-import { evaluationError, type FlagDefinition, LiveFlagSet, openFeatureMetadata, openFeatureReason } from '@flagship/flag-evaluation';
+import {
+  checkEvaluationContext,
+  contextFromOpenFeature,
+  evaluationError,
+  type FlagDefinition,
+  LiveFlagSet,
+  openFeatureMetadata,
+  openFeatureReason,
+  type SegmentDefinition,
+} from '@flagship/flag-evaluation';
 import { readServerSentEvents, type ServerSentEvent } from './event-stream';
 import { type FlagshipClientOptions, transportFor } from './flagship.client';
 import { type HttpTransport, sleep } from './http-transport';
@@ -35,7 +44,9 @@ const SHORT_STREAM_MS = 1000;
  * An OpenFeature server provider that evaluates in process: it downloads the environment's flag
  * definitions over the flag-data stream (GET /api/flag-stream: a put, then patches and deletes),
  * keeps them current, and evaluates locally with the API's own evaluator (`@flagship/flag-evaluation`),
- * answering as orep-server's OFREP routes do. When the stream breaks it keeps answering from the
+ * answering as orep-server's OFREP routes do. Segments travel with the flags (segmentMatch resolves
+ * locally), and OpenFeature's flat context is read as LaunchDarkly's OpenFeature providers read it
+ * (contextFromOpenFeature: `kind` selects the kind, `kind: "multi"` nests one object per kind). When the stream breaks it keeps answering from the
  * last good flags, emits STALE, and reconnects with backoff and a current token, resuming from the
  * last event id; READY again once back. Changes emit CONFIGURATION_CHANGED with the changed keys.
  */
@@ -49,6 +60,8 @@ export class FlagshipInProcessProvider implements Provider {
   private liveSet: LiveFlagSet | undefined;
   /** key -> the definition's JSON text, to tell which flags a new put changed. */
   private texts = new Map<string, string>();
+  /** segment key -> its JSON text, to tell whether a new put changed any segment. */
+  private segmentTexts = new Map<string, string>();
   private lastEventId: string | undefined;
   private state: Status = 'not-ready';
   private readonly stopped = new AbortController();
@@ -114,7 +127,11 @@ export class FlagshipInProcessProvider implements Provider {
     if (set === undefined) return failed(defaultValue, ErrorCode.PROVIDER_NOT_READY, 'the flags have not been received yet');
     const flag = set.get(flagKey);
     if (flag === undefined) return failed(defaultValue, ErrorCode.FLAG_NOT_FOUND, `no flag '${flagKey}' in this environment`);
-    const result = set.evaluate(flag, context);
+    const ctx = contextFromOpenFeature(context);
+    const problem = checkEvaluationContext(ctx);
+    // A context without a key keeps OpenFeature's own code for it; any other malformed context is INVALID_CONTEXT, as OFREP answers.
+    if (problem !== undefined && problem.path !== 'key') return failed(defaultValue, ErrorCode.INVALID_CONTEXT, `context${problem.path === '' ? '' : `.${problem.path}`} ${problem.message}`);
+    const result = set.evaluate(flag, ctx);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
       return failed(defaultValue, error.code === 'TARGETING_KEY_MISSING' ? ErrorCode.TARGETING_KEY_MISSING : ErrorCode.GENERAL, error.details);
@@ -199,27 +216,38 @@ export class FlagshipInProcessProvider implements Provider {
   /** Applies a put, patch or delete; the keys it changed, or undefined for an unknown event. */
   private apply(name: string, data: string): string[] | undefined {
     if (name === 'put') {
-      const flags = (JSON.parse(data) as { flags: FlagDefinition[] }).flags;
+      const { flags, segments = [] } = JSON.parse(data) as { flags: FlagDefinition[]; segments?: SegmentDefinition[] };
       const texts = new Map(flags.map((f) => [f.key, JSON.stringify(f)]));
+      const segmentTexts = new Map(segments.map((s) => [s.key, JSON.stringify(s)]));
       const changed = [...texts].filter(([key, text]) => this.texts.get(key) !== text).map(([key]) => key);
       for (const key of this.texts.keys()) if (!texts.has(key)) changed.push(key);
+      const segmentsChanged = segmentTexts.size !== this.segmentTexts.size || [...segmentTexts].some(([key, text]) => this.segmentTexts.get(key) !== text);
       // A put is a snapshot: a new set swapped in at once, no evaluation sees half of it.
-      this.liveSet = LiveFlagSet.of(flags);
+      const set = LiveFlagSet.of(flags);
+      set.applySegments(segments, []);
+      this.liveSet = set;
       this.texts = texts;
-      return changed;
+      this.segmentTexts = segmentTexts;
+      return segmentsChanged ? withSegmentUsers(changed, texts) : changed;
     }
     if (this.liveSet === undefined) return undefined; // a patch before any put: the server always sends a put first
     if (name === 'patch') {
-      const flags = (JSON.parse(data) as { flags: FlagDefinition[] }).flags;
+      const { flags, segments = [] } = JSON.parse(data) as { flags: FlagDefinition[]; segments?: SegmentDefinition[] };
+      // Segments first, in the same synchronous step: a flag patched with a segment it names never evaluates without it.
+      if (segments.length > 0) this.liveSet.applySegments(segments, []);
       this.liveSet.apply(flags, []);
+      for (const s of segments) this.segmentTexts.set(s.key, JSON.stringify(s));
       for (const f of flags) this.texts.set(f.key, JSON.stringify(f));
-      return flags.map((f) => f.key);
+      const changed = flags.map((f) => f.key);
+      return segments.length > 0 ? withSegmentUsers(changed, this.texts) : changed;
     }
     if (name === 'delete') {
-      const keys = (JSON.parse(data) as { keys: string[] }).keys;
+      const { keys, segmentKeys = [] } = JSON.parse(data) as { keys: string[]; segmentKeys?: string[] };
       this.liveSet.apply([], keys);
+      if (segmentKeys.length > 0) this.liveSet.applySegments([], segmentKeys);
       for (const key of keys) this.texts.delete(key);
-      return keys;
+      for (const key of segmentKeys) this.segmentTexts.delete(key);
+      return segmentKeys.length > 0 ? withSegmentUsers(keys, this.texts) : keys;
     }
     return undefined;
   }
@@ -257,6 +285,17 @@ export class FlagshipInProcessProvider implements Provider {
 /** Credentials refused (revoked, a wrong secret, the token endpoint saying no), a scope missing, an unknown environment: not a passing outage. */
 function isRefusal(err: unknown): boolean {
   return err instanceof AuthenticationError || (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404));
+}
+
+/**
+ * A segment's change changes the answers of the flags that match segments: told as changed with
+ * `changed`. Which segments a flag reaches (nesting included) is not worked out here; a flag that
+ * names none cannot change, one that does may.
+ */
+function withSegmentUsers(changed: string[], texts: ReadonlyMap<string, string>): string[] {
+  const out = new Set(changed);
+  for (const [key, text] of texts) if (text.includes('"segmentMatch"')) out.add(key);
+  return [...out];
 }
 
 function failed<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {

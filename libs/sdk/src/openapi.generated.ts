@@ -503,7 +503,7 @@ export interface paths {
         put?: never;
         /**
          * Import flags from LaunchDarkly's server-side SDK data into the request's environment
-         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.
+         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}, "segments": {key: segment}}), or an array of flags. Each segment is created or replaced by key in this environment (X-Environment), and each flag created, or its variations and its targeting in this environment replaced; salts and seeds are kept so every context keeps its bucket. A flag's segmentMatch may name a segment of the same import or one already in the environment. What cannot be expressed (big segments, experiments) or is malformed, in a flag or a segment, is a 422 naming it by path (flags.<key>..., segments.<key>...), and nothing is written. Segments count against their own quotas (QUOTA_SEGMENTS_PER_TENANT, QUOTA_SEGMENT_BYTES_PER_TENANT), flags against theirs, all in the same transaction. A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.
          */
         post: operations["Flags_importLaunchDarkly"];
         delete?: never;
@@ -1518,6 +1518,12 @@ export interface components {
             /** @description which client-side keys of orep-server may evaluate the flag, in every environment; both false (the default): server keys only. A client-side key evaluating any other flag gets FLAG_NOT_FOUND */
             clientSideAvailability?: components["schemas"]["ClientSideAvailabilityDto"];
         };
+        ImportedSegmentsDto: {
+            /** @description keys of segments that did not exist in the environment before */
+            created: string[];
+            /** @description keys of existing segments of the environment that were replaced */
+            replaced: string[];
+        };
         SkippedImportDto: {
             key: string;
             reason: string;
@@ -1529,6 +1535,8 @@ export interface components {
             created: string[];
             /** @description keys of existing flags whose variations and targeting in this environment were replaced */
             replaced: string[];
+            /** @description the import's segments (`segments` beside `flags`), written in the same transaction */
+            segments: components["schemas"]["ImportedSegmentsDto"];
             /** @description tombstones (`deleted: true`), not written */
             skipped: components["schemas"]["SkippedImportDto"][];
             /** @description every imported flag as now seen in the environment, warnings included */

@@ -158,7 +158,7 @@ export interface LaunchDarklyVariationOrRollout {
   rollout?: { variations: Array<{ variation: number; weight: number; untracked?: boolean }>; bucketBy?: string; seed?: number; kind?: string; contextKind?: string };
 }
 
-/** `{flags: {key: flag}}` as in LaunchDarkly's SDK data files, or an array of flags. */
+/** `{flags: {key: flag}, segments: {key: segment}}` as in LaunchDarkly's SDK data files, or an array of flags. */
 export type LaunchDarklySdkData = { flags?: Record<string, LaunchDarklyFlag> | LaunchDarklyFlag[]; segments?: Record<string, unknown>; flagValues?: Record<string, JsonValue> } | LaunchDarklyFlag[];
 
 export interface ImportFlagsResult {
@@ -167,6 +167,8 @@ export interface ImportFlagsResult {
   created: string[];
   /** Keys of flags whose variations and targeting in the environment were replaced. */
   replaced: string[];
+  /** The import's segments (`segments` beside `flags`), written in the same transaction. */
+  segments: { created: string[]; replaced: string[] };
   /** Tombstones (`deleted: true`), not written. */
   skipped: Array<{ key: string; reason: string }>;
   /** Every imported flag as now seen in the environment, with its warnings. */

@@ -96,4 +96,65 @@ describe('FlagImportService', () => {
     expect((await s.service.get(TENANT, 'staging', 'parent')).flag.variations).toHaveLength(2);
     expect(await keys()).toEqual(['child', 'parent']);
   });
+
+  describe('segments beside flags (one request, all or nothing)', () => {
+    /** A LaunchDarkly segment; `more` overrides its fields. */
+    const lds = (key: string, more: Record<string, unknown> = {}) => ({ key, included: [], excluded: [], rules: [], salt: `${key}-salt`, version: 3, ...more });
+    const inSegment = (key: string, ...segmentKeys: string[]) => ld(key, { rules: [{ id: 'seg', clauses: [{ attribute: 'key', op: 'segmentMatch', values: segmentKeys }], variation: 1 }] });
+    const withSegments = (segments: Array<ReturnType<typeof lds>>, ...flags: Array<ReturnType<typeof ld>>) => ({ ...body(...flags), segments: Object.fromEntries(segments.map((x) => [x.key, x])) });
+    const segmentKeys = async (env = 'staging') => (await s.segments.definitions(TENANT, env)).map((d) => d.key);
+
+    it('writes the segments and the flags naming them in the request’s environment, audited and announced once committed', async () => {
+      const orgs = lds('big-orgs', { includedContexts: [{ contextKind: 'organization', values: ['acme'] }], rules: [{ id: 'r', clauses: [{ attribute: 'plan', op: 'in', values: ['pro'], contextKind: 'organization' }], weight: 50000, rolloutContextKind: 'organization' }] });
+      const result = await importing(withSegments([lds('beta', { included: ['u1'] }), orgs], inSegment('gated', 'beta', 'big-orgs')));
+      expect([result.created, result.segments]).toEqual([['gated'], { created: ['beta', 'big-orgs'], replaced: [] }]);
+      expect(await s.segments.definitions(TENANT, 'staging')).toEqual([
+        expect.objectContaining({ key: 'beta', included: ['u1'], salt: 'beta-salt' }),
+        expect.objectContaining({ key: 'big-orgs', includedContexts: [{ contextKind: 'organization', values: ['acme'] }], rules: [expect.objectContaining({ weight: 50000, rolloutContextKind: 'organization' })] }),
+      ]);
+      expect(await segmentKeys('production')).toEqual([]);
+      expect((await s.service.get(TENANT, 'staging', 'gated')).env.rules[0]!.clauses[0]).toMatchObject({ op: 'segmentMatch', values: ['beta', 'big-orgs'] });
+      expect(s.announcedSegments.map(([t, e, k]) => [t, e, k])).toEqual([
+        [TENANT, 'staging', 'beta'],
+        [TENANT, 'staging', 'big-orgs'],
+      ]);
+      // Imported again: replaced, and a flag may name a segment stored before (not in this request).
+      const again = await importing(withSegments([lds('beta', { included: ['u2'] })], inSegment('gated', 'big-orgs'), inSegment('other', 'beta')));
+      expect([again.created, again.replaced, again.segments]).toEqual([['other'], ['gated'], { created: [], replaced: ['beta'] }]);
+      expect((await s.segments.definitions(TENANT, 'staging')).find((d) => d.key === 'beta')!.included).toEqual(['u2']);
+    });
+
+    it('one bad segment refuses the whole import by path: no segment, no flag, no audit, nothing announced', async () => {
+      const p = await problemOf(importing(withSegments([lds('good'), lds('bad', { unbounded: true, included: 'u1' })], inSegment('gated', 'good'), ld('plain'))));
+      expect([p.problem.status, p.extensions['errors']]).toEqual([422, { 'segments.bad.unbounded': expect.any(String), 'segments.bad.included': 'must be an array of context keys' }]);
+      expect([await keys(), await segmentKeys(), s.repo.auditRows.length, s.announced.length, s.announcedSegments.length]).toEqual([[], [], 0, 0, 0]);
+    });
+
+    it('a segment over the segments’ own bounds (checked by SegmentsService within the import) refuses the flags too', async () => {
+      const huge = lds('huge', { included: Array.from({ length: 10_001 }, (_, i) => `u${i}`) });
+      const p = await problemOf(importing(withSegments([lds('fine'), huge], ld('plain'))));
+      expect([p.problem.status, Object.keys(p.extensions['errors'] as object)]).toEqual([422, [expect.stringMatching(/^segments\.huge\b/)]]);
+      expect([await keys(), await segmentKeys(), s.repo.auditRows.length]).toEqual([[], [], 0]);
+    });
+
+    it('a flag naming a segment neither in the import nor stored is 422 by path, and the import’s segments are not written', async () => {
+      const p = await problemOf(importing(withSegments([lds('beta')], inSegment('gated', 'beta', 'nobody'))));
+      expect([p.problem.status, p.extensions['errors']]).toEqual([422, { 'flags.gated.rules[0].clauses[0].values[1]': expect.stringContaining('"nobody"') }]);
+      expect([await keys(), await segmentKeys()]).toEqual([[], []]);
+      // Stored in another environment is not stored here.
+      await importing(withSegments([lds('nobody')]), 'production');
+      expect((await problemOf(importing(withSegments([], inSegment('gated', 'nobody'))))).problem.status).toBe(422);
+    });
+
+    it('counts the import’s new segments together against the segment quota, and a flag quota refusal undoes the segments written', async () => {
+      s = flagServices({ QUOTA_SEGMENTS_PER_TENANT: 2, QUOTA_FLAGS_PER_TENANT: 1 });
+      const tooMany = await problemOf(importing(withSegments([lds('a'), lds('b'), lds('c')], ld('plain'))));
+      expect([tooMany.problem.status, tooMany.extensions]).toEqual([409, { quota: 'segments-per-tenant', limit: 2, current: 0 }]);
+      expect([await keys(), await segmentKeys()]).toEqual([[], []]);
+      const flagsOver = await problemOf(importing(withSegments([lds('a'), lds('b')], ld('one'), ld('two'))));
+      expect([flagsOver.problem.status, flagsOver.extensions['quota']]).toEqual([409, 'flags-per-tenant']);
+      expect([await keys(), await segmentKeys(), s.announcedSegments]).toEqual([[], [], []]);
+      expect((await importing(withSegments([lds('a'), lds('b')], ld('one')))).segments.created).toEqual(['a', 'b']);
+    });
+  });
 });

@@ -11,7 +11,8 @@ import type { FlagEnvironmentEntity } from './flag.entity';
 import type { ImportResult } from './flag.mapper';
 import { FlagProblems } from './flags.errors';
 import { FlagsRepository } from './flags.repository';
-import { mapLaunchDarklyFlags, parseLaunchDarklyData } from './launchdarkly-import';
+import { SegmentsService } from '../segments/segments.service';
+import { mapLaunchDarklyFlags, mapLaunchDarklySegments, parseLaunchDarklyData, segmentKeysNamed } from './launchdarkly-import';
 
 /** An import refused by the byte quota names this many of the flags that add most to it. */
 const IMPORT_NAMED_ADDITIONS = 10;
@@ -19,9 +20,10 @@ const IMPORT_NAMED_ADDITIONS = 10;
 const IMPORT_RETRY_AFTER_S = 2;
 
 /**
- * LaunchDarkly's server-side SDK data into one environment: each flag created, or its variations
- * and this environment's targeting replaced, all in one transaction (a refusal writes nothing:
- * a 422, the flag count or the byte quota), one audit record per flag, then announced.
+ * LaunchDarkly's server-side SDK data into one environment: its segments and flags, each created
+ * or replaced (a flag's variations and this environment's targeting), all in one transaction (a
+ * refusal writes nothing: a 422, a count or byte quota of flags or of segments), one audit record
+ * per flag and per segment, then announced.
  */
 @Injectable()
 export class FlagImportService {
@@ -31,6 +33,7 @@ export class FlagImportService {
     @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changedMany'>,
     private readonly limits: FlagLimits,
+    @Inject(SegmentsService) private readonly segments: Pick<SegmentsService, 'importWithin' | 'lockStored'>,
   ) {}
 
   async importLaunchDarkly(tenantId: string, env: string | undefined, caller: CallerContext, body: unknown): Promise<ImportResult> {
@@ -51,6 +54,17 @@ export class FlagImportService {
         }
         // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
         const locked = await this.repo.lockRows(m, tenantId, [...parsed.flags.keys()], environment);
+        // The stored segments the import's segmentMatch clauses name, locked: one cannot be deleted
+        // meanwhile (a delete would not yet see the flags naming it), so none is left dangling.
+        const named = segmentKeysNamed(parsed).filter((k) => !parsed.segments.has(k));
+        const stored = await this.segments.lockStored(m, tenantId, environment, named);
+        const segmentExists = (key: string) => parsed.segments.has(key) || stored.has(key);
+        const mappedSegments = mapLaunchDarklySegments(parsed.segments, segmentExists);
+        if (Object.keys(mappedSegments.errors).length) throw validationProblem(mappedSegments.errors);
+        // Segments first, so the flags' checks below meet them written; their bounds and quotas are the segments' own.
+        const segments =
+          mappedSegments.segments.length > 0 ? await this.segments.importWithin(m, tenantId, environment, caller.callerId, mappedSegments.segments) : { created: [], replaced: [] };
+
         const current = await this.repo.definitions(tenantId, environment, m);
         const currentByKey = new Map(current.map((d) => [d.key, d]));
         const { flags, errors } = mapLaunchDarklyFlags(
@@ -60,6 +74,7 @@ export class FlagImportService {
             return found ? { type: found.type, variations: found.variations } : undefined;
           },
           randomUUID,
+          segmentExists,
         );
         if (Object.keys(errors).length) throw validationProblem(errors);
 
@@ -122,7 +137,7 @@ export class FlagImportService {
         const created: string[] = [];
         const replaced: string[] = [];
         for (const f of flags) (locked.has(f.key) ? replaced : created).push(f.key);
-        return { created, replaced };
+        return { created, replaced, segments };
       })
       .catch((err: unknown) => {
         // A flag of the same key created meanwhile (it was not there to lock): nothing was written.

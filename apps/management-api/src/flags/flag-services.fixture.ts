@@ -6,6 +6,7 @@ import { ProjectProblems } from '../projects/projects.errors';
 import { Quotas } from '../quotas/quotas';
 import { FakeQuotasRepository } from '../quotas/quotas.repository.fake';
 import { FakeSegmentsRepository } from '../segments/segments.repository.fake';
+import { SegmentsService } from '../segments/segments.service';
 import { FlagImportService } from './flag-import.service';
 import { FlagLimits } from './flag-limits';
 import { FakeFlagsRepository } from './flags.repository.fake';
@@ -29,23 +30,26 @@ export interface FlagLimitSettings {
   FLAG_MAX_BYTES: number;
   QUOTA_FLAGS_PER_TENANT: number;
   QUOTA_FLAG_BYTES_PER_TENANT: number;
+  QUOTA_SEGMENTS_PER_TENANT: number;
 }
 
 /**
- * FlagsService and FlagImportService over the in-memory repository, with the real Quotas and
+ * FlagsService, FlagImportService and the SegmentsService an import writes through, over the
+ * in-memory repositories (`segments` beside `repo`, an import's transaction spanning both), with the real Quotas and
  * FlagLimits over it (the quota counts are the fake's), and small stand-ins for the environments
  * (ENVIRONMENTS in both tenants), projects (PROJECT in TENANT), the flag store and the change events
  * (recorded in `announced`). No I/O.
  */
 export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
-  const limits: FlagLimitSettings = { FLAG_MAX_BYTES: 32_768, QUOTA_FLAGS_PER_TENANT: 5000, QUOTA_FLAG_BYTES_PER_TENANT: 8_388_608, ...settings };
+  const limits: FlagLimitSettings = { FLAG_MAX_BYTES: 32_768, QUOTA_FLAGS_PER_TENANT: 5000, QUOTA_FLAG_BYTES_PER_TENANT: 8_388_608, QUOTA_SEGMENTS_PER_TENANT: 500, ...settings };
   const repo = new FakeFlagsRepository();
+  const segments = new FakeSegmentsRepository();
   for (const t of [TENANT, OTHER_TENANT]) repo.environments.set(t, [...ENVIRONMENTS]);
   const quotas = new Quotas(
     {
       QUOTA_FLAGS_PER_TENANT: limits.QUOTA_FLAGS_PER_TENANT,
       QUOTA_FLAG_BYTES_PER_TENANT: limits.QUOTA_FLAG_BYTES_PER_TENANT,
-      QUOTA_SEGMENTS_PER_TENANT: 500,
+      QUOTA_SEGMENTS_PER_TENANT: limits.QUOTA_SEGMENTS_PER_TENANT,
       QUOTA_SEGMENT_BYTES_PER_TENANT: 8_388_608,
       QUOTA_ENVIRONMENTS_PER_TENANT: 20,
       QUOTA_OAUTH_CLIENTS_PER_TENANT: 50,
@@ -53,12 +57,20 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
       QUOTA_BUDGETS_PER_TENANT: 50,
       QUOTA_INVITATIONS_PER_TENANT: 100,
     },
-    new FakeQuotasRepository({ 'flags-per-tenant': (t) => repo.countFlags(t), 'flag-bytes-per-tenant': (t) => repo.countBytes(t) }),
+    new FakeQuotasRepository({
+      'flags-per-tenant': (t) => repo.countFlags(t),
+      'flag-bytes-per-tenant': (t) => repo.countBytes(t),
+      'segments-per-tenant': (t) => segments.countSegments(t),
+      'segment-bytes-per-tenant': (t) => segments.countBytes(t),
+    }),
     repo.transactions,
   );
   const flagLimits = new FlagLimits({ FLAG_MAX_BYTES: limits.FLAG_MAX_BYTES }, repo, quotas);
   const announced: Announced[] = [];
+  /** Segment changes announced: [tenant, environment, key, version]. */
+  const announcedSegments: Array<[string, string, string, number]> = [];
   const events = {
+    segmentChanged: async (t: string, e: string, k: string, v: number) => void announcedSegments.push([t, e, k, v]),
     changed: async (tenantId: string, environments: string[], flagKey: string, version: number) => void announced.push({ tenantId, environments, flagKey, version }),
     changedMany: async (tenantId: string, changes: ReadonlyArray<{ environments: string[]; flagKey: string; version: number }>) => {
       for (const c of changes) announced.push({ tenantId, ...c });
@@ -84,9 +96,11 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
     served: async (tenantId: string, environment: string): Promise<StoredFlag[]> =>
       (await repo.definitions(tenantId, environment)).map((definition) => ({ key: definition.key, projectId: null, fingerprint: String(definition.version), definition })),
   };
-  // The environment's segments (segmentMatch must name one), seeded by the specs that use them.
-  const segments = new FakeSegmentsRepository();
+  // The environment's segments (segmentMatch must name one) are `segments`, seeded by the specs that use them.
   const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments);
-  const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
-  return { repo, segments, service, imports, announced };
+  const segmentService = new SegmentsService(segments.transactions, segments, environments, quotas, events, { SEGMENT_MAX_BYTES: 524_288, SEGMENT_MAX_KEYS: 10_000 });
+  // One transaction over both fakes, as Postgres holds both tables: a throw undoes what either wrote.
+  const both = { run: <T>(work: Parameters<typeof repo.transactions.run<T>>[0]) => repo.transactions.run((m) => segments.transactions.run(() => work(m))) };
+  const imports = new FlagImportService(both, repo, environments, events, flagLimits, segmentService);
+  return { repo, segments, service, imports, announced, announcedSegments };
 }

@@ -86,6 +86,8 @@ export interface ImportResult {
   environment: string;
   created: string[];
   replaced: string[];
+  /** The import's segments: keys created, and keys of existing ones replaced. */
+  segments: { created: string[]; replaced: string[] };
   skipped: Array<{ key: string; reason: string }>;
   rows: FlagRow[];
 }
@@ -94,6 +96,7 @@ export const toImportResultDto = (r: ImportResult): ImportFlagsResultDto => ({
   environment: r.environment,
   created: r.created,
   replaced: r.replaced,
+  segments: r.segments,
   skipped: r.skipped,
   flags: r.rows.map(toFlagDto),
 });

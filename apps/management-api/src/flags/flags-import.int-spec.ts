@@ -229,13 +229,50 @@ describe('LaunchDarkly data: warnings and import (real HTTP, Postgres, Redis)', 
       const res = await importAs(owner, data);
       expect(res.status).toBe(422);
       expect(res.body.errors).toEqual({
-        'flags.ld-segment.rules[0].clauses[0].op': 'segmentMatch: import its segments in the same request',
+        'flags.ld-segment.rules[0].clauses[0].values[0]': 'names no segment of this import or this environment ("beta-users")',
         'flags.ld-segment.rules[1].clauses[0].contextKind': "'org anization' is not a context kind",
         'flags.ld-segment.rules[2].rollout.kind': "a rollout of kind 'experiment' (an experiment) cannot be imported: experiments are not supported",
       });
       expect((await f.call('GET', '/api/flags/ld-fresh', as(owner))).status).toBe(404);
       expect((await f.call('GET', '/api/flags/ld-parent', as(owner))).body.enabled).toBe(true);
       expect((await f.call('GET', '/api/flags/ld-parent/audit', as(owner))).body).toHaveLength(auditBefore);
+    });
+
+    it('imports LaunchDarkly segments beside the flags in one request; one bad segment refuses the whole import and writes nothing', async () => {
+      const staging = { 'x-environment': 'staging' };
+      const gated = (segmentKeys: string[]) => ({
+        key: 'ld-gated',
+        on: true,
+        variations: [true, false],
+        offVariation: 1,
+        fallthrough: { variation: 1 },
+        rules: [{ id: 'seg', clauses: [{ attribute: 'key', op: 'segmentMatch', values: segmentKeys }], variation: 0 }],
+        salt: 'gated',
+      });
+      const segments = {
+        'ld-beta': { key: 'ld-beta', included: ['u1'], excluded: [], rules: [], salt: 'beta', version: 4, deleted: false },
+        'ld-orgs': { key: 'ld-orgs', includedContexts: [{ contextKind: 'organization', values: ['acme'] }], rules: [{ id: 'pro', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['pro'] }], weight: 100000 }], version: 1 },
+      };
+      const refused = await importAs(owner, { flags: { 'ld-gated': gated(['ld-beta', 'ld-orgs']) }, segments: { ...segments, 'ld-big': { key: 'ld-big', unbounded: true, version: 1 } } }, staging);
+      expect([refused.status, refused.body.errors]).toEqual([422, { 'segments.ld-big.unbounded': 'a big segment (its members live outside the segment) cannot be imported' }]);
+      expect((await f.call('GET', '/api/segments/ld-beta', as(owner, staging))).status).toBe(404);
+      expect((await f.call('GET', '/api/flags/ld-gated', as(owner, staging))).status).toBe(404);
+
+      const res = await importAs(owner, { flags: { 'ld-gated': gated(['ld-beta', 'ld-orgs']) }, segments }, staging);
+      expect([res.status, res.body.created, res.body.segments]).toEqual([200, ['ld-gated'], { created: ['ld-beta', 'ld-orgs'], replaced: [] }]);
+      expect((await f.call('GET', '/api/segments/ld-orgs', as(owner, staging))).body).toMatchObject({ includedContexts: [{ contextKind: 'organization', values: ['acme'] }], salt: '' });
+      expect((await f.call('GET', '/api/segments/ld-beta/audit', as(owner, staging))).body.map((a: { action: string }) => a.action)).toEqual(['import']);
+      // The seed's evaluate route resolves the imported segments.
+      const evaluate = async (userId: string) => (await f.call('POST', '/api/flags/ld-gated/evaluate', { ...as(owner, staging), json: { userId } })).body;
+      expect(await evaluate('u1')).toMatchObject({ value: true, reason: 'RULE_MATCH', ruleId: 'seg' });
+      expect(await evaluate('u2')).toMatchObject({ value: false, reason: 'FALLTHROUGH' });
+      // A stored segment may be named by a later import; one stored only in another environment may not.
+      const later = await importAs(owner, { flags: { 'ld-later': { ...gated(['ld-beta']), key: 'ld-later' } } }, staging);
+      expect([later.status, later.body.segments]).toEqual([200, { created: [], replaced: [] }]);
+      const elsewhere = await importAs(owner, { flags: { 'ld-later': { ...gated(['ld-beta']), key: 'ld-later' } } });
+      expect([elsewhere.status, elsewhere.body.errors]).toEqual([422, { 'flags.ld-later.rules[0].clauses[0].values[0]': 'names no segment of this import or this environment ("ld-beta")' }]);
+      // In use by the imported flags: the segment cannot be deleted.
+      expect((await f.call('DELETE', '/api/segments/ld-beta', as(owner, staging))).status).toBe(409);
     });
 
     it('refuses what cannot be evaluated: unknown operators and variations, a rule naming none, cycles, mixed types', async () => {

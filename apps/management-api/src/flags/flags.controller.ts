@@ -75,9 +75,11 @@ export class FlagsController {
   @ApiOperation({
     summary: "Import flags from LaunchDarkly's server-side SDK data into the request's environment",
     description:
-      'Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy\'s /sdk/latest-all ({"flags": {key: flag}}), or an array of flags. ' +
-      'Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. ' +
-      'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. ' +
+      'Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy\'s /sdk/latest-all ({"flags": {key: flag}, "segments": {key: segment}}), or an array of flags. ' +
+      'Each segment is created or replaced by key in this environment (X-Environment), and each flag created, or its variations and its targeting in this environment replaced; salts and seeds are kept so every context keeps its bucket. ' +
+      "A flag's segmentMatch may name a segment of the same import or one already in the environment. " +
+      'What cannot be expressed (big segments, experiments) or is malformed, in a flag or a segment, is a 422 naming it by path (flags.<key>..., segments.<key>...), and nothing is written. ' +
+      'Segments count against their own quotas (QUOTA_SEGMENTS_PER_TENANT, QUOTA_SEGMENT_BYTES_PER_TENANT), flags against theirs, all in the same transaction. ' +
       'A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. ' +
       'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.',
   })

@@ -314,10 +314,16 @@ export class SkippedImportDto {
   @ApiProperty() reason: string;
 }
 
+export class ImportedSegmentsDto {
+  @ApiProperty({ type: [String], description: 'keys of segments that did not exist in the environment before' }) created: string[];
+  @ApiProperty({ type: [String], description: 'keys of existing segments of the environment that were replaced' }) replaced: string[];
+}
+
 export class ImportFlagsResultDto {
   @ApiProperty({ description: 'the environment written (X-Environment)' }) environment: string;
   @ApiProperty({ type: [String], description: 'keys of flags that did not exist before' }) created: string[];
   @ApiProperty({ type: [String], description: 'keys of existing flags whose variations and targeting in this environment were replaced' }) replaced: string[];
+  @ApiProperty({ type: ImportedSegmentsDto, description: "the import's segments (`segments` beside `flags`), written in the same transaction" }) segments: ImportedSegmentsDto;
   @ApiProperty({ type: [SkippedImportDto], description: 'tombstones (`deleted: true`), not written' }) skipped: SkippedImportDto[];
   @ApiProperty({ type: [FlagDto], description: 'every imported flag as now seen in the environment, warnings included' }) flags: FlagDto[];
 }

@@ -3,7 +3,7 @@
  * Redis), through `@openfeature/server-sdk` as an application uses it, the stream carried by a TCP
  * proxy the test can cut.
  */
-import { type Client, type EvaluationDetails, type JsonValue, OpenFeature, ProviderEvents, ProviderStatus } from '@openfeature/server-sdk';
+import { type Client, type EvaluationContext, type EvaluationDetails, type JsonValue, OpenFeature, ProviderEvents, ProviderStatus } from '@openfeature/server-sdk';
 import { FlagshipInProcessProvider } from '@flagship/sdk';
 import { http, TcpProxy } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
@@ -164,6 +164,55 @@ describe('FlagshipInProcessProvider (OpenFeature server SDK, real management-api
     await waitFor('the delete', () => heard.some((e) => e.flagsChanged?.includes('config') === true));
     expect((await client.getObjectDetails('config', { gone: true }, germany)).errorCode).toBe('FLAG_NOT_FOUND');
   });
+
+  it('evaluates segmentMatch and multi-kind contexts in process; a segment change is heard and applied', async () => {
+    const segment = await f.call('POST', '/api/segments', { ...as(owner), json: { key: 'key-accounts', name: 'Key accounts', included: ['user-1'], includedContexts: [{ contextKind: 'organization', values: ['acme'] }] } });
+    expect(segment.status).toBe(201);
+    heard.length = 0;
+    const b2b = await create({ key: 'b2b', name: 'b2b', type: 'boolean', defaultValue: false });
+    const [on] = b2b.variations.map((v) => v.id);
+    // The creation is heard first (off), so the wait below is for the rules.
+    await waitFor('the new flag', () => heard.some((e) => e.flagsChanged?.includes('b2b') === true));
+    heard.length = 0;
+    await patch('b2b', {
+      enabled: true,
+      rules: [
+        { id: 'key-accounts', clauses: [{ attribute: 'key', op: 'segmentMatch', values: ['key-accounts'] }], variationId: on },
+        { id: 'enterprise', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['enterprise'] }], variationId: on },
+      ],
+    });
+    await waitFor('the flag', () => heard.some((e) => e.flagsChanged?.includes('b2b') === true));
+    const answer = async (ctx: EvaluationContext) => {
+      const d = await client.getBooleanDetails('b2b', false, ctx);
+      return [d.value, d.flagMetadata['ruleId'] ?? d.reason];
+    };
+    // Single user contexts agree with the seed's evaluate route (user contexts only there).
+    for (const userId of ['user-1', 'user-2']) {
+      const remote = await f.call('POST', '/api/flags/b2b/evaluate', { ...as(owner), json: { userId } });
+      expect(await answer({ targetingKey: userId })).toEqual([remote.body.value, remote.body.ruleId ?? 'DEFAULT']);
+    }
+    expect(await answer({ targetingKey: 'user-1' })).toEqual([true, 'key-accounts']);
+    expect(await answer({ kind: 'organization', targetingKey: 'acme' })).toEqual([true, 'key-accounts']);
+    expect(await answer({ kind: 'multi', user: { targetingKey: 'user-2' }, organization: { targetingKey: 'globex', plan: 'enterprise' } })).toEqual([true, 'enterprise']);
+    expect(await answer({ kind: 'multi', user: { targetingKey: 'user-2' }, organization: { targetingKey: 'globex', plan: 'free' } })).toEqual([false, 'DEFAULT']);
+    const malformed = await client.getBooleanDetails('b2b', false, { kind: 'multi', user: { name: 'no key' } });
+    expect([malformed.errorCode, malformed.errorMessage]).toEqual(['INVALID_CONTEXT', expect.stringContaining('context.user.key')]);
+
+    // A change to the segment alone reaches the provider (a patch with the segment) and changes its answers.
+    heard.length = 0;
+    const moved = await f.call('PATCH', '/api/segments/key-accounts', { ...as(owner), json: { included: ['user-2'], includedContexts: [] } });
+    expect(moved.status).toBe(200);
+    await waitFor('the segment change', () => heard.some((e) => e.flagsChanged?.includes('b2b') === true));
+    expect(await answer({ targetingKey: 'user-1' })).toEqual([false, 'DEFAULT']);
+    expect(await answer({ targetingKey: 'user-2' })).toEqual([true, 'key-accounts']);
+    expect(await answer({ kind: 'organization', targetingKey: 'acme' })).toEqual([false, 'DEFAULT']);
+
+    // A provider started now receives the segment in its put.
+    const fresh = new FlagshipInProcessProvider({ baseUrl: f.url, auth: reader });
+    await OpenFeature.setProviderAndWait('fresh', fresh);
+    const d = await OpenFeature.getClient('fresh').getBooleanDetails('b2b', false, { kind: 'multi', user: { targetingKey: 'user-2' } });
+    expect([d.value, d.flagMetadata['ruleId']]).toEqual([true, 'key-accounts']);
+  }, 30_000);
 
   it('goes STALE when the stream breaks, keeps answering from the last good flags, and recovers with what changed meanwhile', async () => {
     const nordic = contexts[0]!; // NO

@@ -192,6 +192,24 @@ function parseSegments(segments: unknown, out: ParsedImport): void {
   }
 }
 
+/**
+ * Every segment key the import's segmentMatch clauses name (its flags' rules and its segments'),
+ * read from LaunchDarkly's data as sent: what must exist, in the import or already stored.
+ */
+export function segmentKeysNamed(parsed: Pick<ParsedImport, 'flags' | 'segments'>): string[] {
+  const keys = new Set<string>();
+  for (const raw of [...parsed.flags.values(), ...parsed.segments.values()]) {
+    if (!Array.isArray(raw.rules)) continue;
+    for (const rule of raw.rules as unknown[]) {
+      if (!isObject(rule) || !Array.isArray(rule.clauses)) continue;
+      for (const c of rule.clauses as unknown[]) {
+        if (isObject(c) && c.op === 'segmentMatch' && Array.isArray(c.values)) for (const v of c.values) if (typeof v === 'string') keys.add(v);
+      }
+    }
+  }
+  return [...keys];
+}
+
 const MAX_DEPTH = 64;
 // A NUL, or a UTF-16 surrogate without its pair: Postgres refuses both in text and jsonb.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { basicLogger, FileDataSourceFactory, init, type LDClient, type LDContext } from '@launchdarkly/node-server-sdk';
-import { CompiledFlagSet, type FlagDefinition } from '@flagship/flag-evaluation';
+import { type EvaluationContext as OpenFeatureContext, OpenFeature } from '@openfeature/server-sdk';
+import { CompiledFlagSet, type EvaluationResult, type FlagDefinition, openFeatureReason } from '@flagship/flag-evaluation';
+import { FlagshipInProcessProvider } from '@flagship/sdk';
 import { type HttpResult, seededRandom } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 import { type ImportedFlag, mapLaunchDarklyFlags, mapLaunchDarklySegments, parseLaunchDarklyData } from './launchdarkly-import';
@@ -36,6 +38,12 @@ import { type ImportedFlag, mapLaunchDarklyFlags, mapLaunchDarklySegments, parse
  * context key must not be empty here), contexts without `kind` keyed by `targetingKey`/`userId`
  * (ours only), and a clause that errs (a segment cycle) followed by more clauses of its rule (Node's
  * SDK lets the next clause's answer replace the error; its Go and Java SDKs stop there, as we do).
+ *
+ * The third part is issue 33's "same answers": such data (kinds, contextTargets, segments; without
+ * what the import refuses by design) imported through POST /api/flags/import in one request, then
+ * evaluated by the seed's evaluate route (user contexts: it takes a user), by the in-process
+ * OpenFeature provider (every context, multi-kind ones as OpenFeature's flat context), by our
+ * evaluator over the import's conversion and by LaunchDarkly's SDK: the same value, variation and reason.
  */
 
 const FLAGS = Number(process.env['ORACLE_FLAGS'] ?? 300);
@@ -550,4 +558,158 @@ describe('LaunchDarkly Node SDK as oracle: context kinds, multi-kind contexts an
     expect(seen.multi).toBeGreaterThan(0);
     expect(seen.segmentMatched).toBeGreaterThan(0);
   }, 120_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The same data through every door: import, the seed's evaluate route, the in-process provider
+
+/**
+ * LaunchDarkly data with kinds, contextTargets and segments as a team brings it: what the import
+ * refuses by design taken out (a segmentMatch naming no segment, the deliberate segment cycle), the
+ * rest generated as above.
+ */
+function importableKindData(g: Gen, flagCount: number): { flags: LdFlag[]; segments: LdFlag[] } {
+  const segments = makeSegments(g, 10).filter((s) => !(s['key'] as string).startsWith('cycle-'));
+  const known = new Set(segments.map((s) => s['key'] as string));
+  const flags = Array.from({ length: flagCount }, (_, i) => makeKindFlag(g, i, [...known]));
+  const keepKnown = (rules: Json | undefined): Json[] =>
+    ((rules ?? []) as Array<Record<string, Json>>).map((r) => ({
+      ...r,
+      clauses: (r['clauses'] as Array<Record<string, Json>>).flatMap((c) => {
+        if (c['op'] !== 'segmentMatch') return [c];
+        const values = (c['values'] as string[]).filter((v) => known.has(v));
+        return values.length > 0 ? [{ ...c, values }] : [];
+      }),
+    }));
+  for (const fl of flags) fl['rules'] = keepKnown(fl['rules']);
+  for (const seg of segments) seg['rules'] = keepKnown(seg['rules']);
+  return { flags, segments };
+}
+
+/** A LaunchDarkly context as OpenFeature's flat context: `targetingKey` for the key, one nested object per kind of a multi-kind one. */
+function openFeatureContextOf(ctx: Record<string, unknown>): OpenFeatureContext {
+  const flat = ({ key, ...rest }: Record<string, unknown>) => ({ targetingKey: key, ...rest }) as OpenFeatureContext;
+  if (ctx['kind'] !== 'multi') return flat(ctx);
+  const out: OpenFeatureContext = { kind: 'multi' };
+  for (const [kind, part] of Object.entries(ctx)) if (kind !== 'kind') out[kind] = flat(part as Record<string, unknown>);
+  return out;
+}
+
+const SAME_FLAGS = Number(process.env['ORACLE_SAME_FLAGS'] ?? 60);
+const SAME_CONTEXTS = Number(process.env['ORACLE_SAME_CONTEXTS'] ?? 24);
+
+describe('the same answers everywhere: LaunchDarkly data with kinds and segments imported, evaluated by the seed\'s route, the in-process provider, our evaluator and LaunchDarkly\'s SDK', () => {
+  const g = new Gen(seededRandom(SEED + 34));
+  const { flags, segments } = importableKindData(g, SAME_FLAGS);
+  const contexts = Array.from({ length: SAME_CONTEXTS }, (_, i) => makeKindContext(g, i));
+  // The seed's evaluate route takes a user (`userId` and attributes): user contexts of their own.
+  const users = Array.from({ length: 12 }, (_, i) => ({ kind: 'user', ...kindAttributes(g, 'user', i) }) as LDContext & Record<string, unknown>);
+  let f: ManagementApiFixture;
+  let owner: SignedUp;
+  let ldClient: LDClient;
+  let dir: string;
+  let imported: HttpResult<any>;
+  /** Our evaluator over the import's own conversion of the same data (variation ids of its own: compared by index). */
+  let reference: { set: CompiledFlagSet; indexOf: (key: string, id: string | undefined) => number | null };
+  /** Index of a variation id in the flag as the import stored it. */
+  let storedIndex: (key: string, id: string | undefined) => number | null;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ld-same-answers-'));
+    ldClient = await offlineClient(dir, flags, segments);
+    const data = { flags: Object.fromEntries(flags.map((fl) => [fl['key'], fl])), segments: Object.fromEntries(segments.map((s) => [s['key'], s])) };
+    const parsed = parseLaunchDarklyData(data);
+    const mappedSegments = mapLaunchDarklySegments(parsed.segments, (k) => parsed.segments.has(k));
+    let n = 0;
+    const mapped = mapLaunchDarklyFlags(parsed.flags, () => undefined, () => `v${n++}`, (k) => parsed.segments.has(k));
+    expect([parsed.errors, mappedSegments.errors, mapped.errors]).toEqual([{}, {}, {}]);
+    const ids = new Map(mapped.flags.map((fl) => [fl.key, fl.variations.map((v) => v.id)]));
+    reference = {
+      set: CompiledFlagSet.compile(mapped.flags.map(definitionOfImported), mappedSegments.segments),
+      indexOf: (key, id) => (id === undefined ? null : ids.get(key)!.indexOf(id)),
+    };
+
+    f = await ManagementApiFixture.start({ RATE_LIMIT_FREE: '1000000' });
+    owner = await f.signUp();
+    imported = await f.call('POST', '/api/flags/import', { token: owner.idToken, tenant: owner.tenantId, json: data });
+    const stored = new Map<string, string[]>((imported.body.flags ?? []).map((fl: { key: string; variations: Array<{ id: string }> }) => [fl.key, fl.variations.map((v) => v.id)]));
+    storedIndex = (key, id) => (id === undefined ? null : stored.get(key)!.indexOf(id));
+  }, 60_000);
+  afterAll(async () => {
+    ldClient?.close();
+    await OpenFeature.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    await f?.stop();
+  });
+
+  /** What is compared of an answer: value, variation index, reason with its rule. */
+  const answerOf = (r: { value: unknown; reason: string; ruleId?: string; ruleIndex?: number }, index: number | null) => ({
+    value: r.value,
+    index,
+    reason: r.reason,
+    ruleId: r.reason === 'RULE_MATCH' ? r.ruleId : undefined,
+    ruleIndex: r.reason === 'RULE_MATCH' ? r.ruleIndex : undefined,
+  });
+  const ours = (key: string, ctx: Record<string, unknown>): EvaluationResult => reference.set.evaluate(key, ctx)!;
+
+  it('imports the flags and segments in one request, and our evaluator answers as LaunchDarkly\'s SDK on the same data', async () => {
+    expect([imported.status, imported.status === 200 ? '' : imported.text]).toEqual([200, '']);
+    expect([imported.body.created.length, imported.body.segments.created.length]).toEqual([flags.length, segments.length]);
+    const mismatches: string[] = [];
+    const reasons = new Set<string>();
+    let segmentMatched = 0;
+    for (const fl of flags) {
+      const key = fl['key'] as string;
+      for (const ctx of [...contexts, ...users]) {
+        const ld = await ldClient.variationDetail(key, ctx, 'caller-default');
+        const mine = ours(key, ctx);
+        reasons.add(ld.reason.kind);
+        const expected = { value: ld.value, index: ld.variationIndex ?? null, reason: ld.reason.kind, ruleId: ld.reason.ruleId, ruleIndex: ld.reason.ruleIndex };
+        const got = answerOf(mine, reference.indexOf(key, mine.variationId));
+        if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push(`${key} ${JSON.stringify(ctx)}: LaunchDarkly ${JSON.stringify(expected)} vs ours ${JSON.stringify(got)}`);
+        if (mine.reason === 'RULE_MATCH' && JSON.stringify((fl['rules'] as Json[])[mine.ruleIndex!]).includes('segmentMatch')) segmentMatched++;
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+    for (const kind of ['OFF', 'FALLTHROUGH', 'TARGET_MATCH', 'RULE_MATCH']) expect([kind, reasons.has(kind)]).toEqual([kind, true]);
+    expect(segmentMatched).toBeGreaterThan(0);
+  });
+
+  it('the seed\'s evaluate route gives every user context the same answer as our evaluator', async () => {
+    const mismatches: string[] = [];
+    for (const fl of flags) {
+      const key = fl['key'] as string;
+      for (const ctx of users) {
+        const { kind: _kind, key: userId, ...attributes } = ctx;
+        const res = await f.call('POST', `/api/flags/${key}/evaluate`, { token: owner.idToken, tenant: owner.tenantId, json: { userId, attributes } });
+        const mine = ours(key, ctx);
+        const got = res.status === 200 ? answerOf(res.body, storedIndex(key, res.body.variationId)) : { status: res.status, body: res.text };
+        const expected = answerOf(mine, reference.indexOf(key, mine.variationId));
+        if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push(`${key} ${JSON.stringify(ctx)}: route ${JSON.stringify(got)} vs evaluator ${JSON.stringify(expected)}`);
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  }, 60_000);
+
+  it('the in-process provider (OpenFeature\'s flat contexts, multi-kind included) gives every context the same answer as our evaluator', async () => {
+    const auth = await f.call('POST', '/api/oauth/clients', { token: owner.idToken, tenant: owner.tenantId, json: { name: 'same answers', scopes: ['flags:read'] } });
+    expect(auth.status).toBe(201);
+    await OpenFeature.setProviderAndWait('same-answers', new FlagshipInProcessProvider({ baseUrl: f.url, auth: { clientId: auth.body.clientId, clientSecret: auth.body.clientSecret } }));
+    const client = OpenFeature.getClient('same-answers');
+    const mismatches: string[] = [];
+    let multi = 0;
+    for (const fl of flags) {
+      const key = fl['key'] as string;
+      for (const ctx of [...contexts, ...users]) {
+        const d = await client.getStringDetails(key, 'caller-default', openFeatureContextOf(ctx));
+        const mine = ours(key, ctx);
+        if (ctx.kind === 'multi') multi++;
+        const got = { value: d.value, index: storedIndex(key, d.variant), reason: d.reason, ruleId: d.flagMetadata['ruleId'], errorCode: d.errorCode };
+        const expected = { value: mine.value, index: reference.indexOf(key, mine.variationId), reason: openFeatureReason(mine), ruleId: mine.ruleId, errorCode: undefined };
+        if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push(`${key} ${JSON.stringify(ctx)}: provider ${JSON.stringify(got)} vs evaluator ${JSON.stringify(expected)}`);
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+    expect(multi).toBeGreaterThan(0);
+  });
 });

@@ -175,6 +175,14 @@ export class SegmentsService {
     return segmentLookupOf(await this.repo.definitions(tenantId, environment, m));
   }
 
+  /**
+   * Of `keys`, those stored in the environment, locked until the transaction ends: what an import's
+   * flags may name besides its own segments, kept from being deleted until they are written.
+   */
+  async lockStored(m: Tx, tenantId: string, environment: string, keys: readonly string[]): Promise<Set<string>> {
+    return new Set((await this.repo.lockMany(m, tenantId, environment, keys)).keys());
+  }
+
   /** Every segment of the environment in the evaluator's shape (what a flag set is compiled with). */
   async definitions(tenantId: string, environment: string): Promise<SegmentDefinition[]> {
     return this.repo.definitions(tenantId, environment);

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { measureFlagDefinitions, runMigrations } from '@flagship/persistence';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
-import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment, writeNumberFlag } from '@flagship/testing';
+import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment, writeNumberFlag, writeSegment, writeSegmentGatedFlag } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { loadOrepServerConfig } from '../env.schema';
 import { installFastPath } from '../fast-path/install-fast-path';
@@ -182,6 +182,18 @@ describe('Postgres source', () => {
       await db.query(`DELETE FROM flags WHERE tenant_id = $1 AND key = 'short-lived'`, [TENANT]);
       await publish('short-lived');
       await waitFor(async () => (await valueOf(app, 'short-lived')) === 'not found', 2000, 5);
+    });
+
+    it('resolves segmentMatch through the segments stored beside the flags; a segment change alone is applied once announced', async () => {
+      await writeSegmentGatedFlag(db, TENANT, 'gated', 'beta', 1, 2);
+      const writeSegmentOf = (included: string[]) => writeSegment(db, TENANT, 'beta', included);
+      await writeSegmentOf(['u1']);
+      await publisher.publish(channel, JSON.stringify({ tenantId: TENANT, environment: 'production', segmentKey: 'beta', version: 1 }));
+      await publish('gated');
+      await waitFor(async () => (await valueOf(app, 'gated')) === 2, 2000, 5);
+      await writeSegmentOf(['someone-else']);
+      await publisher.publish(channel, JSON.stringify({ tenantId: TENANT, environment: 'production', segmentKey: 'beta', version: 2 }));
+      await waitFor(async () => (await valueOf(app, 'gated')) === 1, 2000, 5);
     });
 
     it('ignores messages about another tenant or environment', async () => {
