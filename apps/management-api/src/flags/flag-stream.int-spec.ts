@@ -179,13 +179,16 @@ describe('flag-data stream GET /api/flag-stream (real HTTP, Postgres, Redis)', (
     expect(head).toBe('HTTP/1.1 200');
     socket.pause();
 
-    let sent = 500_000; // the put
+    // Every event carries the flag whole: at least its target list's JSON. Counted from it, not as a
+    // round 500 KB (an event is ~570 KB, so a client that got all of 13 events outran the estimate).
+    const eventBytes = Buffer.byteLength(JSON.stringify(values));
+    let sent = eventBytes; // the put
     // Both are let go by the server while they still read nothing: it holds no stream of the tenant.
     const held = f.svc.app.get(FlagStreams);
     expect(held.streamsOf(owner.tenantId)).toBe(2);
     for (let i = 0; i < 30 && held.streamsOf(owner.tenantId) > 0; i++) {
       expect((await patch('heavy', { enabled: i % 2 === 0 })).status).toBe(200);
-      sent += 500_000;
+      sent += eventBytes;
       await new Promise((r) => setTimeout(r, 60));
     }
     expect(held.streamsOf(owner.tenantId)).toBe(0);
