@@ -293,8 +293,16 @@ describe('FlagshipClient against management-api', () => {
 
       const err = await failure(client.flags.import([{ key: 'ld-segmented', variations: [true, false], fallthrough: { variation: 0 }, rules: [{ clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 0 }] }]));
       expect(err).toBeInstanceOf(ApiError);
-      expect(err).toMatchObject({ status: 422, problem: { errors: { 'flags.ld-segmented.rules[0].clauses[0].op': 'segmentMatch: segments cannot be imported (not supported)' } } });
+      expect(err).toMatchObject({ status: 422, problem: { errors: { 'flags.ld-segmented.rules[0].clauses[0].values[0]': 'names no segment of this import or this environment ("beta")' } } });
       expect(await failure(client.flags.get('ld-segmented'))).toBeInstanceOf(FlagNotFoundError);
+      // With the segment beside it in the same request, the flag comes, and a member of the segment matches.
+      const segmented = {
+        flags: { 'ld-segmented': { key: 'ld-segmented', on: true, variations: [true, false], offVariation: 1, fallthrough: { variation: 1 }, rules: [{ id: 'beta', clauses: [{ attribute: '', op: 'segmentMatch', values: ['beta'] }], variation: 0 }], targets: [], prerequisites: [], salt: 'ld-segmented' } },
+        segments: { beta: { key: 'beta', included: ['tester-1'], excluded: [], rules: [], salt: 'beta' } },
+      };
+      expect(await client.flags.import(segmented)).toMatchObject({ created: ['ld-segmented'], segments: { created: ['beta'], replaced: [] } });
+      expect(await client.flags.evaluate('ld-segmented', { userId: 'tester-1' })).toMatchObject({ value: true, reason: 'RULE_MATCH' });
+      expect(await client.flags.evaluate('ld-segmented', { userId: 'someone-else' })).toMatchObject({ value: false, reason: 'FALLTHROUGH' });
     });
 
     it('reports a missing flag as FlagNotFoundError, also after a delete', async () => {
