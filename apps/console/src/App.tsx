@@ -14,6 +14,7 @@ import { Flags } from './pages/Flags';
 import { Environments } from './pages/Environments';
 import { OAuthClients } from './pages/OAuthClients';
 import { Projects } from './pages/Projects';
+import { SegmentDetail, Segments } from './pages/Segments';
 import { SIGN_IN_CONFIG_KEY } from './oidc';
 import { OidcCallback, SignIn } from './pages/SignIn';
 import { Team } from './pages/Team';
@@ -115,6 +116,7 @@ function Shell({ children }: { children: ReactNode }) {
       </header>
       <nav aria-label="Main" className="mainnav">
         <NavLink href="/">Flags</NavLink>
+        <NavLink href="/segments">Segments</NavLink>
         <NavLink href="/flags/new">Create flag</NavLink>
         <NavLink href="/projects">Projects</NavLink>
         <NavLink href="/environments">Environments</NavLink>
@@ -148,6 +150,12 @@ function Routes() {
           <ReadOnlyScope>
             <CreateFlag />
           </ReadOnlyScope>
+        </Route>
+        <Route path="/segments">
+          <Segments />
+        </Route>
+        <Route path="/segments/:key">
+          {(p) => <SegmentDetail key={p.key} segmentKey={decodeURIComponent(p.key)} />}
         </Route>
         <Route path="/projects">
           <Projects />
