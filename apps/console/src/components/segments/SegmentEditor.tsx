@@ -107,7 +107,7 @@ export function SegmentEditor({ segment, etag, scope, readOnly }: { segment: Seg
     },
   });
   const remove = useMutation({
-    mutationFn: () => request<void>('DELETE', path, scope, undefined, { 'If-Match': base.etag }),
+    mutationFn: () => request<void>('DELETE', path, scope),
     onSuccess: () => {
       qc.removeQueries({ queryKey: segmentQueryKey(scope, segment.key) });
       void qc.invalidateQueries({ queryKey: segmentsQueryKey(scope) });
@@ -354,7 +354,7 @@ function SegmentRuleEditor({
           Only a percentage of the contexts it matches
         </Checkbox>
         {weighted && (
-          <div className="inline-fields">
+          <div className="segment-weight">
             <NumberField value={weightToPercent(rule.weight ?? 0)} minValue={0} maxValue={100} step={0.001} formatOptions={{ maximumFractionDigits: 3 }} onChange={(p) => onChange({ ...rule, weight: percentToWeight(Number.isFinite(p) ? p : 0) })}>
               <Label>Rule {n} includes (%)</Label>
               <Input className="react-aria-Input percent" />

@@ -7,10 +7,10 @@ const OTHER = '__other__';
 /** Kinds offered before any is used: LaunchDarkly's default and the two its documentation names first. */
 export const COMMON_KINDS = [USER_KIND, 'organization', 'device'];
 
-/** The kinds to offer: the common ones and every kind already in use, `user` first. */
+/** The kinds to offer: the common ones (`user` first), then every other kind already in use, sorted. */
 export function kindsToOffer(used: Iterable<string | undefined>): string[] {
-  const rest = new Set([...COMMON_KINDS, ...used].filter((k): k is string => k !== undefined && k !== '' && k !== USER_KIND && contextKindProblem(k) === null));
-  return [USER_KIND, ...[...rest].sort((a, b) => a.localeCompare(b))];
+  const rest = [...new Set(used)].filter((k): k is string => k !== undefined && !COMMON_KINDS.includes(k) && contextKindProblem(k) === null);
+  return [...COMMON_KINDS, ...rest.sort((a, b) => a.localeCompare(b))];
 }
 
 /**

@@ -42,7 +42,7 @@ describe('context kinds and segmentMatch in the flag editor', () => {
   afterEach(() => vi.unstubAllGlobals());
 
   it('offers user first, then the kinds in use, and never an invalid one', () => {
-    expect(kindsToOffer(['team', 'organization', 'bad kind', 'multi', undefined, 'user'])).toEqual(['user', 'device', 'organization', 'team']);
+    expect(kindsToOffer(['team', 'organization', 'bad kind', 'multi', undefined, 'user'])).toEqual(['user', 'organization', 'device', 'team']);
   });
 
   it('puts a clause on another kind, types a kind that is validated, and goes back to user (absent)', async () => {
