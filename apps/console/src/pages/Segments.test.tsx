@@ -2,7 +2,7 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/rea
 import userEvent from '@testing-library/user-event';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Segment } from '../api';
-import { percentToWeight, weightToPercent } from '../components/segments/segment-draft';
+import { fromKeysByKind, keysByKind, percentToWeight, weightToPercent } from '../components/segments/segment-draft';
 import { renderSignedIn, routeServer, SIGNED_IN, type Answer, type Sent } from '../testing';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { createQueryClient } from '../App';
@@ -47,6 +47,21 @@ describe('segments', () => {
     expect(weightToPercent(12_345)).toBe(12.345);
     expect(percentToWeight(12.3456)).toBe(12_346);
     expect(percentToWeight(140)).toBe(100_000);
+  });
+
+  it('reads keys per kind into one row per kind and back, a second user row joining the user keys', () => {
+    const rows = keysByKind(aSegment({ includedContexts: [{ contextKind: 'organization', values: ['acme'] }, { contextKind: 'organization', values: ['globex'] }], excludedContexts: [{ contextKind: 'device', values: ['d1'] }] }));
+    expect(rows).toEqual([
+      { kind: 'user', included: ['ada'], excluded: [] },
+      { kind: 'organization', included: ['acme', 'globex'], excluded: [] },
+      { kind: 'device', included: [], excluded: ['d1'] },
+    ]);
+    expect(fromKeysByKind([...rows, { kind: 'user', included: ['bob', 'ada'], excluded: ['eve'] }, { kind: 'team', included: [], excluded: [] }])).toEqual({
+      included: ['ada', 'bob'],
+      excluded: ['eve'],
+      includedContexts: [{ contextKind: 'organization', values: ['acme', 'globex'] }],
+      excludedContexts: [{ contextKind: 'device', values: ['d1'] }],
+    });
   });
 
   it('lists key, name and the counts of included and excluded keys (every kind) and rules, and creates one', async () => {
@@ -146,7 +161,7 @@ describe('segments', () => {
 
   it('shows a 422 by path, and a refused delete naming the flags that use the segment', async () => {
     serve(
-      () => aSegment(),
+      () => aSegment({ warnings: [{ path: 'rules[0].clauses[0].values[0]', message: 'is not a number' }] }),
       (req) => {
         if (req.method === 'PATCH') return { status: 422, body: { title: 'Validation failed', status: 422, errors: { 'rules[0].clauses[0].values': 'at most 1000 values' } } };
         if (req.method === 'DELETE')
@@ -156,6 +171,8 @@ describe('segments', () => {
     );
     renderSignedIn(<SegmentDetail segmentKey="beta" />);
     fireEvent.change(await screen.findByRole('textbox', { name: 'Included user keys' }), { target: { value: 'ada\nbob' } });
+    // What the server stored but says never matches is shown as saved.
+    expect(screen.getByRole('region', { name: 'Warnings on the saved segment' })).toHaveTextContent('rules[0].clauses[0].values[0]: is not a number');
     await userEvent.click(screen.getByRole('button', { name: 'Save changes' }));
     const problems = await screen.findByRole('list', { name: 'Problems the server found' });
     expect(problems).toHaveTextContent('rules[0].clauses[0].values at most 1000 values');

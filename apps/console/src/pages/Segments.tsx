@@ -6,6 +6,7 @@ import { isApiError, request, type Segment } from '../api';
 import { SegmentEditor, segmentQueryKey, segmentsQueryKey } from '../components/segments/SegmentEditor';
 import { countKeys } from '../components/segments/segment-draft';
 import { Empty, ErrorState, Loading } from '../components/States';
+import { SavedWarnings } from '../components/targeting/Problems';
 import { useSegment, useSegments } from '../queries';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
@@ -142,6 +143,7 @@ export function SegmentDetail({ segmentKey }: { segmentKey: string }) {
             <h1 id="segment-title">{q.data.segment.name}</h1>
           </div>
           {readOnly && <p className="state">{readOnly}</p>}
+          <SavedWarnings what="segment" warnings={q.data.segment.warnings} />
           <SegmentEditor key={q.data.segment.environment} segment={q.data.segment} etag={q.data.etag} scope={scope} readOnly={readOnly !== null} />
         </>
       )}

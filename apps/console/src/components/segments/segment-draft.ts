@@ -66,10 +66,12 @@ export function keysByKind(d: SegmentDraft): KindKeys[] {
 
 /** The rows back as the segment's four fields; a kind without keys is left out. */
 export function fromKeysByKind(rows: readonly KindKeys[]): Pick<SegmentDraft, 'included' | 'excluded' | 'includedContexts' | 'excludedContexts'> {
-  const user = rows.find((r) => r.kind === USER_KIND);
+  // A row typed as `user` ("Other kind…") joins the user keys rather than vanish from the draft.
+  const users = rows.filter((r) => r.kind === USER_KIND);
   const others = rows.filter((r) => r.kind !== USER_KIND);
   const list = (pick: (r: KindKeys) => string[]): SegmentTarget[] => others.filter((r) => pick(r).length > 0).map((r) => ({ contextKind: r.kind, values: pick(r) }));
-  return { included: user?.included ?? [], excluded: user?.excluded ?? [], includedContexts: list((r) => r.included), excludedContexts: list((r) => r.excluded) };
+  const userKeys = (pick: (r: KindKeys) => string[]) => [...new Set(users.flatMap(pick))];
+  return { included: userKeys((r) => r.included), excluded: userKeys((r) => r.excluded), includedContexts: list((r) => r.included), excludedContexts: list((r) => r.excluded) };
 }
 
 /** How many keys a segment lists, included and excluded, over every kind. */
