@@ -14,7 +14,6 @@ import { Flags } from './pages/Flags';
 import { Environments } from './pages/Environments';
 import { OAuthClients } from './pages/OAuthClients';
 import { Projects } from './pages/Projects';
-import { SegmentDetail, Segments } from './pages/Segments';
 import { SIGN_IN_CONFIG_KEY } from './oidc';
 import { OidcCallback, SignIn } from './pages/SignIn';
 import { Team } from './pages/Team';
@@ -26,6 +25,9 @@ import { SessionProvider, useSession, useSignedIn } from './session';
 // Usage (with recharts) and billing load on demand: the initial JavaScript stays within its budget.
 const Usage = lazy(() => import('./pages/Usage'));
 const Billing = lazy(() => import('./pages/Billing'));
+// So do the segment pages (their editor shares the flag editor's parts, already loaded).
+const Segments = lazy(() => import('./pages/Segments').then((m) => ({ default: m.Segments })));
+const SegmentDetail = lazy(() => import('./pages/Segments').then((m) => ({ default: m.SegmentDetail })));
 
 const EXPIRED = 'Your session has ended. Sign in again to continue.';
 
@@ -152,10 +154,16 @@ function Routes() {
           </ReadOnlyScope>
         </Route>
         <Route path="/segments">
-          <Segments />
+          <Suspense fallback={<Loading what="segments" />}>
+            <Segments />
+          </Suspense>
         </Route>
         <Route path="/segments/:key">
-          {(p) => <SegmentDetail key={p.key} segmentKey={decodeURIComponent(p.key)} />}
+          {(p) => (
+            <Suspense fallback={<Loading what="the segment" />}>
+              <SegmentDetail key={p.key} segmentKey={decodeURIComponent(p.key)} />
+            </Suspense>
+          )}
         </Route>
         <Route path="/projects">
           <Projects />
