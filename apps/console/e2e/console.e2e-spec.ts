@@ -4,17 +4,14 @@
  * a flag, see its rules, switch it on, and check the playground against the evaluate endpoint.
  * Screenshots of each screen land in tmp/console-screenshots/. Skips only when no Chromium is found.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
-import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, launchChromium, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
+import type { Page } from 'playwright-core';
+import { http, waitFor } from '@flagship/testing';
+import { CHROMIUM, HAVE_CHROMIUM, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
+import { type ConsoleStack, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
-const MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
-const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
 
 if (!HAVE_CHROMIUM) {
@@ -22,11 +19,8 @@ if (!HAVE_CHROMIUM) {
 }
 
 (HAVE_CHROMIUM ? describe : describe.skip)('web console in Chromium', () => {
-  let te: TestEnvironment;
-  let proc: ChildProcess;
+  let stack: ConsoleStack;
   let base: string;
-  let profile: string;
-  let browser: BrowserContext;
   let page: Page;
   let pageErrors: string[];
 
@@ -35,31 +29,12 @@ if (!HAVE_CHROMIUM) {
   const accessible = async (screen: string) => expect(await seriousViolations(page, screen)).toEqual([]);
 
   beforeAll(async () => {
-    for (const built of [MAIN, join(CONSOLE_DIR, 'index.html')]) {
-      if (!existsSync(built)) throw new Error(`${built} is missing: run \`npx nx run-many -t build -p management-api console\` first`);
-    }
     mkdirSync(SHOTS, { recursive: true });
-    te = await createTestEnvironment();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    proc = spawn(process.execPath, [MAIN], {
-      cwd: ROOT,
-      env: { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000' },
-      stdio: 'ignore',
-    });
-    await waitFor(async () => (await http(`${base}/healthz`)).status === 200, 20000, 100);
-    ({ browser, page, profile, pageErrors } = await launchChromium({ width: 1280, height: 860 }));
+    stack = await startConsoleStack({ width: 1280, height: 860 });
+    ({ base, page, pageErrors } = stack);
   }, 60000);
 
-  afterAll(async () => {
-    await browser?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-    if (proc && proc.exitCode === null) {
-      proc.kill('SIGTERM');
-      await once(proc, 'exit');
-    }
-    await te?.teardown();
-  });
+  afterAll(async () => stack?.stop());
 
   it('signs up, creates a flag, shows its rules, switches it on, and evaluates it as the API does', async () => {
     const email = `console-${Date.now()}@flagship.test`;

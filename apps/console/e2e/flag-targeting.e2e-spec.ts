@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
 import { CHROMIUM, HAVE_CHROMIUM, launchChromium, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
+import { chooseOption } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const main = (app: string) => join(ROOT, 'dist/apps', app, 'apps', app, 'src/main.js');
@@ -45,11 +46,7 @@ if (!HAVE_CHROMIUM) {
   const shot = (name: string, fullPage = true) => screenshot(page, join(SHOTS, `targeting-${name}.png`), fullPage);
   const accessible = async (screen: string) => expect(await seriousViolations(page, screen)).toEqual([]);
 
-  /** A react-aria Select: open it by its label, pick the option. */
-  async function choose(scope: Page | Locator, label: RegExp, option: string) {
-    await scope.getByRole('button', { name: label }).click();
-    await page.getByRole('option', { name: option, exact: true }).click();
-  }
+  const choose = (scope: Page | Locator, label: RegExp, option: string) => chooseOption(page, scope, label, option);
 
   beforeAll(async () => {
     for (const built of [main('management-api'), main('orep-server'), join(CONSOLE_DIR, 'index.html')]) {

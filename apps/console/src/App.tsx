@@ -25,6 +25,9 @@ import { SessionProvider, useSession, useSignedIn } from './session';
 // Usage (with recharts) and billing load on demand: the initial JavaScript stays within its budget.
 const Usage = lazy(() => import('./pages/Usage'));
 const Billing = lazy(() => import('./pages/Billing'));
+// So do the segment pages (their editor shares the flag editor's parts, already loaded).
+const Segments = lazy(() => import('./pages/Segments').then((m) => ({ default: m.Segments })));
+const SegmentDetail = lazy(() => import('./pages/Segments').then((m) => ({ default: m.SegmentDetail })));
 
 const EXPIRED = 'Your session has ended. Sign in again to continue.';
 
@@ -115,6 +118,7 @@ function Shell({ children }: { children: ReactNode }) {
       </header>
       <nav aria-label="Main" className="mainnav">
         <NavLink href="/">Flags</NavLink>
+        <NavLink href="/segments">Segments</NavLink>
         <NavLink href="/flags/new">Create flag</NavLink>
         <NavLink href="/projects">Projects</NavLink>
         <NavLink href="/environments">Environments</NavLink>
@@ -148,6 +152,18 @@ function Routes() {
           <ReadOnlyScope>
             <CreateFlag />
           </ReadOnlyScope>
+        </Route>
+        <Route path="/segments">
+          <Suspense fallback={<Loading what="segments" />}>
+            <Segments />
+          </Suspense>
+        </Route>
+        <Route path="/segments/:key">
+          {(p) => (
+            <Suspense fallback={<Loading what="the segment" />}>
+              <SegmentDetail key={p.key} segmentKey={decodeURIComponent(p.key)} />
+            </Suspense>
+          )}
         </Route>
         <Route path="/projects">
           <Projects />

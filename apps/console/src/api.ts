@@ -1,8 +1,34 @@
 // The console's only way to the server: management-api's public REST API on the same origin.
 
 // The API's resource types are the SDK's (libs/sdk), so the console and the SDK cannot drift apart.
-import type { Flag, FlagType, JsonValue } from '@flagship/sdk';
-export type { Clause, ClauseOperator, Environment, EvaluationResult, Flag, FlagAuditEntry, FlagType, FlagVariation, JsonValue, Prerequisite, Rule, Target } from '@flagship/sdk';
+import type * as sdk from '@flagship/sdk';
+import type { FlagType, JsonValue } from '@flagship/sdk';
+export type { Environment, EvaluationResult, FlagAuditEntry, FlagType, FlagVariation, JsonValue, Prerequisite, SegmentTarget } from '@flagship/sdk';
+
+/*
+ * Issue 33's shapes (CONTRACT.md section 10): any context kind on clauses, targets and rollouts, and
+ * the segmentMatch operator. The SDK's types widen to these when the evaluator's half of issue 33
+ * lands (h/kinds); until then the console's own, structurally the same, so the API's answers fit.
+ */
+export type ClauseOperator = sdk.ClauseOperator | 'segmentMatch';
+export type Clause = Omit<sdk.Clause, 'op' | 'contextKind'> & { op: ClauseOperator; contextKind?: string };
+export type Rollout = Omit<sdk.Rollout, 'contextKind'> & { contextKind?: string };
+export type Rule = Omit<sdk.Rule, 'clauses' | 'rollout'> & { clauses: Clause[]; rollout?: Rollout };
+export type Target = sdk.Target & { contextKind?: string };
+export type Flag = Omit<sdk.Flag, 'rules' | 'targets'> & { rules: Rule[]; targets: Target[] };
+export type SegmentRule = Omit<sdk.SegmentRule, 'clauses'> & { clauses: Clause[] };
+export type Segment = Omit<sdk.Segment, 'rules'> & { rules: SegmentRule[] };
+
+/** LaunchDarkly's rule for a context kind: letters, digits, `.`, `_`, `-`; `kind` and `multi` are not kinds. */
+export const CONTEXT_KIND_PATTERN = /^[a-zA-Z0-9._-]+$/;
+export const USER_KIND = 'user';
+/** Why `kind` cannot name a context kind, or null when it can. */
+export function contextKindProblem(kind: string): string | null {
+  if (kind === '') return 'Enter a context kind.';
+  if (!CONTEXT_KIND_PATTERN.test(kind)) return 'A context kind has only letters, digits, ".", "_" and "-".';
+  if (kind === 'kind' || kind === 'multi') return `"${kind}" is not a context kind.`;
+  return null;
+}
 
 export const FLAG_TYPES: readonly FlagType[] = ['boolean', 'string', 'number', 'json'];
 export interface TenantRef { tenant_id: string; tenant_name: string; role: string }
@@ -19,6 +45,8 @@ export class ApiError extends Error {
     readonly requestId: string | undefined,
     readonly retryAfterSeconds: number | undefined,
     readonly fieldErrors: Record<string, string> = {},
+    /** The problem's other members (a 409 segment-in-use names its `flags` and `segments`). */
+    readonly extensions: Record<string, unknown> = {},
   ) {
     super(detail ? `${title}: ${detail}` : title);
   }
@@ -65,6 +93,7 @@ function toApiError(res: Response, parsed: unknown): ApiError {
     str(p['instance']) ?? res.headers.get('X-Request-Id') ?? undefined,
     Number.isFinite(retry) && retry > 0 ? retry : undefined,
     errors,
+    p,
   );
 }
 

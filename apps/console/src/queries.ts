@@ -1,5 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
-import { request, type Environment, type Flag, type RequestScope } from './api';
+import { request, requestAll, type Environment, type Flag, type RequestScope, type Segment } from './api';
 
 export function useFlags(scope: RequestScope) {
   return useQuery({
@@ -21,5 +21,25 @@ export function useEnvironments(scope: RequestScope) {
     queryKey: ['environments', scope.tenantId],
     queryFn: async () => (await request<Environment[]>('GET', '/api/environments', { ...scope, environment: undefined })).body,
     staleTime: 60_000,
+  });
+}
+
+/** The environment's segments, every page (a tenant holds at most its segment quota). */
+export function useSegments(scope: RequestScope, enabled = true) {
+  return useQuery({
+    enabled,
+    queryKey: ['segments', scope.tenantId, scope.environment],
+    queryFn: () => requestAll<Segment>('/api/segments?limit=1000', scope),
+  });
+}
+
+/** One segment and its ETag, the version a PATCH or DELETE sends back as If-Match. */
+export function useSegment(scope: RequestScope, key: string) {
+  return useQuery({
+    queryKey: ['segment', scope.tenantId, scope.environment, key],
+    queryFn: async () => {
+      const r = await request<Segment>('GET', `/api/segments/${encodeURIComponent(key)}`, scope);
+      return { segment: r.body, etag: r.etag ?? `"${r.body.version}"` };
+    },
   });
 }

@@ -48,4 +48,52 @@ describe('Playground', () => {
     expect(alert).toHaveTextContent('Try again in 17 seconds');
     expect(alert).toHaveTextContent('req-429');
   });
+
+  it('evaluates a multi-kind context typed as JSON and says which kind matched', async () => {
+    const byOrg = aFlag({
+      enabled: true,
+      rules: [{ id: 'r-ent', description: 'Enterprise', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['enterprise'] }], variationId: 'v-true' }],
+    });
+    const sent = scriptServer([{ status: 200, body: { key: 'new-checkout', enabled: true, value: true, reason: 'RULE_MATCH', variationId: 'v-true', ruleId: 'r-ent', ruleIndex: 0 } }]);
+    renderWithQueries(<Playground flag={byOrg} scope={scope} />);
+    await userEvent.click(screen.getByRole('radio', { name: 'A context as JSON (any kind, multi-kind)' }));
+    const box = screen.getByRole('textbox', { name: 'Context (JSON)' });
+    expect(screen.getByText('Kinds: user, organization')).toBeInTheDocument();
+    const context = { kind: 'multi', user: { key: 'ada' }, organization: { key: 'acme', plan: 'enterprise' } };
+    fireEvent.change(box, { target: { value: JSON.stringify(context) } });
+    await userEvent.click(screen.getByRole('button', { name: 'Evaluate' }));
+    await waitFor(() => expect(screen.getByTestId('eval-kind')).toHaveTextContent('organization (key acme)'));
+    // The route makes the attributes the context, kind and keys included.
+    expect(sent[0]?.body).toEqual({ attributes: context });
+    expect(screen.getByTestId('eval-rule')).toHaveTextContent('Rule 1: Enterprise (organization plan in "enterprise")');
+  });
+
+  it('says which kind a target matched', async () => {
+    const targeted = aFlag({ enabled: true, targets: [{ variationId: 'v-false', values: ['acme'], contextKind: 'organization' }] });
+    scriptServer([{ status: 200, body: { key: 'new-checkout', enabled: true, value: false, reason: 'TARGET_MATCH', variationId: 'v-false' } }]);
+    renderWithQueries(<Playground flag={targeted} scope={scope} />);
+    await userEvent.click(screen.getByRole('radio', { name: 'A context as JSON (any kind, multi-kind)' }));
+    fireEvent.change(screen.getByRole('textbox', { name: 'Context (JSON)' }), { target: { value: '{"kind": "organization", "key": "acme"}' } });
+    await userEvent.click(screen.getByRole('button', { name: 'Evaluate' }));
+    await waitFor(() => expect(screen.getByTestId('eval-kind')).toHaveTextContent('organization (key acme)'));
+  });
+
+  it('refuses a context LaunchDarkly would refuse, naming what is wrong, without calling the server', async () => {
+    const sent = scriptServer([]);
+    renderWithQueries(<Playground flag={flag} scope={scope} />);
+    await userEvent.click(screen.getByRole('radio', { name: 'A context as JSON (any kind, multi-kind)' }));
+    const box = screen.getByRole('textbox', { name: 'Context (JSON)' });
+    for (const [context, message] of [
+      ['{"kind": "multi", "user": {"key": "a"}, "multi": {"key": "b"}}', 'multi: "multi" is not a context kind.'],
+      ['{"kind": "multi", "organization": {"name": "Acme"}}', 'organization.key must be a non-empty string.'],
+      ['{"kind": "org anization", "key": "a"}', 'kind: A context kind has only letters, digits, ".", "_" and "-".'],
+      ['{"kind": "multi"}', 'A multi-kind context needs at least one kind.'],
+      ['{"country": "NO"}', 'key must be a non-empty string.'],
+    ]) {
+      fireEvent.change(box, { target: { value: context } });
+      expect(await screen.findByText(message!)).toBeInTheDocument();
+      expect(screen.getByRole('button', { name: 'Evaluate' })).toBeDisabled();
+    }
+    expect(sent).toHaveLength(0);
+  });
 });

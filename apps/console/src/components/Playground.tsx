@@ -1,8 +1,11 @@
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Button, FieldError, Form, Input, Label, TextArea, TextField } from 'react-aria-components';
+import { Button, FieldError, Form, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
 import { formatValue, request, type EvaluationResult, type Flag, type JsonValue, type RequestScope } from '../api';
+import { kindsOfContext, matchedKind, parseContext, type ContextObject } from './context';
 import { ErrorState } from './States';
+
+const MULTI_EXAMPLE = JSON.stringify({ kind: 'multi', user: { key: 'user-1', country: 'NO' }, organization: { key: 'acme', plan: 'enterprise' } }, null, 2);
 
 function parseAttributes(text: string): Record<string, JsonValue> | string {
   if (text.trim() === '') return {};
@@ -18,23 +21,35 @@ function parseAttributes(text: string): Record<string, JsonValue> | string {
 export function describeRule(flag: Flag, index: number): string {
   const rule = flag.rules[index];
   if (!rule) return `rule ${index + 1}`;
-  const clauses = rule.clauses.map((c) => `${c.attribute} ${c.negate ? 'not ' : ''}${c.op} ${c.values.map((v) => JSON.stringify(v)).join(', ')}`).join(' and ');
+  const clauses = rule.clauses
+    .map((c) => `${c.contextKind && c.contextKind !== 'user' ? `${c.contextKind} ` : ''}${c.op === 'segmentMatch' ? 'is' : c.attribute} ${c.negate ? 'not ' : ''}${c.op === 'segmentMatch' ? 'in segment' : c.op} ${c.values.map((v) => JSON.stringify(v)).join(', ')}`)
+    .join(' and ');
   return `Rule ${index + 1}${rule.description ? `: ${rule.description}` : ''} (${clauses || 'no clauses'})`;
 }
 
-/** The evaluation playground: a context in, the server's answer out (POST /api/flags/{key}/evaluate). */
+/**
+ * The evaluation playground: a context in, the server's answer out (POST /api/flags/{key}/evaluate).
+ * The context is a user key and attributes, or a whole LaunchDarkly context as JSON (any kind, or
+ * multi-kind), sent as the attributes: the route makes them the context, `key` and `kind` included.
+ */
 export function Playground({ flag, scope }: { flag: Flag; scope: RequestScope }) {
+  const [mode, setMode] = useState<'user' | 'json'>('user');
   const [contextKey, setContextKey] = useState('user-1');
   const [attributes, setAttributes] = useState('{\n  "country": "NO"\n}');
+  const [contextText, setContextText] = useState(MULTI_EXAMPLE);
   const attrs = parseAttributes(attributes);
+  const parsed = parseContext(contextText);
+  const problem = mode === 'user' ? (typeof attrs === 'string' ? attrs : null) : 'error' in parsed ? parsed.error : null;
   const m = useMutation({
-    mutationFn: async () => {
-      if (typeof attrs === 'string') throw new Error(attrs);
-      const body = { userId: contextKey, attributes: attrs };
-      return (await request<EvaluationResult>('POST', `/api/flags/${encodeURIComponent(flag.key)}/evaluate`, { ...scope, environment: flag.environment }, body)).body;
+    mutationFn: async (): Promise<{ result: EvaluationResult; context: ContextObject }> => {
+      if (problem !== null) throw new Error(problem);
+      const context: ContextObject = mode === 'user' ? { ...(attrs as ContextObject), key: contextKey } : (parsed as { context: ContextObject }).context;
+      const body = mode === 'user' ? { userId: contextKey, attributes: attrs } : { attributes: context };
+      return { result: (await request<EvaluationResult>('POST', `/api/flags/${encodeURIComponent(flag.key)}/evaluate`, { ...scope, environment: flag.environment }, body)).body, context };
     },
   });
-  const r = m.data;
+  const r = m.data?.result;
+  const kind = m.data && r ? matchedKind(flag, r, m.data.context) : null;
   const variation = r?.variationId ? flag.variations.find((v) => v.id === r.variationId) : undefined;
   return (
     <section aria-labelledby="playground-title" className="panel">
@@ -45,16 +60,36 @@ export function Playground({ flag, scope }: { flag: Flag; scope: RequestScope })
           m.mutate();
         }}
       >
-        <TextField name="contextKey" value={contextKey} onChange={setContextKey}>
-          <Label>Context key</Label>
-          <Input />
-        </TextField>
-        <TextField name="attributes" value={attributes} onChange={setAttributes} validate={() => (typeof attrs === 'string' ? attrs : null)} validationBehavior="aria">
-          <Label>Attributes (JSON)</Label>
-          <TextArea rows={5} className="react-aria-TextArea code" />
-          <FieldError />
-        </TextField>
-        <Button type="submit" className="primary" isDisabled={m.isPending || typeof attrs === 'string'}>
+        <RadioGroup value={mode} onChange={(v) => setMode(v as 'user' | 'json')} orientation="horizontal">
+          <Label>Context</Label>
+          <Radio value="user">A user key and attributes</Radio>
+          <Radio value="json">A context as JSON (any kind, multi-kind)</Radio>
+        </RadioGroup>
+        {mode === 'user' ? (
+          <>
+            <TextField name="contextKey" value={contextKey} onChange={setContextKey}>
+              <Label>Context key</Label>
+              <Input />
+            </TextField>
+            <TextField name="attributes" value={attributes} onChange={setAttributes} validate={() => (typeof attrs === 'string' ? attrs : null)} validationBehavior="aria">
+              <Label>Attributes (JSON)</Label>
+              <TextArea rows={5} className="react-aria-TextArea code" />
+              <FieldError />
+            </TextField>
+          </>
+        ) : (
+          <TextField name="context" value={contextText} onChange={setContextText} validate={() => problem} validationBehavior="aria">
+            <Label>Context (JSON)</Label>
+            <TextArea rows={9} className="react-aria-TextArea code" />
+            <FieldError />
+            {'context' in parsed && (
+              <Text slot="description" className="muted">
+                Kinds: {[...kindsOfContext(parsed.context).keys()].join(', ')}
+              </Text>
+            )}
+          </TextField>
+        )}
+        <Button type="submit" className="primary" isDisabled={m.isPending || problem !== null}>
           Evaluate
         </Button>
       </Form>
@@ -79,6 +114,8 @@ export function Playground({ flag, scope }: { flag: Flag; scope: RequestScope })
           <dd>{variation ? variation.name : '—'}</dd>
           <dt>Matched rule</dt>
           <dd data-testid="eval-rule">{r.ruleIndex !== undefined ? describeRule(flag, r.ruleIndex) : 'none'}</dd>
+          <dt>Matched context kind</dt>
+          <dd data-testid="eval-kind">{kind ?? '—'}</dd>
         </dl>
       )}
     </section>

@@ -4,6 +4,7 @@ import { Playground } from '../components/Playground';
 import { ErrorState, Loading } from '../components/States';
 import { AuditLog } from '../components/targeting/AuditLog';
 import { FlagEditor } from '../components/targeting/FlagEditor';
+import { SavedWarnings } from '../components/targeting/Problems';
 import { useFlag } from '../queries';
 import { useSignedIn } from '../session';
 
@@ -23,18 +24,7 @@ export function FlagDetail({ flagKey }: { flagKey: string }) {
         <h1 id="flag-title">{flag.name}</h1>
         <FlagSwitch flag={flag} scope={scope} />
       </div>
-      {flag.warnings.length > 0 && (
-        <section className="panel warnings" aria-labelledby="saved-warnings-title">
-          <h2 id="saved-warnings-title">Warnings on the saved flag</h2>
-          <ul>
-            {flag.warnings.map((w) => (
-              <li key={`${w.path}-${w.message}`}>
-                <code>{w.path}</code>: {w.message}
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
+      <SavedWarnings what="flag" warnings={flag.warnings} />
       {/* Keyed by environment: another environment's targeting is another draft. */}
       <FlagEditor key={flag.environment} flag={flag} scope={scope} />
       <Playground flag={flag} scope={scope} />

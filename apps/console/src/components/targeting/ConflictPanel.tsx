@@ -4,11 +4,11 @@ import { formatValue, type Flag } from '../../api';
 import { diffJson, FIELD_LABELS, flagChanges, type EditableField, type FieldChange, type FlagDraft, changedFields } from './draft';
 
 /** One field's change as leaf paths, before -> after. */
-export function FieldDiff({ change }: { change: FieldChange }) {
+export function FieldDiff({ change, label }: { change: FieldChange; label?: string }) {
   const rows = diffJson(change.from, change.to, change.field);
   return (
     <table className="diff">
-      <caption>{FIELD_LABELS[change.field as EditableField] ?? change.field}</caption>
+      <caption>{label ?? FIELD_LABELS[change.field as EditableField] ?? change.field}</caption>
       <thead>
         <tr>
           <th scope="col">Path</th>
@@ -44,8 +44,37 @@ export function FieldDiff({ change }: { change: FieldChange }) {
  * of the server's version (or to drop them).
  */
 export function ConflictPanel({ base, server, baseDraft, draft, onReapply, onDiscard }: { base: Flag; server: Flag; baseDraft: FlagDraft; draft: FlagDraft; onReapply: () => void; onDiscard: () => void }) {
-  const theirs = flagChanges(base, server);
-  const mine = Object.keys(changedFields(baseDraft, draft)) as EditableField[];
+  return (
+    <ConflictNotice
+      what="flag"
+      versions={[base.version, server.version]}
+      theirs={flagChanges(base, server)}
+      mine={Object.keys(changedFields(baseDraft, draft))}
+      label={(f) => FIELD_LABELS[f as EditableField] ?? f}
+      onReapply={onReapply}
+      onDiscard={onDiscard}
+    />
+  );
+}
+
+/** The conflict of any versioned draft (a flag's, a segment's): the server's changes, the user's, and what to do. */
+export function ConflictNotice({
+  what,
+  versions,
+  theirs,
+  mine,
+  label,
+  onReapply,
+  onDiscard,
+}: {
+  what: string;
+  versions: [string | number, string | number];
+  theirs: FieldChange[];
+  mine: string[];
+  label: (field: string) => string;
+  onReapply: () => void;
+  onDiscard: () => void;
+}) {
   const both = mine.filter((f) => theirs.some((c) => c.field === f));
   // Below the form: bring it into view (and keyboard focus to it) when it appears.
   const title = useRef<HTMLHeadingElement>(null);
@@ -53,15 +82,15 @@ export function ConflictPanel({ base, server, baseDraft, draft, onReapply, onDis
   return (
     <section role="alert" className="state error conflict" aria-labelledby="conflict-title">
       <h2 id="conflict-title" tabIndex={-1} ref={title}>
-        The flag changed on the server
+        The {what} changed on the server
       </h2>
       <p>
-        Someone saved this flag after you opened it (version {base.version} → {server.version}), so your changes were not saved. Here is what changed on the server:
+        Someone saved this {what} after you opened it (version {versions[0]} → {versions[1]}), so your changes were not saved. Here is what changed on the server:
       </p>
-      {theirs.length === 0 ? <p>No field this page edits changed (only the version).</p> : theirs.map((c) => <FieldDiff key={c.field} change={c} />)}
+      {theirs.length === 0 ? <p>No field this page edits changed (only the version).</p> : theirs.map((c) => <FieldDiff key={c.field} change={c} label={label(c.field)} />)}
       <p>
-        Your unsaved edits: {mine.map((f) => FIELD_LABELS[f]).join(', ') || 'none'}.
-        {both.length > 0 && <strong> Also changed on the server: {both.map((f) => FIELD_LABELS[f]).join(', ')}: reapplying replaces the server’s value with yours.</strong>}
+        Your unsaved edits: {mine.map(label).join(', ') || 'none'}.
+        {both.length > 0 && <strong> Also changed on the server: {both.map(label).join(', ')}: reapplying replaces the server’s value with yours.</strong>}
       </p>
       <div className="actions">
         <Button className="react-aria-Button primary" onPress={onReapply}>

@@ -2,14 +2,21 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
 import { Button } from 'react-aria-components';
 import { etagOfFlag, isApiError, request, type Flag, type RequestScope, type Rule } from '../../api';
-import { useFlags } from '../../queries';
+import { useFlags, useSegments } from '../../queries';
+import { kindsToOffer } from './ContextKindField';
 import { Empty, ErrorState } from '../States';
 import { checkDraft } from './checks';
 import { ConflictPanel } from './ConflictPanel';
-import { Problems } from './Problems';
 import { changedFields, draftOf, FIELD_LABELS, flagChanges, rebase, type EditableField, type FlagDraft } from './draft';
-import { newClause, RuleEditor } from './RuleEditor';
+import { newClause } from './ClauseEditor';
+import { RuleEditor } from './RuleEditor';
+import { SaveBar } from './SaveBar';
 import { FallthroughSection, OffValueSection, PrerequisitesSection, SettingsSection, TargetsSection, VariationsSection } from './Sections';
+
+/** Every context kind the draft names (clauses, targets, rollouts), to offer again. */
+function kindsIn(d: FlagDraft): string[] {
+  return [...d.targets.map((t) => t.contextKind), ...d.rules.flatMap((r) => [...r.clauses.map((c) => c.contextKind), r.rollout?.contextKind])].filter((k): k is string => k !== undefined);
+}
 
 export const auditQueryKey = (scope: RequestScope, key: string) => ['flag-audit', scope.tenantId, key];
 
@@ -24,6 +31,9 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
   const others = useFlags({ ...scope, environment }).data;
   const [base, setBase] = useState(flag);
   const [draft, setDraft] = useState<FlagDraft>(() => draftOf(flag));
+  // Read once a clause is by segment: the segmentMatch values are chosen from them.
+  const bySegment = draft.rules.some((r) => r.clauses.some((c) => c.op === 'segmentMatch'));
+  const segments = useSegments({ ...scope, environment }, bySegment).data;
   const [revision, setRevision] = useState(0);
   const [invalid, setInvalid] = useState<Record<string, string>>({});
   const [server, setServer] = useState<Flag | null>(null);
@@ -33,6 +43,7 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
   const changed = Object.keys(changes) as EditableField[];
   const check = useMemo(() => checkDraft(flag, draft, others), [flag, draft, others]);
   const invalidFields = Object.keys(invalid);
+  const kinds = useMemo(() => kindsToOffer(kindsIn(draft)), [draft]);
 
   const replace = (f: Flag, d: FlagDraft = draftOf(f)) => {
     setBase(f);
@@ -96,7 +107,7 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
       <VariationsSection key={`v${revision}`} flag={flag} draft={draft} update={update} invalid={markInvalid} check={check} />
       <section className="panel" aria-labelledby="targeting-title">
         <h2 id="targeting-title">Targeting in {environment}</h2>
-        <TargetsSection key={`t${revision}-${draft.variations.length}`} draft={draft} update={update} check={check} />
+        <TargetsSection key={`t${revision}-${draft.variations.length}`} draft={draft} update={update} check={check} kinds={kinds} />
         <div className="subsection">
           <h3>Rules</h3>
           {draft.rules.length === 0 ? (
@@ -114,6 +125,8 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
                   variations={draft.variations}
                   check={check}
                   revision={revision}
+                  kinds={kinds}
+                  segments={segments}
                   onChange={(x) => setRules(draft.rules.map((y, k) => (k === i ? x : y)))}
                   onMove={(d) => {
                     const next = [...draft.rules];
@@ -147,21 +160,16 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
           onDiscard={() => settle(server)}
         />
       )}
-      <div className="save-bar" role="region" aria-label="Save changes">
-        <p aria-live="polite">
-          {changed.length === 0 ? (saved ?? 'No unsaved changes.') : `Unsaved: ${changed.map((f) => FIELD_LABELS[f]).join(', ')}.`}
-          {check.errors.length > 0 && ` ${check.errors.length} error${check.errors.length > 1 ? 's' : ''} to fix first.`}
-          {invalidFields.length > 0 && ` A value does not fit the flag's type.`}
-          {check.warnings.length > 0 && ` ${check.warnings.length} warning${check.warnings.length > 1 ? 's' : ''}: values that never match.`}
-        </p>
-        {check.errors.length > 0 && <Problems errors={check.errors} />}
-        <Button className="react-aria-Button primary" isDisabled={blocked} onPress={() => save.mutate()}>
-          {save.isPending ? 'Saving…' : 'Save changes'}
-        </Button>
-        <Button isDisabled={changed.length === 0 || save.isPending} onPress={() => replace(base)}>
-          Discard changes
-        </Button>
-      </div>
+      <SaveBar
+        unsaved={changed.map((f) => FIELD_LABELS[f])}
+        saved={saved}
+        check={check}
+        notes={[invalidFields.length > 0 && "A value does not fit the flag's type.", check.warnings.length > 0 && `${check.warnings.length} warning${check.warnings.length > 1 ? 's' : ''}: values that never match.`]}
+        blocked={blocked}
+        pending={save.isPending}
+        onSave={() => save.mutate()}
+        onDiscard={() => replace(base)}
+      />
       {save.error && !server && (
         <ErrorState error={save.error} hint={isApiError(save.error) && Object.keys(save.error.fieldErrors).length ? Object.entries(save.error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : undefined} />
       )}

@@ -18,3 +18,20 @@ export function Problems({ errors = [], warnings = [], id }: { errors?: readonly
     </ul>
   );
 }
+
+/** What the server accepted but says can never match (a flag's or segment's `warnings`), as saved. */
+export function SavedWarnings({ what, warnings }: { what: string; warnings: readonly { path: string; message: string }[] }) {
+  if (warnings.length === 0) return null;
+  return (
+    <section className="panel warnings" aria-labelledby="saved-warnings-title">
+      <h2 id="saved-warnings-title">Warnings on the saved {what}</h2>
+      <ul>
+        {warnings.map((w) => (
+          <li key={`${w.path}-${w.message}`}>
+            <code>{w.path}</code>: {w.message}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

@@ -1,5 +1,6 @@
 import { Button, Input, Label, NumberField, TextField } from 'react-aria-components';
-import type { FlagVariation } from '../../api';
+import { USER_KIND, type FlagVariation } from '../../api';
+import { ContextKindField } from './ContextKindField';
 import { evenWeights, normalizeWeights, setWeight, sumWeights, toPercent, WEIGHT_TOTAL } from './weights';
 
 /**
@@ -13,6 +14,9 @@ export function RolloutEditor({
   onChange,
   bucketBy,
   onBucketByChange,
+  contextKind,
+  kinds,
+  onContextKindChange,
 }: {
   /** "Rule 1 rollout", "Fallthrough rollout": the group's accessible name. */
   name: string;
@@ -22,6 +26,10 @@ export function RolloutEditor({
   onChange: (weights: number[]) => void;
   bucketBy?: string;
   onBucketByChange?: (b: string) => void;
+  /** The kind bucketed (absent: user), offered with bucketBy. */
+  contextKind?: string;
+  kinds?: readonly string[];
+  onContextKindChange?: (kind: string) => void;
 }) {
   // Weights as read (relative, any scale) shown as the percentages they mean.
   const shown = sumWeights(weights) === WEIGHT_TOTAL ? weights : normalizeWeights(weights);
@@ -53,6 +61,7 @@ export function RolloutEditor({
       <Button onPress={() => onChange(evenWeights(variations.length))} className="react-aria-Button small">
         Split evenly
       </Button>
+      {onContextKindChange && kinds && <ContextKindField label="Bucket by context kind" value={contextKind ?? USER_KIND} kinds={kinds} onChange={onContextKindChange} />}
       {onBucketByChange && (
         <TextField value={bucketBy ?? ''} onChange={onBucketByChange}>
           <Label>Bucket by attribute</Label>

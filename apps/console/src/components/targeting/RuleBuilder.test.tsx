@@ -23,9 +23,9 @@ async function choose(group: HTMLElement, label: RegExp, option: string) {
 describe('the rule builder', () => {
   afterEach(() => vi.unstubAllGlobals());
 
-  it('offers every operator of CONTRACT.md section 5 and reads values as LaunchDarkly would store them', () => {
+  it('offers every operator of CONTRACT.md sections 5 and 10 and reads values as LaunchDarkly would store them', () => {
     expect(OPERATORS.map((o) => o.op)).toEqual([
-      'in', 'startsWith', 'endsWith', 'contains', 'matches', 'lessThan', 'lessThanOrEqual', 'greaterThan', 'greaterThanOrEqual', 'before', 'after', 'semVerEqual', 'semVerLessThan', 'semVerGreaterThan',
+      'in', 'startsWith', 'endsWith', 'contains', 'matches', 'lessThan', 'lessThanOrEqual', 'greaterThan', 'greaterThanOrEqual', 'before', 'after', 'semVerEqual', 'semVerLessThan', 'semVerGreaterThan', 'segmentMatch',
     ]);
     expect(parseClauseValue('in', 'NO')).toBe('NO');
     expect(parseClauseValue('in', '42')).toBe(42);

@@ -1,8 +1,8 @@
 import { Button, Input, Label, Radio, RadioGroup, TextField } from 'react-aria-components';
-import { formatValue, type Clause, type FlagVariation, type Rule } from '../../api';
+import { formatValue, USER_KIND, type FlagVariation, type Rule } from '../../api';
 import { ChoiceSelect } from '../ChoiceSelect';
 import { problemsAt, type DraftCheck } from './checks';
-import { ClauseEditor } from './ClauseEditor';
+import { ClauseList, type SegmentChoice } from './ClauseEditor';
 import { Problems } from './Problems';
 import { RolloutEditor } from './RolloutEditor';
 import { evenWeights } from './weights';
@@ -18,7 +18,6 @@ export const rolloutFrom = (variations: readonly FlagVariation[], weights: numbe
   variations: variations.map((v, i) => ({ variationId: v.id, weight: weights[i] ?? 0 })),
 });
 
-export const newClause = (): Clause => ({ attribute: '', op: 'in', values: [], negate: false });
 
 /** One rule: its clauses (all must match), then a variation or a percentage rollout; moved and removed from here. */
 export function RuleEditor({
@@ -28,6 +27,8 @@ export function RuleEditor({
   variations,
   check,
   revision,
+  kinds,
+  segments,
   onChange,
   onMove,
   onRemove,
@@ -39,13 +40,14 @@ export function RuleEditor({
   check: DraftCheck;
   /** Bumped when the draft is replaced (reset, rebase), so the value boxes reread it. */
   revision: number;
+  kinds: readonly string[];
+  segments: readonly SegmentChoice[] | undefined;
   onChange: (r: Rule) => void;
   onMove: (delta: -1 | 1) => void;
   onRemove: () => void;
 }) {
   const n = index + 1;
   const path = `rules[${index}]`;
-  const setClause = (i: number, c: Clause) => onChange({ ...rule, clauses: rule.clauses.map((x, k) => (k === i ? c : x)) });
   const serve = rule.rollout ? 'rollout' : 'variation';
   const ownProblems = (list: DraftCheck['errors']) => problemsAt(list, path).filter((p) => !p.path.startsWith(`${path}.clauses[`));
   return (
@@ -67,21 +69,7 @@ export function RuleEditor({
           <Label>Description</Label>
           <Input />
         </TextField>
-        {rule.clauses.length === 0 && <p className="muted">No clauses: this rule matches every context.</p>}
-        {rule.clauses.map((c, i) => (
-          <ClauseEditor
-            key={`${revision}-${i}-${rule.clauses.length}`}
-            clause={c}
-            name={`Rule ${n} clause ${i + 1}`}
-            path={`${path}.clauses[${i}]`}
-            check={check}
-            onChange={(x) => setClause(i, x)}
-            onRemove={() => onChange({ ...rule, clauses: rule.clauses.filter((_, k) => k !== i) })}
-          />
-        ))}
-        <Button onPress={() => onChange({ ...rule, clauses: [...rule.clauses, newClause()] })} aria-label={`Add clause to rule ${n}`} className="react-aria-Button small">
-          Add clause
-        </Button>
+        <ClauseList clauses={rule.clauses} rule={n} path={path} check={check} kinds={kinds} segments={segments} revision={revision} onChange={(clauses) => onChange({ ...rule, clauses })} />
         <RadioGroup
           value={serve}
           orientation="horizontal"
@@ -99,9 +87,16 @@ export function RuleEditor({
             name={`Rule ${n} rollout`}
             variations={variations}
             weights={weightsOf(variations, rule.rollout)}
-            onChange={(w) => onChange({ ...rule, rollout: rolloutFrom(variations, w, { bucketBy: rule.rollout?.bucketBy, seed: rule.rollout?.seed }) })}
+            onChange={(w) => onChange({ ...rule, rollout: rolloutFrom(variations, w, { bucketBy: rule.rollout?.bucketBy, seed: rule.rollout?.seed, contextKind: rule.rollout?.contextKind }) })}
             bucketBy={rule.rollout.bucketBy}
             onBucketByChange={(b) => onChange({ ...rule, rollout: { ...rule.rollout!, bucketBy: b === '' ? undefined : b } })}
+            contextKind={rule.rollout.contextKind}
+            kinds={kinds}
+            onContextKindChange={(k) => {
+              // As on a clause: user stays absent unless bucketBy is a /reference.
+              const { contextKind: _old, ...rest } = rule.rollout!;
+              onChange({ ...rule, rollout: k === USER_KIND && !(rest.bucketBy ?? '').startsWith('/') ? rest : { ...rest, contextKind: k } });
+            }}
           />
         ) : (
           <ChoiceSelect

@@ -1,9 +1,10 @@
 import { useState } from 'react';
 import { Button, Checkbox, CheckboxGroup, FieldError, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
-import { formatValue, type Flag, type FlagVariation, type JsonValue, type Prerequisite, type Target } from '../../api';
+import { formatValue, USER_KIND, type Flag, type FlagVariation, type JsonValue, type Prerequisite, type Target } from '../../api';
 import { parseDefault } from '../../pages/CreateFlag';
 import { ChoiceSelect } from '../ChoiceSelect';
 import { problemsAt, type DraftCheck } from './checks';
+import { ContextKindField } from './ContextKindField';
 import type { FlagDraft } from './draft';
 import { sameJson } from './draft';
 import { Problems } from './Problems';
@@ -234,31 +235,98 @@ export function OffValueSection({ flag, draft, update }: { flag: Flag; draft: Fl
   );
 }
 
-const splitKeys = (t: string) => [...new Set(t.split(/[\n,]/).map((x) => x.trim()).filter((x) => x !== ''))];
+export const splitKeys = (t: string) => [...new Set(t.split(/[\n,]/).map((x) => x.trim()).filter((x) => x !== ''))];
 
-export function TargetsSection({ draft, update, check }: { draft: FlagDraft; update: Update; check: DraftCheck }) {
-  const keysOf = (id: string) => draft.targets.filter((t) => t.variationId === id).flatMap((t) => t.values);
+/** A row's Remove button (its accessible name says which row). */
+export function RemoveButton({ label, onPress }: { label: string; onPress: () => void }) {
+  return (
+    <Button aria-label={label} onPress={onPress} className="react-aria-Button small danger">
+      Remove
+    </Button>
+  );
+}
+
+/** Context keys typed one per line or comma-separated; `onChange` has the text and the keys it lists. */
+export function KeysField({ label, text, description, onChange }: { label: string; text: string; description?: string; onChange: (text: string, keys: string[]) => void }) {
+  return (
+    <TextField value={text} onChange={(t) => onChange(t, splitKeys(t))}>
+      <Label>{label}</Label>
+      <TextArea rows={2} className="react-aria-TextArea code" />
+      {description && (
+        <Text slot="description" className="muted">
+          {description}
+        </Text>
+      )}
+    </TextField>
+  );
+}
+
+const isUserTarget = (t: Target) => t.contextKind === undefined || t.contextKind === USER_KIND;
+
+/**
+ * Individual targets: user keys per variation, then targets of other context kinds, each a kind, a
+ * variation and its keys (`targets[].contextKind`; LaunchDarkly's contextTargets). Targets are read in
+ * order, the first listing a context's key of its kind winning: user targets first, then the others.
+ */
+export function TargetsSection({ draft, update, check, kinds }: { draft: FlagDraft; update: Update; check: DraftCheck; kinds: readonly string[] }) {
+  const keysOf = (id: string) => draft.targets.filter((t) => isUserTarget(t) && t.variationId === id).flatMap((t) => t.values);
   const [texts, setTexts] = useState<Record<string, string>>(() => Object.fromEntries(draft.variations.map((v) => [v.id, keysOf(v.id).join('\n')])));
+  const others = draft.targets.filter((t) => !isUserTarget(t));
+  const [otherTexts, setOtherTexts] = useState<string[]>(() => others.map((t) => t.values.join('\n')));
+  const userTargets = (next: Record<string, string>): Target[] =>
+    draft.variations.map((v) => ({ variationId: v.id, values: splitKeys(next[v.id] ?? keysOf(v.id).join('\n')) })).filter((t) => t.values.length > 0);
   const set = (id: string, text: string) => {
     const next = { ...texts, [id]: text };
     setTexts(next);
-    const targets: Target[] = draft.variations.map((v) => ({ variationId: v.id, values: splitKeys(next[v.id] ?? keysOf(v.id).join('\n')) })).filter((t) => t.values.length > 0);
-    update({ targets });
+    update({ targets: [...userTargets(next), ...others] });
   };
+  const setOthers = (list: Target[]) => update({ targets: [...userTargets(texts), ...list] });
+  const setOther = (i: number, t: Target) => setOthers(others.map((x, k) => (k === i ? t : x)));
   return (
     <div className="subsection">
       <h3>Individual targets</h3>
       <div className="form-grid">
         {draft.variations.map((v) => (
-          <TextField key={v.id} value={texts[v.id] ?? keysOf(v.id).join('\n')} onChange={(t) => set(v.id, t)}>
-            <Label>Targets served {v.name}</Label>
-            <TextArea rows={2} className="react-aria-TextArea code" />
-            <Text slot="description" className="muted">
-              Context keys, one per line or comma-separated.
-            </Text>
-          </TextField>
+          <KeysField key={v.id} label={`Targets served ${v.name}`} text={texts[v.id] ?? keysOf(v.id).join('\n')} onChange={(t) => set(v.id, t)} description="User keys, one per line or comma-separated." />
         ))}
       </div>
+      <h4>Targets of other context kinds</h4>
+      {others.length === 0 && <p className="muted">None: add one to serve a variation to organizations, devices or another kind by key.</p>}
+      <ol className="kind-targets">
+        {others.map((t, i) => (
+          <li key={i}>
+            <fieldset aria-label={`Kind target ${i + 1}`} className="inline-fields">
+              <legend className="visually-hidden">Kind target {i + 1}</legend>
+              <ContextKindField label="Context kind" value={t.contextKind ?? USER_KIND} kinds={kinds.filter((k) => k !== USER_KIND)} onChange={(contextKind) => setOther(i, { ...t, contextKind })} />
+              <ChoiceSelect label="Serves" value={t.variationId} options={draft.variations.map((v) => ({ id: v.id, name: variationLabel(v) }))} onChange={(variationId) => setOther(i, { ...t, variationId })} />
+              <KeysField
+                label="Keys"
+                text={otherTexts[i] ?? t.values.join('\n')}
+                onChange={(text, values) => {
+                  setOtherTexts(Object.assign([...otherTexts], { [i]: text }));
+                  setOther(i, { ...t, values });
+                }}
+              />
+              <RemoveButton
+                label={`Remove kind target ${i + 1}`}
+                onPress={() => {
+                  setOtherTexts(otherTexts.filter((_, k) => k !== i));
+                  setOthers(others.filter((_, k) => k !== i));
+                }}
+              />
+            </fieldset>
+          </li>
+        ))}
+      </ol>
+      <Button
+        onPress={() => {
+          setOtherTexts([...otherTexts, '']);
+          setOthers([...others, { contextKind: kinds.find((k) => k !== USER_KIND) ?? 'organization', variationId: draft.variations[0]?.id ?? '', values: [] }]);
+        }}
+        className="react-aria-Button small"
+      >
+        Add target of another kind
+      </Button>
       <Problems errors={problemsAt(check.errors, 'targets')} warnings={problemsAt(check.warnings, 'targets')} />
     </div>
   );
@@ -290,9 +358,7 @@ export function PrerequisitesSection({ flag, draft, update, others, check }: { f
                   options={(other?.variations ?? [{ id: p.variationId, name: p.variationId, value: null, description: '', weight: 0 }]).map((v) => ({ id: v.id, name: variationLabel(v) }))}
                   onChange={(variationId) => set(i, { ...p, variationId })}
                 />
-                <Button aria-label={`Remove prerequisite ${i + 1}`} onPress={() => update({ prerequisites: draft.prerequisites.filter((_, k) => k !== i) })} className="react-aria-Button small danger">
-                  Remove
-                </Button>
+                <RemoveButton label={`Remove prerequisite ${i + 1}`} onPress={() => update({ prerequisites: draft.prerequisites.filter((_, k) => k !== i) })} />
               </fieldset>
             </li>
           );

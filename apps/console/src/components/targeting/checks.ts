@@ -1,5 +1,5 @@
-import { checkFlagDefinition, type FlagDefinition, type ValidationProblem } from '@flagship/flag-evaluation';
-import type { ClauseOperator, Flag, JsonValue } from '../../api';
+import { checkFlagDefinition, checkSegmentDefinition, type FlagDefinition, type SegmentDefinition, type ValidationProblem } from '@flagship/flag-evaluation';
+import type { ClauseOperator, Flag, JsonValue, Segment } from '../../api';
 import type { FlagDraft } from './draft';
 
 /**
@@ -20,7 +20,9 @@ const definitionOf = (flag: Pick<Flag, 'key' | 'type' | 'enabled' | 'salt'>, d: 
   enabled: flag.enabled,
   ...(d.offValue === null ? {} : { offValue: d.offValue }),
   targets: d.targets,
-  rules: d.rules,
+  // The console's rules may hold segmentMatch and other kinds before the evaluator's types name them
+  // (api.ts); the validator reads its input defensively and says what it refuses, by path.
+  rules: d.rules as FlagDefinition['rules'],
   prerequisites: d.prerequisites,
   ...(flag.salt === null ? {} : { salt: flag.salt }),
 });
@@ -32,11 +34,20 @@ export function checkDraft(flag: Flag, draft: FlagDraft, others: readonly Flag[]
   return { errors: r.errors, warnings: r.warnings };
 }
 
+/** The fields of a segment its editor changes. */
+export type SegmentDraft = Pick<Segment, 'name' | 'description' | 'included' | 'excluded' | 'includedContexts' | 'excludedContexts' | 'rules'>;
+
+/** A segment draft checked by the evaluator's validator, as the API checks it on save (paths are the API's). */
+export function checkSegment(key: string, d: SegmentDraft): DraftCheck {
+  const r = checkSegmentDefinition({ key, ...d, rules: d.rules as SegmentDefinition['rules'] });
+  return { errors: r.errors, warnings: r.warnings };
+}
+
 /** Problems at `prefix` or below it. */
 export const problemsAt = (list: readonly ValidationProblem[], prefix: string): ValidationProblem[] =>
   list.filter((p) => p.path === prefix || p.path.startsWith(`${prefix}.`) || p.path.startsWith(`${prefix}[`));
 
-type ValueKind = 'any' | 'string' | 'regex' | 'number' | 'date' | 'semver';
+type ValueKind = 'any' | 'string' | 'regex' | 'number' | 'date' | 'semver' | 'segment';
 
 export const OPERATORS: readonly { op: ClauseOperator; label: string; kind: ValueKind }[] = [
   { op: 'in', label: 'is one of (in)', kind: 'any' },
@@ -53,6 +64,7 @@ export const OPERATORS: readonly { op: ClauseOperator; label: string; kind: Valu
   { op: 'semVerEqual', label: 'semver equal', kind: 'semver' },
   { op: 'semVerLessThan', label: 'semver less than', kind: 'semver' },
   { op: 'semVerGreaterThan', label: 'semver greater than', kind: 'semver' },
+  { op: 'segmentMatch', label: 'is in segment', kind: 'segment' },
 ];
 
 const kindOf = (op: ClauseOperator): ValueKind => OPERATORS.find((o) => o.op === op)?.kind ?? 'any';
@@ -64,6 +76,7 @@ export const VALUE_HINTS: Record<ValueKind, string> = {
   number: 'One number per line.',
   date: 'One per line: epoch milliseconds or an RFC 3339 date-time (2026-01-31T00:00:00Z).',
   semver: 'One semantic version per line, such as 1.2.3 (no leading v).',
+  segment: "The segments of this environment the context must be in (any of them); the attribute is not read.",
 };
 
 export const valueHint = (op: ClauseOperator): string => VALUE_HINTS[kindOf(op)];
@@ -82,6 +95,7 @@ export function parseClauseValue(op: ClauseOperator, line: string): JsonValue {
     case 'date':
       return /^-?\d+$/.test(t) ? Number(t) : t;
     case 'semver':
+    case 'segment':
       return t;
     case 'any':
       if (/^(-?\d|true$|false$|null$|")/.test(t)) {

@@ -1,0 +1,70 @@
+// The stack the console's browser tests run on: the built management-api serving the built console,
+// on a fresh test environment (its own database and Redis prefix), and a Chromium pointed at it.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { launchChromium } from './chromium';
+
+/** The built management-api serving the built console, started as `npm start` starts it, and a Chromium on it. */
+export interface ConsoleStack {
+  te: TestEnvironment;
+  base: string;
+  browser: BrowserContext;
+  page: Page;
+  pageErrors: string[];
+  /** Chromium closed, its profile removed, the API stopped, the test environment torn down. */
+  stop(): Promise<void>;
+}
+
+const ROOT = join(__dirname, '../../..');
+export const MANAGEMENT_API_MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
+export const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
+
+export async function startConsoleStack(viewport: { width: number; height: number }): Promise<ConsoleStack> {
+  for (const built of [MANAGEMENT_API_MAIN, join(CONSOLE_DIR, 'index.html')]) {
+    if (!existsSync(built)) throw new Error(`${built} is missing: run \`npx nx run-many -t build -p management-api console\` first`);
+  }
+  const te = await createTestEnvironment();
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const proc = spawn(process.execPath, [MANAGEMENT_API_MAIN], {
+    cwd: ROOT,
+    env: { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000' },
+    stdio: 'ignore',
+  });
+  const stopApi = async () => {
+    if (proc.exitCode === null) {
+      proc.kill('SIGTERM');
+      await once(proc, 'exit');
+    }
+    await te.teardown();
+  };
+  try {
+    await waitFor(async () => (await http(`${base}/healthz`)).status === 200, 20000, 100);
+  } catch (e) {
+    await stopApi();
+    throw e;
+  }
+  const { browser, page, profile, pageErrors } = await launchChromium(viewport);
+  return {
+    te,
+    base,
+    browser,
+    page,
+    pageErrors,
+    stop: async () => {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+      await stopApi();
+    },
+  };
+}
+
+/** A react-aria Select: open it by its label (within `scope`), pick the option (its list opens on the page). */
+export async function chooseOption(page: Page, scope: Page | Locator, label: RegExp, option: string): Promise<void> {
+  await scope.getByRole('button', { name: label }).click();
+  await page.getByRole('option', { name: option, exact: true }).click();
+}
