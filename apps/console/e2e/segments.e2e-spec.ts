@@ -3,10 +3,9 @@
  * up, create a segment from the console, give it user keys and organization keys (included and
  * excluded) and a weighted rule, see the counts in the list, survive a concurrent edit (412 -> diff
  * -> reapply) and delete it. Then the flag editor's new controls (a clause's context kind, the
- * segmentMatch operator choosing that segment, a target of another kind) and the playground's
- * multi-kind context, looked at and checked with axe but not saved: the API on main refuses other
- * kinds in clauses and segmentMatch until the evaluator's half of issue 33 lands. Screenshots land in
- * tmp/console-screenshots/segments-*.png. Skips only when no Chromium is found.
+ * segmentMatch operator choosing that segment, a target of another kind), looked at with axe, and the
+ * playground evaluating a multi-kind context through the API, a refusal of the server shown at the
+ * field. Screenshots land in tmp/console-screenshots/segments-*.png. Skips only when no Chromium is found.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -141,26 +140,50 @@ if (!HAVE_CHROMIUM) {
     await page.getByRole('button', { name: 'Discard changes' }).click();
     await page.getByText('No unsaved changes.').waitFor();
 
-    // A context typed as JSON, evaluated by the API: a user target matches, and the kind is said.
+    // A context typed as JSON, evaluated by the API: a user target matches, and the kind is said; a
+    // multi-kind context is evaluated as one (sent as the body's context), its organization matching a
+    // clause on kind organization that a user context with the same attributes would not.
     const flagNow = await http(`${base}/api/flags/new-checkout`, { headers });
     const trueId = flagNow.body.variations.find((v: { name: string }) => v.name === 'true').id as string;
-    const targeted = await http(`${base}/api/flags/new-checkout`, { method: 'PATCH', headers: { ...headers, 'if-match': flagNow.headers.get('etag') ?? '' }, json: { enabled: true, targets: [{ variationId: trueId, values: ['ada'] }] } });
+    const targeted = await http(`${base}/api/flags/new-checkout`, {
+      method: 'PATCH',
+      headers: { ...headers, 'if-match': flagNow.headers.get('etag') ?? '' },
+      json: { enabled: true, targets: [{ variationId: trueId, values: ['ada'] }], rules: [{ id: 'enterprise', description: 'Enterprise', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['enterprise'] }], variationId: trueId }] },
+    });
     expect(targeted.status).toBe(200);
     await page.reload();
     const playground = page.getByRole('region', { name: 'Evaluation playground' });
+    const contextBox = playground.getByRole('textbox', { name: 'Context (JSON)' });
+    const evaluate = async (context: string) => {
+      await contextBox.fill(context);
+      await playground.getByRole('button', { name: 'Evaluate' }).click();
+    };
     await playground.getByText('A context as JSON (any kind, multi-kind)', { exact: true }).click();
     await playground.getByText('Kinds: user, organization').waitFor();
-    await playground.getByRole('textbox', { name: 'Context (JSON)' }).fill('{"kind": "user", "key": "ada", "country": "NO"}');
-    await playground.getByRole('button', { name: 'Evaluate' }).click();
+    await evaluate('{"kind": "user", "key": "ada", "country": "NO"}');
     await playground.getByTestId('eval-reason').getByText('TARGET_MATCH').waitFor();
     expect(await playground.getByTestId('eval-kind').textContent()).toBe('user (key ada)');
+    await evaluate('{"kind": "user", "key": "grace", "plan": "enterprise"}');
+    await playground.getByTestId('eval-reason').getByText('FALLTHROUGH').waitFor();
+    await evaluate('{"kind": "multi", "user": {"key": "grace"}, "organization": {"key": "acme", "plan": "enterprise"}}');
+    await playground.getByTestId('eval-reason').getByText('RULE_MATCH').waitFor();
+    expect(await playground.getByTestId('eval-rule').textContent()).toBe('Rule 1: Enterprise (organization plan in "enterprise")');
+    expect(await playground.getByTestId('eval-kind').textContent()).toBe('organization (key acme)');
     await playground.scrollIntoViewIfNeeded();
     await shot('06-playground-json-context', false);
-    await accessible('playground with a JSON context and the matched kind');
-    await playground.getByRole('textbox', { name: 'Context (JSON)' }).fill('{"kind": "multi", "multi": {"key": "x"}}');
+    await accessible('playground with a multi-kind JSON context and the matched kind');
+    // What only the server refuses (more kinds than a context may hold) is shown at the field, by its name.
+    const tooMany = Object.fromEntries([['kind', 'multi'], ...Array.from({ length: 101 }, (_, i) => [`k${i}`, { key: 'x' }])]);
+    await evaluate(JSON.stringify(tooMany));
+    await playground.getByText('context: a multi-kind context holds at most 100 kinds').waitFor();
+    expect(await contextBox.getAttribute('aria-invalid')).toBe('true');
+    await playground.scrollIntoViewIfNeeded();
+    await shot('07-playground-server-refused-context', false);
+    await accessible('playground with a context the server refused');
+    await contextBox.fill('{"kind": "multi", "multi": {"key": "x"}}');
     await playground.getByText('multi: "multi" is not a context kind.').waitFor();
     await playground.scrollIntoViewIfNeeded();
-    await shot('07-playground-refused-context', false);
+    await shot('08-playground-refused-context', false);
     await accessible('playground with a refused multi-kind context');
 
     // Deleted from its page (a segment no flag uses): gone from the list and the API.
@@ -170,7 +193,7 @@ if (!HAVE_CHROMIUM) {
     await page.getByText('No segments yet in production.').waitFor();
     expect((await http(`${base}/api/segments/beta-customers`, { headers })).status).toBe(404);
 
-    // The one 412 is the browser's log of the refused save above, which the console handled.
-    expect(pageErrors.filter((e) => !/412 \(Precondition Failed\)/.test(e))).toEqual([]);
+    // The one 412 and the one 400 are the browser's log of the refused save and context above, which the console handled.
+    expect(pageErrors.filter((e) => !/(412 \(Precondition Failed\)|400 \(Bad Request\))/.test(e))).toEqual([]);
   }, 120000);
 });
