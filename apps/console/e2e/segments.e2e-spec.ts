@@ -1,12 +1,12 @@
 /**
  * Segments in a real headless Chromium against the built management-api started as a process: sign
  * up, create a segment from the console, give it user keys and organization keys (included and
- * excluded) and a weighted rule, see the counts in the list, survive a concurrent edit (412 -> diff
- * -> reapply) and delete it. Then the flag editor's new controls (a clause's context kind, the
- * segmentMatch operator choosing that segment, a target of another kind) and the playground's
- * multi-kind context, looked at and checked with axe but not saved: the API on main refuses other
- * kinds in clauses and segmentMatch until the evaluator's half of issue 33 lands. Screenshots land in
- * tmp/console-screenshots/segments-*.png. Skips only when no Chromium is found.
+ * excluded) and a weighted rule, see the counts in the list and survive a concurrent edit (412 ->
+ * diff -> reapply). Then a flag saved through the editor with a target of another kind, a clause on
+ * kind organization and a segmentMatch clause, each evaluated in the playground (a multi-kind context
+ * among them; a refusal of the server shown at the context field), and the segment's delete refused
+ * (409 naming the flag) until the flag is gone. Screenshots land in tmp/console-screenshots/segments-*.png,
+ * each screen checked with axe. Skips only when no Chromium is found.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -41,7 +41,7 @@ if (!HAVE_CHROMIUM) {
 
   afterAll(async () => stack?.stop());
 
-  it('creates, edits (keys per kind, a weighted rule), rebases over a 412 and deletes a segment', async () => {
+  it('creates, edits (keys per kind, a weighted rule) and rebases a segment, a flag uses it and other kinds, the playground evaluates them, and the delete waits for the flag', async () => {
     await page.goto(`${base}/console/`);
     await page.getByLabel('Email').fill(`segments-${Date.now()}@flagship.test`);
     await page.getByLabel('Password').fill('console-password-1');
@@ -117,60 +117,105 @@ if (!HAVE_CHROMIUM) {
     await shot('04-list');
     await accessible('segments list');
 
-    // The flag editor's new controls: a clause on another kind, segmentMatch choosing this segment, a
-    // target of another kind; then the playground's multi-kind context. Looked at, not saved (see above).
-    const flag = await http(`${base}/api/flags`, { method: 'POST', headers, json: { key: 'new-checkout', name: 'New checkout', type: 'boolean', defaultValue: false } });
-    expect(flag.status).toBe(201);
+    // Saved through the flag editor: a target of another kind, a rule on kind organization and a rule
+    // using the segment (segmentMatch), read back from the API as the console sent them.
+    const created = await http(`${base}/api/flags`, { method: 'POST', headers, json: { key: 'new-checkout', name: 'New checkout', type: 'boolean', defaultValue: false, enabled: true } });
+    expect(created.status).toBe(201);
+    const trueId = created.body.variations.find((v: { name: string }) => v.name === 'true').id as string;
     await page.goto(`${base}/console/flags/new-checkout`);
     await page.getByRole('heading', { name: 'New checkout', level: 1 }).waitFor();
     await page.getByRole('button', { name: 'Add target of another kind' }).click();
-    await page.getByRole('group', { name: 'Kind target 1' }).getByRole('textbox', { name: 'Keys' }).fill('acme');
+    const kindTarget = page.getByRole('group', { name: 'Kind target 1' });
+    await choose(kindTarget, /Serves/, 'true (true)');
+    await kindTarget.getByRole('textbox', { name: 'Keys' }).fill('umbrella');
     await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByRole('group', { name: 'Rule 1', exact: true }).getByRole('textbox', { name: 'Description' }).fill('Enterprise');
     const byKind = page.getByRole('group', { name: 'Rule 1 clause 1' });
     await choose(byKind, /Context kind/, 'organization');
     await byKind.getByRole('textbox', { name: 'Attribute' }).fill('plan');
     await byKind.getByRole('textbox', { name: 'Values' }).fill('enterprise');
-    await page.getByRole('button', { name: 'Add clause to rule 1' }).click();
-    const bySegment = page.getByRole('group', { name: 'Rule 1 clause 2' });
+    await choose(page, /Rule 1 variation/, 'true (true)');
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByRole('group', { name: 'Rule 2', exact: true }).getByRole('textbox', { name: 'Description' }).fill('Beta');
+    const bySegment = page.getByRole('group', { name: 'Rule 2 clause 1' });
     await choose(bySegment, /Operator/, 'is in segment');
     await bySegment.getByText('Beta accounts (beta-customers)', { exact: true }).click();
     expect(await bySegment.getByRole('checkbox', { name: 'Beta accounts (beta-customers)' }).isChecked()).toBe(true);
+    await choose(page, /Rule 2 variation/, 'true (true)');
     await page.getByRole('group', { name: 'Rule 1', exact: true }).scrollIntoViewIfNeeded();
     await shot('05-flag-kinds-segment-match');
     await accessible('flag editor with a kind, segmentMatch and a kind target');
-    await page.getByRole('button', { name: 'Discard changes' }).click();
-    await page.getByText('No unsaved changes.').waitFor();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    // Anchored: "Unsaved: Individual targets, Rules." holds the words too.
+    await page.getByText(/^Saved: Individual targets, Rules\./).waitFor();
+    const savedFlag = await http(`${base}/api/flags/new-checkout`, { headers });
+    expect(savedFlag.body).toMatchObject({
+      targets: [{ contextKind: 'organization', variationId: trueId, values: ['umbrella'] }],
+      rules: [
+        { description: 'Enterprise', variationId: trueId, clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['enterprise'] }] },
+        { description: 'Beta', variationId: trueId, clauses: [{ op: 'segmentMatch', values: ['beta-customers'] }] },
+      ],
+      warnings: [],
+    });
 
-    // A context typed as JSON, evaluated by the API: a user target matches, and the kind is said.
-    const flagNow = await http(`${base}/api/flags/new-checkout`, { headers });
-    const trueId = flagNow.body.variations.find((v: { name: string }) => v.name === 'true').id as string;
-    const targeted = await http(`${base}/api/flags/new-checkout`, { method: 'PATCH', headers: { ...headers, 'if-match': flagNow.headers.get('etag') ?? '' }, json: { enabled: true, targets: [{ variationId: trueId, values: ['ada'] }] } });
-    expect(targeted.status).toBe(200);
-    await page.reload();
+    // Evaluated in the playground, each context typed as JSON and sent as one: the kind target, the
+    // organization's clause (a user with the same attribute falls through), the segment by an organization key.
     const playground = page.getByRole('region', { name: 'Evaluation playground' });
+    const contextBox = playground.getByRole('textbox', { name: 'Context (JSON)' });
+    const evaluate = async (context: string, reason: string) => {
+      await contextBox.fill(context);
+      await playground.getByRole('button', { name: 'Evaluate' }).click();
+      await playground.getByTestId('eval-reason').getByText(reason, { exact: true }).waitFor();
+      return { rule: await playground.getByTestId('eval-rule').textContent(), kind: await playground.getByTestId('eval-kind').textContent() };
+    };
     await playground.getByText('A context as JSON (any kind, multi-kind)', { exact: true }).click();
     await playground.getByText('Kinds: user, organization').waitFor();
-    await playground.getByRole('textbox', { name: 'Context (JSON)' }).fill('{"kind": "user", "key": "ada", "country": "NO"}');
-    await playground.getByRole('button', { name: 'Evaluate' }).click();
-    await playground.getByTestId('eval-reason').getByText('TARGET_MATCH').waitFor();
-    expect(await playground.getByTestId('eval-kind').textContent()).toBe('user (key ada)');
+    expect(await evaluate('{"kind": "organization", "key": "umbrella"}', 'TARGET_MATCH')).toEqual({ rule: 'none', kind: 'organization (key umbrella)' });
+    expect(await evaluate('{"kind": "user", "key": "zed", "plan": "enterprise"}', 'FALLTHROUGH')).toEqual({ rule: 'none', kind: '—' });
+    expect(await evaluate('{"kind": "multi", "user": {"key": "zed"}, "organization": {"key": "hooli", "plan": "enterprise"}}', 'RULE_MATCH')).toEqual({
+      rule: 'Rule 1: Enterprise (organization plan in "enterprise")',
+      kind: 'organization (key hooli)',
+    });
     await playground.scrollIntoViewIfNeeded();
     await shot('06-playground-json-context', false);
-    await accessible('playground with a JSON context and the matched kind');
-    await playground.getByRole('textbox', { name: 'Context (JSON)' }).fill('{"kind": "multi", "multi": {"key": "x"}}');
+    await accessible('playground with a multi-kind JSON context and the matched kind');
+    expect(await evaluate('{"kind": "organization", "key": "acme"}', 'RULE_MATCH')).toEqual({ rule: 'Rule 2: Beta (is in segment "beta-customers")', kind: 'in segment beta-customers' });
+    // What only the server refuses (more kinds than a context may hold) is shown at the field, by its name.
+    const tooMany = Object.fromEntries([['kind', 'multi'], ...Array.from({ length: 101 }, (_, i) => [`k${i}`, { key: 'x' }])]);
+    await contextBox.fill(JSON.stringify(tooMany));
+    await playground.getByRole('button', { name: 'Evaluate' }).click();
+    await playground.getByText('context: a multi-kind context holds at most 100 kinds').waitFor();
+    expect(await contextBox.getAttribute('aria-invalid')).toBe('true');
+    await playground.scrollIntoViewIfNeeded();
+    await shot('07-playground-server-refused-context', false);
+    await accessible('playground with a context the server refused');
+    await contextBox.fill('{"kind": "multi", "multi": {"key": "x"}}');
     await playground.getByText('multi: "multi" is not a context kind.').waitFor();
     await playground.scrollIntoViewIfNeeded();
-    await shot('07-playground-refused-context', false);
+    await shot('08-playground-refused-context', false);
     await accessible('playground with a refused multi-kind context');
 
-    // Deleted from its page (a segment no flag uses): gone from the list and the API.
+    // The segment the flag uses cannot be deleted: the 409 names the flag, linked. Once the flag is gone
+    // (deleted through the API: the flags page is not under test here), the same delete goes through.
     await page.goto(`${base}/console/segments/beta-customers`);
-    await page.getByRole('button', { name: 'Delete segment beta-customers' }).click();
-    await page.getByRole('alertdialog').getByRole('button', { name: 'Delete segment' }).click();
+    const remove = async () => {
+      await page.getByRole('button', { name: 'Delete segment beta-customers' }).click();
+      await page.getByRole('alertdialog').getByRole('button', { name: 'Delete segment' }).click();
+    };
+    await remove();
+    const inUse = page.getByRole('alert').filter({ hasText: 'This segment is in use' });
+    await inUse.getByRole('link', { name: 'new-checkout' }).waitFor();
+    expect(await inUse.textContent()).toContain('Flags using it: new-checkout');
+    await inUse.scrollIntoViewIfNeeded();
+    await shot('09-delete-in-use-409', false);
+    await accessible('segment delete refused with 409, naming the flag');
+    expect((await http(`${base}/api/segments/beta-customers`, { headers })).status).toBe(200);
+    expect((await http(`${base}/api/flags/new-checkout`, { method: 'DELETE', headers })).status).toBe(204);
+    await remove();
     await page.getByText('No segments yet in production.').waitFor();
     expect((await http(`${base}/api/segments/beta-customers`, { headers })).status).toBe(404);
 
-    // The one 412 is the browser's log of the refused save above, which the console handled.
-    expect(pageErrors.filter((e) => !/412 \(Precondition Failed\)/.test(e))).toEqual([]);
+    // The 412, 400 and 409 are the browser's log of the refused save, context and delete above, which the console handled.
+    expect(pageErrors.filter((e) => !/(412 \(Precondition Failed\)|400 \(Bad Request\)|409 \(Conflict\))/.test(e))).toEqual([]);
   }, 120000);
 });

@@ -1,23 +1,26 @@
 // The console's only way to the server: management-api's public REST API on the same origin.
 
-// The API's resource types are the SDK's (libs/sdk), so the console and the SDK cannot drift apart.
-import type * as sdk from '@flagship/sdk';
-import type { FlagType, JsonValue } from '@flagship/sdk';
-export type { Environment, EvaluationResult, FlagAuditEntry, FlagType, FlagVariation, JsonValue, Prerequisite, SegmentTarget } from '@flagship/sdk';
-
-/*
- * Issue 33's shapes (CONTRACT.md section 10): any context kind on clauses, targets and rollouts, and
- * the segmentMatch operator. The SDK's types widen to these when the evaluator's half of issue 33
- * lands (h/kinds); until then the console's own, structurally the same, so the API's answers fit.
- */
-export type ClauseOperator = sdk.ClauseOperator | 'segmentMatch';
-export type Clause = Omit<sdk.Clause, 'op' | 'contextKind'> & { op: ClauseOperator; contextKind?: string };
-export type Rollout = Omit<sdk.Rollout, 'contextKind'> & { contextKind?: string };
-export type Rule = Omit<sdk.Rule, 'clauses' | 'rollout'> & { clauses: Clause[]; rollout?: Rollout };
-export type Target = sdk.Target & { contextKind?: string };
-export type Flag = Omit<sdk.Flag, 'rules' | 'targets'> & { rules: Rule[]; targets: Target[] };
-export type SegmentRule = Omit<sdk.SegmentRule, 'clauses'> & { clauses: Clause[] };
-export type Segment = Omit<sdk.Segment, 'rules'> & { rules: SegmentRule[] };
+// The API's resource types are the SDK's (libs/sdk), so the console and the SDK cannot drift apart:
+// any context kind on clauses, targets and rollouts, and segmentMatch, as CONTRACT.md section 10 says.
+import type { Flag, FlagType, JsonValue } from '@flagship/sdk';
+export type {
+  Clause,
+  ClauseOperator,
+  Environment,
+  EvaluationResult,
+  Flag,
+  FlagAuditEntry,
+  FlagType,
+  FlagVariation,
+  JsonValue,
+  Prerequisite,
+  Rollout,
+  Rule,
+  Segment,
+  SegmentRule,
+  SegmentTarget,
+  Target,
+} from '@flagship/sdk';
 
 /** LaunchDarkly's rule for a context kind: letters, digits, `.`, `_`, `-`; `kind` and `multi` are not kinds. */
 export const CONTEXT_KIND_PATTERN = /^[a-zA-Z0-9._-]+$/;

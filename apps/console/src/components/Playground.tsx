@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Button, FieldError, Form, Input, Label, Radio, RadioGroup, Text, TextArea, TextField } from 'react-aria-components';
-import { formatValue, request, type EvaluationResult, type Flag, type JsonValue, type RequestScope } from '../api';
+import { formatValue, isApiError, request, USER_KIND, type EvaluationResult, type Flag, type JsonValue, type RequestScope } from '../api';
 import { kindsOfContext, matchedKind, parseContext, type ContextObject } from './context';
 import { ErrorState } from './States';
 
@@ -28,9 +28,20 @@ export function describeRule(flag: Flag, index: number): string {
 }
 
 /**
+ * What the server refused in a context it was sent, as one line for the context field: a 400
+ * invalid-context names the field (`context`, `context.organization.key`), and the field is where the
+ * person fixes it. The checks here catch most of these first; the server's own (a cap on kinds) remain.
+ */
+function serverContextProblem(error: unknown): string | null {
+  if (!isApiError(error) || error.status !== 400) return null;
+  const entries = Object.entries(error.fieldErrors).filter(([field]) => field === 'context' || field.startsWith('context.'));
+  return entries.length > 0 ? entries.map(([field, message]) => `${field}: ${message}`).join('; ') : null;
+}
+
+/**
  * The evaluation playground: a context in, the server's answer out (POST /api/flags/{key}/evaluate).
- * The context is a user key and attributes, or a whole LaunchDarkly context as JSON (any kind, or
- * multi-kind), sent as the attributes: the route makes them the context, `key` and `kind` included.
+ * The context is a user key and attributes (the route makes them a `user` context), or a whole
+ * LaunchDarkly context as JSON (any kind, or multi-kind), sent as the body's `context`.
  */
 export function Playground({ flag, scope }: { flag: Flag; scope: RequestScope }) {
   const [mode, setMode] = useState<'user' | 'json'>('user');
@@ -43,11 +54,13 @@ export function Playground({ flag, scope }: { flag: Flag; scope: RequestScope })
   const m = useMutation({
     mutationFn: async (): Promise<{ result: EvaluationResult; context: ContextObject }> => {
       if (problem !== null) throw new Error(problem);
-      const context: ContextObject = mode === 'user' ? { ...(attrs as ContextObject), key: contextKey } : (parsed as { context: ContextObject }).context;
-      const body = mode === 'user' ? { userId: contextKey, attributes: attrs } : { attributes: context };
+      // The route makes userId and attributes a user, whatever an attribute `kind` says; the kind shown is that one.
+      const context: ContextObject = mode === 'user' ? { ...(attrs as ContextObject), key: contextKey, kind: USER_KIND } : (parsed as { context: ContextObject }).context;
+      const body = mode === 'user' ? { userId: contextKey, attributes: attrs } : { context };
       return { result: (await request<EvaluationResult>('POST', `/api/flags/${encodeURIComponent(flag.key)}/evaluate`, { ...scope, environment: flag.environment }, body)).body, context };
     },
   });
+  const refused = mode === 'json' ? serverContextProblem(m.error) : null;
   const r = m.data?.result;
   const kind = m.data && r ? matchedKind(flag, r, m.data.context) : null;
   const variation = r?.variationId ? flag.variations.find((v) => v.id === r.variationId) : undefined;
@@ -78,7 +91,17 @@ export function Playground({ flag, scope }: { flag: Flag; scope: RequestScope })
             </TextField>
           </>
         ) : (
-          <TextField name="context" value={contextText} onChange={setContextText} validate={() => problem} validationBehavior="aria">
+          <TextField
+            name="context"
+            value={contextText}
+            onChange={(text) => {
+              setContextText(text);
+              // The server's refusal was of the text sent; an edit is a new context.
+              if (m.isError) m.reset();
+            }}
+            validate={() => problem ?? refused}
+            validationBehavior="aria"
+          >
             <Label>Context (JSON)</Label>
             <TextArea rows={9} className="react-aria-TextArea code" />
             <FieldError />
