@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-export const FLAG_AUDIT_ACTIONS = ['create', 'update', 'import', 'delete'] as const;
+/** `change-request` and `schedule` record a step of one (its id and the state it reached); the write itself is an `update` as its author. */
+export const FLAG_AUDIT_ACTIONS = ['create', 'update', 'import', 'delete', 'change-request', 'schedule'] as const;
 
 /** One change to a flag, as `GET /api/flags/{flagKey}/audit` lists it. */
 export class FlagAuditEntryDto {

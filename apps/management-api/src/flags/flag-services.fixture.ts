@@ -64,7 +64,10 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
       for (const c of changes) announced.push({ tenantId, ...c });
     },
   };
+  /** tenant id -> its environments that require approval (environments.require_approval). */
+  const approvals = new Map<string, string[]>();
   const environments = {
+    approvalRequired: async (tenantId: string) => [...(approvals.get(tenantId) ?? [])],
     resolve: async (tenantId: string, requested: string | undefined) => {
       const key = requested === undefined || requested === '' ? 'production' : requested;
       if (!repo.environments.get(tenantId)?.includes(key)) throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
@@ -88,5 +91,5 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
   const segments = new FakeSegmentsRepository();
   const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments);
   const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
-  return { repo, segments, service, imports, announced };
+  return { repo, segments, service, imports, announced, approvals };
 }
