@@ -21,10 +21,11 @@ export class EnvironmentsRepository {
     return this.ds.getRepository(EnvironmentEntity).findOneBy({ tenantId, key });
   }
 
-  /** Sets the fields given; false when the tenant has no such environment. */
+  /** Sets the fields given; null when the tenant has no such environment. */
   async update(tenantId: string, key: string, changes: Partial<Pick<EnvironmentEntity, 'name' | 'requireApproval'>>): Promise<EnvironmentEntity | null> {
     const rows: Array<{ key: string }> = await this.ds.query(
-      `UPDATE environments SET name = COALESCE($3, name), require_approval = COALESCE($4, require_approval) WHERE tenant_id = $1 AND key = $2 RETURNING key`,
+      // A SELECT around the UPDATE: TypeORM answers a bare UPDATE with [rows, count], a SELECT with rows.
+      `WITH u AS (UPDATE environments SET name = COALESCE($3, name), require_approval = COALESCE($4, require_approval) WHERE tenant_id = $1 AND key = $2 RETURNING key) SELECT key FROM u`,
       [tenantId, key, changes.name ?? null, changes.requireApproval ?? null],
     );
     return rows.length === 1 ? this.find(tenantId, key) : null;

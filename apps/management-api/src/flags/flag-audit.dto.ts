@@ -11,7 +11,8 @@ export class FlagAuditEntryDto {
   @ApiProperty({
     type: 'object',
     additionalProperties: true,
-    description: 'update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty',
+    description:
+      'update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty; change-request and schedule: {id, state} of the step (a failed schedule adds its reason)',
   })
   changes: Record<string, unknown>;
   @ApiProperty() at: string;

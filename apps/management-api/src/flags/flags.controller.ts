@@ -157,7 +157,11 @@ export class FlagsController {
 
   @Patch(':flagKey')
   @TenantAccess(WRITE)
-  @ApiOperation({ summary: 'Update a flag (If-Match for optimistic concurrency)' })
+  @ApiOperation({
+    summary: 'Update a flag (If-Match for optimistic concurrency)',
+    description:
+      "In an environment that requires approval, a change to the flag's targeting there is 409 approval-required, and so is a change to variations, defaultValue or clientSideAvailability while any environment requires it: POST .../change-requests instead.",
+  })
   @ApiErrors(...BODY_ERRORS, 412)
   @ApiHeader({ name: 'If-Match', required: false, description: 'the ETag read; a stale one is 412' })
   @ApiOkResponse({ type: FlagDto })
@@ -176,7 +180,11 @@ export class FlagsController {
   @Delete(':flagKey')
   @HttpCode(204)
   @TenantAccess(WRITE)
-  @ApiOperation({ summary: 'Delete a flag in every environment' })
+  @ApiOperation({
+    summary: 'Delete a flag in every environment',
+    description: 'A flag other flags name as a prerequisite is 409 flag-in-use; one switched on in an environment that requires approval is 409 approval-required (switch it off there through a change request first).',
+  })
+  @ApiErrors(409)
   @ApiNoContentResponse()
   async remove(@CurrentTenant() tenant: TenantEntity, @Caller() caller: CallerContext, @Param('flagKey') key: string): Promise<void> {
     await this.flags.remove(tenant.id, caller, key);
