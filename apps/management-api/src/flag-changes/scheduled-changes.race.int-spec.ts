@@ -1,10 +1,11 @@
 import { bootstrapService, runningApp, type RunningApp } from '@flagship/service-kit';
 import { createDataSource, type DataSource } from '@flagship/persistence';
-import { freePort } from '@flagship/testing';
+import { freePort, waitFor } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { configureManagementApi } from '../configure';
 import { loadManagementApiConfig } from '../env.schema';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
+import { startManagementApiProcess } from '../testing/management-api.process';
 import { SqlFlagChangesRepository } from './flag-changes.repository';
 import { type Execution, ScheduledChangesService } from './scheduled-changes.service';
 
@@ -32,7 +33,7 @@ describe('scheduled changes across replicas (two apps, one Postgres)', () => {
   });
 
   /** Flags `keys`, each with a change switching it on, made due now (a schedule must be made for the future). */
-  async function dueChanges(keys: string[]): Promise<string[]> {
+  async function dueChanges(keys: string[], makeDue = true): Promise<string[]> {
     const ids: string[] = [];
     for (const key of keys) {
       expect((await a.call('POST', '/api/flags', { ...as(), json: { key, name: key, type: 'boolean', defaultValue: false } })).status).toBe(201);
@@ -40,7 +41,7 @@ describe('scheduled changes across replicas (two apps, one Postgres)', () => {
       expect(made.status).toBe(201);
       ids.push(made.body.id);
     }
-    await a.sql(`UPDATE scheduled_changes SET execute_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])`, [ids]);
+    if (makeDue) await a.sql(`UPDATE scheduled_changes SET execute_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])`, [ids]);
     return ids;
   }
 
@@ -90,4 +91,25 @@ describe('scheduled changes across replicas (two apps, one Postgres)', () => {
     const flag = await a.call('GET', '/api/flags/killed', as());
     expect([flag.body.enabled, flag.headers.get('etag')]).toEqual([true, '"1.2"']);
   });
+
+  it('two management-api processes drain due changes together, one is SIGKILLed mid-way: the other finishes, each change written once', async () => {
+    const keys = Array.from({ length: 40 }, (_, i) => `proc-${String(i).padStart(2, '0')}`);
+    const ids = await dueChanges(keys, false);
+    const env = { ...a.te.env, SCHEDULED_CHANGES_POLL_MS: '50' };
+    const [doomed, survivor] = await Promise.all([startManagementApiProcess(env), startManagementApiProcess(env)]);
+    try {
+      const applied = async () => (await a.sql<{ n: number }>(`SELECT count(*)::int AS n FROM scheduled_changes WHERE id = ANY($1::uuid[]) AND state = 'applied'`, [ids])).rows[0]!.n;
+      await a.sql(`UPDATE scheduled_changes SET execute_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])`, [ids]);
+      await waitFor(async () => (await applied()) >= 1, 30_000, 5);
+      await doomed.kill();
+      // Killed with changes still due: the survivor has work the dead one may have held.
+      expect(await applied()).toBeLessThan(keys.length);
+      await waitFor(async () => (await applied()) === keys.length, 30_000, 50);
+      expect(await updatesOf(keys)).toEqual(keys.map((k) => ({ flag_key: k, n: 1 })));
+      expect((await a.sql(`SELECT count(*)::int AS n FROM scheduled_changes WHERE id = ANY($1::uuid[]) AND state <> 'applied'`, [ids])).rows[0]).toEqual({ n: 0 });
+    } finally {
+      await doomed.kill();
+      await survivor.stop();
+    }
+  }, 180_000);
 });
