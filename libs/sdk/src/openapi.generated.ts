@@ -748,7 +748,7 @@ export interface paths {
         put?: never;
         /**
          * Request a change to the flag (a PATCH body), to be approved by another member
-         * @description At most 20 pending or approved requests per flag and environment (409 too-many-pending-changes).
+         * @description At most 20 pending or approved requests per flag and environment, and 1000 open requests and schedules per tenant (409 too-many-pending-changes); a patch of at most 65536 bytes (422).
          */
         post: operations["FlagChanges_createRequest"];
         delete?: never;
@@ -860,7 +860,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule a change to the flag (a PATCH body) for executeAt
-         * @description Written then as the caller, once, by whichever replica claims it; it fails (state failed, with the reason) when a field it sets was changed by someone else meanwhile, or the rules refuse it then. Where approval is required it is a 409 approval-required: a change request with executeAt schedules it once approved. At most 50 scheduled per flag and environment.
+         * @description Written then as the caller, once, by whichever replica claims it; it fails (state failed, with the reason) when a field it sets was changed by someone else meanwhile, or the rules refuse it then. Where approval is required it is a 409 approval-required: a change request with executeAt schedules it once approved. At most 50 scheduled per flag and environment, and 1000 open requests and schedules per tenant (409 too-many-pending-changes); a patch of at most 65536 bytes (422).
          */
         post: operations["FlagChanges_schedule"];
         delete?: never;

@@ -1,7 +1,8 @@
 import { problemOf } from '../testing/problem-of';
 import { ALICE, OTHER_TENANT, TENANT } from '../flags/flag-services.fixture';
 import { etagOf } from '../flags/flag.mapper';
-import { MAX_COMMENTS, MAX_OPEN_CHANGE_REQUESTS } from './flag-change-rules';
+import { FAKE_TX } from '../testing/inline-transactions';
+import { MAX_COMMENTS, MAX_OPEN_CHANGE_REQUESTS, MAX_OPEN_CHANGES_PER_TENANT, MAX_PATCH_BYTES } from './flag-change-rules';
 import { FlagChangesRepository } from './flag-changes.repository';
 import { BOB, CAROL_VIEWER, CI_CLIENT, flagChangeServices } from './flag-changes.fixture';
 
@@ -73,6 +74,20 @@ describe('approvals: ChangeRequestsService and FlagsService in an environment th
       expect((await problemOf(s.requests.comment(TENANT, 'production', BOB, 'checkout', again.id, 'one more'))).problem.slug).toBe('too-many-comments');
       expect((await problemOf(s.requests.reject(TENANT, 'production', BOB, 'checkout', again.id, 'one more'))).problem.slug).toBe('too-many-comments');
       expect((await s.requests.get(TENANT, 'production', 'checkout', again.id)).state).toBe('pending');
+    });
+
+    it(`bounds a tenant's open requests and schedules together (${MAX_OPEN_CHANGES_PER_TENANT}), and a patch's size (${MAX_PATCH_BYTES} bytes, 422 naming patch)`, async () => {
+      for (let i = 0; i < MAX_OPEN_CHANGES_PER_TENANT - 1; i++) {
+        await s.changes.insertRequest(FAKE_TX, TENANT, { environment: 'staging', flagKey: `other-${i}`, patch: {}, baseVersion: '"1.1"', executeAt: null, author: 'user:x', comments: [] });
+      }
+      await s.schedules.create(TENANT, 'staging', ALICE, 'checkout', { patch: { enabled: true }, executeAt: new Date('2026-03-02T09:00:00Z') });
+      const p = await problemOf(request({ enabled: true }));
+      expect([p.problem.status, p.problem.slug, p.extensions]).toEqual([409, 'too-many-pending-changes', { limit: MAX_OPEN_CHANGES_PER_TENANT }]);
+      expect((await problemOf(s.schedules.create(TENANT, 'staging', ALICE, 'checkout', { patch: { enabled: false }, executeAt: new Date('2026-03-02T10:00:00Z') }))).problem.slug).toBe('too-many-pending-changes');
+      await s.service.create(OTHER_TENANT, 'production', ALICE, { key: 'checkout', name: 'Checkout', type: 'boolean', defaultValue: false });
+      expect((await s.requests.create(OTHER_TENANT, 'production', ALICE, 'checkout', { patch: { enabled: true } })).state).toBe('pending');
+      const big = await problemOf(s.requests.create(TENANT, 'staging', ALICE, 'checkout', { patch: { description: 'x'.repeat(MAX_PATCH_BYTES) } }));
+      expect([big.problem.status, Object.keys(big.extensions['errors'] as object)]).toEqual([422, ['patch']]);
     });
   });
 

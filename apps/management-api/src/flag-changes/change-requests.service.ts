@@ -1,12 +1,12 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { TransactionRunner } from '@flagship/persistence';
-import { ProblemException } from '@flagship/problem-details';
+import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { etagOf } from '../flags/flag.mapper';
 import type { FlagPatch } from '../flags/flag-patch';
 import { FlagsService } from '../flags/flags.service';
-import { approvalRefusal, type ChangeRequestAction, MAX_COMMENTS, MAX_OPEN_CHANGE_REQUESTS, staleRequest, transition } from './flag-change-rules';
+import { approvalRefusal, type ChangeRequestAction, MAX_COMMENTS, MAX_OPEN_CHANGE_REQUESTS, patchProblem, staleRequest, tenantFull, transition } from './flag-change-rules';
 import { FlagChangeProblems } from './flag-changes.errors';
 import { FLAG_CHANGES_CLOCK } from './flag-change-rules';
 import { type ChangeRequestRow, FlagChangesRepository } from './flag-changes.repository';
@@ -48,7 +48,11 @@ export class ChangeRequestsService {
 
   async create(tenantId: string, env: string | undefined, caller: CallerContext, flagKey: string, input: NewChangeRequestInput): Promise<ChangeRequestRow> {
     const environment = await this.environments.resolve(tenantId, env);
+    const tooLarge = patchProblem(input.patch);
+    if (tooLarge) throw validationProblem({ patch: tooLarge });
     return this.transactions.run(async (m) => {
+      const full = tenantFull(await this.repo.lockTenantAndCountOpen(m, tenantId));
+      if (full) throw full;
       // The flag's lock orders requests of one flag, so the bound below holds under concurrent posts.
       const row = await this.flags.lockWithin(m, tenantId, environment, flagKey);
       if ((await this.repo.countOpenRequests(m, tenantId, environment, flagKey)) >= MAX_OPEN_CHANGE_REQUESTS) {

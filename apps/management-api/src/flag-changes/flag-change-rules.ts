@@ -19,6 +19,10 @@ export const FLAG_CHANGES_CLOCK = Symbol('FLAG_CHANGES_CLOCK');
 export const MAX_OPEN_CHANGE_REQUESTS = 20;
 export const MAX_PENDING_SCHEDULES = 50;
 export const MAX_COMMENTS = 50;
+/** Open requests and schedules of one tenant together: the per-flag bounds times 5,000 flags and 20 environments would not bound a tenant. */
+export const MAX_OPEN_CHANGES_PER_TENANT = 1000;
+/** A patch is stored until it runs: larger than any flag should be (FLAG_MAX_BYTES' default is 32 KiB), it is refused up front. */
+export const MAX_PATCH_BYTES = 65_536;
 /** How far ahead a change may be scheduled. */
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3600_000;
 
@@ -105,6 +109,20 @@ export function scheduleConflicts(base: Record<string, unknown>, row: FlagRow): 
   return Object.keys(base)
     .filter((field) => canonical(now[field] ?? null) !== canonical(base[field]))
     .sort();
+}
+
+/** The 409 when the tenant holds as many open requests and schedules as it may. */
+export function tenantFull(open: number): ProblemException | undefined {
+  if (open < MAX_OPEN_CHANGES_PER_TENANT) return undefined;
+  return new ProblemException(FlagChangeProblems['too-many-pending-changes'], `This tenant has ${open} open change requests and scheduled changes, as many as it may; apply, reject or cancel some first.`, {
+    limit: MAX_OPEN_CHANGES_PER_TENANT,
+  });
+}
+
+/** The patch's problem (a 422's message), or undefined: at most MAX_PATCH_BYTES of JSON. */
+export function patchProblem(patch: FlagPatch): string | undefined {
+  const bytes = Buffer.byteLength(JSON.stringify(patch));
+  return bytes > MAX_PATCH_BYTES ? `takes ${bytes} bytes; a stored change may take at most ${MAX_PATCH_BYTES}` : undefined;
 }
 
 /** executeAt's problem (a 422's message), or undefined: in the future, at most MAX_SCHEDULE_AHEAD_MS ahead. */

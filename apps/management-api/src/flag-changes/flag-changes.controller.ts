@@ -55,7 +55,7 @@ export class FlagChangesController {
 
   @Post('change-requests')
   @TenantAccess(WRITE)
-  @ApiOperation({ summary: 'Request a change to the flag (a PATCH body), to be approved by another member', description: 'At most 20 pending or approved requests per flag and environment (409 too-many-pending-changes).' })
+  @ApiOperation({ summary: 'Request a change to the flag (a PATCH body), to be approved by another member', description: 'At most 20 pending or approved requests per flag and environment, and 1000 open requests and schedules per tenant (409 too-many-pending-changes); a patch of at most 65536 bytes (422).' })
   @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: ChangeRequestDto })
   async createRequest(
@@ -141,7 +141,7 @@ export class FlagChangesController {
     summary: 'Schedule a change to the flag (a PATCH body) for executeAt',
     description:
       'Written then as the caller, once, by whichever replica claims it; it fails (state failed, with the reason) when a field it sets was changed by someone else meanwhile, or the rules refuse it then. ' +
-      'Where approval is required it is a 409 approval-required: a change request with executeAt schedules it once approved. At most 50 scheduled per flag and environment.',
+      'Where approval is required it is a 409 approval-required: a change request with executeAt schedules it once approved. At most 50 scheduled per flag and environment, and 1000 open requests and schedules per tenant (409 too-many-pending-changes); a patch of at most 65536 bytes (422).',
   })
   @ApiErrors(...BODY_ERRORS)
   @ApiCreatedResponse({ type: ScheduledChangeDto })

@@ -69,6 +69,8 @@ describe('approvals and scheduled changes (real HTTP, Postgres, Redis)', () => {
     expect([noPatch.status, Object.keys(noPatch.body.errors ?? {})]).toEqual([422, ['patch']]);
     const badField = await f.call('POST', `${flagPath}/change-requests`, { ...as(editor), json: { patch: { name: '' } } });
     expect([badField.status, Object.keys(badField.body.errors ?? {})]).toEqual([422, ['patch.name']]);
+    const longComment = await f.call('POST', `${flagPath}/change-requests`, { ...as(editor), json: { patch: { enabled: true }, comment: 'x'.repeat(2001) } });
+    expect([longComment.status, Object.keys(longComment.body.errors ?? {})]).toEqual([422, ['comment']]);
     const badTime = await f.call('POST', `${flagPath}/scheduled-changes`, { ...as(editor, 'staging'), json: { patch: { enabled: true }, executeAt: 'tomorrow' } });
     expect([badTime.status, Object.keys(badTime.body.errors ?? {})]).toEqual([422, ['executeAt']]);
     expect((await f.call('GET', `${flagPath}/change-requests/not-a-uuid`, as(owner))).status).toBe(404);

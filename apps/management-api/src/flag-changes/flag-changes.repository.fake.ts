@@ -92,6 +92,11 @@ export class FakeFlagChangesRepository extends FlagChangesRepository {
     this.state.requests.find((x) => x.tenantId === tenantId && x.id === id)?.comments.push(json(comment));
   }
 
+  async lockTenantAndCountOpen(_m: Tx, tenantId: string): Promise<number> {
+    const requests = this.state.requests.filter((x) => x.tenantId === tenantId && (x.state === 'pending' || x.state === 'approved')).length;
+    return requests + this.state.scheduled.filter((x) => x.tenantId === tenantId && x.state === 'scheduled').length;
+  }
+
   async insertScheduled(_m: Tx, tenantId: string, f: NewScheduledChange): Promise<ScheduledChangeRow> {
     const row: ScheduledChangeRow = { ...json(f), executeAt: new Date(f.executeAt), tenantId, id: randomUUID(), state: 'scheduled', reason: null, finishedAt: null, createdAt: this.tick() };
     this.state.scheduled.push(row);

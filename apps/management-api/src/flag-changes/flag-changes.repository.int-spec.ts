@@ -1,6 +1,6 @@
 import { createDataSource, type DataSource, type Tx, withTransaction } from '@flagship/persistence';
 import { createTestDatabase, describeAgreement, type TestDatabase } from '@flagship/testing';
-import { type FlagChangesRepository, type NewScheduledChange, SqlFlagChangesRepository } from './flag-changes.repository';
+import { type FlagChangesRepository, LIST_LIMIT, type NewScheduledChange, SqlFlagChangesRepository } from './flag-changes.repository';
 import { FakeFlagChangesRepository } from './flag-changes.repository.fake';
 
 const at = (iso: string) => new Date(iso);
@@ -93,6 +93,23 @@ describe('FlagChangesRepository: the fake agrees with Postgres', () => {
       ]);
       expect(await tx((m) => repo.countScheduled(m, tenantId, 'production', 'f'))).toBe(1);
       expect(await repo.findScheduled(tenantId, 'production', 'g', earlier.id)).toBeNull();
+    });
+
+    it(`lockTenantAndCountOpen counts the tenant's open requests and schedules together; lists stop at ${LIST_LIMIT}`, async () => {
+      const { repo, tx } = s();
+      const req = (flagKey: string) => (m: Tx) => repo.insertRequest(m, tenantId, { environment: 'production', flagKey, patch: {}, baseVersion: '"1.1"', executeAt: null, author: 'user:a', comments: [] });
+      await tx(async (m) => {
+        for (let i = 0; i <= LIST_LIMIT; i++) await req('many')(m);
+      });
+      const rejected = await tx(req('f'));
+      await tx((m) => repo.updateRequest(m, tenantId, rejected.id, { state: 'rejected' }));
+      await tx((m) => repo.insertScheduled(m, tenantId, schedule('f', '2026-03-01T10:00:00Z')));
+      const done = await tx((m) => repo.insertScheduled(m, tenantId, schedule('f', '2026-03-01T11:00:00Z')));
+      await tx((m) => repo.finishScheduled(m, tenantId, done.id, 'applied', null, at('2026-03-01T11:00:00Z')));
+      await tx((m) => repo.insertScheduled(m, otherTenantId, schedule('f', '2026-03-01T10:00:00Z')));
+      expect(await tx((m) => repo.lockTenantAndCountOpen(m, tenantId))).toBe(LIST_LIMIT + 2);
+      expect(await tx((m) => repo.lockTenantAndCountOpen(m, otherTenantId))).toBe(1);
+      expect(await repo.listRequests(tenantId, 'production', 'many')).toHaveLength(LIST_LIMIT);
     });
   });
 });

@@ -74,6 +74,9 @@ export abstract class FlagChangesRepository {
   abstract updateRequest(m: EntityManager, tenantId: string, id: string, changes: ChangeRequestUpdate): Promise<void>;
   abstract addComment(m: EntityManager, tenantId: string, id: string, comment: ChangeComment): Promise<void>;
 
+  /** Waits for this tenant's turn (until the transaction ends), then counts its open requests and schedules, so concurrent creators never pass a tenant-wide bound. */
+  abstract lockTenantAndCountOpen(m: EntityManager, tenantId: string): Promise<number>;
+
   abstract insertScheduled(m: EntityManager, tenantId: string, fields: NewScheduledChange): Promise<ScheduledChangeRow>;
   abstract findScheduled(tenantId: string, environment: string, flagKey: string, id: string, m?: EntityManager): Promise<ScheduledChangeRow | null>;
   abstract listScheduled(tenantId: string, environment: string, flagKey: string): Promise<ScheduledChangeRow[]>;
@@ -210,6 +213,16 @@ export class SqlFlagChangesRepository extends FlagChangesRepository {
       id,
       JSON.stringify(comment),
     ]);
+  }
+
+  async lockTenantAndCountOpen(m: EntityManager, tenantId: string): Promise<number> {
+    await m.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`flag-changes:${tenantId}`]);
+    const [row] = (await m.query(
+      `SELECT (SELECT count(*) FROM change_requests WHERE tenant_id = $1 AND state IN ('pending', 'approved'))
+            + (SELECT count(*) FROM scheduled_changes WHERE tenant_id = $1 AND state = 'scheduled') AS n`,
+      [tenantId],
+    )) as Array<{ n: string }>;
+    return Number(row?.n ?? 0);
   }
 
   async insertScheduled(m: EntityManager, tenantId: string, f: NewScheduledChange): Promise<ScheduledChangeRow> {

@@ -6,7 +6,7 @@ import { EnvironmentsService } from '../environments/environments.service';
 import type { FlagPatch } from '../flags/flag-patch';
 import { approvalRequired } from '../flags/flags.errors';
 import { FlagsService } from '../flags/flags.service';
-import { approvalNeeded, baseOf, executeAtProblem, MAX_PENDING_SCHEDULES, scheduleConflicts } from './flag-change-rules';
+import { approvalNeeded, baseOf, executeAtProblem, MAX_PENDING_SCHEDULES, patchProblem, scheduleConflicts, tenantFull } from './flag-change-rules';
 import { FlagChangeProblems } from './flag-changes.errors';
 import { FLAG_CHANGES_CLOCK } from './flag-change-rules';
 import { FlagChangesRepository, type ScheduledChangeRow } from './flag-changes.repository';
@@ -50,9 +50,11 @@ export class ScheduledChangesService {
   /** Schedules a change; where approval is required it goes through a change request with executeAt instead (409 approval-required). */
   async create(tenantId: string, env: string | undefined, caller: CallerContext, flagKey: string, input: { patch: FlagPatch; executeAt: Date }): Promise<ScheduledChangeRow> {
     const environment = await this.environments.resolve(tenantId, env);
-    const problem = executeAtProblem(input.executeAt, this.now());
-    if (problem) throw validationProblem({ executeAt: problem });
+    const problems = Object.entries({ executeAt: executeAtProblem(input.executeAt, this.now()), patch: patchProblem(input.patch) }).filter(([, p]) => p !== undefined);
+    if (problems.length > 0) throw validationProblem(Object.fromEntries(problems) as Record<string, string>);
     return this.transactions.run(async (m) => {
+      const full = tenantFull(await this.repo.lockTenantAndCountOpen(m, tenantId));
+      if (full) throw full;
       const needs = approvalNeeded(input.patch, environment, await this.environments.approvalRequired(tenantId, m));
       if (needs) throw approvalRequired(`${needs} A change request with executeAt schedules the change once approved.`);
       return this.scheduleWithin(m, tenantId, environment, flagKey, { ...input, author: caller.callerId, approvedBy: null });
