@@ -55,6 +55,20 @@ export function deleteNeedsApproval(enabledIn: readonly string[], approvalEnviro
   return on.length > 0 ? `The flag is on in ${on.join(', ')}, which requires approval: switch it off there through a change request, then delete it.` : undefined;
 }
 
+/**
+ * Why a LaunchDarkly import needs approval: it writes targeting in `environment`, and replacing a
+ * flag replaces its variations in every environment. New flags elsewhere need none (off everywhere
+ * but the import's environment). There is no import change request: import where approval is not
+ * required, or turn it off for the import.
+ */
+export function importNeedsApproval(environment: string, approvalEnvironments: readonly string[], replacing: readonly string[]): string | undefined {
+  if (approvalEnvironments.includes(environment)) return `Environment ${environment} requires approval for changes to flags; an import there is refused.`;
+  if (replacing.length > 0 && approvalEnvironments.length > 0) {
+    return `The import replaces the variations of ${replacing.join(', ')} in every environment, and ${approvalEnvironments.join(', ')} requires approval.`;
+  }
+  return undefined;
+}
+
 /** What each action needs the request to be in, and what it leaves it in. */
 const TRANSITIONS: Record<'approve' | 'reject' | 'apply' | 'stale', { from: readonly ChangeRequestState[]; to: ChangeRequestState }> = {
   approve: { from: ['pending'], to: 'approved' },

@@ -4,12 +4,13 @@ import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
+import { importNeedsApproval } from '../flag-changes/flag-change-rules';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
 import { globalsChange, IMPORT_MAX_FLAGS, importedRows, importedTargeting, importProblems, importRequestProblems, variationsChange } from './flag-rules';
 import type { FlagEnvironmentEntity } from './flag.entity';
 import type { ImportResult } from './flag.mapper';
-import { FlagProblems } from './flags.errors';
+import { approvalRequired, FlagProblems } from './flags.errors';
 import { FlagsRepository } from './flags.repository';
 import { mapLaunchDarklyFlags, parseLaunchDarklyData } from './launchdarkly-import';
 
@@ -28,7 +29,7 @@ export class FlagImportService {
   constructor(
     @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
     private readonly repo: FlagsRepository,
-    @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve'>,
+    @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve' | 'approvalRequired'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changedMany'>,
     private readonly limits: FlagLimits,
   ) {}
@@ -51,6 +52,8 @@ export class FlagImportService {
         }
         // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
         const locked = await this.repo.lockRows(m, tenantId, [...parsed.flags.keys()], environment);
+        const needs = importNeedsApproval(environment, await this.environments.approvalRequired(tenantId, m), [...locked.keys()]);
+        if (needs) throw approvalRequired(needs);
         const current = await this.repo.definitions(tenantId, environment, m);
         const currentByKey = new Map(current.map((d) => [d.key, d]));
         const { flags, errors } = mapLaunchDarklyFlags(

@@ -79,7 +79,8 @@ export class FlagsController {
       'Each flag is created, or its variations and its targeting in this environment (X-Environment) replaced; salts and seeds are kept so every context keeps its bucket. ' +
       'What cannot be expressed (segments, non-user context kinds, experiments) is a 422 naming the flag and the clause, and nothing is written. ' +
       'A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. ' +
-      'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.',
+      'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After. ' +
+      'Where approval is required, an import into that environment, or one replacing existing flags (their variations are every environment\'s), is a 409 approval-required.',
   })
   @ApiBody({
     // Flags are LaunchDarkly's own objects, with fields of their own: open objects, not empty ones.
