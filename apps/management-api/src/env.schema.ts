@@ -50,6 +50,7 @@ export const managementApiEnv = {
     default: 8 * 1024 * 1024,
     desc: 'bytes of flag definitions one tenant may hold, each environment\'s definition of a flag counted (FLAG_MAX_BYTES measures them); past it 409 quota-exceeded',
   }),
+  SCHEDULED_CHANGES_POLL_MS: num({ default: 5000, desc: 'how often each replica looks for scheduled flag changes that are due (0 turns the executor off in this replica)' }),
   FLAG_MAX_BYTES: num({ default: DEFAULT_FLAG_MAX_BYTES, desc: 'bytes of one flag\'s definition in one environment (its JSON as evaluators hold it); a write past it is 422, a stored flag past it is not evaluated' }),
   FLAG_SET_MAX_BYTES: num({
     default: 8 * 1024 * 1024,
@@ -174,6 +175,7 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   if (env['FLAG_STREAMS_PER_TENANT'] !== undefined) {
     throw new ConfigError('invalid configuration: FLAG_STREAMS_PER_TENANT is replaced by FLAG_STREAMS_PER_TENANT_FREE, FLAG_STREAMS_PER_TENANT_STANDARD and FLAG_STREAMS_PER_TENANT_PREMIUM');
   }
+  if (!Number.isInteger(raw.SCHEDULED_CHANGES_POLL_MS) || raw.SCHEDULED_CHANGES_POLL_MS < 0) throw new ConfigError('invalid configuration: SCHEDULED_CHANGES_POLL_MS must be a whole number of 0 or more');
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
   // The dev identity provider signs an ID token for any e-mail it is asked for: reachable from a

@@ -5,6 +5,7 @@ import { BillingResource } from './resources/billing.resource';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { SegmentsResource } from './resources/segments.resource';
+import { ChangeRequestsResource, ScheduledChangesResource } from './resources/flag-changes.resource';
 import { ProjectsResource } from './resources/projects.resource';
 import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
@@ -62,6 +63,10 @@ export class FlagshipClient {
   readonly flags: FlagsResource;
   /** Segments of an environment, used by flags through `segmentMatch`. */
   readonly segments: SegmentsResource;
+  /** Approvals: changes to flags in an environment that requires them. */
+  readonly changeRequests: ChangeRequestsResource;
+  /** Flag changes written at a time. */
+  readonly scheduledChanges: ScheduledChangesResource;
   readonly projects: ProjectsResource;
   readonly tenants: TenantsResource;
   readonly environments: EnvironmentsResource;
@@ -74,6 +79,8 @@ export class FlagshipClient {
     const http = transportFor(options, 'FlagshipClient');
     this.flags = new FlagsResource(http);
     this.segments = new SegmentsResource(http);
+    this.changeRequests = new ChangeRequestsResource(http);
+    this.scheduledChanges = new ScheduledChangesResource(http);
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
     this.environments = new EnvironmentsResource(http);

@@ -88,7 +88,20 @@ export type TenantsCovered =
 
 export type EnvironmentsCovered =
   | Op<'Environments_list', [Reads<'Environments_list', 200, sdk.Environment[]>]>
-  | Op<'Environments_create', [Reads<'Environments_create', 201, sdk.Environment>, Writes<'Environments_create', sdk.CreateEnvironmentInput>]>;
+  | Op<'Environments_create', [Reads<'Environments_create', 201, sdk.Environment>, Writes<'Environments_create', sdk.CreateEnvironmentInput>]>
+  | Op<'Environments_update', [Reads<'Environments_update', 200, sdk.Environment>, Writes<'Environments_update', sdk.UpdateEnvironmentInput>]>;
+
+export type FlagChangesCovered =
+  | Op<'FlagChanges_listRequests', [Reads<'FlagChanges_listRequests', 200, sdk.ChangeRequest[]>]>
+  | Op<'FlagChanges_getRequest', [Reads<'FlagChanges_getRequest', 200, sdk.ChangeRequest>]>
+  | Op<'FlagChanges_createRequest', [Reads<'FlagChanges_createRequest', 201, sdk.ChangeRequest>, Writes<'FlagChanges_createRequest', sdk.CreateChangeRequestInput>]>
+  | Op<'FlagChanges_comment', [Reads<'FlagChanges_comment', 200, sdk.ChangeRequest>, Writes<'FlagChanges_comment', { comment: string }>]>
+  | Op<'FlagChanges_approve', [Reads<'FlagChanges_approve', 200, sdk.ChangeRequest>, Writes<'FlagChanges_approve', { comment?: string }>]>
+  | Op<'FlagChanges_reject', [Reads<'FlagChanges_reject', 200, sdk.ChangeRequest>, Writes<'FlagChanges_reject', { comment?: string }>]>
+  | Op<'FlagChanges_apply', [Reads<'FlagChanges_apply', 200, sdk.ChangeRequest>]>
+  | Op<'FlagChanges_listScheduled', [Reads<'FlagChanges_listScheduled', 200, sdk.ScheduledChange[]>]>
+  | Op<'FlagChanges_schedule', [Reads<'FlagChanges_schedule', 201, sdk.ScheduledChange>, Writes<'FlagChanges_schedule', sdk.CreateScheduledChangeInput>]>
+  | Op<'FlagChanges_cancel', [Empty<'FlagChanges_cancel', 204>]>;
 
 /** `billing.credits()`, `subscription.*` (checkout serves both `checkout(plan)` and `buyCredits(amount)`). */
 export type BillingCovered =
@@ -148,7 +161,7 @@ type NotInSdk =
   | 'DevIdp_token'
   | 'DevIdp_jwks';
 
-type Covered = FlagsCovered | SegmentsCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
+type Covered = FlagsCovered | FlagChangesCovered | SegmentsCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
 type Uncovered = Exclude<keyof operations, Covered | NotInSdk>;
 /** Fails (naming them) when the document has operations neither checked nor left out on purpose. */
 export type EveryOperationCovered = Check<[Uncovered] extends [never] ? true : { uncovered: Uncovered }>;

@@ -474,6 +474,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/environments/{environmentKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Rename an environment, or require approval of changes to its flags (requireApproval) */
+        patch: operations["Environments_update"];
+        trace?: never;
+    };
     "/api/flags": {
         parameters: {
             query?: never;
@@ -503,7 +520,7 @@ export interface paths {
         put?: never;
         /**
          * Import flags from LaunchDarkly's server-side SDK data into the request's environment
-         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}, "segments": {key: segment}}), or an array of flags. Each segment is created or replaced by key in this environment (X-Environment), and each flag created, or its variations and its targeting in this environment replaced; salts and seeds are kept so every context keeps its bucket. A flag's segmentMatch may name a segment of the same import or one already in the environment. What cannot be expressed (big segments, experiments) or is malformed, in a flag or a segment, is a 422 naming it by path (flags.<key>..., segments.<key>...), and nothing is written. Segments count against their own quotas (QUOTA_SEGMENTS_PER_TENANT, QUOTA_SEGMENT_BYTES_PER_TENANT), flags against theirs, all in the same transaction. A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.
+         * @description Body: LaunchDarkly SDK data as in its SDK data files or the relay proxy's /sdk/latest-all ({"flags": {key: flag}, "segments": {key: segment}}), or an array of flags. Each segment is created or replaced by key in this environment (X-Environment), and each flag created, or its variations and its targeting in this environment replaced; salts and seeds are kept so every context keeps its bucket. A flag's segmentMatch may name a segment of the same import or one already in the environment. What cannot be expressed (big segments, experiments) or is malformed, in a flag or a segment, is a 422 naming it by path (flags.<key>..., segments.<key>...), and nothing is written. Segments count against their own quotas (QUOTA_SEGMENTS_PER_TENANT, QUOTA_SEGMENT_BYTES_PER_TENANT), flags against theirs, all in the same transaction. A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After. Where approval is required, an import into that environment, or one replacing existing flags (their variations are every environment's), is a 409 approval-required.
          */
         post: operations["Flags_importLaunchDarkly"];
         delete?: never;
@@ -577,11 +594,17 @@ export interface paths {
         get: operations["Flags_get"];
         put?: never;
         post?: never;
-        /** Delete a flag in every environment */
+        /**
+         * Delete a flag in every environment
+         * @description A flag other flags name as a prerequisite is 409 flag-in-use; one switched on in an environment that requires approval is 409 approval-required (switch it off there through a change request first).
+         */
         delete: operations["Flags_remove"];
         options?: never;
         head?: never;
-        /** Update a flag (If-Match for optimistic concurrency) */
+        /**
+         * Update a flag (If-Match for optimistic concurrency)
+         * @description In an environment that requires approval, a change to the flag's targeting there is 409 approval-required, and so is a change to variations, defaultValue or clientSideAvailability while any environment requires it: POST .../change-requests instead.
+         */
         patch: operations["Flags_update"];
         trace?: never;
     };
@@ -708,6 +731,156 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/change-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A flag's change requests in the environment, newest first (at most 100) */
+        get: operations["FlagChanges_listRequests"];
+        put?: never;
+        /**
+         * Request a change to the flag (a PATCH body), to be approved by another member
+         * @description At most 20 pending or approved requests per flag and environment, and 1000 open requests and schedules per tenant (409 too-many-pending-changes); a patch of at most 65536 bytes (422).
+         */
+        post: operations["FlagChanges_createRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/change-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A change request with its comments */
+        get: operations["FlagChanges_getRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/change-requests/{id}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Comment on a change request (at most 50 comments) */
+        post: operations["FlagChanges_comment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/change-requests/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending change request
+         * @description By a member with the editor role or above who is not its author (403 approval-not-allowed, saying why); while the flag is still at the version the request was made against (else 409 change-request-stale, and the request is stale).
+         */
+        post: operations["FlagChanges_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/change-requests/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject a pending or approved change request (its author may withdraw it so) */
+        post: operations["FlagChanges_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/change-requests/{id}/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply an approved change request
+         * @description Written as its author with PATCH's rules, only while the flag is at the request's version (else 409 change-request-stale); with executeAt it is scheduled instead.
+         */
+        post: operations["FlagChanges_apply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/scheduled-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A flag's scheduled changes in the environment, latest first (at most 100) */
+        get: operations["FlagChanges_listScheduled"];
+        put?: never;
+        /**
+         * Schedule a change to the flag (a PATCH body) for executeAt
+         * @description Written then as the caller, once, by whichever replica claims it; it fails (state failed, with the reason) when a field it sets was changed by someone else meanwhile, or the rules refuse it then. Where approval is required it is a 409 approval-required: a change request with executeAt schedules it once approved. At most 50 scheduled per flag and environment, and 1000 open requests and schedules per tenant (409 too-many-pending-changes); a patch of at most 65536 bytes (422).
+         */
+        post: operations["FlagChanges_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flags/{flagKey}/scheduled-changes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Cancel a scheduled change that has not run */
+        delete: operations["FlagChanges_cancel"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1364,6 +1537,8 @@ export interface components {
         EnvironmentDto: {
             key: string;
             name: string;
+            /** @description a change to a flag's settings here needs a change request approved by another member */
+            requireApproval: boolean;
             createdAt: string;
         };
         CreateEnvironmentDto: {
@@ -1371,6 +1546,12 @@ export interface components {
             key: string;
             /** @example QA */
             name: string;
+        };
+        UpdateEnvironmentDto: {
+            /** @example QA */
+            name?: string;
+            /** @description when true, a direct change to a flag's settings here is a 409 approval-required: it goes through a change request */
+            requireApproval?: boolean;
         };
         FlagVariationDto: {
             id: string;
@@ -1659,12 +1840,12 @@ export interface components {
         };
         FlagAuditEntryDto: {
             /** @enum {string} */
-            action: "create" | "update" | "import" | "delete";
+            action: "create" | "update" | "import" | "delete" | "change-request" | "schedule";
             /** @description the caller: user:{id} or client:{clientId} */
             actor: string;
             /** @description the environment changed; null for global fields */
             environment: string | null;
-            /** @description update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty */
+            /** @description update: field -> {from, to}, only the fields the request changed; create: the fields sent; import: the imported variations and targeting; delete: empty; change-request and schedule: {id, state} of the step (a failed schedule adds its reason) */
             changes: {
                 [key: string]: unknown;
             };
@@ -1738,6 +1919,94 @@ export interface components {
                 [key: string]: unknown;
             };
             at: string;
+        };
+        ChangeCommentEntryDto: {
+            /** @description user:{id} or client:{clientId} */
+            author: string;
+            body: string;
+            /** Format: date-time */
+            at: string;
+        };
+        ChangeRequestDto: {
+            /** Format: uuid */
+            id: string;
+            flagKey: string;
+            environment: string;
+            /** @description the PATCH body, as sent */
+            patch: {
+                [key: string]: unknown;
+            };
+            /** @description user:{id} or client:{clientId}; the change is written and audited as them */
+            author: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description the flag's ETag the request was made against; it applies only while the flag is still at it */
+            baseVersion: string;
+            /** Format: date-time */
+            executeAt: string | null;
+            /**
+             * @description pending -> approved -> applied; rejected; stale once the flag moved on
+             * @enum {string}
+             */
+            state: "pending" | "approved" | "applied" | "rejected" | "stale";
+            comments: components["schemas"]["ChangeCommentEntryDto"][];
+            /** @description who approved or rejected it */
+            decidedBy: string | null;
+            /** Format: date-time */
+            decidedAt: string | null;
+            appliedBy: string | null;
+            /** Format: date-time */
+            appliedAt: string | null;
+        };
+        CreateChangeRequestDto: {
+            /** @description a PATCH /api/flags/{flagKey} body, written in the request's environment (X-Environment) */
+            patch: components["schemas"]["UpdateFlagDto"];
+            comment?: string;
+            /**
+             * Format: date-time
+             * @description when set, applying the approved request schedules the change for then (a scheduled change approved by its approver)
+             */
+            executeAt?: string;
+        };
+        ChangeCommentDto: {
+            comment: string;
+        };
+        ChangeDecisionDto: {
+            /** @description added to the request's comments */
+            comment?: string;
+        };
+        ScheduledChangeDto: {
+            /** Format: uuid */
+            id: string;
+            flagKey: string;
+            environment: string;
+            /** @description the PATCH body, as sent */
+            patch: {
+                [key: string]: unknown;
+            };
+            /** @description user:{id} or client:{clientId}; the change is written and audited as them */
+            author: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            executeAt: string;
+            /** @description who approved it, when it came from a change request */
+            approvedBy: string | null;
+            /** @enum {string} */
+            state: "scheduled" | "applied" | "failed" | "cancelled";
+            /** @description why it failed: a field changed since it was scheduled (conflict), the flag is gone, or its rules refuse the patch now */
+            reason: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+        };
+        CreateScheduledChangeDto: {
+            /** @description a PATCH /api/flags/{flagKey} body, written in the request's environment (X-Environment) */
+            patch: components["schemas"]["UpdateFlagDto"];
+            /**
+             * Format: date-time
+             * @description in the future, at most 366 days ahead
+             */
+            executeAt: string;
         };
         SandboxStatusDto: {
             active: boolean;
@@ -2023,7 +2292,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-flag-streams (429), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/approval-not-allowed (403), /problems/approval-required (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/change-request-closed (409), /problems/change-request-not-found (404), /problems/change-request-stale (409), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/scheduled-change-closed (409), /problems/scheduled-change-not-found (404), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-comments (409), /problems/too-many-flag-streams (429), /problems/too-many-pending-changes (409), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -5194,6 +5463,125 @@ export interface operations {
             };
         };
     };
+    Environments_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                environmentKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateEnvironmentDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnvironmentDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     Flags_list: {
         parameters: {
             query?: {
@@ -6017,6 +6405,15 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7117,6 +7514,1031 @@ export interface operations {
             };
             /** @description Not found (another tenant's resource looks missing too) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_listRequests: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"][];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_createRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateChangeRequestDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_getRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                id: string;
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_comment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                id: string;
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeCommentDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_approve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                id: string;
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeDecisionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_reject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                id: string;
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeDecisionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_apply: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                id: string;
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeRequestDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_listScheduled: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledChangeDto"][];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_schedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduledChangeDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledChangeDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    FlagChanges_cancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description environment key, default production */
+                "X-Environment"?: string;
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                id: string;
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

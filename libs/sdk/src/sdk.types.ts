@@ -175,7 +175,8 @@ export interface ImportFlagsResult {
   flags: Flag[];
 }
 
-export type FlagAuditAction = 'create' | 'update' | 'import' | 'delete';
+/** `change-request` and `schedule` record a step of one (`{id, state}`); the write itself is an `update` as its author. */
+export type FlagAuditAction = 'create' | 'update' | 'import' | 'delete' | 'change-request' | 'schedule';
 
 /** One change to a flag, from its audit trail (oldest first). */
 export interface FlagAuditEntry {
@@ -386,7 +387,15 @@ export interface Invitation {
 export interface Environment {
   key: string;
   name: string;
+  /** A change to a flag's settings here needs a change request approved by another member. */
+  requireApproval: boolean;
   createdAt: Timestamp;
+}
+
+/** Tenant admins only: rename, or require approval of changes to the environment's flags. */
+export interface UpdateEnvironmentInput {
+  name?: string;
+  requireApproval?: boolean;
 }
 
 export interface CreateEnvironmentInput {
@@ -507,4 +516,65 @@ export interface SegmentAuditEntry {
   /** update: field -> `{from, to}`, only the fields sent; create: the fields sent; delete: empty. */
   changes: Record<string, unknown>;
   at: Timestamp;
+}
+
+// ---- Approvals and scheduled changes (CONTRACT.md section 10) ----
+
+export type ChangeRequestState = 'pending' | 'approved' | 'applied' | 'rejected' | 'stale';
+export type ScheduledChangeState = 'scheduled' | 'applied' | 'failed' | 'cancelled';
+
+export interface ChangeComment {
+  /** `user:{id}` or `client:{clientId}`. */
+  author: string;
+  body: string;
+  at: Timestamp;
+}
+
+/** A change to a flag (a PATCH body) waiting for another member's approval. */
+export interface ChangeRequest {
+  id: string;
+  flagKey: string;
+  environment: string;
+  patch: UpdateFlagInput;
+  /** The flag's ETag the request was made against: approved and applied only while the flag is still at it (else ApiError 409 change-request-stale). */
+  baseVersion: string;
+  /** When set, applying schedules the change for then. */
+  executeAt: Timestamp | null;
+  state: ChangeRequestState;
+  author: string;
+  createdAt: Timestamp;
+  comments: ChangeComment[];
+  decidedBy: string | null;
+  decidedAt: Timestamp | null;
+  appliedBy: string | null;
+  appliedAt: Timestamp | null;
+}
+
+export interface CreateChangeRequestInput {
+  patch: UpdateFlagInput;
+  comment?: string;
+  executeAt?: Timestamp;
+}
+
+/** A change to a flag (a PATCH body) written at executeAt as its author, once. */
+export interface ScheduledChange {
+  id: string;
+  flagKey: string;
+  environment: string;
+  patch: UpdateFlagInput;
+  executeAt: Timestamp;
+  author: string;
+  createdAt: Timestamp;
+  /** Who approved it, when it came from a change request. */
+  approvedBy: string | null;
+  state: ScheduledChangeState;
+  /** Why it failed: a field it sets changed since it was scheduled (`conflict: ...`), the flag is gone, or the rules refuse it now. */
+  reason: string | null;
+  finishedAt: Timestamp | null;
+}
+
+export interface CreateScheduledChangeInput {
+  patch: UpdateFlagInput;
+  /** In the future, at most 366 days ahead. */
+  executeAt: Timestamp;
 }

@@ -76,6 +76,7 @@ const ENDPOINTS: Record<string, RouteAccess> = {
 
   'GET /api/environments': inTenant('viewer', ['flags:read']),
   'POST /api/environments': inTenant('admin'),
+  'PATCH /api/environments/:environmentKey': inTenant('admin'),
 
   'GET /api/flags': inTenant('viewer', ['flags:read'], HEADER),
   'POST /api/flags': inTenant('editor', ['flags:write'], HEADER),
@@ -87,6 +88,17 @@ const ENDPOINTS: Record<string, RouteAccess> = {
   'DELETE /api/flags/:flagKey': inTenant('editor', ['flags:write']),
   'GET /api/flags/:flagKey/variations': inTenant('viewer', ['flags:read']),
   'GET /api/flags/:flagKey/audit': inTenant('viewer', ['flags:read']),
+  // Approvals (issue 34): who of the editors may approve is the service's rule (approvalRefusal), not the route's.
+  'GET /api/flags/:flagKey/change-requests': inTenant('viewer', ['flags:read']),
+  'GET /api/flags/:flagKey/change-requests/:id': inTenant('viewer', ['flags:read']),
+  'POST /api/flags/:flagKey/change-requests': inTenant('editor', ['flags:write']),
+  'POST /api/flags/:flagKey/change-requests/:id/comments': inTenant('editor', ['flags:write']),
+  'POST /api/flags/:flagKey/change-requests/:id/approve': inTenant('editor', ['flags:write']),
+  'POST /api/flags/:flagKey/change-requests/:id/reject': inTenant('editor', ['flags:write']),
+  'POST /api/flags/:flagKey/change-requests/:id/apply': inTenant('editor', ['flags:write']),
+  'GET /api/flags/:flagKey/scheduled-changes': inTenant('viewer', ['flags:read']),
+  'POST /api/flags/:flagKey/scheduled-changes': inTenant('editor', ['flags:write']),
+  'DELETE /api/flags/:flagKey/scheduled-changes/:id': inTenant('editor', ['flags:write']),
   'GET /api/flag-stream': inTenant('viewer', ['flags:read'], HEADER),
 
   'GET /api/segments': inTenant('viewer', ['flags:read'], HEADER),

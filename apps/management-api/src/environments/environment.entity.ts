@@ -11,6 +11,10 @@ export class EnvironmentEntity {
   @Column({ type: 'text' })
   name: string;
 
+  /** A direct change to a flag's settings here is refused: it goes through a change request. */
+  @Column({ name: 'require_approval', type: 'boolean', default: false })
+  requireApproval: boolean;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

@@ -1,5 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 
 export class CreateEnvironmentDto {
   @ApiProperty({ example: 'qa', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' })
@@ -14,8 +14,23 @@ export class CreateEnvironmentDto {
   name: string;
 }
 
+export class UpdateEnvironmentDto {
+  @ApiPropertyOptional({ example: 'QA' })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(100)
+  name?: string;
+
+  @ApiPropertyOptional({ description: "when true, a direct change to a flag's settings here is a 409 approval-required: it goes through a change request" })
+  @IsOptional()
+  @IsBoolean()
+  requireApproval?: boolean;
+}
+
 export class EnvironmentDto {
   @ApiProperty() key: string;
   @ApiProperty() name: string;
+  @ApiProperty({ description: "a change to a flag's settings here needs a change request approved by another member" }) requireApproval: boolean;
   @ApiProperty() createdAt: string;
 }

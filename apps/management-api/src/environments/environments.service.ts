@@ -6,9 +6,9 @@ import { TenantsService } from '../tenants/tenants.service';
 import type { EnvironmentEntity } from './environment.entity';
 import { EnvironmentProblems } from './environments.errors';
 import { EnvironmentsRepository } from './environments.repository';
-import type { CreateEnvironmentDto, EnvironmentDto } from './environments.dto';
+import type { CreateEnvironmentDto, EnvironmentDto, UpdateEnvironmentDto } from './environments.dto';
 
-const toDto = (e: EnvironmentEntity): EnvironmentDto => ({ key: e.key, name: e.name, createdAt: e.createdAt.toISOString() });
+const toDto = (e: EnvironmentEntity): EnvironmentDto => ({ key: e.key, name: e.name, requireApproval: e.requireApproval, createdAt: e.createdAt.toISOString() });
 
 /** Each tenant starts with production, staging and development; `X-Environment` picks one. */
 @Injectable()
@@ -43,6 +43,18 @@ export class EnvironmentsService implements OnModuleInit {
       if (isUniqueViolation(err)) throw new ProblemException(EnvironmentProblems['environment-exists'], `Environment ${dto.key} exists.`);
       throw err;
     }
+  }
+
+  /** Renames it, or turns approvals on or off (the flag changes pending stay as they are). */
+  async update(tenantId: string, key: string, dto: UpdateEnvironmentDto): Promise<EnvironmentDto> {
+    const env = await this.repo.update(tenantId, key, { name: dto.name, requireApproval: dto.requireApproval });
+    if (!env) throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
+    return toDto(env);
+  }
+
+  /** The tenant's environments where a change to a flag's settings needs an approved change request. */
+  approvalRequired(tenantId: string, m?: Tx): Promise<string[]> {
+    return this.repo.approvalRequired(tenantId, m);
   }
 
   /** The environment a request names (`X-Environment`, default production); unknown is 404. */

@@ -15,6 +15,17 @@ describe('FlagImportService', () => {
   const importing = (data: unknown, env = 'staging') => s.imports.importLaunchDarkly(TENANT, env, ALICE, data);
   const keys = async () => (await s.repo.definitions(TENANT, 'production')).map((d) => d.key);
 
+  it('where approval is required: an import there is 409 approval-required, and so is replacing a flag elsewhere; new flags elsewhere are written', async () => {
+    await s.service.create(TENANT, undefined, ALICE, { key: 'kept', name: 'Kept', type: 'boolean', defaultValue: false });
+    s.approvals.set(TENANT, ['production']);
+    const there = await problemOf(importing(body(ld('fresh')), 'production'));
+    expect([there.problem.status, there.problem.slug]).toEqual([409, 'approval-required']);
+    const replacing = await problemOf(importing(body(ld('kept'), ld('fresh'))));
+    expect([replacing.problem.slug, replacing.detail]).toEqual(['approval-required', expect.stringMatching(/replaces the variations of kept/)]);
+    expect(await keys()).toEqual(['kept']);
+    expect((await importing(body(ld('fresh')))).created).toEqual(['fresh']);
+  });
+
   it('creates new flags and replaces existing ones in the request’s environment, one audit record each, announced', async () => {
     await s.service.create(TENANT, undefined, ALICE, { key: 'kept', name: 'Kept', type: 'boolean', defaultValue: false });
     const result = await importing(body(ld('kept', { on: false }), ld('fresh', { version: 7 })));

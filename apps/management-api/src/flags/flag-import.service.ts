@@ -4,12 +4,13 @@ import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
+import { importNeedsApproval } from '../flag-changes/flag-change-rules';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
 import { globalsChange, IMPORT_MAX_FLAGS, importedRows, importedTargeting, importProblems, importRequestProblems, variationsChange } from './flag-rules';
 import type { FlagEnvironmentEntity } from './flag.entity';
 import type { ImportResult } from './flag.mapper';
-import { FlagProblems } from './flags.errors';
+import { approvalRequired, FlagProblems } from './flags.errors';
 import { FlagsRepository } from './flags.repository';
 import { SegmentsService } from '../segments/segments.service';
 import { mapLaunchDarklyFlags, mapLaunchDarklySegments, parseLaunchDarklyData, segmentKeysNamed } from './launchdarkly-import';
@@ -30,7 +31,7 @@ export class FlagImportService {
   constructor(
     @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
     private readonly repo: FlagsRepository,
-    @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve'>,
+    @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve' | 'approvalRequired'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changedMany'>,
     private readonly limits: FlagLimits,
     @Inject(SegmentsService) private readonly segments: Pick<SegmentsService, 'importWithin' | 'lockStored'>,
@@ -54,6 +55,8 @@ export class FlagImportService {
         }
         // Locked in key order, so concurrent imports and PATCHes queue instead of deadlocking.
         const locked = await this.repo.lockRows(m, tenantId, [...parsed.flags.keys()], environment);
+        const needs = importNeedsApproval(environment, await this.environments.approvalRequired(tenantId, m), [...locked.keys()]);
+        if (needs) throw approvalRequired(needs);
         // The stored segments the import's segmentMatch clauses name, locked: one cannot be deleted
         // meanwhile (a delete would not yet see the flags naming it), so none is left dangling.
         const named = segmentKeysNamed(parsed).filter((k) => !parsed.segments.has(k));

@@ -76,7 +76,10 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
       for (const c of changes) announced.push({ tenantId, ...c });
     },
   };
+  /** tenant id -> its environments that require approval (environments.require_approval). */
+  const approvals = new Map<string, string[]>();
   const environments = {
+    approvalRequired: async (tenantId: string) => [...(approvals.get(tenantId) ?? [])],
     resolve: async (tenantId: string, requested: string | undefined) => {
       const key = requested === undefined || requested === '' ? 'production' : requested;
       if (!repo.environments.get(tenantId)?.includes(key)) throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
@@ -102,5 +105,5 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
   // One transaction over both fakes, as Postgres holds both tables: a throw undoes what either wrote.
   const both = { run: <T>(work: Parameters<typeof repo.transactions.run<T>>[0]) => repo.transactions.run((m) => segments.transactions.run(() => work(m))) };
   const imports = new FlagImportService(both, repo, environments, events, flagLimits, segmentService);
-  return { repo, segments, service, imports, announced, announcedSegments };
+  return { repo, segments, service, imports, announced, announcedSegments, approvals };
 }

@@ -81,7 +81,8 @@ export class FlagsController {
       'What cannot be expressed (big segments, experiments) or is malformed, in a flag or a segment, is a 422 naming it by path (flags.<key>..., segments.<key>...), and nothing is written. ' +
       'Segments count against their own quotas (QUOTA_SEGMENTS_PER_TENANT, QUOTA_SEGMENT_BYTES_PER_TENANT), flags against theirs, all in the same transaction. ' +
       'A flag whose definition would pass FLAG_MAX_BYTES (default 32768) is a 422 naming it (flags.<key>), and flags that together would pass the byte quota (QUOTA_FLAG_BYTES_PER_TENANT) a 409 quota-exceeded: the import is written whole or not at all. ' +
-      'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After.',
+      'One import per tenant at a time: another one under way is a 409 import-in-progress with Retry-After. ' +
+      'Where approval is required, an import into that environment, or one replacing existing flags (their variations are every environment\'s), is a 409 approval-required.',
   })
   @ApiBody({
     // Flags are LaunchDarkly's own objects, with fields of their own: open objects, not empty ones.
@@ -159,7 +160,11 @@ export class FlagsController {
 
   @Patch(':flagKey')
   @TenantAccess(WRITE)
-  @ApiOperation({ summary: 'Update a flag (If-Match for optimistic concurrency)' })
+  @ApiOperation({
+    summary: 'Update a flag (If-Match for optimistic concurrency)',
+    description:
+      "In an environment that requires approval, a change to the flag's targeting there is 409 approval-required, and so is a change to variations, defaultValue or clientSideAvailability while any environment requires it: POST .../change-requests instead.",
+  })
   @ApiErrors(...BODY_ERRORS, 412)
   @ApiHeader({ name: 'If-Match', required: false, description: 'the ETag read; a stale one is 412' })
   @ApiOkResponse({ type: FlagDto })
@@ -178,7 +183,11 @@ export class FlagsController {
   @Delete(':flagKey')
   @HttpCode(204)
   @TenantAccess(WRITE)
-  @ApiOperation({ summary: 'Delete a flag in every environment' })
+  @ApiOperation({
+    summary: 'Delete a flag in every environment',
+    description: 'A flag other flags name as a prerequisite is 409 flag-in-use; one switched on in an environment that requires approval is 409 approval-required (switch it off there through a change request first).',
+  })
+  @ApiErrors(409)
   @ApiNoContentResponse()
   async remove(@CurrentTenant() tenant: TenantEntity, @Caller() caller: CallerContext, @Param('flagKey') key: string): Promise<void> {
     await this.flags.remove(tenant.id, caller, key);

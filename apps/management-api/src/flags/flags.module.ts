@@ -5,6 +5,11 @@ import { ProblemException } from '@flagship/problem-details';
 import { PUBSUB, type PubSub } from '@flagship/redis';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsModule } from '../environments/environments.module';
+import { ChangeRequestsService } from '../flag-changes/change-requests.service';
+import { FlagChangesController } from '../flag-changes/flag-changes.controller';
+import { FlagChangesRepository, SqlFlagChangesRepository } from '../flag-changes/flag-changes.repository';
+import { ScheduledChangesRunner } from '../flag-changes/scheduled-changes.runner';
+import { ScheduledChangesService } from '../flag-changes/scheduled-changes.service';
 import { ProjectsModule } from '../projects/projects.module';
 import { SegmentsController } from '../segments/segments.controller';
 import { SegmentsRepository, SqlSegmentsRepository } from '../segments/segments.repository';
@@ -29,11 +34,16 @@ const RECONCILE_MS = 15_000;
 @Module({
   imports: [ProjectsModule, EnvironmentsModule],
   // Segments live here with the flags: the import writes both in one transaction, and a segment change goes out on the flags' feed.
-  controllers: [FlagsController, FlagStreamController, SegmentsController],
+  // Change requests and schedules too: they write through FlagsService's rules in their own transactions.
+  controllers: [FlagsController, FlagStreamController, SegmentsController, FlagChangesController],
   providers: [
     { provide: FlagsRepository, useClass: SqlFlagsRepository },
     { provide: SegmentsRepository, useClass: SqlSegmentsRepository },
     SegmentsService,
+    { provide: FlagChangesRepository, useClass: SqlFlagChangesRepository },
+    ChangeRequestsService,
+    ScheduledChangesService,
+    ScheduledChangesRunner,
     FlagLimits,
     FlagsService,
     FlagImportService,

@@ -9,15 +9,16 @@ import { ProjectsService } from '../projects/projects.service';
 import { SegmentsRepository } from '../segments/segments.repository';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
-import { applyPatch, changesGlobals, changesTargeting } from './flag-patch';
+import { approvalNeeded, deleteNeedsApproval } from '../flag-changes/flag-change-rules';
+import { applyPatch, changesGlobals, changesTargeting, type FlagPatch } from './flag-patch';
 import { DEFINITION_FIELDS, flagProblems, inUse, newFlagProblems, newFlagsProblems, newFlagVariations, segmentLookupOf, staleWrite } from './flag-rules';
 import { largestField } from './flag-size';
 import type { FlagEntity } from './flag.entity';
 import { toFlagFileDto, toVariationDto } from './flag.mapper';
 import type { FlagExportDto } from './flag-targeting.dto';
 import type { CreateFlagDto, FlagVariationDto, UpdateFlagDto } from './flags.dto';
-import { flagNotFound, FlagProblems } from './flags.errors';
-import { type FlagRow, FlagsRepository, type FlagTargetingFields } from './flags.repository';
+import { approvalRequired, flagNotFound, FlagProblems } from './flags.errors';
+import { type AuditRecord, type FlagRow, FlagsRepository, type FlagTargetingFields } from './flags.repository';
 
 /** A flag createWithin writes, with its targeting (the same in every environment of the tenant). */
 export interface SeededFlag extends Pick<FlagEntity, 'key' | 'name' | 'type' | 'defaultValue' | 'description' | 'tags' | 'projectId' | 'variations'> {
@@ -35,7 +36,7 @@ export class FlagsService {
     @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
     private readonly repo: FlagsRepository,
     @Inject(ProjectsService) private readonly projects: Pick<ProjectsService, 'found' | 'exists'>,
-    @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve'>,
+    @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve' | 'approvalRequired'>,
     @Inject(FlagStore) private readonly store: Pick<FlagStore, 'served' | 'servedSegments'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changed'>,
     private readonly limits: FlagLimits,
@@ -82,36 +83,70 @@ export class FlagsService {
     return row;
   }
 
+  /** A direct change (PATCH): refused (409 approval-required) where it needs a change request. */
   async update(tenantId: string, env: string | undefined, caller: CallerContext, key: string, dto: UpdateFlagDto, ifMatch?: string): Promise<FlagRow> {
     const environment = await this.environments.resolve(tenantId, env);
-    const environments = await this.transactions.run(async (m) => {
-      const row = await this.repo.lockRow(m, tenantId, key, environment);
-      if (!row) throw flagNotFound(key);
-      const stale = staleWrite(ifMatch, row);
-      if (stale) throw stale;
-      const patch = applyPatch(row, dto);
-      if (patch.flag.projectId && patch.flag.projectId !== row.flag.projectId && !(await this.projects.exists(tenantId, patch.flag.projectId))) {
-        throw validationProblem({ projectId: 'names no project of this tenant' });
-      }
-      // Variations and the default are the flag's in every environment: each must stay valid with them.
-      const everywhere = 'variations' in patch.global || 'defaultValue' in patch.global;
-      const current = await this.repo.definitions(tenantId, environment, m);
-      const otherEnvironments = everywhere ? await this.repo.envRows(m, tenantId, row.flag.id) : undefined;
-      const errors = flagProblems(patch.flag, patch.env, environment, current, otherEnvironments, segmentLookupOf(await this.segments.definitions(tenantId, environment, m)));
-      if (Object.keys(errors).length) throw validationProblem(errors);
-      const globals = changesGlobals(patch);
-      const targeting = changesTargeting(patch);
-      if (globals) await this.repo.updateFlag(m, tenantId, row.flag.id, row.flag.version, patch.global);
-      if (targeting) await this.repo.updateEnv(m, tenantId, row.flag.id, environment, row.env.version, patch.targeting);
-      if (globals || targeting) {
-        await this.limits.boundSize(m, tenantId, [row.flag.id], () => largestField(dto, DEFINITION_FIELDS) ?? 'flag');
-        await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: targeting ? environment : null, action: 'update', actor: caller.callerId, changes: patch.changes });
-      }
-      return globals ? await this.repo.environmentsOf(tenantId, row.flag.id, m) : targeting ? [environment] : [];
+    await this.transactions.run(async (m) => {
+      const needs = approvalNeeded(dto, environment, await this.environments.approvalRequired(tenantId, m));
+      if (needs) throw approvalRequired(needs);
+      const refusal = await this.applyWithin(m, tenantId, environment, caller.callerId, key, dto, (row) => staleWrite(ifMatch, row));
+      if (refusal) throw refusal;
     });
-    const updated = await this.get(tenantId, environment, key);
-    await this.events.changed(tenantId, environments, key, updated.flag.version);
-    return updated;
+    return this.get(tenantId, environment, key);
+  }
+
+  /**
+   * A patch written in the caller's transaction as `actor` (a direct PATCH's caller, a change
+   * request's author, a schedule's author), held to every rule of PATCH but approval (the caller's
+   * to decide), and announced once the transaction commits. `guard` sees the locked row first: a
+   * refusal it answers is returned, nothing written (so the caller may record it and commit).
+   */
+  async applyWithin(
+    m: Tx,
+    tenantId: string,
+    environment: string,
+    actor: string,
+    key: string,
+    dto: FlagPatch,
+    guard: (row: FlagRow) => ProblemException | undefined = () => undefined,
+  ): Promise<ProblemException | undefined> {
+    const row = await this.lockWithin(m, tenantId, environment, key);
+    const refusal = guard(row);
+    if (refusal) return refusal;
+    const patch = applyPatch(row, dto);
+    if (patch.flag.projectId && patch.flag.projectId !== row.flag.projectId && !(await this.projects.exists(tenantId, patch.flag.projectId))) {
+      throw validationProblem({ projectId: 'names no project of this tenant' });
+    }
+    // Variations and the default are the flag's in every environment: each must stay valid with them.
+    const everywhere = 'variations' in patch.global || 'defaultValue' in patch.global;
+    const current = await this.repo.definitions(tenantId, environment, m);
+    const otherEnvironments = everywhere ? await this.repo.envRows(m, tenantId, row.flag.id) : undefined;
+    const errors = flagProblems(patch.flag, patch.env, environment, current, otherEnvironments, segmentLookupOf(await this.segments.definitions(tenantId, environment, m)));
+    if (Object.keys(errors).length) throw validationProblem(errors);
+    const globals = changesGlobals(patch);
+    const targeting = changesTargeting(patch);
+    if (globals) await this.repo.updateFlag(m, tenantId, row.flag.id, row.flag.version, patch.global);
+    if (targeting) await this.repo.updateEnv(m, tenantId, row.flag.id, environment, row.env.version, patch.targeting);
+    if (globals || targeting) {
+      await this.limits.boundSize(m, tenantId, [row.flag.id], () => largestField(dto, DEFINITION_FIELDS) ?? 'flag');
+      await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: targeting ? environment : null, action: 'update', actor, changes: patch.changes });
+    }
+    const environments = globals ? await this.repo.environmentsOf(tenantId, row.flag.id, m) : targeting ? [environment] : [];
+    const version = row.flag.version + (globals ? 1 : 0);
+    afterCommit(m, () => this.events.changed(tenantId, environments, key, version));
+    return undefined;
+  }
+
+  /** The flag as seen in `environment`, locked until the transaction ends (so its writers queue); 404 when missing. */
+  async lockWithin(m: Tx, tenantId: string, environment: string, key: string): Promise<FlagRow> {
+    const row = await this.repo.lockRow(m, tenantId, key, environment);
+    if (!row) throw flagNotFound(key);
+    return row;
+  }
+
+  /** An audit record of the flag written in the caller's transaction (a change request's or a schedule's step). */
+  auditWithin(m: Tx, tenantId: string, record: AuditRecord): Promise<void> {
+    return this.repo.audit(m, { tenantId, ...record });
   }
 
   async remove(tenantId: string, caller: CallerContext, key: string): Promise<void> {
@@ -120,6 +155,12 @@ export class FlagsService {
       if (!flag) throw flagNotFound(key);
       const refusal = inUse(key, await this.repo.dependents(tenantId, key, m));
       if (refusal) throw refusal;
+      const approvals = await this.environments.approvalRequired(tenantId, m);
+      if (approvals.length > 0) {
+        const enabledIn = (await this.repo.envRows(m, tenantId, flag.id)).filter((e) => e.enabled).map((e) => e.environmentKey);
+        const needs = deleteNeedsApproval(enabledIn, approvals);
+        if (needs) throw approvalRequired(needs);
+      }
       const envs = await this.repo.environmentsOf(tenantId, flag.id, m);
       await this.repo.delete(m, tenantId, flag.id);
       await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: null, action: 'delete', actor: caller.callerId, changes: {} });

@@ -12,6 +12,8 @@ export interface ManagementApiProcess {
   url: string;
   /** SIGTERM (the app drains and closes its pools), then waits for the exit. */
   stop(): Promise<void>;
+  /** SIGKILL: the process dies where it is, its transactions uncommitted (a replica lost mid-way). */
+  kill(): Promise<void>;
 }
 
 /**
@@ -30,11 +32,12 @@ export async function startManagementApiProcess(env: NodeJS.ProcessEnv, startTim
   });
   killOnExit(child);
   const exited = once(child, 'exit');
-  const stop = async (): Promise<void> => {
+  const signal = async (sig: NodeJS.Signals): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
+    child.kill(sig);
     await exited;
   };
+  const stop = () => signal('SIGTERM');
   try {
     await Promise.race([
       waitFor(async () => (await http(`${url}/healthz`).catch(() => ({ status: 0 }))).status === 200, startTimeoutMs, 100),
@@ -44,5 +47,5 @@ export async function startManagementApiProcess(env: NodeJS.ProcessEnv, startTim
     await stop();
     throw err;
   }
-  return { url, stop };
+  return { url, stop, kill: () => signal('SIGKILL') };
 }
