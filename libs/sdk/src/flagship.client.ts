@@ -5,6 +5,7 @@ import { BillingResource } from './resources/billing.resource';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { SegmentsResource } from './resources/segments.resource';
+import { WebhooksResource } from './resources/webhooks.resource';
 import { ProjectsResource } from './resources/projects.resource';
 import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
@@ -69,11 +70,14 @@ export class FlagshipClient {
   readonly usage: UsageResource;
   /** Plan checkout, customer portal, credit purchases (Stripe). */
   readonly subscription: SubscriptionResource;
+  /** Outbound webhooks (Standard Webhooks): tenant admins only. */
+  readonly webhooks: WebhooksResource;
 
   constructor(options: FlagshipClientOptions) {
     const http = transportFor(options, 'FlagshipClient');
     this.flags = new FlagsResource(http);
     this.segments = new SegmentsResource(http);
+    this.webhooks = new WebhooksResource(http);
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
     this.environments = new EnvironmentsResource(http);

@@ -7,6 +7,7 @@ export { ApiError, AuthenticationError, ConnectionError, FlagNotFoundError, Flag
 export type { FlagListQuery, UpdateFlagOptions } from './resources/flags.resource';
 export type { FlagsResource } from './resources/flags.resource';
 export type { SegmentsResource, UpdateSegmentOptions } from './resources/segments.resource';
+export type { WebhooksResource } from './resources/webhooks.resource';
 export type { ProjectsResource } from './resources/projects.resource';
 export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';

@@ -1,3 +1,4 @@
+import type { DomainEvent } from '../webhooks/webhook-events';
 import type { StoredFlag } from '@flagship/flag-store';
 import { ProblemException } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
@@ -49,6 +50,7 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
       QUOTA_SEGMENT_BYTES_PER_TENANT: 8_388_608,
       QUOTA_ENVIRONMENTS_PER_TENANT: 20,
       QUOTA_OAUTH_CLIENTS_PER_TENANT: 50,
+      QUOTA_WEBHOOKS_PER_TENANT: 20,
       QUOTA_TENANTS_PER_USER: 10,
       QUOTA_BUDGETS_PER_TENANT: 50,
       QUOTA_INVITATIONS_PER_TENANT: 100,
@@ -86,7 +88,10 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
   };
   // The environment's segments (segmentMatch must name one), seeded by the specs that use them.
   const segments = new FakeSegmentsRepository();
-  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments);
+  // What webhooks would hear: the events each write recorded in its transaction.
+  const recorded: DomainEvent[] = [];
+  const domainEvents = { record: async (_m: unknown, _tenantId: string, ...e: DomainEvent[]) => void recorded.push(...e) };
+  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments, domainEvents);
   const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
-  return { repo, segments, service, imports, announced };
+  return { repo, segments, service, imports, announced, recorded };
 }
