@@ -1,8 +1,9 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { Quotas } from '../quotas/quotas';
 import { TenantsService } from '../tenants/tenants.service';
+import { DomainEvents } from '../webhooks/domain-events';
 import type { EnvironmentEntity } from './environment.entity';
 import { EnvironmentProblems } from './environments.errors';
 import { EnvironmentsRepository } from './environments.repository';
@@ -18,6 +19,8 @@ export class EnvironmentsService implements OnModuleInit {
     private readonly repo: EnvironmentsRepository,
     private readonly tenants: TenantsService,
     private readonly quotas: Quotas,
+    /** Webhooks hear environment changes: recorded in the change's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {}
 
   onModuleInit(): void {
@@ -36,6 +39,7 @@ export class EnvironmentsService implements OnModuleInit {
           const env = await this.repo.insert(m, tenantId, dto.key, dto.name);
           // Its copy of every flag is held by the evaluators like any other: it counts against the byte quota.
           await this.quotas.reserve(m, 'flag-bytes-per-tenant', tenantId, await this.repo.addFlagsTo(m, tenantId, dto.key), { written: true });
+          await this.domainEvents.record(m, tenantId, { type: 'environment.updated', data: { environment: dto.key, name: dto.name, action: 'create' } });
           return env;
         }),
       );

@@ -4,6 +4,7 @@ import { isUniqueViolation, TransactionRunner } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
+import { DomainEvents } from '../webhooks/domain-events';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
 import { globalsChange, IMPORT_MAX_FLAGS, importedRows, importedTargeting, importProblems, importRequestProblems, variationsChange } from './flag-rules';
@@ -31,6 +32,8 @@ export class FlagImportService {
     @Inject(EnvironmentsService) private readonly environments: Pick<EnvironmentsService, 'resolve'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changedMany'>,
     private readonly limits: FlagLimits,
+    /** Webhooks hear every committed change: recorded in the import's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {}
 
   async importLaunchDarkly(tenantId: string, env: string | undefined, caller: CallerContext, body: unknown): Promise<ImportResult> {
@@ -122,6 +125,11 @@ export class FlagImportService {
         const created: string[] = [];
         const replaced: string[] = [];
         for (const f of flags) (locked.has(f.key) ? replaced : created).push(f.key);
+        await this.domainEvents.record(
+          m,
+          tenantId,
+          ...flags.map((f) => ({ type: locked.has(f.key) ? ('flag.updated' as const) : ('flag.created' as const), data: { flagKey: f.key, environment, actor: caller.callerId, action: 'import' } })),
+        );
         return { created, replaced };
       })
       .catch((err: unknown) => {

@@ -92,6 +92,6 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
   const recorded: DomainEvent[] = [];
   const domainEvents = { record: async (_m: unknown, _tenantId: string, ...e: DomainEvent[]) => void recorded.push(...e) };
   const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments, domainEvents);
-  const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
+  const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits, domainEvents);
   return { repo, segments, service, imports, announced, recorded };
 }

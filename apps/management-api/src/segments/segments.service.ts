@@ -165,6 +165,7 @@ export class SegmentsService {
     const largest = Object.fromEntries(Object.entries(adds).sort((a, b) => b[1] - a[1]).slice(0, 10));
     await this.quotas.reserve(m, 'segment-bytes-per-tenant', tenantId, added, { written: true, adds: largest });
     await this.repo.auditMany(m, tenantId, written.map((f) => ({ environment, segmentKey: f.key, action: 'import', actor, changes: { name: f.name, ...f.definition } })));
+    await this.domainEvents.record(m, tenantId, ...written.map((f) => ({ type: 'segment.updated' as const, data: { segmentKey: f.key, environment, action: 'import', actor, changes: { name: f.name, ...f.definition } } })));
     afterCommit(m, async () => {
       for (const f of written) await this.events.segmentChanged(tenantId, environment, f.key, (locked.get(f.key)?.version ?? 0) + 1);
     });
