@@ -81,6 +81,7 @@ export class AppModule {
               baseMs: config.WEBHOOK_RETRY_BASE_MS,
               maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
               windowMs: config.WEBHOOK_RETRY_WINDOW_S * 1000,
+              retentionMs: config.WEBHOOK_LOG_RETENTION_DAYS * 86_400_000,
             }),
         },
         {

@@ -45,6 +45,7 @@ export const billingWorkerEnv = {
   WEBHOOK_RETRY_BASE_MS: positiveInteger({ default: 5000, desc: 'wait after a first failed delivery; doubled after each further one' }),
   WEBHOOK_RETRY_MAX_MS: positiveInteger({ default: 3600000, desc: 'the longest wait between two attempts of a delivery' }),
   WEBHOOK_RETRY_WINDOW_S: positiveInteger({ default: 86400, desc: 'a delivery is tried for this long; a webhook failing for this long is disabled' }),
+  WEBHOOK_LOG_RETENTION_DAYS: positiveInteger({ default: 30, desc: 'delivered and failed webhook deliveries are kept in the delivery log this long' }),
   BACKLOG_METRICS_INTERVAL_S: positiveInteger({ default: 15, desc: 'seconds between refreshes of the backlog gauges (pending ledger rows, meter outbox, webhook inbox)' }),
 };
 

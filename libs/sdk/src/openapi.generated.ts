@@ -1082,6 +1082,8 @@ export interface components {
             /** Format: date-time */
             disabledAt: string | null;
             disabledReason: string | null;
+            /** @description events not queued because 10000 deliveries were already waiting for this receiver */
+            droppedEvents: number;
             /** @description the user who created it */
             createdBy: string | null;
             /** Format: date-time */
@@ -1103,6 +1105,8 @@ export interface components {
             /** Format: date-time */
             disabledAt: string | null;
             disabledReason: string | null;
+            /** @description events not queued because 10000 deliveries were already waiting for this receiver */
+            droppedEvents: number;
             /** @description the user who created it */
             createdBy: string | null;
             /** Format: date-time */

@@ -526,6 +526,8 @@ export interface Webhook {
   enabled: boolean;
   disabledAt: string | null;
   disabledReason: string | null;
+  /** Events not queued because 10000 deliveries were already waiting for this receiver. */
+  droppedEvents: number;
   createdBy: string | null;
   createdAt: string;
 }

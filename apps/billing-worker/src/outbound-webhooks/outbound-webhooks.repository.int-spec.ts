@@ -91,6 +91,28 @@ describe('OutboundWebhooksRepository', () => {
     expect(await pg.ds.query(`SELECT enabled, failing_since FROM webhooks WHERE id = $1`, [w2])).toEqual([{ enabled: true, failing_since: null }]);
   });
 
+  it('keeps at most 10000 deliveries waiting per webhook, counting each event it then missed', async () => {
+    const t = await createTenant(pg.ds);
+    const w = await webhook(t, ['flag.updated']);
+    // A backlog of 9999 waiting (written directly: one statement enqueueing 10000 would re-count each time), then three events.
+    await pg.ds.query(`INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_type, payload) SELECT $1, $2, 'flag.updated', '{}'::jsonb FROM generate_series(1, 9999)`, [t, w]);
+    for (let i = 0; i < 3; i++) await enqueue(t, 1);
+    const [row] = (await pg.ds.query(`SELECT dropped_events::int AS dropped, (SELECT count(*)::int FROM webhook_deliveries WHERE webhook_id = $1) AS queued FROM webhooks WHERE id = $1`, [w])) as Array<{ dropped: number; queued: number }>;
+    expect(row).toEqual({ dropped: 2, queued: 10_000 });
+  });
+
+  it('prunes settled deliveries older than the retention, never pending ones, a batch at a time', async () => {
+    const t = await createTenant(pg.ds);
+    const w = await webhook(t, ['flag.updated']);
+    await enqueue(t, 4);
+    await pg.ds.query(`UPDATE webhook_deliveries SET created_at = now() - interval '40 days', status = CASE WHEN (payload->'data'->>'n')::int <= 3 THEN 'delivered' ELSE 'pending' END WHERE webhook_id = $1`, [w]);
+    const before = new Date(Date.now() - 30 * 86_400_000);
+    expect(await repo.prune(before, 2)).toBe(2);
+    expect(await repo.prune(before, 2)).toBe(1);
+    expect(await repo.prune(before, 2)).toBe(0);
+    expect((await deliveriesOf(w)).map((d) => d.status)).toEqual(['pending']);
+  });
+
   it('hears the ledger: credits.low on a low-balance crossing, budget.exceeded once when a month passes its cap', async () => {
     const t = await createTenant(pg.ds, { balance: 10_000 });
     const w = await webhook(t, ['credits.low', 'budget.exceeded']);

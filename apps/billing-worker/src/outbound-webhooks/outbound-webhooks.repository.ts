@@ -48,6 +48,15 @@ export class OutboundWebhooksRepository {
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, webhookId: r.webhook_id, url: r.url, secretSealed: r.secret_sealed, payload: r.payload, attempt: r.attempts, createdAt: r.created_at }));
   }
 
+  /** Deletes up to `limit` settled deliveries (with their attempts) made before `before`; how many it deleted. */
+  async prune(before: Date, limit: number): Promise<number> {
+    const [, deleted] = (await this.ds.query(
+      `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2)`,
+      [before.toISOString(), limit],
+    )) as [unknown, number];
+    return deleted;
+  }
+
   /**
    * Logs the attempt and settles the delivery, in one transaction; only while this worker's lease is
    * the current one (a worker whose lease ran out and was overtaken logs nothing). A success clears

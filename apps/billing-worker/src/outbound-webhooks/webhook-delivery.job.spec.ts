@@ -5,13 +5,18 @@ import { WebhookDeliveryJob } from './webhook-delivery.job';
 import type { SendOutcome } from './webhook-sender';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
-const SETTINGS = { pollMs: 1000, batchSize: 2, leaseMs: 30_000, baseMs: 5_000, maxDelayMs: 3_600_000, windowMs: 86_400_000 };
+const SETTINGS = { pollMs: 1000, batchSize: 2, leaseMs: 30_000, baseMs: 5_000, maxDelayMs: 3_600_000, windowMs: 86_400_000, retentionMs: 30 * 86_400_000 };
 
 function setup(outcomes: SendOutcome[], secret = newWebhookSecret()) {
   const queue: ClaimedDelivery[] = [];
   const settled: Array<{ id: string; result: SendOutcome; settlement: Settlement; disableBefore: Date }> = [];
   const sent: Array<{ url: string; headers: Record<string, string>; body: string }> = [];
+  const pruned: Date[] = [];
   const repo = {
+    prune: async (before: Date) => {
+      pruned.push(before);
+      return 0;
+    },
     claim: async (limit: number) => queue.splice(0, limit),
     settle: async (d: ClaimedDelivery, result: SendOutcome, settlement: Settlement, disableBefore: Date) => {
       settled.push({ id: d.id, result, settlement, disableBefore });
@@ -38,7 +43,7 @@ function setup(outcomes: SendOutcome[], secret = newWebhookSecret()) {
     createdAt: NOW,
     ...over,
   });
-  return { job, queue, settled, sent, delivery, secret };
+  return { job, queue, settled, sent, delivery, secret, pruned };
 }
 
 describe('WebhookDeliveryJob', () => {
@@ -59,6 +64,8 @@ describe('WebhookDeliveryJob', () => {
       }
     }
     expect(s.settled.map((x) => x.settlement)).toEqual([{ status: 'delivered' }, { status: 'delivered' }, { status: 'delivered' }]);
+    // The log is pruned once an hour, of what is older than the retention.
+    expect(s.pruned).toEqual([new Date(NOW.getTime() - SETTINGS.retentionMs)]);
   });
 
   it('retries a failure with backoff, gives up past the window, and passes the window start for disabling', async () => {

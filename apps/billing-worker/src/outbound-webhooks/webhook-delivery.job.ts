@@ -11,7 +11,13 @@ export interface WebhookDeliverySettings extends RetryPolicy {
   batchSize: number;
   /** How long a claimed delivery is this worker's; past it another replica may send it again. */
   leaseMs: number;
+  /** Settled deliveries older than this are deleted from the log, a batch an hour. */
+  retentionMs: number;
 }
+
+/** Pruning the log runs at most this often, a batch of PRUNE_BATCH rows at a time. */
+const PRUNE_EVERY_MS = 3_600_000;
+const PRUNE_BATCH = 5_000;
 
 /**
  * Sends the webhook outbox: claims due deliveries (leased, so replicas share the queue and a dead
@@ -25,9 +31,10 @@ export class WebhookDeliveryJob implements Job {
   readonly name = 'webhook-delivery';
   readonly intervalMs: number;
   private readonly logger = new Logger('WebhookDelivery');
+  private prunedAt = 0;
 
   constructor(
-    private readonly repo: Pick<OutboundWebhooksRepository, 'claim' | 'settle'>,
+    private readonly repo: Pick<OutboundWebhooksRepository, 'claim' | 'settle' | 'prune'>,
     private readonly sender: Pick<WebhookSender, 'send'>,
     private readonly secrets: Pick<WebhookSecretBox, 'open'>,
     private readonly settings: WebhookDeliverySettings,
@@ -38,6 +45,12 @@ export class WebhookDeliveryJob implements Job {
 
   async run(signal?: AbortSignal): Promise<boolean> {
     if (signal?.aborted) return false;
+    const now = this.now().getTime();
+    // The log keeps what its admins may want to replay, not every delivery ever made.
+    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
+      this.prunedAt = now;
+      await this.repo.prune(new Date(now - this.settings.retentionMs), PRUNE_BATCH);
+    }
     const claimed = await this.repo.claim(this.settings.batchSize, this.settings.leaseMs);
     await Promise.all(claimed.map((d) => this.deliver(d)));
     return claimed.length === this.settings.batchSize;

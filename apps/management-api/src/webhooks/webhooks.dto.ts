@@ -30,6 +30,7 @@ export class WebhookDto {
   @ApiProperty({ description: 'false once a receiver failed for a day (see disabledReason)' }) enabled!: boolean;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) disabledAt!: string | null;
   @ApiProperty({ type: String, nullable: true }) disabledReason!: string | null;
+  @ApiProperty({ description: 'events not queued because 10000 deliveries were already waiting for this receiver' }) droppedEvents!: number;
   @ApiProperty({ type: String, nullable: true, description: 'the user who created it' }) createdBy!: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt!: string;
 }

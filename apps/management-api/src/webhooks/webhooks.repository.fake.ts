@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PageCursor } from '@flagship/service-kit';
 import type { DomainEvent } from './webhook-events';
-import { type NewWebhook, type Webhook, type WebhookDelivery, WebhooksRepository } from './webhooks.repository';
+import { MAX_PENDING_DELIVERIES, type NewWebhook, type Webhook, type WebhookDelivery, WebhooksRepository } from './webhooks.repository';
 
 interface StoredWebhook extends Webhook {
   tenantId: string;
@@ -19,7 +19,7 @@ export class FakeWebhooksRepository extends WebhooksRepository {
   }
 
   async insert(_m: unknown, tenantId: string, w: NewWebhook): Promise<Webhook> {
-    const row: StoredWebhook = { ...w, id: randomUUID(), tenantId, enabled: true, disabledAt: null, disabledReason: null, createdAt: this.now() };
+    const row: StoredWebhook = { ...w, id: randomUUID(), tenantId, enabled: true, disabledAt: null, disabledReason: null, droppedEvents: 0, createdAt: this.now() };
     this.webhooks.set(row.id, row);
     return this.view(row);
   }
@@ -71,6 +71,10 @@ export class FakeWebhooksRepository extends WebhooksRepository {
     for (const e of events) {
       for (const w of this.webhooks.values()) {
         if (w.tenantId !== tenantId || !w.enabled || !w.events.includes(e.type)) continue;
+        if (this.outbox.filter((d) => d.webhookId === w.id && d.status === 'pending').length >= MAX_PENDING_DELIVERIES) {
+          w.droppedEvents++;
+          continue;
+        }
         const at = this.now();
         this.outbox.push({ id: randomUUID(), tenantId, webhookId: w.id, type: e.type, payload: { type: e.type, timestamp: at.toISOString(), data: e.data }, status: 'pending', attempts: [], nextAttemptAt: at, createdAt: at });
       }

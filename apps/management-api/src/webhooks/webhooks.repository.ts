@@ -13,6 +13,8 @@ export interface Webhook {
   enabled: boolean;
   disabledAt: Date | null;
   disabledReason: string | null;
+  /** Events not queued because MAX_PENDING_DELIVERIES were already waiting. */
+  droppedEvents: number;
   createdBy: string | null;
   createdAt: Date;
 }
@@ -44,6 +46,9 @@ export interface NewWebhook {
   createdBy: string | null;
 }
 
+/** A webhook with this many deliveries waiting takes no more events (webhook_enqueue; each one missed is counted). */
+export const MAX_PENDING_DELIVERIES = 10_000;
+
 /** A delivery log's page holds at most this many attempts per delivery (the newest). */
 export const ATTEMPTS_SHOWN = 50;
 
@@ -69,11 +74,12 @@ interface WebhookRow {
   enabled: boolean;
   disabled_at: Date | null;
   disabled_reason: string | null;
+  dropped_events: string;
   created_by: string | null;
   created_at: Date;
 }
 
-const COLUMNS = 'id, url, description, events, enabled, disabled_at, disabled_reason, created_by, created_at';
+const COLUMNS = 'id, url, description, events, enabled, disabled_at, disabled_reason, dropped_events, created_by, created_at';
 
 const toWebhook = (r: WebhookRow): Webhook => ({
   id: r.id,
@@ -83,6 +89,7 @@ const toWebhook = (r: WebhookRow): Webhook => ({
   enabled: r.enabled,
   disabledAt: r.disabled_at,
   disabledReason: r.disabled_reason,
+  droppedEvents: Number(r.dropped_events),
   createdBy: r.created_by,
   createdAt: r.created_at,
 });

@@ -23,6 +23,7 @@ export class Webhooks1763880000000 implements MigrationInterface {
         failing_since timestamptz(3) NULL,
         disabled_at timestamptz(3) NULL,
         disabled_reason text NULL,
+        dropped_events bigint NOT NULL DEFAULT 0,
         created_by text NULL,
         created_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
@@ -43,6 +44,8 @@ export class Webhooks1763880000000 implements MigrationInterface {
       )`);
     await q.query(`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`);
     await q.query(`CREATE INDEX webhook_deliveries_log_idx ON webhook_deliveries (webhook_id, seq DESC)`);
+    await q.query(`CREATE INDEX webhook_deliveries_backlog_idx ON webhook_deliveries (webhook_id) WHERE status = 'pending'`);
+    await q.query(`CREATE INDEX webhook_deliveries_settled_idx ON webhook_deliveries (created_at) WHERE status <> 'pending'`);
     await q.query(`
       CREATE TABLE webhook_attempts (
         id bigserial PRIMARY KEY,
@@ -55,14 +58,26 @@ export class Webhooks1763880000000 implements MigrationInterface {
         error text NULL CHECK (length(error) <= 500)
       )`);
     await q.query(`CREATE INDEX webhook_attempts_delivery_idx ON webhook_attempts (delivery_id, id)`);
-    // The one fan-out: every writer of an event (management-api's services, the ledger's triggers) calls it.
+    // The one fan-out: every writer of an event (management-api's services, the ledger's triggers) calls
+    // it. A webhook whose receiver has 10000 deliveries waiting takes no more (a tenant writing
+    // flags in a loop at a dead receiver must not fill the database); each event it missed is counted
+    // on its row (dropped_events), which its admins read.
     await q.query(`
       CREATE FUNCTION webhook_enqueue(p_tenant uuid, p_type text, p_data jsonb) RETURNS void LANGUAGE sql AS $$
+        WITH subscribed AS (
+          SELECT w.id, w.tenant_id,
+                 EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending' OFFSET 9999 LIMIT 1) AS is_full
+            FROM webhooks w
+           WHERE w.tenant_id = p_tenant AND w.enabled AND p_type = ANY (w.events)
+        ),
+        dropped AS (
+          UPDATE webhooks SET dropped_events = dropped_events + 1 WHERE id IN (SELECT id FROM subscribed WHERE is_full)
+        )
         INSERT INTO webhook_deliveries (tenant_id, webhook_id, event_type, payload)
-        SELECT w.tenant_id, w.id, p_type,
+        SELECT s.tenant_id, s.id, p_type,
                jsonb_build_object('type', p_type, 'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', p_data)
-          FROM webhooks w
-         WHERE w.tenant_id = p_tenant AND w.enabled AND p_type = ANY (w.events)
+          FROM subscribed s
+         WHERE NOT s.is_full
       $$`);
     await q.query(`
       CREATE FUNCTION webhook_credits_low() RETURNS trigger LANGUAGE plpgsql AS $$
