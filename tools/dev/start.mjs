@@ -41,6 +41,8 @@ const env = {
   // A browser key: it evaluates only the example flags marked available to browsers.
   OREP_CLIENT_KEYS: 'pk_dev_browser_key_0001',
   OREP_FLAGS_FILE: 'apps/orep-server/flags.example.json',
+  // Webhooks may call a receiver on this machine (http, loopback); never in production.
+  WEBHOOKS_ALLOW_PRIVATE_URLS: 'true',
   ...process.env,
 };
 

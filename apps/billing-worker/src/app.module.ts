@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { BillingRepository, type SecretReader, SqlBillingRepository, StripeApi, stripeSecretsFromConfig } from '@flagship/billing';
 import { SecretStore } from '@flagship/config';
+import { WebhookSecretBox } from '@flagship/service-kit';
 import { platformModules } from '@flagship/platform';
 import { BillingMetrics } from './billing.metrics';
 import type { BillingWorkerConfig } from './env.schema';
@@ -14,6 +15,9 @@ import { usageMeterJob } from './jobs/usage-meter.job';
 import { usagePricingJob } from './jobs/usage-pricing.job';
 import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
 import { webhookInboxJob } from './jobs/webhook-inbox.job';
+import { OutboundWebhooksRepository } from './outbound-webhooks/outbound-webhooks.repository';
+import { WebhookDeliveryJob } from './outbound-webhooks/webhook-delivery.job';
+import { WebhookSender } from './outbound-webhooks/webhook-sender';
 import { CreditsRepository, UsageMeterRepository } from '@flagship/ledger';
 import { UsageMeterService } from './metering/usage-meter.service';
 import { UsagePricingService } from './metering/usage-pricing.service';
@@ -64,6 +68,22 @@ export class AppModule {
         StripeEventsCatchUpService,
         PortalConfigurationService,
         BacklogMetricsJob,
+        OutboundWebhooksRepository,
+        {
+          provide: WebhookDeliveryJob,
+          inject: [OutboundWebhooksRepository],
+          useFactory: (repo: OutboundWebhooksRepository) =>
+            new WebhookDeliveryJob(repo, new WebhookSender({ allowPrivate: config.WEBHOOKS_ALLOW_PRIVATE_URLS, timeoutMs: config.WEBHOOK_TIMEOUT_MS }), new WebhookSecretBox(config.WEBHOOK_SECRETS_KEY), {
+              pollMs: config.WEBHOOK_POLL_MS,
+              batchSize: config.WEBHOOK_BATCH_SIZE,
+              // Past the longest attempt, so a lease never runs out under a send still in flight.
+              leaseMs: config.WEBHOOK_TIMEOUT_MS * 3,
+              baseMs: config.WEBHOOK_RETRY_BASE_MS,
+              maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
+              windowMs: config.WEBHOOK_RETRY_WINDOW_S * 1000,
+              retentionMs: config.WEBHOOK_LOG_RETENTION_DAYS * 86_400_000,
+            }),
+        },
         {
           provide: JOBS,
           // The reconciler and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
@@ -75,9 +95,12 @@ export class AppModule {
             catchUp: StripeEventsCatchUpService,
             portal: PortalConfigurationService,
             pricing: UsagePricingService,
+            webhooks: WebhookDeliveryJob,
           ) => [
             reconciler,
             backlog,
+            // Without WEBHOOK_SECRETS_KEY nothing can be signed: management-api then creates no webhooks either.
+            ...(config.WEBHOOK_SECRETS_KEY !== '' ? [webhooks] : []),
             ...(config.BILLING_JOBS_ENABLED
               ? [
                   webhookInboxJob(processor, config),
@@ -88,7 +111,7 @@ export class AppModule {
                 ]
               : []),
           ],
-          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService],
+          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob],
         },
         { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
         JobScheduler,

@@ -18,4 +18,12 @@ describe('billing-worker configuration', () => {
     expect(() => loadBillingWorkerConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadBillingWorkerConfig({ [name]: value })).toThrow(new RegExp(`^invalid configuration: ${name} is invalid`));
   });
+
+  it('refuses a WEBHOOK_SECRETS_KEY that is not 32 bytes, and private webhook URLs in production', () => {
+    expect(loadBillingWorkerConfig({}).WEBHOOK_SECRETS_KEY).toBe('');
+    expect(() => loadBillingWorkerConfig({ WEBHOOK_SECRETS_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/WEBHOOK_SECRETS_KEY must be 32 bytes/);
+    expect(loadBillingWorkerConfig({ WEBHOOK_SECRETS_KEY: Buffer.alloc(32).toString('base64') }).WEBHOOK_RETRY_WINDOW_S).toBe(86400);
+    expect(() => loadBillingWorkerConfig({ NODE_ENV: 'production', WEBHOOKS_ALLOW_PRIVATE_URLS: 'true' })).toThrow(/WEBHOOKS_ALLOW_PRIVATE_URLS=true is refused/);
+    expect(loadBillingWorkerConfig({ NODE_ENV: 'development', WEBHOOKS_ALLOW_PRIVATE_URLS: 'true' }).WEBHOOKS_ALLOW_PRIVATE_URLS).toBe(true);
+  });
 });

@@ -1,5 +1,5 @@
 import { stripeEnv } from '@flagship/billing';
-import { bool, commonEnv, loadConfig, makeValidator, num, portEnv, str } from '@flagship/config';
+import { bool, commonEnv, ConfigError, loadConfig, makeValidator, num, portEnv, str } from '@flagship/config';
 
 /** A whole number of seconds (or rows) above zero: 0 would spin a job or settle rows still in flight. */
 const positiveInteger = makeValidator<number>((input) => {
@@ -37,9 +37,25 @@ export const billingWorkerEnv = {
   }),
   RECONCILE_INTERVAL_S: positiveInteger({ default: 60, desc: 'seconds between passes of the usage reconciler' }),
   RECONCILE_BATCH_SIZE: positiveInteger({ default: 500, desc: 'pending rows settled per transaction' }),
+  WEBHOOK_SECRETS_KEY: str({ default: '', devDefault: 'ZGV2ZWxvcG1lbnQtb25seS13ZWJob29rLWtleS0zMmI=', desc: "secret: 32 bytes in base64 that sealed the webhooks' signing secrets (management-api's WEBHOOK_SECRETS_KEY); none = webhooks are not delivered" }),
+  WEBHOOKS_ALLOW_PRIVATE_URLS: bool({ default: false, desc: 'development and tests only (refused when NODE_ENV=production): webhooks may call http URLs and loopback or private addresses' }),
+  WEBHOOK_POLL_MS: positiveInteger({ default: 1000, desc: 'how often the webhook outbox is polled for due deliveries' }),
+  WEBHOOK_BATCH_SIZE: positiveInteger({ default: 32, desc: 'deliveries claimed and sent at once per pass' }),
+  WEBHOOK_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'the longest one delivery attempt may take' }),
+  WEBHOOK_RETRY_BASE_MS: positiveInteger({ default: 5000, desc: 'wait after a first failed delivery; doubled after each further one' }),
+  WEBHOOK_RETRY_MAX_MS: positiveInteger({ default: 3600000, desc: 'the longest wait between two attempts of a delivery' }),
+  WEBHOOK_RETRY_WINDOW_S: positiveInteger({ default: 86400, desc: 'a delivery is tried for this long; a webhook failing for this long is disabled' }),
+  WEBHOOK_LOG_RETENTION_DAYS: positiveInteger({ default: 30, desc: 'delivered and failed webhook deliveries are kept in the delivery log this long' }),
   BACKLOG_METRICS_INTERVAL_S: positiveInteger({ default: 15, desc: 'seconds between refreshes of the backlog gauges (pending ledger rows, meter outbox, webhook inbox)' }),
 };
 
 export type BillingWorkerConfig = ReturnType<typeof loadBillingWorkerConfig>;
 
-export const loadBillingWorkerConfig = (env: NodeJS.ProcessEnv) => loadConfig(env, billingWorkerEnv);
+export function loadBillingWorkerConfig(env: NodeJS.ProcessEnv) {
+  const raw = loadConfig(env, billingWorkerEnv);
+  if (raw.WEBHOOKS_ALLOW_PRIVATE_URLS && raw.NODE_ENV === 'production') {
+    throw new ConfigError('invalid configuration: WEBHOOKS_ALLOW_PRIVATE_URLS=true is refused when NODE_ENV=production');
+  }
+  if (raw.WEBHOOK_SECRETS_KEY !== '' && Buffer.from(raw.WEBHOOK_SECRETS_KEY, 'base64').length !== 32) throw new ConfigError('invalid configuration: WEBHOOK_SECRETS_KEY must be 32 bytes in base64');
+  return raw;
+}

@@ -25,6 +25,7 @@ import { ProductToursModule } from './product-tours/product-tours.module';
 import { ProjectEntity } from './projects/project.entity';
 import { ProjectsModule } from './projects/projects.module';
 import { QuotasModule } from './quotas/quotas';
+import { WebhooksModule } from './webhooks/webhooks.module';
 import { SandboxModule } from './sandbox/sandbox.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
@@ -66,6 +67,7 @@ export class AppModule {
           ipLimitPerMinute: config.RATE_LIMIT_IP_PER_MINUTE,
         }),
         QuotasModule,
+        WebhooksModule,
         // In production the access-token signing key comes from the Secret or Secrets Manager, never
         // generated into Postgres (where a database dump would hand it out): without it, start-up stops.
         OAuthFeatureModule.forConfig(config, secrets, { requireConfiguredKey: config.NODE_ENV === 'production' }),

@@ -57,7 +57,10 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     await f.call('POST', '/api/flags', { ...auth, json: { key: 'f1', name: 'f', type: 'boolean', defaultValue: true } });
     const client = await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c', scopes: ['flags:read'] } });
     const invitation = await f.call('POST', `/api/tenants/${root.tenantId}/users`, { ...auth, json: { email: 'pending-invitee@flagship.test', role: 'viewer' } });
+    // Hears segment changes: the segments written below give its delivery log two entries.
+    const webhook = await f.call('POST', '/api/webhooks', { ...auth, json: { url: 'https://hooks.example.com/bad-input', events: ['segment.updated'] } });
     Object.assign(params, {
+      webhookId: webhook.body.id,
       invitationId: invitation.body.id,
       flagKey: 'f1',
       projectId: project.body.id,
@@ -341,6 +344,7 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
     await f.call('POST', '/api/flags', { ...auth, json: { key: 'f2', name: 'f', type: 'boolean', defaultValue: true } });
     await f.call('POST', '/api/oauth/clients', { ...auth, json: { name: 'c2', scopes: ['flags:read'] } });
     for (const key of ['s1', 's2']) await f.call('POST', '/api/segments', { ...auth, json: { key, name: key } });
+    await f.call('POST', '/api/webhooks', { ...auth, json: { url: 'https://hooks.example.com/second', events: ['flag.created'] } });
     const invitee = await f.signUp();
     await f.addMember(root, root.tenantId, invitee.email, 'viewer', invitee);
     // The usage ledger has no API that writes it (the gateway does): two rows as the gateway writes them.
@@ -380,6 +384,8 @@ describe('bad input on every endpoint with a body (real HTTP, Postgres, Redis)',
       '/api/segments',
       '/api/tenants/{tenantId}/users',
       '/api/usage',
+      '/api/webhooks',
+      '/api/webhooks/{webhookId}/deliveries',
     ]);
     for (const op of lists) {
       for (const [what, c] of Object.entries(forged)) {

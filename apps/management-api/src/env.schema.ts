@@ -68,6 +68,9 @@ export const managementApiEnv = {
     desc: 'context keys one segment may list, included and excluded, of every kind together (LaunchDarkly\'s own list segments stop at 15,000); a write past it is 422 naming the longest list',
   }),
   QUOTA_ENVIRONMENTS_PER_TENANT: num({ default: 20, desc: 'environments one tenant may hold (the three defaults included)' }),
+  QUOTA_WEBHOOKS_PER_TENANT: num({ default: 20, desc: 'outbound webhooks one tenant may hold' }),
+  WEBHOOKS_ALLOW_PRIVATE_URLS: bool({ default: false, desc: 'development and tests only (refused when NODE_ENV=production): webhook URLs may be http and name loopback or private hosts' }),
+  WEBHOOK_SECRETS_KEY: str({ default: '', devDefault: 'ZGV2ZWxvcG1lbnQtb25seS13ZWJob29rLWtleS0zMmI=', desc: 'secret: 32 bytes in base64 sealing webhook signing secrets (AES-256-GCM); billing-worker needs the same value; none = creating webhooks answers 503' }),
   QUOTA_OAUTH_CLIENTS_PER_TENANT: num({ default: 50, desc: 'OAuth clients (not deleted) one tenant may hold' }),
   QUOTA_BUDGETS_PER_TENANT: num({ default: 100, desc: 'AI budgets (per OAuth client or product key) one tenant may hold' }),
   QUOTA_TENANTS_PER_USER: num({ default: 10, desc: 'tenants one user may create (POST /api/tenants), their sign-up tenant included, whatever their role in them now; sign-up\'s own tenant is always made' }),
@@ -142,6 +145,7 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     'QUOTA_FLAG_BYTES_PER_TENANT',
     'QUOTA_ENVIRONMENTS_PER_TENANT',
     'QUOTA_OAUTH_CLIENTS_PER_TENANT',
+    'QUOTA_WEBHOOKS_PER_TENANT',
     'QUOTA_TENANTS_PER_USER',
     'QUOTA_BUDGETS_PER_TENANT',
     'FLAG_MAX_BYTES',
@@ -176,6 +180,10 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     throw new ConfigError('invalid configuration: FLAG_STREAMS_PER_TENANT is replaced by FLAG_STREAMS_PER_TENANT_FREE, FLAG_STREAMS_PER_TENANT_STANDARD and FLAG_STREAMS_PER_TENANT_PREMIUM');
   }
   if (!Number.isInteger(raw.SCHEDULED_CHANGES_POLL_MS) || raw.SCHEDULED_CHANGES_POLL_MS < 0) throw new ConfigError('invalid configuration: SCHEDULED_CHANGES_POLL_MS must be a whole number of 0 or more');
+  if (raw.WEBHOOKS_ALLOW_PRIVATE_URLS && raw.NODE_ENV === 'production') {
+    throw new ConfigError('invalid configuration: WEBHOOKS_ALLOW_PRIVATE_URLS=true is refused when NODE_ENV=production');
+  }
+  if (raw.WEBHOOK_SECRETS_KEY !== '' && Buffer.from(raw.WEBHOOK_SECRETS_KEY, 'base64').length !== 32) throw new ConfigError('invalid configuration: WEBHOOK_SECRETS_KEY must be 32 bytes in base64');
   if (!(raw.EVALUATE_CALLER_CACHE_MS >= 0)) throw new ConfigError('invalid configuration: EVALUATE_CALLER_CACHE_MS must be 0 or more');
   const publicBaseUrl = (raw.PUBLIC_BASE_URL || `http://${raw.HOST === '0.0.0.0' ? '127.0.0.1' : raw.HOST}:${raw.PORT}`).replace(/\/$/, '');
   // The dev identity provider signs an ID token for any e-mail it is asked for: reachable from a

@@ -6,6 +6,7 @@ import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { SegmentsResource } from './resources/segments.resource';
 import { ChangeRequestsResource, ScheduledChangesResource } from './resources/flag-changes.resource';
+import { WebhooksResource } from './resources/webhooks.resource';
 import { ProjectsResource } from './resources/projects.resource';
 import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
@@ -74,6 +75,8 @@ export class FlagshipClient {
   readonly usage: UsageResource;
   /** Plan checkout, customer portal, credit purchases (Stripe). */
   readonly subscription: SubscriptionResource;
+  /** Outbound webhooks (Standard Webhooks): tenant admins only. */
+  readonly webhooks: WebhooksResource;
 
   constructor(options: FlagshipClientOptions) {
     const http = transportFor(options, 'FlagshipClient');
@@ -81,6 +84,7 @@ export class FlagshipClient {
     this.segments = new SegmentsResource(http);
     this.changeRequests = new ChangeRequestsResource(http);
     this.scheduledChanges = new ScheduledChangesResource(http);
+    this.webhooks = new WebhooksResource(http);
     this.projects = new ProjectsResource(http);
     this.tenants = new TenantsResource(http);
     this.environments = new EnvironmentsResource(http);

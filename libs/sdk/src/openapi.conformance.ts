@@ -67,6 +67,13 @@ export type SegmentsCovered =
   | Op<'Segments_remove', [Empty<'Segments_remove', 204>]>
   | Op<'Segments_audit', [Reads<'Segments_audit', 200, sdk.SegmentAuditEntry[]>]>;
 
+export type WebhooksCovered =
+  | Op<'Webhooks_list', [Reads<'Webhooks_list', 200, sdk.Webhook[]>, Asks<'Webhooks_list', sdk.PageQuery>]>
+  | Op<'Webhooks_create', [Reads<'Webhooks_create', 201, sdk.WebhookWithSecret>, Writes<'Webhooks_create', sdk.CreateWebhookInput>]>
+  | Op<'Webhooks_remove', [Empty<'Webhooks_remove', 204>]>
+  | Op<'Webhooks_deliveries', [Reads<'Webhooks_deliveries', 200, sdk.WebhookDelivery[]>, Asks<'Webhooks_deliveries', sdk.PageQuery>]>
+  | Op<'Webhooks_replay', [Empty<'Webhooks_replay', 202>]>;
+
 export type ProjectsCovered =
   | Op<'Projects_list', [Reads<'Projects_list', 200, sdk.Project[]>]>
   | Op<'Projects_get', [Reads<'Projects_get', 200, sdk.Project>]>
@@ -161,7 +168,7 @@ type NotInSdk =
   | 'DevIdp_token'
   | 'DevIdp_jwks';
 
-type Covered = FlagsCovered | FlagChangesCovered | SegmentsCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
+type Covered = FlagsCovered | FlagChangesCovered | SegmentsCovered | WebhooksCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
 type Uncovered = Exclude<keyof operations, Covered | NotInSdk>;
 /** Fails (naming them) when the document has operations neither checked nor left out on purpose. */
 export type EveryOperationCovered = Check<[Uncovered] extends [never] ? true : { uncovered: Uncovered }>;

@@ -578,3 +578,55 @@ export interface CreateScheduledChangeInput {
   /** In the future, at most 366 days ahead. */
   executeAt: Timestamp;
 }
+
+/** The events a webhook may subscribe to. */
+export type WebhookEventType = 'flag.created' | 'flag.updated' | 'flag.deleted' | 'segment.updated' | 'environment.updated' | 'member.updated' | 'credits.low' | 'budget.exceeded';
+
+export interface CreateWebhookInput {
+  /** https only in production; it must resolve to public addresses when each delivery is sent. */
+  url: string;
+  events: WebhookEventType[];
+  description?: string;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  description: string;
+  events: WebhookEventType[];
+  /** false once the receiver failed for a day (disabledAt, disabledReason say when and why). */
+  enabled: boolean;
+  disabledAt: string | null;
+  disabledReason: string | null;
+  /** Events not queued because 10000 deliveries were already waiting for this receiver. */
+  droppedEvents: number;
+  createdBy: string | null;
+  createdAt: string;
+}
+
+/** A new webhook: `secret` (whsec_...) verifies its deliveries (standardwebhooks, svix) and is shown this once. */
+export interface WebhookWithSecret extends Webhook {
+  secret: string;
+}
+
+export interface WebhookAttempt {
+  attempt: number;
+  attemptedAt: string;
+  /** refused: the URL did not resolve to allowed addresses, nothing was sent. */
+  outcome: 'delivered' | 'failed' | 'refused';
+  responseCode: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+export interface WebhookDelivery {
+  /** The webhook-id header of every attempt. */
+  id: string;
+  type: WebhookEventType;
+  /** The body sent: `{type, timestamp, data}`. */
+  payload: Record<string, unknown>;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: WebhookAttempt[];
+  nextAttemptAt: string | null;
+  createdAt: string;
+}

@@ -13,3 +13,4 @@ export * from './outage-log';
 export * from './client-address';
 export * from './internal-port';
 export * from './public-address';
+export * from './standard-webhooks';

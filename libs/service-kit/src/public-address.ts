@@ -1,3 +1,5 @@
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /**
@@ -70,4 +72,36 @@ export function isPublicAddress(address: string): boolean {
 export function isLoopbackAddress(address: string): boolean {
   const a = parsed(address);
   return a.family === 0 ? false : loopback.check(a.address, a.family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** A host's addresses, all of them (A and AAAA): the system resolver, or a test's. */
+export type HostResolver = (hostname: string) => Promise<ReadonlyArray<{ address: string; family: number }>>;
+
+export const systemResolver: HostResolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for net.connect (undici's `connect.lookup`) that resolves the name itself and answers
+ * only when every address it has is `allowed`: the socket then opens to those very addresses, so a
+ * name answering a public address to a check and a private one to the connect (DNS rebinding)
+ * cannot get through. A name mixing public and private answers is refused whole; not found and
+ * refused are one answer (`refusal()`), so which internal names exist is not told.
+ */
+export function checkedLookup(allowed: (address: string) => boolean, refusal: () => Error, resolve: HostResolver = systemResolver) {
+  return (hostname: string, opts: LookupOptions, callback: LookupCallback): void => {
+    resolve(hostname).then(
+      (found) => {
+        const family = opts.family === 4 || opts.family === 6 ? opts.family : 0;
+        const addresses = found.filter((a) => family === 0 || a.family === family).map((a) => ({ address: a.address, family: a.family }));
+        if (found.length === 0 || addresses.length === 0 || !found.every((a) => allowed(a.address))) {
+          callback(refusal(), '');
+          return;
+        }
+        if (opts.all === true) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      () => callback(refusal(), ''),
+    );
+  };
 }

@@ -1,12 +1,8 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
-import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, type Dispatcher } from 'undici';
+import { checkedLookup, type HostResolver, systemResolver } from '@flagship/service-kit';
 import { addressAllowed, IMAGE_MEDIA_TYPES, MediaRefused, type MediaPolicy } from './media-url';
 
-/** A host's addresses, all of them (A and AAAA): the system resolver, or a test's. */
-export type HostResolver = (hostname: string) => Promise<ReadonlyArray<{ address: string; family: number }>>;
-
-export const systemResolver: HostResolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+export type { HostResolver } from '@flagship/service-kit';
 
 export interface MediaFetcherOptions {
   policy: MediaPolicy;
@@ -24,8 +20,6 @@ export interface ImageFetcher {
   /** The image at `url` as a data: URL, taking its bytes from `budget`; throws MediaRefused. */
   fetchDataUrl(url: URL, signal: AbortSignal, budget: { left: number }): Promise<string>;
 }
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 const NOT_PUBLIC = "the image URL's host does not resolve to public addresses only.";
 
@@ -51,14 +45,12 @@ const codeOf = (err: unknown): string => {
  */
 export class MediaFetcher implements ImageFetcher {
   private readonly agent: Agent;
-  private readonly resolve: HostResolver;
 
   constructor(private readonly options: MediaFetcherOptions) {
-    this.resolve = options.resolve ?? systemResolver;
     this.agent = new Agent({
       connect: {
         timeout: options.timeoutMs,
-        lookup: (hostname: string, opts: LookupOptions, callback: LookupCallback) => this.lookup(hostname, opts, callback),
+        lookup: checkedLookup((address) => addressAllowed(address, options.policy), () => new MediaRefused(NOT_PUBLIC), options.resolve ?? systemResolver),
         ...(options.ca === undefined ? {} : { ca: options.ca }),
       },
       headersTimeout: options.timeoutMs,
@@ -66,25 +58,6 @@ export class MediaFetcher implements ImageFetcher {
       keepAliveTimeout: 10_000,
       connections: 64,
     });
-  }
-
-  /** net.connect's lookup: the host's addresses, every one allowed, or a MediaRefused. */
-  private lookup(hostname: string, opts: LookupOptions, callback: LookupCallback): void {
-    this.resolve(hostname).then(
-      (found) => {
-        const family = opts.family === 4 || opts.family === 6 ? opts.family : 0;
-        const addresses = found.filter((a) => family === 0 || a.family === family).map((a) => ({ address: a.address, family: a.family }));
-        // Every record, not just the one connected to: a name mixing public and private answers is refused.
-        if (found.length === 0 || addresses.length === 0 || !found.every((a) => addressAllowed(a.address, this.options.policy))) {
-          callback(new MediaRefused(NOT_PUBLIC), '');
-          return;
-        }
-        if (opts.all === true) callback(null, addresses);
-        else callback(null, addresses[0]!.address, addresses[0]!.family);
-      },
-      // Not found and private are one answer: the gateway does not tell which internal names exist.
-      () => callback(new MediaRefused(NOT_PUBLIC), ''),
-    );
   }
 
   /** The most bytes a request's fetched images may have, together. */

@@ -66,6 +66,12 @@ const ENDPOINTS: Record<string, RouteAccess> = {
   'DELETE /api/oauth/clients/:clientId': inTenant('admin'),
   'POST /api/oauth/clients/:clientId/rotate-secret': inTenant('admin'),
 
+  'POST /api/webhooks': inTenant('admin', undefined, HEADER),
+  'GET /api/webhooks': inTenant('admin'),
+  'DELETE /api/webhooks/:webhookId': inTenant('admin'),
+  'GET /api/webhooks/:webhookId/deliveries': inTenant('admin'),
+  'POST /api/webhooks/:webhookId/deliveries/:deliveryId/replay': inTenant('admin'),
+
   'GET /v1/users/:userId/product-tours/:tourKey': inTenant('viewer'),
   'PUT /v1/users/:userId/product-tours/:tourKey': inTenant('viewer'),
 
@@ -281,6 +287,9 @@ describe('the authorization matrix (role x scope x tenant)', () => {
     ['a viewer cannot change a flag', 'PATCH /api/flags/:flagKey', 'viewer of T', 'T', '403 role-required'],
     ['an editor changes flags in their canonical tenant', 'PATCH /api/flags/:flagKey', 'editor of T', 'none', 'ok in T'],
     ['an editor cannot manage OAuth clients', 'GET /api/oauth/clients', 'editor of T', 'T', '403 role-required'],
+    ['an editor cannot read the webhooks or their delivery log', 'GET /api/webhooks/:webhookId/deliveries', 'editor of T', 'T', '403 role-required'],
+    ['a client cannot manage webhooks, whatever its scopes', 'POST /api/webhooks', 'client of T with every scope', 'none', '403 users-only'],
+    ['a webhook is created only in the tenant named', 'POST /api/webhooks', 'admin of T', 'none', '400 tenant-header-required'],
     ['without X-Tenant-ID, a user acts in the earliest tenant where they are admin', 'GET /api/oauth/clients', 'editor of T, admin of U', 'none', 'ok in U'],
     ['X-Tenant-ID of a tenant where they are a member wins over the canonical one', 'GET /api/projects/:id', 'editor of T, admin of U', 'T', 'ok in T'],
     ['the seed requires X-Tenant-ID of users here', 'GET /api/flags', 'admin of T', 'none', '400 tenant-header-required'],

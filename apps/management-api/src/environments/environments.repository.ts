@@ -22,13 +22,13 @@ export class EnvironmentsRepository {
   }
 
   /** Sets the fields given; null when the tenant has no such environment. */
-  async update(tenantId: string, key: string, changes: Partial<Pick<EnvironmentEntity, 'name' | 'requireApproval'>>): Promise<EnvironmentEntity | null> {
-    const rows: Array<{ key: string }> = await this.ds.query(
+  async update(m: EntityManager, tenantId: string, key: string, changes: Partial<Pick<EnvironmentEntity, 'name' | 'requireApproval'>>): Promise<EnvironmentEntity | null> {
+    const rows: Array<{ key: string }> = await m.query(
       // A SELECT around the UPDATE: TypeORM answers a bare UPDATE with [rows, count], a SELECT with rows.
       `WITH u AS (UPDATE environments SET name = COALESCE($3, name), require_approval = COALESCE($4, require_approval) WHERE tenant_id = $1 AND key = $2 RETURNING key) SELECT key FROM u`,
       [tenantId, key, changes.name ?? null, changes.requireApproval ?? null],
     );
-    return rows.length === 1 ? this.find(tenantId, key) : null;
+    return rows.length === 1 ? m.getRepository(EnvironmentEntity).findOneBy({ tenantId, key }) : null;
   }
 
   /** The keys of the tenant's environments that require approval (read in `m` when given). */

@@ -1,8 +1,9 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { isUniqueViolation, type TenantEntity, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException } from '@flagship/problem-details';
 import { Quotas } from '../quotas/quotas';
 import { TenantsService } from '../tenants/tenants.service';
+import { DomainEvents } from '../webhooks/domain-events';
 import type { EnvironmentEntity } from './environment.entity';
 import { EnvironmentProblems } from './environments.errors';
 import { EnvironmentsRepository } from './environments.repository';
@@ -18,6 +19,8 @@ export class EnvironmentsService implements OnModuleInit {
     private readonly repo: EnvironmentsRepository,
     private readonly tenants: TenantsService,
     private readonly quotas: Quotas,
+    /** Webhooks hear environment changes: recorded in the change's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {}
 
   onModuleInit(): void {
@@ -36,6 +39,7 @@ export class EnvironmentsService implements OnModuleInit {
           const env = await this.repo.insert(m, tenantId, dto.key, dto.name);
           // Its copy of every flag is held by the evaluators like any other: it counts against the byte quota.
           await this.quotas.reserve(m, 'flag-bytes-per-tenant', tenantId, await this.repo.addFlagsTo(m, tenantId, dto.key), { written: true });
+          await this.domainEvents.record(m, tenantId, { type: 'environment.updated', data: { environment: dto.key, name: dto.name, action: 'create' } });
           return env;
         }),
       );
@@ -47,8 +51,13 @@ export class EnvironmentsService implements OnModuleInit {
 
   /** Renames it, or turns approvals on or off (the flag changes pending stay as they are). */
   async update(tenantId: string, key: string, dto: UpdateEnvironmentDto): Promise<EnvironmentDto> {
-    const env = await this.repo.update(tenantId, key, { name: dto.name, requireApproval: dto.requireApproval });
-    if (!env) throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
+    const env = await this.transactions.run(async (m) => {
+      const updated = await this.repo.update(m, tenantId, key, { name: dto.name, requireApproval: dto.requireApproval });
+      if (!updated) throw new ProblemException(EnvironmentProblems['environment-not-found'], `No environment "${key}" in this tenant.`);
+      // Webhooks hear a rename and approvals turned on or off, in the change's transaction.
+      await this.domainEvents.record(m, tenantId, { type: 'environment.updated', data: { environment: key, name: updated.name, requireApproval: updated.requireApproval, action: 'update' } });
+      return updated;
+    });
     return toDto(env);
   }
 

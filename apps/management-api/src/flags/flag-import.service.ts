@@ -5,6 +5,7 @@ import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { importNeedsApproval } from '../flag-changes/flag-change-rules';
+import { DomainEvents } from '../webhooks/domain-events';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
 import { globalsChange, IMPORT_MAX_FLAGS, importedRows, importedTargeting, importProblems, importRequestProblems, variationsChange } from './flag-rules';
@@ -35,6 +36,8 @@ export class FlagImportService {
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'changedMany'>,
     private readonly limits: FlagLimits,
     @Inject(SegmentsService) private readonly segments: Pick<SegmentsService, 'importWithin' | 'lockStored'>,
+    /** Webhooks hear every committed change: recorded in the import's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {}
 
   async importLaunchDarkly(tenantId: string, env: string | undefined, caller: CallerContext, body: unknown): Promise<ImportResult> {
@@ -140,6 +143,11 @@ export class FlagImportService {
         const created: string[] = [];
         const replaced: string[] = [];
         for (const f of flags) (locked.has(f.key) ? replaced : created).push(f.key);
+        await this.domainEvents.record(
+          m,
+          tenantId,
+          ...flags.map((f) => ({ type: locked.has(f.key) ? ('flag.updated' as const) : ('flag.created' as const), data: { flagKey: f.key, environment, actor: caller.callerId, action: 'import' } })),
+        );
         return { created, replaced, segments };
       })
       .catch((err: unknown) => {

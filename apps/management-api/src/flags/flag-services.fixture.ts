@@ -1,3 +1,4 @@
+import type { DomainEvent } from '../webhooks/webhook-events';
 import type { StoredFlag } from '@flagship/flag-store';
 import { ProblemException } from '@flagship/problem-details';
 import type { CallerContext } from '@flagship/service-kit';
@@ -53,6 +54,7 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
       QUOTA_SEGMENT_BYTES_PER_TENANT: 8_388_608,
       QUOTA_ENVIRONMENTS_PER_TENANT: 20,
       QUOTA_OAUTH_CLIENTS_PER_TENANT: 50,
+      QUOTA_WEBHOOKS_PER_TENANT: 20,
       QUOTA_TENANTS_PER_USER: 10,
       QUOTA_BUDGETS_PER_TENANT: 50,
       QUOTA_INVITATIONS_PER_TENANT: 100,
@@ -100,10 +102,13 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
       (await repo.definitions(tenantId, environment)).map((definition) => ({ key: definition.key, projectId: null, fingerprint: String(definition.version), definition })),
   };
   // The environment's segments (segmentMatch must name one) are `segments`, seeded by the specs that use them.
-  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments);
-  const segmentService = new SegmentsService(segments.transactions, segments, environments, quotas, events, { SEGMENT_MAX_BYTES: 524_288, SEGMENT_MAX_KEYS: 10_000 });
+  // What webhooks would hear: the events each write recorded in its transaction.
+  const recorded: DomainEvent[] = [];
+  const domainEvents = { record: async (_m: unknown, _tenantId: string, ...e: DomainEvent[]) => void recorded.push(...e) };
+  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments, domainEvents);
+  const segmentService = new SegmentsService(segments.transactions, segments, environments, quotas, events, { SEGMENT_MAX_BYTES: 524_288, SEGMENT_MAX_KEYS: 10_000 }, domainEvents);
   // One transaction over both fakes, as Postgres holds both tables: a throw undoes what either wrote.
   const both = { run: <T>(work: Parameters<typeof repo.transactions.run<T>>[0]) => repo.transactions.run((m) => segments.transactions.run(() => work(m))) };
-  const imports = new FlagImportService(both, repo, environments, events, flagLimits, segmentService);
-  return { repo, segments, service, imports, announced, announcedSegments, approvals };
+  const imports = new FlagImportService(both, repo, environments, events, flagLimits, segmentService, domainEvents);
+  return { repo, segments, service, imports, announced, announcedSegments, approvals, recorded };
 }

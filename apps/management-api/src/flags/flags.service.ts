@@ -6,6 +6,7 @@ import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
+import { DomainEvents } from '../webhooks/domain-events';
 import { SegmentsRepository } from '../segments/segments.repository';
 import { FlagEvents } from './flag-events';
 import { FlagLimits } from './flag-limits';
@@ -42,6 +43,8 @@ export class FlagsService {
     private readonly limits: FlagLimits,
     /** The environment's segments, which a flag's segmentMatch clauses must name (read in the write's transaction). */
     @Inject(SegmentsRepository) private readonly segments: Pick<SegmentsRepository, 'definitions'>,
+    /** Webhooks hear every committed change: recorded in the change's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {}
 
   async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
@@ -73,6 +76,7 @@ export class FlagsService {
         );
         await this.limits.boundSize(m, tenantId, [flag.id], () => largestField(dto, DEFINITION_FIELDS) ?? 'defaultValue');
         await this.repo.audit(m, { tenantId, flagKey: dto.key, environmentKey: null, action: 'create', actor: caller.callerId, changes: { ...dto } });
+        await this.domainEvents.record(m, tenantId, { type: 'flag.created', data: { flagKey: dto.key, environment: dto.enabled ? environment : null, actor: caller.callerId, changes: { ...dto } } });
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw new ProblemException(FlagProblems['flag-exists'], `A flag with key ${dto.key} exists in this tenant.`);
@@ -130,6 +134,8 @@ export class FlagsService {
     if (globals || targeting) {
       await this.limits.boundSize(m, tenantId, [row.flag.id], () => largestField(dto, DEFINITION_FIELDS) ?? 'flag');
       await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: targeting ? environment : null, action: 'update', actor, changes: patch.changes });
+      // PATCH, an applied change request and a schedule all write here, so webhooks hear each once.
+      await this.domainEvents.record(m, tenantId, { type: 'flag.updated', data: { flagKey: key, environment: targeting ? environment : null, actor, changes: patch.changes } });
     }
     const environments = globals ? await this.repo.environmentsOf(tenantId, row.flag.id, m) : targeting ? [environment] : [];
     const version = row.flag.version + (globals ? 1 : 0);
@@ -164,6 +170,7 @@ export class FlagsService {
       const envs = await this.repo.environmentsOf(tenantId, flag.id, m);
       await this.repo.delete(m, tenantId, flag.id);
       await this.repo.audit(m, { tenantId, flagKey: key, environmentKey: null, action: 'delete', actor: caller.callerId, changes: {} });
+      await this.domainEvents.record(m, tenantId, { type: 'flag.deleted', data: { flagKey: key, actor: caller.callerId } });
       return envs;
     });
     await this.events.changed(tenantId, environments, key, 0);
@@ -191,6 +198,7 @@ export class FlagsService {
     if (Object.keys(errors).length) throw validationProblem(errors);
     await this.limits.boundSize(m, tenantId, written.map((f) => f.id), (d) => d.key);
     await this.repo.auditMany(m, tenantId, flags.map((f) => ({ flagKey: f.key, environmentKey: null, action: 'create', actor, changes: { ...f } })));
+    await this.domainEvents.record(m, tenantId, ...flags.map((f) => ({ type: 'flag.created' as const, data: { flagKey: f.key, environment: null, actor, changes: { ...f } } })));
     afterCommit(m, async () => {
       for (const f of written) await this.events.changed(tenantId, environments, f.key, f.version);
     });

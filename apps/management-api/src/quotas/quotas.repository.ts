@@ -15,6 +15,7 @@ const COUNTS: Record<Exclude<QuotaName, 'budgets-per-tenant'>, string> = {
   'segment-bytes-per-tenant': 'SELECT coalesce(sum(definition_bytes), 0)::float8 AS n FROM segments WHERE tenant_id = $1',
   'environments-per-tenant': 'SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1',
   'oauth-clients-per-tenant': 'SELECT count(*)::int AS n FROM oauth_clients WHERE tenant_id = $1 AND deleted_at IS NULL',
+  'webhooks-per-tenant': 'SELECT count(*)::int AS n FROM webhooks WHERE tenant_id = $1',
   'tenants-per-user': 'SELECT count(*)::int AS n FROM tenants WHERE created_by = $1',
   // Expired ones are purged by the invite that counts; they never count.
   'invitations-per-tenant': `SELECT count(*)::int AS n FROM invitations WHERE tenant_id = $1 AND status = 'pending' AND expires_at > now()`,

@@ -14,6 +14,7 @@ export type QuotaName =
   | 'segment-bytes-per-tenant'
   | 'environments-per-tenant'
   | 'oauth-clients-per-tenant'
+  | 'webhooks-per-tenant'
   | 'tenants-per-user'
   | 'budgets-per-tenant'
   | 'invitations-per-tenant';
@@ -27,6 +28,7 @@ export type QuotaSettings = Pick<
   | 'QUOTA_SEGMENT_BYTES_PER_TENANT'
   | 'QUOTA_ENVIRONMENTS_PER_TENANT'
   | 'QUOTA_OAUTH_CLIENTS_PER_TENANT'
+  | 'QUOTA_WEBHOOKS_PER_TENANT'
   | 'QUOTA_TENANTS_PER_USER'
   | 'QUOTA_BUDGETS_PER_TENANT'
   | 'QUOTA_INVITATIONS_PER_TENANT'
@@ -41,6 +43,7 @@ const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number)
   'segment-bytes-per-tenant': (c, l, a) => `This tenant's segment definitions take ${c} of its ${l} bytes; this change would add ${a}. Make segments smaller or delete some first.`,
   'environments-per-tenant': (c, l) => `This tenant has ${c} of its ${l} environments.`,
   'oauth-clients-per-tenant': (c, l) => `This tenant has ${c} of its ${l} OAuth clients; delete one first.`,
+  'webhooks-per-tenant': (c, l) => `This tenant has ${c} of its ${l} webhooks; delete one first.`,
   'tenants-per-user': (c, l) => `You have created ${c} tenants; a user may create at most ${l} (stepping down from admin in one does not free a place).`,
   'budgets-per-tenant': (c, l) => `This tenant has ${c} of its ${l} budgets; delete one first.`,
   'invitations-per-tenant': (c, l) => `This tenant has ${c} of its ${l} pending invitations; withdraw one, or wait for answers, first.`,
@@ -67,6 +70,7 @@ export class Quotas {
       'segment-bytes-per-tenant': config.QUOTA_SEGMENT_BYTES_PER_TENANT,
       'environments-per-tenant': config.QUOTA_ENVIRONMENTS_PER_TENANT,
       'oauth-clients-per-tenant': config.QUOTA_OAUTH_CLIENTS_PER_TENANT,
+      'webhooks-per-tenant': config.QUOTA_WEBHOOKS_PER_TENANT,
       'tenants-per-user': config.QUOTA_TENANTS_PER_USER,
       'budgets-per-tenant': config.QUOTA_BUDGETS_PER_TENANT,
       'invitations-per-tenant': config.QUOTA_INVITATIONS_PER_TENANT,

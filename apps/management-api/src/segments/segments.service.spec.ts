@@ -1,3 +1,4 @@
+import type { DomainEvent } from '../webhooks/webhook-events';
 import { ProblemException } from '@flagship/problem-details';
 import type { Clause, SegmentDefinition } from '@flagship/flag-evaluation';
 import { EnvironmentProblems } from '../environments/environments.errors';
@@ -36,8 +37,10 @@ function segmentServices(settings: Partial<Settings> = {}) {
       return key;
     },
   };
-  const service = new SegmentsService(repo.transactions, repo, environments, quotas, events, s);
-  return { repo, service, announced };
+  const recorded: DomainEvent[] = [];
+  const domainEvents = { record: async (_m: unknown, _tenantId: string, ...e: DomainEvent[]) => void recorded.push(...e) };
+  const service = new SegmentsService(repo.transactions, repo, environments, quotas, events, s, domainEvents);
+  return { repo, service, announced, recorded };
 }
 
 const segment = (key: string, more: Partial<CreateSegmentDto> = {}): CreateSegmentDto => ({ key, name: `Segment ${key}`, ...more });

@@ -7,6 +7,7 @@ import { ProblemException, validationProblem } from '@flagship/problem-details';
 import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { EnvironmentsService } from '../environments/environments.service';
+import { DomainEvents } from '../webhooks/domain-events';
 import { FlagEvents } from '../flags/flag-events';
 import { type SegmentLookup, segmentLookupOf } from '../flags/flag-rules';
 import { Quotas } from '../quotas/quotas';
@@ -39,6 +40,8 @@ export class SegmentsService {
     @Inject(Quotas) private readonly quotas: Pick<Quotas, 'reserve'>,
     @Inject(FlagEvents) private readonly events: Pick<FlagEvents, 'segmentChanged'>,
     @Inject(APP_CONFIG) config: SegmentLimitSettings,
+    /** Webhooks hear every committed change: recorded in the change's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {
     this.bounds = { maxBytes: config.SEGMENT_MAX_BYTES, maxKeys: config.SEGMENT_MAX_KEYS };
   }
@@ -68,6 +71,7 @@ export class SegmentsService {
         const inserted = await this.repo.insert(m, tenantId, environment, { key: dto.key, name: dto.name, description: dto.description ?? '', definition, definitionBytes: bytes });
         await this.quotas.reserve(m, 'segment-bytes-per-tenant', tenantId, bytes, { written: true });
         await this.repo.audit(m, tenantId, { environment, segmentKey: dto.key, action: 'create', actor: caller.callerId, changes: { ...dto } });
+        await this.domainEvents.record(m, tenantId, { type: 'segment.updated', data: { segmentKey: dto.key, environment, action: 'create', actor: caller.callerId, changes: { ...dto } } });
         return inserted;
       });
     } catch (err) {
@@ -98,6 +102,7 @@ export class SegmentsService {
       const changes: Record<string, unknown> = {};
       for (const f of changed) changes[f] = { from: f === 'name' || f === 'description' ? row[f] : (row.definition as unknown as Record<string, unknown>)[f], to: dto[f as keyof UpdateSegmentDto] };
       await this.repo.audit(m, tenantId, { environment, segmentKey: key, action: 'update', actor: caller.callerId, changes });
+      await this.domainEvents.record(m, tenantId, { type: 'segment.updated', data: { segmentKey: key, environment, action: 'update', actor: caller.callerId, changes } });
       return (await this.repo.find(tenantId, environment, key, m))!;
     });
     if (written === undefined) return this.get(tenantId, environment, key);
@@ -115,6 +120,7 @@ export class SegmentsService {
       if (refusal) throw refusal;
       await this.repo.delete(m, tenantId, environment, key);
       await this.repo.audit(m, tenantId, { environment, segmentKey: key, action: 'delete', actor: caller.callerId, changes: {} });
+      await this.domainEvents.record(m, tenantId, { type: 'segment.updated', data: { segmentKey: key, environment, action: 'delete', actor: caller.callerId, changes: {} } });
     });
     await this.events.segmentChanged(tenantId, environment, key, 0);
   }
@@ -159,6 +165,7 @@ export class SegmentsService {
     const largest = Object.fromEntries(Object.entries(adds).sort((a, b) => b[1] - a[1]).slice(0, 10));
     await this.quotas.reserve(m, 'segment-bytes-per-tenant', tenantId, added, { written: true, adds: largest });
     await this.repo.auditMany(m, tenantId, written.map((f) => ({ environment, segmentKey: f.key, action: 'import', actor, changes: { name: f.name, ...f.definition } })));
+    await this.domainEvents.record(m, tenantId, ...written.map((f) => ({ type: 'segment.updated' as const, data: { segmentKey: f.key, environment, action: 'import', actor, changes: { name: f.name, ...f.definition } } })));
     afterCommit(m, async () => {
       for (const f of written) await this.events.segmentChanged(tenantId, environment, f.key, (locked.get(f.key)?.version ?? 0) + 1);
     });

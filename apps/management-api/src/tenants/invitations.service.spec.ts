@@ -23,6 +23,7 @@ describe('InvitationsService', () => {
   let service: InvitationsService;
   let hooks: AdminLeftHook[];
   let announced: string[];
+  let joined: string[];
   const alice = user(ALICE, 'alice@flagship.test');
 
   beforeEach(() => {
@@ -38,11 +39,16 @@ describe('InvitationsService', () => {
     const quotas = new Quotas(settings, new FakeQuotasRepository({ 'invitations-per-tenant': (t) => repo.countPending(t) }), inlineTransactions);
     hooks = [];
     announced = [];
+    joined = [];
     service = new InvitationsService(
       inlineTransactions,
       repo,
       quotas,
-      { announceMembershipChanged: async (t, u) => void announced.push(`${t}:${u}`), addAdminLeftHook: (h) => void hooks.push(h) },
+      {
+        announceMembershipChanged: async (t, u) => void announced.push(`${t}:${u}`),
+        addAdminLeftHook: (h) => void hooks.push(h),
+        memberChanged: async (_m, t, d) => void joined.push(`${t}:${d.userId}:${d.action}:${d.role}`),
+      },
       { INVITATION_TTL_DAYS: 14 },
     );
     service.onModuleInit();
@@ -145,6 +151,7 @@ describe('InvitationsService', () => {
     expect([accepted.status, accepted.respondedAt]).toEqual(['accepted', new Date(repo.now).toISOString()]);
     expect(repo.members.find((ms) => ms.userId === grace.id)).toMatchObject({ tenantId: TENANT, role: 'viewer' });
     expect(announced).toEqual([`${TENANT}:${grace.id}`]);
+    expect(joined).toEqual([`${TENANT}:${grace.id}:joined:viewer`]);
     expect((await problemOf(service.accept(grace, verified('grace@flagship.test'), sent.id))).problem.status).toBe(404);
     expect((await problemOf(service.accept(grace, { email: 'grace@flagship.test', verified: false }, sent.id))).problem.slug).toBe('email-not-verified');
   });

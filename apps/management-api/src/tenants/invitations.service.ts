@@ -48,7 +48,7 @@ export class InvitationsService implements OnModuleInit {
     @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
     private readonly invitations: InvitationsRepository,
     private readonly quotas: Quotas,
-    @Inject(TenantsService) private readonly members: Pick<TenantsService, 'announceMembershipChanged' | 'addAdminLeftHook'>,
+    @Inject(TenantsService) private readonly members: Pick<TenantsService, 'announceMembershipChanged' | 'addAdminLeftHook' | 'memberChanged'>,
     @Inject(APP_CONFIG) config: Pick<ManagementApiConfig, 'INVITATION_TTL_DAYS'>,
   ) {
     this.ttlMs = config.INVITATION_TTL_DAYS * DAY_MS;
@@ -102,7 +102,10 @@ export class InvitationsService implements OnModuleInit {
 
   /** Joins the tenant with the invitation's role (a member already keeps their role). */
   async accept(user: UserEntity, email: VerifiedEmail | undefined, invitationId: string): Promise<InvitationDto> {
-    const answered = await this.respond(email, invitationId, 'accepted', (m, row) => this.invitations.joinTenant(m, row.tenantId, user.id, row.role));
+    const answered = await this.respond(email, invitationId, 'accepted', async (m, row) => {
+      await this.invitations.joinTenant(m, row.tenantId, user.id, row.role);
+      await this.members.memberChanged(m, row.tenantId, { userId: user.id, action: 'joined', from: null, role: row.role });
+    });
     await this.members.announceMembershipChanged(answered.tenantId, user.id);
     return answered;
   }

@@ -1,3 +1,4 @@
+import type { DomainEvent } from '../webhooks/webhook-events';
 import { Logger } from '@nestjs/common';
 import { FakePubSub } from '@flagship/redis/testing';
 import type { TenantRole } from '@flagship/domain';
@@ -21,6 +22,7 @@ describe('TenantsService', () => {
   let pubsub: FakePubSub;
   let service: TenantsService;
   let quotas: Quotas;
+  let recorded: DomainEvent[];
   let ann: UserEntity;
   let bea: UserEntity;
   const QUOTA = 3;
@@ -29,7 +31,8 @@ describe('TenantsService', () => {
     repo = new FakeTenantsRepository();
     pubsub = new FakePubSub();
     quotas = new Quotas({ QUOTA_TENANTS_PER_USER: QUOTA } as QuotaSettings, new FakeQuotasRepository({ 'tenants-per-user': (u) => repo.countCreatedBy(u) }), inlineTransactions);
-    service = new TenantsService(inlineTransactions, repo, { SANDBOX_DAYS: 14 }, pubsub, quotas);
+    recorded = [];
+    service = new TenantsService(inlineTransactions, repo, { SANDBOX_DAYS: 14 }, pubsub, quotas, { record: async (_m, _t, ...e) => void recorded.push(...e) });
     ann = repo.seedUser('ann@acme.test');
     bea = repo.seedUser('bea@acme.test');
   });
@@ -131,6 +134,9 @@ describe('TenantsService', () => {
       expect(changed).toMatchObject({ userId: bea.id, email: 'bea@acme.test', role: 'editor', status: 'active' });
       expect(await roleOf(t, bea.id)).toBe('editor');
       expect(announced()).toEqual([{ tenantId: t, userId: bea.id }]);
+      expect(recorded).toEqual([{ type: 'member.updated', data: { userId: bea.id, action: 'role-changed', from: 'viewer', role: 'editor' } }]);
+      await service.removeUser(t, bea.id);
+      expect(recorded[1]).toEqual({ type: 'member.updated', data: { userId: bea.id, action: 'removed', from: 'editor', role: null } });
     });
 
     it('refuses someone who is not a member here with 404 (another tenant\'s member, an unknown or malformed id), changing nothing', async () => {

@@ -8,6 +8,7 @@ import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import { decodeCursor, type CallerContext, type PageQueryDto } from '@flagship/service-kit';
 import type { ManagementApiConfig } from '../env.schema';
 import { Quotas } from '../quotas/quotas';
+import { DomainEvents } from '../webhooks/domain-events';
 import { isPendingUser, type UserEntity } from '../users/user.entity';
 import type { CreateTenantDto } from './tenants.dto';
 import { TenantProblems } from './tenants.errors';
@@ -60,6 +61,8 @@ export class TenantsService {
     @Inject(APP_CONFIG) private readonly config: Pick<ManagementApiConfig, 'SANDBOX_DAYS'>,
     @Inject(PUBSUB) private readonly pubsub: Pick<PubSub, 'publish'>,
     private readonly quotas: Quotas,
+    /** Webhooks hear membership changes: recorded in the change's transaction. */
+    @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
   ) {}
 
   /** Features that must act when a tenant is born register here (kept out of this module's imports). */
@@ -125,6 +128,7 @@ export class TenantsService {
       const was = this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, role, 'demoted');
       const dto = toTenantUserDto(await this.tenants.setRole(m, tenantId, userId, role));
       if (was === 'admin' && role !== 'admin') await this.adminLeft(m, tenantId, userId);
+      await this.memberChanged(m, tenantId, { userId, action: 'role-changed', from: was, role });
       return dto;
     });
     await this.announceMembershipChanged(tenantId, userId);
@@ -137,8 +141,14 @@ export class TenantsService {
       const was = this.checkLastAdmin(await this.tenants.lockMemberships(m, tenantId), userId, null, 'removed');
       await this.tenants.removeMember(m, tenantId, userId);
       if (was === 'admin') await this.adminLeft(m, tenantId, userId);
+      await this.memberChanged(m, tenantId, { userId, action: 'removed', from: was, role: null });
     });
     await this.announceMembershipChanged(tenantId, userId);
+  }
+
+  /** member.updated for the tenant's webhooks, in `m` (a role change, a removal, an invitation accepted). */
+  async memberChanged(m: Tx, tenantId: string, data: { userId: string; action: 'joined' | 'role-changed' | 'removed'; from: TenantRole | null; role: TenantRole | null }): Promise<void> {
+    await this.domainEvents.record(m, tenantId, { type: 'member.updated', data });
   }
 
   private async adminLeft(m: Tx, tenantId: string, userId: string): Promise<void> {

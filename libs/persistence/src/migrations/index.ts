@@ -23,6 +23,7 @@ import { InvitationsExpire1763860510000 } from './1763860510000-invitations-expi
 import { CreditPurchases1763860520000 } from './1763860520000-credit-purchases';
 import { Segments1763870000000 } from './1763870000000-segments';
 import { FlagChanges1763880000000 } from './1763880000000-flag-changes';
+import { Webhooks1763885000000 } from './1763885000000-webhooks';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   CreditPurchases1763860520000,
   Segments1763870000000,
   FlagChanges1763880000000,
+  Webhooks1763885000000,
 ];
