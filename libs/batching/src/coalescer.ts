@@ -54,6 +54,17 @@ export class Coalescer<T, A> {
     return done;
   }
 
+  /**
+   * Adds `item` like `add`, keeping no promise for it: for a hot path that never waits on the emit
+   * (a waiter per item would grow with the traffic of a whole window). A closed coalescer drops it.
+   */
+  offer(item: T): void {
+    if (this.closed) return;
+    this.gathered = this.options.fold(this.pending ? this.gathered : undefined, item);
+    this.pending = true;
+    this.schedule(this.options.windowMs);
+  }
+
   /** Emits what has gathered now, once an emit under way is done (shutdown, a test). */
   async flush(): Promise<void> {
     while (this.emitting !== undefined || this.pending) {

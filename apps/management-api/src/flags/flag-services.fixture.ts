@@ -86,7 +86,8 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
   };
   // The environment's segments (segmentMatch must name one), seeded by the specs that use them.
   const segments = new FakeSegmentsRepository();
-  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments);
+  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments, { STALE_AFTER_DAYS: 30 });
+  service.now = () => repo.now();
   const imports = new FlagImportService(repo.transactions, repo, environments, events, flagLimits);
   return { repo, segments, service, imports, announced };
 }

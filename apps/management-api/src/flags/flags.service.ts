@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
 import { FlagStore } from '@flagship/flag-store';
 import { afterCommit, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
@@ -7,7 +8,9 @@ import { type CallerContext, decodeCursor } from '@flagship/service-kit';
 import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
 import { SegmentsRepository } from '../segments/segments.repository';
+import type { ManagementApiConfig } from '../env.schema';
 import { FlagEvents } from './flag-events';
+import { type FlagLifecycle, lifecycleFilter } from './flag-lifecycle';
 import { FlagLimits } from './flag-limits';
 import { applyPatch, changesGlobals, changesTargeting } from './flag-patch';
 import { DEFINITION_FIELDS, flagProblems, inUse, newFlagProblems, newFlagsProblems, newFlagVariations, segmentLookupOf, staleWrite } from './flag-rules';
@@ -41,10 +44,16 @@ export class FlagsService {
     private readonly limits: FlagLimits,
     /** The environment's segments, which a flag's segmentMatch clauses must name (read in the write's transaction). */
     @Inject(SegmentsRepository) private readonly segments: Pick<SegmentsRepository, 'definitions'>,
+    @Inject(APP_CONFIG) private readonly config: Pick<ManagementApiConfig, 'STALE_AFTER_DAYS'>,
   ) {}
 
-  async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
-    return this.repo.list(tenantId, await this.environments.resolve(tenantId, env), limit, decodeCursor(cursor), projectId);
+  /** The clock the lifecycle filter counts days on (a unit spec sets its fake's). */
+  now: () => Date = () => new Date();
+
+  /** A page of flags; `filter.lifecycle` keeps the stale (or active) ones, over `staleAfterDays` or STALE_AFTER_DAYS. */
+  async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string, filter: { lifecycle?: FlagLifecycle; staleAfterDays?: number } = {}): Promise<FlagRow[]> {
+    const lifecycle = lifecycleFilter(filter.lifecycle, filter.staleAfterDays, this.config.STALE_AFTER_DAYS, this.now());
+    return this.repo.list(tenantId, await this.environments.resolve(tenantId, env), limit, decodeCursor(cursor), projectId, lifecycle);
   }
 
   async get(tenantId: string, env: string | undefined, key: string): Promise<FlagRow> {

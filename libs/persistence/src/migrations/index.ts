@@ -22,6 +22,7 @@ import { TenantsCreatedBy1763860500000 } from './1763860500000-tenants-created-b
 import { InvitationsExpire1763860510000 } from './1763860510000-invitations-expire';
 import { CreditPurchases1763860520000 } from './1763860520000-credit-purchases';
 import { Segments1763870000000 } from './1763870000000-segments';
+import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   InvitationsExpire1763860510000,
   CreditPurchases1763860520000,
   Segments1763870000000,
+  FlagLifecycle1763890000000,
 ];
