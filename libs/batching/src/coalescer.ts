@@ -9,6 +9,8 @@ export interface CoalescerOptions<T, A> {
    * A failed emit is tried again `afterMs` later, `merge` folding what gathered since onto the
    * failed batch. Without it, a failure rejects the batch's `add`s and the batch is dropped.
    */
+  /** The window's timer does not keep the process alive (its owner flushes at shutdown). */
+  unref?: boolean;
   retry?: { afterMs: number; merge: (failed: A, since: A | undefined) => A; onError?: (err: unknown) => void };
 }
 
@@ -90,6 +92,7 @@ export class Coalescer<T, A> {
   private schedule(ms: number): void {
     if (this.timer !== undefined || this.emitting !== undefined || this.closed || !this.pending) return;
     this.timer = ms <= 0 ? setImmediate(this.fire) : setTimeout(this.fire, ms);
+    if (this.options.unref === true) this.timer.unref();
   }
 
   private cancel(): void {

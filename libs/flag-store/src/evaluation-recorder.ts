@@ -84,6 +84,8 @@ export class EvaluationRecorder implements OnApplicationShutdown {
       : undefined;
     this.coalescer = new Coalescer<string, Map<string, number>>({
       windowMs: options.windowMs ?? 60_000,
+      // A minute's timer must not hold a process (or a test run) open: shutdown flushes it.
+      unref: true,
       fold: this.fold,
       emit: (seen) => this.write(seen),
     });
