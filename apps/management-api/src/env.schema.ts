@@ -56,6 +56,8 @@ export const managementApiEnv = {
     default: 8 * 1024 * 1024,
     desc: 'bytes of one environment\'s flags the flag store holds; a set past it is refused (its evaluations and flag stream answer 409 flag-set-too-large); at least QUOTA_FLAG_BYTES_PER_TENANT',
   }),
+  STALE_AFTER_DAYS: num({ default: 30, desc: 'days a flag not evaluated, or serving one value to everyone, takes to be listed by GET /api/flags?lifecycle=stale (1..365)' }),
+  EVALUATIONS_RECORDED_PER_FLUSH: num({ default: 10000, desc: 'flag-environments whose last evaluation one flush writes (once a minute); past it the oldest of the minute are dropped and counted' }),
   FLAG_STORE_MAX_BYTES: num({ default: 64 * 1024 * 1024, desc: 'bytes of flag definitions the flag store holds in all; the least recently evaluated sets are dropped past it' }),
   QUOTA_SEGMENTS_PER_TENANT: num({ default: 500, desc: 'segments one tenant may hold, each environment\'s counted (a segment lives in one environment); past it 409 quota-exceeded' }),
   QUOTA_SEGMENT_BYTES_PER_TENANT: num({
@@ -158,9 +160,12 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     'SEGMENT_MAX_KEYS',
     'INVITATION_TTL_DAYS',
     'CHECKOUT_SESSIONS_PER_HOUR',
+    'STALE_AFTER_DAYS',
+    'EVALUATIONS_RECORDED_PER_FLUSH',
   ] as const) {
     if (!Number.isInteger(raw[name]) || raw[name] < 1) throw new ConfigError(`invalid configuration: ${name} must be a whole number of at least 1`);
   }
+  if (raw.STALE_AFTER_DAYS > 365) throw new ConfigError('invalid configuration: STALE_AFTER_DAYS must be at most 365');
   // A tenant within its quota is never refused by the store, and a set fits the store it is held in.
   for (const [smaller, larger] of [
     ['FLAG_MAX_BYTES', 'FLAG_SET_MAX_BYTES'],

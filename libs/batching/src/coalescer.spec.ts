@@ -27,6 +27,22 @@ describe('Coalescer', () => {
     expect(c.idle).toBe(true);
   });
 
+  it('offer gathers like add without a promise per item, in the same batch as adds; a closed coalescer drops it', async () => {
+    const emitted: number[][] = [];
+    const c = new Coalescer<number, number[]>({ windowMs: 10, fold: list, emit: (b) => void emitted.push(b) });
+    c.offer(1);
+    const added = c.add(2);
+    c.offer(3);
+    await jest.advanceTimersByTimeAsync(10);
+    expect(emitted).toEqual([[1, 2, 3]]);
+    await expect(added).resolves.toBeUndefined();
+    c.close();
+    c.offer(4);
+    await jest.advanceTimersByTimeAsync(10);
+    expect(emitted).toEqual([[1, 2, 3]]);
+    expect(c.idle).toBe(true);
+  });
+
   it('folds as told: the latest per key, the greatest time', async () => {
     const emitted: number[] = [];
     const c = new Coalescer<number, number>({ windowMs: 10, fold: (max, t) => Math.max(max ?? 0, t), emit: (t) => void emitted.push(t) });

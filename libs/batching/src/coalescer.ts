@@ -9,6 +9,8 @@ export interface CoalescerOptions<T, A> {
    * A failed emit is tried again `afterMs` later, `merge` folding what gathered since onto the
    * failed batch. Without it, a failure rejects the batch's `add`s and the batch is dropped.
    */
+  /** The window's timer does not keep the process alive (its owner flushes at shutdown). */
+  unref?: boolean;
   retry?: { afterMs: number; merge: (failed: A, since: A | undefined) => A; onError?: (err: unknown) => void };
 }
 
@@ -54,6 +56,17 @@ export class Coalescer<T, A> {
     return done;
   }
 
+  /**
+   * Adds `item` like `add`, keeping no promise for it: for a hot path that never waits on the emit
+   * (a waiter per item would grow with the traffic of a whole window). A closed coalescer drops it.
+   */
+  offer(item: T): void {
+    if (this.closed) return;
+    this.gathered = this.options.fold(this.pending ? this.gathered : undefined, item);
+    this.pending = true;
+    this.schedule(this.options.windowMs);
+  }
+
   /** Emits what has gathered now, once an emit under way is done (shutdown, a test). */
   async flush(): Promise<void> {
     while (this.emitting !== undefined || this.pending) {
@@ -79,6 +92,7 @@ export class Coalescer<T, A> {
   private schedule(ms: number): void {
     if (this.timer !== undefined || this.emitting !== undefined || this.closed || !this.pending) return;
     this.timer = ms <= 0 ? setImmediate(this.fire) : setTimeout(this.fire, ms);
+    if (this.options.unref === true) this.timer.unref();
   }
 
   private cancel(): void {

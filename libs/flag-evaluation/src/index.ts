@@ -60,4 +60,5 @@ export {
 } from './validate';
 export { valueMatchesType } from './json-value';
 export { evaluationError, openFeatureMetadata, openFeatureReason } from './openfeature';
+export { servesOneValue } from './lifecycle';
 export { DEFAULT_FLAG_MAX_BYTES, flagDefinitionBytes, utf8Length } from './size';

@@ -1,4 +1,5 @@
-import { type ClientSideAvailability, clientSideAvailabilityOf, type FlagDefinition, flagDefinitionBytes, type FlagType, type JsonValue, type Prerequisite, type Rule, SERVER_ONLY, type Target, type Variation } from '@flagship/flag-evaluation';
+import { createHash } from 'node:crypto';
+import { servesOneValue, type ClientSideAvailability, clientSideAvailabilityOf, type FlagDefinition, flagDefinitionBytes, type FlagType, type JsonValue, type Prerequisite, type Rule, SERVER_ONLY, type Target, type Variation } from '@flagship/flag-evaluation';
 
 /**
  * The columns of one flag as seen in one environment (`flags f` joined with `flag_environments fe`),
@@ -44,6 +45,22 @@ export function flagDefinitionFromRow(r: FlagDefinitionRow): FlagDefinition {
   return def;
 }
 
+/**
+ * Names the one value the definition serves to everyone (servesOneValue), or null when it serves
+ * several: a digest, so that a flag moving from one value to another starts a new "since".
+ */
+export function servedValueDigest(def: FlagDefinition): string | null {
+  const one = servesOneValue(def);
+  return one === undefined ? null : createHash('sha256').update(canonicalJson(one.value)).digest('base64url').slice(0, 22);
+}
+
+/** JSON with object keys sorted: jsonb reorders keys, and the same value must digest the same. */
+function canonicalJson(v: JsonValue): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] as JsonValue)}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
 /** One flag's definition in one environment, measured (flagDefinitionBytes) after a write. */
 export interface MeasuredDefinition {
   flagId: string;
@@ -53,6 +70,7 @@ export interface MeasuredDefinition {
   before: number;
   bytes: number;
 }
+
 
 /** What measureFlagDefinitions runs its statements with (an EntityManager, a QueryRunner, a pg client). */
 export interface DefinitionSizeRunner {
@@ -73,21 +91,28 @@ export async function measureFlagDefinitions(
   const byFlags = 'flagIds' in scope;
   if (byFlags && scope.flagIds.length === 0) return [];
   const rows = (await m.query(
-    `SELECT f.id AS flag_id, fe.environment_key, fe.definition_bytes AS before, ${FLAG_DEFINITION_COLUMNS}
+    `SELECT f.id AS flag_id, fe.environment_key, fe.definition_bytes AS before, fe.serving_digest, ${FLAG_DEFINITION_COLUMNS}
        FROM flags f JOIN flag_environments fe ON fe.tenant_id = f.tenant_id AND fe.flag_id = f.id
       WHERE f.tenant_id = $1 AND ${byFlags ? 'f.id = ANY($2::uuid[])' : 'fe.environment_key = $2'}
       ORDER BY f.key, fe.environment_key`,
     [tenantId, byFlags ? scope.flagIds : scope.environment],
-  )) as Array<FlagDefinitionRow & { flag_id: string; environment_key: string; before: number }>;
-  const measured = rows.map((r) => ({ flagId: r.flag_id, key: r.key, environment: r.environment_key, before: r.before, bytes: flagDefinitionBytes(flagDefinitionFromRow(r)) }));
-  const changed = measured.filter((d) => d.bytes !== d.before);
+  )) as Array<FlagDefinitionRow & { flag_id: string; environment_key: string; before: number; serving_digest: string | null }>;
+  const measured = rows.map((r) => {
+    const def = flagDefinitionFromRow(r);
+    return { flagId: r.flag_id, key: r.key, environment: r.environment_key, before: r.before, bytes: flagDefinitionBytes(def), digest: servedValueDigest(def), digestBefore: r.serving_digest };
+  });
+  const changed = measured.filter((d) => d.bytes !== d.before || d.digest !== d.digestBefore);
   if (changed.length > 0) {
+    // serving_one_variation_since: kept while the same one value is served, now() when it starts, NULL when several are.
     await m.query(
-      `UPDATE flag_environments fe SET definition_bytes = x.bytes
-         FROM unnest($2::uuid[], $3::text[], $4::int[]) AS x(flag_id, environment_key, bytes)
+      `UPDATE flag_environments fe SET definition_bytes = x.bytes, serving_digest = x.digest,
+              serving_one_variation_since = CASE WHEN x.digest IS NULL THEN NULL
+                                                 WHEN fe.serving_digest IS NOT DISTINCT FROM x.digest THEN fe.serving_one_variation_since
+                                                 ELSE now() END
+         FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[]) AS x(flag_id, environment_key, bytes, digest)
         WHERE fe.tenant_id = $1 AND fe.flag_id = x.flag_id AND fe.environment_key = x.environment_key`,
-      [tenantId, changed.map((d) => d.flagId), changed.map((d) => d.environment), changed.map((d) => d.bytes)],
+      [tenantId, changed.map((d) => d.flagId), changed.map((d) => d.environment), changed.map((d) => d.bytes), changed.map((d) => d.digest)],
     );
   }
-  return measured;
+  return measured.map(({ digest: _d, digestBefore: _b, ...size }) => size);
 }

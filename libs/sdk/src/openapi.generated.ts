@@ -567,7 +567,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List flags as seen in the environment (paginated) */
+        /** List flags as seen in the environment (paginated); lifecycle=stale lists those not evaluated, or serving one value to everyone, for staleAfterDays days */
         get: operations["Flags_list"];
         put?: never;
         /** Create a flag */
@@ -1814,6 +1814,10 @@ export interface components {
             prerequisites: components["schemas"]["PrerequisiteDto"][];
             salt: string | null;
             version: string;
+            /** @description when an evaluator last evaluated the flag in this environment (recorded at most once a minute, so up to about a minute late); null: never */
+            lastEvaluatedAt: string | null;
+            /** @description since when the flag has served one value to everyone in this environment (off, or on with nothing but one variation); null: it serves several */
+            servingOneVariationSince: string | null;
             /** @description accepted data that can never match in this environment (clause values their operator cannot use, empty value lists, keys targeted twice), as LaunchDarkly evaluates them; empty when none */
             warnings: components["schemas"]["FlagWarningDto"][];
         };
@@ -6206,6 +6210,10 @@ export interface operations {
                 cursor?: string;
                 /** @description only the flags of this project */
                 projectId?: string;
+                /** @description stale: flags not evaluated in this environment (X-Environment) for staleAfterDays days (a younger flag counts from its creation), or serving one value to everyone for that long; active: the others */
+                lifecycle?: "stale" | "active";
+                /** @description days for lifecycle; default STALE_AFTER_DAYS (30) */
+                staleAfterDays?: number;
             };
             header?: {
                 /** @description environment key, default production */

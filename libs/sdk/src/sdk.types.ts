@@ -120,6 +120,10 @@ export interface Flag {
   prerequisites: Prerequisite[];
   salt: string | null;
   version: string;
+  /** When an evaluator last evaluated the flag in this environment (recorded at most once a minute); null: never. */
+  lastEvaluatedAt: Timestamp | null;
+  /** Since when it has served one value to everyone here (off, or on with one variation for all); null: it serves several. */
+  servingOneVariationSince: Timestamp | null;
   /** Accepted data that can never match in this environment (e.g. a number for `startsWith`); empty when none. */
   warnings: FlagWarning[];
 }

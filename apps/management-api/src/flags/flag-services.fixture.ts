@@ -105,7 +105,8 @@ export function flagServices(settings: Partial<FlagLimitSettings> = {}) {
   // What webhooks would hear: the events each write recorded in its transaction.
   const recorded: DomainEvent[] = [];
   const domainEvents = { record: async (_m: unknown, _tenantId: string, ...e: DomainEvent[]) => void recorded.push(...e) };
-  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments, domainEvents);
+  const service = new FlagsService(repo.transactions, repo, projects, environments, store, events, flagLimits, segments, domainEvents, { STALE_AFTER_DAYS: 30 });
+  service.now = () => repo.now();
   const segmentService = new SegmentsService(segments.transactions, segments, environments, quotas, events, { SEGMENT_MAX_BYTES: 524_288, SEGMENT_MAX_KEYS: 10_000 }, domainEvents);
   // One transaction over both fakes, as Postgres holds both tables: a throw undoes what either wrote.
   const both = { run: <T>(work: Parameters<typeof repo.transactions.run<T>>[0]) => repo.transactions.run((m) => segments.transactions.run(() => work(m))) };

@@ -85,6 +85,10 @@ export class FlagEnvironmentEntity {
 
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
+
+  /** Since when the definition has served one value to everyone (null: it serves several); kept by every write (measureFlagDefinitions). */
+  @Column({ name: 'serving_one_variation_since', type: 'timestamptz', nullable: true, insert: false, update: false })
+  servingOneVariationSince?: Date | null;
 }
 
 @Entity({ name: 'flag_audit' })

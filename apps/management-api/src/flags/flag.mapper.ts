@@ -53,6 +53,8 @@ export function toFlagDto(r: FlagRow): FlagDto {
     prerequisites: r.env.prerequisites,
     salt: r.env.salt,
     version: `${r.flag.version}.${r.env.version}`,
+    lastEvaluatedAt: r.lastEvaluatedAt?.toISOString() ?? null,
+    servingOneVariationSince: r.env.servingOneVariationSince?.toISOString() ?? null,
     // Accepted but never-matching data (LaunchDarkly's semantics), shown on every read so a typo stays visible.
     warnings: checkFlagDefinition(definitionOf(r.flag, r.env)).warnings,
   };

@@ -39,7 +39,7 @@ export class FlagsController {
 
   @Get()
   @TenantAccess({ ...READ, headerRequired: true })
-  @ApiOperation({ summary: 'List flags as seen in the environment (paginated)' })
+  @ApiOperation({ summary: 'List flags as seen in the environment (paginated); lifecycle=stale lists those not evaluated, or serving one value to everyone, for staleAfterDays days' })
   @ApiErrors(400, 422)
   @ApiOkResponse({ type: [FlagDto] })
   async list(
@@ -50,7 +50,7 @@ export class FlagsController {
     @Res({ passthrough: true }) res: Response,
   ) {
     const limit = pageLimit(page);
-    const rows = await this.flags.list(tenant.id, env, limit, page.cursor, page.projectId);
+    const rows = await this.flags.list(tenant.id, env, limit, page.cursor, page.projectId, { lifecycle: page.lifecycle, staleAfterDays: page.staleAfterDays });
     return sendPage(req, res, rows, limit, (r) => ({ at: r.flag.createdAt.toISOString(), id: r.flag.id })).map(toFlagDto);
   }
 

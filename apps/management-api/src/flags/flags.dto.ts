@@ -7,12 +7,14 @@ import {
   IsBoolean,
   IsDefined,
   IsIn,
+  IsInt,
   IsNumber,
   IsObject,
   IsOptional,
   IsString,
   IsUUID,
   Matches,
+  Max,
   MaxLength,
   Min,
   MinLength,
@@ -22,6 +24,7 @@ import { JSON_VALUE, PageQueryDto } from '@flagship/service-kit';
 import { EVALUATION_ERROR_KINDS, EVALUATION_REASONS, FLAG_KEY_PATTERN, FLAG_TYPES, type EvaluationErrorKind, type EvaluationReason, type FlagType, type JsonValue } from '@flagship/domain';
 import type { Prerequisite, Rule, Target, Variation } from '@flagship/flag-evaluation';
 import { CLIENT_SIDE_AVAILABILITY_DESCRIPTION, ClientSideAvailabilityDto, PrerequisiteDto, RuleDto, TargetDto, VariationDto } from './flag-targeting.dto';
+import { FLAG_LIFECYCLES, type FlagLifecycle } from './flag-lifecycle';
 
 export const KEY_MESSAGE = 'must start with a letter or digit and hold at most 128 letters, digits, dots, dashes or underscores';
 
@@ -219,6 +222,23 @@ export class ListFlagsQueryDto extends PageQueryDto {
   @IsOptional()
   @IsUUID('all', { message: 'must be a project id' })
   projectId?: string;
+
+  @ApiPropertyOptional({
+    enum: FLAG_LIFECYCLES,
+    description:
+      'stale: flags not evaluated in this environment (X-Environment) for staleAfterDays days (a younger flag counts from its creation), or serving one value to everyone for that long; active: the others',
+  })
+  @IsOptional()
+  @IsIn(FLAG_LIFECYCLES)
+  lifecycle?: FlagLifecycle;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 365, description: 'days for lifecycle; default STALE_AFTER_DAYS (30)' })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  staleAfterDays?: number;
 }
 
 export class EvaluateFlagDto {
@@ -302,6 +322,10 @@ export class FlagDto {
   @ApiProperty({ type: [PrerequisiteDto] }) prerequisites: Prerequisite[];
   @ApiProperty({ nullable: true, type: String }) salt: string | null;
   @ApiProperty() version: string;
+  @ApiProperty({ nullable: true, type: String, description: 'when an evaluator last evaluated the flag in this environment (recorded at most once a minute, so up to about a minute late); null: never' })
+  lastEvaluatedAt: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'since when the flag has served one value to everyone in this environment (off, or on with nothing but one variation); null: it serves several' })
+  servingOneVariationSince: string | null;
   @ApiProperty({
     type: [FlagWarningDto],
     description: 'accepted data that can never match in this environment (clause values their operator cannot use, empty value lists, keys targeted twice), as LaunchDarkly evaluates them; empty when none',

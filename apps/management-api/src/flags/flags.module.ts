@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_CONFIG } from '@flagship/config';
-import { FlagStore, FlagStoreRepository } from '@flagship/flag-store';
+import { EvaluationRecorder, EvaluationsRepository, FlagStore, FlagStoreRepository } from '@flagship/flag-store';
+import { HttpMetrics } from '@flagship/service-kit';
 import { ProblemException } from '@flagship/problem-details';
 import { PUBSUB, type PubSub } from '@flagship/redis';
 import type { ManagementApiConfig } from '../env.schema';
@@ -72,6 +73,13 @@ const RECONCILE_MS = 15_000;
     },
     FlagStreams,
     FlagEvents,
+    EvaluationsRepository,
+    {
+      provide: EvaluationRecorder,
+      inject: [EvaluationsRepository, HttpMetrics, APP_CONFIG],
+      useFactory: (writes: EvaluationsRepository, metrics: HttpMetrics, config: ManagementApiConfig) =>
+        new EvaluationRecorder(writes, { maxPerFlush: config.EVALUATIONS_RECORDED_PER_FLUSH, registry: [metrics.registry] }),
+    },
     EvaluationCounter,
   ],
   exports: [FlagsService, FlagStore],

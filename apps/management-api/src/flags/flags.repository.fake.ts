@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { flagDefinitionBytes, type FlagDefinition, SERVER_ONLY } from '@flagship/flag-evaluation';
-import type { MeasuredDefinition, TransactionRunner, Tx } from '@flagship/persistence';
+import { type MeasuredDefinition, servedValueDigest, type TransactionRunner, type Tx } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
 import { snapshotTransactions } from '../testing/inline-transactions';
 import { definitionOf } from './flag.mapper';
+import { type LifecycleFilter, matchesLifecycle } from './flag-lifecycle';
 import type { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import {
   type AtVersion,
@@ -19,9 +20,16 @@ import {
 interface State {
   flags: Map<string, FlagEntity>;
   /** Rows of every environment, with the definition's stored size (flag_environments.definition_bytes). */
-  envs: Array<FlagEnvironmentEntity & { definitionBytes: number }>;
+  envs: Array<FakeEnvRow>;
   audit: FlagAuditEntity[];
+  /** `tenant \0 environment \0 flag key` -> last evaluated (flag_evaluations). */
+  evaluations: Map<string, Date>;
 }
+
+/** A flag_environments row with what the entity does not read: the stored size and served-value digest. */
+type FakeEnvRow = FlagEnvironmentEntity & { definitionBytes: number; servingDigest: string | null };
+
+const evaluationKey = (tenantId: string, environment: string, key: string): string => `${tenantId}\0${environment}\0${key}`;
 
 /** Postgres' unique violation (code 23505), as isUniqueViolation reads it. */
 const uniqueViolation = (): Error => Object.assign(new Error('duplicate key value violates unique constraint "flags_tenant_id_key_key"'), { code: '23505' });
@@ -34,7 +42,7 @@ const uniqueViolation = (): Error => Object.assign(new Error('duplicate key valu
  * tenant's import lock. There are no locks to take: a unit test runs one write at a time.
  */
 export class FakeFlagsRepository extends FlagsRepository {
-  private state: State = { flags: new Map(), envs: [], audit: [] };
+  private state: State = { flags: new Map(), envs: [], audit: [], evaluations: new Map() };
   /** tenant id -> its environment keys (the environments table). */
   readonly environments = new Map<string, string[]>();
   readonly importsUnderWay = new Set<string>();
@@ -58,6 +66,23 @@ export class FakeFlagsRepository extends FlagsRepository {
     return this.state.audit;
   }
 
+  /** The fake's clock (what it dates writes with). */
+  now(): Date {
+    return new Date(this.clock);
+  }
+
+  /** Moves the clock (writes are dated by it, one millisecond apart). */
+  setNow(at: Date): void {
+    this.clock = at.getTime();
+  }
+
+  /** What an evaluator's recorder writes (flag_evaluations): the later of what is there and `at`. */
+  recordEvaluation(tenantId: string, environment: string, key: string, at: Date): void {
+    const k = evaluationKey(tenantId, environment, key);
+    const before = this.state.evaluations.get(k);
+    if (before === undefined || before < at) this.state.evaluations.set(k, new Date(at.getTime()));
+  }
+
   private tick(): Date {
     this.clock += 1;
     return new Date(this.clock);
@@ -68,14 +93,15 @@ export class FakeFlagsRepository extends FlagsRepository {
     return undefined;
   }
 
-  private envOf(tenantId: string, flagId: string, environment: string): (FlagEnvironmentEntity & { definitionBytes: number }) | undefined {
+  private envOf(tenantId: string, flagId: string, environment: string): FakeEnvRow | undefined {
     return this.state.envs.find((e) => e.tenantId === tenantId && e.flagId === flagId && e.environmentKey === environment);
   }
 
   private row(tenantId: string, flag: FlagEntity | undefined, environment: string): FlagRow | null {
     if (!flag) return null;
     const env = this.envOf(tenantId, flag.id, environment);
-    return env ? { flag: copy(flag), env: envEntity(env) } : null;
+    const evaluated = this.state.evaluations.get(evaluationKey(tenantId, environment, flag.key));
+    return env ? { flag: copy(flag), env: envEntity(env), lastEvaluatedAt: evaluated ? new Date(evaluated.getTime()) : null } : null;
   }
 
   async findByKey(tenantId: string, key: string): Promise<FlagEntity | null> {
@@ -146,7 +172,7 @@ export class FakeFlagsRepository extends FlagsRepository {
     return this.state.envs.filter((e) => e.tenantId === tenantId && e.flagId === flagId).map(envEntity);
   }
 
-  async list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string): Promise<FlagRow[]> {
+  async list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string, lifecycle?: LifecycleFilter): Promise<FlagRow[]> {
     const at = (f: FlagEntity): [number, string] => [f.createdAt.getTime(), f.id];
     const afterKey: [number, string] | undefined = after ? [Date.parse(after.at), after.id] : undefined;
     return [...this.state.flags.values()]
@@ -155,6 +181,7 @@ export class FakeFlagsRepository extends FlagsRepository {
       .sort((a, b) => compare(at(a), at(b)))
       .map((f) => this.row(tenantId, f, environment))
       .filter((r): r is FlagRow => r !== null)
+      .filter((r) => matchesLifecycle({ createdAt: r.flag.createdAt, lastEvaluatedAt: r.lastEvaluatedAt ?? null, servingOneVariationSince: r.env.servingOneVariationSince ?? null }, lifecycle))
       .slice(0, limit + 1);
   }
 
@@ -176,7 +203,9 @@ export class FakeFlagsRepository extends FlagsRepository {
         salt: null,
         version: 1,
         updatedAt: now,
+        servingOneVariationSince: null,
         definitionBytes: 0,
+        servingDigest: null,
       });
     }
     return copy(flag);
@@ -201,9 +230,14 @@ export class FakeFlagsRepository extends FlagsRepository {
     for (const env of this.state.envs) {
       const flag = this.state.flags.get(env.flagId);
       if (env.tenantId !== tenantId || !flag || !flagIds.includes(flag.id)) continue;
-      const bytes = flagDefinitionBytes(definitionOf(flag, env));
+      const def = definitionOf(flag, env);
+      const bytes = flagDefinitionBytes(def);
       measured.push({ flagId: flag.id, key: flag.key, environment: env.environmentKey, before: env.definitionBytes, bytes });
       env.definitionBytes = bytes;
+      // As measureFlagDefinitions: the date kept while the same one value is served.
+      const digest = servedValueDigest(def);
+      if (digest !== env.servingDigest) env.servingOneVariationSince = digest === null ? null : new Date(this.clock);
+      env.servingDigest = digest;
     }
     return measured.sort((a, b) => byCodePoint(a.key, b.key) || byCodePoint(a.environment, b.environment));
   }
@@ -213,6 +247,7 @@ export class FakeFlagsRepository extends FlagsRepository {
     if (!flag || flag.tenantId !== tenantId) return;
     this.state.flags.delete(flagId);
     this.state.envs = this.state.envs.filter((e) => e.flagId !== flagId);
+    for (const k of this.state.evaluations.keys()) if (k.startsWith(`${tenantId}\0`) && k.endsWith(`\0${flag.key}`)) this.state.evaluations.delete(k);
   }
 
   async dependents(tenantId: string, key: string): Promise<string[]> {
@@ -271,8 +306,8 @@ function copy<T>(value: T): T {
 }
 
 /** The entity as the real repository reads it: no stored size. */
-function envEntity(e: FlagEnvironmentEntity & { definitionBytes: number }): FlagEnvironmentEntity {
-  const { definitionBytes: _bytes, ...entity } = copy(e);
+function envEntity(e: FakeEnvRow): FlagEnvironmentEntity {
+  const { definitionBytes: _bytes, servingDigest: _digest, ...entity } = copy(e);
   return entity;
 }
 

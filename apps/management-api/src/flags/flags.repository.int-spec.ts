@@ -1,5 +1,6 @@
 import { flagDefinitionBytes, type Variation } from '@flagship/flag-evaluation';
 import { createDataSource, type DataSource, isUniqueViolation, type Tx, withTransaction } from '@flagship/persistence';
+import { EvaluationsRepository } from '@flagship/flag-store';
 import { createTestDatabase, describeAgreement, type TestDatabase } from '@flagship/testing';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 import { definitionOf } from './flag.mapper';
@@ -30,7 +31,7 @@ const fields = (key: string, more: Partial<NewFlagFields> = {}): NewFlagFields =
 const shape = (r: FlagRow | null) => {
   if (r === null) return null;
   const { id: _id, tenantId: _t, createdAt: _c, updatedAt: _u, ...flag } = r.flag;
-  const { flagId: _f, tenantId: _t2, updatedAt: _u2, ...env } = r.env;
+  const { flagId: _f, tenantId: _t2, updatedAt: _u2, servingOneVariationSince: _s, ...env } = r.env;
   return { flag, env };
 };
 
@@ -58,7 +59,15 @@ describe('FlagsRepository: the fake agrees with Postgres', () => {
     await db?.drop();
   });
 
-  type Subject = { repo: FlagsRepository; tx: <T>(work: (m: Tx) => Promise<T>) => Promise<T>; reset: () => Promise<void> };
+  type Subject = {
+    repo: FlagsRepository;
+    tx: <T>(work: (m: Tx) => Promise<T>) => Promise<T>;
+    reset: () => Promise<void>;
+    /** What an evaluator's recorder writes; the real one through EvaluationsRepository. */
+    evaluated: (tenantId: string, environment: string, flagKey: string, at: Date) => Promise<void>;
+    /** The subject's clock (Postgres': now). */
+    now: () => Date;
+  };
 
   const real = (): Subject => ({
     repo: new SqlFlagsRepository(ds),
@@ -66,12 +75,21 @@ describe('FlagsRepository: the fake agrees with Postgres', () => {
     reset: async () => {
       await ds.query(`DELETE FROM flags`);
       await ds.query(`DELETE FROM flag_audit`);
+      await ds.query(`DELETE FROM flag_evaluations`);
     },
+    evaluated: (tenantId, environment, flagKey, at) => new EvaluationsRepository(ds).recordEvaluations([{ tenantId, environment, flagKey, at }]),
+    now: () => new Date(),
   });
   const fake = (): Subject => {
     const repo = new FakeFlagsRepository();
     for (const t of [tenantId, otherTenantId]) repo.environments.set(t, [...ENVIRONMENTS]);
-    return { repo, tx: (work) => repo.transactions.run(work), reset: async () => undefined };
+    return {
+      repo,
+      tx: (work) => repo.transactions.run(work),
+      reset: async () => undefined,
+      evaluated: async (tenantId, environment, flagKey, at) => repo.recordEvaluation(tenantId, environment, flagKey, at),
+      now: () => repo.now(),
+    };
   };
 
   describeAgreement({ Postgres: real, 'the fake': fake }, (subject) => {
@@ -179,6 +197,69 @@ describe('FlagsRepository: the fake agrees with Postgres', () => {
         ['three', false],
         ['two', false],
       ]);
+    });
+
+    it('lists by lifecycle: stale when not evaluated (counted from creation), or serving one value, since the cutoff; pages with a cursor; the later evaluation kept', async () => {
+      const DAY = 86_400_000;
+      const targeted = async (key: string) => {
+        const f = await s.tx((m) => s.repo.insert(m, tenantId, fields(key)));
+        await s.tx(async (m) => {
+          await s.repo.updateEnv(m, tenantId, f.id, 'production', 1, { enabled: true, targets: [{ variationId: ON, values: ['alice'] }] });
+          await s.repo.measure(m, tenantId, [f.id]);
+        });
+        return f;
+      };
+      // quiet: serves two values, last evaluated 10 days ago; fresh: serves two, never evaluated; off: one value since now, evaluated now.
+      await targeted('quiet');
+      await targeted('fresh');
+      const off = await s.tx((m) => s.repo.insert(m, tenantId, fields('off')));
+      await s.tx((m) => s.repo.measure(m, tenantId, [off.id]));
+      const now = s.now();
+      await s.evaluated(tenantId, 'production', 'quiet', new Date(now.getTime() - 10 * DAY));
+      await s.evaluated(tenantId, 'production', 'quiet', new Date(now.getTime() - 20 * DAY));
+      await s.evaluated(tenantId, 'production', 'off', now);
+      await s.evaluated(tenantId, 'staging', 'fresh', now);
+      const keys = async (lifecycle: 'stale' | 'active', cutoff: Date) => (await s.repo.list(tenantId, 'production', 10, undefined, undefined, { lifecycle, cutoff })).map((r) => r.flag.key);
+      const fiveDaysAgo = new Date(now.getTime() - 5 * DAY);
+      expect(await keys('stale', fiveDaysAgo)).toEqual(['quiet']);
+      expect(await keys('active', fiveDaysAgo)).toEqual(['fresh', 'off']);
+      const inAnHour = new Date(now.getTime() + 3_600_000);
+      expect(await keys('stale', inAnHour)).toEqual(['quiet', 'fresh', 'off']);
+      expect(await keys('active', new Date(now.getTime() - 20 * DAY))).toEqual(['quiet', 'fresh', 'off']);
+      // A page at a time: the cursor runs over the filtered rows.
+      const first = await s.repo.list(tenantId, 'production', 1, undefined, undefined, { lifecycle: 'stale', cutoff: inAnHour });
+      expect(first.map((r) => r.flag.key)).toEqual(['quiet', 'fresh']);
+      const rest = await s.repo.list(tenantId, 'production', 1, { at: first[0]!.flag.createdAt.toISOString(), id: first[0]!.flag.id }, undefined, { lifecycle: 'stale', cutoff: inAnHour });
+      expect(rest.map((r) => r.flag.key)).toEqual(['fresh', 'off']);
+      // Rows carry their last evaluation (the later one kept) and since when they serve one value.
+      const quiet = (await s.repo.findRow(tenantId, 'quiet', 'production'))!;
+      expect(quiet.lastEvaluatedAt).toEqual(new Date(now.getTime() - 10 * DAY));
+      expect(quiet.env.servingOneVariationSince).toBeNull();
+      const offRow = (await s.repo.findRow(tenantId, 'off', 'production'))!;
+      expect(offRow.env.servingOneVariationSince).toBeInstanceOf(Date);
+      expect((await s.repo.findRow(tenantId, 'fresh', 'production'))!.lastEvaluatedAt).toBeNull();
+      // Another tenant's list is its own.
+      expect(await s.repo.list(otherTenantId, 'production', 10, undefined, undefined, { lifecycle: 'stale', cutoff: inAnHour })).toEqual([]);
+    });
+
+    it('since when one value is served: set when a write makes it so, kept while the same value is served, cleared when several are', async () => {
+      const f = await s.tx((m) => s.repo.insert(m, tenantId, fields('rollout')));
+      await s.tx((m) => s.repo.measure(m, tenantId, [f.id]));
+      const since = (await s.repo.findRow(tenantId, 'rollout', 'production'))!.env.servingOneVariationSince!;
+      expect(since).toBeInstanceOf(Date);
+      // Still off, another description: the same value, the same since.
+      await s.tx(async (m) => {
+        await s.repo.updateFlag(m, tenantId, f.id, 1, { description: 'still off' });
+        await s.repo.measure(m, tenantId, [f.id]);
+      });
+      expect((await s.repo.findRow(tenantId, 'rollout', 'production'))!.env.servingOneVariationSince).toEqual(since);
+      // On, targeted: several values.
+      await s.tx(async (m) => {
+        await s.repo.updateEnv(m, tenantId, f.id, 'production', 1, { enabled: true, targets: [{ variationId: ON, values: ['alice'] }] });
+        await s.repo.measure(m, tenantId, [f.id]);
+      });
+      expect((await s.repo.findRow(tenantId, 'rollout', 'production'))!.env.servingOneVariationSince).toBeNull();
+      expect((await s.repo.findRow(tenantId, 'rollout', 'staging'))!.env.servingOneVariationSince).toEqual(since);
     });
 
     it("an import's statements: its lock, rows locked by key, flags inserted and replaced at their versions only", async () => {

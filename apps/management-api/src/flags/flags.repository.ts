@@ -3,6 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { type FlagDefinition, SERVER_ONLY } from '@flagship/flag-evaluation';
 import { DATA_SOURCE, FLAG_DEFINITION_COLUMNS, type FlagDefinitionRow, flagDefinitionFromRow, type MeasuredDefinition, measureFlagDefinitions } from '@flagship/persistence';
 import type { PageCursor } from '@flagship/service-kit';
+import type { LifecycleFilter } from './flag-lifecycle';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entity';
 
 /** A flag's global fields a write may change, as the flag row holds them. */
@@ -33,6 +34,8 @@ const ENV_COLUMNS: Record<keyof FlagTargetingFields, [string, boolean]> = {
 export interface FlagRow {
   flag: FlagEntity;
   env: FlagEnvironmentEntity;
+  /** When an evaluator last evaluated it in this environment (flag_evaluations); null: never; absent: not read (rows locked for a write). */
+  lastEvaluatedAt?: Date | null;
 }
 
 /** What a new flag is made of (its row in every environment starts switched off, untargeted). */
@@ -76,8 +79,8 @@ export abstract class FlagsRepository {
   /** Replaces the targeting of many flags in one environment, each only at its expected version. Returns how many applied. */
   abstract replaceTargetingMany(m: EntityManager, tenantId: string, environment: string, rows: ReadonlyArray<AtVersion & FlagTargetingFields>): Promise<number>;
   abstract envRows(m: EntityManager, tenantId: string, flagId: string): Promise<FlagEnvironmentEntity[]>;
-  /** A page of flags as seen in `environment`, oldest first (one more than `limit`, to tell a next page). */
-  abstract list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string): Promise<FlagRow[]>;
+  /** A page of flags as seen in `environment`, oldest first (one more than `limit`, to tell a next page), only those of `lifecycle` when given (flag-lifecycle's isStale). */
+  abstract list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string, lifecycle?: LifecycleFilter): Promise<FlagRow[]>;
   /** Inserts the flag and its row in every environment of the tenant (switched on only in `enabledIn`); a key taken is a unique violation. */
   abstract insert(m: EntityManager, tenantId: string, fields: NewFlagFields, enabledIn?: string): Promise<FlagEntity>;
   /** Sets the global fields given, bumping the version; only at `expectedVersion`. Returns whether it applied. */
@@ -132,7 +135,19 @@ export class SqlFlagsRepository extends FlagsRepository {
     const flag = await this.findByKey(tenantId, key, m);
     if (!flag) return null;
     const env = await this.envRow(tenantId, flag.id, environment, m);
-    return env ? { flag, env } : null;
+    if (!env) return null;
+    const evaluated = await this.lastEvaluated(tenantId, environment, [key], m);
+    return { flag, env, lastEvaluatedAt: evaluated.get(key) ?? null };
+  }
+
+  /** flag key -> when it was last evaluated in `environment` (keys never evaluated left out). */
+  private async lastEvaluated(tenantId: string, environment: string, keys: readonly string[], m?: EntityManager): Promise<Map<string, Date>> {
+    if (keys.length === 0) return new Map();
+    const rows: Array<{ flag_key: string; last_evaluated_at: Date }> = await (m ?? this.ds.manager).query(
+      'SELECT flag_key, last_evaluated_at FROM flag_evaluations WHERE tenant_id = $1 AND environment_key = $2 AND flag_key = ANY($3::text[])',
+      [tenantId, environment, keys],
+    );
+    return new Map(rows.map((r) => [r.flag_key, r.last_evaluated_at]));
   }
 
   async lockRow(m: EntityManager, tenantId: string, key: string, environment: string): Promise<FlagRow | null> {
@@ -185,11 +200,12 @@ export class SqlFlagsRepository extends FlagsRepository {
       .getMany();
     const envOf = new Map(envs.map((e) => [e.flagId, e]));
     const byKey = new Map(flags.map((f) => [f.key, f]));
+    const evaluated = await this.lastEvaluated(tenantId, environment, keys);
     const out: FlagRow[] = [];
     for (const key of keys) {
       const flag = byKey.get(key);
       const env = flag && envOf.get(flag.id);
-      if (flag && env) out.push({ flag, env });
+      if (flag && env) out.push({ flag, env, lastEvaluatedAt: evaluated.get(key) ?? null });
     }
     return out;
   }
@@ -277,18 +293,26 @@ export class SqlFlagsRepository extends FlagsRepository {
     return this.envs(m).createQueryBuilder('e').where('e.tenant_id = :tenantId AND e.flag_id = :flagId', { tenantId, flagId }).getMany();
   }
 
-  async list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string): Promise<FlagRow[]> {
+  /** One statement; the lifecycle filter is flag-lifecycle's isStale in SQL (the key order and cursor stay as they are, so pages stay correct). */
+  async list(tenantId: string, environment: string, limit: number, after?: PageCursor, projectId?: string, lifecycle?: LifecycleFilter): Promise<FlagRow[]> {
     const q = this.flags()
       .createQueryBuilder('f')
       .innerJoinAndMapOne('f.env', FlagEnvironmentEntity, 'e', 'e.flag_id = f.id AND e.tenant_id = f.tenant_id AND e.environment_key = :environment', { environment })
+      .leftJoin('flag_evaluations', 'ev', 'ev.tenant_id = f.tenant_id AND ev.environment_key = e.environment_key AND ev.flag_key = f.key')
+      .addSelect('ev.last_evaluated_at', 'last_evaluated_at')
       .where('f.tenant_id = :tenantId', { tenantId })
       .orderBy('f.created_at', 'ASC')
       .addOrderBy('f.id', 'ASC')
       .limit(limit + 1);
     if (projectId) q.andWhere('f.project_id = :projectId', { projectId });
     if (after) q.andWhere('(f.created_at, f.id) > (:at, :id)', { at: after.at, id: after.id });
-    const rows = await q.getMany();
-    return rows.map((flag) => ({ flag, env: (flag as FlagEntity & { env: FlagEnvironmentEntity }).env }));
+    if (lifecycle) {
+      const stale = `(COALESCE(ev.last_evaluated_at, f.created_at) < :cutoff OR COALESCE(e.serving_one_variation_since, 'infinity') < :cutoff)`;
+      q.andWhere(lifecycle.lifecycle === 'stale' ? stale : `NOT ${stale}`, { cutoff: lifecycle.cutoff });
+    }
+    const { entities, raw } = await q.getRawAndEntities<{ f_id: string; last_evaluated_at: Date | null }>();
+    const evaluated = new Map(raw.map((r) => [r.f_id, r.last_evaluated_at]));
+    return entities.map((flag) => ({ flag, env: (flag as FlagEntity & { env: FlagEnvironmentEntity }).env, lastEvaluatedAt: evaluated.get(flag.id) ?? null }));
   }
 
   async insert(m: EntityManager, tenantId: string, fields: NewFlagFields, enabledIn?: string): Promise<FlagEntity> {
@@ -348,6 +372,8 @@ export class SqlFlagsRepository extends FlagsRepository {
   }
 
   async delete(m: EntityManager, tenantId: string, flagId: string): Promise<void> {
+    // Its evaluations are kept by key (evaluators know no ids): a flag made again under the key starts afresh.
+    await m.query('DELETE FROM flag_evaluations WHERE tenant_id = $1 AND flag_key = (SELECT key FROM flags WHERE tenant_id = $1 AND id = $2)', [tenantId, flagId]);
     await m.query('DELETE FROM flags WHERE tenant_id = $1 AND id = $2', [tenantId, flagId]);
   }
 

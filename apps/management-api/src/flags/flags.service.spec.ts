@@ -224,6 +224,48 @@ describe('FlagsService', () => {
     });
   });
 
+  describe('list by lifecycle (stale flags)', () => {
+    const DAY = 86_400_000;
+    const at = (days: number) => new Date(Date.parse('2026-01-01T00:00:00Z') + days * DAY);
+    const keys = async (lifecycle: 'stale' | 'active', staleAfterDays?: number, env = 'production') =>
+      (await s.service.list(TENANT, env, 100, undefined, undefined, { lifecycle, staleAfterDays })).map((r) => r.flag.key);
+
+    it('a flag serving one value since its last write is stale once STALE_AFTER_DAYS (30) pass, even when evaluated every day; a rollout to several is not', async () => {
+      s.repo.setNow(at(0));
+      await create(boolFlag('off-flag'));
+      await create(boolFlag('split', { enabled: true }));
+      const split = await s.service.get(TENANT, 'production', 'split');
+      await patch('split', { variations: split.flag.variations.map((v) => ({ ...v, weight: 50 })) }, 'production', etagOf(split));
+      s.repo.setNow(at(29));
+      for (const key of ['off-flag', 'split']) s.repo.recordEvaluation(TENANT, 'production', key, at(29));
+      expect(await keys('stale')).toEqual([]);
+      s.repo.setNow(at(31));
+      for (const key of ['off-flag', 'split']) s.repo.recordEvaluation(TENANT, 'production', key, at(31));
+      expect(await keys('stale')).toEqual(['off-flag']);
+      expect(await keys('active')).toEqual(['split']);
+      // The request's days replace the default; another environment has its own evaluations.
+      expect(await keys('stale', 35)).toEqual([]);
+      expect(await keys('stale', 1, 'staging')).toEqual(['off-flag', 'split']);
+    });
+
+    it('switching a flag on to several values clears its since; off again starts a new one', async () => {
+      s.repo.setNow(at(0));
+      const row = await create(boolFlag('checkout'));
+      // Dated by the write (the fake's clock moves a millisecond a write).
+      const near = (d: Date | null | undefined, to: Date) => Math.abs(d!.getTime() - to.getTime()) < 100;
+      expect(near(row.env.servingOneVariationSince, at(0))).toBe(true);
+      s.repo.setNow(at(40));
+      const on = await patch('checkout', { enabled: true, targets: [{ variationId: idOf(row.flag.variations, true), values: ['alice'] }] }, 'production', etagOf(row));
+      expect(on.env.servingOneVariationSince).toBeNull();
+      s.repo.recordEvaluation(TENANT, 'production', 'checkout', at(40));
+      expect(await keys('stale')).toEqual([]);
+      s.repo.setNow(at(41));
+      const off = await patch('checkout', { enabled: false }, 'production', etagOf(on));
+      expect(near(off.env.servingOneVariationSince, at(41))).toBe(true);
+      expect(off.lastEvaluatedAt).toEqual(at(40));
+    });
+  });
+
   describe('createWithin (flags written in the caller’s transaction: the sandbox)', () => {
     const seed = (variations: Variation[], prerequisites = [{ key: 'a', variationId: 'va-on' }]) => [
       { key: 'a', name: 'A', type: 'boolean' as const, defaultValue: false, description: '', tags: [], projectId: null, variations, targeting: { enabled: true, targets: [], rules: [], prerequisites: [] } },

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG } from '@flagship/config';
 import { FlagStore } from '@flagship/flag-store';
 import { afterCommit, isUniqueViolation, TransactionRunner, type Tx } from '@flagship/persistence';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
@@ -8,7 +9,9 @@ import { EnvironmentsService } from '../environments/environments.service';
 import { ProjectsService } from '../projects/projects.service';
 import { DomainEvents } from '../webhooks/domain-events';
 import { SegmentsRepository } from '../segments/segments.repository';
+import type { ManagementApiConfig } from '../env.schema';
 import { FlagEvents } from './flag-events';
+import { type FlagLifecycle, lifecycleFilter } from './flag-lifecycle';
 import { FlagLimits } from './flag-limits';
 import { approvalNeeded, deleteNeedsApproval } from '../flag-changes/flag-change-rules';
 import { applyPatch, changesGlobals, changesTargeting, type FlagPatch } from './flag-patch';
@@ -45,10 +48,16 @@ export class FlagsService {
     @Inject(SegmentsRepository) private readonly segments: Pick<SegmentsRepository, 'definitions'>,
     /** Webhooks hear every committed change: recorded in the change's transaction. */
     @Inject(DomainEvents) private readonly domainEvents: Pick<DomainEvents, 'record'>,
+    @Inject(APP_CONFIG) private readonly config: Pick<ManagementApiConfig, 'STALE_AFTER_DAYS'>,
   ) {}
 
-  async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string): Promise<FlagRow[]> {
-    return this.repo.list(tenantId, await this.environments.resolve(tenantId, env), limit, decodeCursor(cursor), projectId);
+  /** The clock the lifecycle filter counts days on (a unit spec sets its fake's). */
+  now: () => Date = () => new Date();
+
+  /** A page of flags; `filter.lifecycle` keeps the stale (or active) ones, over `staleAfterDays` or STALE_AFTER_DAYS. */
+  async list(tenantId: string, env: string | undefined, limit: number, cursor?: string, projectId?: string, filter: { lifecycle?: FlagLifecycle; staleAfterDays?: number } = {}): Promise<FlagRow[]> {
+    const lifecycle = lifecycleFilter(filter.lifecycle, filter.staleAfterDays, this.config.STALE_AFTER_DAYS, this.now());
+    return this.repo.list(tenantId, await this.environments.resolve(tenantId, env), limit, decodeCursor(cursor), projectId, lifecycle);
   }
 
   async get(tenantId: string, env: string | undefined, key: string): Promise<FlagRow> {

@@ -92,6 +92,7 @@ export class EvaluateHandler {
       );
     }
     const result = set.evaluate(flag, context);
+    this.source.evaluated?.(key);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
       return x.json(200, errorBody(key, defaultValue, result.enabled, error.code, error.details));

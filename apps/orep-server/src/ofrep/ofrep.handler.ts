@@ -88,6 +88,7 @@ export class OfrepHandler {
     const flag = set.get(key);
     if (flag === undefined || !visibleTo(flag, caller)) return x.json(404, failure(key, 'FLAG_NOT_FOUND', `no flag '${key}'`));
     const result = set.evaluate(flag, request.context);
+    this.source.evaluated?.(key);
     if (result.reason === 'ERROR') {
       const error = evaluationError(flag, result);
       return x.json(400, failure(key, error.code, error.details));
@@ -116,7 +117,12 @@ export class OfrepHandler {
       );
     }
     const items: string[] = [];
-    for (const flag of set.values()) if (visibleTo(flag, caller)) items.push(this.responses.bulkItem(flag, set.evaluate(flag, request.context)));
+    const evaluated = this.source.evaluated?.bind(this.source);
+    for (const flag of set.values()) {
+      if (!visibleTo(flag, caller)) continue;
+      items.push(this.responses.bulkItem(flag, set.evaluate(flag, request.context)));
+      evaluated?.(flag.key);
+    }
     const push = this.push;
     let body: string;
     if (push === undefined) body = `{"flags":[${items.join(',')}]}`;

@@ -64,4 +64,9 @@ export interface FlagSource {
    * reads is the changed set). Returns the unsubscribe.
    */
   onChange(listener: FlagsChangedListener): () => void;
+  /**
+   * Notes that `flagKey` was evaluated (the stale-flags list): the Postgres source records it for
+   * its tenant-environment off the hot path; a file or embedded source has no tenant flags to mark.
+   */
+  evaluated?(flagKey: string): void;
 }

@@ -4,6 +4,7 @@ import { measureFlagDefinitions, runMigrations } from '@flagship/persistence';
 import { CHANNELS, createRedis, RedisKeys } from '@flagship/redis';
 import { type RunningApp, startTestApp } from '@flagship/service-kit';
 import { createTestEnvironment, DisposableRedis, http, TcpProxy, waitFor, type TestEnvironment, writeNumberFlag, writeSegment, writeSegmentGatedFlag } from '@flagship/testing';
+import { EvaluationRecorder } from '@flagship/flag-store';
 import { AppModule } from '../app.module';
 import { loadOrepServerConfig } from '../env.schema';
 import { installFastPath } from '../fast-path/install-fast-path';
@@ -124,6 +125,26 @@ describe('Postgres source', () => {
         postgres: { status: 'up' },
         redis: { status: 'up' },
       });
+    });
+
+    it('records when each flag was last evaluated, by OFREP (one and all) and /v1, once per window, for its tenant and environment only', async () => {
+      await db.query('DELETE FROM flag_evaluations');
+      const auth = { authorization: `Bearer ${TOKEN}` };
+      for (let i = 0; i < 3; i++) expect(await valueOf(app, 'limit')).toBe(1);
+      await app.app.get(EvaluationRecorder).flush();
+      const rows = async () => (await db.query('SELECT tenant_id, environment_key, flag_key, last_evaluated_at FROM flag_evaluations ORDER BY flag_key')).rows;
+      const first = await rows();
+      expect(first.map((r) => [r.tenant_id, r.environment_key, r.flag_key])).toEqual([[TENANT, 'production', 'limit']]);
+      expect(Date.now() - first[0].last_evaluated_at.getTime()).toBeLessThan(60_000);
+      // The bulk and /v1 routes record too; a later window moves the time on, never back.
+      await db.query(`UPDATE flag_evaluations SET last_evaluated_at = last_evaluated_at - interval '1 day'`);
+      expect((await http(`${app.url}/ofrep/v1/evaluate/flags`, { method: 'POST', json: { context: { targetingKey: 'u1' } }, headers: auth })).status).toBe(200);
+      await app.app.get(EvaluationRecorder).flush();
+      expect(Date.now() - (await rows())[0].last_evaluated_at.getTime()).toBeLessThan(60_000);
+      await db.query(`UPDATE flag_evaluations SET last_evaluated_at = last_evaluated_at - interval '1 day'`);
+      expect((await http(`${app.url}/v1/flags/limit/evaluate`, { method: 'POST', json: { type: 'number', defaultValue: 0, context: { targetingKey: 'u1' } }, headers: auth })).status).toBe(200);
+      await app.app.get(EvaluationRecorder).flush();
+      expect(Date.now() - (await rows())[0].last_evaluated_at.getTime()).toBeLessThan(60_000);
     });
 
     it('flags written around the API bounds (a ReDoS pattern, 30,000 rules) answer at once; over budget is GENERAL and counted', async () => {

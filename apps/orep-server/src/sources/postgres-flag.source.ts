@@ -1,6 +1,6 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { LiveFlagSet } from '@flagship/flag-evaluation';
-import { FlagStore, type FlagStoreRepository } from '@flagship/flag-store';
+import { type EvaluationRecorder, FlagStore, type FlagStoreRepository } from '@flagship/flag-store';
 import type { PubSub } from '@flagship/redis';
 import type { FlagSource, FlagSourceStatus, FlagsChangedListener } from './flag-source';
 
@@ -38,6 +38,8 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
     repository: FlagStoreRepository,
     private readonly pubsub: PubSub,
     private readonly options: PostgresFlagSourceOptions,
+    /** Where evaluations are noted for the stale-flags list; none: not recorded. */
+    private readonly recorder?: Pick<EvaluationRecorder, 'record'>,
   ) {
     this.store = new FlagStore(repository, pubsub, {
       name: 'PostgresFlagSource',
@@ -53,6 +55,10 @@ export class PostgresFlagSource implements FlagSource, OnModuleInit, OnApplicati
 
   get liveSet(): LiveFlagSet | null {
     return this.current;
+  }
+
+  evaluated(flagKey: string): void {
+    this.recorder?.record(this.options.tenantId, this.options.environment, flagKey);
   }
 
   /**

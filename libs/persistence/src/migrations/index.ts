@@ -24,6 +24,7 @@ import { CreditPurchases1763860520000 } from './1763860520000-credit-purchases';
 import { Segments1763870000000 } from './1763870000000-segments';
 import { FlagChanges1763880000000 } from './1763880000000-flag-changes';
 import { Webhooks1763885000000 } from './1763885000000-webhooks';
+import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   Segments1763870000000,
   FlagChanges1763880000000,
   Webhooks1763885000000,
+  FlagLifecycle1763890000000,
 ];

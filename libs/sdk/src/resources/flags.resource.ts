@@ -21,6 +21,10 @@ import { paginate } from './paginate';
 export interface FlagListQuery extends PageQuery {
   /** Only the flags of this project. */
   projectId?: string;
+  /** stale: flags not evaluated in the environment, or serving one value to everyone, for `staleAfterDays` days; active: the others. */
+  lifecycle?: 'stale' | 'active';
+  /** Days for `lifecycle` (1..365); default the server's STALE_AFTER_DAYS (30). */
+  staleAfterDays?: number;
 }
 
 export interface UpdateFlagOptions extends RequestOptions {
@@ -40,7 +44,7 @@ export class FlagsResource {
   }
 
   listAll(query: Omit<FlagListQuery, 'cursor' | 'limit'> & PaginateOptions = {}, options?: RequestOptions): AsyncGenerator<Flag, void, undefined> {
-    return paginate<Flag>(this.http, '/api/flags', { projectId: query.projectId, limit: query.pageSize }, options);
+    return paginate<Flag>(this.http, '/api/flags', { projectId: query.projectId, lifecycle: query.lifecycle, staleAfterDays: query.staleAfterDays, limit: query.pageSize }, options);
   }
 
   /** The flag and its ETag, for an update that must not overwrite someone else's. */

@@ -42,7 +42,7 @@ export class EvaluateService {
     }
     const result = view.set.evaluate(flag, context);
     if (projectId !== undefined && view.projects.get(key) !== projectId) throw flagNotFound(key);
-    this.counter.count(tenantId, key);
+    this.counter.count(tenantId, environment, key);
     return toEvaluationDto(key, result);
   }
 }
