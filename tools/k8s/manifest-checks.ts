@@ -9,6 +9,11 @@ import Ajv from 'ajv';
 import { type AppContract, defaultOf, requiredVariables } from './app-contracts';
 import { unknownFields } from './unknown-fields';
 
+/** Secrets whose apps check their shape at start-up get a placeholder of that shape. */
+const SHAPED_PLACEHOLDERS: Record<string, string> = {
+  WEBHOOK_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+};
+
 export { unknownFields };
 
 export type Obj = Record<string, any>;
@@ -181,7 +186,7 @@ export function workloads(set: ManifestSet): Workload[] {
     for (const e of container['env'] ?? []) {
       if (e.value !== undefined) w.env[e.name] = String(e.value);
       else if (e.valueFrom?.secretKeyRef) {
-        w.env[e.name] = `placeholder-${e.valueFrom.secretKeyRef.key}`;
+        w.env[e.name] = SHAPED_PLACEHOLDERS[e.name] ?? `placeholder-${e.valueFrom.secretKeyRef.key}`;
         w.fromSecret.add(e.name);
         if (e.valueFrom.secretKeyRef.optional) w.optional.add(e.name);
       } else if (e.valueFrom?.configMapKeyRef) {
