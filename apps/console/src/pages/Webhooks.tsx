@@ -41,7 +41,7 @@ function CreateWebhook({ onCreated }: { onCreated: (w: WebhookWithSecret) => voi
     onSuccess: (w) => {
       setUrl('');
       setDescription('');
-      void qc.invalidateQueries({ queryKey: ['webhooks', scope.tenantId] });
+      void qc.invalidateQueries({ queryKey: ['webhooks', scope.tenantId], exact: true });
       onCreated(w);
     },
   });
@@ -84,7 +84,11 @@ function WebhookRow({ webhook, open, onToggle }: { webhook: Webhook; open: boole
   const qc = useQueryClient();
   const remove = useMutation({
     mutationFn: async () => (await request<unknown>('DELETE', `/api/webhooks/${encodeURIComponent(webhook.id)}`, { ...scope, environment: undefined })).body,
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['webhooks', scope.tenantId] }),
+    onSuccess: () => {
+      // Its log is gone with it: dropped, not refetched (a 404) while the list catches up.
+      qc.removeQueries({ queryKey: ['webhooks', scope.tenantId, webhook.id] });
+      void qc.invalidateQueries({ queryKey: ['webhooks', scope.tenantId], exact: true });
+    },
   });
   return (
     <tr>
