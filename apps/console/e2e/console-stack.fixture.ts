@@ -6,7 +6,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { launchChromium } from './chromium';
+import { launchChromium, SESSION_KEY } from './chromium';
 
 /** The built management-api serving the built console, started as `npm start` starts it, and a Chromium on it. */
 export interface ConsoleStack {
@@ -23,7 +23,8 @@ const ROOT = join(__dirname, '../../..');
 export const MANAGEMENT_API_MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
 export const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 
-export async function startConsoleStack(viewport: { width: number; height: number }): Promise<ConsoleStack> {
+/** `env`: more of management-api's settings (WEBHOOKS_ALLOW_PRIVATE_URLS for a receiver on loopback). */
+export async function startConsoleStack(viewport: { width: number; height: number }, env: NodeJS.ProcessEnv = {}): Promise<ConsoleStack> {
   for (const built of [MANAGEMENT_API_MAIN, join(CONSOLE_DIR, 'index.html')]) {
     if (!existsSync(built)) throw new Error(`${built} is missing: run \`npx nx run-many -t build -p management-api console\` first`);
   }
@@ -32,7 +33,7 @@ export async function startConsoleStack(viewport: { width: number; height: numbe
   const base = `http://127.0.0.1:${port}`;
   const proc = spawn(process.execPath, [MANAGEMENT_API_MAIN], {
     cwd: ROOT,
-    env: { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000' },
+    env: { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000', ...env },
     stdio: 'ignore',
   });
   const stopApi = async () => {
@@ -67,4 +68,20 @@ export async function startConsoleStack(viewport: { width: number; height: numbe
 export async function chooseOption(page: Page, scope: Page | Locator, label: RegExp, option: string): Promise<void> {
   await scope.getByRole('button', { name: label }).click();
   await page.getByRole('option', { name: option, exact: true }).click();
+}
+
+/**
+ * A new account signed up through the console's own form (a tenant of its own, admin), the welcome tour
+ * skipped (it would cover screenshots), and the session's token as headers for API calls beside the page.
+ */
+export async function signUpInConsole(page: Page, base: string, prefix: string): Promise<{ tenantId: string; headers: Record<string, string> }> {
+  await page.goto(`${base}/console/`);
+  await page.getByLabel('Email').fill(`${prefix}-${Date.now()}@flagship.test`);
+  await page.getByLabel('Password').fill('console-password-1');
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await page.getByRole('heading', { name: 'Flags in production' }).waitFor();
+  // Expressions as strings: this file is type-checked for Node, without the DOM's globals.
+  const session = (await page.evaluate(`JSON.parse(sessionStorage.getItem('${SESSION_KEY}') ?? '{}')`)) as { token: string; tenantId: string };
+  await page.getByRole('button', { name: 'Skip tour' }).click();
+  return { tenantId: session.tenantId, headers: { authorization: `Bearer ${session.token}`, 'x-tenant-id': session.tenantId, 'x-environment': 'production' } };
 }

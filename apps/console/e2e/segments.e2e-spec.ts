@@ -12,8 +12,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { http } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, screenshot, seriousViolations, SESSION_KEY } from './chromium';
-import { chooseOption, type ConsoleStack, startConsoleStack } from './console-stack.fixture';
+import { CHROMIUM, HAVE_CHROMIUM, screenshot, seriousViolations } from './chromium';
+import { chooseOption, type ConsoleStack, signUpInConsole, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
@@ -42,16 +42,7 @@ if (!HAVE_CHROMIUM) {
   afterAll(async () => stack?.stop());
 
   it('creates, edits (keys per kind, a weighted rule) and rebases a segment, a flag uses it and other kinds, the playground evaluates them, and the delete waits for the flag', async () => {
-    await page.goto(`${base}/console/`);
-    await page.getByLabel('Email').fill(`segments-${Date.now()}@flagship.test`);
-    await page.getByLabel('Password').fill('console-password-1');
-    await page.getByRole('button', { name: 'Create account' }).click();
-    await page.getByRole('heading', { name: 'Flags in production' }).waitFor();
-    // Expressions as strings: this file is type-checked for Node, without the DOM's globals.
-    const session = (await page.evaluate(`JSON.parse(sessionStorage.getItem('${SESSION_KEY}') ?? '{}')`)) as { token: string; tenantId: string };
-    const headers = { authorization: `Bearer ${session.token}`, 'x-tenant-id': session.tenantId, 'x-environment': 'production' };
-    // The welcome tour would cover the screenshots.
-    await page.getByRole('button', { name: 'Skip tour' }).click();
+    const { headers } = await signUpInConsole(page, base, 'segments');
 
     // The page, empty, then a segment created from its form.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Segments' }).click();

@@ -27,6 +27,8 @@ const Usage = lazy(() => import('./pages/Usage'));
 const Billing = lazy(() => import('./pages/Billing'));
 // So do the segment pages (their editor shares the flag editor's parts, already loaded).
 const Segments = lazy(() => import('./pages/Segments').then((m) => ({ default: m.Segments })));
+// And webhooks, an admin's page.
+const Webhooks = lazy(() => import('./pages/Webhooks').then((m) => ({ default: m.Webhooks })));
 const SegmentDetail = lazy(() => import('./pages/Segments').then((m) => ({ default: m.SegmentDetail })));
 
 const EXPIRED = 'Your session has ended. Sign in again to continue.';
@@ -103,6 +105,9 @@ function ReadOnlyScope({ children }: { children: ReactNode }) {
 function Shell({ children }: { children: ReactNode }) {
   const { session, signOut } = useSession();
   const { isSandbox, readOnly } = useTenantSandbox();
+  // Webhooks are an admin's tool: others reaching the page by its URL are told so there.
+  const { tenants, tenantId } = useSignedIn();
+  const isAdmin = tenants.find((t) => t.tenant_id === tenantId)?.role === 'admin';
   return (
     <>
       <a href="#main" className="skip-link">
@@ -124,6 +129,7 @@ function Shell({ children }: { children: ReactNode }) {
         <NavLink href="/environments">Environments</NavLink>
         <NavLink href="/team">Team</NavLink>
         <NavLink href="/oauth-clients">OAuth clients</NavLink>
+        {isAdmin && <NavLink href="/webhooks">Webhooks</NavLink>}
         <NavLink href="/usage">AI usage</NavLink>
         <NavLink href="/billing">Billing</NavLink>
         {isSandbox && <NavLink href="/sandbox">Sandbox</NavLink>}
@@ -176,6 +182,11 @@ function Routes() {
         </Route>
         <Route path="/oauth-clients">
           <OAuthClients />
+        </Route>
+        <Route path="/webhooks">
+          <Suspense fallback={<Loading what="webhooks" />}>
+            <Webhooks />
+          </Suspense>
         </Route>
         <Route path="/usage">
           <Suspense fallback={<Loading what="AI usage" />}>

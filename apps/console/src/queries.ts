@@ -9,6 +9,22 @@ export function useFlags(scope: RequestScope) {
   });
 }
 
+export type FlagLifecycle = 'stale' | 'active';
+
+/**
+ * The keys of the environment's flags in one lifecycle (stale or active over `days`), decided by the
+ * server, which alone knows both when each flag was last evaluated and since when it serves one value.
+ * Only the keys are used: the rows shown stay those of useFlags, which the switches keep current.
+ */
+export function useFlagKeysIn(scope: RequestScope, lifecycle: FlagLifecycle | null, days: number) {
+  return useQuery({
+    enabled: lifecycle !== null,
+    // Under the list's key: whatever refreshes the list (a created flag, a 412) refreshes this too.
+    queryKey: ['flags', scope.tenantId, scope.environment, 'lifecycle', lifecycle, days],
+    queryFn: async () => new Set((await request<Flag[]>('GET', `/api/flags?limit=1000&lifecycle=${lifecycle}&staleAfterDays=${days}`, scope)).body.map((f) => f.key)),
+  });
+}
+
 export function useFlag(scope: RequestScope, key: string) {
   return useQuery({
     queryKey: ['flag', scope.tenantId, scope.environment, key],

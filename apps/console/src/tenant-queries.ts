@@ -1,12 +1,13 @@
 // Server state of the tenant pages (projects, team, OAuth clients, sandbox, tours, usage, billing):
 // each a query on management-api's public REST API, keyed by tenant so a switch never shows another's.
 import { useQuery } from '@tanstack/react-query';
-import type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary } from '@flagship/sdk';
+import type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary, Webhook, WebhookDelivery, WebhookEventType, WebhookWithSecret } from '@flagship/sdk';
 import { request, requestAll, type RequestScope } from './api';
 import type { OAuthClient, OAuthClientWithSecret } from '@flagship/domain';
 
 export type { OAuthClient, OAuthClientWithSecret };
 export type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
+export type { Webhook, WebhookDelivery, WebhookEventType, WebhookWithSecret };
 
 
 export interface TourStatus { completed: boolean; completed_at: string | null }
@@ -71,6 +72,27 @@ export function useOAuthClients(scope: RequestScope) {
   return useQuery({
     queryKey: ['oauth-clients', scope.tenantId],
     queryFn: () => requestAll<OAuthClient>('/api/oauth/clients?limit=1000', tenantOnly(scope)),
+  });
+}
+
+/** The tenant's webhooks (at most QUOTA_WEBHOOKS_PER_TENANT); admins only, so callers enable it by role. */
+export function useWebhooks(scope: RequestScope, enabled: boolean) {
+  return useQuery({
+    enabled,
+    queryKey: ['webhooks', scope.tenantId],
+    queryFn: () => requestAll<Webhook>('/api/webhooks?limit=1000', tenantOnly(scope)),
+  });
+}
+
+/** How many of a webhook's newest deliveries the log shows (the API keeps 30 days of them). */
+export const DELIVERIES_SHOWN = 50;
+
+/** A webhook's newest deliveries; polled while one is pending, so an attempt billing-worker makes shows up. */
+export function useWebhookDeliveries(scope: RequestScope, webhookId: string) {
+  return useQuery({
+    queryKey: ['webhooks', scope.tenantId, webhookId, 'deliveries'],
+    queryFn: async () => (await request<WebhookDelivery[]>('GET', `/api/webhooks/${encodeURIComponent(webhookId)}/deliveries?limit=${DELIVERIES_SHOWN}`, tenantOnly(scope))).body,
+    refetchInterval: (q) => (q.state.data?.some((d) => d.status === 'pending') ? 5000 : false),
   });
 }
 

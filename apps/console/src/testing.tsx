@@ -44,6 +44,8 @@ export function aFlag(over: Partial<Flag> = {}): Flag {
     version: '3.4',
     warnings: [],
     salt: null,
+    lastEvaluatedAt: null,
+    servingOneVariationSince: null,
     createdAt: '2026-11-22T10:00:00.000Z',
     updatedAt: '2026-11-22T10:00:00.000Z',
     lastEvaluatedAt: null,

@@ -5,7 +5,8 @@ import { type Flag, formatValue } from '../api';
 import { ChoiceSelect } from '../components/ChoiceSelect';
 import { FlagSwitch } from '../components/FlagSwitch';
 import { Empty, ErrorState, Loading } from '../components/States';
-import { useFlags } from '../queries';
+import { type FlagLifecycle, useFlagKeysIn, useFlags } from '../queries';
+import { timeAgo } from '../relative-time';
 import { useSignedIn } from '../session';
 import { useReadOnly } from '../read-only';
 
@@ -14,6 +15,14 @@ const FIRST_ROWS = 60;
 const MORE_ROWS = 120;
 /** The tag filter's "no filter" choice (a key no tag can be: tags are trimmed). */
 const ALL_TAGS = ' all';
+/** The lifecycle filter's "no filter" choice. */
+const ALL = 'all';
+const LIFECYCLES = [
+  { id: ALL, name: 'All flags' },
+  { id: 'stale', name: 'Stale' },
+  { id: 'active', name: 'Active' },
+] as const;
+const DAY_CHOICES = ['7', '14', '30', '60', '90'] as const;
 
 /**
  * How many of `total` rows to render now: the first at once, then more after each paint. Another
@@ -37,15 +46,20 @@ export function Flags() {
   const flags = useFlags(scope);
   const [search, setSearch] = useState('');
   const [tag, setTag] = useState(ALL_TAGS);
+  const [lifecycle, setLifecycle] = useState<FlagLifecycle | typeof ALL>(ALL);
+  const [days, setDays] = useState<(typeof DAY_CHOICES)[number]>('30');
+  const inLifecycle = useFlagKeysIn(scope, lifecycle === ALL ? null : lifecycle, Number(days));
   const tags = useMemo(() => [...new Set((flags.data ?? []).flatMap((f) => f.tags))].sort((a, b) => a.localeCompare(b)), [flags.data]);
   const shown = useMemo(() => {
     const q = search.trim().toLowerCase();
     if (!flags.data) return [];
-    const tagged = tag === ALL_TAGS ? flags.data : flags.data.filter((f) => f.tags.includes(tag));
+    if (lifecycle !== ALL && !inLifecycle.data) return [];
+    const kept = lifecycle === ALL || !inLifecycle.data ? flags.data : flags.data.filter((f) => inLifecycle.data.has(f.key));
+    const tagged = tag === ALL_TAGS ? kept : kept.filter((f) => f.tags.includes(tag));
     if (q === '') return tagged;
     return tagged.filter((f) => f.key.toLowerCase().includes(q) || f.name.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q)));
-  }, [flags.data, search, tag]);
-  const rendered = useProgressiveCount(shown.length, `${tag}\n${search}`);
+  }, [flags.data, search, tag, lifecycle, inLifecycle.data]);
+  const rendered = useProgressiveCount(shown.length, `${tag}\n${search}\n${lifecycle}\n${days}`);
   // An expired sandbox: flags can be searched and read, not switched or created.
   const readOnly = useReadOnly();
 
@@ -65,8 +79,24 @@ export function Flags() {
           <Input placeholder="key, name or tag" />
         </SearchField>
         <ChoiceSelect label="Tag" value={tag} options={[{ id: ALL_TAGS, name: 'All tags' }, ...tags.map((t) => ({ id: t, name: t }))]} onChange={(t) => startTransition(() => setTag(t))} />
+        <ChoiceSelect label="Lifecycle" value={lifecycle} options={LIFECYCLES} onChange={(l) => startTransition(() => setLifecycle(l))} />
+        {lifecycle !== ALL && (
+          <ChoiceSelect label="Over" value={days} options={DAY_CHOICES.map((d) => ({ id: d, name: `${d} days` }))} onChange={(d) => startTransition(() => setDays(d))} />
+        )}
       </div>
-      {flags.isPending && <Loading what="flags" />}
+      {lifecycle === 'stale' && (
+        <p className="muted" data-testid="lifecycle-note">
+          Stale: not evaluated in {environment} for {days} days (a newer flag counts from its creation), or serving one value to everyone for that long.
+          Candidates to remove from your code.
+        </p>
+      )}
+      {lifecycle === 'active' && (
+        <p className="muted" data-testid="lifecycle-note">
+          Active: evaluated in {environment} in the last {days} days (or newer than that), and not serving one value to everyone for that long.
+        </p>
+      )}
+      {inLifecycle.isError && <ErrorState error={inLifecycle.error} onRetry={() => void inLifecycle.refetch()} />}
+      {(flags.isPending || (lifecycle !== ALL && inLifecycle.isPending)) && <Loading what="flags" />}
       {flags.isError && <ErrorState error={flags.error} onRetry={() => void flags.refetch()} />}
       {flags.isSuccess && flags.data.length === 0 && (
         <Empty>
@@ -77,7 +107,7 @@ export function Flags() {
       {flags.isSuccess && flags.data.length > 0 && shown.length === 0 && (
         <Empty>
           <p>
-            No flag matches{search.trim() !== '' && ` “${search}”`}
+            No {lifecycle === ALL ? '' : `${lifecycle} `}flag matches{search.trim() !== '' && ` “${search}”`}
             {tag !== ALL_TAGS && ` with tag “${tag}”`}.
           </p>
         </Empty>
@@ -91,6 +121,7 @@ export function Flags() {
               <th scope="col">Type</th>
               <th scope="col">Default</th>
               <th scope="col">Tags</th>
+              <th scope="col">Last evaluated</th>
               <th scope="col">Status</th>
             </tr>
           </thead>
@@ -109,6 +140,9 @@ export function Flags() {
                   <code>{formatValue(f.defaultValue)}</code>
                 </td>
                 <td>{f.tags.join(', ')}</td>
+                <td>
+                  <LastEvaluated flag={f} />
+                </td>
                 <td>
                   <FlagSwitch flag={f} scope={scope} />
                 </td>
@@ -130,4 +164,18 @@ export function Flags() {
 function clientSideNote(f: Flag): string | null {
   const kinds = [f.clientSideAvailability.usingEnvironmentId && 'browser', f.clientSideAvailability.usingMobileKey && 'mobile'].filter(Boolean);
   return kinds.length === 0 ? null : ` · client-side: ${kinds.join(', ')}`;
+}
+
+/** When the flag was last evaluated in this environment (by the API or OFREP; noted once a minute), and since when it serves one value. */
+function LastEvaluated({ flag }: { flag: Flag }) {
+  return (
+    <>
+      {flag.lastEvaluatedAt ? <time dateTime={flag.lastEvaluatedAt} title={new Date(flag.lastEvaluatedAt).toLocaleString()}>{timeAgo(flag.lastEvaluatedAt)}</time> : 'never'}
+      {flag.servingOneVariationSince && (
+        <div className="muted">
+          one value since <time dateTime={flag.servingOneVariationSince}>{timeAgo(flag.servingOneVariationSince)}</time>
+        </div>
+      )}
+    </>
+  );
 }

@@ -1,92 +1,15 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type ReactNode, useState } from 'react';
-import { Button, Checkbox, CheckboxGroup, FieldError, Label } from 'react-aria-components';
+import { useState } from 'react';
+import { Button } from 'react-aria-components';
 import { request } from '../api';
+import { CheckList } from '../components/CheckList';
 import { ConfirmButton } from '../components/Confirm';
+import { SecretOnce } from '../components/SecretOnce';
 import { MutationForm, TextInput } from '../components/MutationForm';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
 import { PRODUCT_KEYS, SCOPES, useOAuthClients, type OAuthClient, type OAuthClientWithSecret } from '../tenant-queries';
-
-/**
- * A client secret as the API returns it once (create or rotate): shown with a copy button and a
- * warning, and kept only in this component's state, so dismissing it forgets it for good.
- */
-export function SecretOnce({ client, onDone }: { client: OAuthClientWithSecret; onDone: () => void }) {
-  const [copied, setCopied] = useState<'yes' | 'failed' | null>(null);
-  return (
-    <div className="panel secret" role="region" aria-labelledby="secret-title">
-      <h2 id="secret-title">Secret of {client.name}</h2>
-      <p className="notice" role="note">
-        <strong>Copy this secret now.</strong> It is shown only once: Flagship keeps only a hash of it. Store it in a secrets manager, never in frontend
-        code; if it is lost, rotate it.
-      </p>
-      <dl className="settings">
-        <dt>Client id</dt>
-        <dd>
-          <code data-testid="client-id">{client.clientId}</code>
-        </dd>
-        <dt>Client secret</dt>
-        <dd>
-          <code data-testid="client-secret">{client.clientSecret}</code>
-        </dd>
-      </dl>
-      <div className="actions">
-        <Button
-          className="primary"
-          onPress={() => {
-            navigator.clipboard.writeText(client.clientSecret).then(
-              () => setCopied('yes'),
-              () => setCopied('failed'),
-            );
-          }}
-        >
-          Copy secret
-        </Button>
-        <Button onPress={onDone}>I have stored the secret</Button>
-      </div>
-      <p role="status" className="muted">
-        {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'failed' ? 'The browser refused the clipboard: select the secret and copy it.' : ''}
-      </p>
-    </div>
-  );
-}
-
-/** A labelled group of checkboxes, one per option (`name` matches the API's field for its 422s). */
-function CheckList({
-  label,
-  name,
-  options,
-  value,
-  onChange,
-  isDisabled,
-  note,
-  validate,
-}: {
-  label: string;
-  name: string;
-  options: readonly string[];
-  value: string[];
-  onChange: (v: string[]) => void;
-  isDisabled: boolean;
-  note?: (option: string) => ReactNode;
-  validate?: (v: string[]) => string | null;
-}) {
-  return (
-    <CheckboxGroup name={name} value={value} onChange={onChange} isDisabled={isDisabled} validate={validate} className="checks">
-      <Label>{label}</Label>
-      {options.map((o) => (
-        <Checkbox key={o} value={o}>
-          <span className="box" aria-hidden="true" />
-          {o}
-          {note?.(o)}
-        </Checkbox>
-      ))}
-      <FieldError />
-    </CheckboxGroup>
-  );
-}
 
 function CreateClient({ onCreated }: { onCreated: (c: OAuthClientWithSecret) => void }) {
   const { scope } = useSignedIn();
@@ -193,7 +116,22 @@ export function OAuthClients() {
         Machine access for your backends: exchange the client id and secret at <code>POST /oauth/token</code> (client credentials) for an access token to the
         API and the AI gateway.
       </p>
-      {secret && <SecretOnce client={secret} onDone={() => setSecret(null)} />}
+      {secret && (
+        <SecretOnce
+          title={`Secret of ${secret.name}`}
+          warning={
+            <>
+              <strong>Copy this secret now.</strong> It is shown only once: Flagship keeps only a hash of it. Store it in a secrets manager, never in frontend
+              code; if it is lost, rotate it.
+            </>
+          }
+          fields={[{ label: 'Client id', value: secret.clientId, testId: 'client-id' }]}
+          secretLabel="Client secret"
+          secret={secret.clientSecret}
+          secretTestId="client-secret"
+          onDone={() => setSecret(null)}
+        />
+      )}
       {q.isPending && <Loading what="OAuth clients" />}
       {q.error && <ErrorState error={q.error} onRetry={() => void q.refetch()} hint="OAuth clients need the admin role in this tenant." />}
       {q.data && q.data.length === 0 && <Empty>No OAuth clients yet.</Empty>}
