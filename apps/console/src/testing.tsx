@@ -48,8 +48,6 @@ export function aFlag(over: Partial<Flag> = {}): Flag {
     servingOneVariationSince: null,
     createdAt: '2026-11-22T10:00:00.000Z',
     updatedAt: '2026-11-22T10:00:00.000Z',
-    lastEvaluatedAt: null,
-    servingOneVariationSince: '2026-11-22T10:00:00.000Z',
     ...over,
   };
 }
