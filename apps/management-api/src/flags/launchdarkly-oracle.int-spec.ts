@@ -1,14 +1,31 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { basicLogger, FileDataSourceFactory, init, type LDClient, type LDContext } from '@launchdarkly/node-server-sdk';
-import { type EvaluationContext as OpenFeatureContext, OpenFeature } from '@openfeature/server-sdk';
-import { CompiledFlagSet, type EvaluationResult, type FlagDefinition, openFeatureReason } from '@flagship/flag-evaluation';
+import type { LDClient, LDContext } from '@launchdarkly/node-server-sdk';
+import { OpenFeature } from '@openfeature/server-sdk';
+import { CompiledFlagSet, type EvaluationResult, openFeatureReason } from '@flagship/flag-evaluation';
 import { FlagshipInProcessProvider } from '@flagship/sdk';
 import { type HttpResult, seededRandom } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
-import { type ImportedFlag, mapLaunchDarklyFlags, mapLaunchDarklySegments, parseLaunchDarklyData } from './launchdarkly-import';
+import { mapLaunchDarklyFlags, mapLaunchDarklySegments, parseLaunchDarklyData } from './launchdarkly-import';
+import {
+  type ComparedAnswer,
+  definitionOfImported,
+  Gen,
+  type Json,
+  type LdFlag,
+  ldAnswer,
+  makeKindContext,
+  makeKindFlag,
+  makeSegments,
+  offlineClient,
+  openFeatureContextOf,
+  SAME_ANSWERS,
+  sameAnswersData,
+  agreedEverywhere,
+  compareEveryPair,
+} from './launchdarkly-oracle.fixture';
 
 /**
  * LaunchDarkly's own Node SDK as the oracle: a few hundred random flags (every operator, odd clause
@@ -41,9 +58,12 @@ import { type ImportedFlag, mapLaunchDarklyFlags, mapLaunchDarklySegments, parse
  *
  * The third part is issue 33's "same answers": such data (kinds, contextTargets, segments; without
  * what the import refuses by design) imported through POST /api/flags/import in one request, then
- * evaluated by the seed's evaluate route (user contexts: it takes a user), by the in-process
- * OpenFeature provider (every context, multi-kind ones as OpenFeature's flat context), by our
- * evaluator over the import's conversion and by LaunchDarkly's SDK: the same value, variation and reason.
+ * evaluated by the seed's evaluate route (every context, multi-kind included, as its `context` field;
+ * user contexts also as `userId` and `attributes`), by the in-process OpenFeature provider (every
+ * context, multi-kind ones as OpenFeature's flat context), by our evaluator over the import's
+ * conversion and by LaunchDarkly's SDK: the same value, variation and reason. OFREP on orep-server
+ * answers the same data in launchdarkly-same-answers.e2e-spec.ts (it starts the built app); the
+ * generators are shared through launchdarkly-oracle.fixture.ts.
  */
 
 const FLAGS = Number(process.env['ORACLE_FLAGS'] ?? 300);
@@ -52,23 +72,6 @@ const CONTEXTS = Number(process.env['ORACLE_CONTEXTS'] ?? 12);
 const SEED = Number(process.env['ORACLE_SEED'] ?? 20261122);
 
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-
-class Gen {
-  constructor(readonly next: () => number) {}
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)] as T;
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  some<T>(xs: readonly T[], max: number): T[] {
-    return Array.from({ length: 1 + this.int(max) }, () => this.pick(xs));
-  }
-}
 
 const KEYS = ['userKeyA', 'userKeyB', 'userKeyC', 'alice', 'bob', 'carol', 'dave', 'erin', 'qa-1', 'qa-2', '42', 'ünï-cødé', 'a.b-c_d'];
 const COUNTRIES = ['NO', 'SE', 'FR', 'no', 'US', ''];
@@ -119,7 +122,6 @@ function clauseValues(g: Gen, op: string): Json[] {
   return Array.from({ length: g.int(4) }, () => (g.chance(0.75) ? g.pick(usable[op] ?? []) : g.pick(odd)));
 }
 
-type LdFlag = Record<string, Json>;
 
 function rollout(g: Gen, variations: number): Json {
   const slots = 1 + g.int(Math.min(variations, 3) + 1);
@@ -239,19 +241,6 @@ for (const [key, literal, nested] of [
   ATTRIBUTE_CASES.push([key, ctx, bucketHalf(`${key}.attr.${read}`)]);
 }
 
-/** The SDK reading the same SDK data file a LaunchDarkly user would export (flags and segments); no network at all. */
-async function offlineClient(dir: string, flags: LdFlag[], segments: LdFlag[]): Promise<LDClient> {
-  const file = join(dir, 'flags.json');
-  writeFileSync(file, JSON.stringify({ flags: Object.fromEntries(flags.map((fl) => [fl['key'], fl])), segments: Object.fromEntries(segments.map((s) => [s['key'], s])) }));
-  const client = init('sdk-oracle-offline', {
-    updateProcessor: new FileDataSourceFactory({ paths: [file] }).getFactory(),
-    sendEvents: false,
-    diagnosticOptOut: true,
-    logger: basicLogger({ level: 'none' }),
-  });
-  await client.waitForInitialization({ timeout: 10 });
-  return client;
-}
 
 /** 'no' or 'yes' for a 50/50 split: LaunchDarkly's bucket of the hash input, computed here. */
 function bucketHalf(hashInput: string): string {
@@ -364,132 +353,6 @@ describe('LaunchDarkly Node SDK as oracle: import, then evaluate through our API
 // ---------------------------------------------------------------------------------------------
 // Contexts with kinds, multi-kind contexts and segments: the evaluator against the SDK
 
-const KINDS = ['user', 'organization', 'device'] as const;
-const KEYS_OF: Record<string, string[]> = {
-  user: ['alice', 'bob', 'carol', 'dave', 'shared'],
-  organization: ['acme', 'globex', 'initech', 'shared'],
-  device: ['d-1', 'd-2', 'd-3', 'shared'],
-};
-const PLANS = ['free', 'pro', 'enterprise'];
-const CITIES = ['Oslo', 'Paris', 'Lyon'];
-
-/** The attributes of one kind's context: plan, size, address (for references), tags, anonymous. */
-function kindAttributes(g: Gen, kind: string, i: number): Record<string, unknown> {
-  const keys = KEYS_OF[kind] as string[];
-  const out: Record<string, unknown> = { key: i < keys.length * 2 ? g.pick(keys) : `${kind}-${i}-${g.int(1000)}` };
-  if (g.chance(0.8)) out['plan'] = g.pick(PLANS);
-  if (g.chance(0.7)) out['size'] = g.pick([1, 10, 250, 5000]);
-  if (g.chance(0.6)) out['address'] = { city: g.pick(CITIES) };
-  if (g.chance(0.5)) out['tags'] = g.some(['beta', 'vip', 'eu'], 2);
-  if (g.chance(0.2)) out['anonymous'] = g.pick([true, false]);
-  return out;
-}
-
-function makeKindContext(g: Gen, i: number): LDContext & Record<string, unknown> {
-  const shape = g.int(6);
-  if (shape < 3) {
-    const kind = KINDS[shape] as string;
-    return { kind, ...kindAttributes(g, kind, i) } as LDContext & Record<string, unknown>;
-  }
-  const kinds = shape === 3 ? ['user', 'organization'] : shape === 4 ? ['organization', 'device'] : [...KINDS];
-  return { kind: 'multi', ...Object.fromEntries(kinds.map((k) => [k, kindAttributes(g, k, i)])) } as LDContext & Record<string, unknown>;
-}
-
-/** A clause of a random kind (absent: user), on a plain attribute, a reference, the key or a built-in. */
-function kindClause(g: Gen, segmentKeys: readonly string[]): Record<string, Json> {
-  if (segmentKeys.length > 0 && g.chance(0.25)) {
-    return { attribute: g.pick(['', 'key', 'segmentMatch']), op: 'segmentMatch', values: g.some([...segmentKeys, 'no-such-segment'], 2), negate: g.chance(0.2) };
-  }
-  const kind = g.pick([undefined, ...KINDS]);
-  const choice = g.int(7);
-  let clause: Record<string, Json>;
-  if (choice === 0) clause = { attribute: 'kind', op: 'in', values: g.some([...KINDS], 2) };
-  else if (choice === 1) clause = { attribute: 'key', op: 'in', values: g.some([...(KEYS_OF[kind ?? 'user'] as string[]), 'shared'], 3) };
-  else if (choice === 2) clause = { attribute: 'plan', op: g.pick(['in', 'startsWith']), values: g.some(PLANS.map((p) => p.slice(0, 1 + g.int(p.length))), 2) };
-  else if (choice === 3) clause = { attribute: 'size', op: g.pick(['lessThan', 'greaterThanOrEqual']), values: [g.pick([5, 100, 1000])] };
-  else if (choice === 4) clause = { attribute: kind === undefined ? 'address' : '/address/city', op: 'in', values: g.some(CITIES, 2) };
-  else if (choice === 5) clause = { attribute: 'anonymous', op: 'in', values: [g.pick([true, false])] };
-  else clause = { attribute: 'tags', op: 'in', values: g.some(['beta', 'vip', 'eu'], 2) };
-  if (kind !== undefined) clause['contextKind'] = kind;
-  if (g.chance(0.2)) clause['negate'] = true;
-  return clause;
-}
-
-function kindRollout(g: Gen, variations: number): Json {
-  const weights = relativeSplit(g, 1 + g.int(3));
-  const r: Record<string, Json> = { variations: weights.map((weight) => ({ variation: g.int(variations), weight })) };
-  if (g.chance(0.7)) r['contextKind'] = g.pick([...KINDS]);
-  if (g.chance(0.5)) r['bucketBy'] = r['contextKind'] === undefined ? g.pick(['plan', 'key']) : g.pick(['plan', '/address/city', 'key', 'size']);
-  if (g.chance(0.3)) r['seed'] = g.pick([61, 777]);
-  return r;
-}
-
-/** Weights out of exactly 100000, as LaunchDarkly writes them. */
-function relativeSplit(g: Gen, n: number): number[] {
-  const raw = Array.from({ length: n }, () => 1 + g.int(100));
-  const total = raw.reduce((a, b) => a + b, 0);
-  const out = raw.map((w) => Math.floor((w / total) * 100_000));
-  out[n - 1] = 100_000 - out.slice(0, -1).reduce((a, b) => a + b, 0);
-  return out;
-}
-
-/** Segments named in order: each may nest only earlier ones (no cycle), except the deliberate pair. */
-function makeSegments(g: Gen, count: number): LdFlag[] {
-  const segments: LdFlag[] = [];
-  for (let i = 0; i < count; i++) {
-    const key = `seg-${i}`;
-    const seg: LdFlag = { key, version: 1 };
-    if (g.chance(0.5)) seg['included'] = g.some(KEYS_OF['user'] as string[], 2);
-    if (g.chance(0.4)) seg['excluded'] = g.some(KEYS_OF['user'] as string[], 2);
-    if (g.chance(0.5)) seg['includedContexts'] = [{ contextKind: g.pick(['organization', 'device']), values: g.some(['acme', 'globex', 'd-1', 'shared'], 2) }];
-    if (g.chance(0.4)) seg['excludedContexts'] = [{ contextKind: g.pick([...KINDS]), values: g.some(['initech', 'd-2', 'shared', 'bob'], 2) }];
-    if (g.chance(0.6)) seg['salt'] = `s${i}`;
-    const earlier = segments.map((s) => s['key'] as string);
-    seg['rules'] = Array.from({ length: g.int(3) }, (_, r) => {
-      const rule: Record<string, Json> = { id: `${key}-r${r}`, clauses: Array.from({ length: g.int(3) }, () => kindClause(g, earlier)) };
-      if (g.chance(0.5)) {
-        rule['weight'] = g.pick([0, 25_000, 50_000, 90_000, 100_000]);
-        if (g.chance(0.6)) rule['rolloutContextKind'] = g.pick([...KINDS]);
-        if (g.chance(0.5)) rule['bucketBy'] = rule['rolloutContextKind'] === undefined ? 'plan' : g.pick(['/address/city', 'plan', 'key']);
-      }
-      return rule as Json;
-    });
-    segments.push(seg);
-  }
-  // A cycle, as LaunchDarkly's data can hold one mid-update: both answer MALFORMED_FLAG.
-  segments.push({ key: 'cycle-a', version: 1, rules: [{ id: 'ca', clauses: [{ attribute: '', op: 'segmentMatch', values: ['cycle-b'] }] }] });
-  segments.push({ key: 'cycle-b', version: 1, included: ['carol'], rules: [{ id: 'cb', clauses: [{ attribute: '', op: 'segmentMatch', values: ['cycle-a'] }] }] });
-  return segments;
-}
-
-function makeKindFlag(g: Gen, index: number, segmentKeys: readonly string[]): LdFlag {
-  const values: Json[] = ['a', 'b', 'c', 'd'].slice(0, 2 + g.int(3));
-  const n = values.length;
-  const served = (): Record<string, Json> => (g.chance(0.5) ? { variation: g.int(n) } : { rollout: kindRollout(g, n) });
-  const flag: LdFlag = { key: `kinds-${index}`, version: 1, on: g.chance(0.9), variations: values, offVariation: g.int(n), fallthrough: served() };
-  if (g.chance(0.6)) flag['salt'] = `k${index}`;
-  if (g.chance(0.5)) flag['targets'] = Array.from({ length: 1 + g.int(2) }, (_, i) => ({ values: g.some(KEYS_OF['user'] as string[], 2), variation: i % n }));
-  if (g.chance(0.5)) {
-    flag['contextTargets'] = Array.from({ length: 1 + g.int(3) }, () => {
-      const kind = g.pick([...KINDS]);
-      return { contextKind: kind, variation: g.int(n), values: kind === 'user' ? [] : g.some(KEYS_OF[kind] as string[], 2) };
-    });
-  }
-  const rules = Array.from({ length: g.int(4) }, () => Array.from({ length: 1 + g.int(2) }, () => kindClause(g, segmentKeys)));
-  // A rule whose only clause reaches the segment cycle. Only clause: when more clauses follow an
-  // erring one, Node's SDK lets the next clause's answer replace the error (its Go and Java SDKs stop
-  // at the error, as we do), so that case is left out.
-  if (g.chance(0.1)) rules.splice(g.int(rules.length + 1), 0, [{ attribute: '', op: 'segmentMatch', values: [g.pick(['cycle-a', 'cycle-b'])] }]);
-  flag['rules'] = rules.map((clauses, i) => ({ id: `rule-${i}`, clauses, ...served() }) as Json);
-  return flag;
-}
-
-/** What the management API stores for an imported flag, as the evaluator reads it. */
-function definitionOfImported(f: ImportedFlag): FlagDefinition {
-  const def: FlagDefinition = { key: f.key, type: f.type, defaultValue: f.defaultValue, variations: f.variations, enabled: f.enabled, targets: f.targets, rules: f.rules, prerequisites: f.prerequisites, salt: f.salt };
-  if (f.offValue !== null) def.offValue = f.offValue;
-  return def;
-}
 
 const KIND_FLAGS = Number(process.env['ORACLE_KIND_FLAGS'] ?? 150);
 const KIND_CONTEXTS = Number(process.env['ORACLE_KIND_CONTEXTS'] ?? 30);
@@ -562,76 +425,25 @@ describe('LaunchDarkly Node SDK as oracle: context kinds, multi-kind contexts an
 
 // ---------------------------------------------------------------------------------------------
 // The same data through every door: import, the seed's evaluate route, the in-process provider
-
-/**
- * LaunchDarkly data with kinds, contextTargets and segments as a team brings it: what the import
- * refuses by design taken out (a segmentMatch naming no segment, the deliberate segment cycle), the
- * rest generated as above.
- */
-function importableKindData(g: Gen, flagCount: number): { flags: LdFlag[]; segments: LdFlag[] } {
-  const segments = makeSegments(g, 10).filter((s) => !(s['key'] as string).startsWith('cycle-'));
-  const known = new Set(segments.map((s) => s['key'] as string));
-  const flags = Array.from({ length: flagCount }, (_, i) => makeKindFlag(g, i, [...known]));
-  const keepKnown = (rules: Json | undefined): Json[] =>
-    ((rules ?? []) as Array<Record<string, Json>>).map((r) => ({
-      ...r,
-      clauses: (r['clauses'] as Array<Record<string, Json>>).flatMap((c) => {
-        if (c['op'] !== 'segmentMatch') return [c];
-        const values = (c['values'] as string[]).filter((v) => known.has(v));
-        return values.length > 0 ? [{ ...c, values }] : [];
-      }),
-    }));
-  for (const fl of flags) fl['rules'] = keepKnown(fl['rules']);
-  for (const seg of segments) seg['rules'] = keepKnown(seg['rules']);
-  return { flags, segments };
-}
-
-/** A LaunchDarkly context as OpenFeature's flat context: `targetingKey` for the key, one nested object per kind of a multi-kind one. */
-function openFeatureContextOf(ctx: Record<string, unknown>): OpenFeatureContext {
-  const flat = ({ key, ...rest }: Record<string, unknown>) => ({ targetingKey: key, ...rest }) as OpenFeatureContext;
-  if (ctx['kind'] !== 'multi') return flat(ctx);
-  const out: OpenFeatureContext = { kind: 'multi' };
-  for (const [kind, part] of Object.entries(ctx)) if (kind !== 'kind') out[kind] = flat(part as Record<string, unknown>);
-  return out;
-}
-
-const SAME_FLAGS = Number(process.env['ORACLE_SAME_FLAGS'] ?? 60);
-const SAME_CONTEXTS = Number(process.env['ORACLE_SAME_CONTEXTS'] ?? 24);
+// (OFREP on orep-server: launchdarkly-same-answers.e2e-spec.ts, on the same data)
 
 describe('the same answers everywhere: LaunchDarkly data with kinds and segments imported, evaluated by the seed\'s route, the in-process provider, our evaluator and LaunchDarkly\'s SDK', () => {
-  const g = new Gen(seededRandom(SEED + 34));
-  const { flags, segments } = importableKindData(g, SAME_FLAGS);
-  const contexts = Array.from({ length: SAME_CONTEXTS }, (_, i) => makeKindContext(g, i));
-  // The seed's evaluate route takes a user (`userId` and attributes): user contexts of their own.
-  const users = Array.from({ length: 12 }, (_, i) => ({ kind: 'user', ...kindAttributes(g, 'user', i) }) as LDContext & Record<string, unknown>);
+  const { flags, segments, contexts, users, body, reference } = sameAnswersData(SAME_ANSWERS.seed, SAME_ANSWERS.flags, SAME_ANSWERS.contexts);
   let f: ManagementApiFixture;
   let owner: SignedUp;
   let ldClient: LDClient;
   let dir: string;
   let imported: HttpResult<any>;
-  /** Our evaluator over the import's own conversion of the same data (variation ids of its own: compared by index). */
-  let reference: { set: CompiledFlagSet; indexOf: (key: string, id: string | undefined) => number | null };
   /** Index of a variation id in the flag as the import stored it. */
   let storedIndex: (key: string, id: string | undefined) => number | null;
 
   beforeAll(async () => {
+    expect(reference.errors).toEqual([{}, {}, {}]);
     dir = mkdtempSync(join(tmpdir(), 'ld-same-answers-'));
     ldClient = await offlineClient(dir, flags, segments);
-    const data = { flags: Object.fromEntries(flags.map((fl) => [fl['key'], fl])), segments: Object.fromEntries(segments.map((s) => [s['key'], s])) };
-    const parsed = parseLaunchDarklyData(data);
-    const mappedSegments = mapLaunchDarklySegments(parsed.segments, (k) => parsed.segments.has(k));
-    let n = 0;
-    const mapped = mapLaunchDarklyFlags(parsed.flags, () => undefined, () => `v${n++}`, (k) => parsed.segments.has(k));
-    expect([parsed.errors, mappedSegments.errors, mapped.errors]).toEqual([{}, {}, {}]);
-    const ids = new Map(mapped.flags.map((fl) => [fl.key, fl.variations.map((v) => v.id)]));
-    reference = {
-      set: CompiledFlagSet.compile(mapped.flags.map(definitionOfImported), mappedSegments.segments),
-      indexOf: (key, id) => (id === undefined ? null : ids.get(key)!.indexOf(id)),
-    };
-
     f = await ManagementApiFixture.start({ RATE_LIMIT_FREE: '1000000' });
     owner = await f.signUp();
-    imported = await f.call('POST', '/api/flags/import', { token: owner.idToken, tenant: owner.tenantId, json: data });
+    imported = await f.call('POST', '/api/flags/import', { token: owner.idToken, tenant: owner.tenantId, json: body });
     const stored = new Map<string, string[]>((imported.body.flags ?? []).map((fl: { key: string; variations: Array<{ id: string }> }) => [fl.key, fl.variations.map((v) => v.id)]));
     storedIndex = (key, id) => (id === undefined ? null : stored.get(key)!.indexOf(id));
   }, 60_000);
@@ -642,8 +454,7 @@ describe('the same answers everywhere: LaunchDarkly data with kinds and segments
     await f?.stop();
   });
 
-  /** What is compared of an answer: value, variation index, reason with its rule. */
-  const answerOf = (r: { value: unknown; reason: string; ruleId?: string; ruleIndex?: number }, index: number | null) => ({
+  const answerOf = (r: { value: unknown; reason: string; ruleId?: string; ruleIndex?: number }, index: number | null): ComparedAnswer => ({
     value: r.value,
     index,
     reason: r.reason,
@@ -664,7 +475,7 @@ describe('the same answers everywhere: LaunchDarkly data with kinds and segments
         const ld = await ldClient.variationDetail(key, ctx, 'caller-default');
         const mine = ours(key, ctx);
         reasons.add(ld.reason.kind);
-        const expected = { value: ld.value, index: ld.variationIndex ?? null, reason: ld.reason.kind, ruleId: ld.reason.ruleId, ruleIndex: ld.reason.ruleIndex };
+        const expected = ldAnswer(ld);
         const got = answerOf(mine, reference.indexOf(key, mine.variationId));
         if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push(`${key} ${JSON.stringify(ctx)}: LaunchDarkly ${JSON.stringify(expected)} vs ours ${JSON.stringify(got)}`);
         if (mine.reason === 'RULE_MATCH' && JSON.stringify((fl['rules'] as Json[])[mine.ruleIndex!]).includes('segmentMatch')) segmentMatched++;
@@ -675,7 +486,7 @@ describe('the same answers everywhere: LaunchDarkly data with kinds and segments
     expect(segmentMatched).toBeGreaterThan(0);
   });
 
-  it('the seed\'s evaluate route gives every user context the same answer as our evaluator', async () => {
+  it('the seed\'s evaluate route gives every user, as userId and attributes, the same answer as our evaluator', async () => {
     const mismatches: string[] = [];
     for (const fl of flags) {
       const key = fl['key'] as string;
@@ -689,6 +500,16 @@ describe('the same answers everywhere: LaunchDarkly data with kinds and segments
       }
     }
     expect(mismatches.slice(0, 5)).toEqual([]);
+  }, 60_000);
+
+  it('the seed\'s evaluate route, given `context`, gives every context (multi-kind included) LaunchDarkly\'s answer', async () => {
+    const result = await compareEveryPair({ flags, contexts, users }, ldClient, async (fl, ctx, ld) => {
+      const key = fl['key'] as string;
+      const res = await f.call('POST', `/api/flags/${key}/evaluate`, { token: owner.idToken, tenant: owner.tenantId, json: { context: ctx } });
+      const got = res.status === 200 ? answerOf(res.body, storedIndex(key, res.body.variationId)) : { status: res.status, body: res.text };
+      return { got, expected: ldAnswer(ld), reason: ld.reason.kind };
+    });
+    expect(result).toEqual(agreedEverywhere({ flags, contexts, users }, ['FALLTHROUGH', 'OFF', 'RULE_MATCH', 'TARGET_MATCH']));
   }, 60_000);
 
   it('the in-process provider (OpenFeature\'s flat contexts, multi-kind included) gives every context the same answer as our evaluator', async () => {
