@@ -2,11 +2,11 @@
 // on a fresh test environment (its own database and Redis prefix), and a Chromium pointed at it.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { launchChromium } from './chromium';
+import { launchChromium, screenshot, seriousViolations } from './chromium';
 
 /** The built management-api serving the built console, started as `npm start` starts it, and a Chromium on it. */
 export interface ConsoleStack {
@@ -22,6 +22,7 @@ export interface ConsoleStack {
 const ROOT = join(__dirname, '../../..');
 export const MANAGEMENT_API_MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
 export const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
+export const SHOTS = join(ROOT, 'tmp/console-screenshots');
 
 export async function startConsoleStack(viewport: { width: number; height: number }): Promise<ConsoleStack> {
   for (const built of [MANAGEMENT_API_MAIN, join(CONSOLE_DIR, 'index.html')]) {
@@ -67,4 +68,26 @@ export async function startConsoleStack(viewport: { width: number; height: numbe
 export async function chooseOption(page: Page, scope: Page | Locator, label: RegExp, option: string): Promise<void> {
   await scope.getByRole('button', { name: label }).click();
   await page.getByRole('option', { name: option, exact: true }).click();
+}
+
+/**
+ * A describe block's stack: started before its tests and stopped after them, with the two checks
+ * every screen gets (a screenshot named `<prefix>-<name>.png`, and axe's serious violations, none).
+ */
+export function useConsoleStack(prefix: string, viewport = { width: 1280, height: 900 }) {
+  let stack: ConsoleStack | undefined;
+  const started = (): ConsoleStack => {
+    if (!stack) throw new Error('the console stack is not started (use it inside a test)');
+    return stack;
+  };
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await startConsoleStack(viewport);
+  }, 60000);
+  afterAll(async () => stack?.stop());
+  return {
+    started,
+    shot: (name: string, fullPage = true) => screenshot(started().page, join(SHOTS, `${prefix}-${name}.png`), fullPage),
+    accessible: async (screen: string) => expect(await seriousViolations(started().page, screen)).toEqual([]),
+  };
 }

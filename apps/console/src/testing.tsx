@@ -9,7 +9,7 @@ import type { Flag } from './api';
 import { createQueryClient } from './App';
 import { SessionProvider } from './session';
 
-export interface Sent { method: string; url: string; headers: Record<string, string>; body: unknown }
+export interface Sent { method: string; url: string; headers: Record<string, string>; body: unknown; cache?: RequestCache }
 
 /** Answers each request with the next scripted response and records the request. */
 export function scriptServer(responses: Answer[]) {
@@ -57,7 +57,7 @@ export interface Answer { status: number; body: unknown; headers?: Record<string
 export function routeServer(answer: (req: Sent) => Answer | undefined) {
   const sent: Sent[] = [];
   vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
-    const req: Sent = { method: init.method ?? 'GET', url, headers: (init.headers ?? {}) as Record<string, string>, body: init.body ? JSON.parse(String(init.body)) : undefined };
+    const req: Sent = { method: init.method ?? 'GET', url, headers: (init.headers ?? {}) as Record<string, string>, body: init.body ? JSON.parse(String(init.body)) : undefined, cache: init.cache };
     sent.push(req);
     const a = answer(req);
     if (!a) throw new Error(`unexpected request ${req.method} ${url}`);

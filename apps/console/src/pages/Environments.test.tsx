@@ -32,6 +32,8 @@ describe('environments: require approval', () => {
     const patch = sent.find((r) => r.method === 'PATCH')!;
     expect(patch.body).toEqual({ requireApproval: true });
     expect(patch.headers).not.toHaveProperty('X-Environment');
+    // One URL answers per tenant and environment: no read may come from the browser's HTTP cache.
+    expect(sent.map((r) => r.cache)).toEqual(sent.map(() => 'no-store'));
     expect(screen.getByRole('switch', { name: 'Require approval in Staging' })).not.toBeChecked();
   });
 

@@ -16,7 +16,9 @@ const STATE_LABELS: Record<ChangeRequest['state'], string> = {
 };
 
 /** The flag's change requests in the environment, newest first: each with its diff, comments and the steps open to the member. */
-export function ChangeRequests({ flag, scope }: { flag: Flag; scope: RequestScope }) {
+export function ChangeRequests({ flag, scope: session }: { flag: Flag; scope: RequestScope }) {
+  // The flag's own environment, as the editor uses: the lists never mix two environments.
+  const scope = { ...session, environment: flag.environment };
   const q = useChangeRequests(scope, flag.key);
   return (
     <section className="panel" aria-labelledby="change-requests-title">

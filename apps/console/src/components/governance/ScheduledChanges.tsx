@@ -8,7 +8,9 @@ import { TableHead } from '../TableHead';
 const STATE_LABELS: Record<ScheduledChange['state'], string> = { scheduled: 'Pending', applied: 'Done', failed: 'Failed', cancelled: 'Cancelled' };
 
 /** The flag's scheduled changes in the environment, latest first: pending ones can be cancelled, failed ones say why. */
-export function ScheduledChanges({ flag, scope }: { flag: Flag; scope: RequestScope }) {
+export function ScheduledChanges({ flag, scope: session }: { flag: Flag; scope: RequestScope }) {
+  // The flag's own environment, as the editor uses: the lists never mix two environments.
+  const scope = { ...session, environment: flag.environment };
   const q = useScheduledChanges(scope, flag.key);
   const name = useAuthorNames(scope);
   const qc = useQueryClient();
@@ -23,7 +25,7 @@ export function ScheduledChanges({ flag, scope }: { flag: Flag; scope: RequestSc
       {q.isError && <ErrorState error={q.error} onRetry={() => void q.refetch()} />}
       {q.isSuccess && q.data.length === 0 && (
         <Empty>
-          <p>Nothing scheduled for this flag in {flag.environment}. Edit the flag above and choose “Schedule changes”.</p>
+          <p>Nothing scheduled for this flag in {flag.environment}. Schedule edits from the editor above (where changes need approval, with a change request’s “Apply at”).</p>
         </Empty>
       )}
       {q.isSuccess && q.data.length > 0 && (
