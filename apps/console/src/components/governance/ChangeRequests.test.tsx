@@ -108,6 +108,15 @@ describe('change requests of a flag', () => {
     expect(stale).toHaveTextContent('Changes: Name.');
   });
 
+  it('shows a viewer why they cannot approve, and no step or comment they would be refused', async () => {
+    serve(() => [aRequest()]);
+    renderAsMember(<ChangeRequests flag={flag} scope={scope} />, { userId: 'u-ada', role: 'viewer' });
+    const item = await screen.findByRole('article', { name: /Pending approval/ });
+    expect(item).toHaveTextContent('Viewers cannot approve changes: an editor or admin must.');
+    expect(within(item).queryByRole('button')).toBeNull();
+    expect(within(item).queryByRole('textbox')).toBeNull();
+  });
+
   it('says so when the flag has no requests', async () => {
     serve(() => []);
     renderAsMember(<ChangeRequests flag={flag} scope={scope} />);

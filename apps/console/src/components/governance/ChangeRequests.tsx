@@ -66,6 +66,8 @@ export function ChangeRequestItem({ flag, request: r, scope, showDiff = true }: 
   });
   const blocked = approvalBlocked(r, userId, role);
   const mine = userId !== undefined && r.author === `user:${userId}`;
+  // Viewers read requests; every step (and a comment) is an editor's or an admin's.
+  const viewer = role === 'viewer';
   const open = r.state === 'pending' || r.state === 'approved';
   const label = `Change request by ${name(r.author)}, ${STATE_LABELS[r.state]}`;
   return (
@@ -102,7 +104,8 @@ export function ChangeRequestItem({ flag, request: r, scope, showDiff = true }: 
           ))}
         </ul>
       )}
-      {open && (
+      {open && viewer && blocked && <p className="muted">{blocked}</p>}
+      {open && !viewer && (
         <div className="actions">
           {r.state === 'pending' && (blocked ? <p className="muted">{blocked}</p> : <Button className="react-aria-Button primary" isDisabled={step.isPending} onPress={() => step.mutate('approve')}>Approve</Button>)}
           {r.state === 'approved' && (
@@ -116,7 +119,7 @@ export function ChangeRequestItem({ flag, request: r, scope, showDiff = true }: 
         </div>
       )}
       {step.error ? <ErrorState error={step.error} /> : null}
-      {open && (
+      {open && !viewer && (
         <Form
           aria-label={`Comment on the ${label.charAt(0).toLowerCase()}${label.slice(1)}`}
           className="comment-form"
