@@ -7,7 +7,7 @@
  * axe. Skips only when no Chromium is found.
  */
 import type { Page } from 'playwright-core';
-import { http } from '@flagship/testing';
+import { http, waitFor } from '@flagship/testing';
 import { CHROMIUM, HAVE_CHROMIUM, SESSION_KEY } from './chromium';
 import { chooseOption, useConsoleStack } from './console-stack.fixture';
 
@@ -84,30 +84,31 @@ if (!HAVE_CHROMIUM) {
     // The welcome tour greets the editor in the tenant they joined; it would cover the screenshots.
     await page.getByRole('button', { name: 'Skip tour' }).click();
     await openFlag();
-    const name = page.getByRole('textbox', { name: 'Name', exact: true }).first();
-    await name.fill('New checkout v2');
+    // A rename would be saved directly (names are bookkeeping); targeting in production needs approval.
+    await page.getByRole('textbox', { name: 'Targets served true' }).fill('alice');
     await page.getByRole('heading', { name: 'Changes in production need approval' }).waitFor();
-    await page.getByRole('textbox', { name: 'Comment for the approver' }).fill('Renamed for the launch');
+    await page.getByRole('textbox', { name: 'Comment for the approver' }).fill('Alice joins the beta');
     await shot('02-editor-change-request-form');
     await accessible('flag editor, change request form');
     await page.getByRole('button', { name: 'Request approval' }).click();
-    await page.getByText('Change request sent for approval: Name.').waitFor();
+    await page.getByText('Change request sent for approval: Individual targets.').waitFor();
     const mine = page.getByRole('article', { name: /Pending approval$/ });
     await mine.getByText('You made this request: another member must approve it.').waitFor();
     expect(await mine.getByRole('button', { name: 'Approve' }).count()).toBe(0);
-    await mine.getByText('Renamed for the launch').waitFor();
+    await mine.getByText('Alice joins the beta').waitFor();
     await mine.scrollIntoViewIfNeeded();
     await shot('03-editor-own-request');
     await accessible('change requests, own request');
     // The flag itself did not change.
-    expect((await http<{ name: string }>(`${base}/api/flags/new-checkout`, { headers: { ...headers, 'x-environment': 'production' } })).body.name).toBe('New checkout');
+    const production = { ...headers, 'x-environment': 'production' };
+    expect((await http<{ targets: unknown[] }>(`${base}/api/flags/new-checkout`, { headers: production })).body.targets).toEqual([]);
     await signOut();
 
     // 3. The owner finds it in the inbox, approves it, and applies it on the flag's page.
     await signIn(owner);
     await nav('Approvals');
     const waiting = page.getByRole('article', { name: `Change request by ${editor}, Pending approval` });
-    await waiting.getByRole('table', { name: 'Name' }).getByText('"New checkout v2"').waitFor();
+    await waiting.getByRole('table', { name: 'Individual targets' }).getByText('"alice"').waitFor();
     await shot('04-owner-inbox');
     await accessible('approval inbox');
     await waiting.getByRole('button', { name: 'Approve' }).click();
@@ -118,7 +119,10 @@ if (!HAVE_CHROMIUM) {
     await approved.getByRole('button', { name: 'Apply' }).click();
     const applied = page.getByRole('article', { name: `Change request by ${editor}, Applied` });
     await applied.waitFor();
-    await page.getByRole('heading', { level: 1, name: 'New checkout v2' }).waitFor();
+    // The editor follows the flag as it moved on: the applied target is there.
+    const served = page.getByRole('textbox', { name: 'Targets served true' });
+    await waitFor(async () => (await served.inputValue()) === 'alice', 10000, 100);
+    expect((await http<{ targets: { values: string[] }[] }>(`${base}/api/flags/new-checkout`, { headers: production })).body.targets.map((t) => t.values)).toEqual([['alice']]);
     await applied.scrollIntoViewIfNeeded();
     await shot('05-owner-applied');
     await accessible('change request applied');
@@ -133,7 +137,7 @@ if (!HAVE_CHROMIUM) {
     await page.getByLabel('Schedule for').fill(local);
     await page.getByRole('button', { name: 'Schedule changes' }).click();
     await page.getByText(/^Scheduled for .*: Description\.$/).waitFor();
-    const scheduled = page.getByRole('table', { name: 'Scheduled changes of New checkout v2' });
+    const scheduled = page.getByRole('table', { name: 'Scheduled changes of New checkout' });
     const cancel = scheduled.getByRole('button', { name: /^Cancel the change scheduled for/ });
     await cancel.waitFor();
     await scheduled.scrollIntoViewIfNeeded();

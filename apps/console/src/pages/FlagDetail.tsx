@@ -17,7 +17,7 @@ import { useSignedIn } from '../session';
 export function FlagDetail({ flagKey }: { flagKey: string }) {
   const { scope } = useSignedIn();
   const q = useFlag(scope, flagKey);
-  const requireApproval = useEnvironments(scope).data?.find((e) => e.key === scope.environment)?.requireApproval === true;
+  const approvalEnvironments = useEnvironments(scope).data?.filter((e) => e.requireApproval).map((e) => e.key);
   if (q.isPending) return <Loading what="the flag" />;
   if (q.isError) return <ErrorState error={q.error} onRetry={() => void q.refetch()} />;
   const flag = q.data;
@@ -32,7 +32,7 @@ export function FlagDetail({ flagKey }: { flagKey: string }) {
       </div>
       <SavedWarnings what="flag" warnings={flag.warnings} />
       {/* Keyed by environment: another environment's targeting is another draft. */}
-      <FlagEditor key={flag.environment} flag={flag} scope={scope} requireApproval={requireApproval} />
+      <FlagEditor key={flag.environment} flag={flag} scope={scope} approvalEnvironments={approvalEnvironments} />
       <ChangeRequests flag={flag} scope={scope} />
       <ScheduledChanges flag={flag} scope={scope} />
       <Playground flag={flag} scope={scope} />

@@ -21,10 +21,10 @@ export function LocalTimeField({ label, value, onChange, description }: { label:
  * Shown above the save bar where the environment requires approval: the edits go out as a change
  * request, with a comment for the approver and, optionally, the time the approved change applies.
  */
-export function ChangeRequestFields({ environment, comment, onComment, applyAt, onApplyAt }: { environment: string; comment: string; onComment: (v: string) => void; applyAt: string; onApplyAt: (v: string) => void }) {
+export function ChangeRequestFields({ reason, comment, onComment, applyAt, onApplyAt }: { reason: string; comment: string; onComment: (v: string) => void; applyAt: string; onApplyAt: (v: string) => void }) {
   return (
     <section className="panel approval-note" aria-labelledby="approval-title">
-      <h2 id="approval-title">Changes in {environment} need approval</h2>
+      <h2 id="approval-title">{reason}</h2>
       <p>Saving sends your edits as a change request: another member approves it, then it is applied (at the time below, when you give one).</p>
       <TextField value={comment} onChange={onComment} maxLength={2000}>
         <Label>Comment for the approver</Label>

@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { aFlag, renderWithQueries, routeServer, type Answer, type Sent } from '../../testing';
 import { FlagEditor } from '../targeting/FlagEditor';
-import { isoOfLocal } from './governance';
+import { approvalReason, isoOfLocal } from './governance';
 
 const scope = { token: 'id-token', tenantId: 't-1', environment: 'production' };
 const flag = aFlag({ environment: 'production', version: '3.4' });
@@ -22,23 +22,41 @@ async function rename(to: string) {
 describe('the flag editor where changes need approval, and scheduling', () => {
   afterEach(() => vi.unstubAllGlobals());
 
-  it('turns Save into a change request with a comment and an apply-at time', async () => {
+  it('knows which edits need approval as the API does: targeting where it is required, served-everywhere fields while any environment requires it', () => {
+    expect(approvalReason(['targets'], 'production', ['production'])).toBe('Changes in production need approval');
+    expect(approvalReason(['name', 'description', 'tags'], 'production', ['production'])).toBeNull();
+    expect(approvalReason(['rules'], 'staging', ['production'])).toBeNull();
+    expect(approvalReason(['variations', 'name'], 'staging', ['production'])).toBe('Variations (and fallthrough weights) apply in every environment, and production requires approval');
+    expect(approvalReason(['variations'], 'staging', [])).toBeNull();
+  });
+
+  it('turns Save of targeting into a change request with a comment and an apply-at time', async () => {
     const sent = serve((req) => (req.method === 'POST' && req.url === '/api/flags/new-checkout/change-requests' ? { status: 201, body: { id: 'cr-1' } } : undefined));
-    renderWithQueries(<FlagEditor flag={flag} scope={scope} requireApproval />);
-    await rename('Checkout v2');
+    renderWithQueries(<FlagEditor flag={flag} scope={scope} approvalEnvironments={['production']} />);
+    fireEvent.change(screen.getByRole('textbox', { name: 'Targets served true' }), { target: { value: 'alice' } });
     expect(screen.getByRole('heading', { name: 'Changes in production need approval' })).toBeInTheDocument();
     await userEvent.type(screen.getByRole('textbox', { name: 'Comment for the approver' }), 'For the launch');
     fireEvent.change(screen.getByLabelText('Apply at (optional)'), { target: { value: '2026-12-01T09:30' } });
     await userEvent.click(screen.getByRole('button', { name: 'Request approval' }));
 
-    await screen.findByText('Change request sent for approval: Name.');
+    await screen.findByText('Change request sent for approval: Individual targets.');
     expect(sent.filter((r) => r.method === 'PATCH')).toEqual([]);
     expect(sent.find((r) => r.method === 'POST')).toMatchObject({
       headers: { 'X-Environment': 'production' },
-      body: { patch: { name: 'Checkout v2' }, comment: 'For the launch', executeAt: isoOfLocal('2026-12-01T09:30') },
+      body: { patch: { targets: [{ variationId: 'v-true', values: ['alice'] }] }, comment: 'For the launch', executeAt: isoOfLocal('2026-12-01T09:30') },
     });
     // The edits are in the request now: the draft is the flag again.
-    expect(screen.getAllByRole('textbox', { name: 'Name' })[0]).toHaveValue('New checkout');
+    expect(screen.getByRole('textbox', { name: 'Targets served true' })).toHaveValue('');
+  });
+
+  it('saves a rename directly where approval is required (names are bookkeeping)', async () => {
+    const sent = serve((req) => (req.method === 'PATCH' ? { status: 200, body: { ...flag, name: 'Checkout v2', version: '3.5' } } : undefined));
+    renderWithQueries(<FlagEditor flag={flag} scope={scope} approvalEnvironments={['production']} />);
+    await rename('Checkout v2');
+    expect(screen.queryByRole('heading', { name: /need approval/ })).toBeNull();
+    await userEvent.click(screen.getByRole('button', { name: 'Save changes' }));
+    await screen.findByText('Saved: Name.');
+    expect(sent.filter((r) => r.method === 'POST')).toEqual([]);
   });
 
   it('switches to a change request when the PATCH is refused with 409 approval-required, without showing it as a failure', async () => {

@@ -51,6 +51,24 @@ export function approvalBlocked(r: Pick<ChangeRequest, 'author' | 'state'>, me: 
   return null;
 }
 
+/** Fields that are the environment's own targeting (the editor's; `enabled` is the switch's). */
+const TARGETING: readonly string[] = ['enabled', 'offValue', 'targets', 'rules', 'prerequisites'];
+/** Fields served in every environment: approval anywhere covers them. Names, descriptions and tags are bookkeeping. */
+const SERVED_EVERYWHERE: readonly string[] = ['variations', 'defaultValue', 'clientSideAvailability'];
+
+/**
+ * Why these changed fields, saved in `environment`, go through a change request, or null: the API's
+ * rule (CONTRACT.md section 10), known before saving so the editor offers the request at once. A 409
+ * approval-required still switches the editor over, should the two ever disagree.
+ */
+export function approvalReason(fields: readonly string[], environment: string, approvalEnvironments: readonly string[]): string | null {
+  const labels = (of: readonly string[]) => fields.filter((f) => of.includes(f)).map((f) => FIELD_LABELS[f as EditableField] ?? f);
+  if (approvalEnvironments.includes(environment) && labels(TARGETING).length > 0) return `Changes in ${environment} need approval`;
+  const served = labels(SERVED_EVERYWHERE);
+  if (approvalEnvironments.length > 0 && served.length > 0) return `${served.join(', ')} apply in every environment, and ${approvalEnvironments.join(', ')} requires approval`;
+  return null;
+}
+
 /** The API's fields a patch sets, as the editor names them. */
 export const patchFieldLabels = (patch: object): string[] => Object.keys(patch).map((f) => FIELD_LABELS[f as EditableField] ?? f);
 

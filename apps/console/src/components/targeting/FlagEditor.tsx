@@ -12,7 +12,7 @@ import { newClause } from './ClauseEditor';
 import { RuleEditor } from './RuleEditor';
 import { SaveBar } from './SaveBar';
 import { ChangeRequestFields, ScheduleFields } from '../governance/DraftRouting';
-import { changeRequestsPath, isApprovalRequired, isoOfLocal, refreshFlagChanges, scheduledChangesPath } from '../governance/governance';
+import { approvalReason, changeRequestsPath, isApprovalRequired, isoOfLocal, refreshFlagChanges, scheduledChangesPath } from '../governance/governance';
 import { FallthroughSection, OffValueSection, PrerequisitesSection, SettingsSection, TargetsSection, VariationsSection } from './Sections';
 
 /** Every context kind the draft names (clauses, targets, rollouts), to offer again. */
@@ -25,11 +25,11 @@ export const auditQueryKey = (scope: RequestScope, key: string) => ['flag-audit'
 /**
  * The flag's settings, variations and targeting in one environment as a draft, saved in one PATCH
  * of the changed fields with `If-Match: <the version the draft started from>`. A 412 shows what
- * changed on the server and lets the user reapply their edits on the new version. Where the
- * environment requires approval, the same edits go out as a change request instead; elsewhere they
- * can also be scheduled for later.
+ * changed on the server and lets the user reapply their edits on the new version. Edits that need
+ * approval (`approvalEnvironments`: the keys that require it) go out as a change request instead;
+ * others can also be scheduled for later.
  */
-export function FlagEditor({ flag, scope, requireApproval = false }: { flag: Flag; scope: RequestScope; requireApproval?: boolean }) {
+export function FlagEditor({ flag, scope, approvalEnvironments = [] }: { flag: Flag; scope: RequestScope; approvalEnvironments?: readonly string[] }) {
   const qc = useQueryClient();
   const environment = flag.environment;
   const others = useFlags({ ...scope, environment }).data;
@@ -50,7 +50,8 @@ export function FlagEditor({ flag, scope, requireApproval = false }: { flag: Fla
   const kinds = useMemo(() => kindsToOffer(kindsIn(draft)), [draft]);
   // Approval turned on after this page read the environments: the 409 switches the editor over.
   const [refused, setRefused] = useState(false);
-  const viaRequest = requireApproval || refused;
+  const reason = approvalReason(changed, environment, approvalEnvironments) ?? (refused ? `Changes in ${environment} need approval` : null);
+  const viaRequest = reason !== null;
   const [comment, setComment] = useState('');
   const [applyAt, setApplyAt] = useState('');
   const [scheduleAt, setScheduleAt] = useState('');
@@ -205,7 +206,7 @@ export function FlagEditor({ flag, scope, requireApproval = false }: { flag: Fla
           onDiscard={() => settle(server)}
         />
       )}
-      {viaRequest && changed.length > 0 && <ChangeRequestFields environment={environment} comment={comment} onComment={setComment} applyAt={applyAt} onApplyAt={setApplyAt} />}
+      {reason !== null && changed.length > 0 && <ChangeRequestFields reason={reason} comment={comment} onComment={setComment} applyAt={applyAt} onApplyAt={setApplyAt} />}
       <SaveBar
         unsaved={changed.map((f) => FIELD_LABELS[f])}
         saved={saved}
