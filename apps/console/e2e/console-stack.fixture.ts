@@ -2,11 +2,11 @@
 // on a fresh test environment (its own database and Redis prefix), and a Chromium pointed at it.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { launchChromium, SESSION_KEY } from './chromium';
+import { launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
 
 /** The built management-api serving the built console, started as `npm start` starts it, and a Chromium on it. */
 export interface ConsoleStack {
@@ -22,6 +22,7 @@ export interface ConsoleStack {
 const ROOT = join(__dirname, '../../..');
 export const MANAGEMENT_API_MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
 export const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
+export const SHOTS = join(ROOT, 'tmp/console-screenshots');
 
 /** `env`: more of management-api's settings (WEBHOOKS_ALLOW_PRIVATE_URLS for a receiver on loopback). */
 export async function startConsoleStack(viewport: { width: number; height: number }, env: NodeJS.ProcessEnv = {}): Promise<ConsoleStack> {
@@ -84,4 +85,26 @@ export async function signUpInConsole(page: Page, base: string, prefix: string):
   const session = (await page.evaluate(`JSON.parse(sessionStorage.getItem('${SESSION_KEY}') ?? '{}')`)) as { token: string; tenantId: string };
   await page.getByRole('button', { name: 'Skip tour' }).click();
   return { tenantId: session.tenantId, headers: { authorization: `Bearer ${session.token}`, 'x-tenant-id': session.tenantId, 'x-environment': 'production' } };
+}
+
+/**
+ * A describe block's stack: started before its tests and stopped after them, with the two checks
+ * every screen gets (a screenshot named `<prefix>-<name>.png`, and axe's serious violations, none).
+ */
+export function useConsoleStack(prefix: string, viewport = { width: 1280, height: 900 }) {
+  let stack: ConsoleStack | undefined;
+  const started = (): ConsoleStack => {
+    if (!stack) throw new Error('the console stack is not started (use it inside a test)');
+    return stack;
+  };
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await startConsoleStack(viewport);
+  }, 60000);
+  afterAll(async () => stack?.stop());
+  return {
+    started,
+    shot: (name: string, fullPage = true) => screenshot(started().page, join(SHOTS, `${prefix}-${name}.png`), fullPage),
+    accessible: async (screen: string) => expect(await seriousViolations(started().page, screen)).toEqual([]),
+  };
 }

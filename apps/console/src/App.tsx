@@ -12,6 +12,7 @@ import { CreateFlag } from './pages/CreateFlag';
 import { FlagDetail } from './pages/FlagDetail';
 import { Flags } from './pages/Flags';
 import { Environments } from './pages/Environments';
+import { Approvals } from './pages/Approvals';
 import { OAuthClients } from './pages/OAuthClients';
 import { Projects } from './pages/Projects';
 import { SIGN_IN_CONFIG_KEY } from './oidc';
@@ -124,6 +125,7 @@ function Shell({ children }: { children: ReactNode }) {
       <nav aria-label="Main" className="mainnav">
         <NavLink href="/">Flags</NavLink>
         <NavLink href="/segments">Segments</NavLink>
+        <NavLink href="/approvals">Approvals</NavLink>
         <NavLink href="/flags/new">Create flag</NavLink>
         <NavLink href="/projects">Projects</NavLink>
         <NavLink href="/environments">Environments</NavLink>
@@ -170,6 +172,9 @@ function Routes() {
               <SegmentDetail key={p.key} segmentKey={decodeURIComponent(p.key)} />
             </Suspense>
           )}
+        </Route>
+        <Route path="/approvals">
+          <Approvals />
         </Route>
         <Route path="/projects">
           <Projects />

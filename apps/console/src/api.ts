@@ -67,7 +67,9 @@ export async function request<T>(method: string, path: string, scope: RequestSco
   if (scope.environment) h['X-Environment'] = scope.environment;
   let res: Response;
   try {
-    res = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+    // Never the browser's HTTP cache: one URL answers per tenant and environment (headers the API's
+    // responses do not Vary on), so a cached GET revalidated by ETag could come back as another's.
+    res = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
   } catch {
     throw new ApiError(0, 'The server cannot be reached', 'Check your connection and try again.', undefined, undefined);
   }

@@ -5,6 +5,8 @@ import type { RequestScope, TenantRef } from './api';
 export interface Session {
   token: string;
   email: string;
+  /** The user's id (`user:{id}` authors their change requests); absent in sessions saved before it was kept. */
+  userId?: string;
   tenants: TenantRef[];
   tenantId: string;
   environment: string;

@@ -4,11 +4,12 @@ import { QueryClientProvider } from '@tanstack/react-query';
 import { render } from '@testing-library/react';
 import type { ReactElement } from 'react';
 import { vi } from 'vitest';
+import type { ChangeRequest } from '@flagship/sdk';
 import type { Flag } from './api';
 import { createQueryClient } from './App';
 import { SessionProvider } from './session';
 
-export interface Sent { method: string; url: string; headers: Record<string, string>; body: unknown }
+export interface Sent { method: string; url: string; headers: Record<string, string>; body: unknown; cache?: RequestCache }
 
 /** Answers each request with the next scripted response and records the request. */
 export function scriptServer(responses: Answer[]) {
@@ -58,7 +59,7 @@ export interface Answer { status: number; body: unknown; headers?: Record<string
 export function routeServer(answer: (req: Sent) => Answer | undefined) {
   const sent: Sent[] = [];
   vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
-    const req: Sent = { method: init.method ?? 'GET', url, headers: (init.headers ?? {}) as Record<string, string>, body: init.body ? JSON.parse(String(init.body)) : undefined };
+    const req: Sent = { method: init.method ?? 'GET', url, headers: (init.headers ?? {}) as Record<string, string>, body: init.body ? JSON.parse(String(init.body)) : undefined, cache: init.cache };
     sent.push(req);
     const a = answer(req);
     if (!a) throw new Error(`unexpected request ${req.method} ${url}`);
@@ -82,3 +83,33 @@ export const SIGNED_IN = {
 export function renderSignedIn(ui: ReactElement, onUnauthorized = () => {}) {
   return renderWithQueries(<SessionProvider initial={SIGNED_IN}>{ui}</SessionProvider>, onUnauthorized);
 }
+
+/** A screen behind sign-in as a member with the given id and role (who may approve what depends on both). */
+export function renderAsMember(ui: ReactElement, { userId = 'u-ada', role = 'editor' }: { userId?: string; role?: string } = {}) {
+  return renderWithQueries(<SessionProvider initial={{ ...SIGNED_IN, userId, tenants: [{ ...SIGNED_IN.tenants[0]!, role }] }}>{ui}</SessionProvider>);
+}
+
+/** The tenant's members as the API lists them, so authors read as e-mails. */
+export const MEMBERS = [
+  { userId: 'u-ada', email: 'ada@flagship.test', displayName: 'Ada', role: 'editor', status: 'active', lastAccessedAt: null, createdAt: '2026-11-01T00:00:00.000Z' },
+  { userId: 'u-grace', email: 'grace@flagship.test', displayName: 'Grace', role: 'admin', status: 'active', lastAccessedAt: null, createdAt: '2026-11-01T00:00:00.000Z' },
+];
+
+/** A change request of new-checkout in production, pending, by Grace. */
+export const aRequest = (over: Partial<ChangeRequest> = {}): ChangeRequest => ({
+  id: 'cr-1',
+  flagKey: 'new-checkout',
+  environment: 'production',
+  patch: { name: 'Checkout v2' },
+  baseVersion: '"3.4"',
+  executeAt: null,
+  state: 'pending',
+  author: 'user:u-grace',
+  createdAt: '2026-11-28T10:00:00.000Z',
+  comments: [{ author: 'user:u-grace', body: 'Rename for the launch', at: '2026-11-28T10:00:00.000Z' }],
+  decidedBy: null,
+  decidedAt: null,
+  appliedBy: null,
+  appliedAt: null,
+  ...over,
+});

@@ -5,13 +5,19 @@ import { ErrorState, Loading } from '../components/States';
 import { AuditLog } from '../components/targeting/AuditLog';
 import { FlagEditor } from '../components/targeting/FlagEditor';
 import { SavedWarnings } from '../components/targeting/Problems';
-import { useFlag } from '../queries';
+import { ChangeRequests } from '../components/governance/ChangeRequests';
+import { ScheduledChanges } from '../components/governance/ScheduledChanges';
+import { useEnvironments, useFlag } from '../queries';
 import { useSignedIn } from '../session';
 
-/** One flag: its on/off switch, the editor (settings, variations, targeting in the environment), the playground and the audit log. */
+/**
+ * One flag: its on/off switch, the editor (settings, variations, targeting in the environment), its
+ * change requests and scheduled changes, the playground and the audit log.
+ */
 export function FlagDetail({ flagKey }: { flagKey: string }) {
   const { scope } = useSignedIn();
   const q = useFlag(scope, flagKey);
+  const approvalEnvironments = useEnvironments(scope).data?.filter((e) => e.requireApproval).map((e) => e.key);
   if (q.isPending) return <Loading what="the flag" />;
   if (q.isError) return <ErrorState error={q.error} onRetry={() => void q.refetch()} />;
   const flag = q.data;
@@ -26,7 +32,9 @@ export function FlagDetail({ flagKey }: { flagKey: string }) {
       </div>
       <SavedWarnings what="flag" warnings={flag.warnings} />
       {/* Keyed by environment: another environment's targeting is another draft. */}
-      <FlagEditor key={flag.environment} flag={flag} scope={scope} />
+      <FlagEditor key={flag.environment} flag={flag} scope={scope} approvalEnvironments={approvalEnvironments} />
+      <ChangeRequests flag={flag} scope={scope} />
+      <ScheduledChanges flag={flag} scope={scope} />
       <Playground flag={flag} scope={scope} />
       <AuditLog flagKey={flag.key} version={flag.version} scope={scope} />
     </article>

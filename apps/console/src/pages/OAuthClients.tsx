@@ -10,6 +10,7 @@ import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
 import { PRODUCT_KEYS, SCOPES, useOAuthClients, type OAuthClient, type OAuthClientWithSecret } from '../tenant-queries';
+import { TableHead } from '../components/TableHead';
 
 function CreateClient({ onCreated }: { onCreated: (c: OAuthClientWithSecret) => void }) {
   const { scope } = useSignedIn();
@@ -138,17 +139,7 @@ export function OAuthClients() {
       {q.data && q.data.length > 0 && (
         <table>
           <caption className="visually-hidden">OAuth clients of this tenant</caption>
-          <thead>
-            <tr>
-              <th scope="col">Client</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Product keys</th>
-              <th scope="col">Secret set</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Client', 'Scopes', 'Product keys', 'Secret set']} actions />
           <tbody>
             {q.data.map((c) => (
               <ClientRow key={c.clientId} client={c} onSecret={setSecret} />

@@ -7,6 +7,7 @@ import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
 import { useProjects, type Project } from '../tenant-queries';
+import { TableHead } from '../components/TableHead';
 
 const HEX = /^#[0-9a-fA-F]{6}$/;
 
@@ -71,16 +72,7 @@ export function Projects() {
       {q.data && q.data.length > 0 && (
         <table>
           <caption className="visually-hidden">Projects of this tenant</caption>
-          <thead>
-            <tr>
-              <th scope="col">Project</th>
-              <th scope="col">Colour</th>
-              <th scope="col">Flags</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Project', 'Colour', 'Flags']} actions />
           <tbody>
             {q.data.map((p) =>
               editing === p.id ? (

@@ -93,7 +93,7 @@ export function OidcCallback() {
     mutationFn: async (cfg: OidcConfig) => (await flow()).completeSignIn(cfg, callback),
     onSuccess: ({ idToken, data }) => {
       navigate('/', { replace: true });
-      signIn({ token: idToken, email: data.user.email, tenants: data.tenants, tenantId: data.active_tenant_id });
+      signIn({ token: idToken, email: data.user.email, userId: data.user.uid, tenants: data.tenants, tenantId: data.active_tenant_id });
     },
   });
   const { mutate } = done;
@@ -130,7 +130,7 @@ function DevSignIn() {
   const [password, setPassword] = useState('');
   const m = useMutation({
     mutationFn: signInWithDevIdp,
-    onSuccess: ({ idToken, data }) => signIn({ token: idToken, email: data.user.email, tenants: data.tenants, tenantId: data.active_tenant_id }),
+    onSuccess: ({ idToken, data }) => signIn({ token: idToken, email: data.user.email, userId: data.user.uid, tenants: data.tenants, tenantId: data.active_tenant_id }),
   });
   const submit = (mode: Credentials['mode']) => m.mutate({ email, password, mode });
   return (

@@ -8,6 +8,7 @@ import { Empty, ErrorState, Loading } from '../components/States';
 import { useReadOnly } from '../read-only';
 import { useSignedIn } from '../session';
 import { type Invitation, ROLES, useMembers, useTenantInvitations, type TenantRole, type TenantUser } from '../tenant-queries';
+import { TableHead } from '../components/TableHead';
 
 const ROLE_HELP: Record<TenantRole, string> = {
   admin: 'everything: billing, team, OAuth clients',
@@ -132,17 +133,7 @@ export function Team() {
       {q.data && q.data.length > 0 && (
         <table>
           <caption className="visually-hidden">Members of this tenant</caption>
-          <thead>
-            <tr>
-              <th scope="col">Member</th>
-              <th scope="col">Role</th>
-              <th scope="col">Last active</th>
-              <th scope="col">Joined</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Member', 'Role', 'Last active', 'Joined']} actions />
           <tbody>
             {q.data.map((u) => (
               <MemberRow key={u.userId} member={u} />

@@ -11,6 +11,8 @@ import { changedFields, draftOf, FIELD_LABELS, flagChanges, rebase, type Editabl
 import { newClause } from './ClauseEditor';
 import { RuleEditor } from './RuleEditor';
 import { SaveBar } from './SaveBar';
+import { ChangeRequestFields, ScheduleFields } from '../governance/DraftRouting';
+import { approvalReason, changeRequestsPath, isApprovalRequired, isoOfLocal, refreshFlagChanges, scheduledChangesPath } from '../governance/governance';
 import { FallthroughSection, OffValueSection, PrerequisitesSection, SettingsSection, TargetsSection, VariationsSection } from './Sections';
 
 /** Every context kind the draft names (clauses, targets, rollouts), to offer again. */
@@ -23,9 +25,11 @@ export const auditQueryKey = (scope: RequestScope, key: string) => ['flag-audit'
 /**
  * The flag's settings, variations and targeting in one environment as a draft, saved in one PATCH
  * of the changed fields with `If-Match: <the version the draft started from>`. A 412 shows what
- * changed on the server and lets the user reapply their edits on the new version.
+ * changed on the server and lets the user reapply their edits on the new version. Edits that need
+ * approval (`approvalEnvironments`: the keys that require it) go out as a change request instead;
+ * others can also be scheduled for later.
  */
-export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope }) {
+export function FlagEditor({ flag, scope, approvalEnvironments = [] }: { flag: Flag; scope: RequestScope; approvalEnvironments?: readonly string[] }) {
   const qc = useQueryClient();
   const environment = flag.environment;
   const others = useFlags({ ...scope, environment }).data;
@@ -44,6 +48,13 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
   const check = useMemo(() => checkDraft(flag, draft, others), [flag, draft, others]);
   const invalidFields = Object.keys(invalid);
   const kinds = useMemo(() => kindsToOffer(kindsIn(draft)), [draft]);
+  // Approval turned on after this page read the environments: the 409 switches the editor over.
+  const [refused, setRefused] = useState(false);
+  const reason = approvalReason(changed, environment, approvalEnvironments) ?? (refused ? `Changes in ${environment} need approval` : null);
+  const viaRequest = reason !== null;
+  const [comment, setComment] = useState('');
+  const [applyAt, setApplyAt] = useState('');
+  const [scheduleAt, setScheduleAt] = useState('');
 
   const replace = (f: Flag, d: FlagDraft = draftOf(f)) => {
     setBase(f);
@@ -82,6 +93,11 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
       setSaved(`Saved: ${changed.map((f) => FIELD_LABELS[f]).join(', ')}.`);
     },
     onError: async (e) => {
+      if (isApprovalRequired(e)) {
+        setRefused(true);
+        save.reset();
+        return;
+      }
       if (!isApiError(e) || e.status !== 412) return;
       // What the server holds now, to show the difference and rebase on it.
       try {
@@ -89,6 +105,35 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
       } catch {
         // The 412 stays on screen as a plain error.
       }
+    },
+  });
+
+  // The edits now live in the request or the schedule: the draft starts again from the flag.
+  const handedOver = (message: string) => {
+    refreshFlagChanges(qc, { ...scope, environment }, flag.key);
+    setSaved(message);
+    setBase(flag);
+    setDraft(draftOf(flag));
+    setRevision((r) => r + 1);
+    setInvalid({});
+  };
+  const propose = useMutation({
+    mutationFn: async () => {
+      const executeAt = isoOfLocal(applyAt);
+      const body = { patch: changes, ...(comment.trim() ? { comment: comment.trim() } : {}), ...(executeAt ? { executeAt } : {}) };
+      return (await request('POST', changeRequestsPath(flag.key), { ...scope, environment }, body)).body;
+    },
+    onSuccess: () => {
+      setComment('');
+      setApplyAt('');
+      handedOver(`Change request sent for approval: ${changed.map((f) => FIELD_LABELS[f]).join(', ')}.`);
+    },
+  });
+  const schedule = useMutation({
+    mutationFn: async () => (await request('POST', scheduledChangesPath(flag.key), { ...scope, environment }, { patch: changes, executeAt: isoOfLocal(scheduleAt) })).body,
+    onSuccess: () => {
+      setScheduleAt('');
+      handedOver(`Scheduled for ${new Date(scheduleAt).toLocaleString()}: ${changed.map((f) => FIELD_LABELS[f]).join(', ')}.`);
     },
   });
 
@@ -100,7 +145,8 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
     save.reset();
   };
 
-  const blocked = changed.length === 0 || save.isPending || invalidFields.length > 0 || check.errors.length > 0 || server !== null;
+  const busy = save.isPending || propose.isPending || schedule.isPending;
+  const blocked = changed.length === 0 || busy || invalidFields.length > 0 || check.errors.length > 0 || server !== null;
   return (
     <div className="flag-editor">
       <SettingsSection key={`s${revision}`} flag={flag} draft={draft} update={update} invalid={markInvalid} />
@@ -160,16 +206,22 @@ export function FlagEditor({ flag, scope }: { flag: Flag; scope: RequestScope })
           onDiscard={() => settle(server)}
         />
       )}
+      {reason !== null && changed.length > 0 && <ChangeRequestFields reason={reason} comment={comment} onComment={setComment} applyAt={applyAt} onApplyAt={setApplyAt} />}
       <SaveBar
         unsaved={changed.map((f) => FIELD_LABELS[f])}
         saved={saved}
         check={check}
         notes={[invalidFields.length > 0 && "A value does not fit the flag's type.", check.warnings.length > 0 && `${check.warnings.length} warning${check.warnings.length > 1 ? 's' : ''}: values that never match.`]}
         blocked={blocked}
-        pending={save.isPending}
-        onSave={() => save.mutate()}
+        pending={busy}
+        saveLabel={viaRequest ? 'Request approval' : 'Save changes'}
+        onSave={() => (viaRequest ? propose.mutate() : save.mutate())}
         onDiscard={() => replace(base)}
-      />
+      >
+        {!viaRequest && <ScheduleFields at={scheduleAt} onAt={setScheduleAt} blocked={blocked} pending={schedule.isPending} onSchedule={() => schedule.mutate()} />}
+      </SaveBar>
+      {propose.error ? <ErrorState error={propose.error} /> : null}
+      {schedule.error ? <ErrorState error={schedule.error} /> : null}
       {save.error && !server && (
         <ErrorState error={save.error} hint={isApiError(save.error) && Object.keys(save.error.fieldErrors).length ? Object.entries(save.error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : undefined} />
       )}

@@ -16,6 +16,7 @@ export function SaveBar({
   pending,
   onSave,
   onDiscard,
+  saveLabel = 'Save changes',
   children,
 }: {
   /** Labels of the changed fields. */
@@ -27,6 +28,8 @@ export function SaveBar({
   pending: boolean;
   onSave: () => void;
   onDiscard: () => void;
+  /** What saving does here (an environment that requires approval sends a change request instead). */
+  saveLabel?: string;
   children?: ReactNode;
 }) {
   return (
@@ -38,7 +41,7 @@ export function SaveBar({
       </p>
       {check.errors.length > 0 && <Problems errors={check.errors} />}
       <Button className="react-aria-Button primary" isDisabled={blocked} onPress={onSave}>
-        {pending ? 'Saving…' : 'Save changes'}
+        {pending ? 'Saving…' : saveLabel}
       </Button>
       <Button isDisabled={unsaved.length === 0 || pending} onPress={onDiscard}>
         Discard changes
