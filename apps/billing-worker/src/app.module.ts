@@ -72,17 +72,21 @@ export class AppModule {
         {
           provide: WebhookDeliveryJob,
           inject: [OutboundWebhooksRepository],
+          // Without WEBHOOK_SECRETS_KEY nothing can be signed (management-api then creates no webhooks
+          // either): no job, and a worker that starts, as every other optional secret lets it.
           useFactory: (repo: OutboundWebhooksRepository) =>
-            new WebhookDeliveryJob(repo, new WebhookSender({ allowPrivate: config.WEBHOOKS_ALLOW_PRIVATE_URLS, timeoutMs: config.WEBHOOK_TIMEOUT_MS }), new WebhookSecretBox(config.WEBHOOK_SECRETS_KEY), {
-              pollMs: config.WEBHOOK_POLL_MS,
-              batchSize: config.WEBHOOK_BATCH_SIZE,
-              // Past the longest attempt, so a lease never runs out under a send still in flight.
-              leaseMs: config.WEBHOOK_TIMEOUT_MS * 3,
-              baseMs: config.WEBHOOK_RETRY_BASE_MS,
-              maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
-              windowMs: config.WEBHOOK_RETRY_WINDOW_S * 1000,
-              retentionMs: config.WEBHOOK_LOG_RETENTION_DAYS * 86_400_000,
-            }),
+            config.WEBHOOK_SECRETS_KEY === ''
+              ? null
+              : new WebhookDeliveryJob(repo, new WebhookSender({ allowPrivate: config.WEBHOOKS_ALLOW_PRIVATE_URLS, timeoutMs: config.WEBHOOK_TIMEOUT_MS }), new WebhookSecretBox(config.WEBHOOK_SECRETS_KEY), {
+                pollMs: config.WEBHOOK_POLL_MS,
+                batchSize: config.WEBHOOK_BATCH_SIZE,
+                // Past the longest attempt, so a lease never runs out under a send still in flight.
+                leaseMs: config.WEBHOOK_TIMEOUT_MS * 3,
+                baseMs: config.WEBHOOK_RETRY_BASE_MS,
+                maxDelayMs: config.WEBHOOK_RETRY_MAX_MS,
+                windowMs: config.WEBHOOK_RETRY_WINDOW_S * 1000,
+                retentionMs: config.WEBHOOK_LOG_RETENTION_DAYS * 86_400_000,
+              }),
         },
         {
           provide: JOBS,
@@ -95,12 +99,11 @@ export class AppModule {
             catchUp: StripeEventsCatchUpService,
             portal: PortalConfigurationService,
             pricing: UsagePricingService,
-            webhooks: WebhookDeliveryJob,
+            webhooks: WebhookDeliveryJob | null,
           ) => [
             reconciler,
             backlog,
-            // Without WEBHOOK_SECRETS_KEY nothing can be signed: management-api then creates no webhooks either.
-            ...(config.WEBHOOK_SECRETS_KEY !== '' ? [webhooks] : []),
+            ...(webhooks ? [webhooks] : []),
             ...(config.BILLING_JOBS_ENABLED
               ? [
                   webhookInboxJob(processor, config),
