@@ -98,7 +98,11 @@ describe('outbound webhooks: built management-api and billing-worker, a verifyin
     expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     expect(JSON.parse(second!.body)).toEqual({ type: 'flag.created', timestamp: expect.stringMatching(/Z$/), data: expect.objectContaining({ flagKey: 'new-checkout' }) });
 
-    const [delivery] = await admin.webhooks.deliveries(webhook.id);
+    // The receiver has answered; the worker records the outcome just after, so the log may lag a moment.
+    const delivery = await waitFor(async () => {
+      const [d] = await admin.webhooks.deliveries(webhook.id);
+      return d?.status === 'delivered' ? d : undefined;
+    }, 10_000);
     expect(delivery).toMatchObject({ id: first!.headers['webhook-id'], type: 'flag.created', status: 'delivered' });
     expect(delivery!.attempts.map((a) => [a.attempt, a.outcome, a.responseCode])).toEqual([
       [1, 'failed', 500],

@@ -114,6 +114,8 @@ if (!HAVE_CHROMIUM) {
     await chooseOption(page, page, /Lifecycle/, 'Stale');
     await page.getByText(/^Stale: not evaluated in production for 30 days/).waitFor();
     await row('Checkout').waitFor({ state: 'detached' });
+    // The stale list is the server's answer: wait for it, not for the moment the rows were cleared.
+    await row('Old banner').waitFor();
     expect(await page.getByRole('table', { name: 'Flags in production' }).getByRole('link').allTextContents()).toEqual(['Old banner']);
     await shot('03-flags-stale');
     await accessible('flags filtered by Stale');
