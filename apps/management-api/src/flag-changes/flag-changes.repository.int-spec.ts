@@ -2,6 +2,7 @@ import { createDataSource, type DataSource, type Tx, withTransaction } from '@fl
 import { createTestDatabase, describeAgreement, type TestDatabase } from '@flagship/testing';
 import { type FlagChangesRepository, LIST_LIMIT, type NewScheduledChange, SqlFlagChangesRepository } from './flag-changes.repository';
 import { FakeFlagChangesRepository } from './flag-changes.repository.fake';
+import { seedTwoTenants } from '../testing/two-tenants';
 
 const at = (iso: string) => new Date(iso);
 const schedule = (flagKey: string, executeAt: string, more: Partial<NewScheduledChange> = {}): NewScheduledChange => ({
@@ -26,8 +27,7 @@ describe('FlagChangesRepository: the fake agrees with Postgres', () => {
     db = await createTestDatabase();
     ds = createDataSource({ url: db.url, poolSize: 2, entities: [] });
     await ds.initialize();
-    [{ id: tenantId }, { id: otherTenantId }] = await ds.query(`INSERT INTO tenants (name, primary_email) VALUES ('Acme', 'ops@acme.test'), ('Other', 'ops@other.test') RETURNING id`);
-    for (const t of [tenantId, otherTenantId]) for (const key of ['production', 'staging']) await ds.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, $2, $2)`, [t, key]);
+    [tenantId, otherTenantId] = await seedTwoTenants(ds, ['production', 'staging']);
   });
   afterAll(async () => {
     await ds?.destroy();

@@ -6,6 +6,7 @@ import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flag.entit
 import { definitionOf } from './flag.mapper';
 import { type FlagRow, type FlagsRepository, type NewFlagFields, SqlFlagsRepository } from './flags.repository';
 import { FakeFlagsRepository } from './flags.repository.fake';
+import { seedTwoTenants } from '../testing/two-tenants';
 
 const ENVIRONMENTS = ['development', 'production', 'staging'];
 const ON = '00000000-0000-4000-8000-00000000000a';
@@ -50,8 +51,7 @@ describe('FlagsRepository: the fake agrees with Postgres', () => {
     db = await createTestDatabase();
     ds = createDataSource({ url: db.url, poolSize: 2, entities: [FlagEntity, FlagEnvironmentEntity, FlagAuditEntity] });
     await ds.initialize();
-    [{ id: tenantId }, { id: otherTenantId }] = await ds.query(`INSERT INTO tenants (name, primary_email) VALUES ('Acme', 'ops@acme.test'), ('Other', 'ops@other.test') RETURNING id`);
-    for (const t of [tenantId, otherTenantId]) for (const key of ENVIRONMENTS) await ds.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, $2, $2)`, [t, key]);
+    [tenantId, otherTenantId] = await seedTwoTenants(ds, ENVIRONMENTS);
     [{ id: projectId }] = await ds.query(`INSERT INTO projects (tenant_id, name) VALUES ($1, 'Shop') RETURNING id`, [tenantId]);
   });
   afterAll(async () => {

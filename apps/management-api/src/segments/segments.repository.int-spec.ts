@@ -3,6 +3,7 @@ import { createDataSource, type DataSource, isUniqueViolation, type Tx, withTran
 import { createTestDatabase, describeAgreement, type TestDatabase } from '@flagship/testing';
 import { type NewSegmentFields, type SegmentRow, type SegmentsRepository, SqlSegmentsRepository } from './segments.repository';
 import { FakeSegmentsRepository } from './segments.repository.fake';
+import { seedTwoTenants } from '../testing/two-tenants';
 
 const ENVIRONMENTS = ['development', 'production', 'staging'];
 
@@ -38,8 +39,7 @@ describe('SegmentsRepository: the fake agrees with Postgres', () => {
     db = await createTestDatabase();
     ds = createDataSource({ url: db.url, poolSize: 2, entities: [] });
     await ds.initialize();
-    [{ id: tenantId }, { id: otherTenantId }] = await ds.query(`INSERT INTO tenants (name, primary_email) VALUES ('Acme', 'ops@acme.test'), ('Other', 'ops@other.test') RETURNING id`);
-    for (const t of [tenantId, otherTenantId]) for (const key of ENVIRONMENTS) await ds.query(`INSERT INTO environments (tenant_id, key, name) VALUES ($1, $2, $2)`, [t, key]);
+    [tenantId, otherTenantId] = await seedTwoTenants(ds, ENVIRONMENTS);
   });
   afterAll(async () => {
     await ds?.destroy();
