@@ -96,16 +96,22 @@ export class IdempotencyService {
   async claim(storeKey: string, fingerprint: string): Promise<ClaimResult> {
     const token = randomUUID();
     const inFlight: IdempotencyRecord = { state: 'in-flight', token, fingerprint };
+    // Once the request has given up, no further SET of this token may go out: the take-back below is
+    // sent after every SET that did, on the same connection, so Redis runs it after them. A round
+    // that went on after the give-up could store the claim after its release had found nothing.
+    let gaveUp = false;
     const result = await this.guarded(async () => {
       // The holder may expire or release between our SET NX and GET; a few rounds settle it.
-      for (let attempt = 0; attempt < 3; attempt++) {
+      for (let attempt = 0; attempt < 3 && !gaveUp; attempt++) {
         const set = await this.redis.set(storeKey, JSON.stringify(inFlight), 'PX', this.options.idempotencyInFlightTtlMs, 'NX');
         if (set === 'OK') return { claimed: true, token } as const;
+        if (gaveUp) break;
         const raw = await this.redis.get(storeKey);
         if (raw !== null) return { claimed: false, record: JSON.parse(raw) as IdempotencyRecord } as const;
       }
-      throw new RedisUnavailableError('the key changed hands three times in a row');
+      throw new RedisUnavailableError(gaveUp ? 'gave up' : 'the key changed hands three times in a row');
     }).catch((err: unknown) => {
+      gaveUp = true;
       if (err instanceof RedisUnavailableError) this.takeBackLater(storeKey, token);
       throw err;
     });
