@@ -25,6 +25,7 @@ import { Segments1763870000000 } from './1763870000000-segments';
 import { FlagChanges1763880000000 } from './1763880000000-flag-changes';
 import { Webhooks1763885000000 } from './1763885000000-webhooks';
 import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
+import { ModelBindings1763895000000 } from './1763895000000-model-bindings';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   FlagChanges1763880000000,
   Webhooks1763885000000,
   FlagLifecycle1763890000000,
+  ModelBindings1763895000000,
 ];
