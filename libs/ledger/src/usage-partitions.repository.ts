@@ -82,10 +82,15 @@ export class UsagePartitionsRepository {
    * for months) move into its new partition in the same transaction, under the DEFAULT's lock.
    */
   async ensureAhead(ahead: number): Promise<string[]> {
+    return this.ensureMonths(0, ahead);
+  }
+
+  /** ensureAhead's work for the UTC months `first` to `last` from the running one (negative: past months with no partition yet). */
+  async ensureMonths(first: number, last: number): Promise<string[]> {
     const months: Array<{ from: string; to: string }> = await this.ds.query(
       `SELECT to_char(m + make_interval(months => g), 'YYYY-MM-DD') AS from, to_char(m + make_interval(months => g + 1), 'YYYY-MM-DD') AS to
-         FROM (SELECT date_trunc('month', now() AT TIME ZONE 'UTC') AS m) x, generate_series(0, $1::int) g ORDER BY g`,
-      [ahead],
+         FROM (SELECT date_trunc('month', now() AT TIME ZONE 'UTC') AS m) x, generate_series($1::int, $2::int) g ORDER BY g`,
+      [first, last],
     );
     const created: string[] = [];
     for (const month of months) if (await this.createMonth(month.from, month.to)) created.push(monthPartitionName(month.from));
