@@ -221,15 +221,33 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
       walk(row!['QUERY PLAN'][0]!.Plan);
       return reads;
     };
-    const settleReads = await readsOfLedger(SETTLE, [
+    const settleValues = [
       pending.map((r) => r.id), pending.map((r) => r.tenantId), pending.map(() => 'succeeded'), pending.map(() => 1), pending.map(() => 1),
       pending.map(() => 5), pending.map(() => 'inhouse'), pending.map(() => 3), pending.map(() => false), pending.map(() => null),
       pending.map(() => 0),
-    ]);
-    const releaseReads = await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId)]);
-    // A primary-key probe per row in each partition (the statements name no month: ids are unique by construction).
-    expect(settleReads).toEqual(['Index Scan pkey']);
-    expect(releaseReads).toEqual(['Index Scan pkey']);
+    ];
+    // The rows' months unknown (nulls): every partition is read, this month's by its key.
+    expect(await readsOfLedger(SETTLE, [...settleValues, null, null])).toEqual(['Index Scan pkey']);
+    expect(await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId), null, null])).toEqual(['Index Scan pkey']);
+    // Known, as the repository passes them (the reservations' created_at): only their partition is planned.
+    const [{ lo, hi, n }] = await ds.query<Array<{ lo: Date; hi: Date; n: number }>>(
+      `SELECT min(created_at) AS lo, max(created_at) AS hi, count(DISTINCT tableoid)::int AS n FROM usage_ledger WHERE id = ANY($1::uuid[])`,
+      [pending.map((r) => r.id)],
+    );
+    expect(n).toBe(1);
+    const planned = async (text: string, values: unknown[]): Promise<string[]> => {
+      const [row] = await ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+      const names = new Set<string>();
+      const walk = (node: PlanNode): void => {
+        if (node['Relation Name']?.startsWith('usage_ledger') && node['Node Type'] !== 'ModifyTable') names.add(node['Relation Name']);
+        for (const child of node.Plans ?? []) walk(child);
+      };
+      walk(row!['QUERY PLAN'][0]!.Plan);
+      return [...names];
+    };
+    expect(await planned(SETTLE, [...settleValues, lo, hi])).toEqual([current]);
+    expect(await planned(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId), lo, hi])).toEqual([current]);
+    expect(partitions.length).toBeGreaterThan(1);
     for (const p of partitions) await ds.query(`ALTER TABLE ${p} RESET (autovacuum_enabled)`);
   });
 });
