@@ -87,6 +87,9 @@ export class UsagePartitionsRepository {
 
   /** ensureAhead's work for the UTC months `first` to `last` from the running one (negative: past months with no partition yet). */
   async ensureMonths(first: number, last: number): Promise<string[]> {
+    // Before migration 1763905000000 (a worker started ahead of the migration Job): nothing to make.
+    const [table]: Array<{ relkind: string }> = await this.ds.query(`SELECT relkind FROM pg_class WHERE oid = 'usage_ledger'::regclass`);
+    if (table?.relkind !== 'p') return [];
     const months: Array<{ from: string; to: string }> = await this.ds.query(
       `SELECT to_char(m + make_interval(months => g), 'YYYY-MM-DD') AS from, to_char(m + make_interval(months => g + 1), 'YYYY-MM-DD') AS to
          FROM (SELECT date_trunc('month', now() AT TIME ZONE 'UTC') AS m) x, generate_series($1::int, $2::int) g ORDER BY g`,
