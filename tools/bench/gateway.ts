@@ -42,6 +42,8 @@
  * (issue 35: p99 at most 2,000 µs over a bare Node proxy at 200 req/s), and two gateways' max req/s
  * over one's of the same round (>= 1.7x). Rounds run the cases in turn, every other round in reverse.
  * Issue 35's run: FAKE_UPSTREAM_LATENCY_MS=20 BENCH_CASES=floor,gateway,zero-rated,replicas ... 10 3.
+ * BENCH_MEASURE=paced (or max) runs only the paced (or the max) measurements. With a baseline (below)
+ * and `zero-rated`, the baseline serves the zero-rated tenant too, as a case of its own.
  * For comparing two versions of the gateway on a noisy machine, BENCH_BASELINE_MAIN=<another build's
  * main.js> (and/or BENCH_BASELINE_ENV="K=V ...") adds a case `baseline gateway`, started the same way
  * and measured in the same interleaved rounds, so drift in the machine's speed falls on both.
@@ -64,6 +66,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const FIXED_RATE = 200;
 const FIXED_CONNECTIONS = 16;
 const CASES = (process.env.BENCH_CASES ?? 'direct,gateway,portkey').split(',').map((c) => c.trim());
+/** BENCH_MEASURE=paced (or max) measures only that: the paced p99s alone take half the time. */
+const MEASURE = process.env['BENCH_MEASURE'] ?? 'both';
 const root = join(__dirname, '..', '..');
 const mainOf = (app: string): string => join(root, `dist/apps/${app}/apps/${app}/src/main.js`);
 
@@ -476,7 +480,7 @@ function againstTheFloor(floor: Case, gateways: Case[], replicas: Case | undefin
       `  ${g.name.padEnd(38)} ${spread(perRound(g, 'p50')).padStart(24)} ${spread(added).padStart(26)} ${spread(ratio, (n) => `${n.toFixed(2)}x`).padStart(22)}  ${met} of ${added.length} rounds`,
     );
   }
-  if (replicas && one && replicas.max.length === one.max.length) {
+  if (replicas && one && replicas.max.length > 0 && replicas.max.length === one.max.length) {
     const ratio = replicas.max.map((v, i) => v / one.max[i]!);
     lines.push(
       `  two gateways / one, max req/s at ${CONNECTIONS} connections in all, same round: ${spread(ratio, (n) => `${n.toFixed(2)}x`)} (>= 1.7x: ${median(ratio) >= 1.7 ? 'met' : 'NOT met'}); ` +
@@ -578,6 +582,7 @@ async function main(): Promise<void> {
         processMeter('baseline', b.pid);
         base = make('baseline gateway', `${b.url}/v1/chat/completions`, 'baseline', { authorization: `Bearer ${token}`, 'x-service-product-key': 'core' });
         cases.push(base);
+        if (CASES.includes('zero-rated')) cases.push(make('baseline gateway, zero-rated tenant', `${b.url}/v1/chat/completions`, 'baseline', { authorization: `Bearer ${zeroToken}`, ...core }));
       }
     }
     if (CASES.includes('floor')) {
@@ -597,16 +602,17 @@ async function main(): Promise<void> {
       );
     }
     for (const c of cases) await check(c);
-    for (const c of cases) await maxThroughput(c, WARMUP_SECONDS);
+    for (const c of cases) await (MEASURE === 'max' ? maxThroughput(c, WARMUP_SECONDS) : fixedRate(c, WARMUP_SECONDS));
     for (const c of cases) {
       c.failures = 0;
       c.cpuMax.clear();
+      c.cpuFixed.clear();
     }
     for (let round = 0; round < ROUNDS; round++) {
       // Every other round in reverse order, so no case always follows the same one (a case's load leaves work behind: settlements, vacuum).
       const order = round % 2 === 0 ? cases : [...cases].reverse();
-      for (const c of order) c.max.push(await maxThroughput(c, SECONDS));
-      for (const c of order) {
+      if (MEASURE !== 'paced') for (const c of order) c.max.push(await maxThroughput(c, SECONDS));
+      for (const c of MEASURE === 'max' ? [] : order) {
         const f = await fixedRate(c, SECONDS);
         c.p50.push(f.p50);
         c.p99.push(f.p99);
