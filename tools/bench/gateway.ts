@@ -287,6 +287,8 @@ interface Case {
   p99: number[];
   /** The paced generator's own lateness (due to sent), p99 µs a round: how much of p50/p99 is this process, not the server. */
   late: number[];
+  /** The gateway's own account of each paced request (`x-gateway-overhead-ms`: its time less the upstream's), p99 µs a round; empty for a case without it. */
+  ownP99: number[];
   failures: number;
 }
 
@@ -370,7 +372,7 @@ async function maxThroughput(c: Case, seconds: number): Promise<number> {
  * of a second back to back at the start of the second, so 200 req/s arrived as bursts of 16 at once,
  * and the figure measured queueing in the burst, not the work per request.
  */
-async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: number; lateP99: number }> {
+async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: number; lateP99: number; ownP99: number }> {
   // Several servers (the replicas case): requests in turn, each server its own pool.
   const targets = c.urls.map((u) => {
     const url = new URL(u);
@@ -378,6 +380,7 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
   });
   const times: number[] = [];
   const late: number[] = [];
+  const own: number[] = [];
   const pending: Array<Promise<void>> = [];
   const intervalNs = 1e9 / FIXED_RATE;
   const total = Math.round(seconds * FIXED_RATE);
@@ -396,6 +399,8 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
           async (res) => {
             await res.body.arrayBuffer();
             if (res.statusCode >= 200 && res.statusCode < 300) times.push(Number(process.hrtime.bigint() - due) / 1e3);
+            const overhead = Number(res.headers['x-gateway-overhead-ms']);
+            if (res.headers['x-gateway-overhead-ms'] !== undefined && Number.isFinite(overhead)) own.push(overhead * 1000);
             else c.failures++;
           },
           () => void c.failures++,
@@ -408,7 +413,7 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
     await Promise.all(targets.map((t) => t.pool.close()));
   }
   const at = (xs: number[], p: number): number => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
-  return { p50: at(times, 0.5), p99: at(times, 0.99), lateP99: at(late, 0.99) };
+  return { p50: at(times, 0.5), p99: at(times, 0.99), lateP99: at(late, 0.99), ownP99: at(own, 0.99) };
 }
 
 /** The gateway's own account of its time (`x-gateway-overhead-ms`), over sequential requests. */
@@ -470,14 +475,14 @@ function againstTheFloor(floor: Case, gateways: Case[], replicas: Case | undefin
   const spread = (xs: number[], f: (n: number) => string = fmt): string => `${f(median(xs))} (${f(Math.min(...xs))} to ${f(Math.max(...xs))})`;
   const perRound = (c: Case, k: 'p50' | 'p99'): number[] => c[k].map((v, i) => v - floor[k][i]!);
   const lines = [`against the floor, same round (median round, lowest to highest of ${floor.p99.length}; µs at ${FIXED_RATE} req/s):`];
-  lines.push(`  ${'case'.padEnd(38)} ${'p50 over floor'.padStart(24)} ${'p99 over floor'.padStart(26)} ${'p99 / floor p99'.padStart(22)}  p99 <= floor + 2,000`);
+  lines.push(`  ${'case'.padEnd(38)} ${'p50 over floor'.padStart(24)} ${'p99 over floor'.padStart(26)} ${'p99 / floor p99'.padStart(22)}  p99 <= floor + 2,000   own p99 (x-gateway-overhead-ms)`);
   lines.push(`  ${floor.name.padEnd(38)} ${`p50 ${spread(floor.p50)}`.padStart(24)} ${`p99 ${spread(floor.p99)}`.padStart(26)}`);
   for (const g of gateways) {
     const added = perRound(g, 'p99');
     const ratio = g.p99.map((v, i) => v / floor.p99[i]!);
     const met = added.filter((a) => a <= 2000).length;
     lines.push(
-      `  ${g.name.padEnd(38)} ${spread(perRound(g, 'p50')).padStart(24)} ${spread(added).padStart(26)} ${spread(ratio, (n) => `${n.toFixed(2)}x`).padStart(22)}  ${met} of ${added.length} rounds`,
+      `  ${g.name.padEnd(38)} ${spread(perRound(g, 'p50')).padStart(24)} ${spread(added).padStart(26)} ${spread(ratio, (n) => `${n.toFixed(2)}x`).padStart(22)}  ${`${met} of ${added.length} rounds`.padEnd(22)} ${g.ownP99.length > 0 ? spread(g.ownP99) : '-'}`,
     );
   }
   if (replicas && one && replicas.max.length > 0 && replicas.max.length === one.max.length) {
@@ -534,6 +539,7 @@ async function main(): Promise<void> {
       p50: [],
       p99: [],
       late: [],
+      ownP99: [],
       failures: 0,
     });
     if (CASES.includes('direct')) cases.push(make('direct to the upstream', `${upstream}/chat/completions`, 'upstream', { authorization: `Bearer ${UPSTREAM_KEY}` }));
@@ -617,6 +623,7 @@ async function main(): Promise<void> {
         c.p50.push(f.p50);
         c.p99.push(f.p99);
         c.late.push(f.lateP99);
+        if (Number.isFinite(f.ownP99)) c.ownP99.push(f.ownP99);
       }
     }
     if (ours) overhead = await gatewayOverhead(ours);
