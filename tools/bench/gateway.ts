@@ -398,10 +398,13 @@ async function fixedRate(c: Case, seconds: number): Promise<{ p50: number; p99: 
         pool.request({ path, method: 'POST', headers: c.headers, body: c.body }).then(
           async (res) => {
             await res.body.arrayBuffer();
-            if (res.statusCode >= 200 && res.statusCode < 300) times.push(Number(process.hrtime.bigint() - due) / 1e3);
+            if (res.statusCode < 200 || res.statusCode >= 300) {
+              c.failures++;
+              return;
+            }
+            times.push(Number(process.hrtime.bigint() - due) / 1e3);
             const overhead = Number(res.headers['x-gateway-overhead-ms']);
             if (res.headers['x-gateway-overhead-ms'] !== undefined && Number.isFinite(overhead)) own.push(overhead * 1000);
-            else c.failures++;
           },
           () => void c.failures++,
         ),
