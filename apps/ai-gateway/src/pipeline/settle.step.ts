@@ -5,6 +5,7 @@ import type { GatewayMetrics } from '../gateway.metrics';
 import { costOf } from '../models/model-catalogue';
 import { type Admitted, type CallOutcome, chargedCall } from './call-outcome';
 import type { Reservation, Settlement } from './ledger.types';
+import { deferredRowWrite } from './reservation.step';
 
 type Release = Pick<Reservation, 'id' | 'tenantId'>;
 
@@ -115,7 +116,11 @@ export class SettleStep {
       usageEstimated: call.usage.estimated,
       errorCode: call.errorCode,
     };
-    void this.enqueue(settlement);
+    // A zero-rated row written with its stamp is settled once that write is over (a failed outcome
+    // does not wait for the stamp, and its settlement must not overtake the row).
+    const written = deferredRowWrite(reservation);
+    if (written instanceof Promise) void this.track(written.then(() => this.enqueue(settlement)));
+    else void this.enqueue(settlement);
     return settlement;
   }
 
@@ -132,7 +137,13 @@ export class SettleStep {
   release(reservation: Promise<Release>): Promise<void> {
     return this.track(
       reservation.then(
-        (r) => this.write(this.releases, { id: r.id, tenantId: r.tenantId }, 'release', 0),
+        async (r) => {
+          // A zero-rated row written with its stamp: none to take back unless that write was sent.
+          const written = deferredRowWrite(r);
+          if (written === 'unwritten') return;
+          await written;
+          await this.write(this.releases, { id: r.id, tenantId: r.tenantId }, 'release', 0);
+        },
         () => undefined,
       ),
     );
