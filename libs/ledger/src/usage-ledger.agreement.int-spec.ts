@@ -176,10 +176,11 @@ describe('the usage ledger: the fake agrees with Postgres', () => {
       expect(await s.ledger.settle([aSettlement(a, 70), aSettlement(b, 70)])).toEqual([true, true]);
       expect(await s.ledger.release([c])).toEqual([true]);
       expect(await s.balance(t)).toEqual({ balance: 10, reserved: 0 });
-      // A billable request is not taken (it must be admitted on credit first).
-      const d = aReservation(t, 5);
-      await expect(s.ledger.recordZeroRated([d])).rejects.toThrow();
+      // Written once: an id already written fails its batch (nothing of it written), and a billable request is not taken.
+      const d = aReservation(t, 0, { zeroRatedReason: 'internal_product' });
+      await expect(s.ledger.recordZeroRated([d, b])).rejects.toThrow();
       expect(await s.upstreamCalled(t, d.id)).toBeUndefined();
+      await expect(s.ledger.recordZeroRated([aReservation(t, 5)])).rejects.toThrow();
       await s.ledger.recordZeroRated([]);
     });
 

@@ -150,9 +150,7 @@ export class UsageLedgerRepository extends UsageLedger {
     if (batch.length === 0) return;
     if (batch.some((r) => r.zeroRatedReason === null)) throw new Error('recordZeroRated takes zero-rated reservations only');
     // On the durable connections when there are, as the stamp it stands for: the answer waits for it.
-    const rows = await queryPool<{ id: string; created_at: Date }>(this.durable ?? this.ds, { name: 'gateway_record_zero_rated', text: RECORD_ZERO_RATED, values: batchValues(batch) });
-    // Remembered as a reservation's row is, so its settlement names its month.
-    for (const row of rows) this.remember(row.id, row.created_at);
+    await queryPool(this.durable ?? this.ds, { name: 'gateway_record_zero_rated', text: RECORD_ZERO_RATED, values: batchValues(batch) });
   }
 
   async settleBatch(batch: readonly Settlement[]): Promise<{ completed: boolean[]; crossings: LowBalanceCrossing[] }> {

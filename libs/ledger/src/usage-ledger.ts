@@ -88,7 +88,7 @@ export abstract class UsageLedger {
    * Zero-rated requests being sent to their provider, never reserved: their `pending` rows written
    * at once stamped "upstream called" (reserved 0, debit 0 when settled), in what admit() and
    * markUpstreamCalled() wrote in two statements; resolves once committed (durably where flushes are
-   * confirmed). Each reservation must be zero-rated (else nothing is written and it rejects).
+   * confirmed). Each reservation must be zero-rated; an id already written fails the whole batch.
    */
   abstract recordZeroRated(batch: readonly Reservation[]): Promise<void>;
 

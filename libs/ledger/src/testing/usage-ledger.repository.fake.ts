@@ -158,6 +158,7 @@ export class FakeUsageLedgerRepository extends UsageLedger {
   async recordZeroRated(batch: readonly Reservation[]): Promise<void> {
     this.enter('recordZeroRated', batch.length);
     if (batch.some((r) => r.zeroRatedReason === null)) throw new Error('recordZeroRated takes zero-rated reservations only');
+    if (batch.some((r) => this.rows.has(r.id))) throw new Error('duplicate key value violates unique constraint "usage_ledger_pkey"');
     for (const r of batch) {
       this.hold(r);
       this.rows.get(r.id)!.upstreamCalled = true;
