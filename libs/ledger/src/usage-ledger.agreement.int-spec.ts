@@ -161,29 +161,6 @@ describe('the usage ledger: the fake agrees with Postgres', () => {
       await s.ledger.markUpstreamCalled([]);
     });
 
-    it('records zero-rated requests as called in one write: pending and stamped, holding nothing, settled at no charge or released', async () => {
-      const broke = await s.tenant();
-      const t = await s.tenant(10);
-      const [a, b, c] = [
-        aReservation(broke, 0, { zeroRatedReason: 'tenant_zero_rated' }),
-        aReservation(t, 0, { zeroRatedReason: 'internal_product' }),
-        aReservation(t, 0, { zeroRatedReason: 'internal_product' }),
-      ];
-      await s.ledger.recordZeroRated([a]);
-      await s.ledger.recordZeroRated([b, c]);
-      expect([await s.upstreamCalled(broke, a.id), await s.upstreamCalled(t, b.id), await s.upstreamCalled(t, c.id)]).toEqual([true, true, true]);
-      expect(await s.balance(t)).toEqual({ balance: 10, reserved: 0 });
-      expect(await s.ledger.settle([aSettlement(a, 70), aSettlement(b, 70)])).toEqual([true, true]);
-      expect(await s.ledger.release([c])).toEqual([true]);
-      expect(await s.balance(t)).toEqual({ balance: 10, reserved: 0 });
-      // Written once: an id already written fails its batch (nothing of it written), and a billable request is not taken.
-      const d = aReservation(t, 0, { zeroRatedReason: 'internal_product' });
-      await expect(s.ledger.recordZeroRated([d, b])).rejects.toThrow();
-      expect(await s.upstreamCalled(t, d.id)).toBeUndefined();
-      await expect(s.ledger.recordZeroRated([aReservation(t, 5)])).rejects.toThrow();
-      await s.ledger.recordZeroRated([]);
-    });
-
     it('marks a debit above the reservation overrun and charges it as it is', async () => {
       const t = await s.tenant(1000);
       const r = aReservation(t, 100);

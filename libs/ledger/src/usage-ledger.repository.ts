@@ -5,7 +5,7 @@ import { BudgetedScopes } from './budgeted-scopes';
 import { LedgerDurableConnections } from './ledger-durability';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, toCrossing } from './low-balance.repository';
 import { FLUSH_BARRIER, MARK_CALLED, MARK_CALLED_ONE } from './statements/durability.sql';
-import { RECORD_ZERO_RATED, RESERVE, RESERVE_BUDGETED, RESERVE_ONE, RESERVE_ONE_BUDGETED } from './statements/reserve.sql';
+import { RESERVE, RESERVE_BUDGETED, RESERVE_ONE, RESERVE_ONE_BUDGETED } from './statements/reserve.sql';
 import { RELEASE, SETTLE } from './statements/settle.sql';
 import { type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from './usage-ledger';
 
@@ -144,13 +144,6 @@ export class UsageLedgerRepository extends UsageLedger {
     const ds = this.durable ?? this.ds;
     if (batch.length === 1) await queryPool(ds, { name: 'gateway_mark_called_one', text: MARK_CALLED_ONE, values: [batch[0]!.tenantId, batch[0]!.id, ...this.months(batch)] });
     else await queryPool(ds, { text: MARK_CALLED, values: [batch.map((r) => r.id), batch.map((r) => r.tenantId), ...this.months(batch)] });
-  }
-
-  async recordZeroRated(batch: readonly Reservation[]): Promise<void> {
-    if (batch.length === 0) return;
-    if (batch.some((r) => r.zeroRatedReason === null)) throw new Error('recordZeroRated takes zero-rated reservations only');
-    // On the durable connections when there are, as the stamp it stands for: the answer waits for it.
-    await queryPool(this.durable ?? this.ds, { name: 'gateway_record_zero_rated', text: RECORD_ZERO_RATED, values: batchValues(batch) });
   }
 
   async settleBatch(batch: readonly Settlement[]): Promise<{ completed: boolean[]; crossings: LowBalanceCrossing[] }> {

@@ -84,14 +84,6 @@ export abstract class UsageLedger {
   /** Stamps "upstream called" on each row still pending; resolves once the stamps are committed. */
   abstract markUpstreamCalled(batch: readonly LedgerRowRef[]): Promise<void>;
 
-  /**
-   * Zero-rated requests being sent to their provider, never reserved: their `pending` rows written
-   * at once stamped "upstream called" (reserved 0, debit 0 when settled), in what admit() and
-   * markUpstreamCalled() wrote in two statements; resolves once committed (durably where flushes are
-   * confirmed). Each reservation must be zero-rated; an id already written fails the whole batch.
-   */
-  abstract recordZeroRated(batch: readonly Reservation[]): Promise<void>;
-
   /** Resolves once everything committed before the call is on disk (durable connections), at once otherwise. */
   abstract flushBarrier(): Promise<void>;
 

@@ -6,24 +6,6 @@ import type { ReserveOutcome, UsageLedger } from '@flagship/ledger';
 import type { Reservation } from './ledger.types';
 
 /**
- * Zero-rated reservations admitted without a row, theirs written with their "upstream called" stamp
- * (recordZeroRated): `written` once that write was sent. Keyed by the reservation itself, as the
- * handler hands it to SettleStep.
- */
-const deferredRows = new WeakMap<Pick<Reservation, 'id'>, { written?: Promise<void> }>();
-
-/**
- * For SettleStep: `undefined` when the reservation's row was written at admission; else (a zero-rated
- * row written with its stamp) `'unwritten'` while that write was never sent (nothing to settle or
- * release), or a promise that resolves once it is over, whatever came of it (settle or release after it).
- */
-export function deferredRowWrite(reservation: Pick<Reservation, 'id'>): Promise<void> | 'unwritten' | undefined {
-  const d = deferredRows.get(reservation);
-  if (d === undefined) return undefined;
-  return d.written?.catch(() => undefined) ?? 'unwritten';
-}
-
-/**
  * Step 7: the credit reservation and the `pending` ledger row, before the provider is called, in one
  * Postgres round trip shared by every request of the same event-loop turn (UsageLedgerRepository's
  * RESERVE). Zero-rated requests reserve nothing and debit 0 but are recorded all the same. A billable
@@ -32,18 +14,11 @@ export function deferredRowWrite(reservation: Pick<Reservation, 'id'>): Promise<
  * one whose estimate this month's budget of its OAuth client or of its product key does not cover (the
  * same statement decides) is refused with 402 `budget_exceeded`, naming the budget and the same page,
  * where a tenant admin changes it.
- * A zero-rated request is admitted whatever the credit and budgets, so it is not sent to Postgres
- * here at all: its row is written with its "upstream called" stamp, as the provider is called (one
- * statement on the durable connections instead of two, and no Postgres round trip before the call:
- * docs/decisions/2026-11-29-gateway-tail.md). While stamps are failing (Postgres down), zero-rated
- * requests are reserved as before, so they are refused (503) before their provider is called.
  */
 export class ReservationStep {
   private readonly logger = new Logger('ReservationStep');
   private readonly batcher: TurnBatcher<Reservation, ReserveOutcome>;
   private readonly marks: TurnBatcher<Reservation, undefined>;
-  /** Zero-rated rows written as called (recordZeroRated), one statement per event-loop turn. */
-  private readonly records: TurnBatcher<Reservation, undefined>;
   private markFailing = false;
 
   constructor(
@@ -54,10 +29,6 @@ export class ReservationStep {
     this.batcher = new TurnBatcher((batch) => repository.admit(batch), 500);
     this.marks = new TurnBatcher(async (batch) => {
       await repository.markUpstreamCalled(batch);
-      return batch.map(() => undefined);
-    }, 500);
-    this.records = new TurnBatcher(async (batch) => {
-      await repository.recordZeroRated(batch);
       return batch.map(() => undefined);
     }, 500);
   }
@@ -75,10 +46,7 @@ export class ReservationStep {
     // A zero-rated row debits nothing either way, but is stamped all the same: in the durable mode the
     // stamp's flush is what puts the request's row on disk before its answer. A stamp that fails
     // rejects: the answer is then withheld (ProviderCallStep), since its row may not be on disk.
-    // A zero-rated row not written at admission is written now, stamped: the same wait for the answer.
-    const deferred = deferredRows.get(reservation);
-    const write = deferred === undefined ? this.marks.add(reservation) : (deferred.written = this.records.add(reservation));
-    return write.then(
+    return this.marks.add(reservation).then(
       () => {
         if (this.markFailing) this.logger.log('"upstream called" stamps are written again');
         this.markFailing = false;
@@ -93,11 +61,6 @@ export class ReservationStep {
 
   async reserve(request: Omit<Reservation, 'id'>): Promise<Reservation> {
     const reservation = { ...request, id: randomUUID() };
-    if (reservation.zeroRatedReason !== null && !this.markFailing) {
-      // Admitted (RESERVE admits every zero-rated request, holding nothing); its row comes with its stamp.
-      deferredRows.set(reservation, {});
-      return reservation;
-    }
     let outcome: ReserveOutcome;
     try {
       outcome = await this.batcher.add(reservation);

@@ -7,7 +7,6 @@ import { FakeUsageLedgerRepository } from '@flagship/ledger/testing';
 import { aReservation } from '../testing/reservation.fixture';
 import type { Admitted, CallOutcome } from './call-outcome';
 import type { Reservation } from './ledger.types';
-import { ReservationStep } from './reservation.step';
 import { SettleStep, type SettleStepOptions } from './settle.step';
 
 const TENANT = 't-1';
@@ -104,33 +103,6 @@ describe('SettleStep.complete: a call outcome as the ledger settlement', () => {
     await s.drain();
     expect(ledger.balances.get(TENANT)).toEqual({ balance: 1_000_000, reserved: 0 });
     expect(await counter('gateway_debit_microcredits_total')).toEqual([]);
-  });
-
-  it('a zero-rated row written with its stamp is settled after that write, however slow, and released only once it was sent', async () => {
-    const write = ledger.recordZeroRated.bind(ledger);
-    // A slow durable write: the settlement of a failed call (which does not wait for the stamp) comes first.
-    ledger.recordZeroRated = async (batch) => {
-      await new Promise((r) => setTimeout(r, 30));
-      return write(batch);
-    };
-    const reservations = new ReservationStep(ledger, 'https://console.example.test/billing');
-    const zeroRated = { estimate: 0, zeroRatedReason: 'internal_product' };
-    const r = await reservations.reserve(reservation(zeroRated));
-    const s = step();
-    const stamp = reservations.upstreamCalled(r);
-    s.complete(r, ADMITTED, failed(usage(1, 4, true), 'provider_timeout'), 1);
-    await s.drain();
-    await stamp;
-    expect(ledger.rows.get(r.id)).toMatchObject({ status: 'failed', debit: 0, upstreamCalled: true });
-    // Refused before its provider (its write never sent): nothing to take back; sent: taken back after it.
-    const never = await reservations.reserve(reservation(zeroRated));
-    await s.release(Promise.resolve(never));
-    const sent = await reservations.reserve(reservation(zeroRated));
-    void reservations.upstreamCalled(sent);
-    await s.release(Promise.resolve(sent));
-    expect(ledger.rows.has(sent.id)).toBe(false);
-    expect(ledger.calls.filter((c) => c.method === 'release')).toEqual([{ method: 'release', size: 1 }]);
-    expect(ledger.balances.get(TENANT)).toEqual({ balance: 1_000_000, reserved: 0 });
   });
 
   it('a debit above the reservation is an overrun: counted by how much, and marked on the row', async () => {

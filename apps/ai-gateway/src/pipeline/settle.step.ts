@@ -5,7 +5,6 @@ import type { GatewayMetrics } from '../gateway.metrics';
 import { costOf } from '../models/model-catalogue';
 import { type Admitted, type CallOutcome, chargedCall } from './call-outcome';
 import type { Reservation, Settlement } from './ledger.types';
-import { deferredRowWrite } from './reservation.step';
 
 type Release = Pick<Reservation, 'id' | 'tenantId'>;
 
@@ -116,11 +115,7 @@ export class SettleStep {
       usageEstimated: call.usage.estimated,
       errorCode: call.errorCode,
     };
-    // A zero-rated row written with its stamp is settled once that write is over (a failed outcome
-    // does not wait for the stamp, and its settlement must not overtake the row).
-    const written = deferredRowWrite(reservation);
-    if (written instanceof Promise) void this.track(written.then(() => this.enqueue(settlement)));
-    else void this.enqueue(settlement);
+    void this.enqueue(settlement);
     return settlement;
   }
 
@@ -137,13 +132,7 @@ export class SettleStep {
   release(reservation: Promise<Release>): Promise<void> {
     return this.track(
       reservation.then(
-        async (r) => {
-          // A zero-rated row written with its stamp: none to take back unless that write was sent.
-          const written = deferredRowWrite(r);
-          if (written === 'unwritten') return;
-          await written;
-          await this.write(this.releases, { id: r.id, tenantId: r.tenantId }, 'release', 0);
-        },
+        (r) => this.write(this.releases, { id: r.id, tenantId: r.tenantId }, 'release', 0),
         () => undefined,
       ),
     );

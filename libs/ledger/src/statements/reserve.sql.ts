@@ -10,20 +10,6 @@
 const INSERT_PENDING =
   'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, budget_month, client_budget_held, product_budget_held, client_request_id)';
 
-/**
- * Zero-rated requests' rows written as their provider is called, already stamped "upstream called":
- * a zero-rated admission holds no credit and no budget (RESERVE admits every one), so nothing needs
- * deciding before the call, and one statement (on the durable connections, its commit waiting for the
- * WAL flush) writes what RESERVE and the stamp wrote in two (docs/decisions/2026-11-29-gateway-tail.md).
- * Plain INSERT: an id already written fails the batch, as a second RESERVE of it would.
- */
-export const RECORD_ZERO_RATED = `
-${INSERT_PENDING.replace(/\)$/, ', upstream_called_at)')}
-SELECT r.id, r.tenant_id, r.client_id, r.product_key, r.provider, r.provider, r.model, r.endpoint, r.stream, 'pending', 0, true, r.zero_rated_reason, r.request_id, r.input_per_1k, r.output_per_1k, r.cached_input_per_1k, NULL::date, false, false, r.client_request_id, now()
-  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::text[])
-    AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id)
-RETURNING id`;
-
 /** The UTC calendar month a reservation made now counts in (budget_months.month). */
 const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
 

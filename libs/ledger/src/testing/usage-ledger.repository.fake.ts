@@ -23,7 +23,7 @@ export interface FakeBudget {
   reserved: number;
 }
 
-type Method = 'admit' | 'settleBatch' | 'release' | 'markUpstreamCalled' | 'recordZeroRated' | 'flushBarrier';
+type Method = 'admit' | 'settleBatch' | 'release' | 'markUpstreamCalled' | 'flushBarrier';
 
 /**
  * In-memory twin of UsageLedgerRepository (usage-ledger.agreement.int-spec.ts holds both to the same
@@ -152,16 +152,6 @@ export class FakeUsageLedgerRepository extends UsageLedger {
     for (const item of batch) {
       const row = this.pending(item);
       if (row !== undefined) row.upstreamCalled = true;
-    }
-  }
-
-  async recordZeroRated(batch: readonly Reservation[]): Promise<void> {
-    this.enter('recordZeroRated', batch.length);
-    if (batch.some((r) => r.zeroRatedReason === null)) throw new Error('recordZeroRated takes zero-rated reservations only');
-    if (batch.some((r) => this.rows.has(r.id))) throw new Error('duplicate key value violates unique constraint "usage_ledger_pkey"');
-    for (const r of batch) {
-      this.hold(r);
-      this.rows.get(r.id)!.upstreamCalled = true;
     }
   }
 
