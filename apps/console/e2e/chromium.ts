@@ -1,6 +1,6 @@
 // What the console's browser tests share: Debian's Chromium started as the issue asks, screenshots
 // the console's CSP allows, and the axe check.
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
@@ -10,21 +10,45 @@ export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
 export const SESSION_KEY = 'flagship.console.session';
 
-/** A headless Chromium with a fresh profile (remove `profile` after), and the page that collects its errors. */
-export async function launchChromium(viewport: { width: number; height: number }): Promise<{ browser: BrowserContext; page: Page; profile: string; pageErrors: string[] }> {
-  const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    viewport,
-  });
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+
+export interface ChromiumPage {
+  browser: BrowserContext;
+  page: Page;
+  pageErrors: string[];
+  /** The context closed (and its profile removed, or the shared browser let go). */
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh browser context and the page that collects its errors: in the run's shared Chromium
+ * (shared-stack.fixture.ts) when there is one, otherwise a headless Chromium of its own on a fresh profile.
+ * `wsEndpoint`: the shared Chromium's (from `sharedStack()`).
+ */
+export async function launchChromium(viewport: { width: number; height: number }, wsEndpoint?: string): Promise<ChromiumPage> {
+  let browser: BrowserContext;
+  let close: () => Promise<void>;
+  if (wsEndpoint) {
+    const shared = await chromium.connect(wsEndpoint);
+    browser = await shared.newContext({ viewport });
+    close = async () => {
+      await browser.close();
+      await shared.close();
+    };
+  } else {
+    const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
+    browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport });
+    close = async () => {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    };
+  }
   const page = browser.pages()[0] ?? (await browser.newPage());
   // A CSP violation or an uncaught error shows up here: the console must run under its strict policy.
   const pageErrors: string[] = [];
   page.on('console', (m) => m.type() === 'error' && pageErrors.push(m.text()));
   page.on('pageerror', (e) => pageErrors.push(String(e)));
-  return { browser, page, profile, pageErrors };
+  return { browser, page, pageErrors, close };
 }
 
 export async function screenshot(page: Page, path: string, fullPage = true): Promise<void> {

@@ -8,22 +8,21 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import OpenAI from 'openai';
 import { Client } from 'pg';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { createTestEnvironment, FakeModelUpstream, FakeStripe, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { CHROMIUM, type ChromiumPage, HAVE_CHROMIUM, launchChromium, SESSION_KEY } from './chromium';
+import { sharedStack } from './shared-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const mainOf = (app: string) => join(ROOT, `dist/apps/${app}/apps/${app}/src/main.js`);
 const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const SESSION_KEY = 'flagship.console.session';
 
 if (!HAVE_CHROMIUM) {
   console.warn(`console pages e2e skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
@@ -61,7 +60,7 @@ async function stop(child: ChildProcess | undefined) {
   let gateway: ChildProcess;
   let base: string;
   let gatewayUrl: string;
-  let profile: string;
+  let chromium: ChromiumPage;
   let browser: BrowserContext;
   let page: Page;
   const pageErrors: string[] = [];
@@ -119,23 +118,17 @@ async function stop(child: ChildProcess | undefined) {
       apiPort,
     );
     gateway = await start('ai-gateway', { ...te.env, NODE_ENV: 'development', OAUTH_ISSUER: base, PROVIDER_INHOUSE_URL: fake.url }, gatewayPort);
-    profile = mkdtempSync(join(tmpdir(), 'console-pages-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-      viewport: { width: 1280, height: 860 },
-    });
+    // A context of the run's shared Chromium when there is one; the apps are this spec's own (Stripe, the gateway, a platform admin).
+    chromium = await launchChromium({ width: 1280, height: 860 }, (await sharedStack())?.wsEndpoint);
+    ({ browser, page } = chromium);
     await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
-    page = browser.pages()[0] ?? (await browser.newPage());
     // The console's own errors (the fake Stripe's pages ask for a favicon it does not have).
     page.on('console', (m) => m.type() === 'error' && !m.location().url.startsWith(stripe.url) && pageErrors.push(`${m.text()} ${m.location().url}`));
     page.on('pageerror', (e) => pageErrors.push(String(e)));
   }, 90000);
 
   afterAll(async () => {
-    await browser?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await chromium?.close();
     await stop(gateway);
     await stop(api);
     await fake?.close();
@@ -342,8 +335,11 @@ async function stop(child: ChildProcess | undefined) {
     await ledgerRow.waitFor();
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export CSV' }).click();
-    const csvPath = await (await download).path();
-    const csv = (await import('node:fs')).readFileSync(csvPath, 'utf8');
+    // Saved here: a download of a shared (remote) Chromium has no local path of its own.
+    const csvPath = join(tmpdir(), `console-usage-${Date.now()}.csv`);
+    await (await download).saveAs(csvPath);
+    const csv = readFileSync(csvPath, 'utf8');
+    rmSync(csvPath);
     expect(csv.split('\r\n')[1]).toContain(requestId);
     await shot('16-usage');
     await accessible('usage');

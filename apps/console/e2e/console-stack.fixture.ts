@@ -1,65 +1,59 @@
 // The stack the console's browser tests run on: the built management-api serving the built console,
-// on a fresh test environment (its own database and Redis prefix), and a Chromium pointed at it.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+// on a test environment (its own database and Redis prefix), and a Chromium context pointed at it.
+// In a jest run of the console project both come from the run's shared stack (shared-stack.fixture.ts);
+// a spec that needs other settings gets a stack of its own.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
-import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
+import { createTestEnvironment } from '@flagship/testing';
 import { launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
+import { SHARED_API_ENV, sharedStack, startConsoleApi } from './shared-stack.fixture';
 
-/** The built management-api serving the built console, started as `npm start` starts it, and a Chromium on it. */
+export { CONSOLE_DIR, MANAGEMENT_API_MAIN } from './shared-stack.fixture';
+
+/** The built management-api serving the built console, started as `npm start` starts it, and a Chromium context on it. */
 export interface ConsoleStack {
-  te: TestEnvironment;
   base: string;
+  /** The API's database, Redis prefix and log settings: for another app a spec starts beside it. */
+  env: NodeJS.ProcessEnv;
+  databaseUrl: string;
   browser: BrowserContext;
   page: Page;
   pageErrors: string[];
-  /** Chromium closed, its profile removed, the API stopped, the test environment torn down. */
+  /** The browser context closed; a stack of the spec's own also stopped and its test environment torn down. */
   stop(): Promise<void>;
 }
 
 const ROOT = join(__dirname, '../../..');
-export const MANAGEMENT_API_MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
-export const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
 export const SHOTS = join(ROOT, 'tmp/console-screenshots');
 
-/** `env`: more of management-api's settings (WEBHOOKS_ALLOW_PRIVATE_URLS for a receiver on loopback). */
+/**
+ * `env`: more of management-api's settings (WEBHOOKS_ALLOW_PRIVATE_URLS for a receiver on loopback):
+ * the shared stack when it has them all (SHARED_API_ENV), otherwise a management-api of the spec's own.
+ */
 export async function startConsoleStack(viewport: { width: number; height: number }, env: NodeJS.ProcessEnv = {}): Promise<ConsoleStack> {
-  for (const built of [MANAGEMENT_API_MAIN, join(CONSOLE_DIR, 'index.html')]) {
-    if (!existsSync(built)) throw new Error(`${built} is missing: run \`npx nx run-many -t build -p management-api console\` first`);
+  const shared = Object.entries(env).every(([k, v]) => SHARED_API_ENV[k] === v) ? await sharedStack() : undefined;
+  if (shared) {
+    const chromium = await launchChromium(viewport, shared.wsEndpoint);
+    return { base: shared.base, env: { ...process.env, ...shared.env }, databaseUrl: shared.databaseUrl, ...chromium, stop: chromium.close };
   }
   const te = await createTestEnvironment();
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, [MANAGEMENT_API_MAIN], {
-    cwd: ROOT,
-    env: { ...te.env, NODE_ENV: 'development', IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000', ...env },
-    stdio: 'ignore',
+  const api = await startConsoleApi(te, { RATE_LIMIT_IP_PER_MINUTE: '1000', ...env }).catch(async (e) => {
+    await te.teardown();
+    throw e;
   });
   const stopApi = async () => {
-    if (proc.exitCode === null) {
-      proc.kill('SIGTERM');
-      await once(proc, 'exit');
-    }
+    await api.stop();
     await te.teardown();
   };
-  try {
-    await waitFor(async () => (await http(`${base}/healthz`)).status === 200, 20000, 100);
-  } catch (e) {
-    await stopApi();
-    throw e;
-  }
-  const { browser, page, profile, pageErrors } = await launchChromium(viewport);
+  const chromium = await launchChromium(viewport);
   return {
-    te,
-    base,
-    browser,
-    page,
-    pageErrors,
+    base: api.base,
+    env: te.env,
+    databaseUrl: te.db.url,
+    ...chromium,
     stop: async () => {
-      await browser.close();
-      rmSync(profile, { recursive: true, force: true });
+      await chromium.close();
       await stopApi();
     },
   };

@@ -8,17 +8,15 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Locator, Page } from 'playwright-core';
-import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, launchChromium, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
-import { chooseOption } from './console-stack.fixture';
+import type { Locator, Page } from 'playwright-core';
+import { freePort, http, waitFor } from '@flagship/testing';
+import { CHROMIUM, HAVE_CHROMIUM, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
+import { chooseOption, type ConsoleStack, SHOTS, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const main = (app: string) => join(ROOT, 'dist/apps', app, 'apps', app, 'src/main.js');
-const CONSOLE_DIR = join(ROOT, 'dist/apps/console');
-const SHOTS = join(ROOT, 'tmp/console-screenshots');
 const OREP_TOKEN = 'console-e2e-orep-token';
 /** orep-server's browser key (OREP_CLIENT_KEYS): it sees only the flags marked available to browsers. */
 const OREP_BROWSER_KEY = 'pk_console_e2e_browser_01';
@@ -28,17 +26,16 @@ if (!HAVE_CHROMIUM) {
 }
 
 (HAVE_CHROMIUM ? describe : describe.skip)('flag targeting in the console (Chromium)', () => {
-  let te: TestEnvironment;
+  let stack: ConsoleStack;
   const procs: ChildProcess[] = [];
   let base: string;
   let orep: string;
-  let profile: string;
-  let browser: BrowserContext;
   let page: Page;
   let pageErrors: string[];
 
+  /** An app beside the stack's management-api, on its database and Redis prefix. */
   const start = async (app: string, env: NodeJS.ProcessEnv, port: number) => {
-    const child = spawn(process.execPath, [main(app)], { cwd: ROOT, env: { ...te.env, NODE_ENV: 'development', ...env }, stdio: 'ignore' });
+    const child = spawn(process.execPath, [main(app)], { cwd: ROOT, env: { ...stack.env, NODE_ENV: 'development', ...env }, stdio: 'ignore' });
     procs.push(child);
     await waitFor(async () => (await http(`http://127.0.0.1:${port}/healthz`)).status === 200, 20000, 100);
   };
@@ -49,27 +46,20 @@ if (!HAVE_CHROMIUM) {
   const choose = (scope: Page | Locator, label: RegExp, option: string) => chooseOption(page, scope, label, option);
 
   beforeAll(async () => {
-    for (const built of [main('management-api'), main('orep-server'), join(CONSOLE_DIR, 'index.html')]) {
-      if (!existsSync(built)) throw new Error(`${built} is missing: run \`npx nx run-many -t build -p management-api orep-server console\` first`);
-    }
+    if (!existsSync(main('orep-server'))) throw new Error(`${main('orep-server')} is missing: run \`npx nx run-many -t build -p management-api orep-server console\` first`);
     mkdirSync(SHOTS, { recursive: true });
-    te = await createTestEnvironment();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    await start('management-api', { IDP_MODE: 'dev', PORT: String(port), PUBLIC_BASE_URL: base, CONSOLE_DIR, RATE_LIMIT_IP_PER_MINUTE: '1000', RATE_LIMIT_FREE: '100000' }, port);
-    ({ browser, page, profile, pageErrors } = await launchChromium({ width: 1280, height: 900 }));
+    stack = await startConsoleStack({ width: 1280, height: 900 }, { RATE_LIMIT_FREE: '100000' });
+    ({ base, page, pageErrors } = stack);
   }, 60000);
 
   afterAll(async () => {
-    await browser?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
     for (const p of procs) {
       if (p.exitCode === null) {
         p.kill('SIGTERM');
         await once(p, 'exit');
       }
     }
-    await te?.teardown();
+    await stack?.stop();
   });
 
   it('targets a flag with a rule and a 50/50 rollout, as the API and orep-server evaluate it', async () => {

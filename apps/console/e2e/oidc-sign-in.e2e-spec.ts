@@ -8,11 +8,12 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { createTestEnvironment, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
+import { CHROMIUM, type ChromiumPage, HAVE_CHROMIUM, launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
+import { sharedStack } from './shared-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const MAIN = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
@@ -37,7 +38,7 @@ async function stop(proc: ChildProcess | undefined): Promise<void> {
   let api: ChildProcess;
   let base: string;
   let issuer: string;
-  let profile: string;
+  let chromium: ChromiumPage;
   let browser: BrowserContext;
   let page: Page;
   /** Errors of the console's own pages (a CSP violation shows up here); the provider's pages are its business. */
@@ -84,7 +85,9 @@ async function stop(proc: ChildProcess | undefined): Promise<void> {
       stdio: 'ignore',
     });
     await waitFor(async () => (await http(`${base}/healthz`)).status === 200, 20000, 100);
-    ({ browser, page, profile } = await launchChromium({ width: 1280, height: 860 }));
+    // A context of the run's shared Chromium when there is one; the API is this spec's own (IDP_MODE oidc).
+    chromium = await launchChromium({ width: 1280, height: 860 }, (await sharedStack())?.wsEndpoint);
+    ({ browser, page } = chromium);
     // Loopback only: the provider's development login page asks for a web font, which never leaves the machine.
     await browser.route((url) => url.hostname !== '127.0.0.1', (route) => route.abort('blockedbyclient'));
     page.on('request', (r) => urls.push(r.url()));
@@ -93,8 +96,7 @@ async function stop(proc: ChildProcess | undefined): Promise<void> {
   }, 60000);
 
   afterAll(async () => {
-    await browser?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await chromium?.close();
     await stop(api);
     await stop(idp);
     await te?.teardown();

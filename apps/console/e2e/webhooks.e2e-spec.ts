@@ -102,7 +102,7 @@ if (!HAVE_CHROMIUM) {
 
     // Stale flags: old-banner made 60 days ago and never evaluated; checkout evaluated two hours ago
     // (the evaluators note it once a minute: written here as they would).
-    const db = new Client({ connectionString: stack.te.db.url });
+    const db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
     await db.query(`UPDATE flags SET created_at = now() - interval '60 days' WHERE tenant_id = $1 AND key = 'old-banner'`, [tenantId]);
     await db.query(`INSERT INTO flag_evaluations (tenant_id, environment_key, flag_key, last_evaluated_at) VALUES ($1, 'production', 'checkout', now() - interval '2 hours')`, [tenantId]);
