@@ -2364,6 +2364,12 @@ export interface components {
             latencies: number;
             feedback: number;
         };
+        ExperimentBindingDto: {
+            productKey: string;
+            modelAlias: string | null;
+            /** @description true when the binding has a rollout plan (GET /api/gateway/bindings/{productKey}/rollout) */
+            rolloutPlan: boolean;
+        };
         QuantilesDto: {
             /** @description values the quantiles are of (succeeded requests) */
             n: number;
@@ -2449,6 +2455,8 @@ export interface components {
             controlVariationId: string | null;
             /** @description per-arm sample sizes below which a warning is given */
             minimums: components["schemas"]["MinimumsDto"];
+            /** @description the gateway routes bound to this flag */
+            bindings: components["schemas"]["ExperimentBindingDto"][];
             variations: components["schemas"]["VariationReportDto"][];
             /** @description samples too small, a missing control or flag */
             warnings: string[];

@@ -70,6 +70,12 @@ export class SeriesDto {
   @ApiProperty({ type: [SeriesPointDto] }) points: SeriesPointDto[];
 }
 
+export class ExperimentBindingDto {
+  @ApiProperty() productKey: string;
+  @ApiProperty({ nullable: true, type: String }) modelAlias: string | null;
+  @ApiProperty({ description: 'true when the binding has a rollout plan (GET /api/gateway/bindings/{productKey}/rollout)' }) rolloutPlan: boolean;
+}
+
 export class ExperimentReportDto {
   @ApiProperty() flagKey: string;
   @ApiProperty({ nullable: true, type: String }) productKey: string | null;
@@ -77,6 +83,7 @@ export class ExperimentReportDto {
   @ApiProperty() to: string;
   @ApiProperty({ nullable: true, type: String, description: "the flag's off variation in the environment, else its first" }) controlVariationId: string | null;
   @ApiProperty({ type: MinimumsDto, description: 'per-arm sample sizes below which a warning is given' }) minimums: MinimumsDto;
+  @ApiProperty({ type: [ExperimentBindingDto], description: 'the gateway routes bound to this flag' }) bindings: ExperimentBindingDto[];
   @ApiProperty({ type: [VariationReportDto] }) variations: VariationReportDto[];
   @ApiProperty({ type: [String], description: 'samples too small, a missing control or flag' }) warnings: string[];
   @ApiProperty({ type: SeriesDto }) series: SeriesDto;

@@ -64,6 +64,7 @@ describe('GET /api/usage/experiments/{flagKey} (real HTTP, Postgres)', () => {
     expect(created.status).toBe(201);
     const variations = (await f.sql<{ variations: Array<{ id: string; name: string }> }>(`SELECT variations FROM flags WHERE tenant_id = $1 AND key = 'chat-model'`, [ada.tenantId])).rows[0]!.variations;
     control = variations.find((v) => v.name === 'small')!.id;
+    await f.sql(`INSERT INTO gateway_bindings (tenant_id, product_key, flag_key, rollout_plan) VALUES ($1, 'core', 'chat-model', '{"stages":[{"percent":10}],"guards":{}}')`, [ada.tenantId]);
     treatment = variations.find((v) => v.name === 'large')!.id;
 
     const rnd = random(36);
@@ -105,6 +106,7 @@ describe('GET /api/usage/experiments/{flagKey} (real HTTP, Postgres)', () => {
     const res = await get(`/api/usage/experiments/chat-model?${range}`);
     expect(res.status).toBe(200);
     expect(res.body.controlVariationId).toBe(control);
+    expect(res.body.bindings).toEqual([{ productKey: 'core', modelAlias: null, rolloutPlan: true }]);
     const names = (res.body.variations as Array<{ name: string; control: boolean }>).map((v) => [v.name, v.control]);
     expect(names[0]).toEqual(['(route default)', false]);
     expect(names.slice(1).sort()).toEqual([['large', false], ['small', true]]);

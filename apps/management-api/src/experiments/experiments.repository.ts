@@ -118,6 +118,15 @@ export class ExperimentsRepository {
     return new Map(rows.map((r) => [r.variation, r.values.map(Number)]));
   }
 
+  /** The gateway bindings routing by this flag (the report links their rollouts). */
+  async bindingsOf(tenantId: string, flagKey: string): Promise<Array<{ productKey: string; modelAlias: string | null; rolloutPlan: boolean }>> {
+    const rows: Array<{ product_key: string; model_alias: string | null; planned: boolean }> = await this.ds.query(
+      `SELECT product_key, model_alias, rollout_plan IS NOT NULL AS planned FROM gateway_bindings WHERE tenant_id = $1 AND flag_key = $2 ORDER BY product_key LIMIT 100`,
+      [tenantId, flagKey],
+    );
+    return rows.map((r) => ({ productKey: r.product_key, modelAlias: r.model_alias, rolloutPlan: r.planned }));
+  }
+
   /** Per variation and bucket of `bucketSeconds` from `scope.from`: requests, errors, debits and p95 latency. */
   async series(scope: ExperimentScope, bucketSeconds: number, m?: Tx): Promise<SeriesPoint[]> {
     const { where, params } = whereOf(scope, 'l.');

@@ -24,6 +24,8 @@ export interface ExperimentReportView {
   to: string;
   controlVariationId: string | null;
   minimums: { requests: number; latencies: number; feedback: number };
+  /** The gateway routes bound to this flag; those with a rollout plan have a rollout view. */
+  bindings: Array<{ productKey: string; modelAlias: string | null; rolloutPlan: boolean }>;
   variations: VariationReport[];
   warnings: string[];
   series: { bucketSeconds: number; points: Array<{ at: string; variationId: string | null; recorded: string | null; requests: number; errors: number; debit: number; latencyP95Ms: number | null }> };
@@ -54,13 +56,14 @@ export class ExperimentsService {
     const arms = await this.armsOf(tenantId, env, flagKey);
     const scope: ExperimentScope = { tenantId, flagKey, from, to, productKey: filter.productKey };
     const bucketSeconds = BUCKET_SECONDS.find((s) => (to.getTime() - from.getTime()) / 1000 / s <= MAX_BUCKETS) ?? 86_400;
-    const [figures, latencies, firstTokens, series] = await Promise.all([
+    const [figures, latencies, firstTokens, series, bindings] = await Promise.all([
       this.repo.figures(scope),
       this.repo.latencies(scope, 'latency_ms'),
       this.repo.latencies(scope, 'first_token_ms'),
       this.repo.series(scope, bucketSeconds),
+      this.repo.bindingsOf(tenantId, flagKey),
     ]);
-    if (!arms && figures.length === 0) throw flagNotFound(flagKey);
+    if (!arms && figures.length === 0 && bindings.length === 0) throw flagNotFound(flagKey);
     const { variations, warnings } = buildReport({ arms, figures, latencies, firstTokens, series });
     const idOf = new Map(variations.map((v) => [v.recorded, v.variationId]));
     return {
@@ -70,6 +73,7 @@ export class ExperimentsService {
       to: to.toISOString(),
       controlVariationId: arms?.controlId ?? null,
       minimums: { requests: MIN_REQUESTS, latencies: MIN_LATENCIES, feedback: MIN_FEEDBACK },
+      bindings,
       variations,
       warnings,
       series: {

@@ -116,6 +116,8 @@ export interface ExperimentReport {
   to: string;
   controlVariationId: string | null;
   minimums: { requests: number; latencies: number; feedback: number };
+  /** The gateway routes bound to this flag; those with a rollout plan have a rollout view (`rollouts.get`). */
+  bindings: Array<{ productKey: string; modelAlias: string | null; rolloutPlan: boolean }>;
   variations: ExperimentVariation[];
   warnings: string[];
   series: { bucketSeconds: number; points: Array<{ at: string; variationId: string | null; recorded: string | null; requests: number; errors: number; debit: number; latencyP95Ms: number | null }> };
