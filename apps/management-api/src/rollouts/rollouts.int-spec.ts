@@ -1,9 +1,10 @@
 import { bootstrapService, runningApp, type RunningApp } from '@flagship/service-kit';
-import { freePort } from '@flagship/testing';
+import { freePort, waitFor } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { configureManagementApi } from '../configure';
 import { loadManagementApiConfig } from '../env.schema';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
+import { startManagementApiProcess } from '../testing/management-api.process';
 import { type RolloutStep, RolloutsService } from './rollouts.service';
 
 /**
@@ -135,6 +136,38 @@ describe('guarded rollouts across replicas (two apps, one Postgres)', () => {
     expect(await weights('paused-model')).toEqual([['small', 1], ['large', 1]].map(([n]) => [n, expect.any(Number)]));
     expect((await a.sql(`SELECT count(*)::int AS n FROM flag_audit WHERE tenant_id = $1 AND flag_key = 'paused-model' AND action = 'update' AND actor LIKE 'rollout:%'`, [owner.tenantId])).rows[0]).toEqual({ n: 0 });
   });
+
+  it('two management-api processes running their own loops: a regressing treatment is rolled back once, a healthy one advances and completes once', async () => {
+    const bad = await bound('proc-bad', 'proc_bad', { stages: [{ percent: 10 }, { percent: 100 }], guards: { errorRate: 0.02 } });
+    const good = await bound('proc-good', 'proc_good', { stages: [{ percent: 10, minRequests: 30 }, { percent: 100 }], guards: { errorRate: 0.02, p95LatencyMs: 400 } });
+    const env = { ...a.te.env, SCHEDULED_CHANGES_POLL_MS: '20', ROLLOUT_CHECK_MS: '50' };
+    const procs = await Promise.all([startManagementApiProcess(env), startManagementApiProcess(env)]);
+    try {
+      const status = async (productKey: string) => (await a.sql<{ status: string }>(`SELECT status FROM rollout_states WHERE tenant_id = $1 AND product_key = $2`, [owner.tenantId, productKey])).rows[0]?.status;
+      await waitFor(async () => (await status('proc_bad')) === 'running' && (await status('proc_good')) === 'running', 30_000, 20);
+      await traffic('proc_bad', 'proc-bad', bad.small, 400, 2, 200, 600);
+      await traffic('proc_bad', 'proc-bad', bad.large, 60, 20, 200, 600);
+      await traffic('proc_good', 'proc-good', good.small, 400, 2, 200, 600);
+      await traffic('proc_good', 'proc-good', good.large, 60, 0, 200, 600);
+      await waitFor(async () => (await status('proc_bad')) === 'rolled_back' && (await status('proc_good')) === 'completed', 30_000, 20);
+      // Both loops kept polling meanwhile: still one decision of each kind, and one flag write per decision that writes.
+      await new Promise((r) => setTimeout(r, 500));
+      // Holds (while there was no traffic to compare) are logged once per reason; the writing decisions once each.
+      const log = async (productKey: string) =>
+        (await decisions(productKey)).decisions
+          .map((d: { decision: string }) => d.decision)
+          .filter((d: string) => d !== 'held')
+          .reverse();
+      expect(await log('proc_bad')).toEqual(['started', 'rolled_back']);
+      expect(await log('proc_good')).toEqual(['started', 'advanced', 'completed']);
+      const writes = async (flagKey: string) => (await a.sql<{ n: number }>(`SELECT count(*)::int AS n FROM flag_audit WHERE tenant_id = $1 AND flag_key = $2 AND action = 'update'`, [owner.tenantId, flagKey])).rows[0]!.n;
+      expect([await writes('proc-bad'), await writes('proc-good')]).toEqual([2, 2]);
+      expect(await weights('proc-bad')).toEqual([['small', 100_000], ['large', 0]]);
+      expect(await weights('proc-good')).toEqual([['small', 0], ['large', 100_000]]);
+    } finally {
+      await Promise.all(procs.map((p) => p.stop()));
+    }
+  }, 120_000);
 
   it("is tenant-scoped: another tenant cannot read a binding's rollout", async () => {
     const stranger = await a.signUp();

@@ -128,8 +128,8 @@ export class RolloutsRepository {
 
   async decisions(tenantId: string, productKey: string): Promise<RolloutDecisionRow[]> {
     const rows: Array<Record<string, unknown>> = await this.ds.query(
-      `SELECT id::text, binding_version, flag_key, decision, stage, percent, reason, figures, flag_version, created_at
-         FROM rollout_decisions WHERE tenant_id = $1 AND product_key = $2 ORDER BY id DESC LIMIT ${MAX_DECISIONS_LISTED}`,
+      `SELECT d.id::text AS id, binding_version, flag_key, decision, stage, percent, reason, figures, flag_version, created_at
+         FROM rollout_decisions d WHERE d.tenant_id = $1 AND d.product_key = $2 ORDER BY d.id DESC LIMIT ${MAX_DECISIONS_LISTED}`,
       [tenantId, productKey],
     );
     return rows.map((r) => ({
