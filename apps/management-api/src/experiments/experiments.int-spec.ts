@@ -197,6 +197,21 @@ describe('GET /api/usage/experiments/{flagKey} (real HTTP, Postgres)', () => {
     expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   });
 
+  it('reports at most 50 variations of a flag, and says so when the ledger records more', async () => {
+    await f.sql(
+      `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, request_id, created_at, completed_at, flag_key, variation)
+       SELECT $1, 'ffc_test', 'core', 'inhouse', 'm', 'chat.completions', 'succeeded', 'many-' || i, '2026-11-10T12:00:00Z', '2026-11-10T12:00:00Z', 'many-variations', 'v' || lpad(i::text, 3, '0')
+         FROM generate_series(1, 60) AS i`,
+      [ada.tenantId],
+    );
+    const res = await get(`/api/usage/experiments/many-variations?${range}`);
+    expect(res.status).toBe(200);
+    expect(res.body.variations).toHaveLength(50);
+    expect(res.body.variations[49].recorded).toBe('v050');
+    expect(res.body.warnings).toEqual(expect.arrayContaining([expect.stringMatching(/^The ledger records more than 50 variations/)]));
+    expect(new Set(res.body.series.points.map((p: { recorded: string }) => p.recorded)).size).toBe(50);
+  });
+
   it("keeps tenants apart: another tenant's rows of the same flag key are neither counted nor readable", async () => {
     // The stranger has a row of chat-model but no flag: its own report shows only its row.
     const own = await get(`/api/usage/experiments/chat-model?${range}`, stranger);

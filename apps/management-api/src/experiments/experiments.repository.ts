@@ -52,6 +52,7 @@ export const MAX_LATENCY_SAMPLE = 20_000;
 export class ExperimentsRepository {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
 
+  /** Up to MAX_REPORTED_VARIATIONS + 1 variations (one more tells the caller some were left out), in recorded order. */
   async figures(scope: ExperimentScope, m?: Tx): Promise<VariationFigures[]> {
     const { where, params } = whereOf(scope, 'l.');
     const rows: Array<Record<string, string | null>> = await (m ?? this.ds).query(
@@ -74,7 +75,7 @@ export class ExperimentsRepository {
          FROM usage_ledger l
          LEFT JOIN usage_feedback f ON f.tenant_id = l.tenant_id AND f.request_id = l.request_id
         WHERE ${where.join(' AND ')}
-        GROUP BY l.variation ORDER BY l.variation COLLATE "C" NULLS FIRST LIMIT ${MAX_REPORTED_VARIATIONS}`,
+        GROUP BY l.variation ORDER BY l.variation COLLATE "C" NULLS FIRST LIMIT ${MAX_REPORTED_VARIATIONS + 1}`,
       params,
     );
     const codes: Array<{ variation: string | null; code: string; n: string }> = await (m ?? this.ds).query(
@@ -112,7 +113,7 @@ export class ExperimentsRepository {
                 row_number() OVER (PARTITION BY l.variation ORDER BY md5(l.id::text)) AS k
            FROM usage_ledger l
           WHERE ${where.join(' AND ')} AND l.status = 'succeeded' AND l.${column} IS NOT NULL${column === 'first_token_ms' ? ' AND l.stream' : ''}
-       ) s WHERE k <= ${MAX_LATENCY_SAMPLE} GROUP BY variation LIMIT ${MAX_REPORTED_VARIATIONS}`,
+       ) s WHERE k <= ${MAX_LATENCY_SAMPLE} GROUP BY variation ORDER BY variation COLLATE "C" NULLS FIRST LIMIT ${MAX_REPORTED_VARIATIONS}`,
       params,
     );
     return new Map(rows.map((r) => [r.variation, r.values.map(Number)]));

@@ -6,7 +6,7 @@ import type { UsageFilterDto } from '../usage/usage.dto';
 import { filterOf } from '../usage/usage.service';
 import { buildReport, MIN_FEEDBACK, MIN_LATENCIES, MIN_REQUESTS, type VariationReport } from './experiment-report';
 import { armsOf, type FlagArms } from './experiment-variations';
-import { ExperimentsRepository, type ExperimentScope } from './experiments.repository';
+import { ExperimentsRepository, type ExperimentScope, MAX_REPORTED_VARIATIONS } from './experiments.repository';
 
 const DAY_MS = 86_400_000;
 /** The range a report covers when none is given, and the longest it may cover. */
@@ -64,7 +64,10 @@ export class ExperimentsService {
       this.repo.bindingsOf(tenantId, flagKey),
     ]);
     if (!arms && figures.length === 0 && bindings.length === 0) throw flagNotFound(flagKey);
-    const { variations, warnings } = buildReport({ arms, figures, latencies, firstTokens, series });
+    const kept = figures.slice(0, MAX_REPORTED_VARIATIONS);
+    const shown = new Set(kept.map((f) => f.variation));
+    const { variations, warnings } = buildReport({ arms, figures: kept, latencies, firstTokens, series });
+    if (figures.length > kept.length) warnings.push(`The ledger records more than ${MAX_REPORTED_VARIATIONS} variations of this flag in this range; only the first ${MAX_REPORTED_VARIATIONS} (in recorded order) are shown.`);
     const idOf = new Map(variations.map((v) => [v.recorded, v.variationId]));
     return {
       flagKey,
@@ -78,7 +81,7 @@ export class ExperimentsService {
       warnings,
       series: {
         bucketSeconds,
-        points: series.map((p) => ({ at: p.at.toISOString(), variationId: idOf.get(p.variation) ?? null, recorded: p.variation, requests: p.requests, errors: p.errors, debit: p.debit, latencyP95Ms: p.latencyP95 })),
+        points: series.filter((p) => shown.has(p.variation)).map((p) => ({ at: p.at.toISOString(), variationId: idOf.get(p.variation) ?? null, recorded: p.variation, requests: p.requests, errors: p.errors, debit: p.debit, latencyP95Ms: p.latencyP95 })),
       },
     };
   }
