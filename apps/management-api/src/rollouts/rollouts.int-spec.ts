@@ -1,10 +1,12 @@
 import { bootstrapService, runningApp, type RunningApp } from '@flagship/service-kit';
+import { createDataSource } from '@flagship/persistence';
 import { freePort, waitFor } from '@flagship/testing';
 import { AppModule } from '../app.module';
 import { configureManagementApi } from '../configure';
 import { loadManagementApiConfig } from '../env.schema';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 import { startManagementApiProcess } from '../testing/management-api.process';
+import { RolloutsRepository } from './rollouts.repository';
 import { type RolloutStep, RolloutsService } from './rollouts.service';
 
 /**
@@ -137,11 +139,39 @@ describe('guarded rollouts across replicas (two apps, one Postgres)', () => {
     expect((await a.sql(`SELECT count(*)::int AS n FROM flag_audit WHERE tenant_id = $1 AND flag_key = 'paused-model' AND action = 'update' AND actor LIKE 'rollout:%'`, [owner.tenantId])).rows[0]).toEqual({ n: 0 });
   });
 
+  it('a replica killed after claiming a plan and writing the flag, before committing: nothing of it stays, and the other replica decides once', async () => {
+    await bound('killed-model', 'killed', plan);
+    const dying = createDataSource({ url: a.te.db.url, poolSize: 1, entities: [] });
+    await dying.initialize();
+    const qr = dying.createQueryRunner();
+    await qr.connect();
+    await qr.startTransaction();
+    const claimed = await new RolloutsRepository(dying).claimDue(qr.manager, new Date());
+    expect(claimed?.binding.productKey).toBe('killed');
+    await qr.query(`UPDATE flags SET version = version + 1 WHERE tenant_id = $1 AND key = 'killed-model'`, [owner.tenantId]);
+    const [{ pid }] = (await qr.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
+
+    const other = b.app.get(RolloutsService);
+    expect(await other.runNext()).toBeNull(); // held by the dying replica: skipped, not waited for
+    await a.sql('SELECT pg_terminate_backend($1)', [pid]);
+    await qr.release().catch(() => undefined);
+    await dying.destroy().catch(() => undefined);
+    // pg_terminate_backend only signals: the backend (and its locks) goes a moment later.
+    await waitFor(async () => (await a.sql<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]!.n === 0, 10_000, 10);
+
+    expect(await other.runNext()).toMatchObject({ productKey: 'killed', decision: 'started' });
+    expect(await other.runNext()).toBeNull();
+    expect(await weights('killed-model')).toEqual([['small', 90_000], ['large', 10_000]]);
+    expect((await decisions('killed')).decisions.map((d: { decision: string }) => d.decision)).toEqual(['started']);
+    expect((await a.call('GET', '/api/flags/killed-model', as())).headers.get('etag')).toBe('"2.1"');
+  });
+
   it('two management-api processes running their own loops: a regressing treatment is rolled back once, a healthy one advances and completes once', async () => {
     const bad = await bound('proc-bad', 'proc_bad', { stages: [{ percent: 10 }, { percent: 100 }], guards: { errorRate: 0.02 } });
     const good = await bound('proc-good', 'proc_good', { stages: [{ percent: 10, minRequests: 30 }, { percent: 100 }], guards: { errorRate: 0.02, p95LatencyMs: 400 } });
     const env = { ...a.te.env, SCHEDULED_CHANGES_POLL_MS: '20', ROLLOUT_CHECK_MS: '50' };
-    const procs = await Promise.all([startManagementApiProcess(env), startManagementApiProcess(env)]);
+    // Started through ts-node: slow on a loaded machine, so a generous start timeout.
+    const procs = await Promise.all([startManagementApiProcess(env, 180_000), startManagementApiProcess(env, 180_000)]);
     try {
       const status = async (productKey: string) => (await a.sql<{ status: string }>(`SELECT status FROM rollout_states WHERE tenant_id = $1 AND product_key = $2`, [owner.tenantId, productKey])).rows[0]?.status;
       await waitFor(async () => (await status('proc_bad')) === 'running' && (await status('proc_good')) === 'running', 30_000, 20);
@@ -167,7 +197,7 @@ describe('guarded rollouts across replicas (two apps, one Postgres)', () => {
     } finally {
       await Promise.all(procs.map((p) => p.stop()));
     }
-  }, 120_000);
+  }, 300_000);
 
   it("is tenant-scoped: another tenant cannot read a binding's rollout", async () => {
     const stranger = await a.signUp();
