@@ -30,6 +30,8 @@ import { SandboxModule } from './sandbox/sandbox.module';
 import { MembershipEntity } from './tenants/membership.entity';
 import { TenantsModule } from './tenants/tenants.module';
 import { UsageModule } from './usage/usage.module';
+import { ExperimentsModule } from './experiments/experiments.module';
+import { RolloutsModule } from './rollouts/rollouts.module';
 import { UserEntity } from './users/user.entity';
 
 const ENTITIES = [
@@ -81,6 +83,8 @@ export class AppModule {
         SandboxModule,
         CreditsModule,
         UsageModule,
+        ExperimentsModule,
+        RolloutsModule,
         StripeBillingModule.forConfig(config, secrets),
       ],
       // Global guards run in this order: who is calling, may they act in this tenant, are they

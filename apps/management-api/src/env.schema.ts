@@ -50,7 +50,8 @@ export const managementApiEnv = {
     default: 8 * 1024 * 1024,
     desc: 'bytes of flag definitions one tenant may hold, each environment\'s definition of a flag counted (FLAG_MAX_BYTES measures them); past it 409 quota-exceeded',
   }),
-  SCHEDULED_CHANGES_POLL_MS: num({ default: 5000, desc: 'how often each replica looks for scheduled flag changes that are due (0 turns the executor off in this replica)' }),
+  SCHEDULED_CHANGES_POLL_MS: num({ default: 5000, desc: 'how often each replica looks for scheduled flag changes and guarded rollouts that are due (0 turns both executors off in this replica)' }),
+  ROLLOUT_CHECK_MS: num({ default: 60_000, desc: 'how long a running guarded rollout waits between two judgements of its stage (each reads the ledger since the stage began)' }),
   FLAG_MAX_BYTES: num({ default: DEFAULT_FLAG_MAX_BYTES, desc: 'bytes of one flag\'s definition in one environment (its JSON as evaluators hold it); a write past it is 422, a stored flag past it is not evaluated' }),
   FLAG_SET_MAX_BYTES: num({
     default: 8 * 1024 * 1024,
@@ -185,6 +186,7 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     throw new ConfigError('invalid configuration: FLAG_STREAMS_PER_TENANT is replaced by FLAG_STREAMS_PER_TENANT_FREE, FLAG_STREAMS_PER_TENANT_STANDARD and FLAG_STREAMS_PER_TENANT_PREMIUM');
   }
   if (!Number.isInteger(raw.SCHEDULED_CHANGES_POLL_MS) || raw.SCHEDULED_CHANGES_POLL_MS < 0) throw new ConfigError('invalid configuration: SCHEDULED_CHANGES_POLL_MS must be a whole number of 0 or more');
+  if (!Number.isInteger(raw.ROLLOUT_CHECK_MS) || raw.ROLLOUT_CHECK_MS < 1) throw new ConfigError('invalid configuration: ROLLOUT_CHECK_MS must be a whole number of 1 or more');
   if (raw.WEBHOOKS_ALLOW_PRIVATE_URLS && raw.NODE_ENV === 'production') {
     throw new ConfigError('invalid configuration: WEBHOOKS_ALLOW_PRIVATE_URLS=true is refused when NODE_ENV=production');
   }

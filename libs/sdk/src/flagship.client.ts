@@ -11,6 +11,7 @@ import { ProjectsResource } from './resources/projects.resource';
 import { SubscriptionResource } from './resources/subscription.resource';
 import { TenantsResource } from './resources/tenants.resource';
 import { UsageResource } from './resources/usage.resource';
+import { RolloutsResource } from './resources/rollouts.resource';
 
 export const SDK_VERSION = '0.1.0';
 
@@ -73,6 +74,8 @@ export class FlagshipClient {
   readonly environments: EnvironmentsResource;
   readonly billing: BillingResource;
   readonly usage: UsageResource;
+  /** Guarded rollouts of gateway model bindings: plan, state, decision log. */
+  readonly rollouts: RolloutsResource;
   /** Plan checkout, customer portal, credit purchases (Stripe). */
   readonly subscription: SubscriptionResource;
   /** Outbound webhooks (Standard Webhooks): tenant admins only. */
@@ -90,6 +93,7 @@ export class FlagshipClient {
     this.environments = new EnvironmentsResource(http);
     this.billing = new BillingResource(http);
     this.usage = new UsageResource(http);
+    this.rollouts = new RolloutsResource(http);
     this.subscription = new SubscriptionResource(http);
   }
 }

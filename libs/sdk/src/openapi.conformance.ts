@@ -133,7 +133,9 @@ export type BillingCovered =
 
 export type UsageCovered =
   | Op<'Usage_list', [Reads<'Usage_list', 200, sdk.UsageRow[]>, Asks<'Usage_list', sdk.UsageFilter & sdk.PageQuery>]>
-  | Op<'Usage_summary', [Reads<'Usage_summary', 200, sdk.UsageSummary>, Asks<'Usage_summary', sdk.UsageFilter>]>;
+  | Op<'Usage_summary', [Reads<'Usage_summary', 200, sdk.UsageSummary>, Asks<'Usage_summary', sdk.UsageFilter>]>
+  | Op<'Experiments_report', [Reads<'Experiments_report', 200, sdk.ExperimentReport>, Asks<'Experiments_report', sdk.ExperimentQuery>]>
+  | Op<'Rollouts_rollout', [Reads<'Rollouts_rollout', 200, sdk.RolloutView>]>;
 
 /** Operations the SDK leaves out on purpose: not a tenant backend's business, or done by other means. */
 type NotInSdk =

@@ -1128,6 +1128,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/usage/experiments/{flagKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Per variation of a bound flag: requests, errors, tokens, debits, latency and feedback, with 95% intervals of each difference against the control
+         * @description Error rate: Newcombe hybrid score interval; cost per request and feedback: Welch t; p95 latency and time to first token: Maritz–Jarrett standard errors. `warnings` says when samples are too small to decide on. Range: from/to, default the last 7 days, at most 92.
+         */
+        get: operations["Experiments_report"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/gateway/bindings/{productKey}/rollout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The binding's rollout plan, its state and its decision log (started, advanced, held, rolled back, completed, stopped, paused) with reasons and figures */
+        get: operations["Rollouts_rollout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/billing/checkout": {
         parameters: {
             query?: never;
@@ -2322,6 +2359,153 @@ export interface components {
             /** @description per product key and model, ordered by both */
             byProductAndModel: components["schemas"]["UsageGroupDto"][];
         };
+        MinimumsDto: {
+            requests: number;
+            latencies: number;
+            feedback: number;
+        };
+        ExperimentBindingDto: {
+            productKey: string;
+            modelAlias: string | null;
+            /** @description true when the binding has a rollout plan (GET /api/gateway/bindings/{productKey}/rollout) */
+            rolloutPlan: boolean;
+        };
+        QuantilesDto: {
+            /** @description values the quantiles are of (succeeded requests) */
+            n: number;
+            /** @description percentile_disc(0.5) */
+            p50: number | null;
+            /** @description percentile_disc(0.95) */
+            p95: number | null;
+        };
+        FeedbackFiguresDto: {
+            n: number;
+            mean: number | null;
+        };
+        DifferenceDto: {
+            /** @description treatment minus control */
+            estimate: number;
+            /** @description lower bound of the 95% interval */
+            lower: number;
+            /** @description upper bound of the 95% interval */
+            upper: number;
+            /** @enum {string} */
+            method: "newcombe-hybrid-score" | "welch-t" | "maritz-jarrett";
+        };
+        VsControlDto: {
+            /** @description error rate (0..1), Newcombe hybrid score interval */
+            errorRate?: components["schemas"]["DifferenceDto"];
+            /** @description mean micro-credits per request, Welch t interval */
+            costPerRequest?: components["schemas"]["DifferenceDto"];
+            /** @description p95 total latency (ms), Maritz–Jarrett standard errors */
+            latencyP95Ms?: components["schemas"]["DifferenceDto"];
+            /** @description p95 time to first token of streams (ms), Maritz–Jarrett */
+            timeToFirstTokenP95Ms?: components["schemas"]["DifferenceDto"];
+            /** @description mean feedback score, Welch t interval */
+            feedback?: components["schemas"]["DifferenceDto"];
+        };
+        VariationReportDto: {
+            /** @description the variation the ledger recorded; null: the route default (the binding could not be evaluated) */
+            recorded: string | null;
+            variationId: string | null;
+            name: string;
+            /** @description the control the differences are against */
+            control: boolean;
+            /** @description completed requests (succeeded, failed, abandoned) */
+            requests: number;
+            /** @description failed or abandoned */
+            errors: number;
+            errorRate: number | null;
+            /** @description errors per error code (abandoned rows: "abandoned") */
+            errorsByCode: {
+                [key: string]: number;
+            };
+            inputTokens: number;
+            outputTokens: number;
+            /** @description micro-credits */
+            debit: number;
+            /** @description debit / requests */
+            costPerRequest: number | null;
+            latencyMs: components["schemas"]["QuantilesDto"];
+            /** @description streams only */
+            timeToFirstTokenMs: components["schemas"]["QuantilesDto"];
+            feedback: components["schemas"]["FeedbackFiguresDto"];
+            vsControl?: components["schemas"]["VsControlDto"];
+        };
+        SeriesPointDto: {
+            /** @description bucket start */
+            at: string;
+            variationId: string | null;
+            recorded: string | null;
+            requests: number;
+            errors: number;
+            debit: number;
+            latencyP95Ms: number | null;
+        };
+        SeriesDto: {
+            bucketSeconds: number;
+            points: components["schemas"]["SeriesPointDto"][];
+        };
+        ExperimentReportDto: {
+            flagKey: string;
+            productKey: string | null;
+            from: string;
+            to: string;
+            /** @description the flag's off variation in the environment, else its first */
+            controlVariationId: string | null;
+            /** @description per-arm sample sizes below which a warning is given */
+            minimums: components["schemas"]["MinimumsDto"];
+            /** @description the gateway routes bound to this flag */
+            bindings: components["schemas"]["ExperimentBindingDto"][];
+            variations: components["schemas"]["VariationReportDto"][];
+            /** @description samples too small, a missing control or flag */
+            warnings: string[];
+            series: components["schemas"]["SeriesDto"];
+        };
+        RolloutStateDto: {
+            /** @description the binding version whose plan this is */
+            bindingVersion: number;
+            /** @enum {string} */
+            status: "running" | "paused" | "completed" | "rolled_back" | "stopped";
+            /** @description 0-based index of the current stage */
+            stage: number;
+            stageStartedAt: string;
+            controlVariationId: string | null;
+            treatmentVariationId: string | null;
+            /** @description the flag version the plan last wrote */
+            flagVersion: number | null;
+            lastReason: string | null;
+            nextCheckAt: string;
+        };
+        RolloutDecisionDto: {
+            id: string;
+            at: string;
+            /** @enum {string} */
+            decision: "started" | "advanced" | "held" | "rolled_back" | "completed" | "stopped" | "paused";
+            bindingVersion: number;
+            flagKey: string;
+            stage: number;
+            /** @description the treatment percent after the decision */
+            percent: number;
+            reason: string;
+            /** @description control and treatment figures since the stage began, and the differences with their 95% intervals */
+            figures: {
+                [key: string]: unknown;
+            } | null;
+            flagVersion: number | null;
+        };
+        RolloutViewDto: {
+            productKey: string;
+            flagKey: string;
+            /** @description the binding's rolloutPlan */
+            plan: {
+                [key: string]: unknown;
+            } | null;
+            /** @description null until the runner first judged the plan */
+            state: components["schemas"]["RolloutStateDto"] | null;
+            /** @description newest first, at most 200 */
+            decisions: components["schemas"]["RolloutDecisionDto"][];
+        };
         CheckoutDto: {
             /**
              * @description subscription: a plan; credits: a one-time purchase of AI gateway credits
@@ -2449,7 +2633,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/approval-not-allowed (403), /problems/approval-required (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/change-request-closed (409), /problems/change-request-not-found (404), /problems/change-request-stale (409), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/sandbox-expired (403), /problems/scheduled-change-closed (409), /problems/scheduled-change-not-found (404), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-comments (409), /problems/too-many-flag-streams (429), /problems/too-many-pending-changes (409), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422), /problems/webhook-delivery-not-found (404), /problems/webhook-disabled (409), /problems/webhook-not-found (404), /problems/webhooks-unavailable (503). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/approval-not-allowed (403), /problems/approval-required (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/change-request-closed (409), /problems/change-request-not-found (404), /problems/change-request-stale (409), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/rollout-not-found (404), /problems/sandbox-expired (403), /problems/scheduled-change-closed (409), /problems/scheduled-change-not-found (404), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-comments (409), /problems/too-many-flag-streams (429), /problems/too-many-pending-changes (409), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422), /problems/webhook-delivery-not-found (404), /problems/webhook-disabled (409), /problems/webhook-not-found (404), /problems/webhooks-unavailable (503). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -10240,6 +10424,169 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Experiments_report: {
+        parameters: {
+            query?: {
+                /** @description rows created at or after this instant */
+                from?: string;
+                /** @description rows created before this instant (exclusive) */
+                to?: string;
+                productKey?: string;
+            };
+            header?: {
+                /** @description the environment whose off variation is the control (default production) */
+                "X-Environment"?: string;
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                flagKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExperimentReportDto"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Rollouts_rollout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                productKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutViewDto"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */

@@ -13,7 +13,20 @@ export type { ProjectsResource } from './resources/projects.resource';
 export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';
 export type { BillingResource, Budget, BudgetKind, CreditBalance, LowBalanceAlert, LowBalanceCrossing } from './resources/billing.resource';
-export type { UsageFilter, UsageResource, UsageRow, UsageStatus, UsageSummary, UsageTotals } from './resources/usage.resource';
+export type {
+  ExperimentDifference,
+  ExperimentQuantiles,
+  ExperimentQuery,
+  ExperimentReport,
+  ExperimentVariation,
+  UsageFilter,
+  UsageResource,
+  UsageRow,
+  UsageStatus,
+  UsageSummary,
+  UsageTotals,
+} from './resources/usage.resource';
+export type { RolloutDecision, RolloutDecisionKind, RolloutsResource, RolloutState, RolloutStatus, RolloutView } from './resources/rollouts.resource';
 export type { BillingSession, CheckoutUrls, PlanId, Subscription, SubscriptionResource } from './resources/subscription.resource';
 export * from './sdk.types';
 export { readServerSentEvents, type ServerSentEvent } from './event-stream';

@@ -1,3 +1,4 @@
+import { lazy, Suspense } from 'react';
 import { Link } from 'wouter';
 import { FlagSwitch } from '../components/FlagSwitch';
 import { Playground } from '../components/Playground';
@@ -10,9 +11,13 @@ import { ScheduledChanges } from '../components/governance/ScheduledChanges';
 import { useEnvironments, useFlag } from '../queries';
 import { useSignedIn } from '../session';
 
+// recharts stays out of the initial JavaScript: the view loads with the first JSON flag opened.
+const ExperimentView = lazy(() => import('../components/experiments/ExperimentView'));
+
 /**
  * One flag: its on/off switch, the editor (settings, variations, targeting in the environment), its
- * change requests and scheduled changes, the playground and the audit log.
+ * change requests and scheduled changes, the playground, the experiment view of a JSON flag (a
+ * gateway model binding's variations side by side, its rollout) and the audit log.
  */
 export function FlagDetail({ flagKey }: { flagKey: string }) {
   const { scope } = useSignedIn();
@@ -36,6 +41,11 @@ export function FlagDetail({ flagKey }: { flagKey: string }) {
       <ChangeRequests flag={flag} scope={scope} />
       <ScheduledChanges flag={flag} scope={scope} />
       <Playground flag={flag} scope={scope} />
+      {flag.type === 'json' && (
+        <Suspense fallback={<Loading what="the experiment view" />}>
+          <ExperimentView flagKey={flag.key} scope={scope} />
+        </Suspense>
+      )}
       <AuditLog flagKey={flag.key} version={flag.version} scope={scope} />
     </article>
   );

@@ -67,6 +67,65 @@ export interface UsageSummary {
   byProductAndModel: Array<UsageTotals & { productKey: string; model: string }>;
 }
 
+/** A difference treatment minus control with its 95% interval and the method that made it. */
+export interface ExperimentDifference {
+  estimate: number;
+  lower: number;
+  upper: number;
+  method: 'newcombe-hybrid-score' | 'welch-t' | 'maritz-jarrett' | string;
+}
+
+export interface ExperimentQuantiles {
+  n: number;
+  p50: number | null;
+  p95: number | null;
+}
+
+/** One variation of a bound flag in an experiment report; credits in micro-credits. */
+export interface ExperimentVariation {
+  /** What the ledger recorded; null: the route default (the binding could not be evaluated). */
+  recorded: string | null;
+  variationId: string | null;
+  name: string;
+  control: boolean;
+  requests: number;
+  errors: number;
+  errorRate: number | null;
+  errorsByCode: Record<string, number>;
+  inputTokens: number;
+  outputTokens: number;
+  debit: number;
+  costPerRequest: number | null;
+  latencyMs: ExperimentQuantiles;
+  timeToFirstTokenMs: ExperimentQuantiles;
+  feedback: { n: number; mean: number | null };
+  vsControl?: {
+    errorRate?: ExperimentDifference;
+    costPerRequest?: ExperimentDifference;
+    latencyP95Ms?: ExperimentDifference;
+    timeToFirstTokenP95Ms?: ExperimentDifference;
+    feedback?: ExperimentDifference;
+  };
+}
+
+/** `GET /api/usage/experiments/{flagKey}`: per variation, the differences against the control, warnings while samples are small, and a series for charts. */
+export interface ExperimentReport {
+  flagKey: string;
+  productKey: string | null;
+  from: string;
+  to: string;
+  controlVariationId: string | null;
+  minimums: { requests: number; latencies: number; feedback: number };
+  /** The gateway routes bound to this flag; those with a rollout plan have a rollout view (`rollouts.get`). */
+  bindings: Array<{ productKey: string; modelAlias: string | null; rolloutPlan: boolean }>;
+  variations: ExperimentVariation[];
+  warnings: string[];
+  series: { bucketSeconds: number; points: Array<{ at: string; variationId: string | null; recorded: string | null; requests: number; errors: number; debit: number; latencyP95Ms: number | null }> };
+}
+
+/** The report's range (default the last 7 days, at most 92) and optionally one product key. */
+export type ExperimentQuery = Pick<UsageFilter, 'from' | 'to' | 'productKey'>;
+
 const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model, clientRequestId: f.clientRequestId });
 
 /** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
@@ -85,5 +144,10 @@ export class UsageResource {
   /** Requests, tokens and debits of the same filter, in total and per product key and model. */
   async summary(query: UsageFilter = {}, options?: RequestOptions): Promise<UsageSummary> {
     return (await this.http.request<UsageSummary>({ method: 'GET', path: '/api/usage/summary', query: filterQuery(query), options })).body;
+  }
+
+  /** The experiment report of a flag bound to a gateway route: per variation, with intervals against the control. */
+  async experiment(flagKey: string, query: ExperimentQuery = {}, options?: RequestOptions): Promise<ExperimentReport> {
+    return (await this.http.request<ExperimentReport>({ method: 'GET', path: `/api/usage/experiments/${encodeURIComponent(flagKey)}`, query: { from: query.from, to: query.to, productKey: query.productKey }, options })).body;
   }
 }
