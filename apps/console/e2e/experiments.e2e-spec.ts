@@ -35,7 +35,7 @@ if (!HAVE_CHROMIUM) {
     mkdirSync(SHOTS, { recursive: true });
     stack = await startConsoleStack({ width: 1280, height: 900 }, { SCHEDULED_CHANGES_POLL_MS: '200', ROLLOUT_CHECK_MS: '600000' });
     page = stack.page;
-    db = new Client({ connectionString: stack.te.db.url });
+    db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
   }, 60000);
   afterAll(async () => {
