@@ -66,7 +66,7 @@ export class UsageService {
 const inRange = (ms: number): boolean => Number.isFinite(ms) && ms >= EARLIEST && ms < LATEST;
 
 /** The DTO has checked each field's form; this checks what one field cannot: real instants, in order. */
-function filterOf(q: UsageFilterDto): UsageFilter {
+export function filterOf(q: UsageFilterDto): UsageFilter {
   const errors: Record<string, string> = {};
   const instant = (name: 'from' | 'to'): Date | undefined => {
     const raw = q[name];
