@@ -67,6 +67,24 @@ export interface UsageSummary {
   byProductAndModel: Array<UsageTotals & { productKey: string; model: string }>;
 }
 
+/** `GET /api/usage/export`: the filter with both ends required, at most 366 days apart. */
+export interface UsageExportQuery extends UsageFilter {
+  from: string;
+  to: string;
+  /** csv (default): RFC 4180 with a header row; jsonl: one JSON object per line. */
+  format?: 'csv' | 'jsonl';
+}
+
+/** A usage export as it arrives: read `body` as a stream (it can be far larger than memory should hold). */
+export interface UsageExportFile {
+  /** From Content-Disposition, e.g. `usage-20261101T000000Z-20261201T000000Z.csv`. */
+  filename: string;
+  contentType: string;
+  body: ReadableStream<Uint8Array>;
+}
+
+const EXPORT_TYPES = { csv: 'text/csv', jsonl: 'application/jsonl' } as const;
+
 const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model, clientRequestId: f.clientRequestId });
 
 /** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
@@ -85,5 +103,22 @@ export class UsageResource {
   /** Requests, tokens and debits of the same filter, in total and per product key and model. */
   async summary(query: UsageFilter = {}, options?: RequestOptions): Promise<UsageSummary> {
     return (await this.http.request<UsageSummary>({ method: 'GET', path: '/api/usage/summary', query: filterQuery(query), options })).body;
+  }
+
+  /**
+   * The rows of a range as a file (CSV by default), oldest first, streamed: resolves once the server
+   * has accepted the request (a bad range throws the 422 ApiError), with the body still unread. Not
+   * retried once it started: a download that breaks mid-way rejects the body's read, and a new call
+   * starts it again. `options.signal` cancels the download too.
+   */
+  async export(query: UsageExportQuery, options?: RequestOptions): Promise<UsageExportFile> {
+    const format = query.format ?? 'csv';
+    const response = await this.http.openDownload('/api/usage/export', [EXPORT_TYPES[format]], { ...filterQuery(query), format }, options);
+    const disposition = response.headers.get('content-disposition') ?? '';
+    return {
+      filename: /filename="([^"]+)"/.exec(disposition)?.[1] ?? `usage.${format}`,
+      contentType: response.headers.get('content-type') ?? EXPORT_TYPES[format],
+      body: response.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    };
   }
 }
