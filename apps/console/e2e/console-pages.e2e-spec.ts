@@ -333,14 +333,20 @@ async function stop(child: ChildProcess | undefined) {
     await page.getByText('No AI gateway requests match these filters.').waitFor();
     await page.getByRole('button', { name: 'Clear' }).click();
     await ledgerRow.waitFor();
+    // The server's export (GET /api/usage/export) of the last 30 days: the file the browser saves.
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export CSV' }).click();
     // Saved here: a download of a shared (remote) Chromium has no local path of its own.
+    const saved = await download;
+    expect(saved.suggestedFilename()).toMatch(/^usage-\d{8}T000000Z-\d{8}T000000Z\.csv$/);
     const csvPath = join(tmpdir(), `console-usage-${Date.now()}.csv`);
-    await (await download).saveAs(csvPath);
+    await saved.saveAs(csvPath);
     const csv = readFileSync(csvPath, 'utf8');
     rmSync(csvPath);
-    expect(csv.split('\r\n')[1]).toContain(requestId);
+    const [header, exported] = csv.split('\r\n').map((l) => l.split(','));
+    const cell = (name: string) => exported?.[header?.indexOf(name) ?? -1];
+    expect([cell('request_id'), cell('client_id'), cell('product_key'), cell('model'), cell('zero_rated')]).toEqual([requestId, clientId, 'insights', 'fake-chat-1', 'true']);
+    await page.getByRole('status').filter({ hasText: `Downloaded ${saved.suggestedFilename()}` }).waitFor();
     await shot('16-usage');
     await accessible('usage');
 

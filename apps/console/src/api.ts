@@ -59,12 +59,18 @@ export interface RequestScope { token?: string; tenantId?: string; environment?:
 
 export interface ApiResponse<T> { body: T; etag: string | null; headers?: Headers }
 
-export async function request<T>(method: string, path: string, scope: RequestScope, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
-  const h: Record<string, string> = { Accept: 'application/json', ...headers };
-  if (body !== undefined) h['Content-Type'] = 'application/json';
+/** The session's token, tenant and environment as the API reads them. */
+function scopeHeaders(scope: RequestScope): Record<string, string> {
+  const h: Record<string, string> = {};
   if (scope.token) h['Authorization'] = `Bearer ${scope.token}`;
   if (scope.tenantId) h['X-Tenant-ID'] = scope.tenantId;
   if (scope.environment) h['X-Environment'] = scope.environment;
+  return h;
+}
+
+export async function request<T>(method: string, path: string, scope: RequestScope, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  const h: Record<string, string> = { Accept: 'application/json', ...scopeHeaders(scope), ...headers };
+  if (body !== undefined) h['Content-Type'] = 'application/json';
   let res: Response;
   try {
     // Never the browser's HTTP cache: one URL answers per tenant and environment (headers the API's
@@ -84,6 +90,43 @@ export async function request<T>(method: string, path: string, scope: RequestSco
   }
   if (!res.ok) throw toApiError(res, parsed);
   return { body: parsed as T, etag: res.headers.get('ETag'), headers: res.headers };
+}
+
+/**
+ * Downloads a file the API sends as an attachment (the usage export): fetched with the session's
+ * token (a plain link could not carry it), handed to the browser as a download under the name its
+ * Content-Disposition gives. A refusal is the ApiError `request` throws.
+ */
+export async function downloadFile(path: string, scope: RequestScope, accept: string): Promise<{ filename: string; bytes: number }> {
+  const h: Record<string, string> = { Accept: `${accept}, application/problem+json`, ...scopeHeaders(scope) };
+  let res: Response;
+  try {
+    res = await fetch(path, { method: 'GET', headers: h, credentials: 'same-origin', cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'The server cannot be reached', 'Check your connection and try again.', undefined, undefined);
+  }
+  if (!res.ok) {
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    throw toApiError(res, parsed);
+  }
+  const filename = /filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') ?? '')?.[1] ?? 'download';
+  // A Blob, not a string: the browser may keep a large one on disk. A broken download rejects here.
+  const blob = await res.blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return { filename, bytes: blob.size };
 }
 
 function toApiError(res: Response, parsed: unknown): ApiError {

@@ -53,7 +53,8 @@ export function aFlag(over: Partial<Flag> = {}): Flag {
   };
 }
 
-export interface Answer { status: number; body: unknown; headers?: Record<string, string> }
+/** `text`: a body sent as it is (a CSV download), instead of `body` as JSON. */
+export interface Answer { status: number; body: unknown; headers?: Record<string, string>; text?: string }
 
 /** Answers each request by what it asks for (for screens whose queries run in parallel) and records it. */
 export function routeServer(answer: (req: Sent) => Answer | undefined) {
@@ -63,7 +64,7 @@ export function routeServer(answer: (req: Sent) => Answer | undefined) {
     sent.push(req);
     const a = answer(req);
     if (!a) throw new Error(`unexpected request ${req.method} ${url}`);
-    return new Response(a.status === 204 ? null : JSON.stringify(a.body), {
+    return new Response(a.status === 204 ? null : (a.text ?? JSON.stringify(a.body)), {
       status: a.status,
       headers: { 'Content-Type': a.status >= 400 ? 'application/problem+json' : 'application/json', ...a.headers },
     });

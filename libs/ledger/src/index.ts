@@ -10,3 +10,4 @@ export { type Budget, BUDGET_KINDS, type BudgetKind, type BudgetPosition, Budget
 export * from './ledger-durability';
 export { HELD_ROW, type LedgerPartition, monthPartitionName, UsagePartitionsRepository } from './usage-partitions.repository';
 export { retentionPolicy, type RetentionPolicy } from './usage-retention';
+export * from './usage-export.repository';

@@ -58,7 +58,8 @@ export class UsageRepository {
   }
 }
 
-function whereOf(tenantId: string, f: UsageFilter): { where: string[]; params: unknown[] } {
+/** The WHERE of a filter, tenant first (`$1`); shared with the export's keyset pages. */
+export function whereOf(tenantId: string, f: UsageFilter): { where: string[]; params: unknown[] } {
   const where = ['tenant_id = $1'];
   const params: unknown[] = [tenantId];
   const add = (sql: (n: string) => string, value: unknown) => {

@@ -158,42 +158,64 @@ export class HttpTransport {
    * with its own backoff); a 401 invalid_token renews the token and tries once more, so every
    * reconnect carries a current token. A refusal is thrown as the ApiError `request` would throw.
    */
-  async openEventStream(path: string, opts: { lastEventId?: string; query?: Record<string, string | undefined>; signal: AbortSignal }): Promise<Response> {
-    const url = this.urlOf({ method: 'GET', path, query: opts.query });
-    const headers: Record<string, string> = { accept: 'text/event-stream, application/problem+json', 'user-agent': this.settings.userAgent, 'cache-control': 'no-cache' };
-    if (this.settings.tenantId !== undefined) headers['x-tenant-id'] = this.settings.tenantId;
-    if (this.settings.environment !== undefined) headers['x-environment'] = this.settings.environment;
+  openEventStream(path: string, opts: { lastEventId?: string; query?: Record<string, string | undefined>; signal: AbortSignal }): Promise<Response> {
+    const headers: Record<string, string> = { 'cache-control': 'no-cache' };
     if (opts.lastEventId !== undefined) headers['last-event-id'] = opts.lastEventId;
+    return this.openBody(path, { accept: 'text/event-stream', what: 'an event stream', headers, query: opts.query, options: { signal: opts.signal } });
+  }
+
+  /**
+   * Opens a download (`GET path`, e.g. the usage export): the response once its headers say 200
+   * with a content type of `accept`, its body unread, so the caller reads it as a stream. As
+   * openEventStream: one attempt (a download half read cannot be resumed by a retry), one token
+   * renewal; the timeout covers the headers only.
+   */
+  openDownload(path: string, accept: string[], query: Record<string, string | undefined>, options: RequestOptions = {}): Promise<Response> {
+    return this.openBody(path, { accept: accept.join(', '), what: accept.join(' or '), headers: {}, query, options });
+  }
+
+  private async openBody(
+    path: string,
+    opts: { accept: string; what: string; headers: Record<string, string>; query?: Record<string, string | undefined>; options: RequestOptions },
+  ): Promise<Response> {
+    const { signal } = opts.options;
+    const url = this.urlOf({ method: 'GET', path, query: opts.query });
+    const headers: Record<string, string> = { accept: `${opts.accept}, application/problem+json`, 'user-agent': this.settings.userAgent, ...opts.headers };
+    const tenantId = opts.options.tenantId ?? this.settings.tenantId;
+    const environment = opts.options.environment ?? this.settings.environment;
+    if (tenantId !== undefined) headers['x-tenant-id'] = tenantId;
+    if (environment !== undefined) headers['x-environment'] = environment;
     const send = async (token: string): Promise<Response> => {
       const controller = new AbortController();
-      const onAbort = () => controller.abort(opts.signal.reason);
-      if (opts.signal.aborted) onAbort();
-      opts.signal.addEventListener('abort', onAbort, { once: true });
+      const onAbort = () => controller.abort(signal?.reason);
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
       // The timeout covers the headers only: the body is the stream, open for as long as it lasts.
       const timer = setTimeout(() => controller.abort(new TimeoutError(`no answer within ${this.settings.timeoutMs} ms`)), this.settings.timeoutMs);
       try {
         return await fetch(url, { method: 'GET', headers: { ...headers, authorization: `Bearer ${token}` }, signal: controller.signal, redirect: 'manual' });
       } catch (err) {
-        if (opts.signal.aborted) throw opts.signal.reason;
+        if (signal?.aborted) throw signal.reason;
         throw new ConnectionError('GET', url.pathname, 1, err);
       } finally {
         clearTimeout(timer);
       }
     };
-    const token = await unlessAborted(() => this.credentials.token(), opts.signal);
+    const token = await unlessAborted(() => this.credentials.token(), signal);
     let response = await send(token);
     let body = response.status === 200 ? undefined : parseBody(response, await response.text());
     if (response.status === 401 && isInvalidToken({ response, body, attempts: 1 })) {
-      const renewed = await unlessAborted(() => this.credentials.renew(token), opts.signal);
+      const renewed = await unlessAborted(() => this.credentials.renew(token), signal);
       if (renewed !== undefined) {
         response = await send(renewed);
         body = response.status === 200 ? undefined : parseBody(response, await response.text());
       }
     }
-    if (response.status === 200 && /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) return response;
+    const contentType = (response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+    if (response.status === 200 && opts.accept.split(',').some((a) => a.trim().toLowerCase() === contentType)) return response;
     if (response.status === 200) {
       await response.body?.cancel();
-      throw new FlagshipError(`GET ${url.pathname} answered ${response.headers.get('content-type') ?? 'no content type'}, not an event stream.`);
+      throw new FlagshipError(`GET ${url.pathname} answered ${response.headers.get('content-type') ?? 'no content type'}, not ${opts.what}.`);
     }
     throw this.errorFor('api', response, body, { method: 'GET', path: url.pathname, attempts: 1 });
   }

@@ -41,6 +41,9 @@ type Empty<Op extends keyof operations, Status extends number> = Status extends 
 /** The operation answers 200 with an event stream (FlagshipInProcessProvider reads it). */
 type StreamsEvents<Op extends keyof operations> = operations[Op]['responses'] extends { 200: { content: { 'text/event-stream': string } } } ? true : false;
 
+/** The operation answers 200 with a file of `Type` (a download the SDK hands over unread). */
+type Downloads<Op extends keyof operations, Type extends string> = operations[Op]['responses'] extends { 200: { content: { [K in Type]: string } } } ? true : false;
+
 /** `Op` when every check of it holds; a type error at the failing check otherwise. */
 type Op<Id extends keyof operations, _Checks extends true[]> = Id;
 
@@ -135,7 +138,9 @@ export type UsageCovered =
   | Op<'Usage_list', [Reads<'Usage_list', 200, sdk.UsageRow[]>, Asks<'Usage_list', sdk.UsageFilter & sdk.PageQuery>]>
   | Op<'Usage_summary', [Reads<'Usage_summary', 200, sdk.UsageSummary>, Asks<'Usage_summary', sdk.UsageFilter>]>
   | Op<'Experiments_report', [Reads<'Experiments_report', 200, sdk.ExperimentReport>, Asks<'Experiments_report', sdk.ExperimentQuery>]>
-  | Op<'Rollouts_rollout', [Reads<'Rollouts_rollout', 200, sdk.RolloutView>]>;
+  | Op<'Rollouts_rollout', [Reads<'Rollouts_rollout', 200, sdk.RolloutView>]>
+
+  | Op<'Usage_export', [Downloads<'Usage_export', 'text/csv'>, Downloads<'Usage_export', 'application/jsonl'>, Asks<'Usage_export', sdk.UsageExportQuery>]>;
 
 /** Operations the SDK leaves out on purpose: not a tenant backend's business, or done by other means. */
 type NotInSdk =

@@ -480,6 +480,20 @@ describe('FlagshipClient against management-api', () => {
       });
     });
 
+    it('downloads the usage export as a stream: CSV by default, JSON lines on request, a bad range an ApiError 422', async () => {
+      const file = await client.usage.export({ from: '2026-11-01', to: '2026-12-01', model: 'small' });
+      expect([file.filename, file.contentType]).toEqual(['usage-20261101T000000Z-20261201T000000Z.csv', 'text/csv; charset=utf-8; header=present']);
+      const lines = (await new Response(file.body).text()).split('\r\n');
+      expect(lines[0].split(',').slice(0, 3)).toEqual(['id', 'created_at', 'completed_at']);
+      expect(lines.slice(1).map((l) => l.split(',')[1])).toEqual(['2026-11-01T10:00:00.000Z', '2026-11-02T10:00:00.000Z', undefined]);
+      const jsonl = await client.usage.export({ from: '2026-11-03', to: '2026-11-04', format: 'jsonl' });
+      expect(jsonl.filename).toBe('usage-20261103T000000Z-20261104T000000Z.jsonl');
+      const rows = (await new Response(jsonl.body).text()).trim().split('\n').map((l) => JSON.parse(l));
+      expect(rows).toEqual([expect.objectContaining({ model: 'large', debit: 4000, input_tokens: 100 })]);
+      const err = await failure(client.usage.export({ from: '2025-01-01', to: '2026-11-01' }));
+      expect([(err as ApiError).status, Object.keys((err as ApiError).errors ?? {})]).toEqual([422, ['to']]);
+    });
+
     it('reports a bad filter as ApiError 422 naming the field', async () => {
       const err = await failure(client.usage.summary({ from: '2026-11-05', to: '2026-11-01' }));
       expect(err).toBeInstanceOf(ApiError);

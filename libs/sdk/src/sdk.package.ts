@@ -19,6 +19,8 @@ export type {
   ExperimentQuery,
   ExperimentReport,
   ExperimentVariation,
+  UsageExportFile,
+  UsageExportQuery,
   UsageFilter,
   UsageResource,
   UsageRow,

@@ -14,3 +14,4 @@ export * from './client-address';
 export * from './internal-port';
 export * from './public-address';
 export * from './standard-webhooks';
+export * from './attachment';

@@ -1,9 +1,9 @@
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { renderSignedIn, routeServer } from '../testing';
+import { type Answer, renderSignedIn, routeServer } from '../testing';
 import type { UsageRow } from '../tenant-queries';
-import { byDay, pricesText, toCsv, Usage } from './Usage';
+import { byDay, exportRange, pricesText, Usage } from './Usage';
 
 function aRow(over: Partial<UsageRow> = {}): UsageRow {
   return {
@@ -64,12 +64,16 @@ describe('AI usage', () => {
   });
   afterEach(() => vi.unstubAllGlobals());
 
-  it('sends the filters to both usage endpoints and exports every page of the filtered ledger as CSV', async () => {
+  it('sends the filters to both usage endpoints and downloads the server\'s export of the same filter', async () => {
     const page1 = [aRow({ id: 'u-2', requestId: 'req-2', createdAt: '2026-11-22T11:00:00.000Z', cachedTokens: 2, cachedInputPer1k: 500 })];
     const page2 = [aRow({ id: 'u-1', requestId: 'req-1', model: 'fake=chat', errorCode: 'provider_error, "late"', status: 'failed' })];
-    const sent = routeServer((req) => {
+    const file = 'id,created_at\r\nu-1,2026-11-22T10:00:00.000Z\r\n';
+    const sent = routeServer((req): Answer | undefined => {
       if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 2_500_000, reserved: 11 } };
       if (req.url.startsWith('/api/usage/summary')) return { status: 200, body: summary };
+      if (req.url.startsWith('/api/usage/export?')) {
+        return { status: 200, body: undefined, text: file, headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': 'attachment; filename="usage-20261101T000000Z-20261201T000000Z.csv"' } };
+      }
       if (req.url.startsWith('/api/usage?')) {
         const u = new URL(req.url, 'http://x');
         if (u.searchParams.get('cursor') === 'c2') return { status: 200, body: page2 };
@@ -96,16 +100,14 @@ describe('AI usage', () => {
     expect(sent.map((r) => r.url)).toContain(`/api/usage?limit=1000&${expected}`);
     expect(sent.find((r) => r.url.startsWith('/api/usage'))?.headers).toMatchObject({ 'X-Tenant-ID': 't-1', Authorization: 'Bearer id-token' });
 
+    await screen.findByText(/from 2026-11-01 to 2026-12-01 \(exclusive\)/);
     await userEvent.click(await screen.findByRole('button', { name: 'Export CSV' }));
-    await screen.findByText('Exported 2 rows.');
-    expect(sent.map((r) => r.url)).toContain(`/api/usage?limit=1000&${expected}&cursor=c2`);
-    await waitFor(() => expect(csvs).toHaveLength(1));
-    const lines = csvs[0]!.trimEnd().split('\r\n');
-    expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^createdAt,completedAt,id,requestId,clientId,productKey,provider,model,/);
-    expect(lines[1]).toContain(',req-2,');
-    expect(lines[2]).toContain(',failed,');
-    expect(lines[2]).toContain('"provider_error, ""late"""');
+    await screen.findByText('Downloaded usage-20261101T000000Z-20261201T000000Z.csv (1 KB).');
+    const exported = sent.find((r) => r.url.startsWith('/api/usage/export?'));
+    expect(exported?.url).toBe(`/api/usage/export?${expected}&format=csv`);
+    expect(exported?.headers).toMatchObject({ 'X-Tenant-ID': 't-1', Authorization: 'Bearer id-token' });
+    await waitFor(() => expect(csvs).toEqual([file]));
+    expect(HTMLAnchorElement.prototype.click).toHaveBeenCalledTimes(1);
     const ledger = screen.getByTestId('ledger');
     expect(within(ledger).getByText('req-2')).toBeInTheDocument();
     expect(within(ledger).getByText('3 / 4 (2 cached)')).toBeInTheDocument();
@@ -141,20 +143,38 @@ describe('AI usage', () => {
     expect(alert).toHaveTextContent('req-429');
   });
 
-  it('shows the prices each row was charged at and its cached tokens, in the table and the CSV', () => {
+  it('shows the prices each row was charged at and its cached tokens', () => {
     const cachedRow = aRow({ inputTokens: 1000, cachedTokens: 600, inputPer1k: 150, outputPer1k: 600, cachedInputPer1k: 75 });
     expect(pricesText(cachedRow)).toBe(`${(0.00015).toLocaleString(undefined, { maximumFractionDigits: 6 })} in / ${(0.000075).toLocaleString(undefined, { maximumFractionDigits: 6 })} cached / ${(0.0006).toLocaleString(undefined, { maximumFractionDigits: 6 })} out`);
     expect(pricesText(aRow())).not.toContain('cached');
     expect(pricesText(aRow({ inputPer1k: null, outputPer1k: null }))).toBe('—');
-    const [header, line] = toCsv([cachedRow]).trimEnd().split('\r\n');
-    const cells = Object.fromEntries(header!.split(',').map((h, i) => [h, line!.split(',')[i]]));
-    expect(cells).toMatchObject({ inputTokens: '1000', cachedTokens: '600', inputPer1k: '150', cachedInputPer1k: '75', outputPer1k: '600' });
   });
 
-  it('CSV cells are quoted and formula-safe; the chart counts requests per day per product and model', () => {
-    const csv = toCsv([aRow({ model: '=cmd()', errorCode: 'a\nb' })]);
-    expect(csv).toContain(",'=cmd(),");
-    expect(csv).toContain('"a\nb"');
+  it('exports the filter\'s range, an open end filled in: by default the last 30 days through today', () => {
+    const now = Date.parse('2026-11-29T09:30:00Z');
+    expect(exportRange('', '', now)).toEqual({ from: '2026-10-31', to: '2026-11-30' });
+    expect(exportRange('2026-01-01', '', now)).toEqual({ from: '2026-01-01', to: '2026-11-30' });
+    expect(exportRange('', '2026-03-01', now)).toEqual({ from: '2026-01-30', to: '2026-03-01' });
+    expect(exportRange('2026-02-01', '2026-03-01', now)).toEqual({ from: '2026-02-01', to: '2026-03-01' });
+  });
+
+  it('shows the export\'s refusal (a range over 366 days) with its detail', async () => {
+    routeServer((req) => {
+      if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 0, reserved: 0 } };
+      if (req.url.startsWith('/api/usage/summary')) return { status: 200, body: summary };
+      if (req.url.startsWith('/api/usage/export?')) {
+        return { status: 422, body: { type: '/problems/validation-failed', title: 'Validation failed', status: 422, detail: 'An export covers at most 366 days: split the range.', errors: { to: 'must be at most 366 days after from' } } };
+      }
+      if (req.url.startsWith('/api/usage?')) return { status: 200, body: [aRow()] };
+      return undefined;
+    });
+    renderSignedIn(<Usage />);
+    await userEvent.click(await screen.findByRole('button', { name: 'Export CSV' }));
+    expect(await screen.findByRole('alert')).toHaveTextContent('An export covers at most 366 days: split the range.');
+    expect(csvs).toEqual([]);
+  });
+
+  it('the chart counts requests per day per product and model', () => {
     const chart = byDay([aRow(), aRow({ id: 'u-2' }), aRow({ id: 'u-3', productKey: 'insights', createdAt: '2026-11-23T01:00:00.000Z' })]);
     expect(chart.series).toEqual(['core · fake-chat-1', 'insights · fake-chat-1']);
     expect(chart.data).toEqual([

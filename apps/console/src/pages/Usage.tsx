@@ -3,7 +3,7 @@ import { useMutation } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import { Button, Form, Input, Label, TextField } from 'react-aria-components';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { requestAll } from '../api';
+import { downloadFile } from '../api';
 import { ChoiceSelect } from '../components/ChoiceSelect';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useSignedIn } from '../session';
@@ -11,35 +11,6 @@ import { credits, PRODUCT_KEYS, usageQuery, useCredits, useUsage, type UsageFilt
 
 const STATUSES = ['pending', 'succeeded', 'failed', 'abandoned'] as const;
 const COLOURS = ['#2450c7', '#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#1098ad', '#5c940d', '#e67700'];
-
-const CSV_COLUMNS: (keyof UsageRow)[] = [
-  'createdAt',
-  'completedAt',
-  'id',
-  'requestId',
-  'clientId',
-  'productKey',
-  'provider',
-  'model',
-  'endpoint',
-  'stream',
-  'status',
-  'inputTokens',
-  'cachedTokens',
-  'outputTokens',
-  'usageEstimated',
-  'reserved',
-  'debit',
-  'inputPer1k',
-  'cachedInputPer1k',
-  'outputPer1k',
-  'zeroRated',
-  'zeroRatedReason',
-  'errorCode',
-  'latencyMs',
-  'overrun',
-  'clientRequestId',
-];
 
 /**
  * The prices a row was charged at, in credits per 1,000 tokens (input / cached input / output); "—"
@@ -49,17 +20,6 @@ export function pricesText(r: UsageRow): string {
   if (r.inputPer1k === null || r.outputPer1k === null) return '—';
   const cached = r.cachedInputPer1k === null ? '' : ` / ${credits(r.cachedInputPer1k)} cached`;
   return `${credits(r.inputPer1k)} in${cached} / ${credits(r.outputPer1k)} out`;
-}
-
-/** RFC 4180 CSV of ledger rows (quotes doubled; a field starting with = + - @ is prefixed so spreadsheets do not run it). */
-export function toCsv(rows: UsageRow[]): string {
-  const cell = (v: unknown): string => {
-    if (v === null || v === undefined) return '';
-    let s = String(v);
-    if (/^[=+\-@]/.test(s)) s = `'${s}`;
-    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return [CSV_COLUMNS.join(','), ...rows.map((r) => CSV_COLUMNS.map((c) => cell(r[c])).join(','))].join('\r\n') + '\r\n';
 }
 
 /** Requests per day, one series per product key and model, for the chart. */
@@ -77,15 +37,16 @@ export function byDay(rows: UsageRow[]): { series: string[]; data: Record<string
   return { series: [...series].sort(), data: [...days.values()].sort((a, b) => String(a['day']).localeCompare(String(b['day']))) };
 }
 
-function download(name: string, text: string) {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+const DAY_MS = 86_400_000;
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * The export's range (the API requires both ends, at most 366 days apart): the filter's dates, an
+ * open end filled in, by default the last 30 days through today (`to` is exclusive, so tomorrow).
+ */
+export function exportRange(from: string, to: string, now = Date.now()): { from: string; to: string } {
+  const end = to || isoDay(now + DAY_MS);
+  return { from: from || isoDay(Date.parse(end) - 30 * DAY_MS), to: end };
 }
 
 type Draft = Required<Record<keyof UsageFilter, string>>;
@@ -140,19 +101,16 @@ function Filters({ initial, onApply }: { initial: Draft; onApply: (d: Draft) => 
 }
 
 export function Usage() {
-  const { scope, tenantId } = useSignedIn();
+  const { scope } = useSignedIn();
   const [filter, setFilter] = useState<Draft>(EMPTY);
   const f: UsageFilter = { ...filter, status: (filter.status || undefined) as UsageFilter['status'] };
   const { rows, summary } = useUsage(scope, f);
   const balance = useCredits(scope);
   const chart = useMemo(() => byDay(rows.data ?? []), [rows.data]);
+  const range = exportRange(filter.from, filter.to);
+  // The server writes the file page by page (GET /api/usage/export): any size of range, the same filter.
   const csv = useMutation({
-    mutationFn: async () => {
-      const qs = usageQuery(f);
-      const all = await requestAll<UsageRow>(`/api/usage?limit=1000${qs ? `&${qs}` : ''}`, { ...scope, environment: undefined });
-      download(`usage-${tenantId}${filter.from ? `-from-${filter.from}` : ''}${filter.to ? `-to-${filter.to}` : ''}.csv`, toCsv(all));
-      return all.length;
-    },
+    mutationFn: () => downloadFile(`/api/usage/export?${usageQuery({ ...f, ...range })}&format=csv`, { ...scope, environment: undefined }, 'text/csv'),
   });
   return (
     <section aria-labelledby="usage-title">
@@ -251,8 +209,11 @@ export function Usage() {
                 Export CSV
               </Button>
             </div>
+            <p className="muted">
+              Exports every row of the filter from {range.from} to {range.to} (exclusive), oldest first; at most 366 days at a time.
+            </p>
             <p role="status" className="muted">
-              {csv.isPending ? 'Preparing the CSV…' : csv.data !== undefined ? `Exported ${csv.data} ${csv.data === 1 ? 'row' : 'rows'}.` : ''}
+              {csv.isPending ? 'Preparing the CSV…' : csv.data !== undefined ? `Downloaded ${csv.data.filename} (${Math.max(1, Math.round(csv.data.bytes / 1024)).toLocaleString()} KB).` : ''}
             </p>
             {csv.error && <ErrorState error={csv.error} />}
             {/* Wide (ten columns): it scrolls inside the panel rather than out of it. Focusable, so a keyboard can scroll it. */}

@@ -1,12 +1,14 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
-import { pageLimit, sendPage } from '@flagship/service-kit';
+import { pageLimit, sendAttachment, sendPage } from '@flagship/service-kit';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { ApiErrors } from '@flagship/problem-details';
 import { ListUsageQueryDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
 import { usageCursor, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
+import { ExportUsageQueryDto, USAGE_EXPORT_MAX_DAYS } from './usage-export.dto';
+import { UsageExportService } from './usage-export.service';
 
 /**
  * The tenant's AI gateway ledger. Billing detail, so tenant admins only; client tokens are refused
@@ -18,7 +20,10 @@ import { usageCursor, UsageService, type UsageRowView, type UsageSummaryView } f
 @ApiHeader({ name: 'X-Tenant-ID', required: false, description: 'default: your canonical tenant' })
 @Controller('api/usage')
 export class UsageController {
-  constructor(private readonly usage: UsageService) {}
+  constructor(
+    private readonly usage: UsageService,
+    private readonly exports: UsageExportService,
+  ) {}
 
   @Get()
   @TenantAccess({ role: 'admin' })
@@ -38,5 +43,22 @@ export class UsageController {
   @ApiErrors(401, 403, 422, 429, 503)
   summary(@CurrentTenant() tenant: TenantEntity, @Query() query: UsageFilterDto): Promise<UsageSummaryView> {
     return this.usage.summary(tenant.id, query);
+  }
+
+  @Get('export')
+  @TenantAccess({ role: 'admin' })
+  @ApiOperation({
+    summary: 'Download the rows of the same filter as GET /api/usage as a file for finance (CSV or JSON lines), oldest first',
+    description: `Streamed: any size of range is sent without being held in memory. from and to are required, at most ${USAGE_EXPORT_MAX_DAYS} days apart (a 422 otherwise). CSV is RFC 4180 with a header row; a text cell a spreadsheet would run as a formula (starting with = + - @) is prefixed with '. A download that breaks after it started ends with a closed connection, never a short file that looks whole.`,
+  })
+  @ApiProduces('text/csv', 'application/jsonl')
+  @ApiOkResponse({
+    description: 'the file, as an attachment',
+    content: { 'text/csv': { schema: { type: 'string' } }, 'application/jsonl': { schema: { type: 'string' } } },
+    headers: { 'Content-Disposition': { description: '`attachment; filename="usage-20261101T000000Z-20261201T000000Z.csv"`', schema: { type: 'string' } } },
+  })
+  @ApiErrors(401, 403, 422, 429, 503)
+  async export(@CurrentTenant() tenant: TenantEntity, @Query() query: ExportUsageQueryDto, @Res() res: Response): Promise<void> {
+    await sendAttachment(res, await this.exports.open(tenant.id, query));
   }
 }

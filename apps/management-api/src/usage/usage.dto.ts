@@ -9,8 +9,8 @@ export { USAGE_STATUSES, type UsageStatus };
  * A date (midnight UTC) or a date-time with `Z` or an offset: a time without a zone would be read in
  * the server's zone, so it is refused rather than guessed.
  */
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
-const TIMESTAMP_MESSAGE = 'must be an ISO 8601 date or date-time with a zone, e.g. 2026-11-01T00:00:00Z';
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
+export const TIMESTAMP_MESSAGE = 'must be an ISO 8601 date or date-time with a zone, e.g. 2026-11-01T00:00:00Z';
 
 /** What the gateway records of a caller's x-request-id (service-kit's clientRequestIdOf); anything else names no row. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -126,6 +126,24 @@ export interface ExperimentReport {
 /** The report's range (default the last 7 days, at most 92) and optionally one product key. */
 export type ExperimentQuery = Pick<UsageFilter, 'from' | 'to' | 'productKey'>;
 
+/** `GET /api/usage/export`: the filter with both ends required, at most 366 days apart. */
+export interface UsageExportQuery extends UsageFilter {
+  from: string;
+  to: string;
+  /** csv (default): RFC 4180 with a header row; jsonl: one JSON object per line. */
+  format?: 'csv' | 'jsonl';
+}
+
+/** A usage export as it arrives: read `body` as a stream (it can be far larger than memory should hold). */
+export interface UsageExportFile {
+  /** From Content-Disposition, e.g. `usage-20261101T000000Z-20261201T000000Z.csv`. */
+  filename: string;
+  contentType: string;
+  body: ReadableStream<Uint8Array>;
+}
+
+const EXPORT_TYPES = { csv: 'text/csv', jsonl: 'application/jsonl' } as const;
+
 const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model, clientRequestId: f.clientRequestId });
 
 /** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
@@ -149,5 +167,21 @@ export class UsageResource {
   /** The experiment report of a flag bound to a gateway route: per variation, with intervals against the control. */
   async experiment(flagKey: string, query: ExperimentQuery = {}, options?: RequestOptions): Promise<ExperimentReport> {
     return (await this.http.request<ExperimentReport>({ method: 'GET', path: `/api/usage/experiments/${encodeURIComponent(flagKey)}`, query: { from: query.from, to: query.to, productKey: query.productKey }, options })).body;
+
+  /**
+   * The rows of a range as a file (CSV by default), oldest first, streamed: resolves once the server
+   * has accepted the request (a bad range throws the 422 ApiError), with the body still unread. Not
+   * retried once it started: a download that breaks mid-way rejects the body's read, and a new call
+   * starts it again. `options.signal` cancels the download too.
+   */
+  async export(query: UsageExportQuery, options?: RequestOptions): Promise<UsageExportFile> {
+    const format = query.format ?? 'csv';
+    const response = await this.http.openDownload('/api/usage/export', [EXPORT_TYPES[format]], { ...filterQuery(query), format }, options);
+    const disposition = response.headers.get('content-disposition') ?? '';
+    return {
+      filename: /filename="([^"]+)"/.exec(disposition)?.[1] ?? `usage.${format}`,
+      contentType: response.headers.get('content-type') ?? EXPORT_TYPES[format],
+      body: response.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    };
   }
 }
