@@ -1128,6 +1128,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the rows of the same filter as GET /api/usage as a file for finance (CSV or JSON lines), oldest first
+         * @description Streamed: any size of range is sent without being held in memory. from and to are required, at most 366 days apart (a 422 otherwise). CSV is RFC 4180 with a header row; a text cell a spreadsheet would run as a formula (starting with = + - @) is prefixed with '. A download that breaks after it started ends with a closed connection, never a short file that looks whole.
+         */
+        get: operations["Usage_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/usage/experiments/{flagKey}": {
         parameters: {
             query?: never;
@@ -10397,6 +10417,93 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UsageSummaryDto"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Usage_export: {
+        parameters: {
+            query: {
+                productKey?: string;
+                status?: "pending" | "succeeded" | "failed" | "abandoned";
+                model?: string;
+                /** @description the caller's own x-request-id its gateway request carried (clientRequestId) */
+                clientRequestId?: string;
+                /** @description rows created at or after this instant */
+                from: string;
+                /** @description rows created before this instant (exclusive); at most 366 days after from */
+                to: string;
+                /** @description csv: RFC 4180 with a header row, CRLF line ends; jsonl: one JSON object per line (numbers and booleans typed) */
+                format?: "csv" | "jsonl";
+            };
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the file, as an attachment */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="usage-20261101T000000Z-20261201T000000Z.csv"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/jsonl": string;
                 };
             };
             /** @description No bearer token, or an invalid, expired or revoked one */

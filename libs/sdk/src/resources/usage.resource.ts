@@ -167,6 +167,7 @@ export class UsageResource {
   /** The experiment report of a flag bound to a gateway route: per variation, with intervals against the control. */
   async experiment(flagKey: string, query: ExperimentQuery = {}, options?: RequestOptions): Promise<ExperimentReport> {
     return (await this.http.request<ExperimentReport>({ method: 'GET', path: `/api/usage/experiments/${encodeURIComponent(flagKey)}`, query: { from: query.from, to: query.to, productKey: query.productKey }, options })).body;
+  }
 
   /**
    * The rows of a range as a file (CSV by default), oldest first, streamed: resolves once the server
