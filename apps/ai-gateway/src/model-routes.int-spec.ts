@@ -102,7 +102,7 @@ describe('ai-gateway: a product key bound to a flag routes by its variation', ()
     expect(rows).toHaveLength(1);
     return rows[0]!;
   };
-  const contextOf = (user: string, clientId: string) => ({ kind: 'multi', user: { key: user }, tenant: { key: tenant }, client: { key: clientId }, product: { key: 'core' } });
+  const contextOf = (user: string, clientId: string) => ({ kind: 'multi' as const, user: { key: user }, tenant: { key: tenant }, client: { key: clientId }, product: { key: 'core' } });
   /** What libs/flag-evaluation and LaunchDarkly's SDK say, which must be one answer. */
   const expected = async (user: string, clientId: string): Promise<string> => {
     const ours = evaluateFlag(definition, contextOf(user, clientId)).variationId!;

@@ -76,7 +76,7 @@ export class PutGatewayBindingDto {
   @Matches(FLAG_KEY_PATTERN, { message: 'flagKey must be a flag key' })
   flagKey: string;
 
-  @ApiPropertyOptional({ nullable: true, description: 'only requests asking for this model are routed by the flag; absent: every chat, Messages and Responses request of the product key (embeddings only when named here)', maxLength: 200 })
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'only requests asking for this model are routed by the flag; absent: every chat, Messages and Responses request of the product key (embeddings only when named here)', maxLength: 200 })
   @IsOptional()
   @IsString()
   @MaxLength(200)

@@ -23,7 +23,7 @@ describe('GatewayBindingsService (over the fake repository and the flags service
   let ids: Record<string, string>;
 
   const jsonFlag = async (key: string, variations: Array<{ name: string; value: unknown }>) =>
-    (await flags.service.create(TENANT, undefined, ALICE, { key, name: key, type: 'json', defaultValue: variations[0]!.value as object, flag_variations: variations as never })).flag.variations;
+    (await flags.service.create(TENANT, undefined, ALICE, { key, name: key, type: 'json', defaultValue: variations[0]!.value as never, flag_variations: variations as never })).flag.variations;
   const put = (productKey: string, dto: PutGatewayBindingDto, opts: { tenant?: BindingTenant; env?: string; ifMatch?: string } = {}) =>
     service.put(opts.tenant ?? ACME, opts.env, ALICE, productKey, dto, opts.ifMatch);
 
