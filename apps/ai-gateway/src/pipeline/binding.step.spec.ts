@@ -5,7 +5,7 @@ import type { GatewayBinding } from '../bindings/gateway-bindings.repository';
 import { parseModelCatalogue } from '../models/model-catalogue';
 import { type GatewayRequest, parseGatewayRequest, type RequestRules } from '../openai/openai-request';
 import type { TenantContext } from '../tenants/tenant-context.repository';
-import { applyPlan, BindingStep, type RouteCaller, type RoutePlan } from './binding.step';
+import { applyPlan, BindingStep, endUserOf, type RouteCaller, type RoutePlan } from './binding.step';
 import { ProviderPermissionStep } from './provider-permission.step';
 
 const models = parseModelCatalogue('');
@@ -99,6 +99,10 @@ describe('BindingStep: a product key bound to a JSON flag routes each request by
     expect((await plan(chat({ user: a }), { 'x-service-end-user': b }))!.attribution.variation).toBe('treatment');
     expect((await plan(chat({ user: b })))!.attribution.variation).toBe('treatment');
     expect((await plan(chat()))!.attribution.variation).toBe(variationOf('ffc_client'));
+    // A key longer than 256 characters is no key: the client's id stands in (as with none).
+    const long = 'x'.repeat(257);
+    expect(endUserOf({ 'x-service-end-user': long }, chat({ user: long }))).toBeUndefined();
+    expect(endUserOf({ 'x-service-end-user': ' ' }, chat({ user: a }))).toBe(a);
   });
 
   it("applies the variation: its model (and prices), its sampling overrides, its max_tokens cap (never a raise), and reserves the capped output", async () => {

@@ -82,6 +82,10 @@ describe('gateway bindings (real HTTP, Postgres, Redis)', () => {
     expect(bad.status).toBe(422);
     const missing = await put({ flagKey: 'no-such-flag' });
     expect([missing.status, missing.body.errors]).toEqual([422, { flagKey: 'no flag no-such-flag in environment production' }]);
+    const stages = Array.from({ length: 11 }, (_, i) => ({ percent: i }));
+    for (const json of [{ flagKey: 'model-rollout', rolloutPlan: { stages, guards: {} } }, { flagKey: 'model-rollout', modelAlias: 'a\u0000b' }, { flagKey: 'model-rollout', spendCaps: { 'a\u0000b': 1 } }, { flagKey: 'model-rollout', spendCaps: { x: 1.5 } }]) {
+      expect((await put(json)).status).toBe(422);
+    }
     const over = await f.call('PUT', '/api/gateway/bindings/insights', { ...as(owner), json: { flagKey: 'model-rollout' } });
     expect([over.status, over.body.quota]).toEqual([409, 'gateway-bindings-per-tenant']);
   });

@@ -3,7 +3,7 @@ import { ALICE, flagServices, OTHER_TENANT, TENANT } from '../flags/flag-service
 import { Quotas, type QuotaSettings } from '../quotas/quotas';
 import { FakeQuotasRepository } from '../quotas/quotas.repository.fake';
 import { problemOf } from '../testing/problem-of';
-import type { PutGatewayBindingDto } from './gateway-bindings.dto';
+import { MAX_SPEND_CAPS, type PutGatewayBindingDto } from './gateway-bindings.dto';
 import { FakeGatewayBindingsRepository } from './gateway-bindings.repository.fake';
 import { type BindingTenant, GatewayBindingsService } from './gateway-bindings.service';
 
@@ -99,6 +99,11 @@ describe('GatewayBindingsService (over the fake repository and the flags service
   it('refuses spend caps that name no variation of the flag or are not whole micro-credits', async () => {
     const errors = (await problemOf(put('core', { flagKey: 'model-rollout', spendCaps: { ghost: 10, [ids['control']!]: -1 } }))).extensions['errors'];
     expect(errors).toEqual({ 'spendCaps.ghost': 'flag model-rollout has no variation with this id', [`spendCaps.${ids['control']}`]: 'must be an integer of micro-credits, at least 0' });
+  });
+
+  it(`caps at most ${MAX_SPEND_CAPS} variations (a bound on what a binding holds and the gateway reads)`, async () => {
+    const many = Object.fromEntries(Array.from({ length: MAX_SPEND_CAPS + 1 }, (_, i) => [i === 0 ? ids['control']! : `v${i}`, 1]));
+    expect(((await problemOf(put('core', { flagKey: 'model-rollout', spendCaps: many }))).extensions['errors'] as Record<string, string>)['spendCaps']).toBe(`at most ${MAX_SPEND_CAPS} variations may be capped`);
   });
 
   it('holds a tenant to QUOTA_GATEWAY_BINDINGS_PER_TENANT bindings (409); replacing one is not adding; other tenants do not count', async () => {
