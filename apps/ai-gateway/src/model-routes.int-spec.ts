@@ -155,6 +155,21 @@ describe('ai-gateway: a product key bound to a flag routes by its variation', ()
     expect(setup!.fake.lastBody.chat).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.3, max_tokens: 64 });
   });
 
+  it('a stream is routed the same, and its row records the time to its first token', async () => {
+    const api = await openai();
+    setup!.fake.behave({ firstByteDelayMs: 40 });
+    const { data: stream, response } = await api.chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'one two three' }], user: 'vip-user', stream: true }).withResponse();
+    let model = '';
+    for await (const chunk of stream) model = chunk.model;
+    setup!.fake.reset();
+    expect(model).toBe('gpt-4o-mini');
+    await gw.pipeline.drain();
+    const [row] = await ds.query(`SELECT variation, first_token_ms, latency_ms FROM usage_ledger WHERE tenant_id = $1 AND request_id = $2`, [tenant, response.headers.get('x-request-id')]);
+    expect(row.variation).toBe('treatment');
+    expect(row.first_token_ms).toBeGreaterThanOrEqual(40);
+    expect(row.first_token_ms).toBeLessThanOrEqual(row.latency_ms);
+  });
+
   it("the OAuth client is a context kind: the rule on this client routes all its users to the control, as LaunchDarkly's SDK says", async () => {
     const api = await openai(ruledClient);
     for (const user of ['vip-user', 'user-3', 'user-4']) {

@@ -220,7 +220,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     const settleReads = await readsOfLedger(SETTLE, [
       pending.map((r) => r.id), pending.map((r) => r.tenantId), pending.map(() => 'succeeded'), pending.map(() => 1), pending.map(() => 1),
       pending.map(() => 5), pending.map(() => 'inhouse'), pending.map(() => 3), pending.map(() => false), pending.map(() => null),
-      pending.map(() => 0),
+      pending.map(() => 0), pending.map(() => null),
     ]);
     const releaseReads = await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId)]);
     expect(settleReads).toEqual(['Index Scan usage_ledger_pkey']);

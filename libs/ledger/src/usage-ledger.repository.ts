@@ -166,6 +166,7 @@ export class UsageLedgerRepository extends UsageLedger {
     const values = [
       column('id'), column('tenantId'), column('status'), column('inputTokens'), column('outputTokens'), column('debit'),
       column('provider'), column('latencyMs'), column('usageEstimated'), column('errorCode'), column('cachedTokens'),
+      batch.map((s) => s.firstTokenMs ?? null),
     ];
     const rows = await queryPool<{ id: string | null; crossing: LowBalanceCrossingRow | null }>(this.ds, { text: SETTLE, values });
     const done = new Set(rows.map((r) => r.id));

@@ -66,6 +66,8 @@ export interface Settlement<ProviderKey extends string = string> {
   latencyMs: number;
   usageEstimated: boolean;
   errorCode: string | null;
+  /** A stream's time from the provider call to its first event (ms); absent for answers that are not streams. */
+  firstTokenMs?: number | null;
 }
 
 /**
