@@ -13,6 +13,7 @@ import { portalConfigurationJob } from './jobs/portal-configuration.job';
 import { stripeEventsCatchUpJob } from './jobs/stripe-events-catch-up.job';
 import { usageMeterJob } from './jobs/usage-meter.job';
 import { usagePricingJob } from './jobs/usage-pricing.job';
+import { UsagePartitionsJob } from './jobs/usage-partitions.job';
 import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
 import { webhookInboxJob } from './jobs/webhook-inbox.job';
 import { OutboundWebhooksRepository } from './outbound-webhooks/outbound-webhooks.repository';
@@ -90,7 +91,7 @@ export class AppModule {
         },
         {
           provide: JOBS,
-          // The reconciler and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
+          // The reconciler, the ledger's partitions and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
           useFactory: (
             reconciler: UsageReconcilerJob,
             backlog: BacklogMetricsJob,
@@ -100,8 +101,10 @@ export class AppModule {
             portal: PortalConfigurationService,
             pricing: UsagePricingService,
             webhooks: WebhookDeliveryJob | null,
+            partitions: UsagePartitionsJob,
           ) => [
             reconciler,
+            partitions,
             backlog,
             ...(webhooks ? [webhooks] : []),
             ...(config.BILLING_JOBS_ENABLED
@@ -114,7 +117,7 @@ export class AppModule {
                 ]
               : []),
           ],
-          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob],
+          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob, UsagePartitionsJob],
         },
         { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
         JobScheduler,

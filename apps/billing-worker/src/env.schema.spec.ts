@@ -14,9 +14,19 @@ describe('billing-worker configuration', () => {
     ['RECONCILE_INTERVAL_S', '1.5'],
     ['RECONCILE_INTERVAL_S', 'soon'],
     ['RECONCILE_BATCH_SIZE', ''],
+    ['USAGE_RETENTION_MONTHS', '-1'],
+    ['USAGE_RETENTION_MONTHS', '1.5'],
+    ['USAGE_RETENTION_MONTHS', '1201'],
+    ['USAGE_PARTITIONS_AHEAD_MONTHS', '0'],
   ])('refuses %s=%j with one line naming it', (name, value) => {
     expect(() => loadBillingWorkerConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadBillingWorkerConfig({ [name]: value })).toThrow(new RegExp(`^invalid configuration: ${name} is invalid`));
+  });
+
+  it('keeps usage forever unless the operator sets a retention, and partitions three months ahead', () => {
+    const c = loadBillingWorkerConfig({});
+    expect([c.USAGE_RETENTION_MONTHS, c.USAGE_PARTITIONS_AHEAD_MONTHS]).toEqual([0, 3]);
+    expect(loadBillingWorkerConfig({ USAGE_RETENTION_MONTHS: '13' }).USAGE_RETENTION_MONTHS).toBe(13);
   });
 
   it('refuses a WEBHOOK_SECRETS_KEY that is not 32 bytes, and private webhook URLs in production', () => {

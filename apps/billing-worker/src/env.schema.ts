@@ -8,6 +8,13 @@ const positiveInteger = makeValidator<number>((input) => {
   return n;
 });
 
+/** A whole number of months, 0 (off) to 1200. */
+const months = makeValidator<number>((input) => {
+  const n = Number(input);
+  if (!/^\d+$/.test(input.trim()) || n > 1200) throw new Error(`Invalid number of months (0 to 1200): "${input}"`);
+  return n;
+});
+
 /** The billing worker's settings (CONTRACT.md sections 1 and 8). */
 export const billingWorkerEnv = {
   ...commonEnv,
@@ -46,6 +53,13 @@ export const billingWorkerEnv = {
   WEBHOOK_RETRY_MAX_MS: positiveInteger({ default: 3600000, desc: 'the longest wait between two attempts of a delivery' }),
   WEBHOOK_RETRY_WINDOW_S: positiveInteger({ default: 86400, desc: 'a delivery is tried for this long; a webhook failing for this long is disabled' }),
   WEBHOOK_LOG_RETENTION_DAYS: positiveInteger({ default: 30, desc: 'delivered and failed webhook deliveries are kept in the delivery log this long' }),
+  USAGE_RETENTION_MONTHS: months({
+    default: 0,
+    desc: "months of usage rows kept besides the running month, at most (each plan keeps its own, capped by this: libs/domain USAGE_RETENTION_MONTHS); whole monthly partitions are dropped, never one holding a row still pending or not yet reported to Stripe's meter. 0 (default): kept forever",
+  }),
+  USAGE_PARTITIONS_AHEAD_MONTHS: positiveInteger({ default: 3, desc: 'monthly partitions of the usage ledger kept created ahead of the running month' }),
+  USAGE_PARTITIONS_INTERVAL_S: positiveInteger({ default: 3600, desc: 'seconds between passes of usage-ledger partition maintenance (partitions ahead, retention)' }),
+  USAGE_RETENTION_BATCH_SIZE: positiveInteger({ default: 5000, desc: "rows of a plan keeping fewer months than the partitions deleted per transaction" }),
   BACKLOG_METRICS_INTERVAL_S: positiveInteger({ default: 15, desc: 'seconds between refreshes of the backlog gauges (pending ledger rows, meter outbox, webhook inbox)' }),
 };
 

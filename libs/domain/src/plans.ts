@@ -14,3 +14,12 @@ export const DEFAULT_RATE_LIMITS: Readonly<Record<Plan, number>> = { free: 600, 
 export function isPlan(value: unknown): value is Plan {
   return typeof value === 'string' && (PLANS as readonly string[]).includes(value);
 }
+
+/**
+ * Months of usage rows (usage_ledger) a tenant's plan keeps besides the running month, once the operator
+ * turns retention on (billing-worker's USAGE_RETENTION_MONTHS, which caps them all). Whole monthly
+ * partitions go at the longest of them; a plan keeping less has its older rows deleted in batches.
+ * Rows still pending or not yet reported to Stripe's meter are kept whatever the plan
+ * (docs/decisions/2026-11-29-partitioned-ledger.md).
+ */
+export const USAGE_RETENTION_MONTHS: Readonly<Record<Plan, number>> = { free: 3, standard: 12, premium: 24 };

@@ -8,3 +8,5 @@ export * from './usage.repository';
 export { type LowBalanceAlert, LowBalanceAlerts, type LowBalanceCrossing, lowBalanceEvent, LowBalanceRepository } from './low-balance.repository';
 export { type Budget, BUDGET_KINDS, type BudgetKind, type BudgetPosition, Budgets, BudgetsRepository } from './budgets.repository';
 export * from './ledger-durability';
+export { HELD_ROW, type LedgerPartition, monthPartitionName, UsagePartitionsRepository } from './usage-partitions.repository';
+export { retentionPolicy, type RetentionPolicy } from './usage-retention';

@@ -194,7 +194,9 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
   it('plans each statement as a primary-key lookup per row, even with thousands of settled rows in the pending index', async () => {
     const tenant = await createTenant(ds, { balance: 1_000_000_000 });
     // 5,000 rows written pending and then settled (their pending-index entries stay until vacuum), as under traffic.
-    await ds.query('ALTER TABLE usage_ledger SET (autovacuum_enabled = false)');
+    // Storage parameters are each partition's own (usage_ledger is partitioned by month: migration 1763905000000).
+    const partitions = (await ds.query<Array<{ name: string }>>(`SELECT inhrelid::regclass::text AS name FROM pg_inherits WHERE inhparent = 'usage_ledger'::regclass`)).map((p) => p.name);
+    for (const p of partitions) await ds.query(`ALTER TABLE ${p} SET (autovacuum_enabled = false)`);
     await ds.query(
       `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint)
        SELECT $1, 'ffc_ledgerSpec', 'core', 'inhouse', 'fake-chat-1', 'chat.completions' FROM generate_series(1, 5000)`,
@@ -206,25 +208,46 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
     expect(await repo.reserve(pending)).toEqual([true, true, true]);
 
     // EXPLAIN of the very text the repository runs, with a batch's values, planned as the repository has it planned (unnamed):
-    // how each plan reads usage_ledger, as "<node type> <index>".
+    // how each plan reads usage_ledger's partitions, as "<node type> <index>" (a partition's primary key: `pkey`).
+    // The partition holding the rows (this month's) is the one whose plan matters; the others are empty here.
+    const [{ current }] = await ds.query<Array<{ current: string }>>(`SELECT tableoid::regclass::text AS current FROM usage_ledger WHERE tenant_id = $1 LIMIT 1`, [tenant]);
     const readsOfLedger = async (text: string, values: unknown[]): Promise<string[]> => {
       const [row] = await ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(`EXPLAIN (FORMAT JSON) ${text}`, values);
       const reads: string[] = [];
       const walk = (n: PlanNode): void => {
-        if (n['Relation Name'] === 'usage_ledger' && n['Node Type'] !== 'ModifyTable') reads.push(`${n['Node Type']} ${n['Index Name'] ?? ''}`.trim());
+        if (n['Relation Name'] === current && n['Node Type'] !== 'ModifyTable') reads.push(`${n['Node Type']} ${n['Index Name']?.endsWith('_pkey') ? 'pkey' : (n['Index Name'] ?? '')}`.trim());
         for (const child of n.Plans ?? []) walk(child);
       };
       walk(row!['QUERY PLAN'][0]!.Plan);
       return reads;
     };
-    const settleReads = await readsOfLedger(SETTLE, [
+    const settleValues = [
       pending.map((r) => r.id), pending.map((r) => r.tenantId), pending.map(() => 'succeeded'), pending.map(() => 1), pending.map(() => 1),
       pending.map(() => 5), pending.map(() => 'inhouse'), pending.map(() => 3), pending.map(() => false), pending.map(() => null),
-      pending.map(() => 0), pending.map(() => null),
-    ]);
-    const releaseReads = await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId)]);
-    expect(settleReads).toEqual(['Index Scan usage_ledger_pkey']);
-    expect(releaseReads).toEqual(['Index Scan usage_ledger_pkey']);
-    await ds.query('ALTER TABLE usage_ledger RESET (autovacuum_enabled)');
+      pending.map(() => 0),
+    ];
+    // The rows' months unknown (nulls): every partition is read, this month's by its key.
+    expect(await readsOfLedger(SETTLE, [...settleValues, null, null, pending.map(() => null)])).toEqual(['Index Scan pkey']);
+    expect(await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId), null, null])).toEqual(['Index Scan pkey']);
+    // Known, as the repository passes them (the reservations' created_at): only their partition is planned.
+    const [{ lo, hi, n }] = await ds.query<Array<{ lo: Date; hi: Date; n: number }>>(
+      `SELECT min(created_at) AS lo, max(created_at) AS hi, count(DISTINCT tableoid)::int AS n FROM usage_ledger WHERE id = ANY($1::uuid[])`,
+      [pending.map((r) => r.id)],
+    );
+    expect(n).toBe(1);
+    const planned = async (text: string, values: unknown[]): Promise<string[]> => {
+      const [row] = await ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+      const names = new Set<string>();
+      const walk = (node: PlanNode): void => {
+        if (node['Relation Name']?.startsWith('usage_ledger') && node['Node Type'] !== 'ModifyTable') names.add(node['Relation Name']);
+        for (const child of node.Plans ?? []) walk(child);
+      };
+      walk(row!['QUERY PLAN'][0]!.Plan);
+      return [...names];
+    };
+    expect(await planned(SETTLE, [...settleValues, lo, hi, pending.map(() => null)])).toEqual([current]);
+    expect(await planned(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId), lo, hi])).toEqual([current]);
+    expect(partitions.length).toBeGreaterThan(1);
+    for (const p of partitions) await ds.query(`ALTER TABLE ${p} RESET (autovacuum_enabled)`);
   });
 });

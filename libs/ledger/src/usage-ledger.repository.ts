@@ -11,7 +11,14 @@ import { type CappedOutcome, type LedgerRowRef, type Reservation, type ReserveOu
 
 /** `retry`: a budget's month row was missing; the statement created it and admitted nothing. */
 type StatementOutcome = ReserveOutcome | 'retry';
-type BudgetedRow = { id?: string; outcome: StatementOutcome; budgeted: boolean };
+type BudgetedRow = { id?: string; outcome: StatementOutcome; budgeted: boolean; created_at: Date | null };
+
+/**
+ * Rows this process reserved and has not yet completed, remembered with their `created_at` at most
+ * this many (the oldest forgotten first: a row forgotten is still completed, its statement reading
+ * every partition).
+ */
+const MAX_REMEMBERED_ROWS = 100_000;
 
 /** The batch statements' parameters: one array per column. */
 const batchValues = (batch: readonly Reservation[]): unknown[] => [
@@ -52,6 +59,12 @@ const oneValues = (r: Reservation): unknown[] => [
 @Injectable()
 export class UsageLedgerRepository extends UsageLedger {
   private readonly budgeted = new BudgetedScopes();
+  /**
+   * When each row this process reserved and has not completed was written (its `created_at`, as the
+   * reservation returned it): the statements completing a batch name the batch's months, so Postgres
+   * plans only their partitions (writtenBetween). A replica completes only rows it reserved itself.
+   */
+  private readonly written = new Map<string, Date>();
   /** The durable connections' DataSource when the app has them (the gateway's durable mode). */
   private readonly durable: DataSource | undefined;
 
@@ -102,6 +115,7 @@ export class UsageLedgerRepository extends UsageLedger {
     if (batch.length === 0) return new Set();
     const lone = batch.length === 1 && batch[0]!.zeroRatedReason === null;
     const rows = lone ? await this.run('gateway_reserve_one', RESERVE_ONE, oneValues(batch[0]!)) : await this.run('gateway_reserve', RESERVE, batchValues(batch));
+    for (const row of rows) this.remember(row.id, row.created_at);
     return new Set(rows.map((row) => row.id));
   }
 
@@ -112,6 +126,7 @@ export class UsageLedgerRepository extends UsageLedger {
         ? (await queryPool<BudgetedRow>(this.ds, { name: 'gateway_reserve_one_budgeted', text: RESERVE_ONE_BUDGETED, values: oneValues(batch[0]!) })).map((row) => ({ ...row, id: batch[0]!.id }))
         : await queryPool<BudgetedRow>(this.ds, { name: 'gateway_reserve_budgeted', text: RESERVE_BUDGETED, values: batchValues(batch) });
     const answers = new Map(rows.map((row) => [row.id!, row]));
+    for (const row of rows) if (row.outcome === 'admitted' && row.created_at) this.remember(row.id!, row.created_at);
     const out = new Map<string, StatementOutcome>();
     for (const r of batch) {
       // Not in the answer: the credit did not cover it (or its tenant has no balance row), under no budget.
@@ -140,6 +155,7 @@ export class UsageLedgerRepository extends UsageLedger {
       for (let attempt = 0; attempt < 3 && answer === 'retry'; attempt++) {
         const rows = (await m.query(RESERVE_ONE_BUDGETED, oneValues(r))) as BudgetedRow[];
         answer = rows[0]?.outcome ?? 'insufficient_credits';
+        if (answer === 'admitted' && rows[0]!.created_at) this.remember(r.id, rows[0]!.created_at);
       }
       return answer;
     });
@@ -148,7 +164,8 @@ export class UsageLedgerRepository extends UsageLedger {
   }
 
   async release(batch: readonly LedgerRowRef[]): Promise<boolean[]> {
-    const gone = new Set((await this.run(undefined, RELEASE, [batch.map((r) => r.id), batch.map((r) => r.tenantId)])).map((r) => r.id));
+    const gone = new Set((await this.run(undefined, RELEASE, [batch.map((r) => r.id), batch.map((r) => r.tenantId), ...this.months(batch)])).map((r) => r.id));
+    this.forget(batch);
     return batch.map((r) => gone.has(r.id));
   }
 
@@ -157,8 +174,8 @@ export class UsageLedgerRepository extends UsageLedger {
     // On the durable connections when there are: the stamp's commit waiting for the WAL flush also puts
     // the request's reservation (committed asynchronously before it) on disk.
     const ds = this.durable ?? this.ds;
-    if (batch.length === 1) await queryPool(ds, { name: 'gateway_mark_called_one', text: MARK_CALLED_ONE, values: [batch[0]!.tenantId, batch[0]!.id] });
-    else await queryPool(ds, { text: MARK_CALLED, values: [batch.map((r) => r.id), batch.map((r) => r.tenantId)] });
+    if (batch.length === 1) await queryPool(ds, { name: 'gateway_mark_called_one', text: MARK_CALLED_ONE, values: [batch[0]!.tenantId, batch[0]!.id, ...this.months(batch)] });
+    else await queryPool(ds, { text: MARK_CALLED, values: [batch.map((r) => r.id), batch.map((r) => r.tenantId), ...this.months(batch)] });
   }
 
   async settleBatch(batch: readonly Settlement[]): Promise<{ completed: boolean[]; crossings: LowBalanceCrossing[] }> {
@@ -166,16 +183,41 @@ export class UsageLedgerRepository extends UsageLedger {
     const values = [
       column('id'), column('tenantId'), column('status'), column('inputTokens'), column('outputTokens'), column('debit'),
       column('provider'), column('latencyMs'), column('usageEstimated'), column('errorCode'), column('cachedTokens'),
+      ...this.months(batch),
+      // $14: after writtenBetween's two ($12, $13).
       batch.map((s) => s.firstTokenMs ?? null),
     ];
     const rows = await queryPool<{ id: string | null; crossing: LowBalanceCrossingRow | null }>(this.ds, { text: SETTLE, values });
+    this.forget(batch);
     const done = new Set(rows.map((r) => r.id));
     const crossings = rows.flatMap((r) => (r.crossing ? [toCrossing(r.crossing)] : []));
     return { completed: batch.map((s) => done.has(s.id)), crossings };
   }
 
   /** `name`: a named prepared statement, planned once per connection; undefined: planned on every run. */
-  private run(name: string | undefined, text: string, values: unknown[]): Promise<Array<{ id: string }>> {
-    return queryPool<{ id: string }>(this.ds, { name, text, values });
+  private run(name: string | undefined, text: string, values: unknown[]): Promise<Array<{ id: string; created_at: Date }>> {
+    return queryPool<{ id: string; created_at: Date }>(this.ds, { name, text, values });
+  }
+
+  private remember(id: string, createdAt: Date): void {
+    this.written.set(id, createdAt);
+    if (this.written.size > MAX_REMEMBERED_ROWS) this.written.delete(this.written.keys().next().value!);
+  }
+
+  private forget(batch: ReadonlyArray<{ id: string }>): void {
+    for (const r of batch) this.written.delete(r.id);
+  }
+
+  /** writtenBetween's two parameters for a batch: its rows' least and greatest created_at, or nulls when one is not known. */
+  private months(batch: ReadonlyArray<{ id: string }>): [Date | null, Date | null] {
+    let lo: Date | null = null;
+    let hi: Date | null = null;
+    for (const r of batch) {
+      const at = this.written.get(r.id);
+      if (at === undefined) return [null, null];
+      if (lo === null || at < lo) lo = at;
+      if (hi === null || at > hi) hi = at;
+    }
+    return [lo, hi];
   }
 }

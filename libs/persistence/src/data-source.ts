@@ -88,7 +88,17 @@ export async function runMigrations(url: string, tls?: DatabaseTlsSettings): Pro
     // turns: the second waits, then finds nothing left to apply. Without it both read the same
     // pending list and the second fails halfway (a table that already exists). The wait is bounded
     // by the session's lock_timeout when one is set (the chart's PGOPTIONS), as any lock wait is.
-    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    // Polled, not waited for in one statement: a statement waiting holds a snapshot, and a migration
+    // building an index CONCURRENTLY (1763905000000) waits for every snapshot older than its own, so
+    // the first run would wait for the second and the second for the first, forever.
+    const [{ timeoutMs }]: Array<{ timeoutMs: number }> = await lock.query(
+      `SELECT (EXTRACT(EPOCH FROM current_setting('lock_timeout')::interval) * 1000)::float8 AS "timeoutMs"`,
+    );
+    const started = Date.now();
+    while (!(await lock.query('SELECT pg_try_advisory_lock($1) AS got', [MIGRATION_LOCK_KEY]))[0].got) {
+      if (timeoutMs > 0 && Date.now() - started >= timeoutMs) throw new Error('canceling statement due to lock timeout (another run of the migrations holds their lock)');
+      await new Promise((r) => setTimeout(r, 200));
+    }
     try {
       const applied = await ds.runMigrations({ transaction: 'each' });
       return applied.map((m) => m.name);

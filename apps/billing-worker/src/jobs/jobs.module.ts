@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 import { UsageReconcilerJob } from './usage-reconciler.job';
-import { UsageReconcilerRepository } from '@flagship/ledger';
+import { UsagePartitionsRepository, UsageReconcilerRepository } from '@flagship/ledger';
+import { UsagePartitionsJob } from './usage-partitions.job';
 
-/** The usage reconciler's parts; AppModule lists it with the Stripe jobs for the one JobScheduler (its repository also supplies the backlog gauges). */
+/** The usage reconciler's and the ledger partitions' parts; AppModule lists it with the Stripe jobs for the one JobScheduler (its repository also supplies the backlog gauges). */
 @Module({
-  providers: [UsageReconcilerRepository, UsageReconcilerJob],
-  exports: [UsageReconcilerJob, UsageReconcilerRepository],
+  providers: [UsageReconcilerRepository, UsageReconcilerJob, UsagePartitionsRepository, UsagePartitionsJob],
+  exports: [UsageReconcilerJob, UsageReconcilerRepository, UsagePartitionsJob],
 })
 export class JobsModule {}

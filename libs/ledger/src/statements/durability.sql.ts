@@ -1,13 +1,16 @@
+import { writtenBetween } from './completion.sql';
+
 /**
  * The "upstream called" stamp (migration 1763840100000) on rows of requests sent to their provider;
  * a row no longer pending is not stamped. One row by its primary key as a prepared statement, a batch
- * through an unnest planned each time (as SETTLE, so the plan follows the table's size).
+ * through an unnest planned each time (as SETTLE, so the plan follows the table's size); the rows'
+ * months bound the partitions read (writtenBetween).
  */
-export const MARK_CALLED_ONE = `UPDATE usage_ledger SET upstream_called_at = now() WHERE tenant_id = $1::uuid AND id = $2::uuid AND completed_at IS NULL RETURNING id`;
+export const MARK_CALLED_ONE = `UPDATE usage_ledger u SET upstream_called_at = now() WHERE u.tenant_id = $1::uuid AND u.id = $2::uuid AND u.completed_at IS NULL AND ${writtenBetween(3, 4)} RETURNING u.id`;
 export const MARK_CALLED = `
 UPDATE usage_ledger u SET upstream_called_at = now()
   FROM unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
- WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL
+ WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL AND ${writtenBetween(3, 4)}
 RETURNING u.id`;
 
 /**

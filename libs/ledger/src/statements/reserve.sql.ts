@@ -2,6 +2,8 @@
  * The reservation statements: each admits requests and writes their `pending` rows in ONE statement, so
  * credit (and budgets) are held under the balance row's lock and a balance never ends below minus one
  * request's cost, however many replicas reserve at once (docs/decisions/2026-11-29-ledger-statements.md).
+ * Each admitted row comes back with its `created_at`, the partition key: the statements completing it
+ * name its month (WRITTEN_BETWEEN), so Postgres plans one partition, not every month kept.
  */
 
 /** The pending row's columns, the same for every reservation statement. */
@@ -54,7 +56,7 @@ held AS (
 ${INSERT_PENDING}
 SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, NULL::date, false, false, client_request_id, flag_key, flag_version, variation, context_kind, route_reason
   FROM admitted
-RETURNING id`;
+RETURNING id, created_at`;
 
 /**
  * The same admission with budgets: month rows (budget_months) locked after the balances, in (tenant,
@@ -138,11 +140,11 @@ written AS (
   SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k,
          CASE WHEN client_limited OR product_limited THEN ${THIS_MONTH} END, client_limited, product_limited, client_request_id, flag_key, flag_version, variation, context_kind, route_reason
     FROM admitted
-  RETURNING id
+  RETURNING id, created_at
 )
-SELECT w.id, 'admitted' AS outcome, a.client_limited OR a.product_limited AS budgeted FROM written w JOIN admitted a ON a.id = w.id
+SELECT w.id, 'admitted' AS outcome, a.client_limited OR a.product_limited AS budgeted, w.created_at FROM written w JOIN admitted a ON a.id = w.id
 UNION ALL
-SELECT id, outcome, client_limited OR product_limited FROM judged WHERE outcome <> 'admitted'`;
+SELECT id, outcome, client_limited OR product_limited, NULL::timestamptz FROM judged WHERE outcome <> 'admitted'`;
 
 /**
  * RESERVE for a batch of one billable request (the usual case at low rates): the same admission and
@@ -157,7 +159,7 @@ WITH held AS (
 )
 ${INSERT_PENDING}
 SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint, NULL, false, false, $14::text, $15::text, $16::int, $17::text, $18::text, $19::text FROM held
-RETURNING id`;
+RETURNING id, created_at`;
 
 /**
  * RESERVE_BUDGETED for one billable request: with no budget set it takes `plain` (RESERVE_ONE's own
@@ -220,11 +222,11 @@ written AS (
          CASE WHEN EXISTS (SELECT 1 FROM lim) THEN ${THIS_MONTH} END,
          EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'client'), EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'product'), $14::text, $15::text, $16::int, $17::text, $18::text, $19::text
     FROM (SELECT tenant_id FROM plain UNION ALL SELECT tenant_id FROM held) h
-  RETURNING id
+  RETURNING id, created_at
 )
-SELECT 'admitted' AS outcome, EXISTS (SELECT 1 FROM lim) AS budgeted FROM written
+SELECT 'admitted' AS outcome, EXISTS (SELECT 1 FROM lim) AS budgeted, created_at FROM written
 UNION ALL
-SELECT outcome, true FROM verdict WHERE outcome <> 'admitted'`;
+SELECT outcome, true, NULL::timestamptz FROM verdict WHERE outcome <> 'admitted'`;
 
 /**
  * What one flag variation's requests on one product key used this UTC month (micro-credits): the

@@ -1,5 +1,5 @@
 import { RECORDED_CROSSINGS } from '../low-balance.repository';
-import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './completion.sql';
+import { budgetSettlement, LOW_BALANCE_CROSSINGS, writtenBetween } from './completion.sql';
 
 /**
  * Completes a batch of rows still pending (one the reconciler marked `abandoned` is left alone),
@@ -11,7 +11,7 @@ import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './completion.sql';
  */
 export const SETTLE = `
 WITH s AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::int[], $12::int[])
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::int[], $14::int[])
     AS s(id, tenant_id, status, input_tokens, output_tokens, debit, provider, latency_ms, usage_estimated, error_code, cached_tokens, first_token_ms)
 ),
 done AS (
@@ -22,7 +22,7 @@ done AS (
          provider = s.provider, latency_ms = s.latency_ms, usage_estimated = s.usage_estimated, error_code = s.error_code,
          first_token_ms = s.first_token_ms, completed_at = now()
     FROM s
-   WHERE u.tenant_id = s.tenant_id AND u.id = s.id AND u.completed_at IS NULL
+   WHERE u.tenant_id = s.tenant_id AND u.id = s.id AND u.completed_at IS NULL AND ${writtenBetween(12, 13)}
   RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held
 ),
 moved AS (
@@ -52,7 +52,7 @@ export const RELEASE = `
 WITH gone AS (
   DELETE FROM usage_ledger u
    USING unnest($1::uuid[], $2::uuid[]) AS r(id, tenant_id)
-   WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL
+   WHERE u.tenant_id = r.tenant_id AND u.id = r.id AND u.completed_at IS NULL AND ${writtenBetween(3, 4)}
   RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held
 ),
 moved AS (

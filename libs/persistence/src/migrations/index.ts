@@ -26,6 +26,7 @@ import { FlagChanges1763880000000 } from './1763880000000-flag-changes';
 import { Webhooks1763885000000 } from './1763885000000-webhooks';
 import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 import { ModelBindings1763895000000 } from './1763895000000-model-bindings';
+import { UsageLedgerPartitions1763905000000 } from './1763905000000-usage-ledger-partitions';
 import { ModelBindingRoutes1763910000000 } from './1763910000000-model-binding-routes';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
@@ -58,5 +59,6 @@ export const MIGRATIONS = [
   Webhooks1763885000000,
   FlagLifecycle1763890000000,
   ModelBindings1763895000000,
+  UsageLedgerPartitions1763905000000,
   ModelBindingRoutes1763910000000,
 ];
