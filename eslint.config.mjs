@@ -24,7 +24,8 @@ const SCOPES = [
   { sourceTag: 'scope:client', onlyDependOnLibsWithTags: CLIENT_SAFE, why: 'the published client takes only pure libs' },
   { sourceTag: 'scope:management-api', onlyDependOnLibsWithTags: ['scope:shared', 'scope:flags', 'scope:billing', 'scope:api', 'scope:client'], why: 'management-api may use every lib' },
   { sourceTag: 'scope:orep-server', onlyDependOnLibsWithTags: ['scope:shared', 'scope:flags'], why: 'orep-server serves flags: no money, no OAuth' },
-  { sourceTag: 'scope:ai-gateway', onlyDependOnLibsWithTags: ['scope:shared', 'scope:billing', 'scope:api'], why: 'the gateway spends credits: no flag store or flag streams' },
+  // The flag store and evaluator: a bound route is routed by its flag (CONTRACT.md section 11). Still no flag streams (an app concern).
+  { sourceTag: 'scope:ai-gateway', onlyDependOnLibsWithTags: ['scope:shared', 'scope:billing', 'scope:api', 'scope:flags'], why: 'the gateway spends credits and routes bound routes by their flags: no flag streams' },
   { sourceTag: 'scope:billing-worker', onlyDependOnLibsWithTags: ['scope:shared', 'scope:billing', 'scope:client'], why: 'the billing worker keeps money: no flags, no OAuth' },
   { sourceTag: 'scope:console', onlyDependOnLibsWithTags: CLIENT_SAFE, why: 'the console runs in a browser: pure libs and the client only' },
 ];

@@ -11,6 +11,19 @@ import { LedgerDurableConnections, UsageLedgerRepository } from '@flagship/ledge
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
 import { ProvidersModule } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
+import { FlagStore, FlagStoreRepository } from '@flagship/flag-store';
+import { PUBSUB, type PubSub } from '@flagship/redis';
+import { GatewayBindingsRepository } from './bindings/gateway-bindings.repository';
+import { FeedbackRepository } from './feedback/feedback.repository';
+
+/**
+ * The flag store of bound routes' flags: one tenant-environment per tenant with a binding, each
+ * compared with Postgres this often (announcements make a change immediate; this heals lost ones).
+ */
+const FLAG_RECONCILE_MS = 30_000;
+/** Tenant-environments held, and the bytes of their flags together, before the least recently used go. */
+const FLAG_SETS_HELD = 10_000;
+const FLAG_BYTES_HELD = 256 * 1024 * 1024;
 
 /** What tests replace of the outside world the gateway reaches itself: the image hosts' names and certificates. */
 export interface GatewayOutside {
@@ -47,6 +60,15 @@ export class AppModule {
       ],
       providers: [
         TenantContextRepository,
+        GatewayBindingsRepository,
+        FeedbackRepository,
+        FlagStoreRepository,
+        {
+          provide: FlagStore,
+          inject: [FlagStoreRepository, PUBSUB],
+          useFactory: (repository: FlagStoreRepository, pubsub: PubSub) =>
+            new FlagStore(repository, pubsub, { name: 'GatewayFlagStore', reconcileMs: FLAG_RECONCILE_MS, maxEntries: FLAG_SETS_HELD, maxBytes: FLAG_BYTES_HELD }),
+        },
         // 'on' (the default): the ledger writes an answer depends on are flushed to disk before it goes out.
         {
           provide: LedgerDurableConnections,

@@ -21,6 +21,7 @@ export type GatewayErrorCode =
   | 'invalid_request'
   | 'invalid_json'
   | 'model_not_found'
+  | 'request_not_found'
   | 'service_unavailable';
 
 /** A refusal: thrown by a pipeline step, written once by the handler in its API's error body (Dialect.error). */

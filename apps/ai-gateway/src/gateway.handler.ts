@@ -3,11 +3,14 @@ import { type Exchange, JSON_TYPE } from '@flagship/lean-http';
 import { chatCompletions } from './dialects/pass-through';
 import type { Dialect } from './dialects/dialect';
 import { sendError } from './dialects/dialects';
-import { GatewayError } from './gateway.errors';
+import { dependencyDown, GatewayError } from './gateway.errors';
+import { parseFeedback } from './feedback/feedback';
+import type { FeedbackRepository } from './feedback/feedback.repository';
 import type { GatewayMetrics } from './gateway.metrics';
 import { costOf } from './models/model-catalogue';
 import type { RequestRules } from './openai/openai-request';
 import type { CallOutcome } from './pipeline/call-outcome';
+import { applyPlan, type BindingStep, type RoutePlan } from './pipeline/binding.step';
 import type { EntitlementStep } from './pipeline/entitlement.step';
 import type { Reservation } from './pipeline/ledger.types';
 import type { MediaRelease, MediaStep } from './pipeline/media.step';
@@ -27,6 +30,7 @@ export interface GatewaySteps {
   tenant: TenantStep;
   entitlement: EntitlementStep;
   providerPermission: ProviderPermissionStep;
+  binding: BindingStep;
   rateLimit: RateLimitStep;
   reservation: ReservationStep;
   media: MediaStep;
@@ -55,6 +59,7 @@ export class GatewayHandler {
     private readonly steps: GatewaySteps,
     private readonly metrics: GatewayMetrics,
     private readonly options: GatewayHandlerOptions,
+    private readonly feedbackStore: Pick<FeedbackRepository, 'record'>,
   ) {}
 
   /** Requests under way (from the token check to the answer's end). */
@@ -159,30 +164,45 @@ export class GatewayHandler {
       const request = dialect.request(text, this.options);
       const tenant = await s.tenant.resolve(principal);
       const rating = s.entitlement.check(principal, product, tenant);
-      const providers = s.providerPermission.resolve(x.req.headers, product.key, tenant);
+      const asked = s.providerPermission.resolve(x.req.headers, product.key, tenant);
+      // A product key bound to a flag: the variation's model, provider and params (synchronous once warm).
+      const planned = s.binding.plan(x.req.headers, { clientId: principal.clientId, productKey: product.key, tenant }, request, asked);
+      const plan = planned instanceof Promise ? await planned : planned;
+      let providers = plan?.providers ?? asked;
+      const outputTokens = plan?.outputTokens ?? request.outputTokens;
+      const reservationOf = (p: RoutePlan | undefined): Omit<Reservation, 'id'> => {
+        const model = p?.model ?? request.model;
+        return {
+          tenantId: tenant.id,
+          clientId: principal.clientId,
+          productKey: product.key,
+          provider: (p?.providers ?? asked)[0]!,
+          model: model.id,
+          endpoint: request.route,
+          stream: request.stream,
+          estimate: rating.zeroRatedReason === null ? costOf(model, request.inputTokens, p?.outputTokens ?? request.outputTokens) : 0,
+          zeroRatedReason: rating.zeroRatedReason,
+          requestId: x.requestId,
+          // Already bounded (service-kit's clientRequestIdOf): a sane token or nothing.
+          clientRequestId: x.clientRequestId ?? null,
+          // The prices are decided here, at admission, and recorded on the row; the settlement charges
+          // the row's prices (SettleStep.complete), never a later catalogue's.
+          inputPer1k: model.inputPer1k,
+          outputPer1k: model.outputPer1k,
+          cachedInputPer1k: model.cachedInputPer1k ?? null,
+          route: p?.attribution ?? null,
+        };
+      };
       // The rate limit (Redis) and the reservation (Postgres) at the same time, not one after the
       // other: the refusals keep their order (429 before 402), a reservation made for a request the rate
       // limit refuses is taken back, and the tokens counted for one the reservation refuses are given back.
-      const limited = s.rateLimit.take(principal.clientId, request.inputTokens + request.outputTokens, tenant);
-      const reserving = s.reservation.reserve({
-        tenantId: tenant.id,
-        clientId: principal.clientId,
-        productKey: product.key,
-        provider: providers[0]!,
-        model: request.model.id,
-        endpoint: request.route,
-        stream: request.stream,
-        estimate: rating.zeroRatedReason === null ? costOf(request.model, request.inputTokens, request.outputTokens) : 0,
-        zeroRatedReason: rating.zeroRatedReason,
-        requestId: x.requestId,
-        // Already bounded (service-kit's clientRequestIdOf): a sane token or nothing.
-        clientRequestId: x.clientRequestId ?? null,
-        // The prices are decided here, at admission, and recorded on the row; the settlement charges
-        // the row's prices (SettleStep.complete), never a later catalogue's.
-        inputPer1k: request.model.inputPer1k,
-        outputPer1k: request.model.outputPer1k,
-        cachedInputPer1k: request.model.cachedInputPer1k ?? null,
-      });
+      const limited = s.rateLimit.take(principal.clientId, request.inputTokens + outputTokens, tenant);
+      // A variation with a spend cap is reserved under it; past it, the request goes to the control.
+      let served = plan;
+      const reserving =
+        plan?.cap === undefined
+          ? s.reservation.reserve(reservationOf(plan))
+          : s.reservation.reserveUnderCap(reservationOf(plan), plan.cap).then((r) => r ?? s.reservation.reserve(reservationOf((served = plan.control))));
       // Its failure is thrown below once the rate limit has answered; meanwhile it is not an unhandled rejection.
       reserving.catch(() => undefined);
       let taken: Taken;
@@ -199,6 +219,10 @@ export class GatewayHandler {
       } catch (err) {
         headers = s.rateLimit.refuse(taken);
         throw err;
+      }
+      if (served !== undefined) {
+        applyPlan(request, served);
+        providers = served.providers;
       }
       // Images the provider would fetch itself are fetched here, once the request is admitted (and
       // paid for); a refusal takes the reservation and the tokens counted back, as any refusal does.
@@ -230,6 +254,28 @@ export class GatewayHandler {
       if (outcome.overheadMs !== undefined) this.metrics.overheadMs(dialect.route, outcome.overheadMs);
     } catch (err) {
       this.refuse(x, dialect, err, headers);
+    }
+  }
+
+  /**
+   * POST /v1/feedback (CONTRACT.md section 11): a client with `ai:invoke` scores one of its tenant's
+   * requests by its `x-request-id`; a later score replaces it. 404 `request_not_found` for an id its
+   * tenant never had (another tenant's reads the same).
+   */
+  async feedback(x: Exchange, text: string): Promise<void> {
+    try {
+      const principal = await this.steps.token.verify(x.req.headers);
+      const feedback = parseFeedback(text);
+      let stored: boolean;
+      try {
+        stored = await this.feedbackStore.record(principal.tenantId, principal.clientId, feedback);
+      } catch {
+        throw dependencyDown('Postgres');
+      }
+      if (!stored) throw new GatewayError(404, 'request_not_found', 'No request of your tenant has this x-request-id.', 'requestId');
+      x.send(200, JSON_TYPE, {}, JSON.stringify({ object: 'feedback', requestId: feedback.requestId, score: feedback.score, label: feedback.label }));
+    } catch (err) {
+      this.refuse(x, chatCompletions, err, {});
     }
   }
 

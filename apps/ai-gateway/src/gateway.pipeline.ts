@@ -10,6 +10,10 @@ import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
 import { type LowBalanceCrossing, lowBalanceEvent, UsageLedgerRepository } from '@flagship/ledger';
 import { MediaFetcher } from './media/media-fetcher';
+import { FlagStore } from '@flagship/flag-store';
+import { GatewayBindingsRepository } from './bindings/gateway-bindings.repository';
+import { FeedbackRepository } from './feedback/feedback.repository';
+import { BindingStep } from './pipeline/binding.step';
 import { EntitlementStep } from './pipeline/entitlement.step';
 import { MediaStep } from './pipeline/media.step';
 import { ProductKeyStep } from './pipeline/product-key.step';
@@ -38,6 +42,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
   private readonly graceMs: number;
   private readonly tenantStep: TenantStep;
   private readonly settleStep: SettleStep;
+  private readonly bindingStep: BindingStep;
 
   constructor(
     @Inject(APP_CONFIG) config: AiGatewayConfig,
@@ -51,6 +56,9 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     httpMetrics: HttpMetrics,
     rateLimits: RateLimitService,
     @Inject(MEDIA_FETCHER) private readonly mediaFetcher: MediaFetcher,
+    bindings: GatewayBindingsRepository,
+    flags: FlagStore,
+    feedback: FeedbackRepository,
   ) {
     this.graceMs = config.SHUTDOWN_GRACE_MS;
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS, pubsub);
@@ -61,17 +69,21 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
       metrics,
       gatherMs: config.GATEWAY_SETTLE_GATHER_MS,
     });
+    const providerPermission = new ProviderPermissionStep({
+      defaultProvider: config.PROVIDER_DEFAULT as ProviderKey,
+      hostedProducts: config.hostedProducts,
+      hostedEmergency: config.PROVIDER_HOSTED_EMERGENCY,
+    });
+    // Held as long as tenants are: announcements (gateway-binding-changed) make a change immediate.
+    this.bindingStep = new BindingStep(bindings, flags, providerPermission, pubsub, { models: config.models, ttlMs: config.GATEWAY_TENANT_CACHE_MS });
     this.handler = new GatewayHandler(
       {
         token: new TokenStep(verifier),
         productKey: new ProductKeyStep({ own: config.PRODUCT_KEY_OWN, internal: config.internalProductKeys, legacy: config.legacyProductKeys }),
         tenant: this.tenantStep,
         entitlement: new EntitlementStep(config.PRODUCT_KEY_OWN),
-        providerPermission: new ProviderPermissionStep({
-          defaultProvider: config.PROVIDER_DEFAULT as ProviderKey,
-          hostedProducts: config.hostedProducts,
-          hostedEmergency: config.PROVIDER_HOSTED_EMERGENCY,
-        }),
+        providerPermission,
+        binding: this.bindingStep,
         rateLimit: new RateLimitStep(
           redis,
           keys,
@@ -95,6 +107,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
         imageTokens: config.GATEWAY_IMAGE_TOKENS,
         media: config.mediaPolicy,
       },
+      feedback,
     );
   }
 
@@ -110,6 +123,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
 
   onModuleInit(): void {
     this.tenantStep.start();
+    this.bindingStep.start();
   }
 
   /**
@@ -124,6 +138,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     const whole = await this.handler.drain(cutAfterMs, Math.min(CUT_MARGIN_MS, this.graceMs / 4));
     if (!whole) this.logger.warn('shutdown grace ending: requests still under way were cut and billed for what they used');
     this.tenantStep.close();
+    this.bindingStep.close();
     await this.settleStep.drain();
   }
 

@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { installLeanRoutes, route } from '@flagship/lean-http';
 import { DIALECTS, gatewayErrorWriter } from './dialects/dialects';
+import { chatCompletions } from './dialects/pass-through';
 import type { GatewayHandler } from './gateway.handler';
 import { GatewayPipeline } from './gateway.pipeline';
 
@@ -13,6 +14,7 @@ const ROUTES = [
     route({ method: 'POST', path: dialect.path, guard: (x, h: GatewayHandler) => h.guard(x, dialect), handle: (x, _p, text, h: GatewayHandler) => h.completion(x, dialect, text) }),
   ),
   route({ method: 'GET', path: '/v1/models', handle: (x, _p, _text, h: GatewayHandler) => h.models(x) }),
+  route({ method: 'POST', path: '/v1/feedback', guard: (x, h: GatewayHandler) => h.guard(x, chatCompletions), handle: (x, _p, text, h: GatewayHandler) => h.feedback(x, text) }),
 ];
 
 /**

@@ -18,6 +18,7 @@ import { EnvironmentEntity } from './environments/environment.entity';
 import { EnvironmentsModule } from './environments/environments.module';
 import { FlagAuditEntity, FlagEntity, FlagEnvironmentEntity } from './flags/flag.entity';
 import { FlagsModule } from './flags/flags.module';
+import { GatewayBindingsModule } from './gateway-bindings/gateway-bindings.module';
 import { CLIENT_TOKEN_FACTORY } from './oauth/client-token.adapter';
 import { OAUTH_FEATURE_ENTITIES, OAuthFeatureModule } from './oauth/oauth-feature.module';
 import { ProductTourEntity } from './product-tours/product-tour.entity';
@@ -83,6 +84,7 @@ export class AppModule {
         SandboxModule,
         CreditsModule,
         UsageModule,
+        GatewayBindingsModule,
         ExperimentsModule,
         RolloutsModule,
         StripeBillingModule.forConfig(config, secrets),

@@ -5,3 +5,4 @@ export * from './product-keys';
 export * from './resources';
 export * from './evaluation';
 export * from './ids';
+export * from './model-routes';

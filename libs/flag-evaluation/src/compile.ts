@@ -113,6 +113,11 @@ export class CompiledFlag {
     readonly clientSide: Readonly<ClientSideAvailability> = SERVER_ONLY,
   ) {}
 
+  /** What the flag serves when switched off (its off variation): a bound gateway route's control. */
+  get offResult(): EvaluationResult {
+    return this.plan.off;
+  }
+
   /**
    * Evaluates this flag. Prerequisites are looked up in `flags` (a CompiledFlagSet, or any Map of
    * compiled flags); without it, a flag with prerequisites serves PREREQUISITE_FAILED.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describeAgreement, testDataSource } from '@flagship/testing';
 import { aReservation, aSettlement, balanceOf, budgetMonthOf, createTenant, FakeUsageLedgerRepository, insertBudget, ledgerRows } from './testing';
-import type { UsageLedger } from './usage-ledger';
+import type { RouteAttribution, UsageLedger } from './usage-ledger';
 import { UsageLedgerRepository } from './usage-ledger.repository';
 
 type Kind = 'client' | 'product';
@@ -15,6 +15,8 @@ interface Subject {
   alert(tenantId: string, threshold: number): Promise<void>;
   balance(tenantId: string): Promise<{ balance: number; reserved: number }>;
   budgetMonth(tenantId: string, kind: Kind, scopeId: string): Promise<{ spent: number; reserved: number }>;
+  /** The row's flag attribution (flag key, version, variation, context kind, reason); undefined: no such row. */
+  attribution(tenantId: string, id: string): Promise<RouteAttribution | null | undefined>;
   /** The row's "upstream called" stamp; undefined: no such row. */
   upstreamCalled(tenantId: string, id: string): Promise<boolean | undefined>;
 }
@@ -41,6 +43,14 @@ describe('the usage ledger: the fake agrees with Postgres', () => {
       const row = (await ledgerRows(pg.ds, t)).find((r) => r.id === id);
       return row === undefined ? undefined : row.upstream_called_at !== null;
     },
+    attribution: async (t, id) => {
+      const [row] = await pg.ds.query<Array<{ flag_key: string | null; flag_version: number | null; variation: string | null; context_kind: string | null; route_reason: string | null }>>(
+        'SELECT flag_key, flag_version, variation, context_kind, route_reason FROM usage_ledger WHERE tenant_id = $1 AND id = $2',
+        [t, id],
+      );
+      if (row === undefined) return undefined;
+      return row.flag_key === null ? null : { flagKey: row.flag_key, flagVersion: row.flag_version, variation: row.variation, contextKind: row.context_kind!, reason: row.route_reason };
+    },
   });
 
   const fake = (): Subject => {
@@ -60,6 +70,10 @@ describe('the usage ledger: the fake agrees with Postgres', () => {
         return { spent: b?.spent ?? 0, reserved: b?.reserved ?? 0 };
       },
       upstreamCalled: async (_t, id) => ledger.rows.get(id)?.upstreamCalled,
+      attribution: async (_t, id) => {
+        const row = ledger.rows.get(id);
+        return row === undefined ? undefined : (row.reservation.route ?? null);
+      },
     };
   };
 
@@ -180,6 +194,38 @@ describe('the usage ledger: the fake agrees with Postgres', () => {
       const c = aReservation(t, 100);
       await s.ledger.admit([c]);
       expect((await s.ledger.settleBatch([aSettlement(c, 100)])).crossings).toEqual([]);
+    });
+
+    it('records the flag that chose the model on the row, batch or one, and none for an unbound request', async () => {
+      const t = await s.tenant(10_000);
+      const route = (variation: string | null, reason: string | null): RouteAttribution => ({ flagKey: 'model-rollout', flagVersion: 100_003, variation, contextKind: 'multi', reason });
+      const one = aReservation(t, 10, { route: route('treatment', null) });
+      const [a, b, plain] = [aReservation(t, 10, { route: route(null, 'flag_not_json') }), aReservation(t, 10, { route: route('control', 'spend_cap') }), aReservation(t, 10)];
+      expect(await s.ledger.admit([one])).toEqual(['admitted']);
+      expect(await s.ledger.admit([a, b, plain])).toEqual(['admitted', 'admitted', 'admitted']);
+      expect(await Promise.all([one, a, b, plain].map((r) => s.attribution(t, r.id)))).toEqual([route('treatment', null), route(null, 'flag_not_json'), route('control', 'spend_cap'), null]);
+    });
+
+    it("admits a variation under its monthly cap while its rows (pending at their hold, completed at their debit) leave room; other variations, product keys and tenants do not count", async () => {
+      const t = await s.tenant(1_000_000);
+      const other = await s.tenant(1_000_000);
+      const capped = (estimate: number, over: { variation?: string; productKey?: string; tenantId?: string } = {}) =>
+        aReservation(over.tenantId ?? t, estimate, { productKey: over.productKey ?? 'core', route: { flagKey: 'model-rollout', flagVersion: 1, variation: over.variation ?? 'treatment', contextKind: 'multi', reason: null } });
+      const first = capped(600);
+      expect(await s.ledger.admitUnderCap(first, 1000)).toBe('admitted');
+      expect(await s.ledger.admitUnderCap(capped(401), 1000)).toBe('spend_cap');
+      // Settled at 100: the month used 100, so 900 fits (and nothing of the refusal was held).
+      await s.ledger.settleBatch([aSettlement(first, 100)]);
+      expect(await s.balance(t)).toEqual({ balance: 999_900, reserved: 0 });
+      expect(await s.ledger.admitUnderCap(capped(900), 1000)).toBe('admitted');
+      expect(await s.ledger.admitUnderCap(capped(1), 1000)).toBe('spend_cap');
+      expect(await s.ledger.admitUnderCap(capped(900, { variation: 'control' }), 1000)).toBe('admitted');
+      expect(await s.ledger.admitUnderCap(capped(900, { productKey: 'insights' }), 1000)).toBe('admitted');
+      expect(await s.ledger.admitUnderCap(capped(900, { tenantId: other }), 1000)).toBe('admitted');
+      // The credit and budgets still decide within the cap.
+      await s.budget(t, 'product', 'studio', 50);
+      expect(await s.ledger.admitUnderCap(capped(60, { productKey: 'studio' }), 1000)).toBe('budget_product');
+      expect(await s.ledger.admitUnderCap(capped(2_000_000, { productKey: 'forms' }), 10_000_000)).toBe('insufficient_credits');
     });
   });
 });

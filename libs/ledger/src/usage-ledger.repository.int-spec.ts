@@ -227,7 +227,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
       pending.map(() => 0),
     ];
     // The rows' months unknown (nulls): every partition is read, this month's by its key.
-    expect(await readsOfLedger(SETTLE, [...settleValues, null, null])).toEqual(['Index Scan pkey']);
+    expect(await readsOfLedger(SETTLE, [...settleValues, null, null, pending.map(() => null)])).toEqual(['Index Scan pkey']);
     expect(await readsOfLedger(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId), null, null])).toEqual(['Index Scan pkey']);
     // Known, as the repository passes them (the reservations' created_at): only their partition is planned.
     const [{ lo, hi, n }] = await ds.query<Array<{ lo: Date; hi: Date; n: number }>>(
@@ -245,7 +245,7 @@ describe('UsageLedgerRepository.settle and release (real Postgres)', () => {
       walk(row!['QUERY PLAN'][0]!.Plan);
       return [...names];
     };
-    expect(await planned(SETTLE, [...settleValues, lo, hi])).toEqual([current]);
+    expect(await planned(SETTLE, [...settleValues, lo, hi, pending.map(() => null)])).toEqual([current]);
     expect(await planned(RELEASE, [pending.map((r) => r.id), pending.map((r) => r.tenantId), lo, hi])).toEqual([current]);
     expect(partitions.length).toBeGreaterThan(1);
     for (const p of partitions) await ds.query(`ALTER TABLE ${p} RESET (autovacuum_enabled)`);

@@ -5,9 +5,9 @@ import { BudgetedScopes } from './budgeted-scopes';
 import { LedgerDurableConnections } from './ledger-durability';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, toCrossing } from './low-balance.repository';
 import { FLUSH_BARRIER, MARK_CALLED, MARK_CALLED_ONE } from './statements/durability.sql';
-import { RESERVE, RESERVE_BUDGETED, RESERVE_ONE, RESERVE_ONE_BUDGETED } from './statements/reserve.sql';
+import { RESERVE, RESERVE_BUDGETED, RESERVE_ONE, RESERVE_ONE_BUDGETED, VARIATION_MONTH_USED } from './statements/reserve.sql';
 import { RELEASE, SETTLE } from './statements/settle.sql';
-import { type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from './usage-ledger';
+import { type CappedOutcome, type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from './usage-ledger';
 
 /** `retry`: a budget's month row was missing; the statement created it and admitted nothing. */
 type StatementOutcome = ReserveOutcome | 'retry';
@@ -37,12 +37,18 @@ const batchValues = (batch: readonly Reservation[]): unknown[] => [
   batch.map((r) => r.outputPer1k),
   batch.map((r) => r.cachedInputPer1k),
   batch.map((r) => r.clientRequestId ?? null),
+  batch.map((r) => r.route?.flagKey ?? null),
+  batch.map((r) => r.route?.flagVersion ?? null),
+  batch.map((r) => r.route?.variation ?? null),
+  batch.map((r) => r.route?.contextKind ?? null),
+  batch.map((r) => r.route?.reason ?? null),
 ];
 
 /** The single-request statements' parameters; `$9` is the estimate, or the zero-rated reason. */
 const oneValues = (r: Reservation): unknown[] => [
   r.id, r.tenantId, r.clientId, r.productKey, r.provider, r.model, r.endpoint, r.stream, r.estimate,
   r.requestId, r.inputPer1k, r.outputPer1k, r.cachedInputPer1k, r.clientRequestId ?? null,
+  r.route?.flagKey ?? null, r.route?.flagVersion ?? null, r.route?.variation ?? null, r.route?.contextKind ?? null, r.route?.reason ?? null,
 ];
 
 /**
@@ -131,6 +137,32 @@ export class UsageLedgerRepository extends UsageLedger {
     return out;
   }
 
+  /**
+   * In one transaction: the variation's turn (a transaction-scoped advisory lock, so replicas admitting
+   * under the same cap queue), its month's use summed from its ledger rows, then RESERVE_ONE_BUDGETED,
+   * whose pending row commits before the next in line sums. One round of queueing per capped request;
+   * only variations with a cap take this path. Zero-rated requests cost nothing and are admitted as usual.
+   */
+  async admitUnderCap(r: Reservation, monthlyCap: number): Promise<CappedOutcome> {
+    const route = r.route;
+    if (r.zeroRatedReason !== null || route?.variation === undefined || route.variation === null) return (await this.admit([r]))[0]!;
+    const outcome = await this.ds.transaction(async (m): Promise<CappedOutcome | 'retry'> => {
+      await m.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`variation-cap:${r.tenantId}:${r.productKey}:${route.flagKey}:${route.variation}`]);
+      const [used] = (await m.query(VARIATION_MONTH_USED, [r.tenantId, r.productKey, route.flagKey, route.variation])) as Array<{ used: string }>;
+      if (Number(used?.used ?? 0) + Math.max(r.estimate, 1) > monthlyCap) return 'spend_cap';
+      let answer: StatementOutcome = 'retry';
+      // A budget month row made by the first try is seen by the next, in the same transaction.
+      for (let attempt = 0; attempt < 3 && answer === 'retry'; attempt++) {
+        const rows = (await m.query(RESERVE_ONE_BUDGETED, oneValues(r))) as BudgetedRow[];
+        answer = rows[0]?.outcome ?? 'insufficient_credits';
+        if (answer === 'admitted' && rows[0]!.created_at) this.remember(r.id, rows[0]!.created_at);
+      }
+      return answer;
+    });
+    if (outcome === 'retry') throw new Error('the reservation could not be decided (budget month rows not found after being created)');
+    return outcome;
+  }
+
   async release(batch: readonly LedgerRowRef[]): Promise<boolean[]> {
     const gone = new Set((await this.run(undefined, RELEASE, [batch.map((r) => r.id), batch.map((r) => r.tenantId), ...this.months(batch)])).map((r) => r.id));
     this.forget(batch);
@@ -152,6 +184,8 @@ export class UsageLedgerRepository extends UsageLedger {
       column('id'), column('tenantId'), column('status'), column('inputTokens'), column('outputTokens'), column('debit'),
       column('provider'), column('latencyMs'), column('usageEstimated'), column('errorCode'), column('cachedTokens'),
       ...this.months(batch),
+      // $14: after writtenBetween's two ($12, $13).
+      batch.map((s) => s.firstTokenMs ?? null),
     ];
     const rows = await queryPool<{ id: string | null; crossing: LowBalanceCrossingRow | null }>(this.ds, { text: SETTLE, values });
     this.forget(batch);

@@ -33,6 +33,22 @@ export interface Reservation<ProviderKey extends string = string, Endpoint exten
    * of A-Z a-z 0-9 . _ : -), so it can match its request to the row; absent or null: none sent.
    */
   clientRequestId?: string | null;
+  /** The flag that chose the model when the request's route is bound to one (CONTRACT.md section 11); absent or null: unbound. */
+  route?: RouteAttribution | null;
+}
+
+/**
+ * What a bound route's flag decided for one request, recorded on its row: the flag's key and version,
+ * the variation served (null when the flag could not be used: `reason` says why, and the request went
+ * to the model it asked for) and the kind of context evaluated. `reason` is also set when the variation
+ * served is not the one evaluated (`spend_cap`: the control, past the evaluated variation's cap).
+ */
+export interface RouteAttribution {
+  flagKey: string;
+  flagVersion: number | null;
+  variation: string | null;
+  contextKind: string;
+  reason: string | null;
 }
 
 /** One request's outcome. */
@@ -50,6 +66,8 @@ export interface Settlement<ProviderKey extends string = string> {
   latencyMs: number;
   usageEstimated: boolean;
   errorCode: string | null;
+  /** A stream's time from the provider call to its first event (ms); absent for answers that are not streams. */
+  firstTokenMs?: number | null;
 }
 
 /**
@@ -58,6 +76,9 @@ export interface Settlement<ProviderKey extends string = string> {
  * after others of its batch were admitted (answer it as Postgres being down; nothing was held for it).
  */
 export type ReserveOutcome = 'admitted' | 'insufficient_credits' | 'budget_client' | 'budget_product' | 'unavailable';
+
+/** What admission under a variation's spend cap said: as admit's, or `spend_cap` (nothing held: the variation's month would pass its cap). */
+export type CappedOutcome = ReserveOutcome | 'spend_cap';
 
 /** Rows named by tenant and id, as release and the "upstream called" stamp take them. */
 export type LedgerRowRef = Pick<Reservation, 'id' | 'tenantId'>;
@@ -74,6 +95,14 @@ export abstract class UsageLedger {
    * those it was for are `unavailable`.
    */
   abstract admit(batch: readonly Reservation[]): Promise<ReserveOutcome[]>;
+
+  /**
+   * One billable reservation of a flag variation (`r.route.variation`) under that variation's monthly
+   * spend cap (micro-credits, UTC month, the budgets' units) on its product key: admitted only while
+   * what the variation's rows of the month debited (completed) and hold (pending) leaves room for its
+   * estimate, decided one at a time per variation across replicas, so the month never passes the cap.
+   */
+  abstract admitUnderCap(r: Reservation, monthlyCap: number): Promise<CappedOutcome>;
 
   /** For each settlement, in order: whether its row was still pending and is now complete; and the low-balance crossings it recorded. */
   abstract settleBatch(batch: readonly Settlement[]): Promise<{ completed: boolean[]; crossings: LowBalanceCrossing[] }>;

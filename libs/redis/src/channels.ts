@@ -78,6 +78,12 @@ export interface LowBalance {
   crossedAt: string;
 }
 
+/** A gateway route's binding to a flag (CONTRACT.md section 11) was made, changed or removed. */
+export interface GatewayBindingChanged {
+  tenantId: string;
+  productKey: string;
+}
+
 const isInteger = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
 
 export const CHANNELS = {
@@ -122,5 +128,9 @@ export const CHANNELS = {
     isText(m.tenantId) && isText(m.crossingId) && isInteger(m.threshold) && isInteger(m.balance) && isText(m.crossedAt) && !Number.isNaN(Date.parse(m.crossedAt))
       ? { tenantId: m.tenantId, crossingId: m.crossingId, threshold: m.threshold, balance: m.balance, crossedAt: m.crossedAt }
       : undefined,
+  ),
+  /** management-api publishes after a binding write commits; gateways re-read that binding. */
+  gatewayBindingChanged: defineChannel<GatewayBindingChanged>('gateway-binding-changed', (m) =>
+    isText(m.tenantId) && isText(m.productKey) ? { tenantId: m.tenantId, productKey: m.productKey } : undefined,
   ),
 } as const;

@@ -5,6 +5,7 @@ import { BillingResource } from './resources/billing.resource';
 import { EnvironmentsResource } from './resources/environments.resource';
 import { FlagsResource } from './resources/flags.resource';
 import { SegmentsResource } from './resources/segments.resource';
+import { GatewayBindingsResource } from './resources/gateway-bindings.resource';
 import { ChangeRequestsResource, ScheduledChangesResource } from './resources/flag-changes.resource';
 import { WebhooksResource } from './resources/webhooks.resource';
 import { ProjectsResource } from './resources/projects.resource';
@@ -80,6 +81,8 @@ export class FlagshipClient {
   readonly subscription: SubscriptionResource;
   /** Outbound webhooks (Standard Webhooks): tenant admins only. */
   readonly webhooks: WebhooksResource;
+  /** AI gateway routes bound to JSON flags: roll a model out by flag (tenant admins write). */
+  readonly gatewayBindings: GatewayBindingsResource;
 
   constructor(options: FlagshipClientOptions) {
     const http = transportFor(options, 'FlagshipClient');
@@ -95,6 +98,7 @@ export class FlagshipClient {
     this.usage = new UsageResource(http);
     this.rollouts = new RolloutsResource(http);
     this.subscription = new SubscriptionResource(http);
+    this.gatewayBindings = new GatewayBindingsResource(http);
   }
 }
 

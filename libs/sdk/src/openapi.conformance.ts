@@ -47,6 +47,13 @@ type Downloads<Op extends keyof operations, Type extends string> = operations[Op
 /** `Op` when every check of it holds; a type error at the failing check otherwise. */
 type Op<Id extends keyof operations, _Checks extends true[]> = Id;
 
+export type GatewayBindingsCovered =
+  | Op<'GatewayBindings_list', [Reads<'GatewayBindings_list', 200, sdk.GatewayBinding[]>]>
+  | Op<'GatewayBindings_get', [Reads<'GatewayBindings_get', 200, sdk.GatewayBinding>]>
+  | Op<'GatewayBindings_put', [Reads<'GatewayBindings_put', 200, sdk.GatewayBinding>, Writes<'GatewayBindings_put', sdk.PutGatewayBindingInput>]>
+  | Op<'GatewayBindings_remove', [Empty<'GatewayBindings_remove', 204>]>
+  | Op<'GatewayBindings_audit', [Reads<'GatewayBindings_audit', 200, sdk.GatewayBindingAuditEntry[]>]>;
+
 export type FlagsCovered =
   | Op<'Flags_list', [Reads<'Flags_list', 200, sdk.Flag[]>]>
   | Op<'Flags_get', [Reads<'Flags_get', 200, sdk.Flag>]>
@@ -175,7 +182,7 @@ type NotInSdk =
   | 'DevIdp_token'
   | 'DevIdp_jwks';
 
-type Covered = FlagsCovered | FlagChangesCovered | SegmentsCovered | WebhooksCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered;
+type Covered = FlagsCovered | FlagChangesCovered | SegmentsCovered | WebhooksCovered | ProjectsCovered | TenantsCovered | EnvironmentsCovered | BillingCovered | UsageCovered | GatewayBindingsCovered;
 type Uncovered = Exclude<keyof operations, Covered | NotInSdk>;
 /** Fails (naming them) when the document has operations neither checked nor left out on purpose. */
 export type EveryOperationCovered = Check<[Uncovered] extends [never] ? true : { uncovered: Uncovered }>;

@@ -1148,6 +1148,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/gateway/bindings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's gateway bindings, by product key (at most QUOTA_GATEWAY_BINDINGS_PER_TENANT) */
+        get: operations["GatewayBindings_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/gateway/bindings/{productKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A product key's binding, with its ETag */
+        get: operations["GatewayBindings_get"];
+        /**
+         * Bind a product key (optionally one model alias) to a JSON flag, or replace its binding
+         * @description The flag must exist in the environment and be of type json, each variation `{model, provider?, params?}`: `params` may set temperature, top_p, frequency_penalty, presence_penalty, seed, stop, reasoning_effort, and cap max_tokens / max_completion_tokens; the hosted provider only for a tenant allowed it. The gateway checks each flag version again (its model catalogue included) and serves the model the request asked for, recording why, when a variation is not servable. Takes effect on every gateway within a second.
+         */
+        put: operations["GatewayBindings_put"];
+        post?: never;
+        /** Unbind a product key: its requests go to the model they ask for (a rollout plan on it stops) */
+        delete: operations["GatewayBindings_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/gateway/bindings/{productKey}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A product key's binding audit trail, oldest first */
+        get: operations["GatewayBindings_audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/usage/experiments/{flagKey}": {
         parameters: {
             query?: never;
@@ -2379,6 +2435,81 @@ export interface components {
             /** @description per product key and model, ordered by both */
             byProductAndModel: components["schemas"]["UsageGroupDto"][];
         };
+        RolloutStageDto: {
+            /**
+             * @description percent of the traffic the treatment gets at this stage
+             * @example 5
+             */
+            percent: number;
+            /** @description requests the stage sees before it may advance */
+            minRequests?: number;
+            /** @description minutes the stage is held before it may advance */
+            minMinutes?: number;
+        };
+        RolloutGuardsDto: {
+            /** @description the treatment's error rate above the control's that rolls it back (0..1) */
+            errorRate?: number;
+            /** @description the treatment's p95 latency (ms) above the control's that rolls it back */
+            p95LatencyMs?: number;
+            /** @description the treatment's cost per request (micro-credits) above the control's that rolls it back */
+            costPerRequest?: number;
+        };
+        RolloutPlanDto: {
+            stages: components["schemas"]["RolloutStageDto"][];
+            guards: components["schemas"]["RolloutGuardsDto"];
+            /** @description the variation (id or name) the plan rolls out; absent: the flag's first variation other than the control (its off variation) */
+            treatment?: string;
+            /** @description a paused plan writes nothing more until this is false again */
+            paused?: boolean;
+        };
+        GatewayBindingDto: {
+            productKey: string;
+            flagKey: string;
+            modelAlias: string | null;
+            /** @description the environment whose flag the gateway evaluates */
+            environment: string;
+            rolloutPlan: components["schemas"]["RolloutPlanDto"] | null;
+            spendCaps: {
+                [key: string]: number;
+            } | null;
+            /** @description bumped by every write; the ETag is its quoted value */
+            version: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        PutGatewayBindingDto: {
+            /**
+             * @description a JSON flag of the environment (X-Environment, default production) whose variations are `{model, provider?, params?}`
+             * @example support-bot-model
+             */
+            flagKey: string;
+            /** @description only requests asking for this model are routed by the flag; absent: every chat, Messages and Responses request of the product key (embeddings only when named here) */
+            modelAlias?: string | null;
+            /** @description a guarded rollout: stages advanced by the platform while the guards hold */
+            rolloutPlan?: components["schemas"]["RolloutPlanDto"] | null;
+            /**
+             * @description variation id -> monthly spend cap in micro-credits (the budgets' units, UTC calendar month), at most 50; past its cap a variation's requests go to the control (the flag's off variation)
+             * @example {
+             *       "variation-b": 5000000
+             *     }
+             */
+            spendCaps?: {
+                [key: string]: number;
+            } | null;
+        };
+        GatewayBindingAuditEntryDto: {
+            /** @enum {string} */
+            action: "create" | "update" | "delete";
+            actor: string;
+            /** @description create: the binding; update: field -> {from, to}; delete: the binding removed */
+            changes: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            createdAt: string;
+        };
         MinimumsDto: {
             requests: number;
             latencies: number;
@@ -2653,7 +2784,7 @@ export interface components {
             /** @enum {string} */
             errorKind?: "MALFORMED_FLAG" | "USER_NOT_SPECIFIED";
         };
-        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/approval-not-allowed (403), /problems/approval-required (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/change-request-closed (409), /problems/change-request-not-found (404), /problems/change-request-stale (409), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/rollout-not-found (404), /problems/sandbox-expired (403), /problems/scheduled-change-closed (409), /problems/scheduled-change-not-found (404), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-comments (409), /problems/too-many-flag-streams (429), /problems/too-many-pending-changes (409), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422), /problems/webhook-delivery-not-found (404), /problems/webhook-disabled (409), /problems/webhook-not-found (404), /problems/webhooks-unavailable (503). */
+        /** @description RFC 9457 problem details. Types: /problems/already-on-plan (409), /problems/already-signed-up (409), /problems/approval-not-allowed (403), /problems/approval-required (409), /problems/bad-request (400), /problems/budget-not-found (404), /problems/change-request-closed (409), /problems/change-request-not-found (404), /problems/change-request-stale (409), /problems/conflict (409), /problems/dev-idp-account-exists (409), /problems/dev-idp-invalid-credentials (401), /problems/email-not-verified (403), /problems/environment-exists (409), /problems/environment-not-found (404), /problems/flag-changed (412), /problems/flag-exists (409), /problems/flag-in-use (409), /problems/flag-not-found (404), /problems/flag-set-too-large (409), /problems/flag-streams-full (503), /problems/flag-too-large (409), /problems/forbidden (403), /problems/gateway-binding-changed (412), /problems/gateway-binding-not-found (404), /problems/idempotency-in-flight (409), /problems/idempotency-key-invalid (400), /problems/idempotency-key-reused (422), /problems/idempotency-unavailable (503), /problems/idempotent-response-not-replayable (409), /problems/import-in-progress (409), /problems/insufficient-scope (403), /problems/internal-error (500), /problems/invalid-context (400), /problems/invalid-token (401), /problems/invitation-not-found (404), /problems/json-too-deep (400), /problems/last-admin (409), /problems/malformed-json (400), /problems/member-exists (409), /problems/member-not-found (404), /problems/method-not-allowed (405), /problems/not-a-sandbox (404), /problems/not-found (404), /problems/not-ready (503), /problems/not-signed-up (401), /problems/oauth-client-not-found (404), /problems/payload-too-large (413), /problems/payment-provider-error (502), /problems/payment-provider-unavailable (503), /problems/plan-not-configured (503), /problems/platform-admin-required (403), /problems/precondition-failed (412), /problems/product-key-not-allowed (403), /problems/product-key-not-found (404), /problems/project-not-found (404), /problems/provider-mismatch (401), /problems/quota-exceeded (409), /problems/rate-limited (429), /problems/revocation-unavailable (503), /problems/role-required (403), /problems/rollout-not-found (404), /problems/sandbox-expired (403), /problems/scheduled-change-closed (409), /problems/scheduled-change-not-found (404), /problems/segment-changed (412), /problems/segment-exists (409), /problems/segment-in-use (409), /problems/segment-not-found (404), /problems/service-unavailable (503), /problems/tenant-access-denied (403), /problems/tenant-header-required (400), /problems/tenant-not-found (404), /problems/too-many-comments (409), /problems/too-many-flag-streams (429), /problems/too-many-pending-changes (409), /problems/unauthorized (401), /problems/unsupported-media-type (415), /problems/user-not-found (404), /problems/users-only (403), /problems/validation-failed (422), /problems/webhook-delivery-not-found (404), /problems/webhook-disabled (409), /problems/webhook-not-found (404), /problems/webhooks-unavailable (503). */
         Problem: {
             /** @example /problems/validation-failed */
             type: string;
@@ -10531,6 +10662,426 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GatewayBindings_list: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayBindingDto"][];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GatewayBindings_get: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                /** @description a product key the gateway serves (`x-service-product-key`) */
+                productKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayBindingDto"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GatewayBindings_put: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+                /** @description the ETag read; a stale one (or any, for a product key not bound) is 412 */
+                "If-Match"?: string;
+                /** @description the environment whose flag the gateway evaluates, default production */
+                "X-Environment"?: string;
+            };
+            path: {
+                /** @description a product key the gateway serves (`x-service-product-key`) */
+                productKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutGatewayBindingDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayBindingDto"];
+                };
+            };
+            /** @description Bad request: malformed or too deeply nested JSON, a forged cursor, a missing required header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the resource exists already, a quota is reached (`quota-exceeded`, naming `quota`, `limit` and `current`), stored flags are larger than the service holds (`flag-too-large`, `flag-set-too-large`), or a request with the same Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match names a version that is no longer current */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GatewayBindings_remove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+                /** @description the ETag read; a stale one is 412 */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description a product key the gateway serves (`x-service-product-key`) */
+                productKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (another tenant's resource looks missing too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match names a version that is no longer current */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    GatewayBindings_audit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path: {
+                /** @description a product key the gateway serves (`x-service-product-key`) */
+                productKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayBindingAuditEntryDto"][];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit exceeded; retry after `Retry-After` seconds */

@@ -9,6 +9,15 @@ export type { FlagsResource } from './resources/flags.resource';
 export type { SegmentsResource, UpdateSegmentOptions } from './resources/segments.resource';
 export type { ChangeRequestsResource, ScheduledChangesResource } from './resources/flag-changes.resource';
 export type { WebhooksResource } from './resources/webhooks.resource';
+export type {
+  GatewayBinding,
+  GatewayBindingAuditEntry,
+  GatewayBindingsResource,
+  GatewayBindingWriteOptions,
+  PutGatewayBindingInput,
+  RolloutPlan,
+  VersionedGatewayBinding,
+} from './resources/gateway-bindings.resource';
 export type { ProjectsResource } from './resources/projects.resource';
 export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';

@@ -15,7 +15,16 @@ import { lostUsage } from './lost-usage';
 export type CallOutcome =
   | { kind: 'answered'; provider: ProviderKey; usage: Usage; upstreamMs: number; overheadMs: number; clientGone: boolean }
   | { kind: 'refused'; provider: ProviderKey; status: number; upstreamMs: number; overheadMs: number }
-  | { kind: 'streamed'; provider: ProviderKey; usage: Usage; upstreamMs: number; overheadMs: number | undefined; end: 'completed' | 'client_gone' | 'upstream_broken' | 'gateway_shutdown' }
+  | {
+      kind: 'streamed';
+      provider: ProviderKey;
+      usage: Usage;
+      upstreamMs: number;
+      overheadMs: number | undefined;
+      end: 'completed' | 'client_gone' | 'upstream_broken' | 'gateway_shutdown';
+      /** From the provider call to its first event relayed (the ledger's first_token_ms); undefined: none came. */
+      firstTokenMs?: number;
+    }
   | { kind: 'failed'; provider: ProviderKey; usage: Usage; code: string; error: GatewayError }
   | { kind: 'crashed'; provider: ProviderKey; thrown: unknown };
 

@@ -138,6 +138,7 @@ export class ProviderCallStep {
       // Events read from the upstream before the stamp is written wait here, so the upstream is read
       // as it arrives (a connection it breaks right after its first events loses none of them).
       let held: Buffer[] | undefined;
+      let firstTokenMs: number | undefined;
       let opened: Promise<void> | undefined;
       const translator = dialect.stream(request, x.requestId);
       const write = (bytes: Buffer | undefined): void => {
@@ -167,6 +168,7 @@ export class ProviderCallStep {
         },
         chunk: (bytes: Buffer): void => {
           span?.chunk(bytes);
+          firstTokenMs ??= x.elapsedMs() - call.beforeCallMs;
           write(translator === undefined ? bytes : translator.push(bytes));
         },
       };
@@ -185,7 +187,7 @@ export class ProviderCallStep {
       if (out !== undefined && !out.writableEnded && !out.destroyed) out.end();
       // What was delivered is charged either way; a client that left was served, a broken (or cut) upstream was not.
       const end = result.outcome === 'upstream_broken' && cutter.cut ? 'gateway_shutdown' : result.outcome;
-      return { kind: 'streamed', provider: result.provider, usage: result.usage, upstreamMs: result.upstreamMs, overheadMs: streamOverheadMs, end };
+      return { kind: 'streamed', provider: result.provider, usage: result.usage, upstreamMs: result.upstreamMs, overheadMs: streamOverheadMs, end, ...(firstTokenMs === undefined ? {} : { firstTokenMs }) };
     } catch (err) {
       // Set only once the held stream's wait has failed: nothing reached the caller.
       if (stampMissing && err instanceof ProviderError) return withheld(err.provider);

@@ -30,7 +30,7 @@ export class ProviderPermissionStep {
     if (asked !== 'inhouse' && asked !== 'hosted') {
       throw new GatewayError(400, 'unsupported_provider', 'x-service-provider must be inhouse or hosted.', 'x-service-provider');
     }
-    const hostedPermitted = this.policy.hostedEmergency || tenant.hostedProviderAllowed || this.hostedProducts.has(productKey);
+    const hostedPermitted = this.hostedPermitted(productKey, tenant);
     if (asked === 'hosted') {
       if (!hostedPermitted) {
         throw new GatewayError(403, 'provider_restricted', 'The hosted provider is restricted to approved tenants and products.', 'x-service-provider');
@@ -38,5 +38,19 @@ export class ProviderPermissionStep {
       return ['hosted'];
     }
     return hostedPermitted ? ['inhouse', 'hosted'] : ['inhouse'];
+  }
+
+  /**
+   * The providers for a provider a bound flag's variation names (the same rules as the header's), or
+   * undefined when the tenant may not use it: the variation is then not served (BindingStep).
+   */
+  permits(provider: ProviderKey, productKey: string, tenant: TenantContext): ProviderKey[] | undefined {
+    const hosted = this.hostedPermitted(productKey, tenant);
+    if (provider === 'hosted') return hosted ? ['hosted'] : undefined;
+    return hosted ? ['inhouse', 'hosted'] : ['inhouse'];
+  }
+
+  private hostedPermitted(productKey: string, tenant: TenantContext): boolean {
+    return this.policy.hostedEmergency || tenant.hostedProviderAllowed || this.hostedProducts.has(productKey);
   }
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { TurnBatcher } from '@flagship/batching';
 import { dependencyDown, GatewayError } from '../gateway.errors';
-import type { ReserveOutcome, UsageLedger } from '@flagship/ledger';
+import type { CappedOutcome, ReserveOutcome, UsageLedger } from '@flagship/ledger';
 import type { Reservation } from './ledger.types';
 
 /**
@@ -22,7 +22,7 @@ export class ReservationStep {
   private markFailing = false;
 
   constructor(
-    repository: UsageLedger,
+    private readonly repository: UsageLedger,
     /** The console's billing page, named in the 402 so the caller knows where to buy credits. */
     private readonly billingUrl: string,
   ) {
@@ -68,6 +68,26 @@ export class ReservationStep {
       this.logger.warn({ err }, 'cannot reserve credit');
       throw dependencyDown('Postgres');
     }
+    const refusal = admissionRefusal(outcome, reservation, this.billingUrl);
+    if (refusal !== undefined) throw refusal;
+    return reservation;
+  }
+
+  /**
+   * A bound route's variation with a monthly spend cap: reserved under it (UsageLedger.admitUnderCap,
+   * one transaction, not batched: capped variations queue per variation across replicas); undefined
+   * when the cap leaves no room (nothing was held: the caller reserves its control instead).
+   */
+  async reserveUnderCap(request: Omit<Reservation, 'id'>, monthlyCap: number): Promise<Reservation | undefined> {
+    const reservation = { ...request, id: randomUUID() };
+    let outcome: CappedOutcome;
+    try {
+      outcome = await this.repository.admitUnderCap(reservation, monthlyCap);
+    } catch (err) {
+      this.logger.warn({ err }, 'cannot reserve credit');
+      throw dependencyDown('Postgres');
+    }
+    if (outcome === 'spend_cap') return undefined;
     const refusal = admissionRefusal(outcome, reservation, this.billingUrl);
     if (refusal !== undefined) throw refusal;
     return reservation;

@@ -114,6 +114,7 @@ export class SettleStep {
       latencyMs: Math.round(latencyMs),
       usageEstimated: call.usage.estimated,
       errorCode: call.errorCode,
+      ...(outcome.kind === 'streamed' && outcome.firstTokenMs !== undefined ? { firstTokenMs: Math.round(outcome.firstTokenMs) } : {}),
     };
     void this.enqueue(settlement);
     return settlement;

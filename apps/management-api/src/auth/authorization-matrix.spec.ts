@@ -129,6 +129,12 @@ const ENDPOINTS: Record<string, RouteAccess> = {
   'GET /api/billing/budgets': inTenant('admin'),
   'PUT /api/billing/budgets/:kind/:scopeId': inTenant('admin'),
   'DELETE /api/billing/budgets/:kind/:scopeId': inTenant('admin'),
+  // Reading a binding is reading flags; binding a route decides where AI spend goes: admins (users only).
+  'GET /api/gateway/bindings': inTenant('viewer', ['flags:read']),
+  'GET /api/gateway/bindings/:productKey': inTenant('viewer', ['flags:read']),
+  'PUT /api/gateway/bindings/:productKey': inTenant('admin'),
+  'DELETE /api/gateway/bindings/:productKey': inTenant('admin'),
+  'GET /api/gateway/bindings/:productKey/audit': inTenant('viewer', ['flags:read']),
   'GET /api/usage': inTenant('admin'),
   'GET /api/usage/summary': inTenant('admin'),
   'POST /api/billing/checkout': inTenant('admin', undefined, HEADER),

@@ -16,6 +16,7 @@ const COUNTS: Record<Exclude<QuotaName, 'budgets-per-tenant'>, string> = {
   'environments-per-tenant': 'SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1',
   'oauth-clients-per-tenant': 'SELECT count(*)::int AS n FROM oauth_clients WHERE tenant_id = $1 AND deleted_at IS NULL',
   'webhooks-per-tenant': 'SELECT count(*)::int AS n FROM webhooks WHERE tenant_id = $1',
+  'gateway-bindings-per-tenant': 'SELECT count(*)::int AS n FROM gateway_bindings WHERE tenant_id = $1',
   'tenants-per-user': 'SELECT count(*)::int AS n FROM tenants WHERE created_by = $1',
   // Expired ones are purged by the invite that counts; they never count.
   'invitations-per-tenant': `SELECT count(*)::int AS n FROM invitations WHERE tenant_id = $1 AND status = 'pending' AND expires_at > now()`,

@@ -17,6 +17,7 @@ export type QuotaName =
   | 'webhooks-per-tenant'
   | 'tenants-per-user'
   | 'budgets-per-tenant'
+  | 'gateway-bindings-per-tenant'
   | 'invitations-per-tenant';
 
 /** The settings Quotas reads (QUOTA_*). */
@@ -31,6 +32,7 @@ export type QuotaSettings = Pick<
   | 'QUOTA_WEBHOOKS_PER_TENANT'
   | 'QUOTA_TENANTS_PER_USER'
   | 'QUOTA_BUDGETS_PER_TENANT'
+  | 'QUOTA_GATEWAY_BINDINGS_PER_TENANT'
   | 'QUOTA_INVITATIONS_PER_TENANT'
 >;
 
@@ -46,6 +48,7 @@ const DETAIL: Record<QuotaName, (current: number, limit: number, adding: number)
   'webhooks-per-tenant': (c, l) => `This tenant has ${c} of its ${l} webhooks; delete one first.`,
   'tenants-per-user': (c, l) => `You have created ${c} tenants; a user may create at most ${l} (stepping down from admin in one does not free a place).`,
   'budgets-per-tenant': (c, l) => `This tenant has ${c} of its ${l} budgets; delete one first.`,
+  'gateway-bindings-per-tenant': (c, l) => `This tenant has bound ${c} of its ${l} gateway routes to flags; unbind one first.`,
   'invitations-per-tenant': (c, l) => `This tenant has ${c} of its ${l} pending invitations; withdraw one, or wait for answers, first.`,
 };
 
@@ -73,6 +76,7 @@ export class Quotas {
       'webhooks-per-tenant': config.QUOTA_WEBHOOKS_PER_TENANT,
       'tenants-per-user': config.QUOTA_TENANTS_PER_USER,
       'budgets-per-tenant': config.QUOTA_BUDGETS_PER_TENANT,
+      'gateway-bindings-per-tenant': config.QUOTA_GATEWAY_BINDINGS_PER_TENANT,
       'invitations-per-tenant': config.QUOTA_INVITATIONS_PER_TENANT,
     };
   }

@@ -12,6 +12,8 @@ export interface PlannedBinding {
   tenantId: string;
   productKey: string;
   flagKey: string;
+  /** The environment whose flag the gateway evaluates for the binding: the one the rollout writes and watches. */
+  environment: string;
   version: number;
   rolloutPlan: unknown;
 }
@@ -74,14 +76,14 @@ export class RolloutsRepository {
     );
     if (found.length === 0) return null;
     const rows: Array<Record<string, unknown>> = await m.query(
-      `SELECT b.tenant_id, b.product_key, b.flag_key, b.version, b.rollout_plan, (s.tenant_id IS NOT NULL) AS has_state
+      `SELECT b.tenant_id, b.product_key, b.flag_key, b.environment_key, b.version, b.rollout_plan, (s.tenant_id IS NOT NULL) AS has_state
          FROM gateway_bindings b LEFT JOIN rollout_states s ON s.tenant_id = b.tenant_id AND s.product_key = b.product_key
         WHERE b.tenant_id = $2 AND b.product_key = $3 AND ${due}`,
       [now, found[0]!.tenant_id, found[0]!.product_key],
     );
     const b = rows[0];
     if (!b) return null;
-    const binding: PlannedBinding = { tenantId: String(b['tenant_id']), productKey: String(b['product_key']), flagKey: String(b['flag_key']), version: Number(b['version']), rolloutPlan: b['rollout_plan'] };
+    const binding: PlannedBinding = { tenantId: String(b['tenant_id']), productKey: String(b['product_key']), flagKey: String(b['flag_key']), environment: String(b['environment_key']), version: Number(b['version']), rolloutPlan: b['rollout_plan'] };
     return { binding, state: b['has_state'] ? await this.state(binding.tenantId, binding.productKey, m) : null };
   }
 
@@ -148,8 +150,8 @@ export class RolloutsRepository {
 
   /** The binding's plan as stored (the rollout view shows it beside the state); null when no binding. */
   async binding(tenantId: string, productKey: string): Promise<PlannedBinding | null> {
-    const rows: Array<Record<string, unknown>> = await this.ds.query(`SELECT flag_key, version, rollout_plan FROM gateway_bindings WHERE tenant_id = $1 AND product_key = $2`, [tenantId, productKey]);
+    const rows: Array<Record<string, unknown>> = await this.ds.query(`SELECT flag_key, environment_key, version, rollout_plan FROM gateway_bindings WHERE tenant_id = $1 AND product_key = $2`, [tenantId, productKey]);
     const r = rows[0];
-    return r ? { tenantId, productKey, flagKey: String(r['flag_key']), version: Number(r['version']), rolloutPlan: r['rollout_plan'] ?? null } : null;
+    return r ? { tenantId, productKey, flagKey: String(r['flag_key']), environment: String(r['environment_key']), version: Number(r['version']), rolloutPlan: r['rollout_plan'] ?? null } : null;
   }
 }

@@ -10,8 +10,6 @@ import type { FlagRow } from '../flags/flags.repository';
 import { type ArmFigures, decide, planProblem, type RolloutPlan, weightsFor } from './rollout-rules';
 import { type PlannedBinding, type RolloutDecisionKind, RolloutsRepository, type RolloutState } from './rollouts.repository';
 
-/** The environment whose flag the gateway evaluates for a binding, and so the one a rollout writes and watches. */
-export const ROLLOUT_ENVIRONMENT = 'production';
 export const ROLLOUT_CLOCK = Symbol('ROLLOUT_CLOCK');
 
 /** What one pass did with the binding it claimed. */
@@ -124,7 +122,7 @@ export class RolloutsService {
 
   private async lockFlag(m: Tx, b: PlannedBinding): Promise<FlagRow> {
     try {
-      return await this.flags.lockWithin(m, b.tenantId, ROLLOUT_ENVIRONMENT, b.flagKey);
+      return await this.flags.lockWithin(m, b.tenantId, b.environment, b.flagKey);
     } catch (err) {
       if (err instanceof ProblemException && err.getStatus() === 404) throw new StopPlan(`flag ${b.flagKey} does not exist`);
       throw err;
@@ -154,9 +152,9 @@ export class RolloutsService {
   /** Writes the weights through the flag's normal write path, as the rollout; the flag's versions after it. */
   private async writeWeights(m: Tx, b: PlannedBinding, arms: FlagArms, controlId: string, treatmentId: string, percent: number): Promise<{ flagVersion: number; envVersion: number }> {
     const variations = weightsFor(arms.variations as FlagRow['flag']['variations'], controlId, treatmentId, percent);
-    const refusal = await this.flags.applyWithin(m, b.tenantId, ROLLOUT_ENVIRONMENT, `rollout:${b.productKey}`, b.flagKey, { variations });
+    const refusal = await this.flags.applyWithin(m, b.tenantId, b.environment, `rollout:${b.productKey}`, b.flagKey, { variations });
     if (refusal) throw refusal;
-    const after = await this.flags.lockWithin(m, b.tenantId, ROLLOUT_ENVIRONMENT, b.flagKey);
+    const after = await this.flags.lockWithin(m, b.tenantId, b.environment, b.flagKey);
     return { flagVersion: after.flag.version, envVersion: after.env.version };
   }
 
@@ -198,7 +196,7 @@ export class RolloutsService {
     const at = percent ?? plan?.stages?.[next.stage]?.percent ?? 0;
     await this.repo.logDecision(m, b.tenantId, b.productKey, { bindingVersion: b.version, flagKey: b.flagKey, decision, stage: next.stage, percent: at, reason, figures: figures ?? null, flagVersion: next.flagVersion }, now);
     if (decision !== 'held') {
-      await this.flags.auditWithin(m, b.tenantId, { flagKey: b.flagKey, environmentKey: ROLLOUT_ENVIRONMENT, action: 'rollout', actor: `rollout:${b.productKey}`, changes: { productKey: b.productKey, decision, stage: next.stage, percent: at, reason } });
+      await this.flags.auditWithin(m, b.tenantId, { flagKey: b.flagKey, environmentKey: b.environment, action: 'rollout', actor: `rollout:${b.productKey}`, changes: { productKey: b.productKey, decision, stage: next.stage, percent: at, reason } });
     }
   }
 }

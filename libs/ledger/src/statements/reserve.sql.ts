@@ -8,18 +8,18 @@
 
 /** The pending row's columns, the same for every reservation statement. */
 const INSERT_PENDING =
-  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, budget_month, client_budget_held, product_budget_held, client_request_id)';
+  'INSERT INTO usage_ledger (id, tenant_id, client_id, product_key, provider, requested_provider, model, endpoint, stream, status, reserved, zero_rated, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, budget_month, client_budget_held, product_budget_held, client_request_id, flag_key, flag_version, variation, context_kind, route_reason)';
 
 /** The UTC calendar month a reservation made now counts in (budget_months.month). */
 const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
 
 /**
- * The batch statements' first CTEs: the requests (`$1`..`$15` as arrays, in order: `ord`) and their
+ * The batch statements' first CTEs: the requests (`$1`..`$20` as arrays, in order: `ord`) and their
  * billable tenants' balance rows, locked in tenant id order so two replicas never deadlock.
  */
 const BATCH_AND_BALANCES = `req AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::text[])
-    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id, ord)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::int[], $18::text[], $19::text[], $20::text[])
+    WITH ORDINALITY AS r(id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id, flag_key, flag_version, variation, context_kind, route_reason, ord)
 ),
 bal AS (
   SELECT c.tenant_id, c.balance - c.reserved AS available
@@ -44,9 +44,9 @@ billable AS (
      AND NOT EXISTS (SELECT 1 FROM budgets g WHERE g.tenant_id = r.tenant_id AND (g.scope_kind, g.scope_id) IN (('client', r.client_id), ('product', r.product_key)))
 ),
 admitted AS (
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id FROM billable WHERE left_before >= GREATEST(estimate, 1)
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id, flag_key, flag_version, variation, context_kind, route_reason FROM billable WHERE left_before >= GREATEST(estimate, 1)
   UNION ALL
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id FROM req WHERE zero_rated_reason IS NOT NULL
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_request_id, flag_key, flag_version, variation, context_kind, route_reason FROM req WHERE zero_rated_reason IS NOT NULL
 ),
 held AS (
   UPDATE credit_balances c SET reserved = c.reserved + s.total, updated_at = now()
@@ -54,7 +54,7 @@ held AS (
    WHERE c.tenant_id = s.tenant_id
 )
 ${INSERT_PENDING}
-SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, NULL::date, false, false, client_request_id
+SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, NULL::date, false, false, client_request_id, flag_key, flag_version, variation, context_kind, route_reason
   FROM admitted
 RETURNING id, created_at`;
 
@@ -110,10 +110,10 @@ judged AS (
     FROM billable b
 ),
 admitted AS (
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_limited, product_limited, client_request_id
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, estimate, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, client_limited, product_limited, client_request_id, flag_key, flag_version, variation, context_kind, route_reason
     FROM judged WHERE outcome = 'admitted'
   UNION ALL
-  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, false, false, client_request_id
+  SELECT id, tenant_id, client_id, product_key, provider, model, endpoint, stream, 0, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k, false, false, client_request_id, flag_key, flag_version, variation, context_kind, route_reason
     FROM req WHERE zero_rated_reason IS NOT NULL
 ),
 held AS (
@@ -138,7 +138,7 @@ born AS (
 written AS (
   ${INSERT_PENDING}
   SELECT id, tenant_id, client_id, product_key, provider, provider, model, endpoint, stream, 'pending', estimate, zero_rated_reason IS NOT NULL, zero_rated_reason, request_id, input_per_1k, output_per_1k, cached_input_per_1k,
-         CASE WHEN client_limited OR product_limited THEN ${THIS_MONTH} END, client_limited, product_limited, client_request_id
+         CASE WHEN client_limited OR product_limited THEN ${THIS_MONTH} END, client_limited, product_limited, client_request_id, flag_key, flag_version, variation, context_kind, route_reason
     FROM admitted
   RETURNING id, created_at
 )
@@ -158,7 +158,7 @@ WITH held AS (
   RETURNING tenant_id
 )
 ${INSERT_PENDING}
-SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint, NULL, false, false, $14::text FROM held
+SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint, NULL, false, false, $14::text, $15::text, $16::int, $17::text, $18::text, $19::text FROM held
 RETURNING id, created_at`;
 
 /**
@@ -220,10 +220,20 @@ written AS (
   ${INSERT_PENDING}
   SELECT $1::uuid, $2::uuid, $3, $4, $5, $5, $6, $7, $8::bool, 'pending', $9::bigint, false, NULL, $10, $11::bigint, $12::bigint, $13::bigint,
          CASE WHEN EXISTS (SELECT 1 FROM lim) THEN ${THIS_MONTH} END,
-         EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'client'), EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'product'), $14::text
+         EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'client'), EXISTS (SELECT 1 FROM lim WHERE scope_kind = 'product'), $14::text, $15::text, $16::int, $17::text, $18::text, $19::text
     FROM (SELECT tenant_id FROM plain UNION ALL SELECT tenant_id FROM held) h
   RETURNING id, created_at
 )
 SELECT 'admitted' AS outcome, EXISTS (SELECT 1 FROM lim) AS budgeted, created_at FROM written
 UNION ALL
 SELECT outcome, true, NULL::timestamptz FROM verdict WHERE outcome <> 'admitted'`;
+
+/**
+ * What one flag variation's requests on one product key used this UTC month (micro-credits): the
+ * debits of its completed rows and the estimates its pending rows hold (usage_ledger_flag_idx).
+ */
+export const VARIATION_MONTH_USED = `
+SELECT COALESCE(sum(CASE WHEN status = 'pending' THEN reserved ELSE debit END), 0)::text AS used
+  FROM usage_ledger
+ WHERE tenant_id = $1::uuid AND flag_key = $3 AND variation = $4 AND product_key = $2
+   AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;

@@ -11,8 +11,8 @@ import { budgetSettlement, LOW_BALANCE_CROSSINGS, writtenBetween } from './compl
  */
 export const SETTLE = `
 WITH s AS (
-  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::int[])
-    AS s(id, tenant_id, status, input_tokens, output_tokens, debit, provider, latency_ms, usage_estimated, error_code, cached_tokens)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::int[], $14::int[])
+    AS s(id, tenant_id, status, input_tokens, output_tokens, debit, provider, latency_ms, usage_estimated, error_code, cached_tokens, first_token_ms)
 ),
 done AS (
   UPDATE usage_ledger u
@@ -20,7 +20,7 @@ done AS (
          debit = CASE WHEN u.zero_rated THEN 0 ELSE s.debit END,
          overrun = NOT u.zero_rated AND s.debit > u.reserved,
          provider = s.provider, latency_ms = s.latency_ms, usage_estimated = s.usage_estimated, error_code = s.error_code,
-         completed_at = now()
+         first_token_ms = s.first_token_ms, completed_at = now()
     FROM s
    WHERE u.tenant_id = s.tenant_id AND u.id = s.id AND u.completed_at IS NULL AND ${writtenBetween(12, 13)}
   RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held

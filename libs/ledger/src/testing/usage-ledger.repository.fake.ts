@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LowBalanceCrossing } from '../low-balance.repository';
-import { type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from '../usage-ledger';
+import { type CappedOutcome, type LedgerRowRef, type Reservation, type ReserveOutcome, type Settlement, UsageLedger } from '../usage-ledger';
 
 /** A row as the fake keeps it: the reservation it was made from and what became of it. */
 export interface FakeLedgerRow {
@@ -23,7 +23,7 @@ export interface FakeBudget {
   reserved: number;
 }
 
-type Method = 'admit' | 'settleBatch' | 'release' | 'markUpstreamCalled' | 'flushBarrier';
+type Method = 'admit' | 'admitUnderCap' | 'settleBatch' | 'release' | 'markUpstreamCalled' | 'flushBarrier';
 
 /**
  * In-memory twin of UsageLedgerRepository (usage-ledger.agreement.int-spec.ts holds both to the same
@@ -88,6 +88,23 @@ export class FakeUsageLedgerRepository extends UsageLedger {
       if (outcome === 'admitted') this.hold(r);
       return outcome;
     });
+  }
+
+  /** As the SQL: this month's rows of the variation on the product key, pending ones at their hold, completed ones at their debit. */
+  async admitUnderCap(r: Reservation, monthlyCap: number): Promise<CappedOutcome> {
+    const route = r.route;
+    if (r.zeroRatedReason !== null || route?.variation === undefined || route.variation === null) return (await this.admit([r]))[0]!;
+    this.enter('admitUnderCap', 1);
+    let used = 0;
+    for (const row of this.rows.values()) {
+      const o = row.reservation;
+      if (o.tenantId !== r.tenantId || o.productKey !== r.productKey || o.route?.flagKey !== route.flagKey || o.route?.variation !== route.variation) continue;
+      used += row.status === 'pending' ? row.reserved : row.debit;
+    }
+    if (used + Math.max(r.estimate, 1) > monthlyCap) return 'spend_cap';
+    const outcome = this.scripted.shift() ?? this.decide(r);
+    if (outcome === 'admitted') this.hold(r);
+    return outcome;
   }
 
   private decide(r: Reservation): ReserveOutcome {

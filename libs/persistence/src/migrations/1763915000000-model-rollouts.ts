@@ -52,11 +52,11 @@ export class ModelRollouts1763915000000 implements MigrationInterface {
         created_at timestamptz(3) NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE INDEX rollout_decisions_binding_idx ON rollout_decisions (tenant_id, product_key, id DESC)`);
-    await q.query(`CREATE INDEX usage_ledger_flag_idx ON usage_ledger (tenant_id, flag_key, created_at) WHERE flag_key IS NOT NULL`);
+    // The report's and the rollout's reads of the ledger by flag use usage_ledger_flag_idx, built per
+    // partition by ModelBindingRoutes1763910000000.
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query('DROP INDEX usage_ledger_flag_idx');
     await q.query('DROP TABLE rollout_decisions');
     await q.query('DROP TABLE rollout_states');
   }

@@ -27,6 +27,7 @@ import { Webhooks1763885000000 } from './1763885000000-webhooks';
 import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 import { ModelBindings1763895000000 } from './1763895000000-model-bindings';
 import { UsageLedgerPartitions1763905000000 } from './1763905000000-usage-ledger-partitions';
+import { ModelBindingRoutes1763910000000 } from './1763910000000-model-binding-routes';
 import { ModelRollouts1763915000000 } from './1763915000000-model-rollouts';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
@@ -60,5 +61,6 @@ export const MIGRATIONS = [
   FlagLifecycle1763890000000,
   ModelBindings1763895000000,
   UsageLedgerPartitions1763905000000,
+  ModelBindingRoutes1763910000000,
   ModelRollouts1763915000000,
 ];
