@@ -8,7 +8,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   `next_check_at` when a running plan is judged next.
  * - `rollout_decisions`: the decision log (started, advanced, held, rolled back, completed, stopped,
  *   paused) with its reason and figures.
- * - an index of the ledger by flag (the report and the rollout read one flag's rows in a range).
+ * - (the ledger's index by flag, which the report and the rollout read, is usage_ledger_flag_idx of ModelBindingRoutes1763910000000)
  *
  * down: drops them.
  */
