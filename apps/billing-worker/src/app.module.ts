@@ -14,6 +14,7 @@ import { stripeEventsCatchUpJob } from './jobs/stripe-events-catch-up.job';
 import { usageMeterJob } from './jobs/usage-meter.job';
 import { usagePricingJob } from './jobs/usage-pricing.job';
 import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
+import { UsageRollupsJob } from './jobs/usage-rollups.job';
 import { webhookInboxJob } from './jobs/webhook-inbox.job';
 import { OutboundWebhooksRepository } from './outbound-webhooks/outbound-webhooks.repository';
 import { WebhookDeliveryJob } from './outbound-webhooks/webhook-delivery.job';
@@ -90,9 +91,10 @@ export class AppModule {
         },
         {
           provide: JOBS,
-          // The reconciler and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
+          // The reconciler, the rollups' compaction and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
           useFactory: (
             reconciler: UsageReconcilerJob,
+            rollups: UsageRollupsJob,
             backlog: BacklogMetricsJob,
             processor: StripeEventProcessor,
             meter: UsageMeterService,
@@ -102,6 +104,7 @@ export class AppModule {
             webhooks: WebhookDeliveryJob | null,
           ) => [
             reconciler,
+            rollups,
             backlog,
             ...(webhooks ? [webhooks] : []),
             ...(config.BILLING_JOBS_ENABLED
@@ -114,7 +117,7 @@ export class AppModule {
                 ]
               : []),
           ],
-          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob],
+          inject: [UsageReconcilerJob, UsageRollupsJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob],
         },
         { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
         JobScheduler,

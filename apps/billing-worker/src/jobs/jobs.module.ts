@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 import { UsageReconcilerJob } from './usage-reconciler.job';
-import { UsageReconcilerRepository } from '@flagship/ledger';
+import { UsageReconcilerRepository, UsageRollupsRepository } from '@flagship/ledger';
+import { UsageRollupsJob } from './usage-rollups.job';
 
-/** The usage reconciler's parts; AppModule lists it with the Stripe jobs for the one JobScheduler (its repository also supplies the backlog gauges). */
+/** The usage reconciler's and the usage rollups' parts; AppModule lists it with the Stripe jobs for the one JobScheduler (its repository also supplies the backlog gauges). */
 @Module({
-  providers: [UsageReconcilerRepository, UsageReconcilerJob],
-  exports: [UsageReconcilerJob, UsageReconcilerRepository],
+  providers: [UsageReconcilerRepository, UsageReconcilerJob, UsageRollupsRepository, UsageRollupsJob],
+  exports: [UsageReconcilerJob, UsageReconcilerRepository, UsageRollupsJob],
 })
 export class JobsModule {}

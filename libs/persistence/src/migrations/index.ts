@@ -26,6 +26,7 @@ import { FlagChanges1763880000000 } from './1763880000000-flag-changes';
 import { Webhooks1763885000000 } from './1763885000000-webhooks';
 import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 import { ModelBindings1763895000000 } from './1763895000000-model-bindings';
+import { UsageRollups1763900000000 } from './1763900000000-usage-rollups';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   Webhooks1763885000000,
   FlagLifecycle1763890000000,
   ModelBindings1763895000000,
+  UsageRollups1763900000000,
 ];

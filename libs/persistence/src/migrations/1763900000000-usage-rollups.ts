@@ -1,0 +1,75 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** The dimensions a rollup row is keyed by, after its tenant and bucket (usage_ledger's own columns). */
+const DIMENSIONS = 'product_key, client_id, model, provider, endpoint, status';
+/** The sums a rollup row holds, as an aggregate over usage_ledger rows. */
+const SUMS_OF_ROWS = `count(*), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(debit), count(error_code)`;
+
+/**
+ * Usage reads from rollups (issue 35; docs/decisions/2026-11-29-usage-rollups.md). Three tables, all
+ * over COMPLETED ledger rows only (a pending row is read from usage_ledger itself, through its pending
+ * index): every completion adds its sums to exactly one of them.
+ * - `usage_rollup_deltas`: appended by the statement that completes rows (the gateway's SETTLE, the
+ *   reconciler's abandonment), one row per hour and key of the batch, in its transaction: no row is
+ *   updated there, so no lock is taken and no two settlements wait for each other.
+ * - `usage_rollups_hourly` and `usage_rollups_daily`: one row per key and hour (UTC day), written only
+ *   by billing-worker's compaction, which deletes deltas and adds them to both in one transaction.
+ * A read sums daily rows for whole days, hourly rows for whole hours at the ends, deltas for the
+ * whole-hour span, and ledger rows for partial hours and pending rows.
+ *
+ * The backfill takes every completed row there is into hourly and daily rows in this transaction.
+ * Also the listing indexes of GET /api/usage's filters (model with status, status, the caller's
+ * request id), each ordered as the page is (created_at DESC, id DESC).
+ *
+ * down: drops the tables and the indexes (rows are untouched).
+ */
+export class UsageRollups1763900000000 implements MigrationInterface {
+  name = 'UsageRollups1763900000000';
+
+  async up(q: QueryRunner): Promise<void> {
+    const sums = `requests bigint NOT NULL, input_tokens bigint NOT NULL, output_tokens bigint NOT NULL, cached_tokens bigint NOT NULL,
+        debit bigint NOT NULL, errors bigint NOT NULL`;
+    const dims = `product_key text NOT NULL, client_id text NOT NULL, model text NOT NULL, provider text NOT NULL, endpoint text NOT NULL,
+        status text NOT NULL CHECK (status IN ('succeeded', 'failed', 'abandoned'))`;
+    // No foreign key on deltas: its check would take a KEY SHARE lock on the tenant row in every
+    // settlement; compaction drops deltas of a tenant deleted since.
+    await q.query(`
+      CREATE TABLE usage_rollup_deltas (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant_id uuid NOT NULL,
+        hour timestamptz NOT NULL,
+        ${dims},
+        ${sums}
+      )`);
+    await q.query(`CREATE INDEX usage_rollup_deltas_tenant_idx ON usage_rollup_deltas (tenant_id, hour)`);
+    for (const [table, bucket] of [['usage_rollups_hourly', 'hour'], ['usage_rollups_daily', 'day']] as const) {
+      await q.query(`
+        CREATE TABLE ${table} (
+          tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+          ${bucket} timestamptz NOT NULL,
+          ${dims},
+          ${sums},
+          PRIMARY KEY (tenant_id, ${bucket}, ${DIMENSIONS})
+        )`);
+    }
+    await q.query(`
+      INSERT INTO usage_rollups_hourly (tenant_id, hour, ${DIMENSIONS}, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
+      SELECT tenant_id, date_trunc('hour', created_at, 'UTC'), ${DIMENSIONS}, ${SUMS_OF_ROWS}
+        FROM usage_ledger WHERE status <> 'pending'
+       GROUP BY tenant_id, date_trunc('hour', created_at, 'UTC'), ${DIMENSIONS}`);
+    await q.query(`
+      INSERT INTO usage_rollups_daily (tenant_id, day, ${DIMENSIONS}, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
+      SELECT tenant_id, date_trunc('day', hour, 'UTC'), ${DIMENSIONS}, sum(requests), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(debit), sum(errors)
+        FROM usage_rollups_hourly
+       GROUP BY tenant_id, date_trunc('day', hour, 'UTC'), ${DIMENSIONS}`);
+    // The listing's filters (UsageRepository.list): each an index range in the page's order.
+    await q.query(`CREATE INDEX usage_ledger_tenant_model_status_idx ON usage_ledger (tenant_id, model, status, created_at DESC, id DESC)`);
+    await q.query(`CREATE INDEX usage_ledger_tenant_status_idx ON usage_ledger (tenant_id, status, created_at DESC, id DESC)`);
+    await q.query(`CREATE INDEX usage_ledger_tenant_client_request_idx ON usage_ledger (tenant_id, client_request_id) WHERE client_request_id IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query('DROP INDEX usage_ledger_tenant_model_status_idx, usage_ledger_tenant_status_idx, usage_ledger_tenant_client_request_idx');
+    await q.query('DROP TABLE usage_rollup_deltas, usage_rollups_hourly, usage_rollups_daily');
+  }
+}
