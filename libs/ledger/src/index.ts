@@ -8,5 +8,5 @@ export * from './usage.repository';
 export { type LowBalanceAlert, LowBalanceAlerts, type LowBalanceCrossing, lowBalanceEvent, LowBalanceRepository } from './low-balance.repository';
 export { type Budget, BUDGET_KINDS, type BudgetKind, type BudgetPosition, Budgets, BudgetsRepository } from './budgets.repository';
 export * from './ledger-durability';
-export { UsageRollupsRepository } from './usage-rollups.repository';
+export { REBUILD_TENANT_ROLLUPS, UsageRollupsRepository } from './usage-rollups.repository';
 export { bucketOf, planRollupRead, type RollupPlan, type Span } from './usage-rollup-plan';

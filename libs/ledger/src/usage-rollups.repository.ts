@@ -1,5 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
+import { rollupDeltas } from './statements/rollup.sql';
+
+/**
+ * A tenant's (`$1`) rollups recomputed from its completed rows in ONE statement: see
+ * UsageRollupsRepository.rebuild, which runs it under the compaction lock.
+ */
+export const REBUILD_TENANT_ROLLUPS = `
+WITH gone_deltas AS (DELETE FROM usage_rollup_deltas WHERE tenant_id = $1),
+     gone_hours AS (DELETE FROM usage_rollups_hourly WHERE tenant_id = $1),
+     gone_days AS (DELETE FROM usage_rollups_daily WHERE tenant_id = $1),
+     completed AS (SELECT * FROM usage_ledger WHERE tenant_id = $1 AND status <> 'pending'),
+     ${rollupDeltas('completed')}
+SELECT 1`;
 
 /** Serialises compactions across billing-worker replicas (pg_advisory_xact_lock's key: "usage rollups"). */
 const COMPACTION_LOCK = 35_0001;
@@ -50,6 +63,18 @@ export class UsageRollupsRepository {
       [batchSize],
     );
     return row?.merged ?? 0;
+  }
+
+  /**
+   * A tenant's rollups recomputed from its completed rows, in one statement (one snapshot): its rollup
+   * rows are deleted and its rows added back as deltas (compaction merges them). A settlement
+   * committed after the snapshot is counted once, by its own delta (its row was pending in the
+   * snapshot). For rows written into usage_ledger by anything but the ledger's statements (an import,
+   * a gateway older than the rollups during a rolling deploy); waits for a running compaction.
+   */
+  async rebuild(m: Tx, tenantId: string): Promise<void> {
+    await m.query(`SELECT pg_advisory_xact_lock($1)`, [COMPACTION_LOCK]);
+    await m.query(REBUILD_TENANT_ROLLUPS, [tenantId]);
   }
 
   /** Deltas not merged yet (a gauge: a growing number means the job is not keeping up). */

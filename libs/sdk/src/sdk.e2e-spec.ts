@@ -419,8 +419,13 @@ describe('FlagshipClient against management-api', () => {
     /** A completed ledger row as the AI gateway writes it (the gateway is another app; its rows are what this API reads). */
     const ledgerRow = (productKey: string, model: string, createdAt: string, inputTokens: number, outputTokens: number, debit: number) =>
       db.query(
-        `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, debit, input_tokens, output_tokens, created_at, completed_at)
-         VALUES ($1, 'ffc_gw', $2, 'inhouse', $3, 'chat.completions', 'succeeded', $4, $5, $6, $7, $7)`,
+        // With the usage rollups' delta a settlement appends (GET /api/usage/summary reads rollups).
+        `WITH r AS (
+           INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, debit, input_tokens, output_tokens, created_at, completed_at)
+           VALUES ($1, 'ffc_gw', $2, 'inhouse', $3, 'chat.completions', 'succeeded', $4, $5, $6, $7, $7) RETURNING *
+         )
+         INSERT INTO usage_rollup_deltas (tenant_id, hour, product_key, client_id, model, provider, endpoint, status, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
+         SELECT tenant_id, date_trunc('hour', created_at, 'UTC'), product_key, client_id, model, provider, endpoint, status, 1, input_tokens, output_tokens, cached_tokens, debit, 0 FROM r`,
         [ada.tenantId, productKey, model, debit, inputTokens, outputTokens, createdAt],
       );
 

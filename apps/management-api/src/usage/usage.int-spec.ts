@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { UsageRollupsRepository } from '@flagship/ledger';
+import { DATA_SOURCE } from '@flagship/persistence';
 import { http } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
@@ -63,6 +66,9 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     await insert(t, 'e', { productKey: 'core', model: 'small', status: 'pending', createdAt: '2026-11-05T10:00:00.000Z', reserved: 500 });
     await insert(t, 'f', { productKey: 'core', model: 'small', status: 'abandoned', createdAt: '2026-11-05T10:00:00.000Z', reserved: 200 });
     await insert(stranger.tenantId, 'x', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-03T12:00:00.000Z', inputTokens: 999, debit: 999, clientRequestId: 'order-7f3a:42' });
+    // Rows written straight into the table, not by the ledger's statements: their rollups rebuilt, as after an import.
+    const rollups = new UsageRollupsRepository();
+    for (const tenant of [t, stranger.tenantId]) await f.svc.app.get<DataSource>(DATA_SOURCE).transaction((m) => rollups.rebuild(m, tenant));
   });
   afterAll(async () => {
     await f?.stop();
