@@ -17,17 +17,19 @@ SELECT 1`;
 /** Serialises compactions across billing-worker replicas (pg_advisory_xact_lock's key: "usage rollups"). */
 const COMPACTION_LOCK = 35_0001;
 
-const DIMENSIONS = 'product_key, client_id, model, provider, endpoint, status';
+/** The keys of hourly rows (and deltas), and of daily rows (the summary's dimensions): migration 1763900000000. */
+const HOURLY_DIMENSIONS = 'product_key, client_id, model, provider, endpoint, status';
+const DAILY_DIMENSIONS = 'product_key, model, status';
 const SUMS = ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'debit', 'errors'] as const;
 
 /** The upsert of merged sums into one rollup table, from `source` (keyed rows of deltas), in key order. */
-function mergeInto(table: string, bucket: string, bucketOf: string, source: string): string {
-  return `INSERT INTO ${table} (tenant_id, ${bucket}, ${DIMENSIONS}, ${SUMS.join(', ')})
-  SELECT tenant_id, ${bucketOf}, ${DIMENSIONS}, ${SUMS.map((c) => `sum(${c})`).join(', ')}
+function mergeInto(table: string, bucket: string, bucketOf: string, dims: string, source: string): string {
+  return `INSERT INTO ${table} (tenant_id, ${bucket}, ${dims}, ${SUMS.join(', ')})
+  SELECT tenant_id, ${bucketOf}, ${dims}, ${SUMS.map((c) => `sum(${c})`).join(', ')}
     FROM ${source}
-   GROUP BY tenant_id, ${bucketOf}, ${DIMENSIONS}
-   ORDER BY tenant_id, ${bucketOf}, ${DIMENSIONS}
-  ON CONFLICT (tenant_id, ${bucket}, ${DIMENSIONS}) DO UPDATE
+   GROUP BY tenant_id, ${bucketOf}, ${dims}
+   ORDER BY tenant_id, ${bucketOf}, ${dims}
+  ON CONFLICT (tenant_id, ${bucket}, ${dims}) DO UPDATE
      SET ${SUMS.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', ')}`;
 }
 
@@ -54,10 +56,10 @@ export class UsageRollupsRepository {
          SELECT m.* FROM moved m WHERE EXISTS (SELECT 1 FROM tenants t WHERE t.id = m.tenant_id)
        ),
        hourly AS (
-         ${mergeInto('usage_rollups_hourly', 'hour', 'hour', 'kept')}
+         ${mergeInto('usage_rollups_hourly', 'hour', 'hour', HOURLY_DIMENSIONS, 'kept')}
        ),
        daily AS (
-         ${mergeInto('usage_rollups_daily', 'day', `date_trunc('day', hour, 'UTC')`, 'kept')}
+         ${mergeInto('usage_rollups_daily', 'day', `date_trunc('day', hour, 'UTC')`, DAILY_DIMENSIONS, 'kept')}
        )
        SELECT count(*)::int AS merged FROM moved`,
       [batchSize],

@@ -1,7 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The dimensions a rollup row is keyed by, after its tenant and bucket (usage_ledger's own columns). */
+/** The dimensions an hourly rollup row is keyed by, after its tenant and hour (usage_ledger's own columns). */
 const DIMENSIONS = 'product_key, client_id, model, provider, endpoint, status';
+/** A daily row's: what GET /api/usage/summary filters and groups by, so a year is a few thousand rows. */
+const DAILY_DIMENSIONS = 'product_key, model, status';
 /** The sums a rollup row holds, as an aggregate over usage_ledger rows. */
 const SUMS_OF_ROWS = `count(*), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(debit), count(error_code)`;
 
@@ -12,8 +14,10 @@ const SUMS_OF_ROWS = `count(*), sum(input_tokens), sum(output_tokens), sum(cache
  * - `usage_rollup_deltas`: appended by the statement that completes rows (the gateway's SETTLE, the
  *   reconciler's abandonment), one row per hour and key of the batch, in its transaction: no row is
  *   updated there, so no lock is taken and no two settlements wait for each other.
- * - `usage_rollups_hourly` and `usage_rollups_daily`: one row per key and hour (UTC day), written only
- *   by billing-worker's compaction, which deletes deltas and adds them to both in one transaction.
+ * - `usage_rollups_hourly`: one row per key and UTC hour; `usage_rollups_daily`: one per UTC day,
+ *   product key, model and status (the summary's dimensions: a year of a tenant is a few thousand
+ *   rows, where the client's dimension would multiply it by the tenant's clients). Written only by
+ *   billing-worker's compaction, which deletes deltas and adds them to both in one transaction.
  * A read sums daily rows for whole days, hourly rows for whole hours at the ends, deltas for the
  * whole-hour span, and ledger rows for partial hours and pending rows.
  *
@@ -29,8 +33,8 @@ export class UsageRollups1763900000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     const sums = `requests bigint NOT NULL, input_tokens bigint NOT NULL, output_tokens bigint NOT NULL, cached_tokens bigint NOT NULL,
         debit bigint NOT NULL, errors bigint NOT NULL`;
-    const dims = `product_key text NOT NULL, client_id text NOT NULL, model text NOT NULL, provider text NOT NULL, endpoint text NOT NULL,
-        status text NOT NULL CHECK (status IN ('succeeded', 'failed', 'abandoned'))`;
+    const status = `status text NOT NULL CHECK (status IN ('succeeded', 'failed', 'abandoned'))`;
+    const dims = `product_key text NOT NULL, client_id text NOT NULL, model text NOT NULL, provider text NOT NULL, endpoint text NOT NULL, ${status}`;
     // No foreign key on deltas: its check would take a KEY SHARE lock on the tenant row in every
     // settlement; compaction drops deltas of a tenant deleted since.
     await q.query(`
@@ -42,26 +46,32 @@ export class UsageRollups1763900000000 implements MigrationInterface {
         ${sums}
       )`);
     await q.query(`CREATE INDEX usage_rollup_deltas_tenant_idx ON usage_rollup_deltas (tenant_id, hour)`);
-    for (const [table, bucket] of [['usage_rollups_hourly', 'hour'], ['usage_rollups_daily', 'day']] as const) {
-      await q.query(`
-        CREATE TABLE ${table} (
-          tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-          ${bucket} timestamptz NOT NULL,
-          ${dims},
-          ${sums},
-          PRIMARY KEY (tenant_id, ${bucket}, ${DIMENSIONS})
-        )`);
-    }
+    await q.query(`
+      CREATE TABLE usage_rollups_hourly (
+        tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        hour timestamptz NOT NULL,
+        ${dims},
+        ${sums},
+        PRIMARY KEY (tenant_id, hour, ${DIMENSIONS})
+      )`);
+    await q.query(`
+      CREATE TABLE usage_rollups_daily (
+        tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+        day timestamptz NOT NULL,
+        product_key text NOT NULL, model text NOT NULL, ${status},
+        ${sums},
+        PRIMARY KEY (tenant_id, day, ${DAILY_DIMENSIONS})
+      )`);
     await q.query(`
       INSERT INTO usage_rollups_hourly (tenant_id, hour, ${DIMENSIONS}, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
       SELECT tenant_id, date_trunc('hour', created_at, 'UTC'), ${DIMENSIONS}, ${SUMS_OF_ROWS}
         FROM usage_ledger WHERE status <> 'pending'
        GROUP BY tenant_id, date_trunc('hour', created_at, 'UTC'), ${DIMENSIONS}`);
     await q.query(`
-      INSERT INTO usage_rollups_daily (tenant_id, day, ${DIMENSIONS}, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
-      SELECT tenant_id, date_trunc('day', hour, 'UTC'), ${DIMENSIONS}, sum(requests), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(debit), sum(errors)
+      INSERT INTO usage_rollups_daily (tenant_id, day, ${DAILY_DIMENSIONS}, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
+      SELECT tenant_id, date_trunc('day', hour, 'UTC'), ${DAILY_DIMENSIONS}, sum(requests), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(debit), sum(errors)
         FROM usage_rollups_hourly
-       GROUP BY tenant_id, date_trunc('day', hour, 'UTC'), ${DIMENSIONS}`);
+       GROUP BY tenant_id, date_trunc('day', hour, 'UTC'), ${DAILY_DIMENSIONS}`);
     // The listing's filters (UsageRepository.list): each an index range in the page's order.
     await q.query(`CREATE INDEX usage_ledger_tenant_model_status_idx ON usage_ledger (tenant_id, model, status, created_at DESC, id DESC)`);
     await q.query(`CREATE INDEX usage_ledger_tenant_status_idx ON usage_ledger (tenant_id, status, created_at DESC, id DESC)`);
