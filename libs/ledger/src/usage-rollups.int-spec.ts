@@ -5,7 +5,7 @@
  * releasing, the reconciler abandoning and charging stale rows, late settlements of rows the reconciler
  * already took, rows created on both sides of hour and day boundaries, and compactions at random
  * moments, concurrently; compared for random filters (instants on and off the hour, status, model,
- * product key) while it runs and after. Then the migration's backfill gives the same answers.
+ * product key), per product and model and per UTC day, while it runs and after. Then the migration's backfill gives the same answers.
  */
 import type { DataSource } from 'typeorm';
 import { MIGRATIONS } from '@flagship/persistence';
@@ -61,12 +61,14 @@ describe('usage summary from rollups (real Postgres, two pools)', () => {
     for (let i = 0; i < n; i++) {
       const tenant = tenants[i % tenants.length]!;
       const filter = i === 0 ? {} : randomFilter(rnd);
+      // Per product and model (the summary), or per UTC day too (the console's chart).
+      const perDay = i % 3 === 2;
       // One transaction for both reads, so they see the same rows (REPEATABLE READ: one snapshot).
       const [rolled, direct] = await replicas[1]!.transaction('REPEATABLE READ', async (m) => {
         const repo = new UsageRepository(m as unknown as DataSource);
-        return [await repo.groups(tenant, filter), await repo.groupsOfRows(tenant, filter)];
+        return [await repo.groups(tenant, filter, perDay), await repo.groupsOfRows(tenant, filter, perDay)];
       });
-      if (JSON.stringify(numbers(rolled)) !== JSON.stringify(numbers(direct))) wrong.push({ filter, rolled, direct });
+      if (JSON.stringify(numbers(rolled)) !== JSON.stringify(numbers(direct))) wrong.push({ filter, perDay, rolled, direct });
     }
     return wrong;
   };

@@ -133,7 +133,8 @@ export type BillingCovered =
 
 export type UsageCovered =
   | Op<'Usage_list', [Reads<'Usage_list', 200, sdk.UsageRow[]>, Asks<'Usage_list', sdk.UsageFilter & sdk.PageQuery>]>
-  | Op<'Usage_summary', [Reads<'Usage_summary', 200, sdk.UsageSummary>, Asks<'Usage_summary', sdk.UsageFilter>]>;
+  | Op<'Usage_summary', [Reads<'Usage_summary', 200, sdk.UsageSummary>, Asks<'Usage_summary', sdk.UsageFilter>]>
+  | Op<'Usage_daily', [Reads<'Usage_daily', 200, sdk.UsageDaily>, Asks<'Usage_daily', sdk.UsageFilter>]>;
 
 /** Operations the SDK leaves out on purpose: not a tenant backend's business, or done by other means. */
 type NotInSdk =

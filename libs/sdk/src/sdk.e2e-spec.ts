@@ -476,6 +476,10 @@ describe('FlagshipClient against management-api', () => {
         '2026-11-02T10:00:00.000Z',
         '2026-11-01T10:00:00.000Z',
       ]);
+      expect((await client.usage.daily({ to: '2026-11-03T00:00:00Z' })).days).toEqual([
+        { day: '2026-11-01', productKey: 'core', model: 'small', requests: 1, inputTokens: 10, outputTokens: 20, debit: 300 },
+        { day: '2026-11-02', productKey: 'core', model: 'small', requests: 1, inputTokens: 1, outputTokens: 2, debit: 30 },
+      ]);
       const summary = await client.usage.summary({ to: '2026-11-03T00:00:00Z' });
       expect(summary).toEqual({
         from: null,

@@ -13,7 +13,7 @@ export type { ProjectsResource } from './resources/projects.resource';
 export type { TenantsResource } from './resources/tenants.resource';
 export type { EnvironmentsResource } from './resources/environments.resource';
 export type { BillingResource, Budget, BudgetKind, CreditBalance, LowBalanceAlert, LowBalanceCrossing } from './resources/billing.resource';
-export type { UsageFilter, UsageResource, UsageRow, UsageStatus, UsageSummary, UsageTotals } from './resources/usage.resource';
+export type { UsageDaily, UsageFilter, UsageResource, UsageRow, UsageStatus, UsageSummary, UsageTotals } from './resources/usage.resource';
 export type { BillingSession, CheckoutUrls, PlanId, Subscription, SubscriptionResource } from './resources/subscription.resource';
 export * from './sdk.types';
 export { readServerSentEvents, type ServerSentEvent } from './event-stream';

@@ -131,6 +131,7 @@ const ENDPOINTS: Record<string, RouteAccess> = {
   'DELETE /api/billing/budgets/:kind/:scopeId': inTenant('admin'),
   'GET /api/usage': inTenant('admin'),
   'GET /api/usage/summary': inTenant('admin'),
+  'GET /api/usage/daily': inTenant('admin'),
   'POST /api/billing/checkout': inTenant('admin', undefined, HEADER),
   'POST /api/billing/portal': inTenant('admin'),
   'GET /api/billing/subscription': inTenant('admin'),

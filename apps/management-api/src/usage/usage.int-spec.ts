@@ -130,6 +130,22 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     expect(await idsOf('clientRequestId=order-7f3a:43')).toEqual([]);
   });
 
+  it('sums the same filter per UTC day, product and model (the console\'s chart), pending rows included', async () => {
+    const res = await get('/api/usage/daily?from=2026-11-02T00:00:00Z&productKey=core');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      from: '2026-11-02T00:00:00.000Z',
+      to: null,
+      days: [
+        { day: '2026-11-02', productKey: 'core', model: 'small', requests: 1, inputTokens: 5, outputTokens: 0, debit: 0 },
+        { day: '2026-11-03', productKey: 'core', model: 'large', requests: 1, inputTokens: 100, outputTokens: 50, debit: 4000 },
+        { day: '2026-11-05', productKey: 'core', model: 'small', requests: 2, inputTokens: 0, outputTokens: 0, debit: 0 },
+      ],
+    });
+    expect((await get('/api/usage/daily', stranger, ada.tenantId)).status).toBe(403);
+    expect((await get('/api/usage/daily?from=2026-02-30')).status).toBe(422);
+  });
+
   it('sums tokens and debits per product and model for the same filter', async () => {
     const all = await get('/api/usage/summary');
     expect(all.status).toBe(200);

@@ -67,6 +67,13 @@ export interface UsageSummary {
   byProductAndModel: Array<UsageTotals & { productKey: string; model: string }>;
 }
 
+/** The summary of a filter per UTC day (`YYYY-MM-DD`), product key and model; days without usage left out. */
+export interface UsageDaily {
+  from: string | null;
+  to: string | null;
+  days: Array<UsageTotals & { day: string; productKey: string; model: string }>;
+}
+
 const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model, clientRequestId: f.clientRequestId });
 
 /** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
@@ -85,5 +92,10 @@ export class UsageResource {
   /** Requests, tokens and debits of the same filter, in total and per product key and model. */
   async summary(query: UsageFilter = {}, options?: RequestOptions): Promise<UsageSummary> {
     return (await this.http.request<UsageSummary>({ method: 'GET', path: '/api/usage/summary', query: filterQuery(query), options })).body;
+  }
+
+  /** The summary of the same filter per UTC day, product key and model (what the console charts). */
+  async daily(query: UsageFilter = {}, options?: RequestOptions): Promise<UsageDaily> {
+    return (await this.http.request<UsageDaily>({ method: 'GET', path: '/api/usage/daily', query: filterQuery(query), options })).body;
   }
 }
