@@ -21,11 +21,11 @@ const SUMS_OF_ROWS = `count(*), sum(input_tokens), sum(output_tokens), sum(cache
  * A read sums daily rows for whole days, hourly rows for whole hours at the ends, deltas for the
  * whole-hour span, and ledger rows for partial hours and pending rows.
  *
- * The backfill takes every completed row there is into hourly and daily rows in this transaction.
- * Also the listing indexes of GET /api/usage's filters (model with status, status, the caller's
- * request id), each ordered as the page is (created_at DESC, id DESC).
+ * The backfill takes every completed row there is into hourly and daily rows in this transaction
+ * (it reads usage_ledger and writes only the new tables: the gateway goes on meanwhile). The
+ * listing's indexes are the next migration's (built concurrently, outside a transaction).
  *
- * down: drops the tables and the indexes (rows are untouched).
+ * down: drops the tables (rows are untouched).
  */
 export class UsageRollups1763900000000 implements MigrationInterface {
   name = 'UsageRollups1763900000000';
@@ -72,14 +72,9 @@ export class UsageRollups1763900000000 implements MigrationInterface {
       SELECT tenant_id, date_trunc('day', hour, 'UTC'), ${DAILY_DIMENSIONS}, sum(requests), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(debit), sum(errors)
         FROM usage_rollups_hourly
        GROUP BY tenant_id, date_trunc('day', hour, 'UTC'), ${DAILY_DIMENSIONS}`);
-    // The listing's filters (UsageRepository.list): each an index range in the page's order.
-    await q.query(`CREATE INDEX usage_ledger_tenant_model_status_idx ON usage_ledger (tenant_id, model, status, created_at DESC, id DESC)`);
-    await q.query(`CREATE INDEX usage_ledger_tenant_status_idx ON usage_ledger (tenant_id, status, created_at DESC, id DESC)`);
-    await q.query(`CREATE INDEX usage_ledger_tenant_client_request_idx ON usage_ledger (tenant_id, client_request_id) WHERE client_request_id IS NOT NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query('DROP INDEX usage_ledger_tenant_model_status_idx, usage_ledger_tenant_status_idx, usage_ledger_tenant_client_request_idx');
     await q.query('DROP TABLE usage_rollup_deltas, usage_rollups_hourly, usage_rollups_daily');
   }
 }

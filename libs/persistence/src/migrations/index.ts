@@ -27,6 +27,7 @@ import { Webhooks1763885000000 } from './1763885000000-webhooks';
 import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 import { ModelBindings1763895000000 } from './1763895000000-model-bindings';
 import { UsageRollups1763900000000 } from './1763900000000-usage-rollups';
+import { UsageLedgerListingIndexes1763900000001 } from './1763900000001-usage-ledger-listing-indexes';
 
 /** Every migration, in order. Listed by hand (not globbed) so builds and tests load the same set. */
 export const MIGRATIONS = [
@@ -59,4 +60,5 @@ export const MIGRATIONS = [
   FlagLifecycle1763890000000,
   ModelBindings1763895000000,
   UsageRollups1763900000000,
+  UsageLedgerListingIndexes1763900000001,
 ];
