@@ -15,6 +15,7 @@ import { usageMeterJob } from './jobs/usage-meter.job';
 import { usagePricingJob } from './jobs/usage-pricing.job';
 import { UsagePartitionsJob } from './jobs/usage-partitions.job';
 import { UsageReconcilerJob } from './jobs/usage-reconciler.job';
+import { UsageRollupsJob } from './jobs/usage-rollups.job';
 import { webhookInboxJob } from './jobs/webhook-inbox.job';
 import { OutboundWebhooksRepository } from './outbound-webhooks/outbound-webhooks.repository';
 import { WebhookDeliveryJob } from './outbound-webhooks/webhook-delivery.job';
@@ -91,9 +92,10 @@ export class AppModule {
         },
         {
           provide: JOBS,
-          // The reconciler, the ledger's partitions and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
+          // The reconciler, the ledger's partitions, the rollups' compaction and the backlog gauges always; the Stripe jobs unless BILLING_JOBS_ENABLED=false (webhooks are then only stored).
           useFactory: (
             reconciler: UsageReconcilerJob,
+            rollups: UsageRollupsJob,
             backlog: BacklogMetricsJob,
             processor: StripeEventProcessor,
             meter: UsageMeterService,
@@ -105,6 +107,7 @@ export class AppModule {
           ) => [
             reconciler,
             partitions,
+            rollups,
             backlog,
             ...(webhooks ? [webhooks] : []),
             ...(config.BILLING_JOBS_ENABLED
@@ -117,7 +120,7 @@ export class AppModule {
                 ]
               : []),
           ],
-          inject: [UsageReconcilerJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob, UsagePartitionsJob],
+          inject: [UsageReconcilerJob, UsageRollupsJob, BacklogMetricsJob, StripeEventProcessor, UsageMeterService, StripeEventsCatchUpService, PortalConfigurationService, UsagePricingService, WebhookDeliveryJob, UsagePartitionsJob],
         },
         { provide: JOB_MAX_BACKOFF_MS, useValue: config.STRIPE_BACKOFF_MAX_MS },
         JobScheduler,

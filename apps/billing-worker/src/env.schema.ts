@@ -44,6 +44,8 @@ export const billingWorkerEnv = {
   }),
   RECONCILE_INTERVAL_S: positiveInteger({ default: 60, desc: 'seconds between passes of the usage reconciler' }),
   RECONCILE_BATCH_SIZE: positiveInteger({ default: 500, desc: 'pending rows settled per transaction' }),
+  USAGE_ROLLUP_INTERVAL_S: positiveInteger({ default: 10, desc: 'seconds between compactions of the usage rollups\' deltas into hourly and daily rows (reads stay exact without it, only slower)' }),
+  USAGE_ROLLUP_BATCH_SIZE: positiveInteger({ default: 5000, desc: 'usage rollup deltas merged per transaction' }),
   WEBHOOK_SECRETS_KEY: str({ default: '', devDefault: 'ZGV2ZWxvcG1lbnQtb25seS13ZWJob29rLWtleS0zMmI=', desc: "secret: 32 bytes in base64 that sealed the webhooks' signing secrets (management-api's WEBHOOK_SECRETS_KEY); none = webhooks are not delivered" }),
   WEBHOOKS_ALLOW_PRIVATE_URLS: bool({ default: false, desc: 'development and tests only (refused when NODE_ENV=production): webhooks may call http URLs and loopback or private addresses' }),
   WEBHOOK_POLL_MS: positiveInteger({ default: 1000, desc: 'how often the webhook outbox is polled for due deliveries' }),

@@ -1,12 +1,12 @@
 // Server state of the tenant pages (projects, team, OAuth clients, sandbox, tours, usage, billing):
 // each a query on management-api's public REST API, keyed by tenant so a switch never shows another's.
 import { useQuery } from '@tanstack/react-query';
-import type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary, Webhook, WebhookDelivery, WebhookEventType, WebhookWithSecret } from '@flagship/sdk';
+import type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageDaily, UsageFilter, UsageRow, UsageSummary, Webhook, WebhookDelivery, WebhookEventType, WebhookWithSecret } from '@flagship/sdk';
 import { request, requestAll, type RequestScope } from './api';
 import type { OAuthClient, OAuthClientWithSecret } from '@flagship/domain';
 
 export type { OAuthClient, OAuthClientWithSecret };
-export type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageFilter, UsageRow, UsageSummary };
+export type { Budget, CreditBalance, Invitation, LowBalanceAlert, LowBalanceCrossing, Project, Subscription, Tenant, TenantRole, TenantUser, UsageDaily, UsageFilter, UsageRow, UsageSummary };
 export type { Webhook, WebhookDelivery, WebhookEventType, WebhookWithSecret };
 
 
@@ -150,7 +150,12 @@ export function useUsage(scope: RequestScope, f: UsageFilter) {
     queryKey: ['usage-summary', scope.tenantId, qs],
     queryFn: async () => (await request<UsageSummary>('GET', `/api/usage/summary${qs ? `?${qs}` : ''}`, tenantOnly(scope))).body,
   });
-  return { rows, summary };
+  // The chart's per-day counts, from the same rollups as the summary: every matching row, not the page of rows.
+  const daily = useQuery({
+    queryKey: ['usage-daily', scope.tenantId, qs],
+    queryFn: async () => (await request<UsageDaily>('GET', `/api/usage/daily${qs ? `?${qs}` : ''}`, tenantOnly(scope))).body,
+  });
+  return { rows, summary, daily };
 }
 
 export function useCredits(scope: RequestScope) {

@@ -11,3 +11,5 @@ export * from './ledger-durability';
 export { HELD_ROW, type LedgerPartition, monthPartitionName, UsagePartitionsRepository } from './usage-partitions.repository';
 export { retentionPolicy, type RetentionPolicy } from './usage-retention';
 export * from './usage-export.repository';
+export { REBUILD_TENANT_ROLLUPS, UsageRollupsRepository } from './usage-rollups.repository';
+export { bucketOf, planRollupRead, type RollupPlan, type Span } from './usage-rollup-plan';

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Tx } from '@flagship/persistence';
 import { type LowBalanceCrossing, type LowBalanceCrossingRow, RECORDED_CROSSINGS, toCrossing } from './low-balance.repository';
 import { budgetSettlement, LOW_BALANCE_CROSSINGS } from './statements/completion.sql';
+import { rollupColumns, rollupDeltas } from './statements/rollup.sql';
 import { type Backlog, backlogOf } from './usage-meter.repository';
 
 export interface SettledBatch {
@@ -58,8 +59,10 @@ export class UsageReconcilerRepository {
                 usage_estimated = u.upstream_called_at IS NOT NULL,
                 error_code = COALESCE(u.error_code, CASE WHEN u.upstream_called_at IS NOT NULL THEN '${ABANDONED_UPSTREAM_CALLED}' ELSE '${ABANDONED_NOT_CALLED}' END)
            FROM picked WHERE u.tenant_id = picked.tenant_id AND u.id = picked.id AND u.status = 'pending'
-         RETURNING u.id, u.tenant_id, u.reserved, u.debit
-       )
+         RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, ${rollupColumns('u')}
+       ),
+       -- Its sums go to the usage rollups' deltas in the same statement, as a settlement's do.
+       ${rollupDeltas('settled')}
        -- A SELECT around the UPDATE: TypeORM answers a bare UPDATE with [rows, count], a SELECT with rows.
        SELECT id, tenant_id, reserved::text AS reserved, debit::text AS debit FROM settled`,
       [olderThanS, batchSize],

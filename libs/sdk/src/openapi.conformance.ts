@@ -146,8 +146,8 @@ export type UsageCovered =
   | Op<'Usage_summary', [Reads<'Usage_summary', 200, sdk.UsageSummary>, Asks<'Usage_summary', sdk.UsageFilter>]>
   | Op<'Experiments_report', [Reads<'Experiments_report', 200, sdk.ExperimentReport>, Asks<'Experiments_report', sdk.ExperimentQuery>]>
   | Op<'Rollouts_rollout', [Reads<'Rollouts_rollout', 200, sdk.RolloutView>]>
-
-  | Op<'Usage_export', [Downloads<'Usage_export', 'text/csv'>, Downloads<'Usage_export', 'application/jsonl'>, Asks<'Usage_export', sdk.UsageExportQuery>]>;
+  | Op<'Usage_export', [Downloads<'Usage_export', 'text/csv'>, Downloads<'Usage_export', 'application/jsonl'>, Asks<'Usage_export', sdk.UsageExportQuery>]>
+  | Op<'Usage_daily', [Reads<'Usage_daily', 200, sdk.UsageDaily>, Asks<'Usage_daily', sdk.UsageFilter>]>;
 
 /** Operations the SDK leaves out on purpose: not a tenant backend's business, or done by other means. */
 type NotInSdk =

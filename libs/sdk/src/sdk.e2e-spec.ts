@@ -419,8 +419,13 @@ describe('FlagshipClient against management-api', () => {
     /** A completed ledger row as the AI gateway writes it (the gateway is another app; its rows are what this API reads). */
     const ledgerRow = (productKey: string, model: string, createdAt: string, inputTokens: number, outputTokens: number, debit: number) =>
       db.query(
-        `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, debit, input_tokens, output_tokens, created_at, completed_at)
-         VALUES ($1, 'ffc_gw', $2, 'inhouse', $3, 'chat.completions', 'succeeded', $4, $5, $6, $7, $7)`,
+        // With the usage rollups' delta a settlement appends (GET /api/usage/summary reads rollups).
+        `WITH r AS (
+           INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, debit, input_tokens, output_tokens, created_at, completed_at)
+           VALUES ($1, 'ffc_gw', $2, 'inhouse', $3, 'chat.completions', 'succeeded', $4, $5, $6, $7, $7) RETURNING *
+         )
+         INSERT INTO usage_rollup_deltas (tenant_id, hour, product_key, client_id, model, provider, endpoint, status, requests, input_tokens, output_tokens, cached_tokens, debit, errors)
+         SELECT tenant_id, date_trunc('hour', created_at, 'UTC'), product_key, client_id, model, provider, endpoint, status, 1, input_tokens, output_tokens, cached_tokens, debit, 0 FROM r`,
         [ada.tenantId, productKey, model, debit, inputTokens, outputTokens, createdAt],
       );
 
@@ -470,6 +475,10 @@ describe('FlagshipClient against management-api', () => {
         '2026-11-03T10:00:00.000Z',
         '2026-11-02T10:00:00.000Z',
         '2026-11-01T10:00:00.000Z',
+      ]);
+      expect((await client.usage.daily({ to: '2026-11-03T00:00:00Z' })).days).toEqual([
+        { day: '2026-11-01', productKey: 'core', model: 'small', requests: 1, inputTokens: 10, outputTokens: 20, debit: 300 },
+        { day: '2026-11-02', productKey: 'core', model: 'small', requests: 1, inputTokens: 1, outputTokens: 2, debit: 30 },
       ]);
       const summary = await client.usage.summary({ to: '2026-11-03T00:00:00Z' });
       expect(summary).toEqual({

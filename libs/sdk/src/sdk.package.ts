@@ -28,6 +28,7 @@ export type {
   ExperimentQuery,
   ExperimentReport,
   ExperimentVariation,
+  UsageDaily,
   UsageExportFile,
   UsageExportQuery,
   UsageFilter,

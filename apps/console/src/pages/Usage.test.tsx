@@ -39,6 +39,7 @@ function aRow(over: Partial<UsageRow> = {}): UsageRow {
 }
 
 const summary = { from: null, to: null, totals: { requests: 2, inputTokens: 6, outputTokens: 8, debit: 22 }, byProductAndModel: [{ productKey: 'core', model: 'fake-chat-1', requests: 2, inputTokens: 6, outputTokens: 8, debit: 22 }] };
+const daily = { from: null, to: null, days: [{ day: '2026-11-22', productKey: 'core', model: 'fake-chat-1', requests: 2, inputTokens: 6, outputTokens: 8, debit: 22 }] };
 
 describe('AI usage', () => {
   let csvs: string[];
@@ -74,6 +75,7 @@ describe('AI usage', () => {
       if (req.url.startsWith('/api/usage/export?')) {
         return { status: 200, body: undefined, text: file, headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': 'attachment; filename="usage-20261101T000000Z-20261201T000000Z.csv"' } };
       }
+      if (req.url.startsWith('/api/usage/daily')) return { status: 200, body: daily };
       if (req.url.startsWith('/api/usage?')) {
         const u = new URL(req.url, 'http://x');
         if (u.searchParams.get('cursor') === 'c2') return { status: 200, body: page2 };
@@ -97,6 +99,7 @@ describe('AI usage', () => {
 
     const expected = 'from=2026-11-01&to=2026-12-01&productKey=core&status=failed&model=fake-chat-1&clientRequestId=order%3A42';
     await waitFor(() => expect(sent.map((r) => r.url)).toContain(`/api/usage/summary?${expected}`));
+    await waitFor(() => expect(sent.map((r) => r.url)).toContain(`/api/usage/daily?${expected}`));
     expect(sent.map((r) => r.url)).toContain(`/api/usage?limit=1000&${expected}`);
     expect(sent.find((r) => r.url.startsWith('/api/usage'))?.headers).toMatchObject({ 'X-Tenant-ID': 't-1', Authorization: 'Bearer id-token' });
 
@@ -119,6 +122,7 @@ describe('AI usage', () => {
     routeServer((req) => {
       if (req.url === '/api/billing/credits') return { status: 200, body: { balance: 0, reserved: 0 } };
       if (req.url.startsWith('/api/usage/summary')) return { status: 200, body: { ...summary, totals: { requests: 0, inputTokens: 0, outputTokens: 0, debit: 0 }, byProductAndModel: [] } };
+      if (req.url.startsWith('/api/usage/daily')) return { status: 200, body: { ...daily, days: [] } };
       if (req.url.startsWith('/api/usage?')) {
         if (!req.url.includes('model=')) return { status: 200, body: [] };
         limitedAt.push(Date.now());
@@ -174,8 +178,12 @@ describe('AI usage', () => {
     expect(csvs).toEqual([]);
   });
 
-  it('the chart counts requests per day per product and model', () => {
-    const chart = byDay([aRow(), aRow({ id: 'u-2' }), aRow({ id: 'u-3', productKey: 'insights', createdAt: '2026-11-23T01:00:00.000Z' })]);
+  it('the chart counts requests per day per product and model (the daily groups)', () => {
+    const group = { productKey: 'core', model: 'fake-chat-1', requests: 2, inputTokens: 6, outputTokens: 8, debit: 22 };
+    const chart = byDay([
+      { day: '2026-11-22', ...group },
+      { day: '2026-11-23', ...group, productKey: 'insights', requests: 1 },
+    ]);
     expect(chart.series).toEqual(['core · fake-chat-1', 'insights · fake-chat-1']);
     expect(chart.data).toEqual([
       { day: '2026-11-22', 'core · fake-chat-1': 2 },

@@ -7,7 +7,7 @@ import { downloadFile } from '../api';
 import { ChoiceSelect } from '../components/ChoiceSelect';
 import { Empty, ErrorState, Loading } from '../components/States';
 import { useSignedIn } from '../session';
-import { credits, PRODUCT_KEYS, usageQuery, useCredits, useUsage, type UsageFilter, type UsageRow } from '../tenant-queries';
+import { credits, PRODUCT_KEYS, usageQuery, useCredits, useUsage, type UsageDaily, type UsageFilter, type UsageRow } from '../tenant-queries';
 
 const STATUSES = ['pending', 'succeeded', 'failed', 'abandoned'] as const;
 const COLOURS = ['#2450c7', '#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#1098ad', '#5c940d', '#e67700'];
@@ -22,17 +22,16 @@ export function pricesText(r: UsageRow): string {
   return `${credits(r.inputPer1k)} in${cached} / ${credits(r.outputPer1k)} out`;
 }
 
-/** Requests per day, one series per product key and model, for the chart. */
-export function byDay(rows: UsageRow[]): { series: string[]; data: Record<string, string | number>[] } {
+/** Requests per day, one series per product key and model, for the chart (GET /api/usage/daily's groups). */
+export function byDay(groups: UsageDaily['days']): { series: string[]; data: Record<string, string | number>[] } {
   const days = new Map<string, Record<string, string | number>>();
   const series = new Set<string>();
-  for (const r of rows) {
-    const day = r.createdAt.slice(0, 10);
-    const name = `${r.productKey} · ${r.model}`;
+  for (const g of groups) {
+    const name = `${g.productKey} · ${g.model}`;
     series.add(name);
-    const d = days.get(day) ?? { day };
-    d[name] = Number(d[name] ?? 0) + 1;
-    days.set(day, d);
+    const d = days.get(g.day) ?? { day: g.day };
+    d[name] = Number(d[name] ?? 0) + g.requests;
+    days.set(g.day, d);
   }
   return { series: [...series].sort(), data: [...days.values()].sort((a, b) => String(a['day']).localeCompare(String(b['day']))) };
 }
@@ -104,9 +103,9 @@ export function Usage() {
   const { scope } = useSignedIn();
   const [filter, setFilter] = useState<Draft>(EMPTY);
   const f: UsageFilter = { ...filter, status: (filter.status || undefined) as UsageFilter['status'] };
-  const { rows, summary } = useUsage(scope, f);
+  const { rows, summary, daily } = useUsage(scope, f);
   const balance = useCredits(scope);
-  const chart = useMemo(() => byDay(rows.data ?? []), [rows.data]);
+  const chart = useMemo(() => byDay(daily.data?.days ?? []), [daily.data]);
   const range = exportRange(filter.from, filter.to);
   // The server writes the file page by page (GET /api/usage/export): any size of range, the same filter.
   const csv = useMutation({

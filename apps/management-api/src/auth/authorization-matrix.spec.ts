@@ -137,6 +137,7 @@ const ENDPOINTS: Record<string, RouteAccess> = {
   'GET /api/gateway/bindings/:productKey/audit': inTenant('viewer', ['flags:read']),
   'GET /api/usage': inTenant('admin'),
   'GET /api/usage/summary': inTenant('admin'),
+  'GET /api/usage/daily': inTenant('admin'),
   'POST /api/billing/checkout': inTenant('admin', undefined, HEADER),
   'POST /api/billing/portal': inTenant('admin'),
   'GET /api/billing/subscription': inTenant('admin'),

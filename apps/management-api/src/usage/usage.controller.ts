@@ -5,8 +5,8 @@ import type { TenantEntity } from '@flagship/persistence';
 import { pageLimit, sendAttachment, sendPage } from '@flagship/service-kit';
 import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
 import { ApiErrors } from '@flagship/problem-details';
-import { ListUsageQueryDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
-import { usageCursor, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
+import { ListUsageQueryDto, UsageDailyDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
+import { usageCursor, type UsageDailyView, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
 import { ExportUsageQueryDto, USAGE_EXPORT_MAX_DAYS } from './usage-export.dto';
 import { UsageExportService } from './usage-export.service';
 
@@ -43,6 +43,15 @@ export class UsageController {
   @ApiErrors(401, 403, 422, 429, 503)
   summary(@CurrentTenant() tenant: TenantEntity, @Query() query: UsageFilterDto): Promise<UsageSummaryView> {
     return this.usage.summary(tenant.id, query);
+  }
+
+  @Get('daily')
+  @TenantAccess({ role: 'admin' })
+  @ApiOperation({ summary: 'The summary of the same filter per UTC day, product key and model (the console\'s chart)' })
+  @ApiOkResponse({ type: UsageDailyDto })
+  @ApiErrors(401, 403, 422, 429, 503)
+  daily(@CurrentTenant() tenant: TenantEntity, @Query() query: UsageFilterDto): Promise<UsageDailyView> {
+    return this.usage.daily(tenant.id, query);
   }
 
   @Get('export')

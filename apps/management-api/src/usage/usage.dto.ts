@@ -111,3 +111,13 @@ export class UsageSummaryDto {
   @ApiProperty({ type: UsageTotalsDto, description: 'every row of the filter' }) totals: UsageTotalsDto;
   @ApiProperty({ type: [UsageGroupDto], description: 'per product key and model, ordered by both' }) byProductAndModel: UsageGroupDto[];
 }
+
+export class UsageDayDto extends UsageGroupDto {
+  @ApiProperty({ description: 'the UTC day', example: '2026-11-01' }) day: string;
+}
+
+export class UsageDailyDto {
+  @ApiProperty({ nullable: true, type: String, description: 'the filter\'s from, normalised' }) from: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'the filter\'s to, normalised' }) to: string | null;
+  @ApiProperty({ type: [UsageDayDto], description: 'per UTC day, product key and model, ordered by all three; days without usage left out' }) days: UsageDayDto[];
+}

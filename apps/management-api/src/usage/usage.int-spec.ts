@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { UsageRollupsRepository } from '@flagship/ledger';
+import { DATA_SOURCE } from '@flagship/persistence';
 import { http } from '@flagship/testing';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 
@@ -63,6 +66,9 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     await insert(t, 'e', { productKey: 'core', model: 'small', status: 'pending', createdAt: '2026-11-05T10:00:00.000Z', reserved: 500 });
     await insert(t, 'f', { productKey: 'core', model: 'small', status: 'abandoned', createdAt: '2026-11-05T10:00:00.000Z', reserved: 200 });
     await insert(stranger.tenantId, 'x', { productKey: 'core', model: 'small', status: 'succeeded', createdAt: '2026-11-03T12:00:00.000Z', inputTokens: 999, debit: 999, clientRequestId: 'order-7f3a:42' });
+    // Rows written straight into the table, not by the ledger's statements: their rollups rebuilt, as after an import.
+    const rollups = new UsageRollupsRepository();
+    for (const tenant of [t, stranger.tenantId]) await f.svc.app.get<DataSource>(DATA_SOURCE).transaction((m) => rollups.rebuild(m, tenant));
   });
   afterAll(async () => {
     await f?.stop();
@@ -122,6 +128,22 @@ describe('GET /api/usage and /api/usage/summary (real HTTP, Postgres, Redis)', (
     // A product backend finds what its own request was charged (another tenant's row of the same id stays theirs).
     expect(await idsOf('clientRequestId=order-7f3a:42')).toEqual([ids['c']]);
     expect(await idsOf('clientRequestId=order-7f3a:43')).toEqual([]);
+  });
+
+  it('sums the same filter per UTC day, product and model (the console\'s chart), pending rows included', async () => {
+    const res = await get('/api/usage/daily?from=2026-11-02T00:00:00Z&productKey=core');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      from: '2026-11-02T00:00:00.000Z',
+      to: null,
+      days: [
+        { day: '2026-11-02', productKey: 'core', model: 'small', requests: 1, inputTokens: 5, outputTokens: 0, debit: 0 },
+        { day: '2026-11-03', productKey: 'core', model: 'large', requests: 1, inputTokens: 100, outputTokens: 50, debit: 4000 },
+        { day: '2026-11-05', productKey: 'core', model: 'small', requests: 2, inputTokens: 0, outputTokens: 0, debit: 0 },
+      ],
+    });
+    expect((await get('/api/usage/daily', stranger, ada.tenantId)).status).toBe(403);
+    expect((await get('/api/usage/daily?from=2026-02-30')).status).toBe(422);
   });
 
   it('sums tokens and debits per product and model for the same filter', async () => {

@@ -1,5 +1,6 @@
 import { RECORDED_CROSSINGS } from '../low-balance.repository';
 import { budgetSettlement, LOW_BALANCE_CROSSINGS, writtenBetween } from './completion.sql';
+import { rollupColumns, rollupDeltas } from './rollup.sql';
 
 /**
  * Completes a batch of rows still pending (one the reconciler marked `abandoned` is left alone),
@@ -7,6 +8,7 @@ import { budgetSettlement, LOW_BALANCE_CROSSINGS, writtenBetween } from './compl
  * order as the reservations lock them. "Still pending" is `completed_at IS NULL` (the same thing by the
  * usage_ledger_completed_iff_settled check) so each row is looked up by its primary key, not through
  * the pending index with its dead entries. A debit above the reservation is kept and marked `overrun`.
+ * Each completed row's sums go to the usage rollups' deltas in the same statement (rollupDeltas).
  * Rows: one per completed ledger row (`id`) and one per low-balance crossing recorded (`crossing`).
  */
 export const SETTLE = `
@@ -23,8 +25,9 @@ done AS (
          first_token_ms = s.first_token_ms, completed_at = now()
     FROM s
    WHERE u.tenant_id = s.tenant_id AND u.id = s.id AND u.completed_at IS NULL AND ${writtenBetween(12, 13)}
-  RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held
+  RETURNING u.id, u.tenant_id, u.reserved, u.debit, u.client_id, u.product_key, u.budget_month, u.client_budget_held, u.product_budget_held, ${rollupColumns('u')}
 ),
+${rollupDeltas('done')},
 moved AS (
   SELECT tenant_id, sum(reserved) AS released, sum(debit) AS debited FROM done GROUP BY tenant_id HAVING sum(reserved) > 0 OR sum(debit) > 0
 ),

@@ -26,6 +26,8 @@ import { FlagChanges1763880000000 } from './1763880000000-flag-changes';
 import { Webhooks1763885000000 } from './1763885000000-webhooks';
 import { FlagLifecycle1763890000000 } from './1763890000000-flag-lifecycle';
 import { ModelBindings1763895000000 } from './1763895000000-model-bindings';
+import { UsageRollups1763900000000 } from './1763900000000-usage-rollups';
+import { UsageLedgerListingIndexes1763900000001 } from './1763900000001-usage-ledger-listing-indexes';
 import { UsageLedgerPartitions1763905000000 } from './1763905000000-usage-ledger-partitions';
 import { ModelBindingRoutes1763910000000 } from './1763910000000-model-binding-routes';
 import { ModelRollouts1763915000000 } from './1763915000000-model-rollouts';
@@ -60,6 +62,8 @@ export const MIGRATIONS = [
   Webhooks1763885000000,
   FlagLifecycle1763890000000,
   ModelBindings1763895000000,
+  UsageRollups1763900000000,
+  UsageLedgerListingIndexes1763900000001,
   UsageLedgerPartitions1763905000000,
   ModelBindingRoutes1763910000000,
   ModelRollouts1763915000000,

@@ -144,6 +144,13 @@ export interface UsageExportFile {
 
 const EXPORT_TYPES = { csv: 'text/csv', jsonl: 'application/jsonl' } as const;
 
+/** The summary of a filter per UTC day (`YYYY-MM-DD`), product key and model; days without usage left out. */
+export interface UsageDaily {
+  from: string | null;
+  to: string | null;
+  days: Array<UsageTotals & { day: string; productKey: string; model: string }>;
+}
+
 const filterQuery = (f: UsageFilter) => ({ from: f.from, to: f.to, productKey: f.productKey, status: f.status, model: f.model, clientRequestId: f.clientRequestId });
 
 /** `/api/usage`: the tenant's AI gateway ledger (tenant admins, user tokens only). */
@@ -184,5 +191,10 @@ export class UsageResource {
       contentType: response.headers.get('content-type') ?? EXPORT_TYPES[format],
       body: response.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
     };
+  }
+
+  /** The summary of the same filter per UTC day, product key and model (what the console charts). */
+  async daily(query: UsageFilter = {}, options?: RequestOptions): Promise<UsageDaily> {
+    return (await this.http.request<UsageDaily>({ method: 'GET', path: '/api/usage/daily', query: filterQuery(query), options })).body;
   }
 }
