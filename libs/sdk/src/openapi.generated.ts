@@ -1128,6 +1128,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/usage/daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The summary of the same filter per UTC day, product key and model (the console's chart) */
+        get: operations["Usage_daily"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/usage/export": {
         parameters: {
             query?: never;
@@ -2434,6 +2451,28 @@ export interface components {
             totals: components["schemas"]["UsageTotalsDto"];
             /** @description per product key and model, ordered by both */
             byProductAndModel: components["schemas"]["UsageGroupDto"][];
+        };
+        UsageDayDto: {
+            requests: number;
+            inputTokens: number;
+            outputTokens: number;
+            /** @description micro-credits */
+            debit: number;
+            productKey: string;
+            model: string;
+            /**
+             * @description the UTC day
+             * @example 2026-11-01
+             */
+            day: string;
+        };
+        UsageDailyDto: {
+            /** @description the filter's from, normalised */
+            from: string | null;
+            /** @description the filter's to, normalised */
+            to: string | null;
+            /** @description per UTC day, product key and model, ordered by all three; days without usage left out */
+            days: components["schemas"]["UsageDayDto"][];
         };
         RolloutStageDto: {
             /**
@@ -10548,6 +10587,87 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UsageSummaryDto"];
+                };
+            };
+            /** @description No bearer token, or an invalid, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed: the caller's role, scopes or tenant do not permit this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names each refused field; also an Idempotency-Key reused with another body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ValidationProblem"];
+                };
+            };
+            /** @description Rate limit exceeded; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (Postgres, Redis, the payment provider) is unreachable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Usage_daily: {
+        parameters: {
+            query?: {
+                /** @description rows created at or after this instant */
+                from?: string;
+                /** @description rows created before this instant (exclusive) */
+                to?: string;
+                productKey?: string;
+                status?: "pending" | "succeeded" | "failed" | "abandoned";
+                model?: string;
+                /** @description the caller's own x-request-id its gateway request carried (clientRequestId) */
+                clientRequestId?: string;
+            };
+            header?: {
+                /** @description default: your canonical tenant */
+                "X-Tenant-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageDailyDto"];
                 };
             };
             /** @description No bearer token, or an invalid, expired or revoked one */
