@@ -102,7 +102,14 @@ describe('usage summary from rollups (real Postgres, two pools)', () => {
       const admitted = await repo.reserve(batch);
       const held = batch.filter((_, k) => admitted[k]);
       // Rows are pending (in no rollup) while they move to another instant: the test's stand-in for time passing.
-      for (const r of held) await ds.query(`UPDATE usage_ledger SET created_at = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'pending'`, [r.tenantId, r.id, createdAt()]);
+      // The repository remembers each row's created_at to name its partition in later statements;
+      // moving a row in time (nothing but this test does) tells it too.
+      const remembered = (repo as unknown as { written: Map<string, Date> }).written;
+      for (const r of held) {
+        const at = createdAt();
+        await ds.query(`UPDATE usage_ledger SET created_at = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'pending'`, [r.tenantId, r.id, at]);
+        remembered.set(r.id, at);
+      }
       const sent = held.filter(() => rnd() < 0.6);
       if (sent.length > 0) await repo.markUpstreamCalled(sent);
       const released = held.filter(() => rnd() < 0.1);
