@@ -48,6 +48,7 @@ describe('module boundaries (eslint.config.mjs), without a project graph', () =>
     orepImportsOauth: { path: 'apps/orep-server/src/boundary-sample2.ts', code: "import { hashSecret } from '@flagship/oauth';\nexport const x = hashSecret;\n" },
     orepImportsFlagStore: { path: 'apps/orep-server/src/boundary-sample3.ts', code: "import { FlagStore } from '@flagship/flag-store';\nexport const x = FlagStore;\n" },
     gatewayImportsFlagStore: { path: 'apps/ai-gateway/src/boundary-sample.ts', code: "import { FlagStore } from '@flagship/flag-store';\nexport const x = FlagStore;\n" },
+    gatewayImportsSdk: { path: 'apps/ai-gateway/src/boundary-sample3.ts', code: "import * as sdk from '@flagship/sdk';\nexport const x = sdk;\n" },
     gatewayImportsLedger: { path: 'apps/ai-gateway/src/boundary-sample2.ts', code: "import { CreditsRepository } from '@flagship/ledger';\nexport const x = CreditsRepository;\n" },
     flagStoreImportsBilling: { path: 'libs/flag-store/src/boundary-sample.ts', code: "import * as billing from '@flagship/billing';\nexport const x = billing;\n" },
     ledgerImportsFlagStore: { path: 'libs/ledger/src/boundary-sample.ts', code: "export { FlagStore } from '@flagship/flag-store';\n" },
@@ -85,7 +86,9 @@ describe('module boundaries (eslint.config.mjs), without a project graph', () =>
     expect(messages('orepImportsLedger')).toEqual([expect.stringContaining('apps/orep-server (scope:orep-server) may not import @flagship/ledger')]);
     expect(messages('orepImportsOauth')).toEqual([expect.stringContaining('may not import @flagship/oauth')]);
     expect(messages('orepImportsFlagStore')).toEqual([]);
-    expect(messages('gatewayImportsFlagStore')).toEqual([expect.stringContaining('apps/ai-gateway (scope:ai-gateway) may not import @flagship/flag-store')]);
+    // A route bound to a flag is routed by the one flag store (CONTRACT.md section 11); the published client is still not the gateway's.
+    expect(messages('gatewayImportsFlagStore')).toEqual([]);
+    expect(messages('gatewayImportsSdk')).toEqual([expect.stringContaining('apps/ai-gateway (scope:ai-gateway) may not import @flagship/sdk')]);
     expect(messages('gatewayImportsLedger')).toEqual([]);
     expect(messages('consoleImportsServiceKit')).toEqual([expect.stringContaining('the console runs in a browser')]);
     expect(messages('consoleImportsSdk')).toEqual([]);
