@@ -154,8 +154,9 @@ describe('guarded model rollouts through the built gateway, two management-api p
     return (await traffic(productKey, 40)).map(modelOf);
   }
 
+  /** The flag's audit trail (oldest first), as [action, actor, the rollout's decision]. */
   const auditOf = async (flagKey: string) =>
-    ds.query<Array<{ action: string; actor: string }>>(`SELECT action, actor FROM flag_audit WHERE tenant_id = $1 AND flag_key = $2 ORDER BY id`, [tenant, flagKey]);
+    ((await api('GET', `/api/flags/${flagKey}/audit`)).body as Array<{ action: string; actor: string; changes: { decision?: string } }>).map((a) => [a.action, a.actor, a.changes.decision ?? null]);
   const weightsOf = async (flagKey: string) =>
     ((await api('GET', `/api/flags/${flagKey}`)).body.variations as Array<{ name: string; weight: number }>).map((v) => [v.name, v.weight]);
 
@@ -199,12 +200,12 @@ describe('guarded model rollouts through the built gateway, two management-api p
       ['treatment', 0],
     ]);
     expect((await api('GET', '/api/flags/core-model')).headers.get('etag')).toBe('"3.1"');
-    expect((await auditOf('core-model')).map((a) => [a.action, a.actor])).toEqual([
-      ['create', expect.any(String)],
-      ['update', 'rollout:core'],
-      ['rollout', 'rollout:core'],
-      ['update', 'rollout:core'],
-      ['rollout', 'rollout:core'],
+    expect(await auditOf('core-model')).toEqual([
+      ['create', expect.stringMatching(/^user:/), null],
+      ['update', 'rollout:core', null],
+      ['rollout', 'rollout:core', 'started'],
+      ['update', 'rollout:core', null],
+      ['rollout', 'rollout:core', 'rolled_back'],
     ]);
 
     const helpdesk = await rollout('helpdesk');
@@ -216,6 +217,11 @@ describe('guarded model rollouts through the built gateway, two management-api p
       ['treatment', 100_000],
     ]);
     expect((await api('GET', '/api/flags/helpdesk-model')).headers.get('etag')).toBe('"3.1"');
-    expect((await auditOf('helpdesk-model')).filter((a) => a.action === 'update').map((a) => a.actor)).toEqual(['rollout:helpdesk', 'rollout:helpdesk']);
+    expect((await auditOf('helpdesk-model')).filter(([action]) => action !== 'create')).toEqual([
+      ['update', 'rollout:helpdesk', null],
+      ['rollout', 'rollout:helpdesk', 'started'],
+      ['update', 'rollout:helpdesk', null],
+      ['rollout', 'rollout:helpdesk', 'advanced'],
+    ]);
   }, 90_000);
 });
