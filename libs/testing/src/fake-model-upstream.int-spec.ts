@@ -160,6 +160,24 @@ describe('FakeModelUpstream, through the openai SDK', () => {
     expect(fake.calls.chat).toBe(0);
   });
 
+  it('fails or slows the requests of one model only (behaveFor), over what behave sets for all, until reset', async () => {
+    fake.behave({ omitUsage: true });
+    fake.behaveFor('broken', { failure: { kind: 'status', status: 500 } });
+    fake.behaveFor('slow', { firstByteDelayMs: 150 });
+    fake.behaveFor('slow', { omitUsage: false });
+    const ask = (model: string) => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
+    await expect(ask('broken')).rejects.toMatchObject({ status: 500 });
+    const healthy = await ask('fine');
+    expect(healthy.usage).toBeUndefined();
+    const started = Date.now();
+    const slow = await ask('slow');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    // Both changes of `slow` hold: its own usage is back, over the general omitUsage.
+    expect(slow.usage).toEqual({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 });
+    fake.reset();
+    await expect(ask('broken')).resolves.toMatchObject({ object: 'chat.completion' });
+  });
+
   it('resets the connection, or hangs until the client gives up', async () => {
     fake.failNext({ kind: 'reset' });
     await expect(client.models.list()).rejects.toBeInstanceOf(APIConnectionError);

@@ -26,7 +26,8 @@ import { dialHost } from './http';
  *   chunk, as OpenAI sends it, then `data: [DONE]`.
  * - embeddings: a unit vector per input from SHA-256 of the text (`dimensions`, default 8).
  *
- * Behaviour is set per test (`behave`, `failNext`) and counted (`calls`).
+ * Behaviour is set per test (`behave`, `failNext`), or for one model's requests only (`behaveFor`:
+ * an upstream serving several models of which one regresses), and counted (`calls`).
  */
 
 export type FakeEndpoint = 'chat' | 'embeddings' | 'models';
@@ -208,6 +209,8 @@ export class FakeModelUpstream {
   apiKey: string | undefined;
   models: string[];
   private behaviour: FakeBehaviour = { ...DEFAULT_BEHAVIOUR };
+  /** Changes over `behaviour` for the requests naming a model (the body's `model`). */
+  private readonly perModel = new Map<string, Partial<FakeBehaviour>>();
   private readonly queued: FakeFailure[] = [];
   private readonly sockets = new Set<Socket>();
 
@@ -253,6 +256,15 @@ export class FakeModelUpstream {
     this.behaviour = { ...this.behaviour, ...changes };
   }
 
+  /**
+   * Changes behaviour for the following requests whose body names `model` only (merged onto the
+   * behaviour `behave` sets and onto this model's earlier changes): one model slow or failing while
+   * the others answer. `failNext` failures still come first, whatever the model.
+   */
+  behaveFor(model: string, changes: Partial<FakeBehaviour>): void {
+    this.perModel.set(model, { ...this.perModel.get(model), ...changes });
+  }
+
   /** The next `times` requests fail so; later ones behave as configured. */
   failNext(failure: FakeFailure, times = 1): void {
     for (let i = 0; i < times; i++) this.queued.push(failure);
@@ -262,9 +274,10 @@ export class FakeModelUpstream {
     for (const k of Object.keys(this.calls) as FakeEndpoint[]) this.calls[k] = 0;
   }
 
-  /** Default behaviour, no queued failures, counters at zero (the API key is kept). */
+  /** Default behaviour (for every model), no queued failures, counters at zero (the API key is kept). */
   reset(): void {
     this.behaviour = { ...DEFAULT_BEHAVIOUR };
+    this.perModel.clear();
     this.queued.length = 0;
     this.resetCalls();
   }
@@ -295,14 +308,22 @@ export class FakeModelUpstream {
     this.calls[endpoint]++;
     this.lastHeaders[endpoint] = req.headers;
 
-    const failure = this.queued.shift() ?? this.behaviour.failure;
+    let parsed: unknown;
+    try {
+      parsed = endpoint === 'models' ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      parsed = undefined;
+    }
+    const model = isObject(parsed) && typeof parsed.model === 'string' ? parsed.model : undefined;
+    const b: FakeBehaviour = { ...this.behaviour, ...(model === undefined ? undefined : this.perModel.get(model)) };
+    const failure = this.queued.shift() ?? b.failure;
     if (failure?.kind === 'reset') {
       req.socket.resetAndDestroy();
       return;
     }
     if (failure?.kind === 'hang') return;
 
-    await sleep(this.behaviour.firstByteDelayMs);
+    await sleep(b.firstByteDelayMs);
     if (res.destroyed) return;
     if (failure?.kind === 'status') {
       const body = JSON.stringify(failure.body ?? { error: { message: `fake upstream failure ${failure.status}`, type: 'server_error', param: null, code: null } });
@@ -315,19 +336,13 @@ export class FakeModelUpstream {
     }
     if (endpoint === 'models') return this.sendJson(res, { object: 'list', data: this.models.map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'fake' })) });
 
-    let body: Record<string, unknown>;
-    try {
-      const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-      body = parsed as Record<string, unknown>;
-    } catch {
-      return openAiError(res, 400, 'We could not parse the JSON body of your request.', null);
-    }
+    if (!isObject(parsed)) return openAiError(res, 400, 'We could not parse the JSON body of your request.', null);
+    const body = parsed;
     this.lastBody[endpoint] = body;
     if (typeof body.model !== 'string') return openAiError(res, 400, 'you must provide a model parameter', null);
-    if (endpoint === 'embeddings') return this.embeddings(res, body);
+    if (endpoint === 'embeddings') return this.embeddings(res, body, b);
     if (!Array.isArray(body.messages)) return openAiError(res, 400, "Missing required parameter: 'messages'.", 'missing_required_parameter');
-    if (body.stream === true) return this.stream(res, body);
+    if (body.stream === true) return this.stream(res, body, b);
     const prompt = promptTokens(body);
     const n = choicesOf(body);
     const call = toolCallOf(body);
@@ -343,23 +358,23 @@ export class FakeModelUpstream {
           logprobs: null,
           finish_reason: 'tool_calls',
         })),
-        ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, toolCallTokens(call) * n) }),
+        ...(b.omitUsage ? {} : { usage: this.chatUsage(prompt, toolCallTokens(call) * n, b) }),
       });
     }
-    const { words, cut, stoppedBy } = reply(body, this.behaviour.readsOutputLimit);
+    const { words, cut, stoppedBy } = reply(body, b.readsOutputLimit);
     this.sendJson(res, {
       id: 'chatcmpl-fake',
       object: 'chat.completion',
       created: CREATED,
       model: body.model,
       choices: Array.from({ length: n }, (_, index) => ({ index, message: { role: 'assistant', content: words.join(' '), refusal: null }, logprobs: null, finish_reason: cut ? 'length' : 'stop', ...(stoppedBy === null ? {} : { stop_reason: stoppedBy }) })),
-      ...(this.behaviour.omitUsage ? {} : { usage: this.chatUsage(prompt, words.length * n) }),
+      ...(b.omitUsage ? {} : { usage: this.chatUsage(prompt, words.length * n, b) }),
     });
   }
 
   /** A chat answer's `usage`, with `prompt_tokens_details` when cachedPromptTokens is set. */
-  private chatUsage(prompt: number, completion: number): Record<string, unknown> {
-    const cached = this.behaviour.cachedPromptTokens;
+  private chatUsage(prompt: number, completion: number, b: FakeBehaviour): Record<string, unknown> {
+    const cached = b.cachedPromptTokens;
     return {
       prompt_tokens: prompt,
       completion_tokens: completion,
@@ -374,7 +389,7 @@ export class FakeModelUpstream {
     res.end(text);
   }
 
-  private embeddings(res: ServerResponse, body: Record<string, unknown>): void {
+  private embeddings(res: ServerResponse, body: Record<string, unknown>, b: FakeBehaviour): void {
     const input = body.input;
     const texts = typeof input === 'string' ? [input] : Array.isArray(input) && input.every((i) => typeof i === 'string') ? (input as string[]) : undefined;
     if (!texts) return openAiError(res, 400, "'input' must be a string or an array of strings.", null);
@@ -384,7 +399,7 @@ export class FakeModelUpstream {
       object: 'list',
       data: texts.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t, dimensions) })),
       model: body.model,
-      ...(this.behaviour.omitUsage ? {} : { usage: { prompt_tokens: tokens, total_tokens: tokens } }),
+      ...(b.omitUsage ? {} : { usage: { prompt_tokens: tokens, total_tokens: tokens } }),
     });
   }
 
@@ -395,8 +410,7 @@ export class FakeModelUpstream {
     res.socket?.destroy();
   }
 
-  private async stream(res: ServerResponse, body: Record<string, unknown>): Promise<void> {
-    const b = this.behaviour;
+  private async stream(res: ServerResponse, body: Record<string, unknown>, b: FakeBehaviour): Promise<void> {
     const prompt = promptTokens(body);
     const n = choicesOf(body);
     const call = toolCallOf(body);
@@ -446,7 +460,7 @@ export class FakeModelUpstream {
     await sleep(b.chunkDelayMs);
     if (res.destroyed) return;
     for (let c = 0; c < n; c++) res.write(event([{ index: c, delta: {}, logprobs: null, finish_reason: finish, ...(stoppedBy === null ? {} : { stop_reason: stoppedBy }) }]));
-    if (includeUsage) res.write(event([], this.chatUsage(prompt, completion * n)));
+    if (includeUsage) res.write(event([], this.chatUsage(prompt, completion * n, b)));
     res.end(b.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 }

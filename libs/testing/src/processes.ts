@@ -64,14 +64,20 @@ export async function startBuiltProcess(main: string, env: NodeJS.ProcessEnv, po
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
   const url = `http://127.0.0.1:${port}`;
+  let ready = 0;
   await waitFor(
     async () => {
       if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
-      return (await http(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200;
+      ready = (await http(`${url}/readyz`).catch(() => ({ status: 0 }))).status;
+      return ready === 200;
     },
     30_000,
     100,
-  );
+  ).catch((err: Error) => {
+    // Not ready in time: what it last answered and printed say why.
+    child.kill('SIGKILL');
+    throw new Error(`${err.message} (${main} on port ${port}, /readyz last ${ready}): ${out.slice(-4000)}`);
+  });
   return { url, child, output: () => out };
 }
 

@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunningApp } from '@flagship/service-kit';
-import { type BuiltProcess, createTestEnvironment, FakeModelUpstream, startBuiltProcess, type TestEnvironment } from '@flagship/testing';
+import { type BuiltProcess, createTestEnvironment, FakeModelUpstream, freePort, startBuiltProcess, type TestEnvironment } from '@flagship/testing';
 import { type IssueToken, startIssuer, TEST_AUDIENCE, TEST_ISSUER } from './gateway.fixture';
 
-const BUILT_MAIN = join(__dirname, '..', '..', '..', '..', 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
+const ROOT = join(__dirname, '..', '..', '..', '..');
+const BUILT_MAIN = join(ROOT, 'dist/apps/ai-gateway/apps/ai-gateway/src/main.js');
+const BUILT_MANAGEMENT_API = join(ROOT, 'dist/apps/management-api/apps/management-api/src/main.js');
 
 /** Rate limits no load of a test reaches, so that only the ledger says no. */
 export const NO_RATE_LIMITS: NodeJS.ProcessEnv = {
@@ -27,7 +29,15 @@ export interface GatewayE2e {
    * trusting the issuer's tokens and calling `fake`; `env` adds to that or overrides it.
    */
   startGateway(env?: NodeJS.ProcessEnv): Promise<BuiltProcess>;
-  /** Kills every gateway still running, then stops the issuer and the fake and drops the database and Redis keys. */
+  /**
+   * The built management-api as a process on `te` with the dev identity provider, its tokens of the
+   * issuer the gateways trust, on `port` (a free one by default). Replicas of one deployment share a
+   * public address: give each the first's PUBLIC_BASE_URL in `env`, so that ID tokens the dev IdP
+   * issued through one verify at the others (default: its own address). Needs
+   * `npx nx run management-api:build`.
+   */
+  startManagementApi(env?: NodeJS.ProcessEnv, port?: number): Promise<BuiltProcess>;
+  /** Kills every gateway and management-api still running, then stops the issuer and the fake and drops the database and Redis keys. */
   close(): Promise<void>;
 }
 
@@ -54,6 +64,27 @@ export async function setUpGatewayE2e(testEnv: NodeJS.ProcessEnv = {}): Promise<
       });
       started.push(gateway);
       return gateway;
+    },
+    async startManagementApi(env = {}, port) {
+      if (!existsSync(BUILT_MANAGEMENT_API)) throw new Error(`${BUILT_MANAGEMENT_API} is missing: run \`npx nx run management-api:build\` first`);
+      port ??= await freePort();
+      const api = await startBuiltProcess(
+        BUILT_MANAGEMENT_API,
+        {
+          ...te.env,
+          NODE_ENV: 'development',
+          IDP_MODE: 'dev',
+          LOG_LEVEL: 'warn',
+          PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+          OAUTH_ISSUER: TEST_ISSUER,
+          OAUTH_AUDIENCE: TEST_AUDIENCE,
+          RATE_LIMIT_IP_PER_MINUTE: '100000',
+          ...env,
+        },
+        port,
+      );
+      started.push(api);
+      return api;
     },
     async close() {
       for (const g of started) if (g.child.exitCode === null) g.child.kill('SIGKILL');

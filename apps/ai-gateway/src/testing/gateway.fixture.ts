@@ -105,11 +105,20 @@ export async function createTenant(ds: Sql, setup: TenantSetup = {}): Promise<st
     `INSERT INTO tenants (id, name, primary_email, plan, zero_rated, hosted_provider_allowed) VALUES ($1, $2, $3, $4, $5, $6)`,
     [id, `t-${id.slice(0, 8)}`, `ops-${id.slice(0, 8)}@example.test`, setup.plan ?? 'free', setup.zeroRated ?? false, setup.hostedProviderAllowed ?? false],
   );
+  await equipTenant(ds, id, { entitlements: setup.entitlements, balance: setup.balance });
+  return id;
+}
+
+/**
+ * Entitlements and a credit balance for a tenant that exists (one signed up through management-api,
+ * say), as the admin routes and a purchase would leave them; `plan` changes its plan.
+ */
+export async function equipTenant(ds: Sql, id: string, setup: Pick<TenantSetup, 'plan' | 'entitlements' | 'balance'>): Promise<void> {
+  if (setup.plan !== undefined) await ds.query(`UPDATE tenants SET plan = $2 WHERE id = $1`, [id, setup.plan]);
   for (const e of setup.entitlements ?? []) {
     await ds.query(`INSERT INTO entitlements (tenant_id, product_key, tier, valid_until) VALUES ($1, $2, $3, $4)`, [id, e.productKey, e.tier, e.validUntil ?? null]);
   }
   if (setup.balance !== undefined) await ds.query(`INSERT INTO credit_balances (tenant_id, balance) VALUES ($1, $2)`, [id, setup.balance]);
-  return id;
 }
 
 /** A tenant's ledger rows and balance as Postgres holds them: the ledger's own test helpers, one copy. */
