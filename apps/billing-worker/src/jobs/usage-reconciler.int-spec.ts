@@ -210,7 +210,8 @@ describe('usage reconciler (real Postgres, started apps)', () => {
       await proxy.restore();
       await waitFor(async () => (await rowsById([id]))[0].status === 'abandoned', 20_000, 200);
       expect((await balances())[TENANTS[1]].reserved).toBe(reservedBefore - 1_234);
-      expect(recovered.mock.calls.some((c) => c[0] === 'job usage-reconciler recovered')).toBe(true);
+      // Said once the pass returns, which is after its commit is visible here: waited for, not raced.
+      await waitFor(async () => recovered.mock.calls.some((c) => c[0] === 'job usage-reconciler recovered'), 5_000, 20);
     } finally {
       errors.mockRestore();
       recovered.mockRestore();
