@@ -20,7 +20,10 @@ const logger = new Logger('Attachment');
  * a problem+json: the connection is destroyed, so the client sees a broken download, never a file
  * that looks complete but is not.
  */
-export async function sendAttachment(res: Response, file: StreamedAttachment): Promise<void> {
+export async function sendAttachment(res: Response, file: StreamedAttachment, options: { idleMs?: number } = {}): Promise<void> {
+  // A client that stops reading stalls the pipeline forever; with idleMs its socket is closed once
+  // nothing moved for that long, which ends the pipeline (and the reads) as a client leaving does.
+  if (options.idleMs !== undefined && options.idleMs > 0) res.setTimeout(options.idleMs, () => res.destroy());
   res.status(200);
   res.setHeader('Content-Type', file.contentType);
   res.setHeader('Content-Disposition', `attachment; filename="${file.filename}"`);

@@ -57,7 +57,8 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
     );
 
   beforeAll(async () => {
-    f = await ManagementApiFixture.start();
+    // Idle cut-off short enough to watch a download nobody reads being closed.
+    f = await ManagementApiFixture.start({ USAGE_EXPORT_IDLE_SECONDS: '2' });
     ada = await f.signUp();
     editor = await f.signUp();
     stranger = await f.signUp();
@@ -189,6 +190,31 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
     const res = await f.call('GET', path, { token });
     expect([res.status, res.body.type]).toEqual([403, '/problems/users-only']);
   });
+
+  it("runs at most USAGE_EXPORTS_PER_TENANT of a tenant's exports at once (429 with Retry-After), and closes a download nobody reads after USAGE_EXPORT_IDLE_SECONDS, freeing its slot", async () => {
+    const hoarder = await f.signUp();
+    // About 30 MB of CSV: far more than loopback's socket buffers hold, so a download nobody reads stalls.
+    await fill(hoarder.tenantId, 60_000, '2026-11-01T00:00:00Z');
+    const open = () => fetch(`${f.url}/api/usage/export?${NOV}`, { headers: { authorization: `Bearer ${hoarder.idToken}`, 'x-tenant-id': hoarder.tenantId } });
+    const unread = [await open(), await open()];
+    expect(unread.map((r) => r.status)).toEqual([200, 200]);
+    const third = await get(`/api/usage/export?${NOV}`, hoarder);
+    expect([third.status, third.body.type, third.body.per, third.body.limit, third.headers.get('retry-after')]).toEqual([429, '/problems/too-many-exports', 'tenant', 2, '30']);
+    // Another tenant's export is not held back by them.
+    expect((await get(`/api/usage/export?${NOV}`, stranger)).status).toBe(200);
+    // Nobody reads the two: both are closed once idle for 2 s, and a new export is taken.
+    const started = Date.now();
+    let again = await open();
+    while (again.status === 429 && Date.now() - started < 15_000) {
+      await again.body?.cancel();
+      await new Promise((r) => setTimeout(r, 250));
+      again = await open();
+    }
+    expect(again.status).toBe(200);
+    await again.body?.cancel();
+    // The cut downloads end broken, never as a file that looks whole.
+    for (const r of unread) await expect(r.text()).rejects.toThrow();
+  }, 60_000);
 
   describe('memory', () => {
     setFlagsFromString('--expose-gc');

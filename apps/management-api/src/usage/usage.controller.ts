@@ -1,9 +1,13 @@
-import { Controller, Get, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import type { TenantEntity } from '@flagship/persistence';
 import { pageLimit, sendAttachment, sendPage } from '@flagship/service-kit';
-import { CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import { APP_CONFIG } from '@flagship/config';
+import { CurrentPrincipal, CurrentTenant, TenantAccess } from '../auth/auth.decorators';
+import type { TenantPrincipal } from '../auth/tenant-access.resolver';
+import type { ManagementApiConfig } from '../env.schema';
+import { UsageExportAdmission } from './usage-export-admission';
 import { ApiErrors } from '@flagship/problem-details';
 import { ListUsageQueryDto, UsageDailyDto, UsageFilterDto, UsageRowDto, UsageSummaryDto } from './usage.dto';
 import { usageCursor, type UsageDailyView, UsageService, type UsageRowView, type UsageSummaryView } from './usage.service';
@@ -23,6 +27,8 @@ export class UsageController {
   constructor(
     private readonly usage: UsageService,
     private readonly exports: UsageExportService,
+    private readonly admission: UsageExportAdmission,
+    @Inject(APP_CONFIG) private readonly config: ManagementApiConfig,
   ) {}
 
   @Get()
@@ -58,7 +64,7 @@ export class UsageController {
   @TenantAccess({ role: 'admin' })
   @ApiOperation({
     summary: 'Download the rows of the same filter as GET /api/usage as a file for finance (CSV or JSON lines), oldest first',
-    description: `Streamed: any size of range is sent without being held in memory. from and to are required, at most ${USAGE_EXPORT_MAX_DAYS} days apart (a 422 otherwise). CSV is RFC 4180 with a header row; a text cell a spreadsheet would run as a formula (starting with = + - @) is prefixed with '. A download that breaks after it started ends with a closed connection, never a short file that looks whole.`,
+    description: `Streamed: any size of range is sent without being held in memory. from and to are required, at most ${USAGE_EXPORT_MAX_DAYS} days apart (a 422 otherwise). CSV is RFC 4180 with a header row; a text cell a spreadsheet would run as a formula (starting with = + - @) is prefixed with '. A download that breaks after it started ends with a closed connection, never a short file that looks whole. Per server a tenant runs at most USAGE_EXPORTS_PER_TENANT exports at once and a person or OAuth client USAGE_EXPORTS_PER_CALLER across their tenants (429 too-many-exports, per naming the bound), the server USAGE_EXPORTS_PER_PROCESS (503); a download whose client reads nothing for USAGE_EXPORT_IDLE_SECONDS is closed.`,
   })
   @ApiProduces('text/csv', 'application/jsonl')
   @ApiOkResponse({
@@ -67,7 +73,13 @@ export class UsageController {
     headers: { 'Content-Disposition': { description: '`attachment; filename="usage-20261101T000000Z-20261201T000000Z.csv"`', schema: { type: 'string' } } },
   })
   @ApiErrors(401, 403, 422, 429, 503)
-  async export(@CurrentTenant() tenant: TenantEntity, @Query() query: ExportUsageQueryDto, @Res() res: Response): Promise<void> {
-    await sendAttachment(res, await this.exports.open(tenant.id, query));
+  async export(@CurrentPrincipal() principal: TenantPrincipal, @Query() query: ExportUsageQueryDto, @Res() res: Response): Promise<void> {
+    const running = { tenantId: principal.tenant.id, callerId: principal.caller.callerId };
+    this.admission.admit(running);
+    try {
+      await sendAttachment(res, await this.exports.open(principal.tenant.id, query), { idleMs: this.config.USAGE_EXPORT_IDLE_SECONDS * 1000 });
+    } finally {
+      this.admission.release(running);
+    }
   }
 }
