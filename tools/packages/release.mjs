@@ -60,6 +60,8 @@ sh(process.execPath, ['tools/packages/build.mjs'], { stdio: ['ignore', 'inherit'
 
 const registry = args.registry ? args.registry.replace(/\/?$/, '/') : undefined;
 const npmrcDir = mkdtempSync(join(tmpdir(), 'flagship-release-'));
+const published = [];
+let failed;
 try {
   const userconfig = join(npmrcDir, '.npmrc');
   // The registry's auth key is its URL without the scheme (`//npm.example.com/:_authToken`); npm reads ${NPM_TOKEN} from the environment.
@@ -72,9 +74,17 @@ try {
     // A dry run asks no registry anything (npm would look the package up, and retry for a minute when it cannot).
     if (dryRun) argv.push('--dry-run', '--offline');
     process.stdout.write(`${dryRun ? '[dry run] ' : ''}npm ${argv.join(' ')}\n`);
-    sh('npm', argv, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NPM_TOKEN: process.env.NPM_TOKEN ?? '' } });
+    try {
+      sh('npm', argv, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NPM_TOKEN: process.env.NPM_TOKEN ?? '' } });
+    } catch {
+      failed = manifest.name;
+      break;
+    }
+    published.push(`${manifest.name}@${version}`);
   }
 } finally {
   rmSync(npmrcDir, { recursive: true, force: true });
 }
+// A release stopped halfway says what is already out: that version of it cannot be published again, only the rest.
+if (failed) fail(`npm publish of ${failed}@${version} failed (above); ${published.length > 0 ? `already published: ${published.join(', ')}` : 'nothing was published'}`);
 process.stdout.write(`${dryRun ? 'dry run: would have published' : 'published'} ${manifests.map(({ manifest }) => `${manifest.name}@${version}`).join(' and ')}${registry ? ` to ${registry}` : ''}\n`);
