@@ -4,7 +4,8 @@ import { MIGRATIONS, runMigrations } from '@flagship/persistence';
 
 export const TEST_DATABASE_ADMIN_URL = process.env['TEST_DATABASE_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-function urlFor(database: string): string {
+/** The URL of a database of this cluster by name (a bench reusing a database it kept). */
+export function urlFor(database: string): string {
   const u = new URL(TEST_DATABASE_ADMIN_URL);
   u.pathname = `/${database}`;
   return u.toString();
