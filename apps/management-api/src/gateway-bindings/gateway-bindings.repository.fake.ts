@@ -27,6 +27,11 @@ export class FakeGatewayBindingsRepository extends GatewayBindingsRepository {
     return this.state.rows.filter((r) => r.tenantId === tenantId).length;
   }
 
+  /** Every tenant's bindings: the table the rollouts' fake joins its states to, as claimDue does in Postgres. */
+  all(): BindingRow[] {
+    return this.state.rows.map(cloneRow);
+  }
+
   private now(): Date {
     this.clock += 1000;
     return new Date(this.clock);

@@ -6,7 +6,7 @@ import { configureManagementApi } from '../configure';
 import { loadManagementApiConfig } from '../env.schema';
 import { ManagementApiFixture, type SignedUp } from '../testing/management-api.fixture';
 import { startManagementApiProcess } from '../testing/management-api.process';
-import { RolloutsRepository } from './rollouts.repository';
+import { SqlRolloutsRepository } from './rollouts.repository';
 import { type RolloutStep, RolloutsService } from './rollouts.service';
 
 /**
@@ -146,7 +146,7 @@ describe('guarded rollouts across replicas (two apps, one Postgres)', () => {
     const qr = dying.createQueryRunner();
     await qr.connect();
     await qr.startTransaction();
-    const claimed = await new RolloutsRepository(dying).claimDue(qr.manager, new Date());
+    const claimed = await new SqlRolloutsRepository(dying).claimDue(qr.manager, new Date());
     expect(claimed?.binding.productKey).toBe('killed');
     await qr.query(`UPDATE flags SET version = version + 1 WHERE tenant_id = $1 AND key = 'killed-model'`, [owner.tenantId]);
     const [{ pid }] = (await qr.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;

@@ -51,21 +51,45 @@ export interface RolloutDecisionRow {
 /** Decisions GET .../rollout returns, newest first. */
 export const MAX_DECISIONS_LISTED = 200;
 
+/** What claimDue hands the runner: the binding locked, and its state (null before the first decision). */
+export interface ClaimedRollout {
+  binding: PlannedBinding;
+  state: RolloutState | null;
+}
+
 /**
- * Rollout state and decision log (Postgres). `claimDue` is the one cross-tenant statement: the
- * runner's, which locks the binding row (SKIP LOCKED, so replicas share the work) and then names its
- * tenant in every other statement. Tenant id first everywhere else.
+ * Rollout state and decision log (the port: SqlRolloutsRepository over Postgres, the fake in memory).
+ * `claimDue` is the one cross-tenant read: the runner's, which locks the binding (SKIP LOCKED, so
+ * replicas share the work) and then names its tenant everywhere else. Tenant id first everywhere else.
  */
+export abstract class RolloutsRepository {
+  /**
+   * A binding whose plan needs a decision (it has a plan, and no state, a state of an older binding
+   * version, or a running state whose next check is due), earliest next check (else binding update)
+   * first, locked until the transaction ends and skipped while another holds it; with its state.
+   */
+  abstract claimDue(m: Tx, now: Date): Promise<ClaimedRollout | null>;
+  abstract state(tenantId: string, productKey: string, m?: Tx): Promise<RolloutState | null>;
+  /** Inserts or replaces the binding's state (in the claiming transaction). */
+  abstract saveState(m: Tx, s: Omit<RolloutState, 'updatedAt'>): Promise<void>;
+  abstract logDecision(m: Tx, tenantId: string, productKey: string, d: Omit<RolloutDecisionRow, 'id' | 'createdAt'>, at: Date): Promise<void>;
+  /** Newest first, at most MAX_DECISIONS_LISTED. */
+  abstract decisions(tenantId: string, productKey: string): Promise<RolloutDecisionRow[]>;
+  /** The binding's plan as stored (the rollout view shows it beside the state); null when no binding. */
+  abstract binding(tenantId: string, productKey: string): Promise<PlannedBinding | null>;
+}
+
 @Injectable()
-export class RolloutsRepository {
-  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
+export class SqlRolloutsRepository extends RolloutsRepository {
+  constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {
+    super();
+  }
 
   /**
-   * A binding whose plan needs a decision (a new plan, or a running one due), locked until the
-   * transaction ends; then, read again under the lock (READ COMMITTED: a fresh snapshot, so a decision
-   * another replica committed meanwhile is seen), with its state, or null when no longer due.
+   * Locks the binding row; then reads it again under the lock (READ COMMITTED: a fresh snapshot, so a
+   * decision another replica committed meanwhile is seen), with its state, or null when no longer due.
    */
-  async claimDue(m: Tx, now: Date): Promise<{ binding: PlannedBinding; state: RolloutState | null } | null> {
+  async claimDue(m: Tx, now: Date): Promise<ClaimedRollout | null> {
     const due = `b.rollout_plan IS NOT NULL AND (s.tenant_id IS NULL OR s.binding_version <> b.version OR (s.status = 'running' AND s.next_check_at <= $1))`;
     const found: Array<{ tenant_id: string; product_key: string }> = await m.query(
       `SELECT b.tenant_id, b.product_key FROM gateway_bindings b
@@ -109,7 +133,6 @@ export class RolloutsRepository {
     };
   }
 
-  /** Writes the binding's state (in the claiming transaction). */
   async saveState(m: Tx, s: Omit<RolloutState, 'updatedAt'>): Promise<void> {
     await m.query(
       `INSERT INTO rollout_states (tenant_id, product_key, binding_version, flag_key, status, stage, stage_started_at, control_id, treatment_id, flag_version, env_version, last_reason, next_check_at, updated_at)
@@ -148,7 +171,6 @@ export class RolloutsRepository {
     }));
   }
 
-  /** The binding's plan as stored (the rollout view shows it beside the state); null when no binding. */
   async binding(tenantId: string, productKey: string): Promise<PlannedBinding | null> {
     const rows: Array<Record<string, unknown>> = await this.ds.query(`SELECT flag_key, environment_key, version, rollout_plan FROM gateway_bindings WHERE tenant_id = $1 AND product_key = $2`, [tenantId, productKey]);
     const r = rows[0];

@@ -38,7 +38,7 @@ export class RolloutsService {
   constructor(
     @Inject(TransactionRunner) private readonly transactions: Pick<TransactionRunner, 'run'>,
     private readonly repo: RolloutsRepository,
-    private readonly ledger: ExperimentsRepository,
+    @Inject(ExperimentsRepository) private readonly ledger: Pick<ExperimentsRepository, 'figures' | 'latencies'>,
     @Inject(FlagsService) private readonly flags: Pick<FlagsService, 'lockWithin' | 'applyWithin' | 'auditWithin'>,
     @Inject(APP_CONFIG) private readonly config: Pick<ManagementApiConfig, 'ROLLOUT_CHECK_MS'>,
     @Optional() @Inject(ROLLOUT_CLOCK) private readonly now: () => Date = () => new Date(),
