@@ -2,7 +2,7 @@
  * The flags and contexts of the evaluator benchmarks (evaluator.ts, evaluator-ab.ts): one definition,
  * so an A/B run measures exactly what the benchmark measures.
  */
-import type { EvaluationContext, FlagDefinition, Rule, Variation } from '@flagship/flag-evaluation';
+import type { EvaluationContext, FlagDefinition, Rule, SegmentDefinition, Variation } from '@flagship/flag-evaluation';
 
 /** Iterations between clock reads; also the number of distinct contexts. */
 export const BATCH = 4096;
@@ -114,3 +114,31 @@ export const BENCH_FLAGS: FlagDefinition[] = [
   // Fallthrough percentage rollout: every evaluation hashes (SHA-1).
   flag('rollout', [], { variations: [{ ...variations[0]!, weight: 1 }, { ...variations[1]!, weight: 3 }] }),
 ];
+
+/**
+ * Issue 33's cases, apart from BENCH_FLAGS because evaluator-ab.ts compiles those with versions that
+ * predate segments and kinds: segmentMatch on a segment of 100 and of 10,000 included keys (a set
+ * lookup costs the same for both; a scan would not), and a rule on an organization attribute read
+ * from a multi-kind context. The 10,000-key segment holds every fourth context (and keys no context
+ * has), the 100-key one the first hundred of those; every fourth organization is on the plan.
+ */
+const memberKeys = (count: number): string[] => Array.from({ length: count }, (_, i) => `user-${i * 4 * 7919}`);
+
+function segmentOf(key: string, included: string[]): SegmentDefinition {
+  return { key, name: key, included, excluded: [], includedContexts: [], excludedContexts: [], rules: [] };
+}
+
+export const KIND_SEGMENT_SEGMENTS: SegmentDefinition[] = [segmentOf('members-100', memberKeys(100)), segmentOf('members-10000', memberKeys(10_000))];
+
+const inSegment = (segment: string): Rule[] => [{ id: 'member', clauses: [{ attribute: 'key', op: 'segmentMatch', values: [segment] }], variationId: 'on' }];
+
+export const KIND_SEGMENT_FLAGS: FlagDefinition[] = [
+  flag('segment-100', inSegment('members-100')),
+  flag('segment-10000', inSegment('members-10000')),
+  flag('organization-rule', [{ id: 'enterprise', clauses: [{ contextKind: 'organization', attribute: 'plan', op: 'in', values: ['enterprise'] }], variationId: 'on' }]),
+];
+
+/** The contexts of makeContexts as multi-kind contexts: the user and an organization of one of 64. */
+export function makeMultiContexts(): EvaluationContext[] {
+  return makeContexts().map((user, i) => ({ kind: 'multi', user, organization: { key: `org-${i % 64}`, plan: i % 4 === 0 ? 'enterprise' : 'team' } }));
+}

@@ -10,14 +10,21 @@
  * Context keys and attributes vary across iterations (4096 distinct contexts).
  */
 import { CompiledFlagSet, type EvaluationContext } from '@flagship/flag-evaluation';
-import { BATCH, BENCH_FLAGS, makeContexts } from './evaluator-cases';
+import { BATCH, BENCH_FLAGS, KIND_SEGMENT_FLAGS, KIND_SEGMENT_SEGMENTS, makeContexts, makeMultiContexts } from './evaluator-cases';
 
 const SECONDS = Number(process.argv[2] ?? process.env.BENCH_SECONDS ?? 2);
 const WARMUP_MS = 300;
 
 const set = CompiledFlagSet.compile(BENCH_FLAGS);
+const kindSet = CompiledFlagSet.compile(KIND_SEGMENT_FLAGS, KIND_SEGMENT_SEGMENTS);
 
 const contexts = makeContexts();
+const multiContexts = makeMultiContexts();
+// The kinds and segments cases measure matching, not an error path: a member matches, others fall through.
+for (const [key, list] of [['segment-100', contexts], ['segment-10000', contexts], ['organization-rule', multiContexts]] as const) {
+  const reasons = [0, 1].map((i) => kindSet.evaluate(key, list[i] as EvaluationContext)?.reason);
+  if (reasons.join() !== 'RULE_MATCH,FALLTHROUGH') throw new Error(`${key}: ${reasons.join()}`);
+}
 const baselineMap = new Map<string, number>(contexts.map((c, i) => [c.key as string, i]));
 function baseline(ctx: EvaluationContext): number {
   return baselineMap.get(ctx.key as string) ?? -1;
@@ -29,7 +36,7 @@ interface Row {
 }
 
 /** Runs `body` over the contexts until `ms` have passed; returns evaluations per second. */
-function measure(body: (ctx: EvaluationContext) => unknown, ms: number): number {
+function measure(body: (ctx: EvaluationContext) => unknown, ms: number, list: EvaluationContext[]): number {
   let sink = 0;
   let iterations = 0;
   const start = process.hrtime.bigint();
@@ -38,7 +45,7 @@ function measure(body: (ctx: EvaluationContext) => unknown, ms: number): number 
   while (now < deadline) {
     for (let i = 0; i < BATCH; i++) {
       // Touch the result so the call cannot be optimised away.
-      if (body(contexts[i] as EvaluationContext) !== undefined) sink++;
+      if (body(list[i] as EvaluationContext) !== undefined) sink++;
     }
     iterations += BATCH;
     now = process.hrtime.bigint();
@@ -47,9 +54,9 @@ function measure(body: (ctx: EvaluationContext) => unknown, ms: number): number 
   return iterations / (Number(now - start) / 1e9);
 }
 
-function run(name: string, body: (ctx: EvaluationContext) => unknown): Row {
-  measure(body, WARMUP_MS);
-  return { name, perSecond: measure(body, SECONDS * 1000) };
+function run(name: string, body: (ctx: EvaluationContext) => unknown, list = contexts): Row {
+  measure(body, WARMUP_MS, list);
+  return { name, perSecond: measure(body, SECONDS * 1000, list) };
 }
 
 const rows: Row[] = [
@@ -58,6 +65,9 @@ const rows: Row[] = [
   run('20 rules, mixed operators', (ctx) => set.evaluate('twenty-rules', ctx)),
   run('200 rules, mixed operators', (ctx) => set.evaluate('two-hundred-rules', ctx)),
   run('fallthrough rollout (SHA-1)', (ctx) => set.evaluate('rollout', ctx)),
+  run('segmentMatch, 100 included keys', (ctx) => kindSet.evaluate('segment-100', ctx)),
+  run('segmentMatch, 10,000 included keys', (ctx) => kindSet.evaluate('segment-10000', ctx)),
+  run('multi-kind context, organization rule', (ctx) => kindSet.evaluate('organization-rule', ctx), multiContexts),
 ];
 
 const base = rows[0]!.perSecond;

@@ -116,6 +116,24 @@ describe('flags (real HTTP, Postgres, Redis)', () => {
     expect(audit.body[1]).toMatchObject({ actor: `user:${owner.userId}`, environment: 'production', changes: { enabled: { from: false, to: true } } });
   });
 
+  // Issue 33: PATCH once stored targets[].contextKind and targets[].bogusField and ignored both, so a
+  // target meant for an organization served the user of the same key.
+  it('PATCH refuses an unknown field inside a target by its path and writes nothing; a target of another kind serves that kind only', async () => {
+    const created = await create({ key: 'kind-targets', name: 'k', type: 'boolean', defaultValue: false, enabled: true });
+    const on = (created.body.variations as Array<{ id: string; value: unknown }>).find((v) => v.value === true)!.id;
+    const patch = (json: unknown) => f.call('PATCH', '/api/flags/kind-targets', { ...as(owner), json });
+    const bogus = await patch({ targets: [{ variationId: on, values: ['acme'], contextKind: 'organization', bogusField: true }] });
+    expect([bogus.status, bogus.body.errors]).toEqual([422, { 'targets[0].bogusField': 'is not an allowed field' }]);
+    const after = await f.call('GET', '/api/flags/kind-targets', as(owner));
+    expect([after.headers.get('etag'), after.body.targets]).toEqual([created.headers.get('etag'), []]);
+
+    expect((await patch({ targets: [{ variationId: on, values: ['acme'], contextKind: 'organization' }] })).status).toBe(200);
+    const ev = (json: unknown) => f.call('POST', '/api/flags/kind-targets/evaluate', { ...as(owner), json }).then((r) => r.body);
+    expect(await ev({ userId: 'acme' })).toMatchObject({ value: false, reason: 'FALLTHROUGH' });
+    expect(await ev({ context: { kind: 'organization', key: 'acme' } })).toMatchObject({ value: true, reason: 'TARGET_MATCH' });
+    expect(await ev({ context: { kind: 'multi', user: { key: 'u-1' }, organization: { key: 'acme' } } })).toMatchObject({ value: true, reason: 'TARGET_MATCH' });
+  });
+
   it('PATCH leaves the off value and salt alone unless it sends them (null resets them)', async () => {
     const created = await create({ key: 'kept-fields', name: 'k', type: 'string', defaultValue: 'a', flag_variations: [{ name: 'a', value: 'a' }, { name: 'b', value: 'b' }] });
     expect(created.status).toBe(201);
