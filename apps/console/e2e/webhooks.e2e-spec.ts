@@ -124,5 +124,5 @@ if (!HAVE_CHROMIUM) {
     expect(await page.getByRole('table', { name: 'Flags in production' }).getByRole('link').allTextContents()).toEqual(['Checkout']);
 
     expect(stack.pageErrors).toEqual([]);
-  }, 60000);
+  }, 180000);
 });
