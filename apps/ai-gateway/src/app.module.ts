@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { OAuthModule } from '@flagship/oauth';
 import { databaseTlsSettings, PostgresReadiness } from '@flagship/persistence';
+import { HttpMetrics } from '@flagship/service-kit';
 import { RedisReadiness } from '@flagship/redis';
 import { RequestPoliciesModule } from '@flagship/request-policies';
 import { platformModules } from '@flagship/platform';
@@ -11,7 +12,7 @@ import { LedgerDurableConnections, UsageLedgerRepository } from '@flagship/ledge
 import { providerOptionsFromEnv, type SecretSource } from './providers/provider.env';
 import { ProvidersModule } from './providers/providers.module';
 import { TenantContextRepository } from './tenants/tenant-context.repository';
-import { FlagStore, FlagStoreRepository } from '@flagship/flag-store';
+import { EvaluationRecorder, EvaluationsRepository, FlagStore, FlagStoreRepository } from '@flagship/flag-store';
 import { PUBSUB, type PubSub } from '@flagship/redis';
 import { GatewayBindingsRepository } from './bindings/gateway-bindings.repository';
 import { FeedbackRepository } from './feedback/feedback.repository';
@@ -68,6 +69,13 @@ export class AppModule {
           inject: [FlagStoreRepository, PUBSUB],
           useFactory: (repository: FlagStoreRepository, pubsub: PubSub) =>
             new FlagStore(repository, pubsub, { name: 'GatewayFlagStore', reconcileMs: FLAG_RECONCILE_MS, maxEntries: FLAG_SETS_HELD, maxBytes: FLAG_BYTES_HELD }),
+        },
+        EvaluationsRepository,
+        {
+          // Bound flags' last evaluations (the stale-flags list): a window holds one entry per binding in use, bounded as orep-server's.
+          provide: EvaluationRecorder,
+          inject: [EvaluationsRepository, HttpMetrics],
+          useFactory: (writes: EvaluationsRepository, metrics: HttpMetrics) => new EvaluationRecorder(writes, { maxPerFlush: 10_000, registry: [metrics.registry] }),
         },
         // 'on' (the default): the ledger writes an answer depends on are flushed to disk before it goes out.
         {

@@ -10,7 +10,7 @@ import { GatewayHandler } from './gateway.handler';
 import { GatewayMetrics } from './gateway.metrics';
 import { type LowBalanceCrossing, lowBalanceEvent, UsageLedgerRepository } from '@flagship/ledger';
 import { MediaFetcher } from './media/media-fetcher';
-import { FlagStore } from '@flagship/flag-store';
+import { EvaluationRecorder, FlagStore } from '@flagship/flag-store';
 import { GatewayBindingsRepository } from './bindings/gateway-bindings.repository';
 import { FeedbackRepository } from './feedback/feedback.repository';
 import { BindingStep } from './pipeline/binding.step';
@@ -59,6 +59,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
     bindings: GatewayBindingsRepository,
     flags: FlagStore,
     feedback: FeedbackRepository,
+    recorder: EvaluationRecorder,
   ) {
     this.graceMs = config.SHUTDOWN_GRACE_MS;
     this.tenantStep = new TenantStep(tenants, config.GATEWAY_TENANT_CACHE_MS, pubsub);
@@ -75,7 +76,7 @@ export class GatewayPipeline implements OnModuleInit, BeforeApplicationShutdown,
       hostedEmergency: config.PROVIDER_HOSTED_EMERGENCY,
     });
     // Held as long as tenants are: announcements (gateway-binding-changed) make a change immediate.
-    this.bindingStep = new BindingStep(bindings, flags, providerPermission, pubsub, { models: config.models, ttlMs: config.GATEWAY_TENANT_CACHE_MS });
+    this.bindingStep = new BindingStep(bindings, flags, providerPermission, pubsub, { models: config.models, ttlMs: config.GATEWAY_TENANT_CACHE_MS, recorder });
     this.handler = new GatewayHandler(
       {
         token: new TokenStep(verifier),

@@ -6,6 +6,7 @@ import { basicLogger, FileDataSourceFactory, init, type LDClient } from '@launch
 import OpenAI from 'openai';
 import type { DataSource } from 'typeorm';
 import { evaluateFlag, type FlagDefinition } from '@flagship/flag-evaluation';
+import { EvaluationRecorder } from '@flagship/flag-store';
 import { DATA_SOURCE } from '@flagship/persistence';
 import { CHANNELS, PUBSUB, type PubSub } from '@flagship/redis';
 import type { RunningApp } from '@flagship/service-kit';
@@ -153,6 +154,14 @@ describe('ai-gateway: a product key bound to a flag routes by its variation', ()
     // The treatment's params reach the upstream: its temperature, and max_tokens capped at 64.
     await api.chat.completions.create({ model: 'fake-chat-1', messages: [{ role: 'user', content: 'hello' }], user: 'vip-user', max_tokens: 500, temperature: 1.9 });
     expect(setup!.fake.lastBody.chat).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.3, max_tokens: 64 });
+    // The gateway is one of the flag's evaluators: the stale-flags list hears of it (written once a minute; flushed here).
+    await gw.app.get(EvaluationRecorder).flush();
+    const evaluated: { last_evaluated_at: Date }[] = await ds.query(
+      `SELECT last_evaluated_at FROM flag_evaluations WHERE tenant_id = $1 AND environment_key = 'production' AND flag_key = 'model-rollout'`,
+      [tenant],
+    );
+    expect(evaluated).toHaveLength(1);
+    expect(Date.now() - evaluated[0]!.last_evaluated_at.getTime()).toBeLessThan(120_000);
   });
 
   it('a stream is routed the same, and its row records the time to its first token', async () => {

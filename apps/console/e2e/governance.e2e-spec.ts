@@ -149,5 +149,5 @@ if (!HAVE_CHROMIUM) {
     const schedules = (await http<{ state: string }[]>(`${base}/api/flags/new-checkout/scheduled-changes`, { headers: { ...headers, 'x-environment': 'staging' } })).body;
     expect(schedules.map((x) => x.state)).toEqual(['cancelled']);
     expect(pageErrors).toEqual([]);
-  }, 60000);
+  }, 240000);
 });

@@ -93,10 +93,23 @@ if (!HAVE_CHROMIUM) {
     await shot('02-delivery-log-pending');
     await accessible('webhook delivery log');
 
-    // Deleted after a confirm.
+    // Disabled as billing-worker does after a day of failures: every screen tells the admin.
+    const pg = new Client({ connectionString: stack.databaseUrl });
+    await pg.connect();
+    await pg.query(`UPDATE webhooks SET enabled = false, disabled_at = now(), disabled_reason = 'every delivery failed for a day' WHERE tenant_id = $1`, [tenantId]);
+    await pg.end();
+    await page.reload();
+    const banner = page.getByRole('region', { name: 'Disabled webhooks' });
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain(`The webhook to ${hookUrl} was disabled after every delivery failed for a day`);
+    await shot('02b-disabled-banner');
+    await accessible('a disabled webhook told on every screen');
+
+    // Deleted after a confirm; the banner goes with it.
     await page.getByRole('button', { name: `Delete webhook ${hookUrl}` }).click();
     await page.getByRole('alertdialog').getByRole('button', { name: 'Delete webhook' }).click();
     await page.getByText('No webhooks yet.').waitFor();
+    await banner.waitFor({ state: 'detached' });
     expect((await http(`${base}/api/webhooks`, { headers })).body).toEqual([]);
     expect(received).toBe(0);
 
@@ -124,5 +137,5 @@ if (!HAVE_CHROMIUM) {
     expect(await page.getByRole('table', { name: 'Flags in production' }).getByRole('link').allTextContents()).toEqual(['Checkout']);
 
     expect(stack.pageErrors).toEqual([]);
-  }, 60000);
+  }, 180000);
 });

@@ -5,6 +5,7 @@ import { Link, Route, Router, Switch, useLocation } from 'wouter';
 import { isApiError } from './api';
 import { ChoiceSelect } from './components/ChoiceSelect';
 import { PendingInvitations } from './components/Invitations';
+import { DisabledWebhooksBanner } from './components/DisabledWebhooks';
 import { SandboxBanner, SandboxPage } from './components/Sandbox';
 import { Loading } from './components/States';
 import { Tour } from './components/Tour';
@@ -137,6 +138,7 @@ function Shell({ children }: { children: ReactNode }) {
         {isSandbox && <NavLink href="/sandbox">Sandbox</NavLink>}
       </nav>
       <SandboxBanner />
+      {isAdmin && <DisabledWebhooksBanner />}
       <PendingInvitations />
       <ReadOnlyContext.Provider value={readOnly}>
         <main id="main">{children}</main>

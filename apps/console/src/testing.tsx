@@ -8,6 +8,7 @@ import type { ChangeRequest } from '@flagship/sdk';
 import type { Flag } from './api';
 import { createQueryClient } from './App';
 import { SessionProvider } from './session';
+import type { Webhook } from './tenant-queries';
 
 export interface Sent { method: string; url: string; headers: Record<string, string>; body: unknown; cache?: RequestCache }
 
@@ -114,3 +115,20 @@ export const aRequest = (over: Partial<ChangeRequest> = {}): ChangeRequest => ({
   appliedAt: null,
   ...over,
 });
+
+/** A webhook as GET /api/webhooks lists it (enabled), with `over` replacing fields. */
+export function aWebhook(over: Partial<Webhook> = {}): Webhook {
+  return {
+    id: 'wh-1',
+    url: 'https://hooks.example.com/flagship',
+    description: 'Deploy bot',
+    events: ['flag.created', 'flag.updated', 'flag.deleted'],
+    enabled: true,
+    disabledAt: null,
+    disabledReason: null,
+    droppedEvents: 0,
+    createdBy: 'u-1',
+    createdAt: '2026-11-28T10:00:00.000Z',
+    ...over,
+  };
+}

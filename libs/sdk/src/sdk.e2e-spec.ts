@@ -388,6 +388,59 @@ describe('FlagshipClient against management-api', () => {
     });
   });
 
+  describe('flag governance: schedules, approvals, webhooks, stale flags', () => {
+    const gov = { environment: 'gov' };
+
+    beforeAll(async () => {
+      await client.flags.create({ key: 'governed', name: 'Governed', type: 'boolean', defaultValue: false });
+      await client.environments.create({ key: 'gov', name: 'Governed' });
+    });
+
+    it('schedules a change, lists it, cancels it; an environment requiring approval turns a direct change into ApiError 409 approval-required', async () => {
+      const executeAt = new Date(Date.now() + 3_600_000).toISOString();
+      const scheduled = await client.scheduledChanges.create('governed', { executeAt, patch: { enabled: true } }, gov);
+      expect(scheduled).toMatchObject({ flagKey: 'governed', environment: 'gov', state: 'scheduled', executeAt, patch: { enabled: true } });
+      expect((await client.scheduledChanges.list('governed', gov)).map((c) => c.id)).toEqual([scheduled.id]);
+      await client.scheduledChanges.cancel('governed', scheduled.id, gov);
+      expect((await client.scheduledChanges.list('governed', gov))[0]).toMatchObject({ id: scheduled.id, state: 'cancelled' });
+      expect(await failure(client.scheduledChanges.create('governed', { executeAt: '2001-01-01T00:00:00Z', patch: { enabled: true } }, gov))).toMatchObject({ status: 422 });
+
+      expect(await client.environments.update('gov', { requireApproval: true })).toMatchObject({ key: 'gov', requireApproval: true });
+      const direct = await failure(client.flags.update('governed', { enabled: true }, gov));
+      expect(direct).toMatchObject({ status: 409, problem: expect.objectContaining({ type: '/problems/approval-required' }) });
+    });
+
+    it('a change request: commented, refused to its author (ApiError 403), rejected, listed', async () => {
+      const made = await client.changeRequests.create('governed', { patch: { enabled: true }, comment: 'ship it' }, gov);
+      expect(made).toMatchObject({ state: 'pending', environment: 'gov', patch: { enabled: true } });
+      expect((await client.changeRequests.comment('governed', made.id, 'after the freeze', gov)).comments.map((c) => c.body)).toEqual(['ship it', 'after the freeze']);
+      const own = await failure(client.changeRequests.approve('governed', made.id, {}, gov));
+      expect(own).toMatchObject({ status: 403, problem: expect.objectContaining({ type: '/problems/approval-not-allowed' }) });
+      expect(await client.changeRequests.reject('governed', made.id, { comment: 'not now' }, gov)).toMatchObject({ state: 'rejected' });
+      expect((await client.changeRequests.list('governed', gov)).map((r) => [r.id, r.state])).toEqual([[made.id, 'rejected']]);
+      expect((await client.changeRequests.get('governed', made.id, gov)).decidedBy).toBe(made.author);
+    });
+
+    it('a webhook: its whsec_ secret shown once, listed without it, its delivery log, deleted', async () => {
+      const hook = await client.webhooks.create({ url: 'https://hooks.example.com/sdk', events: ['flag.updated', 'environment.updated'] });
+      expect(hook.secret).toMatch(/^whsec_/);
+      const listed = (await client.webhooks.list()).find((w) => w.id === hook.id);
+      expect(listed).toMatchObject({ url: 'https://hooks.example.com/sdk', enabled: true });
+      expect(listed).not.toHaveProperty('secret');
+      await client.environments.update('gov', { name: 'Governed (approvals)' });
+      expect((await client.webhooks.deliveries(hook.id)).map((d) => [d.type, d.status])).toEqual([['environment.updated', 'pending']]);
+      expect(await failure(client.webhooks.create({ url: 'http://127.0.0.1/hook', events: ['flag.updated'] }))).toMatchObject({ status: 422 });
+      await client.webhooks.delete(hook.id);
+      expect((await client.webhooks.list()).map((w) => w.id)).not.toContain(hook.id);
+    });
+
+    it('lists flags by lifecycle: a new flag has the whole period to be used, so it is active, not stale', async () => {
+      const flag = (await client.flags.list({ lifecycle: 'active', staleAfterDays: 1 }, gov)).find((f) => f.key === 'governed');
+      expect(flag).toMatchObject({ key: 'governed', lastEvaluatedAt: null });
+      expect((await client.flags.list({ lifecycle: 'stale', staleAfterDays: 1 }, gov)).map((f) => f.key)).not.toContain('governed');
+    });
+  });
+
   describe('authentication', () => {
     it('reports a bad token as AuthenticationError, without retrying or echoing it', async () => {
       const bad = sdk({ auth: { idToken: 'not.a-valid.token' } });

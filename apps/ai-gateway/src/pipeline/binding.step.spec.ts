@@ -119,6 +119,22 @@ describe('BindingStep: a product key bound to a JSON flag routes each request by
     expect([small.body['max_tokens'], small.outputTokens]).toEqual([10, 10]);
   });
 
+  it('notes each evaluation of the bound flag for the stale-flags list, and none for a request it does not route', async () => {
+    const noted: string[] = [];
+    bind();
+    step = new BindingStep({ find: async () => binding }, store, new ProviderPermissionStep({ defaultProvider: 'inhouse', hostedProducts: [], hostedEmergency: false }), undefined, {
+      models,
+      ttlMs: 60_000,
+      recorder: { record: (tenantId, environment, flagKey) => noted.push(`${tenantId} ${environment} ${flagKey}`) },
+    });
+    await plan(chat());
+    await plan(chat({ model: 'gpt-4o' }));
+    expect(noted).toEqual([`${TENANT_ID} production model-rollout`, `${TENANT_ID} production model-rollout`]);
+    // Embeddings are not routed by a binding without an alias: nothing evaluated, nothing noted.
+    await plan(parseGatewayRequest('embeddings', JSON.stringify({ model: 'fake-embed-1', input: 'x' }), rules));
+    expect(noted).toHaveLength(2);
+  });
+
   it('routes by model alias only the requests naming it, and embeddings only by alias', async () => {
     bind({ modelAlias: 'gpt-4o' });
     expect(await plan(chat())).toBeUndefined();

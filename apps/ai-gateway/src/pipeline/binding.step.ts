@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { END_USER_HEADER, type ModelRoute, parseModelRoute, type RouteReason } from '@flagship/domain';
 import type { CompiledFlag, EvaluationResult } from '@flagship/flag-evaluation';
-import type { FlagSetView, FlagStore } from '@flagship/flag-store';
+import type { EvaluationRecorder, FlagSetView, FlagStore } from '@flagship/flag-store';
 import type { RouteAttribution } from '@flagship/ledger';
 import { CHANNELS, type PubSub, SubscribedCache } from '@flagship/redis';
 import type { GatewayBinding, GatewayBindingsRepository } from '../bindings/gateway-bindings.repository';
@@ -46,6 +46,11 @@ export interface BindingStepOptions {
   models: ReadonlyMap<string, ModelEntry>;
   /** A binding (or its absence) is held this long at most, should an announcement be lost. */
   ttlMs: number;
+  /**
+   * Notes each evaluation of a bound flag for the stale-flags list: the gateway is a remote
+   * evaluator, and a flag only it evaluates would otherwise read as unused. A map insert per request.
+   */
+  recorder?: Pick<EvaluationRecorder, 'record'>;
 }
 
 /**
@@ -137,6 +142,7 @@ export class BindingStep {
       product: { key: caller.productKey },
     };
     const result = view.set.evaluate(flag, context);
+    this.options.recorder?.record(caller.tenant.id, binding.environment, binding.flagKey);
     const served = this.planOf(result, binding.flagKey, version, null, caller, request, providers);
     if ('reason' in served) return defaultPlan(request, providers, attributionOf(binding.flagKey, version, null, served.reason));
     const cap = binding.spendCaps.get(result.variationId!);

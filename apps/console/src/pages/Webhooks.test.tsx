@@ -2,22 +2,11 @@ import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionProvider } from '../session';
-import { renderSignedIn, renderWithQueries, routeServer, SIGNED_IN } from '../testing';
+import { aWebhook, renderSignedIn, renderWithQueries, routeServer, SIGNED_IN } from '../testing';
 import type { Webhook, WebhookDelivery } from '../tenant-queries';
 import { Webhooks } from './Webhooks';
 
-const hook: Webhook = {
-  id: 'wh-1',
-  url: 'https://hooks.example.com/flagship',
-  description: 'Deploy bot',
-  events: ['flag.created', 'flag.updated', 'flag.deleted'],
-  enabled: true,
-  disabledAt: null,
-  disabledReason: null,
-  droppedEvents: 0,
-  createdBy: 'u-1',
-  createdAt: '2026-11-28T10:00:00.000Z',
-};
+const hook: Webhook = aWebhook();
 
 const delivered: WebhookDelivery = {
   id: 'msg_delivered',

@@ -23,9 +23,16 @@ describe('approvals and scheduled changes (real HTTP, Postgres, Redis)', () => {
   });
 
   it('an admin makes production require approval; then a direct change to the flag there is 409 approval-required (problem+json), a rename is not', async () => {
+    const hook = await f.call('POST', '/api/webhooks', { ...as(owner), json: { url: 'https://hooks.example.com/environments', events: ['environment.updated'] } });
+    expect(hook.status).toBe(201);
     expect((await f.call('PATCH', '/api/environments/production', { ...as(editor), json: { requireApproval: true } })).status).toBe(403);
     const set = await f.call('PATCH', '/api/environments/production', { ...as(owner), json: { requireApproval: true } });
     expect([set.status, set.body]).toEqual([200, expect.objectContaining({ key: 'production', requireApproval: true })]);
+    // Webhooks hear approvals turned on (queued in the change's transaction; no worker sends it here), not the refused attempt.
+    const queued = await f.call('GET', `/api/webhooks/${hook.body.id}/deliveries`, as(owner));
+    expect(queued.body.map((d: { type: string; payload: { data: unknown } }) => [d.type, d.payload.data])).toEqual([
+      ['environment.updated', { environment: 'production', name: 'Production', requireApproval: true, action: 'update' }],
+    ]);
     expect((await f.call('PATCH', '/api/environments/production', { ...as(owner), json: { requireApproval: 'yes' } })).status).toBe(422);
     expect((await f.call('PATCH', '/api/environments/nope', { ...as(owner), json: { requireApproval: true } })).status).toBe(404);
     const direct = await f.call('PATCH', flagPath, { ...as(editor), json: { enabled: true } });

@@ -96,7 +96,8 @@ describe('scheduled changes across replicas (two apps, one Postgres)', () => {
     const keys = Array.from({ length: 40 }, (_, i) => `proc-${String(i).padStart(2, '0')}`);
     const ids = await dueChanges(keys, false);
     const env = { ...a.te.env, SCHEDULED_CHANGES_POLL_MS: '50' };
-    const [doomed, survivor] = await Promise.all([startManagementApiProcess(env), startManagementApiProcess(env)]);
+    // Two ts-node start-ups at once on a busy two-core machine took over the default 60 s (seen twice).
+    const [doomed, survivor] = await Promise.all([startManagementApiProcess(env, 240_000), startManagementApiProcess(env, 240_000)]);
     try {
       const applied = async () => (await a.sql<{ n: number }>(`SELECT count(*)::int AS n FROM scheduled_changes WHERE id = ANY($1::uuid[]) AND state = 'applied'`, [ids])).rows[0]!.n;
       await a.sql(`UPDATE scheduled_changes SET execute_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])`, [ids]);
@@ -111,5 +112,5 @@ describe('scheduled changes across replicas (two apps, one Postgres)', () => {
       await doomed.kill();
       await survivor.stop();
     }
-  }, 180_000);
+  }, 400_000);
 });

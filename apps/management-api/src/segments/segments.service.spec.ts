@@ -185,6 +185,22 @@ describe('SegmentsService', () => {
     });
   });
 
+  describe('webhooks (segment.updated, recorded in the write)', () => {
+    it('records a create, an update with its from/to and a delete, each with its environment and actor; nothing for a refused write', async () => {
+      await create(segment('beta'), 'staging');
+      await s.service.update(TENANT, 'staging', ALICE, 'beta', { name: 'Beta' });
+      await problemOf(create(segment('beta'), 'staging'));
+      await problemOf(s.service.update(TENANT, 'staging', ALICE, 'beta', { name: 'B3' }, '"1"'));
+      await s.service.remove(TENANT, 'staging', ALICE, 'beta');
+      expect(s.recorded.map((e) => [e.type, e.data['action'], e.data['environment'], e.data['actor']])).toEqual([
+        ['segment.updated', 'create', 'staging', 'user:alice'],
+        ['segment.updated', 'update', 'staging', 'user:alice'],
+        ['segment.updated', 'delete', 'staging', 'user:alice'],
+      ]);
+      expect(s.recorded[1]!.data['changes']).toEqual({ name: { from: 'Segment beta', to: 'Beta' } });
+    });
+  });
+
   describe('segmentMatch inside a segment (checked against the environment’s segments)', () => {
     it('create: a segment the environment does not have is 422 naming the value; one it has is taken', async () => {
       await create(segment('inner'), 'staging');
