@@ -177,11 +177,15 @@ async function timeReads(ds: DataSource, end: Date): Promise<void> {
     ['summary, the year, one model', { from: ago(365), model: 'model-2' }],
   ];
   const lines: string[] = [];
-  const line = (label: string, before: { p50: number; p99: number }, after: { p50: number; p99: number }) =>
+  const line = (label: string, before: { p50: number; p99: number } | undefined, after: { p50: number; p99: number }) => {
+    const afterText = `after p50 ${after.p50.toFixed(2).padStart(7)} p99 ${after.p99.toFixed(2).padStart(7)} ms`;
     lines.push(
-      `${label.padEnd(48)} before p50 ${before.p50.toFixed(1).padStart(8)} p99 ${before.p99.toFixed(1).padStart(8)} ms | after p50 ${after.p50.toFixed(2).padStart(7)} p99 ${after.p99.toFixed(2).padStart(7)} ms | p99 ${(before.p99 / after.p99).toFixed(0)}x`,
+      before === undefined
+        ? `${label.padEnd(48)} ${afterText}`
+        : `${label.padEnd(48)} before p50 ${before.p50.toFixed(1).padStart(8)} p99 ${before.p99.toFixed(1).padStart(8)} ms | ${afterText} | p99 ${(before.p99 / after.p99).toFixed(0)}x`,
     );
-  const skipped = { p50: Number.NaN, p99: Number.NaN };
+  };
+  const skipped = undefined;
   for (const [label, filter] of summaries) {
     const after = await timed(() => repo.groups(BIG, filter));
     if (AFTER_ONLY) {
@@ -227,7 +231,7 @@ async function timeReads(ds: DataSource, end: Date): Promise<void> {
     if (KEEP) for (const i of kept) await ds.query(i.indexdef.replace(' ON ONLY ', ' ON '));
   }
   const [{ rows }] = await ds.query(`SELECT count(*)::bigint AS rows FROM usage_ledger WHERE tenant_id = $1`, [BIG]);
-  console.log(`\n${Number(rows).toLocaleString('en')} rows, ${RUNS} runs each (before: rows' aggregate / no listing index; after: rollups / listing indexes)`);
+  console.log(`\n${Number(rows).toLocaleString('en')} rows, ${RUNS} runs each (${AFTER_ONLY ? '' : "before: rows' aggregate / no listing index; "}after: rollups / listing indexes)`);
   for (const l of lines) console.log(l);
   console.log('\nplans (EXPLAIN ANALYZE of the listing query):');
   for (const p of plans) console.log(p);
