@@ -78,7 +78,10 @@ describe('billing-worker: billing meter, metered price and usage subscriptions',
     expect(price.lookup_key).toBe(`flagship-usage-${EVENT}`);
     // Usage is prepaid through credits: the invoice lists it at no charge (METER_PRICE_UNIT_AMOUNT_DECIMAL).
     expect(String(price.unit_amount_decimal)).toBe('0');
-    const state = await db.query(`SELECT key, value FROM billing_state WHERE key IN ('usage_meter_id', 'usage_price_id') ORDER BY key`);
+    // The worker records the ids after Stripe has answered the create: wait for its commit, not Stripe's.
+    const recorded = () => db.query(`SELECT key, value FROM billing_state WHERE key IN ('usage_meter_id', 'usage_price_id') ORDER BY key`);
+    await waitFor(async () => (await recorded()).rows.length === 2, 10000);
+    const state = await recorded();
     expect(state.rows).toEqual([
       { key: 'usage_meter_id', value: meter.id },
       { key: 'usage_price_id', value: price.id },
