@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,10 +19,11 @@ import { freePort, http, waitFor } from '@flagship/testing';
 interface LdEventSource {
   addEventListener(type: 'message', listener: (event: { data: string; lastEventId: string }) => void): void;
   addEventListener(type: 'open', listener: () => void): void;
+  addEventListener(type: 'error', listener: (event: { message?: string }) => void): void;
   close(): void;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { EventSource } = require('launchdarkly-eventsource') as { EventSource: new (url: string) => LdEventSource };
+const { EventSource } = require('launchdarkly-eventsource') as { EventSource: new (url: string, options?: { agent?: Agent }) => LdEventSource };
 
 const root = join(__dirname, '..', '..', '..', '..');
 const main = join(root, 'dist/apps/orep-server/apps/orep-server/src/main.js');
@@ -93,7 +94,11 @@ describe('OFREP push, built app', () => {
     const token = new URL(streamUrl).searchParams.get('token')!;
 
     const node: string[] = [];
-    const es = new EventSource(streamUrl);
+    // Node's global agent times a socket out after 5 s without data (Node 19+), shorter than the
+    // server's heartbeat: an agent of its own, as a long-lived stream's client should use.
+    const es = new EventSource(streamUrl, { agent: new Agent() });
+    const streamErrors: string[] = [];
+    es.addEventListener('error', (e) => streamErrors.push(e.message ?? 'error'));
     es.addEventListener('message', (e) => node.push(e.data));
     await new Promise<void>((resolve) => es.addEventListener('open', () => resolve()));
 
@@ -135,6 +140,8 @@ describe('OFREP push, built app', () => {
     await http(`${url}/no-such-route?token=${token}`);
     await http(`${url}/ofrep/v1/events?token=${token}`, { method: 'POST' });
 
+    // The stream held throughout (however long Chromium took to start): no error, no reconnect.
+    expect(streamErrors).toEqual([]);
     const exit = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
