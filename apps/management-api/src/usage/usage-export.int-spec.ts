@@ -1,3 +1,4 @@
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { http } from '@flagship/testing';
@@ -195,25 +196,46 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
     const hoarder = await f.signUp();
     // About 30 MB of CSV: far more than loopback's socket buffers hold, so a download nobody reads stalls.
     await fill(hoarder.tenantId, 60_000, '2026-11-01T00:00:00Z');
-    const open = () => fetch(`${f.url}/api/usage/export?${NOV}`, { headers: { authorization: `Bearer ${hoarder.idToken}`, 'x-tenant-id': hoarder.tenantId } });
-    const unread = [await open(), await open()];
-    expect(unread.map((r) => r.status)).toEqual([200, 200]);
-    const third = await get(`/api/usage/export?${NOV}`, hoarder);
+    const path = `/api/usage/export?${NOV}`;
+    const headers = { authorization: `Bearer ${hoarder.idToken}`, 'x-tenant-id': hoarder.tenantId };
+    /**
+     * A download whose body is never read: paused at once, so once the socket's buffers are full the
+     * server's writes stall (a fetch body may be read ahead by the client; a paused response is not).
+     */
+    const hold = () =>
+      new Promise<{ res: IncomingMessage; ended: Promise<boolean> }>((resolve, reject) => {
+        httpGet(`${f.url}${path}`, { headers }, (res) => {
+          res.pause();
+          res.on('error', () => undefined); // the cut, seen below as an incomplete end
+          // complete: the whole body arrived; false when the connection was cut before its end.
+          const ended = new Promise<boolean>((done) => res.once('close', () => done(res.complete)));
+          resolve({ res, ended });
+        }).once('error', reject);
+      });
+    const unread = [await hold(), await hold()];
+    expect(unread.map((u) => u.res.statusCode)).toEqual([200, 200]);
+    const third = await get(path, hoarder);
     expect([third.status, third.body.type, third.body.per, third.body.limit, third.headers.get('retry-after')]).toEqual([429, '/problems/too-many-exports', 'tenant', 2, '30']);
     // Another tenant's export is not held back by them.
-    expect((await get(`/api/usage/export?${NOV}`, stranger)).status).toBe(200);
-    // Nobody reads the two: both are closed once idle for 2 s, and a new export is taken.
-    const started = Date.now();
-    let again = await open();
-    while (again.status === 429 && Date.now() - started < 15_000) {
-      await again.body?.cancel();
-      await new Promise((r) => setTimeout(r, 250));
-      again = await open();
-    }
-    expect(again.status).toBe(200);
-    await again.body?.cancel();
-    // The cut downloads end broken, never as a file that looks whole.
-    for (const r of unread) await expect(r.text()).rejects.toThrow();
+    expect((await get(path, stranger)).status).toBe(200);
+    // Nobody reads the two: both are cut once idle for 2 s, and two new exports are taken at once
+    // (each admitted one holds its slot, so the second is admitted only once both old ones are gone).
+    const admitted = async () => {
+      const deadline = Date.now() + 15_000;
+      let next = await hold();
+      while (next.res.statusCode === 429 && Date.now() < deadline) {
+        next.res.resume();
+        await new Promise((r) => setTimeout(r, 250));
+        next = await hold();
+      }
+      return next;
+    };
+    const fresh = [await admitted(), await admitted()];
+    expect(fresh.map((u) => u.res.statusCode)).toEqual([200, 200]);
+    for (const u of fresh) u.res.destroy();
+    // Read now, each old one ends before its last row (a paused socket learns of the cut only when it reads).
+    for (const u of unread) u.res.resume();
+    expect(await Promise.all(unread.map((u) => u.ended))).toEqual([false, false]);
   }, 60_000);
 
   describe('memory', () => {
