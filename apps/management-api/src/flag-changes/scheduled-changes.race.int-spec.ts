@@ -81,7 +81,9 @@ describe('scheduled changes across replicas (two apps, one Postgres)', () => {
 
     const other = a.svc.app.get(ScheduledChangesService);
     expect(await other.executeNext()).toBeNull(); // held by the dying replica: skipped, not waited for
-    await a.sql('SELECT pg_terminate_backend($1)', [pid]);
+    // Waits until the backend is gone (and its locks with it): without the timeout the call returns
+    // once the signal is sent, and the next claim could still skip the row as locked (seen in CI).
+    await a.sql('SELECT pg_terminate_backend($1, 10000)', [pid]);
     await qr.release().catch(() => undefined);
     await dying.destroy().catch(() => undefined);
 
