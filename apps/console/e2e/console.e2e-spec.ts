@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { http, waitFor } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
+import { CHROMIUM, HAVE_CHROMIUM, screenshot, seriousViolations, SESSION_KEY } from './chromium';
 import { type ConsoleStack, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
@@ -139,7 +139,8 @@ if (!HAVE_CHROMIUM) {
     await page.getByRole('heading', { name: 'Flags in production' }).waitFor();
     expect(await page.getByRole('switch', { name: 'Enabled in production' }).isChecked()).toBe(true);
 
-    // 1,000 flags (imported in one request) render without a visible stall.
+    // 1,000 flags (imported in one request, the most the list asks for) all render. How fast, and the
+    // longest main-thread task, is tools/bench/console-flags.ts's: a timed e2e measured CI's load.
     const flags = Object.fromEntries(
       Array.from({ length: 999 }, (_, i) => {
         const key = `bulk-${String(i).padStart(4, '0')}`;
@@ -148,20 +149,11 @@ if (!HAVE_CHROMIUM) {
     );
     const imported = await http(`${base}/api/flags/import`, { method: 'POST', headers: api, json: { flags } });
     expect(imported.status).toBe(200);
-    await watchLongTasks(page);
     const switches = page.getByRole('switch', { name: 'Enabled in production' });
-    const { firstRowsMs, allRowsMs } = await timeReload(page, switches, 1000);
+    await page.reload();
+    await switches.nth(999).waitFor({ timeout: 60000 });
+    expect(await switches.count()).toBe(1000);
     await page.getByRole('link', { name: 'bulk-0998', exact: true }).waitFor();
-    const tasks = await longTasks(page);
-    const apiStarted = Date.now();
-    expect((await http(`${base}/api/flags?limit=1000`, { headers: api })).body).toHaveLength(1000);
-    const apiMs = Date.now() - apiStarted;
-    console.log(
-      `console, 1,000 flags after reload: first rows ${firstRowsMs} ms, all rows ${allRowsMs} ms; longest main-thread task ${Math.max(0, ...tasks)} ms (${tasks.length} over 50 ms); the API's list alone ${apiMs} ms`,
-    );
-    expect(firstRowsMs).toBeLessThan(3000);
-    // Rendered all at once the 1,000 rows block the page for about 2 s; in transitions no task comes near a second.
-    expect(Math.max(0, ...tasks)).toBeLessThan(1000);
     await shot('07-flags-1000', false);
 
     // The one 401 above is the browser's log of the refused request, not an error of the console.

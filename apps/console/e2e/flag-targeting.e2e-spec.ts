@@ -3,7 +3,7 @@
  * started as processes (as `npm start` runs them): sign up, create a project (API) and a flag in it
  * (console), add a rule with a 50/50 rollout, switch it on, check the playground against the
  * evaluate endpoint and against orep-server, see the change in the audit log, survive a concurrent
- * edit (412 -> diff -> reapply), and filter 1,000 flags by tag. Screenshots of each screen land in
+ * edit (412 -> diff -> reapply), and filter the flags list by tag. Screenshots of each screen land in
  * tmp/console-screenshots/targeting-*.png. Skips only when no Chromium is found.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -12,7 +12,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { freePort, http, waitFor } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, longTasks, screenshot, seriousViolations, SESSION_KEY, timeReload, watchLongTasks } from './chromium';
+import { CHROMIUM, HAVE_CHROMIUM, screenshot, seriousViolations, SESSION_KEY } from './chromium';
 import { chooseOption, type ConsoleStack, SHOTS, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
@@ -234,39 +234,28 @@ if (!HAVE_CHROMIUM) {
     expect(merged.body).toMatchObject({ name: 'New checkout flow', description: 'Edited elsewhere', targets: [{ variationId: trueId, values: ['vip-1'] }], offValue: true, enabled: true });
     expect(merged.body.rules).toHaveLength(1);
 
-    // 1,000 flags: the list renders them without a stall, and the tag filter narrows them at once.
+    // The tag filter narrows the list to the tagged flag and back. 1,000 rows are console.e2e-spec's;
+    // their speed is tools/bench/console-flags.ts's (a timed e2e measured CI's load, not the console).
     const flags = Object.fromEntries(
-      Array.from({ length: 999 }, (_, i) => {
+      Array.from({ length: 29 }, (_, i) => {
         const key = `bulk-${String(i).padStart(4, '0')}`;
         return [key, { key, on: i % 2 === 0, variations: [true, false], offVariation: 1, fallthrough: { variation: 0 }, targets: [], rules: [], prerequisites: [], salt: key }];
       }),
     );
     expect((await http(`${base}/api/flags/import`, { method: 'POST', headers: api, json: { flags } })).status).toBe(200);
-    await watchLongTasks(page);
     await page.getByRole('link', { name: 'Flags', exact: true }).click();
     const switches = page.getByRole('switch', { name: 'Enabled in production' });
-    const { firstRowsMs, allRowsMs } = await timeReload(page, switches, 1000);
-    const filterStarted = Date.now();
+    await page.reload();
+    await switches.nth(29).waitFor();
     await choose(page, /Tag/, 'web');
     await waitFor(async () => (await switches.count()) === 1, 10000, 50);
-    const filterMs = Date.now() - filterStarted;
     await page.getByRole('link', { name: 'New checkout flow' }).waitFor();
     await shot('08-flags-tag-filter');
     await accessible('flags list filtered by tag');
-    const unfilterStarted = Date.now();
     await choose(page, /Tag/, 'All tags');
-    // Waits as timeReload does (Playwright's own backing-off poll), not by counting 1,000 named switches
-    // every 10 ms: on a loaded CI machine that count took the main thread from the rows it waited for.
-    await switches.nth(999).waitFor({ timeout: 60000 });
-    expect(await switches.count()).toBe(1000);
-    const unfilterMs = Date.now() - unfilterStarted;
-    const tasks = await longTasks(page);
-    console.log(
-      `flag targeting e2e, 1,000 flags: first rows ${firstRowsMs} ms, all rows ${allRowsMs} ms; tag filter to 1 row ${filterMs} ms, back to 1,000 rows ${unfilterMs} ms; longest main-thread task ${Math.max(0, ...tasks)} ms (${tasks.length} over 50 ms)`,
-    );
-    expect(firstRowsMs).toBeLessThan(3000);
-    expect(Math.max(0, ...tasks)).toBeLessThan(1000);
-    await shot('09-flags-1000', false);
+    await switches.nth(29).waitFor();
+    expect(await switches.count()).toBe(30);
+    await shot('09-flags-all', false);
 
     // The one 412 is the browser's log of the refused save above, which the console handled.
     expect(pageErrors.filter((e) => !/412 \(Precondition Failed\)/.test(e))).toEqual([]);
