@@ -16,6 +16,9 @@ class PlainSummaryReporter {
       .map((r) => ({ file: path.relative(this.rootDir, r.testFilePath), seconds: (r.perfStats.end - r.perfStats.start) / 1000 }))
       .filter((f) => Number.isFinite(f.seconds))
       .sort((a, b) => b.seconds - a.seconds);
+    // Every file's seconds, slowest first, for comparing two runs.
+    fs.mkdirSync(path.join(__dirname, '../../tmp'), { recursive: true });
+    fs.writeFileSync(path.join(__dirname, '../../tmp/test-times.json'), `${JSON.stringify(files, null, 1)}\n`);
     if (files.length > 1) {
       const total = files.reduce((sum, f) => sum + f.seconds, 0);
       const lines = files.slice(0, SLOWEST).map((f) => `${f.seconds.toFixed(1).padStart(7)} s  ${f.file}`);
@@ -26,7 +29,6 @@ class PlainSummaryReporter {
     const line = `tests: ${results.numPassedTests} passed, ${failed} failed, ${skipped} skipped`;
     process.stdout.write(`\n${line}\n`);
     // .ci/run repeats it as its very last line.
-    fs.mkdirSync(path.join(__dirname, '../../tmp'), { recursive: true });
     fs.writeFileSync(path.join(__dirname, '../../tmp/test-summary.txt'), `${line}\n`);
   }
 }
