@@ -14,5 +14,5 @@ export function managementApiDocument(app: INestApplication): OpenAPIObject {
 
 /** `/openapi.json` and `/docs` of the running API. */
 export function setupOpenApi(app: INestApplication): void {
-  serveOpenApi(app, managementApiDocument(app));
+  serveOpenApi(app, () => managementApiDocument(app));
 }
