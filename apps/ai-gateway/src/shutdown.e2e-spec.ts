@@ -75,7 +75,6 @@ describe('the gateway on SIGTERM (a rollout)', () => {
     const stream = await client.chat.completions.create({ model: 'fake-chat-1', stream: true, messages: [{ role: 'user', content: words(30) }] });
     const exited = once(g.child, 'exit');
     let text = '';
-    const started = Date.now();
     const error = await (async () => {
       for await (const chunk of stream) {
         if (text === '' && chunk.choices[0]?.delta.content) g.child.kill('SIGTERM');
@@ -85,8 +84,11 @@ describe('the gateway on SIGTERM (a rollout)', () => {
       () => undefined,
       (e: unknown) => e,
     );
+    // Cut by the gateway (its error event) before the stream's end, and before the grace ran out: at
+    // the grace service-kit exits the process with code 1, so exit code 0 says the cut and the
+    // settlement came first. Not timed: the cut comes 2 s after SIGTERM and the forced exit at 4 s,
+    // a gap a loaded machine can close (CUT_MARGIN_MS keeps it at 3 s at most whatever the grace).
     expect(error).toMatchObject({ code: 'service_unavailable' });
-    expect(Date.now() - started).toBeLessThan(4000);
     expect(text.length).toBeGreaterThan(0);
     expect(text.length).toBeLessThan(`echo: ${words(30)}`.length);
     const [code] = await exited;

@@ -203,8 +203,9 @@ describe('Postgres, then Redis, cut under concurrent writes (real HTTP, real out
     const during = await Promise.all([0, 1, 2, 3, 4, 5].map(() => timed('/api/projects')));
     expect(during).toEqual(during.map(() => fast503));
     // At worst a wait for a pooled connection (2 s, all four are stuck) and then the client-side
-    // query timeout on the one it gets (1 s statement timeout + 1 s): about 4 s, never a hang.
-    expect(Math.max(...during.map((r) => r.ms))).toBeLessThan(5000);
+    // query timeout on the one it gets (1 s statement timeout + 1 s): about 4 s, never a hang. A hang
+    // lasts until the stall is lifted below; 12 s leaves a loaded machine 3x the 4 s.
+    expect(Math.max(...during.map((r) => r.ms))).toBeLessThan(12_000);
     expect([readiness(await http(`${f.metricsUrl}/readyz`)), (await http(`${f.url}/healthz`)).status]).toEqual(['not-ready: postgres', 200]);
     await pgProxy.restore();
     expect(await waitReady()).toBe('ok');

@@ -145,9 +145,11 @@ describe('TenantStep (real Postgres and Redis)', () => {
     const unannounced = randomUUID();
     expect(await outcome(step, unannounced)).toBe('401 invalid_token');
     await admin.query(`INSERT INTO tenants (id, name, primary_email) VALUES ($1, 'quiet', 'quiet@example.test')`, [unannounced]);
+    // Found once its 400 ms TTL passes; remembered for good, it never would be. 4 s tells the two
+    // apart with room for a loaded machine.
     const t0 = Date.now();
-    await waitFor(async () => (await outcome(step, unannounced)) === unannounced, 3000, 20);
-    expect(Date.now() - t0).toBeLessThan(1500);
+    await waitFor(async () => (await outcome(step, unannounced)) === unannounced, 8000, 20);
+    expect(Date.now() - t0).toBeLessThan(4000);
   });
 
   it('Postgres down: 503 for a tenant not held, one announced as changed, and one past its TTL; served again after', async () => {
