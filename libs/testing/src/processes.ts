@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { http } from './http';
 
@@ -20,8 +21,60 @@ export function killOnExit(child: ChildProcess): void {
   child.once('exit', () => children.delete(child));
 }
 
-/** A free TCP port on loopback. */
+/**
+ * A free TCP port on loopback for a server a test starts later (often in another process). Taken below
+ * the kernel's ephemeral range, in a slice of its own per jest worker, one after another from a random
+ * start: a port from `listen(0)` is an ephemeral one, which the kernel may hand to another worker's
+ * `listen(0)` or an outgoing connection before the app binds it. CI saw that: a replica's health check
+ * answered by another test's app on the same port (404 "No route" for the route the replica had).
+ */
 export async function freePort(): Promise<number> {
+  const slice = portSlice();
+  if (slice !== undefined) {
+    for (let tried = 0; tried < slice.size; tried++) {
+      slice.next = (slice.next + 1) % slice.size;
+      const port = slice.first + slice.next;
+      if (await canListen(port)) return port;
+    }
+  }
+  return listenOnAnyPort();
+}
+
+const SLICES = 16;
+let slice: { first: number; size: number; next: number } | null | undefined;
+
+/** This process's ports: below the ephemeral range, the slice of its jest worker (0 outside jest); null when the range leaves no room. */
+function portSlice(): { first: number; size: number; next: number } | undefined {
+  if (slice === undefined) {
+    let ephemeralLow = 32768;
+    try {
+      ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow;
+    } catch {
+      // Not Linux: its default.
+    }
+    const first = 10000;
+    const size = Math.floor((ephemeralLow - first) / SLICES);
+    const worker = Number(process.env['JEST_WORKER_ID'] ?? 0) % SLICES;
+    slice = size < 100 ? null : { first: first + worker * size, size, next: Math.floor(Math.random() * size) };
+  }
+  return slice ?? undefined;
+}
+
+async function canListen(port: number): Promise<boolean> {
+  const server = createServer();
+  server.listen(port, '127.0.0.1');
+  // once(server, 'listening') would reject on 'error': one listener for each outcome instead.
+  const listening = await new Promise<boolean>((resolve) => {
+    server.once('listening', () => resolve(true));
+    server.once('error', () => resolve(false));
+  });
+  if (!listening) return false;
+  server.close();
+  await once(server, 'close');
+  return true;
+}
+
+async function listenOnAnyPort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
