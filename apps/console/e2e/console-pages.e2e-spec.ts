@@ -11,12 +11,11 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import OpenAI from 'openai';
 import { Client } from 'pg';
 import type { BrowserContext, Page } from 'playwright-core';
 import { createTestEnvironment, FakeModelUpstream, FakeStripe, freePort, http, waitFor, type TestEnvironment } from '@flagship/testing';
-import { CHROMIUM, type ChromiumPage, HAVE_CHROMIUM, launchChromium, SESSION_KEY } from './chromium';
+import { CHROMIUM, type ChromiumPage, HAVE_CHROMIUM, launchChromium, screenshot, seriousViolations, SESSION_KEY } from './chromium';
 import { sharedStack } from './shared-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
@@ -67,15 +66,10 @@ async function stop(child: ChildProcess | undefined) {
   const email = `pages-${Date.now()}@flagship.test`;
   const password = 'console-password-1';
 
-  async function shot(name: string) {
-    // caret 'initial': Playwright would otherwise inject a <style>, which the console's CSP rightly refuses.
-    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, caret: 'initial' });
-  }
+  const shot = (name: string) => screenshot(page, join(SHOTS, `${name}.png`));
 
   async function accessible(screen: string) {
-    const result = await new AxeBuilder({ page }).analyze();
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join('; ')}`);
-    expect(bad).toEqual([]);
+    expect(await seriousViolations(page, screen)).toEqual([]);
   }
 
   async function session(): Promise<{ token: string; tenantId: string }> {

@@ -9,11 +9,10 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import { Client } from 'pg';
 import type { Page } from 'playwright-core';
 import { http, waitFor } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, screenshot } from './chromium';
+import { ALL_IMPACTS, axeViolations, CHROMIUM, HAVE_CHROMIUM, screenshot } from './chromium';
 import { type ConsoleStack, SHOTS, signUpInConsole, startConsoleStack } from './console-stack.fixture';
 
 if (!HAVE_CHROMIUM) {
@@ -27,8 +26,7 @@ if (!HAVE_CHROMIUM) {
 
   const shot = (name: string) => screenshot(page, join(SHOTS, `experiments-${name}.png`));
   const accessible = async (screen: string) => {
-    const { violations } = await new AxeBuilder({ page }).analyze();
-    expect(violations.map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join('; ')}`)).toEqual([]);
+    expect(await axeViolations(page, screen, ALL_IMPACTS)).toEqual([]);
   };
 
   beforeAll(async () => {

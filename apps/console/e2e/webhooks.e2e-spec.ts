@@ -11,11 +11,10 @@ import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import AxeBuilder from '@axe-core/playwright';
 import { Client } from 'pg';
 import type { Page } from 'playwright-core';
 import { http } from '@flagship/testing';
-import { CHROMIUM, HAVE_CHROMIUM, screenshot } from './chromium';
+import { ALL_IMPACTS, axeViolations, CHROMIUM, HAVE_CHROMIUM, screenshot } from './chromium';
 import { chooseOption, type ConsoleStack, signUpInConsole, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
@@ -33,8 +32,7 @@ if (!HAVE_CHROMIUM) {
 
   const shot = (name: string) => screenshot(page, join(SHOTS, `webhooks-${name}.png`));
   const accessible = async (screen: string) => {
-    const { violations } = await new AxeBuilder({ page }).analyze();
-    expect(violations.map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join('; ')}`)).toEqual([]);
+    expect(await axeViolations(page, screen, ALL_IMPACTS)).toEqual([]);
   };
 
   beforeAll(async () => {
