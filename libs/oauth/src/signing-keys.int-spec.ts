@@ -135,12 +135,18 @@ describe('signing keys (real Postgres and Redis)', () => {
 
     it('a key whose lease ran out is no longer published, and its tokens are refused', async () => {
       const thirdPem = newPem();
-      secrets.rotate(thirdPem);
+      // Unannounced: an announcement starts a renew in the background, which could land after the
+      // UPDATE below and extend the lease again (it did under load). The token notices the new value.
+      secrets.rotate(thirdPem, false);
       const token = await issue();
       const kid = decodeProtectedHeader(token.access_token).kid as string;
-      await ds.query(`UPDATE signing_keys SET retired_at = now() - interval '1 second' WHERE kid = $1`, [kid]);
       const keys = verifierApp.app.get(VerificationKeys);
-      await keys.refresh();
+      // The previous test's announced renew may still be in flight, with the same effect: retired until it holds.
+      await waitFor(async () => {
+        await ds.query(`UPDATE signing_keys SET retired_at = now() - interval '1 second' WHERE kid = $1`, [kid]);
+        await keys.refresh();
+        return !keys.published().some((k) => k.kid === kid);
+      }, 5000, 100);
       expect(keys.published().map((k) => k.kid)).not.toContain(kid);
       await expect(verifierApp.app.get(AccessTokenVerifier).verify(token.access_token)).rejects.toMatchObject({ reason: 'unknown_key' });
       // The signer republishes a configured key when it renews its lease: the secret decides.
