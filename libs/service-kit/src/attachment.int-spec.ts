@@ -11,17 +11,21 @@ describe('sendAttachment (real sockets)', () => {
   let server: Server;
   let url: string;
   let body: () => AsyncIterable<string>;
+  let idleMs: number | undefined;
 
   beforeAll(async () => {
     const app = express();
-    app.get('/file', (_req, res: Response) => void sendAttachment(res, { contentType: 'text/csv; charset=utf-8', filename: 'f.csv', body: body() }));
+    app.get('/file', (_req, res: Response) => void sendAttachment(res, { contentType: 'text/csv; charset=utf-8', filename: 'f.csv', body: body() }, { idleMs }));
     server = createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/file`;
   });
   // A test that fails mid-download leaves a stalled socket open, and close() waits for every socket:
   // cut them, so one failed assert is not also a hook timeout.
-  afterEach(() => server.closeAllConnections());
+  afterEach(() => {
+    server.closeAllConnections();
+    idleMs = undefined;
+  });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const CHUNK = 'x'.repeat(64 * 1024);
@@ -76,5 +80,32 @@ describe('sendAttachment (real sockets)', () => {
     const res = await fetch(url);
     expect(res.status).toBe(200);
     await expect(res.text()).rejects.toThrow();
+  });
+
+  it('closes a download whose client reads nothing for idleMs, which ends the reads', async () => {
+    idleMs = 500;
+    let ended = false;
+    body = async function* () {
+      try {
+        for (;;) yield CHUNK;
+      } finally {
+        ended = true;
+      }
+    };
+    const req = request(url);
+    const res = await new Promise<import('node:http').IncomingMessage>((resolve) => req.on('response', resolve).end());
+    res.pause();
+    await waitFor(async () => ended);
+  });
+
+  it("does not take the time the body needs for its next chunk (a slow database page) as the client's idleness", async () => {
+    idleMs = 500;
+    body = async function* () {
+      yield 'id\r\n';
+      await sleep(2000);
+      yield '1\r\n';
+    };
+    const res = await fetch(url);
+    expect(await res.text()).toBe('id\r\n1\r\n');
   });
 });
