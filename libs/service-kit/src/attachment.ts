@@ -23,14 +23,19 @@ const logger = new Logger('Attachment');
 export async function sendAttachment(res: Response, file: StreamedAttachment, options: { idleMs?: number } = {}): Promise<void> {
   // A client that stops reading stalls the pipeline forever; with idleMs its socket is closed once
   // nothing moved for that long, which ends the pipeline (and the reads) as a client leaving does.
-  if (options.idleMs !== undefined && options.idleMs > 0) res.setTimeout(options.idleMs, () => res.destroy());
+  const idleMs = options.idleMs ?? 0;
+  let body = file.body;
+  if (idleMs > 0) {
+    res.setTimeout(idleMs, () => res.destroy());
+    body = clockedWhileSending(file.body, (on) => res.socket?.setTimeout(on ? idleMs : 0));
+  }
   res.status(200);
   res.setHeader('Content-Type', file.contentType);
   res.setHeader('Content-Disposition', `attachment; filename="${file.filename}"`);
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   // Byte mode with the default 16 KiB mark: at most one chunk waits in the readable, the rest in the socket's buffer.
-  const source = Readable.from(file.body, { objectMode: false });
+  const source = Readable.from(body, { objectMode: false });
   try {
     await pipeline(source, res);
   } catch (err) {
@@ -38,4 +43,20 @@ export async function sendAttachment(res: Response, file: StreamedAttachment, op
     if (!res.destroyed || (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') logger.error(`download ${file.filename} failed after it started: ${String(err)}`);
     res.destroy();
   }
+}
+
+/**
+ * `body` with the idle clock stopped while the next chunk is being made: a socket is idle too while
+ * the server waits on its own source (a database page, bounded by its own timeouts), and that is no
+ * sign of a client that stopped reading, so a reading client is never cut for the server's slowness.
+ */
+async function* clockedWhileSending(body: AsyncIterable<string>, clock: (on: boolean) => void): AsyncGenerator<string> {
+  clock(false);
+  for await (const chunk of body) {
+    clock(true);
+    yield chunk;
+    clock(false);
+  }
+  // The last chunks still go out after the body ends.
+  clock(true);
 }

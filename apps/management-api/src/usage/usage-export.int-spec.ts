@@ -43,11 +43,10 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
   let ada: SignedUp;
   let editor: SignedUp;
   let stranger: SignedUp;
-  let big: SignedUp;
 
   /** `n` succeeded rows of a tenant, three per millisecond from `start` (ties the keyset must order by id). */
-  const fill = (tenantId: string, n: number, start: string, model = 'small') =>
-    f.sql(
+  const fill = (tenantId: string, n: number, start: string, model = 'small', app = f) =>
+    app.sql(
       `INSERT INTO usage_ledger (tenant_id, client_id, product_key, provider, model, endpoint, status, debit, input_tokens, output_tokens, request_id,
                                  created_at, completed_at, flag_key, flag_version, variation)
        SELECT $1, 'ffc_test', 'core', 'inhouse', $4, 'chat.completions', 'succeeded', 1000 + i, 10, 20, 'req-' || i,
@@ -63,7 +62,6 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
     ada = await f.signUp();
     editor = await f.signUp();
     stranger = await f.signUp();
-    big = await f.signUp();
     await f.addMember(ada, ada.tenantId, editor.email, 'editor', editor);
     // Two pages and a bit, and the stranger's rows at the very same instants.
     await fill(ada.tenantId, 2 * USAGE_EXPORT_PAGE_ROWS + 500, '2026-11-01T00:00:00Z');
@@ -239,6 +237,17 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
   }, 60_000);
 
   describe('memory', () => {
+    // An app of its own with the default idle cut-off: the reader below stops this whole process (the
+    // app's too) for a full GC every MB, which on a loaded machine can outlast the 2 s cut-off above.
+    let m: ManagementApiFixture;
+    let big: SignedUp;
+    beforeAll(async () => {
+      m = await ManagementApiFixture.start();
+      big = await m.signUp();
+    }, 120_000);
+    afterAll(async () => {
+      await m?.stop();
+    });
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const MB = 1024 * 1024;
@@ -253,7 +262,7 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
       const base = process.memoryUsage().heapUsed;
       let peak = base;
       const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 5);
-      const res = await fetch(`${f.url}/api/usage/export?${query}`, { headers: { authorization: `Bearer ${big.idToken}`, 'x-tenant-id': big.tenantId } });
+      const res = await fetch(`${m.url}/api/usage/export?${query}`, { headers: { authorization: `Bearer ${big.idToken}`, 'x-tenant-id': big.tenantId } });
       expect(res.status).toBe(200);
       let bytes = 0;
       let newlines = 0;
@@ -273,9 +282,9 @@ describe('GET /api/usage/export (real HTTP, Postgres, Redis)', () => {
     };
 
     it('exports 50,000 rows with a heap that does not grow with the row count', async () => {
-      await fill(big.tenantId, 5_000, '2026-09-01T00:00:00Z');
-      await fill(big.tenantId, 50_000, '2026-10-01T00:00:00Z');
-      await f.sql('ANALYZE usage_ledger');
+      await fill(big.tenantId, 5_000, '2026-09-01T00:00:00Z', 'small', m);
+      await fill(big.tenantId, 50_000, '2026-10-01T00:00:00Z', 'small', m);
+      await m.sql('ANALYZE usage_ledger');
       const small = await measure('from=2026-09-01&to=2026-10-01');
       const large = await measure('from=2026-10-01&to=2026-11-01');
       const fmt = (m: typeof small) =>
