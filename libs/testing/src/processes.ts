@@ -29,36 +29,31 @@ export function killOnExit(child: ChildProcess): void {
  * answered by another test's app on the same port (404 "No route" for the route the replica had).
  */
 export async function freePort(): Promise<number> {
-  const slice = portSlice();
-  if (slice !== undefined) {
-    for (let tried = 0; tried < slice.size; tried++) {
-      slice.next = (slice.next + 1) % slice.size;
-      const port = slice.first + slice.next;
+  if (SLICE !== undefined) {
+    for (let tried = 0; tried < SLICE.size; tried++) {
+      SLICE.next = (SLICE.next + 1) % SLICE.size;
+      const port = SLICE.first + SLICE.next;
       if (await canListen(port)) return port;
     }
   }
   return listenOnAnyPort();
 }
 
-const SLICES = 16;
-let slice: { first: number; size: number; next: number } | null | undefined;
-
-/** This process's ports: below the ephemeral range, the slice of its jest worker (0 outside jest); null when the range leaves no room. */
-function portSlice(): { first: number; size: number; next: number } | undefined {
-  if (slice === undefined) {
-    let ephemeralLow = 32768;
-    try {
-      ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow;
-    } catch {
-      // Not Linux: its default.
-    }
-    const first = 10000;
-    const size = Math.floor((ephemeralLow - first) / SLICES);
-    const worker = Number(process.env['JEST_WORKER_ID'] ?? 0) % SLICES;
-    slice = size < 100 ? null : { first: first + worker * size, size, next: Math.floor(Math.random() * size) };
+/** This process's ports: below the ephemeral range, the slice of its jest worker (0 outside jest); none when the range leaves no room. */
+const SLICE = ((): { first: number; size: number; next: number } | undefined => {
+  const slices = 16;
+  const first = 10000;
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow;
+  } catch {
+    // Not Linux: its default.
   }
-  return slice ?? undefined;
-}
+  const size = Math.floor((ephemeralLow - first) / slices);
+  if (size < 100) return undefined;
+  const worker = Number(process.env['JEST_WORKER_ID'] ?? 0) % slices;
+  return { first: first + worker * size, size, next: Math.floor(Math.random() * size) };
+})();
 
 async function canListen(port: number): Promise<boolean> {
   const server = createServer();
