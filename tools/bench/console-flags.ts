@@ -18,7 +18,7 @@ import { http } from '@flagship/testing';
 // A bench drives the console as its browser specs do: the same stack and helpers.
 /* eslint-disable @nx/enforce-module-boundaries */
 import { longTasks, timeReload, watchLongTasks } from '../../apps/console/e2e/chromium';
-import { chooseOption, signUpInConsole, startConsoleStack } from '../../apps/console/e2e/console-stack.fixture';
+import { bulkFlags, chooseOption, signUpInConsole, startConsoleStack } from '../../apps/console/e2e/console-stack.fixture';
 /* eslint-enable @nx/enforce-module-boundaries */
 
 const N = Number(process.argv[2] ?? 1000);
@@ -50,12 +50,7 @@ async function main(): Promise<void> {
 
     /** Grows the tenant to `total` flags (one import replaces the bulk set), then times `ROUNDS` rounds. */
     const measure = async (total: number): Promise<Figures[]> => {
-      const flags = Object.fromEntries(
-        Array.from({ length: total - 1 }, (_, i) => {
-          const key = `bulk-${String(i).padStart(4, '0')}`;
-          return [key, { key, on: i % 2 === 0, variations: [true, false], offVariation: 1, fallthrough: { variation: 0 }, targets: [], rules: [], prerequisites: [], salt: key }];
-        }),
-      );
+      const flags = bulkFlags(total - 1);
       const imported = await http(`${base}/api/flags/import`, { method: 'POST', headers, json: { flags } });
       if (imported.status !== 200) throw new Error(`import of ${total - 1} flags: ${imported.status} ${JSON.stringify(imported.body)}`);
       const rounds: Figures[] = [];

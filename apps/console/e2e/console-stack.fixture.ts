@@ -66,6 +66,19 @@ export async function chooseOption(page: Page, scope: Page | Locator, label: Reg
 }
 
 /**
+ * `count` plain boolean flags as LaunchDarkly SDK data for POST /api/flags/import, keyed bulk-0000
+ * upwards, every other one on: the rows of the console's long-list screens.
+ */
+export function bulkFlags(count: number): Record<string, unknown> {
+  return Object.fromEntries(
+    Array.from({ length: count }, (_, i) => {
+      const key = `bulk-${String(i).padStart(4, '0')}`;
+      return [key, { key, on: i % 2 === 0, variations: [true, false], offVariation: 1, fallthrough: { variation: 0 }, targets: [], rules: [], prerequisites: [], salt: key }];
+    }),
+  );
+}
+
+/**
  * A new account signed up through the console's own form (a tenant of its own, admin), the welcome tour
  * skipped (it would cover screenshots), and the session's token as headers for API calls beside the page.
  */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { http, waitFor } from '@flagship/testing';
 import { CHROMIUM, HAVE_CHROMIUM, screenshot, seriousViolations, SESSION_KEY } from './chromium';
-import { type ConsoleStack, startConsoleStack } from './console-stack.fixture';
+import { bulkFlags, type ConsoleStack, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const SHOTS = join(ROOT, 'tmp/console-screenshots');
@@ -141,12 +141,7 @@ if (!HAVE_CHROMIUM) {
 
     // 1,000 flags (imported in one request, the most the list asks for) all render. How fast, and the
     // longest main-thread task, is tools/bench/console-flags.ts's: a timed e2e measured CI's load.
-    const flags = Object.fromEntries(
-      Array.from({ length: 999 }, (_, i) => {
-        const key = `bulk-${String(i).padStart(4, '0')}`;
-        return [key, { key, on: i % 2 === 0, variations: [true, false], offVariation: 1, fallthrough: { variation: 0 }, targets: [], rules: [], prerequisites: [], salt: key }];
-      }),
-    );
+    const flags = bulkFlags(999);
     const imported = await http(`${base}/api/flags/import`, { method: 'POST', headers: api, json: { flags } });
     expect(imported.status).toBe(200);
     const switches = page.getByRole('switch', { name: 'Enabled in production' });

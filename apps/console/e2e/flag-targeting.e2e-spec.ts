@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { freePort, http, waitFor } from '@flagship/testing';
 import { CHROMIUM, HAVE_CHROMIUM, screenshot, seriousViolations, SESSION_KEY } from './chromium';
-import { chooseOption, type ConsoleStack, SHOTS, startConsoleStack } from './console-stack.fixture';
+import { bulkFlags, chooseOption, type ConsoleStack, SHOTS, startConsoleStack } from './console-stack.fixture';
 
 const ROOT = join(__dirname, '../../..');
 const main = (app: string) => join(ROOT, 'dist/apps', app, 'apps', app, 'src/main.js');
@@ -236,12 +236,7 @@ if (!HAVE_CHROMIUM) {
 
     // The tag filter narrows the list to the tagged flag and back. 1,000 rows are console.e2e-spec's;
     // their speed is tools/bench/console-flags.ts's (a timed e2e measured CI's load, not the console).
-    const flags = Object.fromEntries(
-      Array.from({ length: 29 }, (_, i) => {
-        const key = `bulk-${String(i).padStart(4, '0')}`;
-        return [key, { key, on: i % 2 === 0, variations: [true, false], offVariation: 1, fallthrough: { variation: 0 }, targets: [], rules: [], prerequisites: [], salt: key }];
-      }),
-    );
+    const flags = bulkFlags(29);
     expect((await http(`${base}/api/flags/import`, { method: 'POST', headers: api, json: { flags } })).status).toBe(200);
     await page.getByRole('link', { name: 'Flags', exact: true }).click();
     const switches = page.getByRole('switch', { name: 'Enabled in production' });
