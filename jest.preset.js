@@ -1,6 +1,7 @@
 // Shared Jest settings for every project. Tests are transpiled only, by swc (a third less CPU than
 // ts-jest's isolatedModules, docs/decisions/2026-11-29-jest-swc.md): `npm run typecheck` does the type
 // checking once for the whole tree.
+const fs = require('node:fs');
 const path = require('node:path');
 const { compilerOptions } = require('./tsconfig.base.json');
 
@@ -21,10 +22,39 @@ const kind = process.env.TEST_KIND;
 if (kind !== undefined && kind !== '' && !(kind in KINDS)) throw new Error(`TEST_KIND must be one of ${Object.keys(KINDS).join(', ')} (got ${kind})`);
 const suffixes = kind ? [KINDS[kind]] : Object.values(KINDS);
 
+// Spec groups (TEST_GROUPS=1, set by `npm test`): the `*.int-spec.ts` files in a folder holding an
+// `*.int-group.ts`, and in its subfolders without one of their own, run inside that one jest file
+// (libs/testing/src/spec-groups.ts), so their imports (the app module, TypeORM, Nest) are evaluated
+// once for the group instead of once per spec, and are not started on their own. Unset, every spec is
+// its own file, as a developer runs one.
+const GROUPED = process.env.TEST_GROUPS === '1';
+
 /** The testMatch of `dirs` (globs under <rootDir>) for the layer TEST_KIND picks. */
 function testMatchUnder(...dirs) {
-  return dirs.flatMap((d) => suffixes.map((s) => `<rootDir>/${d}/**/*.${s}.ts`));
+  const groups = GROUPED && suffixes.includes(KINDS.int) ? dirs.map((d) => `<rootDir>/${d}/**/*.int-group.ts`) : [];
+  return [...dirs.flatMap((d) => suffixes.map((s) => `<rootDir>/${d}/**/*.${s}.ts`)), ...groups];
 }
+
+/** Each group file under `dir` (absolute path) with the int-spec files it runs. */
+function specGroups(dir) {
+  const groups = {};
+  const walk = (folder, group) => {
+    const entries = fs.readdirSync(folder, { withFileTypes: true });
+    const own = entries.filter((e) => e.isFile() && e.name.endsWith('.int-group.ts'));
+    if (own.length > 1) throw new Error(`${folder}: one *.int-group.ts per folder (found ${own.map((e) => e.name).join(', ')})`);
+    if (own.length === 1) {
+      group = path.join(folder, own[0].name);
+      groups[group] = [];
+    }
+    for (const e of entries) {
+      if (e.isDirectory() && e.name !== 'node_modules') walk(path.join(folder, e.name), group);
+      else if (group && e.isFile() && e.name.endsWith('.int-spec.ts')) groups[group].push(path.join(folder, e.name));
+    }
+  };
+  walk(dir, undefined);
+  return groups;
+}
+const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 // The emit of tsconfig.base.json: ES2022 with [[Define]] class fields (as tsc does for that target),
 // legacy decorators with their parameter types recorded, which NestJS's constructor injection reads.
@@ -47,11 +77,16 @@ const swcTransform = { '^.+\\.ts$': swc('typescript'), '^.+\\.(mj|j)s$': swc('ec
 
 /** @returns {import('jest').Config} */
 module.exports = function projectConfig(dir) {
+  const groups = GROUPED ? specGroups(dir) : {};
+  const grouped = Object.values(groups).flat();
   return {
     displayName: path.relative(root, dir),
     rootDir: dir,
     testEnvironment: 'node',
     testMatch: testMatchUnder('.'),
+    testPathIgnorePatterns: ['/node_modules/', ...grouped.map((f) => `^${escapeRegExp(f)}$`)],
+    // Read by runSpecGroup: which specs each group file runs.
+    globals: { SPEC_GROUPS: groups },
     transform: swcTransform,
     transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
     moduleNameMapper,

@@ -16,3 +16,4 @@ export * from './fake-otlp-collector';
 export * from './flag-rows';
 export * from './fake-image-host';
 export * from './repository-agreement';
+export * from './spec-groups';

@@ -1,0 +1,3 @@
+import { runSpecGroup } from './spec-groups';
+
+runSpecGroup(__filename);
