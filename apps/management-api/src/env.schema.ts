@@ -1,6 +1,7 @@
 import { stripeEnv } from '@flagship/billing';
 import { bool, ConfigError, commonEnv, loadConfig, num, portEnv, str } from '@flagship/config';
 import { DEFAULT_FLAG_MAX_BYTES } from '@flagship/flag-evaluation';
+import { SCRYPT_COST } from '@flagship/oauth';
 import { segmentOf } from './auth/provider-segments';
 
 /** The management API's settings (CONTRACT.md sections 1 to 4). */
@@ -32,6 +33,10 @@ export const managementApiEnv = {
   PLATFORM_ADMIN_EMAILS: str({ default: '', desc: 'comma-separated e-mails of platform admins' }),
   OAUTH_ISSUER: str({ default: '', desc: 'iss of access tokens; default PUBLIC_BASE_URL' }),
   OAUTH_AUDIENCE: str({ default: 'flagship-api' }),
+  SECRET_HASH_SCRYPT_N: num({
+    default: SCRYPT_COST.N,
+    desc: `scrypt's N for OAuth client secrets and dev identity provider passwords, a power of two; lower for tests only (refused when NODE_ENV=production), where sign-ups would otherwise spend much of the suite's CPU on it`,
+  }),
   OAUTH_SIGNING_KEY: str({ default: '', desc: 'secret: EC P-256 private key (PEM PKCS#8 or JWK); required when NODE_ENV=production; none (development only) = a generated key kept in Postgres' }),
   PRODUCT_KEY_OWN: str({ default: 'core' }),
   PRODUCT_KEYS_INTERNAL: str({ default: 'insights,helpdesk,forms,studio' }),
@@ -193,6 +198,9 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
   }
   if (!Number.isInteger(raw.SCHEDULED_CHANGES_POLL_MS) || raw.SCHEDULED_CHANGES_POLL_MS < 0) throw new ConfigError('invalid configuration: SCHEDULED_CHANGES_POLL_MS must be a whole number of 0 or more');
   if (!Number.isInteger(raw.ROLLOUT_CHECK_MS) || raw.ROLLOUT_CHECK_MS < 1) throw new ConfigError('invalid configuration: ROLLOUT_CHECK_MS must be a whole number of 1 or more');
+  const n = raw.SECRET_HASH_SCRYPT_N;
+  if (!Number.isInteger(n) || n < 1024 || n > 1048576 || (n & (n - 1)) !== 0) throw new ConfigError('invalid configuration: SECRET_HASH_SCRYPT_N must be a power of two from 1024 to 1048576');
+  if (n < SCRYPT_COST.N && raw.NODE_ENV === 'production') throw new ConfigError(`invalid configuration: SECRET_HASH_SCRYPT_N below ${SCRYPT_COST.N} is refused when NODE_ENV=production`);
   if (raw.WEBHOOKS_ALLOW_PRIVATE_URLS && raw.NODE_ENV === 'production') {
     throw new ConfigError('invalid configuration: WEBHOOKS_ALLOW_PRIVATE_URLS=true is refused when NODE_ENV=production');
   }
@@ -222,6 +230,7 @@ export function loadManagementApiConfig(env: NodeJS.ProcessEnv) {
     idpSegment,
     idpScopes: scopes,
     oauthIssuer: raw.OAUTH_ISSUER || publicBaseUrl,
+    secretHashCost: { ...SCRYPT_COST, N: raw.SECRET_HASH_SCRYPT_N },
     platformAdminEmails: list(raw.PLATFORM_ADMIN_EMAILS.toLowerCase()),
     internalProductKeys: list(raw.PRODUCT_KEYS_INTERNAL),
     legacyProductKeys: list(raw.PRODUCT_KEYS_LEGACY),

@@ -1,4 +1,4 @@
-import { DUMMY_SECRET_HASH, hashSecret, verifySecret } from './secret-hash';
+import { dummySecretHash, hashSecret, verifySecret } from './secret-hash';
 
 describe('secret hashing', () => {
   it('verifies the right secret and refuses others', async () => {
@@ -15,6 +15,17 @@ describe('secret hashing', () => {
   it('refuses malformed hashes and the dummy', async () => {
     expect(await verifySecret('x', 'plain')).toBe(false);
     expect(await verifySecret('x', 'scrypt$0$8$1$aa$bb')).toBe(false);
-    expect(await verifySecret('', DUMMY_SECRET_HASH)).toBe(false);
+    expect(await verifySecret('', dummySecretHash())).toBe(false);
+  });
+
+  it('hashes at a given cost, records it, and checks a hash at the cost it records', async () => {
+    const cheap = { N: 1024, r: 8, p: 1 };
+    const h = await hashSecret('s3cret', cheap);
+    expect(h).toMatch(/^scrypt\$1024\$8\$1\$/);
+    expect(await verifySecret('s3cret', h)).toBe(true);
+    expect(await verifySecret('s3cret!', h)).toBe(false);
+    // The dummy an unknown caller is checked against costs what a real hash of that cost does.
+    expect(dummySecretHash(cheap)).toMatch(/^scrypt\$1024\$8\$1\$/);
+    expect(dummySecretHash()).toMatch(/^scrypt\$16384\$8\$1\$/);
   });
 });

@@ -3,14 +3,21 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
 const scrypt = (secret: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> =>
   new Promise((resolve, reject) => scryptCb(secret, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))));
 
-/** scrypt cost: N=2^14, r=8, p=1 (about 50 ms here): slow enough to make offline guessing expensive. */
-const DEFAULTS = { N: 16384, r: 8, p: 1 };
+/** scrypt's cost parameters; a hash records the ones it was made with, and is checked with those. */
+export interface ScryptCost {
+  N: number;
+  r: number;
+  p: number;
+}
+
+/** The cost outside tests: N=2^14, r=8, p=1 (about 50 ms here): slow enough to make offline guessing expensive. */
+export const SCRYPT_COST: ScryptCost = { N: 16384, r: 8, p: 1 };
 
 /** A slow, salted hash of a secret or password: `scrypt$N$r$p$salt$hash` (base64url parts). */
-export async function hashSecret(secret: string): Promise<string> {
+export async function hashSecret(secret: string, cost: ScryptCost = SCRYPT_COST): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scrypt(secret, salt, 32, { ...DEFAULTS, maxmem: 64 * 1024 * 1024 });
-  return ['scrypt', DEFAULTS.N, DEFAULTS.r, DEFAULTS.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const key = await scrypt(secret, salt, 32, { ...cost, maxmem: 64 * 1024 * 1024 });
+  return ['scrypt', cost.N, cost.r, cost.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 /** Constant-time check of a secret against `hashSecret`'s output; false for any malformed hash. */
@@ -26,6 +33,8 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
 
 /**
  * A hash to spend the same time on when there is nothing to compare against (unknown client or
- * account), so response time does not tell whether it exists.
+ * account), so response time does not tell whether it exists: at the cost real hashes are made with.
  */
-export const DUMMY_SECRET_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+export function dummySecretHash(cost: ScryptCost = SCRYPT_COST): string {
+  return ['scrypt', cost.N, cost.r, cost.p, 'AAAAAAAAAAAAAAAAAAAAAA', 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'].join('$');
+}

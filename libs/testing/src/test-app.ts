@@ -23,6 +23,9 @@ export async function createTestEnvironment(extra: NodeJS.ProcessEnv = {}): Prom
     METRICS_PORT: '0',
     REDIS_URL: redis.url,
     REDIS_KEY_PREFIX: redis.prefix,
+    // scrypt at N=1024 for client secrets and dev IdP passwords (about 3 ms, not 50): every sign-up
+    // hashes a password. The production cost has its own tests (secret-hash.spec, oauth.int-spec).
+    SECRET_HASH_SCRYPT_N: '1024',
     ...extra,
   };
   return {

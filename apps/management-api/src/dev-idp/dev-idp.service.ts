@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import { APP_CONFIG } from '@flagship/config';
-import { DUMMY_SECRET_HASH, hashSecret, verifySecret } from '@flagship/oauth';
+import { dummySecretHash, hashSecret, verifySecret } from '@flagship/oauth';
 import { ProblemException, validationProblem } from '@flagship/problem-details';
 import type { ManagementApiConfig } from '../env.schema';
 import { DevIdpProblems } from './dev-idp.errors';
@@ -34,7 +34,7 @@ export class DevIdpService {
     const uid = randomBytes(21).toString('base64url');
     const displayName = dto.displayName ?? dto.email.split('@')[0];
     const emailVerified = dto.emailVerified ?? true;
-    const inserted = await this.repo.insertAccount({ uid, email: dto.email, passwordHash: await hashSecret(dto.password), displayName, emailVerified });
+    const inserted = await this.repo.insertAccount({ uid, email: dto.email, passwordHash: await hashSecret(dto.password, this.config.secretHashCost), displayName, emailVerified });
     if (!inserted) throw new ProblemException(DevIdpProblems['dev-idp-account-exists'], `An account for ${dto.email} exists; sign in instead.`);
     return { uid, idToken: await this.sign(uid, dto.email, displayName, 'password', emailVerified) };
   }
@@ -47,7 +47,7 @@ export class DevIdpService {
       if (dto.emailVerified !== undefined) throw validationProblem({ emailVerified: 'only with providerName; a password account keeps what it was created with' });
       const account = await this.repo.findAccountByEmail(dto.email);
       // Same work whether or not the account exists, so timing does not reveal it.
-      const ok = await verifySecret(dto.password, account?.passwordHash ?? DUMMY_SECRET_HASH);
+      const ok = await verifySecret(dto.password, account?.passwordHash ?? dummySecretHash(this.config.secretHashCost));
       if (!account || !ok) throw new ProblemException(DevIdpProblems['dev-idp-invalid-credentials'], 'Wrong e-mail or password.');
       return { uid: account.uid, idToken: await this.sign(account.uid, account.email, account.displayName, 'password', account.emailVerified) };
     }

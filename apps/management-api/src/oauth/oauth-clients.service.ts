@@ -70,7 +70,7 @@ export class OAuthClientsService {
       tenantId,
       clientId: newClientId(),
       name,
-      secretHash: await hashSecret(clientSecret),
+      secretHash: await hashSecret(clientSecret, this.options.secretHashCost),
       scopes,
       productKeys,
       createdBy: actorUserId,
@@ -127,7 +127,7 @@ export class OAuthClientsService {
   /** A new secret, shown once; the old one stops working at once. Tokens already issued stay valid until they expire. */
   async rotateSecret(tenantId: string, clientId: string): Promise<OAuthClientWithSecret> {
     const clientSecret = newClientSecret();
-    const updated = await this.clients.replaceSecret(tenantId, clientId, await hashSecret(clientSecret), nowMs());
+    const updated = await this.clients.replaceSecret(tenantId, clientId, await hashSecret(clientSecret, this.options.secretHashCost), nowMs());
     if (!updated) throw notFound(clientId);
     return { ...toOAuthClientView(updated), clientSecret };
   }

@@ -1,4 +1,4 @@
-import type { OAuthModuleOptions, SecretSource } from '@flagship/oauth';
+import { type OAuthModuleOptions, SCRYPT_COST, type ScryptCost, type SecretSource } from '@flagship/oauth';
 
 export const OAUTH_FEATURE_OPTIONS = Symbol('OAUTH_FEATURE_OPTIONS');
 
@@ -7,6 +7,8 @@ export interface OAuthFeatureOptions {
   oauth: OAuthModuleOptions;
   /** Where clients reach this API: the token endpoint and JWKS addresses in the metadata. */
   publicBaseUrl: string;
+  /** The cost client secrets are hashed at (default SCRYPT_COST; lower only in tests, SECRET_HASH_SCRYPT_N). */
+  secretHashCost?: ScryptCost;
   productKeys?: {
     /** The own product's key, anyone may allow it (default `core`). */
     own?: string;
@@ -23,6 +25,7 @@ export interface ResolvedOAuthFeatureOptions {
   ownProductKey: string;
   internalProductKeys: string[];
   legacyProductKeys: string[];
+  secretHashCost: ScryptCost;
 }
 
 export function resolveOAuthFeatureOptions(options: OAuthFeatureOptions): ResolvedOAuthFeatureOptions {
@@ -32,6 +35,7 @@ export function resolveOAuthFeatureOptions(options: OAuthFeatureOptions): Resolv
     ownProductKey: options.productKeys?.own ?? 'core',
     internalProductKeys: options.productKeys?.internal ?? ['insights', 'helpdesk', 'forms', 'studio'],
     legacyProductKeys: options.productKeys?.legacy ?? ['partner_portal'],
+    secretHashCost: options.secretHashCost ?? SCRYPT_COST,
   };
 }
 
@@ -43,6 +47,7 @@ export interface OAuthFeatureConfig {
   PRODUCT_KEY_OWN: string;
   internalProductKeys: string[];
   legacyProductKeys: string[];
+  secretHashCost: ScryptCost;
 }
 
 /** Options from management-api's config; `secrets` is where OAUTH_SIGNING_KEY is read (its SecretStore). */
@@ -58,6 +63,7 @@ export function oauthFeatureOptionsFromConfig(
       issuing: { secrets, requireConfiguredKey: extra.requireConfiguredKey ?? false },
     },
     publicBaseUrl: config.publicBaseUrl,
+    secretHashCost: config.secretHashCost,
     productKeys: { own: config.PRODUCT_KEY_OWN, internal: config.internalProductKeys, legacy: config.legacyProductKeys },
   };
 }
