@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // `npm test`: everything CI runs, in two lanes so the machine's two cores both work.
-//   1. lint and typecheck (one lane) beside the build (the other): all three are CPU-bound compilers.
+//   1. lint and typecheck (one lane) beside the build and then the console's Vitest tests (the
+//      other): all CPU-bound; the build lane ends about 20 s before the other, and the Vitest tests
+//      need no build, so they fill that time instead of competing with jest.
 //   2. jest, every layer, with JEST_WORKERS files at once (default 3: most int and e2e files wait on
-//      Postgres, Redis, a started app or a timer, so three share two cores well), beside the console's
-//      Vitest tests.
+//      Postgres, Redis, a started app or a timer, so three share two cores well).
 // A lane's output is printed whole when it ends (jest's streams as it runs), each step with its time;
 // the run fails when any step fails, after both lanes of its phase have ended.
 import { spawn } from 'node:child_process';
@@ -14,12 +15,9 @@ async function main() {
   await runSteps([{ name: 'check-services', cmd: process.execPath, args: ['tools/dev/check-services.mjs'] }], { stream: true });
   await phase([
     [npmRun('lint'), npmRun('typecheck')],
-    [npmRun('build')],
+    [npmRun('build'), npmRun('test:console')],
   ]);
-  await phase([
-    [{ ...npmRun('test:jest'), stream: true }],
-    [npmRun('test:console')],
-  ]);
+  await phase([[{ ...npmRun('test:jest'), stream: true }]]);
 }
 
 /** Runs lanes side by side, each a list of steps one after another; throws once all have ended if any failed. */
