@@ -13,10 +13,10 @@ common_targets="$(jest_target test unit),
     $(jest_target int-test int),
     $(jest_target e2e e2e),"'
     "lint": { "executor": "nx:run-commands", "options": { "command": "eslint --max-warnings=0 '"$dir"'" } },
-    "typecheck": { "executor": "nx:run-commands", "options": { "command": "tsc -p '"$dir"'/tsconfig.json --noEmit" } }'
+    "typecheck": { "executor": "nx:run-commands", "options": { "command": "node node_modules/typescript-7/bin/tsc -p '"$dir"'/tsconfig.json --noEmit" } }'
 if [ "$kind" = apps ]; then
   type=application
-  targets='"build": { "executor": "nx:run-commands", "options": { "command": "tsc -p '"$dir"'/tsconfig.app.json && tsc-alias -p tsconfig.base.json --outDir dist/'"$dir"'" } },
+  targets='"build": { "executor": "nx:run-commands", "options": { "command": "node node_modules/typescript-7/bin/tsc -p '"$dir"'/tsconfig.app.json && tsc-alias -p tsconfig.base.json --outDir dist/'"$dir"'" } },
     "serve": { "executor": "nx:run-commands", "dependsOn": ["build"], "options": { "command": "node dist/'"$dir"'/'"$dir"'/src/main.js" } },
     '"$common_targets"
   cat > "$dir/tsconfig.app.json" <<JSON
