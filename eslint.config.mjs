@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 const ROOT = dirname(fileURLToPath(import.meta.url));
 
 // Test code: it may use @flagship/testing; production code may not.
-const TEST_FILES = ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.int-group.ts', '**/*.e2e-spec.ts', '**/*.fixture.ts', 'libs/testing/**/*.ts', 'tools/**/*.ts', '**/src/testing/**/*.ts'];
+const TEST_FILES = ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.int-group.ts', '**/*.e2e-group.ts', '**/*.e2e-spec.ts', '**/*.fixture.ts', 'libs/testing/**/*.ts', 'tools/**/*.ts', '**/src/testing/**/*.ts'];
 const FRAMEWORKS = ['@nestjs/*', 'typeorm', 'pg', 'ioredis', 'express', 'passport*'];
 
 /**
@@ -209,7 +209,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off', 'no-console': 'off' },
   },
   {
-    files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.int-group.ts', '**/*.e2e-spec.ts', '**/*.fixture.ts', 'libs/testing/**/*.ts', 'tools/**/*.ts'],
+    files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.int-group.ts', '**/*.e2e-group.ts', '**/*.e2e-spec.ts', '**/*.fixture.ts', 'libs/testing/**/*.ts', 'tools/**/*.ts'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-non-null-assertion': 'off',

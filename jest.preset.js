@@ -23,35 +23,43 @@ if (kind !== undefined && kind !== '' && !(kind in KINDS)) throw new Error(`TEST
 const suffixes = kind ? [KINDS[kind]] : Object.values(KINDS);
 
 // Spec groups (TEST_GROUPS=1, set by `npm test`): the `*.int-spec.ts` files in a folder holding an
-// `*.int-group.ts`, and in its subfolders without one of their own, run inside that one jest file
-// (libs/testing/src/spec-groups.ts), so their imports (the app module, TypeORM, Nest) are evaluated
-// once for the group instead of once per spec, and are not started on their own. Unset, every spec is
-// its own file, as a developer runs one.
+// `*.int-group.ts` (the `*.e2e-spec.ts` files, for an `*.e2e-group.ts`), and in its subfolders without
+// a group file of their own for that layer, run inside that one jest file
+// (libs/testing/src/spec-groups.ts), so their imports (the app module, TypeORM, Nest, Playwright) are
+// evaluated once for the group instead of once per spec, and are not started on their own. Unset,
+// every spec is its own file, as a developer runs one.
 const GROUPED = process.env.TEST_GROUPS === '1';
+/** The layers that have groups: a group file's suffix and its members'. */
+const GROUP_LAYERS = [
+  { group: 'int-group', member: KINDS.int },
+  { group: 'e2e-group', member: KINDS.e2e },
+].filter((l) => GROUPED && suffixes.includes(l.member));
 
 /** The testMatch of `dirs` (globs under <rootDir>) for the layer TEST_KIND picks. */
 function testMatchUnder(...dirs) {
-  const groups = GROUPED && suffixes.includes(KINDS.int) ? dirs.map((d) => `<rootDir>/${d}/**/*.int-group.ts`) : [];
+  const groups = GROUP_LAYERS.flatMap((l) => dirs.map((d) => `<rootDir>/${d}/**/*.${l.group}.ts`));
   return [...dirs.flatMap((d) => suffixes.map((s) => `<rootDir>/${d}/**/*.${s}.ts`)), ...groups];
 }
 
-/** Each group file under `dir` (absolute path) with the int-spec files it runs. */
+/** Each group file under `dir` (absolute path) with the spec files it runs. */
 function specGroups(dir) {
   const groups = {};
-  const walk = (folder, group) => {
-    const entries = fs.readdirSync(folder, { withFileTypes: true });
-    const own = entries.filter((e) => e.isFile() && e.name.endsWith('.int-group.ts'));
-    if (own.length > 1) throw new Error(`${folder}: one *.int-group.ts per folder (found ${own.map((e) => e.name).join(', ')})`);
-    if (own.length === 1) {
-      group = path.join(folder, own[0].name);
-      groups[group] = [];
-    }
-    for (const e of entries) {
-      if (e.isDirectory() && e.name !== 'node_modules') walk(path.join(folder, e.name), group);
-      else if (group && e.isFile() && e.name.endsWith('.int-spec.ts')) groups[group].push(path.join(folder, e.name));
-    }
-  };
-  walk(dir, undefined);
+  for (const { group: groupSuffix, member } of GROUP_LAYERS) {
+    const walk = (folder, group) => {
+      const entries = fs.readdirSync(folder, { withFileTypes: true });
+      const own = entries.filter((e) => e.isFile() && e.name.endsWith(`.${groupSuffix}.ts`));
+      if (own.length > 1) throw new Error(`${folder}: one *.${groupSuffix}.ts per folder (found ${own.map((e) => e.name).join(', ')})`);
+      if (own.length === 1) {
+        group = path.join(folder, own[0].name);
+        groups[group] = [];
+      }
+      for (const e of entries) {
+        if (e.isDirectory() && e.name !== 'node_modules') walk(path.join(folder, e.name), group);
+        else if (group && e.isFile() && e.name.endsWith(`.${member}.ts`)) groups[group].push(path.join(folder, e.name));
+      }
+    };
+    walk(dir, undefined);
+  }
   return groups;
 }
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -19,7 +19,7 @@ function browserSpecsSelected(globalConfig: { testPathPatterns?: { patterns?: st
   const patterns = globalConfig.testPathPatterns?.patterns ?? [];
   if (patterns.length === 0) return true;
   const specs = readdirSync(__dirname)
-    .filter((f) => f.endsWith('.e2e-spec.ts'))
+    .filter((f) => f.endsWith('.e2e-spec.ts') || f.endsWith('.e2e-group.ts'))
     .map((f) => join(__dirname, f));
   return specs.some((spec) => patterns.some((p) => new RegExp(p, 'i').test(spec)));
 }

@@ -1,10 +1,11 @@
 import { relative } from 'node:path';
 
 /**
- * Runs the integration specs jest.preset.js gave to this group file (`npm test` sets TEST_GROUPS=1):
- * jest evaluates every module again for each file, and an int-spec's imports (the app module,
- * TypeORM, Nest) cost more CPU than many of its tests. Each spec is required inside its own describe
- * block, so its hooks, fixtures and database stay its own, as when it runs alone.
+ * Runs the specs jest.preset.js gave to this group file (`*.int-group.ts`, `*.e2e-group.ts`; `npm
+ * test` sets TEST_GROUPS=1): jest evaluates every module again for each file, and a spec's imports
+ * (the app module, TypeORM, Nest, Playwright) cost more CPU than many of its tests. Each spec is
+ * required inside its own describe block, so its hooks, fixtures and database stay its own, as when
+ * it runs alone.
  */
 export function runSpecGroup(groupFile: string): void {
   // jest's global, typed here: apps whose builds take this lib in (their fixtures) build without jest's types.
@@ -12,7 +13,7 @@ export function runSpecGroup(groupFile: string): void {
   const groups = (globalThis as { SPEC_GROUPS?: Record<string, string[]> }).SPEC_GROUPS ?? {};
   const members = groups[groupFile];
   if (members === undefined) throw new Error(`${groupFile} runs only with TEST_GROUPS=1 (npm test); run its specs on their own otherwise`);
-  if (members.length === 0) throw new Error(`${groupFile}: no *.int-spec.ts in its folder or below`);
+  if (members.length === 0) throw new Error(`${groupFile}: no spec of its layer in its folder or below`);
   for (const spec of members) {
     describe(relative(process.cwd(), spec), () => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- a spec registers its tests as it loads, inside this block

@@ -1,0 +1,3 @@
+import { runSpecGroup } from '@flagship/testing';
+
+runSpecGroup(__filename);
