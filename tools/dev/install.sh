@@ -8,12 +8,13 @@
 # anyway); a cold cache still fetches. A fresh clone's `npm ci` took 57.6 and 57.7 s with it against
 # 65.4 and 77.1 s without, alternating, the same tree installed.
 #
-# A fresh clone on a machine that installed the same lockfile before copies that install instead
-# (about 10 s against 35 to 60): each finished install is kept once per machine user, outside any
+# A fresh clone on a machine that installed the same lockfile before links that install instead
+# (a few seconds against 35 to 60): each finished install is copied once per machine user, outside any
 # checkout, under `$FLAGSHIP_TOOLS_CACHE` or `${XDG_CACHE_HOME:-~/.cache}/flagship-tools` as
 # fetch-pinned.mjs keeps its binaries, keyed by the lockfile, package.json, this script, Node's version
-# and the platform. It is a copy, not hard links: nothing a checkout does to its node_modules reaches the
-# kept one. FLAGSHIP_INSTALL_CACHE=0 skips it.
+# and the platform. A checkout gets hard links to its files (a copy took 22 s on a busy machine), so a
+# file written in place in one checkout's node_modules would change the kept one: a kept install with
+# any file newer than its `kept` mark is thrown away, not used. FLAGSHIP_INSTALL_CACHE=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -22,10 +23,14 @@ if [ "${FLAGSHIP_INSTALL_CACHE:-1}" != 0 ] && [ ! -e node_modules ]; then
   key=$( (cat package-lock.json package.json tools/dev/install.sh; node -p 'process.version + process.platform + process.arch') | sha256sum | cut -c1-16)
   cache="${FLAGSHIP_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flagship-tools}/node_modules-$key"
   # Kept only once complete (renamed into place after the copy), so a directory there is a whole install.
+  if [ -d "$cache/node_modules" ] && [ -n "$(find "$cache/node_modules" -newer "$cache/kept" -print -quit 2>/dev/null || echo changed)" ]; then
+    echo "the kept install at $cache changed after it was kept; installing from the lockfile" >&2
+    rm -rf "$cache"
+  fi
   if [ -d "$cache/node_modules" ]; then
     rm -rf node_modules.partial
-    cp -a "$cache/node_modules" node_modules.partial && mv node_modules.partial node_modules
-    echo "node_modules copied from $cache (the same lockfile, Node and platform)"
+    cp -al "$cache/node_modules" node_modules.partial && mv node_modules.partial node_modules
+    echo "node_modules linked from $cache (the same lockfile, Node and platform)"
     exit 0
   fi
 fi
@@ -34,7 +39,7 @@ keep() {
   mkdir -p "$(dirname "$cache")"
   local staging
   staging=$(mktemp -d "$(dirname "$cache")/staging.XXXXXX")
-  if cp -a node_modules "$staging/node_modules" && mv -T "$staging" "$cache" 2>/dev/null; then
+  if cp -a node_modules "$staging/node_modules" && touch "$staging/kept" && mv -T "$staging" "$cache" 2>/dev/null; then
     # The two newest installs are kept (1.2 GB each): a branch with another lockfile does not evict main's.
     find "$(dirname "$cache")" -maxdepth 1 -name 'node_modules-*' -printf '%T@ %p\n' | sort -rn | tail -n +3 | cut -d' ' -f2- | xargs -r rm -rf
     return 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: everything CI runs, in lanes side by side so the machine's two cores both work.
-//   1. lint; the build, then typecheck; the console's Vitest tests (they need no build). All
-//      CPU-bound and of similar length (about 30 s each beside the others here), so both cores stay
-//      busy until the last ends, and jest does not share the machine with Vitest.
+//   1. lint, then the console's Vitest tests (they need no build), beside the build, then typecheck:
+//      all CPU-bound, about 40 s of CPU in each lane here (TypeScript 7 checks on several threads, so a
+//      third lane only made them wait for one another), and jest does not share the machine with Vitest.
 //   2. jest, every layer, with JEST_WORKERS files at once (default 3: most int and e2e files wait on
 //      Postgres, Redis, a started app or a timer, so three share two cores well).
 // A lane's output is printed whole when it ends (jest's streams as it runs), each step with its time;
@@ -13,7 +13,10 @@ const npmRun = (script) => ({ name: script, cmd: 'npm', args: ['run', '--silent'
 
 async function main() {
   await runSteps([{ name: 'check-services', cmd: process.execPath, args: ['tools/dev/check-services.mjs'] }], { stream: true });
-  await phase([[npmRun('lint')], [npmRun('build'), npmRun('typecheck')], [npmRun('test:console')]]);
+  await phase([
+    [npmRun('lint'), npmRun('test:console')],
+    [npmRun('build'), npmRun('typecheck')],
+  ]);
   await phase([[{ ...npmRun('test:jest'), stream: true }]]);
 }
 
