@@ -8,7 +8,7 @@ import { relative } from 'node:path';
  * it runs alone.
  */
 export function runSpecGroup(groupFile: string): void {
-  // jest's global, typed here: apps whose builds take this lib in (their fixtures) build without jest's types.
+  // jest's global, typed here: management-api's build takes this lib in (src/testing/management-api.process.ts) without jest's types.
   const { describe } = globalThis as unknown as { describe: (name: string, body: () => void) => void };
   const groups = (globalThis as { SPEC_GROUPS?: Record<string, string[]> }).SPEC_GROUPS ?? {};
   const members = groups[groupFile];
