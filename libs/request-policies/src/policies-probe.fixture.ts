@@ -1,8 +1,10 @@
 import { type CanActivate, type DynamicModule, type ExecutionContext, Injectable, Module, type Type } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import type { Request } from 'express';
+import type Redis from 'ioredis';
 import { commonEnv, loadConfig, portEnv } from '@flagship/config';
 import { isPlan } from '@flagship/domain';
+import { REDIS, whenReady } from '@flagship/redis';
 import { platformModules } from '@flagship/platform';
 import { setCaller, startTestApp, type RunningApp } from '@flagship/service-kit';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
@@ -56,6 +58,16 @@ export function probeModule(env: NodeJS.ProcessEnv, options: ProbeOptions): Dyna
   return { module: PoliciesProbeModule, imports: platformModules(config, { serviceName: 'policies-probe' }) };
 }
 
-export function startProbe(env: NodeJS.ProcessEnv, options: ProbeOptions): Promise<RunningApp> {
-  return startTestApp(probeModule(env, options));
+/**
+ * The probe, returned once its Redis client is ready: the client keeps no offline queue, so a request
+ * sent while it is still connecting is served as in an outage (uncounted, or 503 for an idempotent
+ * write), which tests of the normal path must not see. CI's loaded cores showed both.
+ */
+export async function startProbe(env: NodeJS.ProcessEnv, options: ProbeOptions): Promise<RunningApp> {
+  const probe = await startTestApp(probeModule(env, options));
+  if (!(await whenReady(probe.app.get<Redis>(REDIS), 10000))) {
+    await probe.close();
+    throw new Error('the probe: its Redis client was not ready within 10 s');
+  }
+  return probe;
 }
