@@ -99,6 +99,8 @@ if (!HAVE_CHROMIUM) {
     await page.reload();
     const banner = page.getByRole('region', { name: 'Disabled webhooks' });
     await banner.waitFor();
+    // The banner belongs to the layout and can show before the page itself (and its h1) has rendered.
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
     expect(await banner.textContent()).toContain(`The webhook to ${hookUrl} was disabled after every delivery failed for a day`);
     await shot('02b-disabled-banner');
     await accessible('a disabled webhook told on every screen');
