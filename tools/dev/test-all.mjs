@@ -9,6 +9,10 @@
 // A lane's output is printed whole when it ends (jest's streams as it runs), each step with its time;
 // the run fails when any step fails, after both lanes of its phase have ended.
 import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
 const npmRun = (script) => ({ name: script, cmd: 'npm', args: ['run', '--silent', script] });
 
@@ -18,6 +22,12 @@ async function main() {
     [npmRun('lint'), npmRun('typecheck')],
     [npmRun('build')],
   ]);
+  // The build above is current, so the specs that start management-api from its sources may start the
+  // build instead (apps/management-api/src/testing/management-api.process.ts). Node keeps the code it
+  // compiles for the processes of the run (the specs start the apps again and again, each boot
+  // loading some 2,500 modules): a management-api boot then takes 0.82 s of CPU instead of 1.0 s.
+  process.env.TEST_APPS_BUILT = '1';
+  process.env.NODE_COMPILE_CACHE ??= join(ROOT, 'tmp/node-compile-cache');
   await phase([
     [{ ...npmRun('test:jest'), stream: true }],
     [npmRun('test:console')],
