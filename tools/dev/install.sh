@@ -11,8 +11,8 @@
 # A fresh clone on a machine that installed the same lockfile before links that install instead
 # (a few seconds against 35 to 60): each finished install is copied once per machine user, outside any
 # checkout, under `$FLAGSHIP_TOOLS_CACHE` or `${XDG_CACHE_HOME:-~/.cache}/flagship-tools` as
-# fetch-pinned.mjs keeps its binaries, keyed by the lockfile, package.json, this script, Node's version
-# and the platform. A checkout gets hard links to its files (a copy took 22 s on a busy machine), so a
+# fetch-pinned.mjs keeps its binaries, keyed by the lockfile, what an install reads of package.json
+# (dependencies, overrides, install scripts), this script, Node's version and the platform. A checkout gets hard links to its files (a copy took 22 s on a busy machine), so a
 # file written in place in one checkout's node_modules would change the kept one: a kept install with
 # any file newer than its `kept` mark is thrown away, not used. FLAGSHIP_INSTALL_CACHE=0 skips it.
 set -euo pipefail
@@ -20,7 +20,8 @@ cd "$(dirname "$0")/../.."
 
 cache=""
 if [ "${FLAGSHIP_INSTALL_CACHE:-1}" != 0 ] && [ ! -e node_modules ]; then
-  key=$( (cat package-lock.json package.json tools/dev/install.sh; node -p 'process.version + process.platform + process.arch') | sha256sum | cut -c1-16)
+  # Of package.json, what an install reads (a change to another script keeps the install).
+  key=$( (cat package-lock.json tools/dev/install.sh; node -p 'const p = require("./package.json"); JSON.stringify([p.dependencies, p.devDependencies, p.optionalDependencies, p.peerDependencies, p.overrides, p.workspaces, ...["preinstall", "install", "postinstall", "prepare"].map((s) => p.scripts?.[s])]) + process.version + process.platform + process.arch') | sha256sum | cut -c1-16)
   cache="${FLAGSHIP_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flagship-tools}/node_modules-$key"
   # Kept only once complete (renamed into place after the copy), so a directory there is a whole install.
   if [ -d "$cache/node_modules" ] && [ -n "$(find "$cache/node_modules" -newer "$cache/kept" -print -quit 2>/dev/null || echo changed)" ]; then
