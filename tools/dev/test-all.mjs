@@ -3,9 +3,9 @@
 //   1. lint and typecheck (one lane) beside the build (the other): all CPU-bound. With TypeScript 7
 //      this phase is about 40 s; the console's Vitest tests added to it (in a lane of theirs, or after
 //      either) made it 53 to 65 s, more than they cost beside jest.
-//   2. jest, every layer, with JEST_WORKERS files at once (default 3: most int and e2e files wait on
-//      Postgres, Redis, a started app or a timer, so three share two cores well), beside the console's
-//      Vitest tests.
+//   2. jest, every layer, with JEST_WORKERS files at once (default 4: most int and e2e files wait on
+//      Postgres, Redis, a started app or a timer; jest took 250 s with four against 265 s with three,
+//      Postgres peaking at 40 of its 100 connections), beside the console's Vitest tests.
 // A lane's output is printed whole when it ends (jest's streams as it runs), each step with its time;
 // the run fails when any step fails, after both lanes of its phase have ended.
 import { spawn } from 'node:child_process';
