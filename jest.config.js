@@ -19,4 +19,7 @@ module.exports = {
   reporters: ['default', '<rootDir>/tools/dev/jest-summary-reporter.js'],
   // Also global: on a fresh clone, start the files that start apps first (tools/dev/jest-sequencer.js).
   testSequencer: '<rootDir>/tools/dev/jest-sequencer.js',
+  // Global: the run's test databases are dropped together when it ends (libs/testing/src/test-database-runs.ts).
+  globalSetup: '<rootDir>/tools/dev/jest-global-setup.ts',
+  globalTeardown: '<rootDir>/tools/dev/jest-global-teardown.ts',
 };

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { MIGRATIONS, runMigrations } from '@flagship/persistence';
+import { currentTestDatabaseRun, TEST_DATABASE_ADMIN_URL, testDatabaseName } from './test-database-runs';
 
-export const TEST_DATABASE_ADMIN_URL = process.env['TEST_DATABASE_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export { TEST_DATABASE_ADMIN_URL } from './test-database-runs';
 
 /** The URL of a database of this cluster by name (a bench reusing a database it kept). */
 export function urlFor(database: string): string {
@@ -56,10 +57,14 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database for one test file (`CREATE DATABASE ... TEMPLATE`); drop it in afterAll. */
+/**
+ * A fresh, migrated database for one test file (`CREATE DATABASE ... TEMPLATE`); drop it in afterAll.
+ * Within a jest run its drop waits for the run's end (test-database-runs.ts).
+ */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const template = await ensureTemplate();
-  const name = `flagship_test_${randomBytes(6).toString('hex')}`;
+  const run = currentTestDatabaseRun();
+  const name = testDatabaseName(run, randomBytes(6).toString('hex'));
   await withAdmin(async (c) => {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -75,6 +80,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     name,
     url: urlFor(name),
-    drop: () => withAdmin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+    // Within a run, what is left connected is cut (as WITH (FORCE) would), and the drop waits for the run's end.
+    drop: () =>
+      withAdmin(async (c) => {
+        if (run === undefined) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        else await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+      }),
   };
 }
