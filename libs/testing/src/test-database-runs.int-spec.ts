@@ -1,20 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { createTestDatabase } from './test-database';
-import { currentTestDatabaseRun, dropRunDatabases, newTestDatabaseRun, TEST_DATABASE_ADMIN_URL, TEST_DATABASE_RUN, testDatabaseName } from './test-database-runs';
+import { currentTestDatabaseRun, dropRunDatabases, newTestDatabaseRun, TEST_DATABASE_ADMIN_URL, TEST_DATABASE_RUN, testDatabaseName, withAdmin } from './test-database-runs';
 
-async function admin<T>(work: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: TEST_DATABASE_ADMIN_URL });
-  await c.connect();
-  try {
-    return await work(c);
-  } finally {
-    await c.end();
-  }
-}
 const exists = (name: string): Promise<boolean> =>
-  admin(async (c) => ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount ?? 0) > 0);
-const create = (name: string): Promise<void> => admin(async (c) => void (await c.query(`CREATE DATABASE ${name}`)));
+  withAdmin(async (c) => ((await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount ?? 0) > 0);
+const create = (name: string): Promise<void> => withAdmin(async (c) => void (await c.query(`CREATE DATABASE ${name}`)));
 const random = (): string => randomBytes(6).toString('hex');
 
 /** Runs `work` with TEST_DATABASE_RUN set to `run` (or unset), as a jest worker of that run would. */
@@ -68,7 +59,7 @@ describe('the test databases of a jest run', () => {
       expect(await Promise.all([...own, stales].map(exists))).toEqual([false, false, false]);
       expect(await Promise.all([others, unrun].map(exists))).toEqual([true, true]);
     } finally {
-      await admin(async (c) => {
+      await withAdmin(async (c) => {
         for (const name of [others, unrun]) await c.query(`DROP DATABASE IF EXISTS ${name}`);
       });
     }

@@ -18,6 +18,17 @@ const PREFIX = 'flagship_test_';
 const RUN_DATABASE = /^flagship_test_([0-9a-z]+)_[0-9a-f]{12}$/;
 const RUN_ID = /^[0-9a-z]+[0-9a-f]{6}$/;
 
+/** `work` on a connection of its own to the cluster's maintenance database, closed after. */
+export async function withAdmin<T>(work: (c: Client) => Promise<T>, adminUrl = TEST_DATABASE_ADMIN_URL): Promise<T> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /** This process's run (TEST_DATABASE_RUN), if any. */
 export function currentTestDatabaseRun(): string | undefined {
   const run = process.env[TEST_DATABASE_RUN];
@@ -42,30 +53,18 @@ const startedAt = (run: string): number => parseInt(run.slice(0, -6), 36) * 1000
  * their end), four at a time; returns their names. A database still in use is cut off (WITH (FORCE)).
  */
 export async function dropRunDatabases(run: string, adminUrl = TEST_DATABASE_ADMIN_URL, staleAfterMs = 24 * 3600_000, now = Date.now()): Promise<string[]> {
-  const admin = new Client({ connectionString: adminUrl });
-  await admin.connect();
-  let doomed: string[];
-  try {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname', [PREFIX]);
-    doomed = rows
-      .map((r) => r.datname)
-      .filter((name) => {
-        const of = RUN_DATABASE.exec(name)?.[1];
-        return of !== undefined && RUN_ID.test(of) && (of === run || now - startedAt(of) > staleAfterMs);
-      });
-  } finally {
-    await admin.end();
-  }
+  const { rows } = await withAdmin((c) => c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname', [PREFIX]), adminUrl);
+  const doomed = rows
+    .map((r) => r.datname)
+    .filter((name) => {
+      const of = RUN_DATABASE.exec(name)?.[1];
+      return of !== undefined && RUN_ID.test(of) && (of === run || now - startedAt(of) > staleAfterMs);
+    });
   const queue = [...doomed];
-  const dropper = async (): Promise<void> => {
-    const c = new Client({ connectionString: adminUrl });
-    await c.connect();
-    try {
+  const dropper = (): Promise<void> =>
+    withAdmin(async (c) => {
       for (let name = queue.shift(); name !== undefined; name = queue.shift()) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await c.end();
-    }
-  };
+    }, adminUrl);
   await Promise.all(Array.from({ length: Math.min(4, queue.length) }, dropper));
   return doomed;
 }

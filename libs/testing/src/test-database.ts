@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import { MIGRATIONS, runMigrations } from '@flagship/persistence';
-import { currentTestDatabaseRun, TEST_DATABASE_ADMIN_URL, testDatabaseName } from './test-database-runs';
+import { currentTestDatabaseRun, TEST_DATABASE_ADMIN_URL, testDatabaseName, withAdmin } from './test-database-runs';
 
 export { TEST_DATABASE_ADMIN_URL } from './test-database-runs';
 
@@ -21,15 +20,6 @@ function templateName(): string {
   return `flagship_tpl_${fingerprint}`;
 }
 
-async function withAdmin<T>(work: (c: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: TEST_DATABASE_ADMIN_URL });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Creates and migrates the template once per set of migrations; concurrent jest workers wait on a lock. */
 async function ensureTemplate(): Promise<string> {
