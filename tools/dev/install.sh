@@ -12,9 +12,10 @@
 # (a few seconds against 35 to 60): each finished install is copied once per machine user, outside any
 # checkout, under `$FLAGSHIP_TOOLS_CACHE` or `${XDG_CACHE_HOME:-~/.cache}/flagship-tools` as
 # fetch-pinned.mjs keeps its binaries, keyed by the lockfile, what an install reads of package.json
-# (dependencies, overrides, install scripts), this script, Node's version and the platform. A checkout gets hard links to its files (a copy took 22 s on a busy machine), so a
-# file written in place in one checkout's node_modules would change the kept one: a kept install with
-# any file newer than its `kept` mark is thrown away, not used. FLAGSHIP_INSTALL_CACHE=0 skips it.
+# (dependencies, overrides, install scripts), this script, Node's version and the platform. A checkout
+# gets hard links to its files (a copy took 22 s on a busy machine), so a file written in place in one
+# checkout's node_modules would change the kept one: a kept install with any file newer than its
+# `kept` mark is thrown away, not used. FLAGSHIP_INSTALL_CACHE=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

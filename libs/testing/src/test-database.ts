@@ -20,7 +20,6 @@ function templateName(): string {
   return `flagship_tpl_${fingerprint}`;
 }
 
-
 /** Creates and migrates the template once per set of migrations; concurrent jest workers wait on a lock. */
 async function ensureTemplate(): Promise<string> {
   const name = templateName();
