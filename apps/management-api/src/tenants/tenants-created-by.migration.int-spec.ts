@@ -35,6 +35,9 @@ describe('the tenants-created-by migration (TenantsCreatedBy1763860500000) on ex
       };
       const steppedDown = await create('Stepped down', maker);
       const left = await create('Left', deputy);
+      // created_at keeps milliseconds: whoever joins later joins at least one later, as in use (a CI run
+      // once added the next admin within the same millisecond, who then counted as the creator).
+      await new Promise((r) => setTimeout(r, 5));
       // Later: a deputy made admin and the maker a viewer (the quota's old escape); the other tenant's creator left it.
       await runner.query(`INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'admin'), ($3, $4, 'admin')`, [steppedDown, deputy, left, late]);
       await runner.query(`UPDATE memberships SET role = 'viewer' WHERE tenant_id = $1 AND user_id = $2`, [steppedDown, maker]);
