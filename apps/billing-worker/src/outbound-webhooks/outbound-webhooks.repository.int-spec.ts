@@ -57,7 +57,9 @@ describe('OutboundWebhooksRepository', () => {
     const w = await webhook(t, ['flag.updated']);
     await enqueue(t, 1);
     const [first] = await repo.claim(1, 60_000);
-    await pg.ds.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE webhook_id = $1`, [w]);
+    // The lease ran out. Not `= now()`: the column keeps milliseconds, so now() may be stored rounded
+    // up past the next claim's now() (a fresh-clone CI run saw that claim find nothing).
+    await pg.ds.query(`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 second' WHERE webhook_id = $1`, [w]);
     const [overtaking] = await repo.claim(1, 60_000);
     expect(await repo.settle(first!, DELIVERED, { status: 'delivered' }, FAR_PAST)).toEqual({ disabled: false });
     expect(await deliveriesOf(w)).toEqual([{ status: 'pending', attempts: 2, logged: 0 }]);
